@@ -1,0 +1,183 @@
+//! The command line (clap lives only here): parses flags and builds a [`RunPlan`].
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::error::UsageError;
+use crate::plan::{KeyDistribution, LoadShape, Ratio, RunPlan, Stop, TargetSpec, Workload};
+
+/// kvlab: do you still need a cache in front of your database? Measure it.
+#[derive(Debug, Parser)]
+#[command(name = "kvlab", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// kvlab's commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// One measured run of one workload against one target.
+    Run(RunArgs),
+}
+
+/// Flags of `kvlab run`.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  kvlab run --target redis --duration 10
+  kvlab run --target valkey --server-opt io-threads=4 --pipeline 16
+  kvlab run --target memcached --server-opt threads=2 --ratio 1:9
+  kvlab run --target redis://:secret@10.0.0.5:6379 --key-prefix bench: --json out.json
+  kvlab run --target redis --rate 20000 --duration 30")]
+pub struct RunArgs {
+    /// redis | valkey | memcached (kvlab starts the server), or a URL:
+    /// redis://[user:pass@]host:port, valkey://…, memcached://host:port
+    #[arg(long, default_value = "redis")]
+    pub target: String,
+    /// Setting for a managed server, KEY=VALUE (repeatable), e.g. io-threads=4,
+    /// threads=2, memory-mb=4096.
+    #[arg(long = "server-opt", value_name = "KEY=VALUE", value_parser = crate::server::config::parse_opt)]
+    pub server_opt: Vec<(String, String)>,
+    /// Number of distinct keys.
+    #[arg(long, default_value_t = 1_000_000, value_name = "N")]
+    pub keys: u64,
+    /// Value size in bytes.
+    #[arg(long, default_value_t = 256, value_name = "B")]
+    pub value_size: usize,
+    /// SET:GET ratio, e.g. 0:1 (read-only), 1:10.
+    #[arg(long, default_value = "0:1", value_name = "SET:GET")]
+    pub ratio: String,
+    /// uniform | zipf[:THETA] | sequential.
+    #[arg(long, default_value = "uniform", value_name = "DIST")]
+    pub key_distribution: String,
+    /// Prefix of every key kvlab reads or writes.
+    #[arg(long, default_value = "kvlab:")]
+    pub key_prefix: String,
+    /// Total connections.
+    #[arg(long, default_value_t = 50, value_name = "C")]
+    pub connections: usize,
+    /// Client threads [default: number of cores].
+    #[arg(long, value_name = "T")]
+    pub threads: Option<usize>,
+    /// Requests in flight per connection.
+    #[arg(long, default_value_t = 1, value_name = "P")]
+    pub pipeline: usize,
+    /// Seconds to measure [default: 10].
+    #[arg(long, value_name = "SECS", conflicts_with = "requests")]
+    pub duration: Option<f64>,
+    /// Measure this many requests instead of a duration.
+    #[arg(long, value_name = "N")]
+    pub requests: Option<u64>,
+    /// Seconds of load before measuring (excluded from the figures).
+    #[arg(long, default_value_t = 2.0, value_name = "SECS")]
+    pub warmup: f64,
+    /// Open loop: total requests per second on a fixed schedule; latency is taken
+    /// from each request's intended send time.
+    #[arg(long, value_name = "RPS")]
+    pub rate: Option<f64>,
+    /// Seconds a request may wait for its reply before it counts as a timeout.
+    #[arg(long, default_value_t = 5.0, value_name = "SECS")]
+    pub timeout: f64,
+    /// Do not load the keys before measuring.
+    #[arg(long)]
+    pub no_load: bool,
+    /// Write the result as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Seed of the key and operation generators.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+impl RunArgs {
+    /// Checks every flag and builds the plan.
+    pub fn to_plan(&self) -> Result<RunPlan, UsageError> {
+        let mut target: TargetSpec = self.target.parse()?;
+        if target.external.is_some() && !self.server_opt.is_empty() {
+            return Err(UsageError::bad(
+                "--server-opt",
+                "settings apply only to a server kvlab starts",
+                "drop --server-opt or use --target redis|valkey|memcached",
+            ));
+        }
+        target.server_opts = self.server_opt.iter().cloned().collect();
+        let positive = |flag: &'static str, v: f64, fix: &str| {
+            if v.is_finite() && v > 0.0 {
+                Ok(v)
+            } else {
+                Err(UsageError::bad(flag, format!("{v} is not a positive number"), fix))
+            }
+        };
+        if self.keys == 0 {
+            return Err(UsageError::bad("--keys", "0 keys", "give at least 1, e.g. --keys 100000"));
+        }
+        if self.value_size == 0 || self.value_size > 64 << 20 {
+            return Err(UsageError::bad("--value-size", format!("{} bytes is out of range", self.value_size), "give 1 to 67108864 bytes"));
+        }
+        if self.key_prefix.is_empty() {
+            return Err(UsageError::bad(
+                "--key-prefix",
+                "an empty prefix would let kvlab write keys of other applications",
+                "give a prefix such as kvlab:",
+            ));
+        }
+        if self.connections == 0 || self.connections > 100_000 {
+            return Err(UsageError::bad("--connections", format!("{} is out of range", self.connections), "give 1 to 100000"));
+        }
+        let threads = self.threads.unwrap_or_else(cores);
+        if threads == 0 || threads > 1024 {
+            return Err(UsageError::bad("--threads", format!("{threads} is out of range"), "give 1 to 1024"));
+        }
+        if self.pipeline == 0 || self.pipeline > 100_000 {
+            return Err(UsageError::bad("--pipeline", format!("{} is out of range", self.pipeline), "give 1 to 100000"));
+        }
+        let stop = match (self.duration, self.requests) {
+            (_, Some(0)) => return Err(UsageError::bad("--requests", "0 requests", "give at least 1")),
+            (_, Some(n)) => Stop::Requests(n),
+            (Some(d), None) => Stop::Duration(positive("--duration", d, "give seconds, e.g. --duration 10")?),
+            (None, None) => Stop::Duration(10.0),
+        };
+        if !(self.warmup.is_finite() && self.warmup >= 0.0) {
+            return Err(UsageError::bad("--warmup", format!("{} is not a number of seconds", self.warmup), "give 0 or more, e.g. --warmup 2"));
+        }
+        let rate = match self.rate {
+            Some(r) => Some(positive("--rate", r, "give requests per second, e.g. --rate 10000")?),
+            None => None,
+        };
+        if let Some(r) = rate {
+            if r < self.connections as f64 / 3600.0 {
+                return Err(UsageError::bad("--rate", format!("{r} req/s over {} connections is below one request per connection per hour", self.connections), "raise --rate or lower --connections"));
+            }
+        }
+        positive("--timeout", self.timeout, "give seconds, e.g. --timeout 5")?;
+        let ratio: Ratio = self.ratio.parse()?;
+        let distribution: KeyDistribution = self.key_distribution.parse()?;
+        Ok(RunPlan {
+            target,
+            workload: Workload {
+                keys: self.keys,
+                value_size: self.value_size,
+                ratio,
+                distribution,
+                key_prefix: self.key_prefix.clone(),
+                load: !self.no_load,
+                seed: self.seed,
+            },
+            load: LoadShape {
+                connections: self.connections,
+                threads: threads.min(self.connections),
+                pipeline: self.pipeline,
+                stop,
+                warmup_s: self.warmup,
+                rate,
+                timeout_s: self.timeout,
+            },
+        })
+    }
+}

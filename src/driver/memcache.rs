@@ -1,0 +1,186 @@
+//! Memcached text-protocol codec: `get`/`set` encoding and reply decoding over
+//! byte buffers, plus blocking helpers for probing and reading `stats`.
+
+use std::io::{Read, Write};
+
+use anyhow::{Result, bail};
+
+use super::{Codec, Decoded, Malformed, Reply, ServerInfo, line_end, parse_usize};
+use crate::workload::OpKind;
+
+/// The memcached text codec (stateless).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Memcache;
+
+impl Codec for Memcache {
+    #[inline]
+    fn encode_get(&self, key: &[u8], out: &mut Vec<u8>) {
+        out.extend_from_slice(b"get ");
+        out.extend_from_slice(key);
+        out.extend_from_slice(b"\r\n");
+    }
+
+    #[inline]
+    fn encode_set(&self, key: &[u8], value: &[u8], out: &mut Vec<u8>) {
+        let mut b = itoa::Buffer::new();
+        out.extend_from_slice(b"set ");
+        out.extend_from_slice(key);
+        out.extend_from_slice(b" 0 0 ");
+        out.extend_from_slice(b.format(value.len()).as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(value);
+        out.extend_from_slice(b"\r\n");
+    }
+
+    #[inline]
+    fn decode(&self, op: OpKind, buf: &[u8]) -> Result<Decoded, Malformed> {
+        if buf.is_empty() {
+            return Ok(Decoded::Incomplete);
+        }
+        let Some(eol) = line_end(buf, 0) else {
+            return if buf.len() > 2048 {
+                Err(Malformed("reply line longer than 2 KiB"))
+            } else {
+                Ok(Decoded::Incomplete)
+            };
+        };
+        if eol < 2 || buf[eol - 2] != b'\r' {
+            return Err(Malformed("reply line not ended by CRLF"));
+        }
+        let line = &buf[..eol - 2];
+        let frame = |reply| Ok(Decoded::Frame { len: eol, reply });
+        if line.starts_with(b"SERVER_ERROR") || line.starts_with(b"CLIENT_ERROR") || line == b"ERROR" {
+            return frame(Reply::ServerError);
+        }
+        match op {
+            OpKind::Set => match line {
+                b"STORED" => frame(Reply::Stored),
+                b"NOT_STORED" => frame(Reply::ServerError),
+                _ => Err(Malformed("unexpected reply to set")),
+            },
+            OpKind::Get => {
+                if line == b"END" {
+                    return frame(Reply::Nil);
+                }
+                let Some(rest) = line.strip_prefix(b"VALUE ") else {
+                    return Err(Malformed("unexpected reply to get"));
+                };
+                // VALUE <key> <flags> <bytes> [<cas>]
+                let mut fields = rest.split(|&b| b == b' ');
+                let (_key, _flags) = (fields.next(), fields.next());
+                let n = fields
+                    .next()
+                    .and_then(parse_usize)
+                    .ok_or(Malformed("bad VALUE line"))?;
+                let data_end = eol + n;
+                let end = data_end + 7; // "\r\nEND\r\n"
+                if buf.len() < end {
+                    return Ok(Decoded::Incomplete);
+                }
+                if &buf[data_end..end] != b"\r\nEND\r\n" {
+                    return Err(Malformed("value not followed by CRLF END"));
+                }
+                Ok(Decoded::Frame { len: end, reply: Reply::Value(eol..data_end) })
+            }
+        }
+    }
+}
+
+/// Length of a whole `stats` or `version` reply at the front of `buf`.
+pub fn stats_frame_len(buf: &[u8]) -> Result<Option<usize>, Malformed> {
+    let mut pos = 0;
+    while let Some(eol) = line_end(buf, pos) {
+        let line = &buf[pos..eol];
+        if line == b"END\r\n" || line.starts_with(b"VERSION ") {
+            return Ok(Some(eol));
+        }
+        if line.starts_with(b"ERROR") || line.starts_with(b"CLIENT_ERROR") || line.starts_with(b"SERVER_ERROR") {
+            return Ok(Some(eol));
+        }
+        if !line.starts_with(b"STAT ") {
+            return Err(Malformed("not a memcached reply"));
+        }
+        pos = eol;
+    }
+    Ok(None)
+}
+
+/// Checks the peer speaks memcached (`version`) and returns its version.
+pub fn probe<S: Read + Write>(s: &mut S) -> Result<ServerInfo> {
+    let reply = super::roundtrip(s, b"version\r\n", stats_frame_len)?;
+    let line = String::from_utf8_lossy(&reply);
+    match line.trim().strip_prefix("VERSION ") {
+        Some(v) => Ok(ServerInfo { product: "memcached".into(), version: v.to_string() }),
+        None => bail!("'version' answered {:?}", line.trim()),
+    }
+}
+
+/// `stats` as (name, value) pairs (blocking).
+pub fn stats<S: Read + Write>(s: &mut S) -> Result<Vec<(String, String)>> {
+    let reply = super::roundtrip(s, b"stats\r\n", stats_frame_len)?;
+    Ok(String::from_utf8_lossy(&reply)
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.strip_prefix("STAT ")?.splitn(2, ' ');
+            Some((f.next()?.to_string(), f.next()?.trim().to_string()))
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dec(op: OpKind, b: &[u8]) -> Result<Decoded, Malformed> {
+        Memcache.decode(op, b)
+    }
+
+    #[test]
+    fn encodes_commands() {
+        let mut out = Vec::new();
+        Memcache.encode_get(b"k:1", &mut out);
+        assert_eq!(out, b"get k:1\r\n");
+        out.clear();
+        Memcache.encode_set(b"k", b"vv", &mut out);
+        assert_eq!(out, b"set k 0 0 2\r\nvv\r\n");
+    }
+
+    #[test]
+    fn decodes_replies() {
+        assert_eq!(
+            dec(OpKind::Get, b"VALUE k 0 3\r\nabc\r\nEND\r\n"),
+            Ok(Decoded::Frame { len: 23, reply: Reply::Value(13..16) })
+        );
+        assert_eq!(
+            dec(OpKind::Get, b"VALUE k 0 3 99\r\nabc\r\nEND\r\n"),
+            Ok(Decoded::Frame { len: 26, reply: Reply::Value(16..19) })
+        );
+        assert_eq!(dec(OpKind::Get, b"END\r\nEND\r\n"), Ok(Decoded::Frame { len: 5, reply: Reply::Nil }));
+        assert_eq!(dec(OpKind::Set, b"STORED\r\n"), Ok(Decoded::Frame { len: 8, reply: Reply::Stored }));
+        assert_eq!(
+            dec(OpKind::Set, b"SERVER_ERROR out of memory storing object\r\n"),
+            Ok(Decoded::Frame { len: 43, reply: Reply::ServerError })
+        );
+    }
+
+    #[test]
+    fn partial_replies_are_incomplete() {
+        let full = b"VALUE k 0 3\r\nabc\r\nEND\r\n";
+        for n in 0..full.len() {
+            assert_eq!(dec(OpKind::Get, &full[..n]), Ok(Decoded::Incomplete), "{n}");
+        }
+        assert_eq!(dec(OpKind::Set, b"STOR"), Ok(Decoded::Incomplete));
+    }
+
+    #[test]
+    fn malformed_replies_are_errors() {
+        assert!(dec(OpKind::Get, b"$3\r\nabc\r\n").is_err());
+        assert!(dec(OpKind::Get, b"VALUE k 0 x\r\nabc\r\nEND\r\n").is_err());
+        assert!(dec(OpKind::Get, b"VALUE k 0 3\r\nabcdEND\r\n").is_err());
+        assert!(dec(OpKind::Set, b"+OK\r\n").is_err());
+        assert!(dec(OpKind::Set, b"STORED\n").is_err());
+        assert_eq!(stats_frame_len(b"STAT pid 1\r\nSTAT x 2\r\nEND\r\n"), Ok(Some(27)));
+        assert_eq!(stats_frame_len(b"STAT pid 1\r\n"), Ok(None));
+        assert!(stats_frame_len(b"+PONG\r\n").is_err());
+    }
+}

@@ -1,0 +1,259 @@
+//! Protocol drivers: one sans-IO codec per protocol behind one narrow interface,
+//! plus the blocking set-up steps (connect, authenticate, identify the server).
+//!
+//! The engine's hot loop is generic over [`Codec`]; drivers never see a clock or a
+//! histogram. Dispatch from [`Protocol`] to a concrete codec happens once per run.
+
+pub mod memcache;
+pub mod resp;
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::ops::Range;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use crate::plan::{Endpoint, TargetKind};
+use crate::workload::OpKind;
+
+/// The wire protocol a target speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// Redis serialization protocol (Redis, Valkey, and compatibles).
+    Resp,
+    /// Memcached text protocol.
+    Memcache,
+}
+
+impl Protocol {
+    /// The protocol a target kind speaks.
+    pub fn of(kind: TargetKind) -> Protocol {
+        match kind {
+            TargetKind::Redis | TargetKind::Valkey => Protocol::Resp,
+            TargetKind::Memcached => Protocol::Memcache,
+        }
+    }
+}
+
+/// One decoded reply, borrowing nothing: a value is a byte range of the input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// A GET found a value at this range of the decoded buffer.
+    Value(Range<usize>),
+    /// A GET found no value.
+    Nil,
+    /// A SET was stored.
+    Stored,
+    /// The server answered with an error (e.g. `-OOM`, `SERVER_ERROR`).
+    ServerError,
+}
+
+/// Result of trying to decode one reply from the front of a buffer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decoded {
+    /// The buffer does not yet hold a whole reply: read more. Not an error.
+    Incomplete,
+    /// A whole reply of `len` bytes.
+    Frame {
+        /// Bytes the reply occupies at the front of the buffer.
+        len: usize,
+        /// What it says.
+        reply: Reply,
+    },
+}
+
+/// The bytes cannot be a reply of this protocol to the request sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Malformed(pub &'static str);
+
+/// A sans-IO request encoder and reply decoder.
+pub trait Codec: Copy + Send + 'static {
+    /// Appends a GET of `key` to `out`.
+    fn encode_get(&self, key: &[u8], out: &mut Vec<u8>);
+    /// Appends a SET of `key` to `value` to `out`.
+    fn encode_set(&self, key: &[u8], value: &[u8], out: &mut Vec<u8>);
+    /// Decodes the reply to a request of kind `op` from the front of `buf`.
+    fn decode(&self, op: OpKind, buf: &[u8]) -> Result<Decoded, Malformed>;
+}
+
+/// What kvlab learned about a server when it first connected.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct ServerInfo {
+    /// Product as reported by the server (`redis`, `valkey`, `memcached`).
+    pub product: String,
+    /// Version string as reported by the server.
+    pub version: String,
+}
+
+/// How to open a ready-to-use connection to a target: address and credentials.
+#[derive(Clone, Debug)]
+pub struct Connector {
+    /// The protocol spoken.
+    pub protocol: Protocol,
+    /// Resolved address.
+    pub addr: SocketAddr,
+    /// Name used in messages, e.g. `redis://127.0.0.1:6379` (no password).
+    pub display: String,
+    user: Option<String>,
+    password: Option<String>,
+}
+
+impl Connector {
+    /// A connector for `endpoint`, resolving its host name once.
+    pub fn new(kind: TargetKind, endpoint: &Endpoint) -> Result<Connector> {
+        let display = endpoint.display_url(kind);
+        let addr = (endpoint.host.as_str(), endpoint.port)
+            .to_socket_addrs()
+            .with_context(|| format!("cannot resolve host '{}' of {display}", endpoint.host))?
+            .next()
+            .with_context(|| format!("host '{}' of {display} has no address", endpoint.host))?;
+        Ok(Connector {
+            protocol: Protocol::of(kind),
+            addr,
+            display,
+            user: endpoint.user.clone(),
+            password: endpoint.password.as_ref().map(|p| p.expose().to_string()),
+        })
+    }
+
+    /// Opens a TCP connection (`TCP_NODELAY`) and authenticates, all within `timeout`.
+    pub fn connect(&self, timeout: Duration) -> io::Result<TcpStream> {
+        let s = TcpStream::connect_timeout(&self.addr, timeout)?;
+        s.set_nodelay(true)?;
+        if let (Protocol::Resp, Some(pass)) = (self.protocol, &self.password) {
+            s.set_read_timeout(Some(timeout))?;
+            s.set_write_timeout(Some(timeout))?;
+            let mut args: Vec<&[u8]> = vec![b"AUTH"];
+            if let Some(u) = &self.user {
+                args.push(u.as_bytes());
+            }
+            args.push(pass.as_bytes());
+            let mut s2 = &s;
+            let reply = resp::command(&mut s2, &args)?;
+            if !reply.starts_with(b"+OK") {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!(
+                        "authentication failed: {}",
+                        String::from_utf8_lossy(reply.trim_ascii())
+                    ),
+                ));
+            }
+            s.set_read_timeout(None)?;
+            s.set_write_timeout(None)?;
+        }
+        Ok(s)
+    }
+
+    /// Connects once, checks the server speaks the expected protocol, and reads its
+    /// version. Fails with a one-line message within about `timeout`.
+    pub fn probe(&self, timeout: Duration) -> Result<ServerInfo> {
+        let s = self.connect(timeout).map_err(|e| match e.kind() {
+            io::ErrorKind::PermissionDenied => anyhow::anyhow!("{}: {e}; check the user and password in --target", self.display),
+            _ => anyhow::anyhow!("cannot connect to {}: {e}; is the server running and is the port right?", self.display),
+        })?;
+        s.set_read_timeout(Some(timeout))?;
+        s.set_write_timeout(Some(timeout))?;
+        let started = Instant::now();
+        let mut s = &s;
+        let info = match self.protocol {
+            Protocol::Resp => resp::probe(&mut s),
+            Protocol::Memcache => memcache::probe(&mut s),
+        };
+        info.map_err(|e| {
+            let e = if is_timeout(&e) {
+                anyhow::anyhow!("no reply within {:.0?}", started.elapsed())
+            } else {
+                e
+            };
+            anyhow::anyhow!("{} does not answer as {} should: {e:#}; check the scheme and port of --target", self.display, match self.protocol {
+                Protocol::Resp => "a Redis/Valkey server",
+                Protocol::Memcache => "a memcached server",
+            })
+        })
+    }
+}
+
+fn is_timeout(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<io::Error>()
+        .is_some_and(|e| matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut))
+}
+
+/// Sends `req` and reads until `frame_len` reports a whole reply; returns its bytes.
+/// Blocking; for set-up and counters only, never on the hot path.
+pub fn roundtrip<S: Read + Write>(
+    s: &mut S,
+    req: &[u8],
+    frame_len: impl Fn(&[u8]) -> Result<Option<usize>, Malformed>,
+) -> io::Result<Vec<u8>> {
+    s.write_all(req)?;
+    let mut buf = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 16384];
+    loop {
+        match frame_len(&buf) {
+            Ok(Some(n)) => {
+                buf.truncate(n);
+                return Ok(buf);
+            }
+            Ok(None) => {}
+            Err(Malformed(why)) => {
+                let shown = String::from_utf8_lossy(&buf[..buf.len().min(60)]).into_owned();
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{why}: got {:?}", shown.trim_end()),
+                ));
+            }
+        }
+        let n = s.read(&mut chunk)?;
+        if n == 0 {
+            if buf.is_empty() {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection without a reply"));
+            }
+            let shown = String::from_utf8_lossy(&buf[..buf.len().min(60)]).into_owned();
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("the server closed the connection after {:?}", shown.trim_end())));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if buf.len() > 64 << 20 {
+            bail_io("reply larger than 64 MiB")?;
+        }
+    }
+}
+
+fn bail_io(msg: &'static str) -> io::Result<()> {
+    Err(io::Error::new(io::ErrorKind::InvalidData, msg))
+}
+
+/// Position just past the first `\r\n` at or after `from`, if any.
+#[inline]
+pub(crate) fn line_end(buf: &[u8], from: usize) -> Option<usize> {
+    let rest = buf.get(from..)?;
+    let nl = rest.iter().position(|&b| b == b'\n')?;
+    Some(from + nl + 1)
+}
+
+/// Parses an unsigned decimal; `None` for empty, non-digit or overflow.
+#[inline]
+pub(crate) fn parse_usize(d: &[u8]) -> Option<usize> {
+    if d.is_empty() || d.len() > 18 {
+        return None;
+    }
+    let mut n = 0usize;
+    for &b in d {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + usize::from(b - b'0');
+    }
+    Some(n)
+}
+
+/// Fails unless `s` is a usable key prefix for `protocol`.
+pub fn check_prefix(protocol: Protocol, prefix: &str) -> Result<()> {
+    if protocol == Protocol::Memcache
+        && (prefix.len() > 200 || prefix.bytes().any(|b| b <= b' ' || b == 0x7f))
+    {
+        bail!("--key-prefix: memcached keys cannot contain spaces or control characters and must stay under 250 bytes; choose a prefix such as 'kvlab:'");
+    }
+    Ok(())
+}

@@ -1,0 +1,255 @@
+//! RESP (Redis/Valkey) codec: GET/SET encoding and reply decoding over byte
+//! buffers, plus blocking helpers for probing and reading server counters.
+
+use std::io::{self, Read, Write};
+
+use anyhow::{Result, bail};
+
+use super::{Codec, Decoded, Malformed, Reply, ServerInfo, line_end, parse_usize};
+use crate::workload::OpKind;
+
+/// The RESP codec (stateless).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Resp;
+
+#[inline]
+fn push_bulk(out: &mut Vec<u8>, data: &[u8]) {
+    let mut b = itoa::Buffer::new();
+    out.push(b'$');
+    out.extend_from_slice(b.format(data.len()).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Appends a RESP array command made of `args` to `out`.
+pub fn encode_command(args: &[&[u8]], out: &mut Vec<u8>) {
+    let mut b = itoa::Buffer::new();
+    out.push(b'*');
+    out.extend_from_slice(b.format(args.len()).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for a in args {
+        push_bulk(out, a);
+    }
+}
+
+impl Codec for Resp {
+    #[inline]
+    fn encode_get(&self, key: &[u8], out: &mut Vec<u8>) {
+        out.extend_from_slice(b"*2\r\n$3\r\nGET\r\n");
+        push_bulk(out, key);
+    }
+
+    #[inline]
+    fn encode_set(&self, key: &[u8], value: &[u8], out: &mut Vec<u8>) {
+        out.extend_from_slice(b"*3\r\n$3\r\nSET\r\n");
+        push_bulk(out, key);
+        push_bulk(out, value);
+    }
+
+    #[inline]
+    fn decode(&self, op: OpKind, buf: &[u8]) -> Result<Decoded, Malformed> {
+        let Some(&first) = buf.first() else {
+            return Ok(Decoded::Incomplete);
+        };
+        let Some(eol) = line_end(buf, 1) else {
+            return if buf.len() > 64 * 1024 {
+                Err(Malformed("reply line longer than 64 KiB"))
+            } else {
+                Ok(Decoded::Incomplete)
+            };
+        };
+        if eol < 2 || buf[eol - 2] != b'\r' {
+            return Err(Malformed("reply line not ended by CRLF"));
+        }
+        let line = &buf[1..eol - 2];
+        let frame = |reply| Ok(Decoded::Frame { len: eol, reply });
+        match (first, op) {
+            (b'-', _) => frame(Reply::ServerError),
+            (b'+', OpKind::Set) if line == b"OK" => frame(Reply::Stored),
+            (b'_', OpKind::Get) if line.is_empty() => frame(Reply::Nil),
+            (b'$', OpKind::Get) => {
+                if line == b"-1" {
+                    return frame(Reply::Nil);
+                }
+                let n = parse_usize(line).ok_or(Malformed("bad bulk string length"))?;
+                let end = eol + n + 2;
+                if buf.len() < end {
+                    return Ok(Decoded::Incomplete);
+                }
+                if &buf[end - 2..end] != b"\r\n" {
+                    return Err(Malformed("bulk string not ended by CRLF"));
+                }
+                Ok(Decoded::Frame {
+                    len: end,
+                    reply: Reply::Value(eol..eol + n),
+                })
+            }
+            (b'+' | b'$' | b'_' | b':' | b'*' | b'%' | b'~' | b'>' | b'#' | b',', _) => {
+                Err(Malformed("unexpected RESP reply type for this command"))
+            }
+            _ => Err(Malformed("not a RESP reply")),
+        }
+    }
+}
+
+/// Length of the whole RESP frame (any type, nested) at the front of `buf`.
+pub fn frame_len(buf: &[u8]) -> Result<Option<usize>, Malformed> {
+    frame_len_at(buf, 0, 0)
+}
+
+fn frame_len_at(buf: &[u8], at: usize, depth: usize) -> Result<Option<usize>, Malformed> {
+    if depth > 16 {
+        return Err(Malformed("RESP nesting too deep"));
+    }
+    let Some(&first) = buf.get(at) else {
+        return Ok(None);
+    };
+    let Some(eol) = line_end(buf, at + 1) else {
+        return Ok(None);
+    };
+    if buf[eol - 2] != b'\r' {
+        return Err(Malformed("reply line not ended by CRLF"));
+    }
+    let line = &buf[at + 1..eol - 2];
+    match first {
+        b'+' | b'-' | b':' | b'_' | b',' | b'#' | b'(' => Ok(Some(eol)),
+        b'$' | b'=' | b'!' => {
+            if line == b"-1" {
+                return Ok(Some(eol));
+            }
+            let n = parse_usize(line).ok_or(Malformed("bad bulk string length"))?;
+            let end = eol + n + 2;
+            Ok((buf.len() >= end).then_some(end))
+        }
+        b'*' | b'%' | b'~' | b'>' => {
+            if line == b"-1" {
+                return Ok(Some(eol));
+            }
+            let n = parse_usize(line).ok_or(Malformed("bad aggregate length"))?;
+            let n = if first == b'%' { n * 2 } else { n };
+            let mut pos = eol;
+            for _ in 0..n {
+                match frame_len_at(buf, pos, depth + 1)? {
+                    Some(p) => pos = p,
+                    None => return Ok(None),
+                }
+            }
+            Ok(Some(pos))
+        }
+        _ => Err(Malformed("not a RESP reply")),
+    }
+}
+
+/// Sends one command and returns its raw reply frame (blocking).
+pub fn command<S: Read + Write>(s: &mut S, args: &[&[u8]]) -> io::Result<Vec<u8>> {
+    let mut req = Vec::new();
+    encode_command(args, &mut req);
+    super::roundtrip(s, &req, frame_len)
+}
+
+/// The payload of a bulk-string reply, or an error naming the reply.
+pub fn bulk_payload(frame: &[u8]) -> Result<&[u8]> {
+    if frame.first() == Some(&b'-') {
+        bail!("server error: {}", String::from_utf8_lossy(frame[1..].trim_ascii()));
+    }
+    if frame.first() != Some(&b'$') {
+        bail!("expected a bulk string, got {:?}", String::from_utf8_lossy(&frame[..frame.len().min(40)]));
+    }
+    let eol = line_end(frame, 1).unwrap_or(frame.len());
+    Ok(&frame[eol..frame.len().saturating_sub(2)])
+}
+
+/// Checks that the peer speaks RESP (PING) and reads product and version (INFO server).
+pub fn probe<S: Read + Write>(s: &mut S) -> Result<ServerInfo> {
+    let pong = command(s, &[b"PING"])?;
+    if pong.starts_with(b"-") {
+        bail!("PING answered {}", String::from_utf8_lossy(pong.trim_ascii()));
+    }
+    if !pong.starts_with(b"+PONG") {
+        bail!("PING answered {:?}", String::from_utf8_lossy(pong.trim_ascii()));
+    }
+    let info = command(s, &[b"INFO", b"server"])?;
+    let info = String::from_utf8_lossy(bulk_payload(&info)?).into_owned();
+    let field = |name: &str| info_field(&info, name);
+    Ok(match field("valkey_version") {
+        Some(v) => ServerInfo { product: "valkey".into(), version: v },
+        None => ServerInfo {
+            product: "redis".into(),
+            version: field("redis_version").unwrap_or_else(|| "unknown".into()),
+        },
+    })
+}
+
+/// The value of `name:value` in an INFO text, if present.
+pub fn info_field(info: &str, name: &str) -> Option<String> {
+    info.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .map(|v| v.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dec(op: OpKind, b: &[u8]) -> Result<Decoded, Malformed> {
+        Resp.decode(op, b)
+    }
+
+    #[test]
+    fn encodes_commands() {
+        let mut out = Vec::new();
+        Resp.encode_get(b"k:1", &mut out);
+        assert_eq!(out, b"*2\r\n$3\r\nGET\r\n$3\r\nk:1\r\n");
+        out.clear();
+        Resp.encode_set(b"k", b"vv", &mut out);
+        assert_eq!(out, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\nvv\r\n");
+    }
+
+    #[test]
+    fn decodes_get_replies() {
+        assert_eq!(
+            dec(OpKind::Get, b"$3\r\nabc\r\n+OK"),
+            Ok(Decoded::Frame { len: 9, reply: Reply::Value(4..7) })
+        );
+        assert_eq!(dec(OpKind::Get, b"$-1\r\n"), Ok(Decoded::Frame { len: 5, reply: Reply::Nil }));
+        assert_eq!(dec(OpKind::Get, b"_\r\n"), Ok(Decoded::Frame { len: 3, reply: Reply::Nil }));
+        assert_eq!(
+            dec(OpKind::Get, b"-ERR wrong\r\n"),
+            Ok(Decoded::Frame { len: 12, reply: Reply::ServerError })
+        );
+        assert_eq!(
+            dec(OpKind::Get, b"$0\r\n\r\n"),
+            Ok(Decoded::Frame { len: 6, reply: Reply::Value(4..4) })
+        );
+    }
+
+    #[test]
+    fn partial_replies_are_incomplete() {
+        for p in [&b""[..], b"$", b"$3", b"$3\r", b"$3\r\n", b"$3\r\nab", b"$3\r\nabc", b"$3\r\nabc\r", b"+O", b"+OK\r"] {
+            let op = if p.starts_with(b"+") { OpKind::Set } else { OpKind::Get };
+            assert_eq!(dec(op, p), Ok(Decoded::Incomplete), "{:?}", String::from_utf8_lossy(p));
+        }
+    }
+
+    #[test]
+    fn malformed_replies_are_errors() {
+        assert!(dec(OpKind::Get, b"$x\r\nabc\r\n").is_err());
+        assert!(dec(OpKind::Get, b"$3\r\nabcXY").is_err());
+        assert!(dec(OpKind::Get, b"VALUE k 0 3\r\n").is_err());
+        assert!(dec(OpKind::Get, b"+OK\r\n").is_err());
+        assert!(dec(OpKind::Set, b"$3\r\nabc\r\n").is_err());
+        assert!(dec(OpKind::Set, b"STORED\r\n").is_err());
+        assert!(dec(OpKind::Get, b"$3\nabc\r\n").is_err());
+        assert_eq!(dec(OpKind::Set, b"+OK\r\n"), Ok(Decoded::Frame { len: 5, reply: Reply::Stored }));
+    }
+
+    #[test]
+    fn frames_any_reply() {
+        assert_eq!(frame_len(b"*2\r\n$1\r\na\r\n:5\r\n"), Ok(Some(15)));
+        assert_eq!(frame_len(b"*2\r\n$1\r\na\r\n"), Ok(None));
+        assert_eq!(frame_len(b"$-1\r\n"), Ok(Some(5)));
+        assert!(frame_len(b"ERROR\r\n").is_err());
+        assert_eq!(info_field("# Server\r\nredis_version:7.0.15\r\n", "redis_version").as_deref(), Some("7.0.15"));
+    }
+}

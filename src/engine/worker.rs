@@ -1,0 +1,595 @@
+//! The only hot loop: one thread driving its share of the connections over one
+//! `mio` poll, generic over the protocol codec. Keeps up to P requests in flight
+//! per connection, paced (open loop) or not (closed loop), verifies every reply,
+//! records latency into its own recorder and hands a snapshot over once a second.
+//!
+//! Per request it allocates nothing, formats nothing and takes no lock: buffers are
+//! reused, outcomes are `Copy` counters, and the only cross-thread traffic is one
+//! message per second.
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::time::{Duration, Instant};
+
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+use rand::rngs::SmallRng;
+
+use super::pacer::{Pacer, ScheduleReport};
+use super::{Spec, Tick, Timing};
+use crate::driver::{Codec, Decoded, Reply};
+use crate::stats::{Counts, ErrorKind, Outcome, Recorder};
+use crate::workload::{KeyGen, OpKind, OpMix, Values, write_key};
+
+/// What one connection of this worker is to do.
+pub struct ConnPlan {
+    /// Index among all connections of the run.
+    pub index: usize,
+    /// Its key generator.
+    pub keys: KeyGen,
+    /// Measured requests it may issue (`None`: until the deadline).
+    pub quota: Option<u64>,
+}
+
+/// What a worker hands back when it ends.
+pub struct WorkerReport {
+    /// Measured requests.
+    pub measured: Recorder,
+    /// Requests issued during warm-up.
+    pub warmup: Counts,
+    /// Schedule keeping (open loop only).
+    pub schedule: ScheduleReport,
+    /// Connection attempts that failed.
+    pub connect_failures: u64,
+    /// Connections re-established after a failure.
+    pub reconnects: u64,
+    /// The last connection error seen, if any.
+    pub last_connect_error: Option<String>,
+    /// Nanoseconds this thread ran or waited to run during the measured window.
+    pub busy_ns: Option<u64>,
+    /// Length of the measured window as this worker saw it.
+    pub window: Duration,
+}
+
+struct InFlight {
+    op: OpKind,
+    key: u64,
+    intended: Instant,
+    sent: Instant,
+    measured: bool,
+}
+
+struct Conn {
+    stream: Option<TcpStream>,
+    wbuf: Vec<u8>,
+    wpos: usize,
+    rbuf: Vec<u8>,
+    rstart: usize,
+    rend: usize,
+    inflight: VecDeque<InFlight>,
+    index: usize,
+    keys: KeyGen,
+    quota: Option<u64>,
+    due: Instant,
+    retry_at: Instant,
+}
+
+/// Everything of the worker except its connections, so both can be borrowed at once.
+struct Ctx<'a, C: Codec> {
+    codec: C,
+    spec: &'a Spec,
+    timing: Timing,
+    quota_left: Option<u64>,
+    pacer: Option<Pacer>,
+    mix: OpMix,
+    values: &'a Values,
+    rng: SmallRng,
+    key: Vec<u8>,
+    value: Vec<u8>,
+    interval: Recorder,
+    interval_warm: Counts,
+    total: Recorder,
+    warm: Counts,
+    schedule: ScheduleReport,
+    inflight: usize,
+    connect_failures: u64,
+    reconnects: u64,
+    last_connect_error: Option<String>,
+    draining: bool,
+}
+
+/// Runs one worker to the end of its drain and returns its report.
+pub fn run<C: Codec>(
+    codec: C,
+    spec: &Spec,
+    plans: Vec<ConnPlan>,
+    seed: u64,
+    shutdown: &AtomicBool,
+    ticks: Sender<Tick>,
+    start: impl FnOnce() -> Timing,
+) -> io::Result<WorkerReport> {
+    let mut poll = match Poll::new() {
+        Ok(p) => p,
+        Err(e) => {
+            start(); // never leave the others waiting at the start line
+            return Err(e);
+        }
+    };
+    let now = Instant::now();
+    let rbuf_len = (spec.pipeline * (spec.values.size() + 128) * 2).max(64 * 1024);
+    let mut conns: Vec<Conn> = plans
+        .into_iter()
+        .map(|p| Conn {
+            stream: None,
+            wbuf: Vec::with_capacity(spec.pipeline * (spec.values.size() + 128)),
+            wpos: 0,
+            rbuf: vec![0; rbuf_len],
+            rstart: 0,
+            rend: 0,
+            inflight: VecDeque::with_capacity(spec.pipeline),
+            index: p.index,
+            keys: p.keys,
+            quota: p.quota,
+            due: now,
+            retry_at: now,
+        })
+        .collect();
+    let mut cx = Ctx {
+        codec,
+        spec,
+        timing: Timing::placeholder(now),
+        quota_left: None,
+        pacer: spec.rate.map(|r| Pacer::new(r, spec.connections)),
+        mix: spec.mix,
+        values: &spec.values,
+        rng: crate::workload::rng(seed),
+        key: Vec::with_capacity(spec.key_prefix.len() + 24),
+        value: Vec::with_capacity(spec.values.size()),
+        interval: Recorder::default(),
+        interval_warm: Counts::default(),
+        total: Recorder::default(),
+        warm: Counts::default(),
+        schedule: ScheduleReport {
+            target_rps: spec.rate.unwrap_or(0.0),
+            ..Default::default()
+        },
+        inflight: 0,
+        connect_failures: 0,
+        reconnects: 0,
+        last_connect_error: None,
+        draining: false,
+    };
+    for (i, c) in conns.iter_mut().enumerate() {
+        cx.connect(&poll, c, i, now);
+    }
+    cx.quota_left = conns.iter().map(|c| c.quota).sum();
+    let timing = start();
+    cx.timing = timing;
+    for c in conns.iter_mut() {
+        c.due = match cx.pacer {
+            Some(p) => p.first_due(timing.t0, c.index),
+            None => timing.t0,
+        };
+    }
+
+    let mut events = Events::with_capacity(1024);
+    let mut next_tick = timing.measure_start;
+    while next_tick > timing.t0 + Duration::from_secs(1) {
+        next_tick -= Duration::from_secs(1);
+    }
+    if next_tick <= timing.t0 {
+        next_tick += Duration::from_secs(1);
+    }
+    // The interval ending at `next_tick` is second `tick_second` of the run
+    // (negative during warm-up, 0 for the first measured second).
+    let mut tick_second = (next_tick.saturating_duration_since(timing.measure_start).as_secs_f64().round() as i64)
+        - (timing.measure_start.saturating_duration_since(next_tick).as_secs_f64().round() as i64)
+        - 1;
+    let mut housekeeping = timing.t0;
+    let mut drain_deadline = timing.t0;
+    let mut busy_start: Option<u64> = None;
+    let mut busy_ns = None;
+    let mut measure_started = false;
+    let window_end;
+
+    // Closed loop: fill every connection's pipeline to start.
+    if cx.pacer.is_none() {
+        for c in conns.iter_mut() {
+            cx.refill(c, timing.t0);
+            cx.flush(c, timing.t0);
+        }
+    }
+
+    loop {
+        let now = Instant::now();
+        if !measure_started && now >= timing.measure_start {
+            measure_started = true;
+            busy_start = thread_busy_ns();
+        }
+        if !cx.draining {
+            let over = shutdown.load(Ordering::Relaxed)
+                || timing.deadline.is_some_and(|d| now >= d)
+                || cx.quota_left == Some(0);
+            if over {
+                cx.draining = true;
+                drain_deadline = now + spec.timeout;
+            }
+        }
+        if cx.draining && cx.inflight == 0 {
+            window_end = now;
+            break;
+        }
+        if cx.draining && now >= drain_deadline {
+            for c in conns.iter_mut() {
+                cx.fail_all(c, ErrorKind::Timeout);
+            }
+            window_end = now;
+            break;
+        }
+        if now >= next_tick {
+            cx.send_tick(&ticks, tick_second);
+            tick_second += 1;
+            next_tick += Duration::from_secs(1);
+        }
+        if now >= housekeeping {
+            housekeeping = now + Duration::from_millis(10);
+            for (i, c) in conns.iter_mut().enumerate() {
+                cx.housekeep(&poll, c, i, now);
+            }
+        }
+        let mut wake = next_tick.min(housekeeping);
+        if cx.draining {
+            wake = wake.min(drain_deadline);
+        } else if let Some(d) = timing.deadline {
+            wake = wake.min(d);
+        }
+        if !measure_started {
+            wake = wake.min(timing.measure_start);
+        }
+        if let Some(p) = cx.pacer {
+            if !cx.draining {
+                for c in conns.iter_mut() {
+                    if c.stream.is_some() && c.due <= now {
+                        cx.issue_due(c, p, now);
+                        cx.flush(c, Instant::now());
+                    }
+                    if c.stream.is_some() && c.inflight.len() < spec.pipeline && cx.may_issue(c, c.due) {
+                        wake = wake.min(c.due);
+                    }
+                }
+            }
+        }
+        let timeout = wake.saturating_duration_since(Instant::now());
+        if let Err(e) = poll.poll(&mut events, Some(timeout)) {
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+        let now = Instant::now();
+        for ev in events.iter() {
+            let i = ev.token().0;
+            let Some(c) = conns.get_mut(i) else { continue };
+            if c.stream.is_none() {
+                continue;
+            }
+            if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                cx.on_readable(c, now);
+            }
+            if c.stream.is_some() && c.wpos < c.wbuf.len() {
+                cx.flush(c, now);
+            }
+        }
+    }
+    if !measure_started {
+        busy_start = None;
+    }
+    if let (Some(a), Some(b)) = (busy_start, thread_busy_ns()) {
+        busy_ns = Some(b.saturating_sub(a));
+    }
+    // Requests the schedule called for but that were never sent.
+    if let (Some(p), Some(deadline)) = (cx.pacer, timing.deadline) {
+        for c in &conns {
+            if c.due < deadline && cx.quota_left(c) {
+                let behind = deadline - c.due;
+                cx.schedule.unsent += (behind.as_nanos() / p.per_conn.as_nanos().max(1)) as u64 + 1;
+            }
+        }
+    }
+    cx.send_tick(&ticks, tick_second);
+    for c in conns.iter_mut() {
+        if let Some(mut s) = c.stream.take() {
+            let _ = poll.registry().deregister(&mut s);
+        }
+    }
+    Ok(WorkerReport {
+        measured: cx.total,
+        warmup: cx.warm,
+        schedule: cx.schedule,
+        connect_failures: cx.connect_failures,
+        reconnects: cx.reconnects,
+        last_connect_error: cx.last_connect_error,
+        busy_ns,
+        window: window_end.saturating_duration_since(timing.measure_start),
+    })
+}
+
+/// On-CPU plus run-queue time of the calling thread (Linux schedstat), in ns.
+fn thread_busy_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let mut f = s.split_whitespace().map(|x| x.parse::<u64>().ok());
+    Some(f.next()?? + f.next()??)
+}
+
+impl<C: Codec> Ctx<'_, C> {
+    fn connect(&mut self, poll: &Poll, c: &mut Conn, token: usize, now: Instant) {
+        let t = self.spec.timeout.min(Duration::from_secs(2));
+        let std = self
+            .spec
+            .connector
+            .connect(t)
+            .and_then(|s| s.set_nonblocking(true).map(|_| s));
+        match std {
+            Ok(s) => {
+                let mut s = TcpStream::from_std(s);
+                if let Err(e) = poll.registry().register(&mut s, Token(token), Interest::READABLE | Interest::WRITABLE) {
+                    self.connect_failed(c, now, e);
+                    return;
+                }
+                c.stream = Some(s);
+                c.wbuf.clear();
+                c.wpos = 0;
+                c.rstart = 0;
+                c.rend = 0;
+            }
+            Err(e) => self.connect_failed(c, now, e),
+        }
+    }
+
+    fn connect_failed(&mut self, c: &mut Conn, now: Instant, e: io::Error) {
+        self.connect_failures += 1;
+        if self.last_connect_error.is_none() || self.connect_failures % 1000 == 1 {
+            self.last_connect_error = Some(e.to_string());
+        }
+        c.retry_at = now + Duration::from_millis(200);
+    }
+
+    /// Timeouts and reconnection; runs every few milliseconds, not per request.
+    fn housekeep(&mut self, poll: &Poll, c: &mut Conn, token: usize, now: Instant) {
+        if c.stream.is_none() {
+            if !self.draining && now >= c.retry_at {
+                self.connect(poll, c, token, now);
+                if c.stream.is_some() {
+                    self.reconnects += 1;
+                    if self.pacer.is_none() {
+                        self.refill(c, now);
+                        self.flush(c, now);
+                    }
+                }
+            }
+            return;
+        }
+        if let Some(f) = c.inflight.front() {
+            if now.saturating_duration_since(f.sent) > self.spec.timeout {
+                self.fail_all(c, ErrorKind::Timeout);
+                self.close(c, now);
+            }
+        }
+    }
+
+    fn close(&mut self, c: &mut Conn, now: Instant) {
+        self.fail_all(c, ErrorKind::Disconnect);
+        c.stream = None;
+        c.wbuf.clear();
+        c.wpos = 0;
+        c.rstart = 0;
+        c.rend = 0;
+        c.retry_at = now;
+    }
+
+    fn fail_all(&mut self, c: &mut Conn, kind: ErrorKind) {
+        while let Some(f) = c.inflight.pop_front() {
+            self.inflight -= 1;
+            self.count(&f, Outcome::Error(kind), None);
+        }
+    }
+
+    #[inline]
+    fn quota_left(&self, c: &Conn) -> bool {
+        c.quota != Some(0)
+    }
+
+    #[inline]
+    fn may_issue(&self, c: &Conn, intended: Instant) -> bool {
+        if self.draining {
+            return false;
+        }
+        if let Some(d) = self.timing.deadline {
+            if intended >= d {
+                return false;
+            }
+        }
+        !(intended >= self.timing.measure_start && c.quota == Some(0))
+    }
+
+    #[inline]
+    fn issue(&mut self, c: &mut Conn, intended: Instant, now: Instant) {
+        let op = self.mix.next(&mut self.rng);
+        let key = c.keys.next(&mut self.rng);
+        write_key(&self.spec.key_prefix, key, &mut self.key);
+        match op {
+            OpKind::Get => self.codec.encode_get(&self.key, &mut c.wbuf),
+            OpKind::Set => {
+                self.value.clear();
+                self.values.write(key, &mut self.value);
+                self.codec.encode_set(&self.key, &self.value, &mut c.wbuf);
+            }
+        }
+        let measured = intended >= self.timing.measure_start;
+        if measured {
+            if let Some(q) = c.quota.as_mut() {
+                *q -= 1;
+                if let Some(t) = self.quota_left.as_mut() {
+                    *t -= 1;
+                }
+            }
+        }
+        c.inflight.push_back(InFlight { op, key, intended, sent: now, measured });
+        self.inflight += 1;
+    }
+
+    /// Closed loop: fill the pipeline.
+    #[inline]
+    fn refill(&mut self, c: &mut Conn, now: Instant) {
+        while c.inflight.len() < self.spec.pipeline && self.may_issue(c, now) {
+            self.issue(c, now, now);
+        }
+    }
+
+    /// Open loop: send every request whose intended time has come, as the pipeline allows.
+    fn issue_due(&mut self, c: &mut Conn, p: Pacer, now: Instant) {
+        while c.due <= now && c.inflight.len() < self.spec.pipeline && self.may_issue(c, c.due) {
+            let lag = now - c.due;
+            if lag > Duration::from_millis(1) {
+                self.schedule.late_requests += 1;
+                let ms = lag.as_secs_f64() * 1e3;
+                if ms > self.schedule.max_lag_ms {
+                    self.schedule.max_lag_ms = ms;
+                }
+            }
+            let due = c.due;
+            self.issue(c, due, now);
+            c.due += p.per_conn;
+        }
+    }
+
+    fn flush(&mut self, c: &mut Conn, now: Instant) {
+        let Some(s) = c.stream.as_mut() else { return };
+        while c.wpos < c.wbuf.len() {
+            match s.write(&c.wbuf[c.wpos..]) {
+                Ok(0) => return self.close(c, now),
+                Ok(n) => c.wpos += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return self.close(c, now),
+            }
+        }
+        c.wbuf.clear();
+        c.wpos = 0;
+    }
+
+    fn on_readable(&mut self, c: &mut Conn, now: Instant) {
+        loop {
+            if c.rend == c.rbuf.len() {
+                if c.rstart > 0 {
+                    c.rbuf.copy_within(c.rstart..c.rend, 0);
+                    c.rend -= c.rstart;
+                    c.rstart = 0;
+                } else {
+                    // One reply larger than the buffer: grow (rare, not per request).
+                    let n = c.rbuf.len() * 2;
+                    c.rbuf.resize(n, 0);
+                }
+            }
+            let Some(s) = c.stream.as_mut() else { return };
+            let space = c.rbuf.len() - c.rend;
+            match s.read(&mut c.rbuf[c.rend..]) {
+                Ok(0) => return self.close(c, now),
+                Ok(n) => {
+                    c.rend += n;
+                    if !self.parse(c, now) {
+                        return self.close(c, now);
+                    }
+                    if n < space {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return self.close(c, now),
+            }
+        }
+        if self.pacer.is_none() {
+            let now = Instant::now();
+            self.refill(c, now);
+            self.flush(c, now);
+        } else if let Some(p) = self.pacer {
+            if c.due <= now && !self.draining {
+                let now = Instant::now();
+                self.issue_due(c, p, now);
+                self.flush(c, now);
+            }
+        }
+    }
+
+    /// Decodes every whole reply buffered; `false` when the stream is broken.
+    #[inline]
+    fn parse(&mut self, c: &mut Conn, now: Instant) -> bool {
+        loop {
+            let buf = &c.rbuf[c.rstart..c.rend];
+            if buf.is_empty() {
+                c.rstart = 0;
+                c.rend = 0;
+                return true;
+            }
+            let Some(f) = c.inflight.front() else {
+                return false; // a reply nobody asked for
+            };
+            match self.codec.decode(f.op, buf) {
+                Ok(Decoded::Incomplete) => return true,
+                Ok(Decoded::Frame { len, reply }) => {
+                    let outcome = match (f.op, reply) {
+                        (OpKind::Get, Reply::Value(r)) => {
+                            if self.values.verify(f.key, &buf[r]) {
+                                Outcome::Hit
+                            } else {
+                                Outcome::Error(ErrorKind::WrongValue)
+                            }
+                        }
+                        (OpKind::Get, Reply::Nil) => Outcome::Miss,
+                        (OpKind::Set, Reply::Stored) => Outcome::Stored,
+                        (_, Reply::ServerError) => Outcome::Error(ErrorKind::Server),
+                        _ => Outcome::Error(ErrorKind::Protocol),
+                    };
+                    c.rstart += len;
+                    let f = c.inflight.pop_front().expect("front exists");
+                    self.inflight -= 1;
+                    self.count(&f, outcome, Some(now));
+                }
+                Err(_) => {
+                    let f = c.inflight.pop_front().expect("front exists");
+                    self.inflight -= 1;
+                    self.count(&f, Outcome::Error(ErrorKind::Protocol), None);
+                    return false;
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn count(&mut self, f: &InFlight, outcome: Outcome, done: Option<Instant>) {
+        let get = f.op == OpKind::Get;
+        if !f.measured {
+            self.interval_warm.count(get, outcome);
+            return;
+        }
+        self.interval.counts.count(get, outcome);
+        if let (Some(done), false) = (done, matches!(outcome, Outcome::Error(_))) {
+            let lat = done.saturating_duration_since(f.intended).as_nanos() as u64;
+            self.interval.latency.saturating_record(lat.max(1));
+            if self.pacer.is_some() {
+                let svc = done.saturating_duration_since(f.sent).as_nanos() as u64;
+                self.interval.service.saturating_record(svc.max(1));
+            }
+        }
+    }
+
+    fn send_tick(&mut self, ticks: &Sender<Tick>, second: i64) {
+        let rec = std::mem::take(&mut self.interval);
+        let warm = std::mem::take(&mut self.interval_warm);
+        self.total.add(&rec);
+        self.warm.add(&warm);
+        let _ = ticks.send(Tick { second, measured: rec, warmup: warm });
+    }
+}

@@ -1,0 +1,56 @@
+//! kvlab: one tool that drives caches and databases with the same key-value
+//! workload and measures them the same way.
+//!
+//! # Layout
+//! - [`cli`]: the command line (clap) → a [`plan::RunPlan`].
+//! - [`plan`]: what one run is: target, workload, load shape (serde, reusable by study files).
+//! - [`error`]: mistakes a user can fix, each naming the flag and the fix.
+//! - [`workload`]: key choice, GET/SET mix, deterministic values and their verification.
+//! - [`driver`]: one sans-IO codec per protocol ([`driver::resp`], [`driver::memcache`]) and connection set-up.
+//! - [`engine`]: runs one point on T threads; [`engine::worker`] is the only hot loop; [`engine::pacer`] the open-loop schedule.
+//! - [`stats`]: outcome counters and HDR histograms.
+//! - [`server`]: managed servers (start, measure, stop) and their counters.
+//! - [`runner`]: one run from plan to [`results::RunResult`].
+//! - [`results`]: the result as data (JSON).
+//! - [`output`]: progress display and the human summary.
+
+pub mod cli;
+pub mod driver;
+pub mod engine;
+pub mod error;
+pub mod output;
+pub mod plan;
+pub mod results;
+pub mod runner;
+pub mod server;
+pub mod stats;
+pub mod workload;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::{Result, bail};
+
+/// Runs a parsed command line. `shutdown` is set by Ctrl-C (or a test) to stop
+/// early; partial results are still reported.
+pub fn run(cli: cli::Cli, shutdown: Arc<AtomicBool>) -> Result<()> {
+    match cli.command {
+        cli::Command::Run(args) => {
+            let plan = args.to_plan()?;
+            let opts = runner::RunOptions { progress: true, notes: true };
+            let result = runner::run(&plan, opts, &shutdown)?;
+            print!("{}", output::summary(&result));
+            if let Some(path) = &args.json {
+                result.write_json(path)?;
+                eprintln!("kvlab: wrote {}", path.display());
+            }
+            if !result.valid {
+                bail!(
+                    "the run is not a valid measurement: {}",
+                    result.problems.first().map_or("no requests finished", String::as_str)
+                );
+            }
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! What a person sees: the live progress line (only on a terminal) and the
+//! human summary of a [`RunResult`], rendered as a string.
+
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::results::RunResult;
+
+/// A progress display that does nothing unless stdout is a terminal.
+pub struct Progress {
+    bar: Option<ProgressBar>,
+}
+
+impl Progress {
+    /// A spinner line for a phase called `what`; hidden when stdout is not a terminal.
+    pub fn spinner(what: &str, show: bool) -> Progress {
+        if !show || !std::io::stdout().is_terminal() {
+            return Progress { bar: None };
+        }
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        bar.set_style(ProgressStyle::with_template("{spinner} {prefix} {elapsed:>4} {msg}").expect("valid template"));
+        bar.set_prefix(what.to_string());
+        bar.enable_steady_tick(Duration::from_millis(200));
+        Progress { bar: Some(bar) }
+    }
+
+    /// A bar counting to `total` items (e.g. keys loaded).
+    pub fn counter(what: &str, total: u64, show: bool) -> Progress {
+        if !show || !std::io::stdout().is_terminal() {
+            return Progress { bar: None };
+        }
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {per_sec} eta {eta}")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        bar.set_prefix(what.to_string());
+        Progress { bar: Some(bar) }
+    }
+
+    /// Replaces the message.
+    pub fn message(&self, msg: String) {
+        if let Some(b) = &self.bar {
+            b.set_message(msg);
+        }
+    }
+
+    /// Advances a counter.
+    pub fn inc(&self, n: u64) {
+        if let Some(b) = &self.bar {
+            b.inc(n);
+        }
+    }
+
+    /// Removes the line.
+    pub fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+fn num(x: f64) -> String {
+    if x >= 100.0 {
+        let s = format!("{x:.0}");
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    } else if x >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// The human summary of one run.
+pub fn summary(r: &RunResult) -> String {
+    let mut s = String::new();
+    let c = &r.config;
+    let t = &r.target;
+    let _ = writeln!(
+        s,
+        "kvlab run: {} {} ({}{})",
+        t.product,
+        t.version,
+        if t.managed { "managed, " } else { "" },
+        t.url
+    );
+    let shape = match c.load.rate {
+        Some(rate) => format!("open loop at {} req/s", num(rate)),
+        None => "closed loop".to_string(),
+    };
+    let _ = writeln!(
+        s,
+        "  workload: {} keys x {} B, SET:GET {}, {} keys, prefix '{}'",
+        num(c.workload.keys as f64),
+        c.workload.value_size,
+        c.workload.ratio,
+        c.workload.distribution,
+        c.workload.key_prefix
+    );
+    let _ = writeln!(
+        s,
+        "  load:     {} connections on {} threads, pipeline {}, {shape}, {:.1} s measured after {} s warm-up",
+        c.load.connections, c.load.threads, c.load.pipeline, r.duration_s, c.load.warmup_s
+    );
+    if !t.settings.is_empty() {
+        let set: Vec<String> = t.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(s, "  server settings: {}", set.join(" "));
+    }
+    if let Some(l) = &r.load {
+        let _ = writeln!(s, "  data load: {} keys in {:.2} s ({} keys/s)", num(l.keys as f64), l.seconds, num(l.keys_per_s));
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(s, "  throughput  {} req/s", num(r.throughput_rps));
+    let _ = writeln!(
+        s,
+        "  requests    {} (GET {}, SET {}); hits {}, misses {}, errors {}",
+        r.requests, r.gets, r.sets, r.hits, r.misses, r.errors
+    );
+    if r.errors > 0 {
+        let kinds: Vec<String> = r.errors_by_kind.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{k} {n}")).collect();
+        let _ = writeln!(s, "  errors by kind: {}", kinds.join(", "));
+    }
+    let l = &r.latency_us;
+    let from = if r.latency_start == "intended" { "from intended start" } else { "from send" };
+    let _ = writeln!(
+        s,
+        "  latency µs ({from}): p50 {}  p90 {}  p99 {}  p99.9 {}  p99.99 {}  max {}  mean {}",
+        num(l.p50), num(l.p90), num(l.p99), num(l.p999), num(l.p9999), num(l.max), num(l.mean)
+    );
+    if let Some(v) = &r.service_time_us {
+        let _ = writeln!(
+            s,
+            "  service time µs (from actual send, hides queueing): p50 {}  p99 {}  p99.9 {}  max {}",
+            num(v.p50), num(v.p99), num(v.p999), num(v.max)
+        );
+    }
+    if let Some(sc) = &r.schedule {
+        let _ = writeln!(
+            s,
+            "  schedule: {} late (>1 ms) sends, max lag {} ms, {} never sent",
+            sc.late_requests,
+            num(sc.max_lag_ms),
+            sc.unsent
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  client CPU  {:.2} s, {} µs/request, peak RSS {} MiB{}",
+        r.client_cpu_s,
+        num(r.client_cpu_us_per_request),
+        num(r.client_peak_rss_kb as f64 / 1024.0),
+        r.client_busy.map(|b| format!(", workers busy {:.0}%", b * 100.0)).unwrap_or_default()
+    );
+    if let (Some(cpu), Some(per)) = (r.server_cpu_s, r.server_cpu_us_per_request) {
+        let _ = writeln!(
+            s,
+            "  server CPU  {cpu:.2} s, {} µs/request, peak RSS {} MiB",
+            num(per),
+            num(r.server_peak_rss_kb.unwrap_or(0) as f64 / 1024.0)
+        );
+    }
+    if let Some(cc) = &r.server_counters {
+        let verdict = if cc.agrees() {
+            "agree".to_string()
+        } else if cc.exclusive {
+            "DISAGREE".to_string()
+        } else {
+            "differ (other clients may use this server)".to_string()
+        };
+        let _ = writeln!(
+            s,
+            "  server counters (warm-up + run): GET {} / SET {}, kvlab sent GET {} / SET {}: {verdict}",
+            cc.server.gets, cc.server.sets, cc.kvlab_gets, cc.kvlab_sets
+        );
+    }
+    if r.connections.failures > 0 || r.connections.reconnects > 0 {
+        let _ = writeln!(
+            s,
+            "  connections: {} failed attempts, {} re-established{}",
+            r.connections.failures,
+            r.connections.reconnects,
+            r.connections.last_error.as_ref().map(|e| format!("; last error: {e}")).unwrap_or_default()
+        );
+    }
+    if r.client_saturated {
+        let _ = writeln!(
+            s,
+            "  NOTE: kvlab's threads were saturated: this figure describes the client, not the server; add --threads or cores"
+        );
+    }
+    if r.interrupted {
+        let _ = writeln!(s, "  NOTE: interrupted: the figures cover the run until Ctrl-C");
+    }
+    for p in &r.problems {
+        let _ = writeln!(s, "  WARNING: {p}");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::num;
+
+    #[test]
+    fn formats_numbers() {
+        assert_eq!(num(1234567.0), "1,234,567");
+        assert_eq!(num(123.4), "123");
+        assert_eq!(num(12.34), "12.3");
+        assert_eq!(num(1.234), "1.23");
+    }
+}

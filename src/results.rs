@@ -1,0 +1,167 @@
+//! The result of one run as data: one serde struct, written as JSON with
+//! `--json`, embedding the resolved plan, the target and its version, figures,
+//! timeline and the serialized HDR histograms (so reports can merge and re-cut).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::engine::Second;
+use crate::engine::pacer::ScheduleReport;
+use crate::plan::RunPlan;
+use crate::server::counters::ServerCounters;
+use crate::stats::{Counts, Percentiles};
+
+/// Version of this JSON layout.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Everything one run measured.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunResult {
+    /// Layout version ([`SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// Version of kvlab that measured.
+    pub kvlab_version: String,
+    /// Start of the run, seconds since the Unix epoch.
+    pub started_unix_s: u64,
+    /// The resolved plan (passwords masked).
+    pub config: RunPlan,
+    /// What was driven.
+    pub target: TargetInfo,
+    /// False when errors make the figures meaningless; see `problems`.
+    pub valid: bool,
+    /// Why the result is not valid, or what to keep in mind.
+    pub problems: Vec<String>,
+    /// Stopped early by Ctrl-C: figures cover the time until then.
+    pub interrupted: bool,
+    /// Length of the measured window, seconds.
+    pub duration_s: f64,
+    /// Successful requests (hits, misses, stored) per second of the window.
+    pub throughput_rps: f64,
+    /// Measured requests that finished, any outcome.
+    pub requests: u64,
+    /// GETs among them.
+    pub gets: u64,
+    /// SETs among them.
+    pub sets: u64,
+    /// GETs that returned the right value.
+    pub hits: u64,
+    /// GETs that found nothing.
+    pub misses: u64,
+    /// Failed requests (all kinds).
+    pub errors: u64,
+    /// Failed requests by kind.
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Start time latency is measured from: `intended` (paced) or `actual`.
+    pub latency_start: String,
+    /// Latency percentiles of successful requests, µs.
+    pub latency_us: Percentiles,
+    /// Service time from the actual send, µs (paced runs only).
+    pub service_time_us: Option<Percentiles>,
+    /// How well a paced run kept its schedule.
+    pub schedule: Option<ScheduleReport>,
+    /// kvlab's CPU seconds (all threads) during the window.
+    pub client_cpu_s: f64,
+    /// kvlab's CPU µs per finished request.
+    pub client_cpu_us_per_request: f64,
+    /// Fraction of the window kvlab's worker threads were running or waiting to run.
+    pub client_busy: Option<f64>,
+    /// kvlab's threads had no idle time: the figures describe the client.
+    pub client_saturated: bool,
+    /// kvlab's peak resident memory, KiB.
+    pub client_peak_rss_kb: u64,
+    /// Server CPU seconds during the window (managed servers only).
+    pub server_cpu_s: Option<f64>,
+    /// Server CPU µs per finished request.
+    pub server_cpu_us_per_request: Option<f64>,
+    /// Server peak resident memory, KiB (managed servers only).
+    pub server_peak_rss_kb: Option<u64>,
+    /// The data load before measuring, if any.
+    pub load: Option<LoadResult>,
+    /// Requests issued during warm-up.
+    pub warmup: Counts,
+    /// Connection failures and re-connections.
+    pub connections: ConnectionReport,
+    /// The server's own counters over warm-up plus measured phase, beside kvlab's.
+    pub server_counters: Option<CounterCheck>,
+    /// Per second of the measured phase.
+    pub timeline: Vec<Second>,
+    /// Latency histogram (HdrHistogram V2 deflate, base64, nanoseconds).
+    pub histogram: String,
+    /// Service-time histogram, same encoding (paced runs only).
+    pub service_histogram: Option<String>,
+}
+
+/// The target as driven.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TargetInfo {
+    /// `redis`, `valkey` or `memcached`, as asked for.
+    pub kind: String,
+    /// Product the server reported.
+    pub product: String,
+    /// Version the server reported.
+    pub version: String,
+    /// Whether kvlab started the server.
+    pub managed: bool,
+    /// Address (password masked).
+    pub url: String,
+    /// Settings of a managed server (secrets masked).
+    pub settings: BTreeMap<String, String>,
+}
+
+/// The load phase.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LoadResult {
+    /// Keys written.
+    pub keys: u64,
+    /// Seconds it took.
+    pub seconds: f64,
+    /// Keys written per second.
+    pub keys_per_s: f64,
+}
+
+/// Connection trouble during the run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ConnectionReport {
+    /// Connections asked for.
+    pub requested: usize,
+    /// Failed connection attempts.
+    pub failures: u64,
+    /// Connections re-established after a failure.
+    pub reconnects: u64,
+    /// Last connection error, if any.
+    pub last_error: Option<String>,
+}
+
+/// kvlab's counts beside the server's, over warm-up and measured phase.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CounterCheck {
+    /// What the server counted (deltas).
+    pub server: ServerCounters,
+    /// GETs kvlab sent (warm-up + measured).
+    pub kvlab_gets: u64,
+    /// SETs kvlab sent (warm-up + measured).
+    pub kvlab_sets: u64,
+    /// Other clients may add to an external server's counters.
+    pub exclusive: bool,
+}
+
+impl CounterCheck {
+    /// Whether the server counted exactly what kvlab sent.
+    pub fn agrees(&self) -> bool {
+        self.server.gets == self.kvlab_gets && self.server.sets == self.kvlab_sets
+    }
+}
+
+impl RunResult {
+    /// Writes the result as pretty JSON to `path` (atomically: temp file, rename).
+    pub fn write_json(&self, path: &Path) -> Result<()> {
+        let json = serde_json::to_vec_pretty(self)?;
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, json).with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(())
+    }
+}

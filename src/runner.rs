@@ -1,0 +1,358 @@
+//! One run from plan to result: start (or reach) the target, load the data,
+//! run the engine while sampling client and server resources, cross-check the
+//! server's counters, and assemble the [`RunResult`].
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Result, bail};
+
+use crate::driver::{Connector, Protocol, check_prefix};
+use crate::engine::{self, EngineReport, Observer, Spec};
+use crate::output::Progress;
+use crate::plan::{KeyDistribution, Ratio, RunPlan, Stop};
+use crate::results::{ConnectionReport, CounterCheck, LoadResult, RunResult, TargetInfo};
+use crate::server::{ManagedServer, ProcUsage, counters, proc_usage};
+use crate::stats::{ErrorKind, Percentiles, encode_histogram};
+use crate::workload::{OpMix, Values};
+
+/// Options of a run that do not change what is measured.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunOptions {
+    /// Show progress on a terminal.
+    pub progress: bool,
+    /// Print notes (server started, loading...) on stderr.
+    pub notes: bool,
+}
+
+/// Measures one plan. A managed server lives exactly as long as this call.
+pub fn run(plan: &RunPlan, opts: RunOptions, shutdown: &AtomicBool) -> Result<RunResult> {
+    let kind = plan.target.kind;
+    let protocol = Protocol::of(kind);
+    check_prefix(protocol, &plan.workload.key_prefix)?;
+    raise_fd_limit(plan.load.connections);
+    let started_unix_s = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let data_bytes = plan.workload.keys * (plan.workload.value_size as u64 + plan.workload.key_prefix.len() as u64 + 80);
+
+    let server = match &plan.target.external {
+        None => {
+            let s = ManagedServer::start(kind, &plan.target.server_opts, data_bytes)?;
+            note(opts, format!(
+                "kvlab: started {} {} (pid {}) on 127.0.0.1:{} in {}",
+                crate::server::binary_name(kind),
+                s.info.version,
+                s.pid(),
+                s.endpoint().port,
+                s.dir().display()
+            ));
+            Some(s)
+        }
+        Some(_) => None,
+    };
+    let endpoint = match (&plan.target.external, &server) {
+        (Some(e), _) => e.clone(),
+        (None, Some(s)) => s.endpoint(),
+        (None, None) => unreachable!("a managed target has a server"),
+    };
+    let connector = Connector::new(kind, &endpoint)?;
+    let info = match &server {
+        Some(s) => s.info.clone(),
+        None => {
+            let info = connector.probe(Duration::from_secs(4))?;
+            note(opts, format!(
+                "kvlab: {} is {} {}; kvlab writes only keys under the prefix '{}' and never flushes a server it did not start",
+                connector.display, info.product, info.version, plan.workload.key_prefix
+            ));
+            info
+        }
+    };
+
+    let values = Values::new(plan.workload.value_size);
+    let base = Spec {
+        connector: connector.clone(),
+        key_prefix: plan.workload.key_prefix.as_bytes().to_vec(),
+        values,
+        keys: plan.workload.keys,
+        distribution: plan.workload.distribution,
+        mix: OpMix::new(plan.workload.ratio),
+        connections: plan.load.connections,
+        threads: plan.load.threads,
+        pipeline: plan.load.pipeline,
+        warmup: Duration::from_secs_f64(plan.load.warmup_s),
+        stop: plan.load.stop,
+        rate: plan.load.rate,
+        timeout: Duration::from_secs_f64(plan.load.timeout_s),
+        seed: plan.workload.seed,
+    };
+
+    let load = if plan.workload.load {
+        Some(load_data(&base, opts, shutdown)?)
+    } else {
+        None
+    };
+    if shutdown.load(Ordering::SeqCst) {
+        bail!("interrupted before measuring; nothing was measured");
+    }
+
+    let before = counters::read(&connector).ok();
+    let mut obs = RunObserver {
+        progress: Progress::spinner("run", opts.progress),
+        server_pid: server.as_ref().map(|s| s.pid()),
+        at_start: None,
+        at_end: None,
+        warmup: base.warmup,
+    };
+    let report = engine::execute(&base, shutdown, &mut obs)?;
+    obs.progress.finish();
+    let after = counters::read(&connector).ok();
+    let server_counters = before.zip(after).map(|(b, a)| CounterCheck {
+        server: a.since(&b),
+        kvlab_gets: report.warmup.gets + report.measured.counts.gets,
+        kvlab_sets: report.warmup.sets + report.measured.counts.sets,
+        exclusive: server.is_some(),
+    });
+
+    let target = TargetInfo {
+        kind: kind.name().to_string(),
+        product: info.product.clone(),
+        version: info.version.clone(),
+        managed: server.is_some(),
+        url: endpoint.display_url(kind),
+        settings: server.as_ref().map(|s| s.settings.clone()).unwrap_or_default(),
+    };
+    let result = assemble(plan, target, started_unix_s, load, report, &obs, server_counters);
+    drop(server);
+    Ok(result)
+}
+
+fn note(opts: RunOptions, msg: String) {
+    if opts.notes {
+        eprintln!("{msg}");
+    }
+}
+
+/// Writes every key once, pipelined, and fails unless every write was stored.
+fn load_data(base: &Spec, opts: RunOptions, shutdown: &AtomicBool) -> Result<LoadResult> {
+    let keys = base.keys;
+    let pipeline = (1_048_576 / (base.values.size() + 64)).clamp(1, 128);
+    let spec = Spec {
+        distribution: KeyDistribution::Sequential,
+        mix: OpMix::new(Ratio { set: 1, get: 0 }),
+        connections: base.connections.min(base.threads * 4).min(keys as usize).max(1),
+        pipeline,
+        warmup: Duration::ZERO,
+        stop: Stop::Requests(keys),
+        rate: None,
+        ..base.clone()
+    };
+    note(opts, format!("kvlab: loading {keys} keys of {} B", base.values.size()));
+    let mut obs = LoadObserver { progress: Progress::counter("load", keys, opts.progress), done: 0 };
+    let started = Instant::now();
+    let r = engine::execute(&spec, shutdown, &mut obs)?;
+    obs.progress.finish();
+    let seconds = started.elapsed().as_secs_f64();
+    if r.interrupted {
+        bail!("interrupted while loading the data; nothing was measured");
+    }
+    let c = &r.measured.counts;
+    if c.stored != keys {
+        let kinds: Vec<String> = ErrorKind::ALL
+            .iter()
+            .filter(|k| c.error(**k) > 0)
+            .map(|k| format!("{} {}", k.name(), c.error(*k)))
+            .collect();
+        bail!(
+            "loading the data failed: {} of {keys} keys stored ({}){}; is the server's memory limit large enough (--server-opt memory-mb=…)?",
+            c.stored,
+            if kinds.is_empty() { "no errors counted".to_string() } else { kinds.join(", ") },
+            r.last_connect_error.map(|e| format!("; last connection error: {e}")).unwrap_or_default()
+        );
+    }
+    Ok(LoadResult { keys, seconds, keys_per_s: keys as f64 / seconds.max(1e-9) })
+}
+
+struct LoadObserver {
+    progress: Progress,
+    done: u64,
+}
+
+impl Observer for LoadObserver {
+    fn second(&mut self, _e: Duration, requests: u64, _p99: f64, _errors: u64) {
+        self.done += requests;
+        self.progress.inc(requests);
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Sample {
+    client_cpu_s: f64,
+    server: Option<ProcUsage>,
+}
+
+struct RunObserver {
+    progress: Progress,
+    server_pid: Option<u32>,
+    at_start: Option<Sample>,
+    at_end: Option<Sample>,
+    warmup: Duration,
+}
+
+impl RunObserver {
+    fn sample(&self) -> Sample {
+        Sample {
+            client_cpu_s: self_cpu_s(),
+            server: self.server_pid.and_then(proc_usage),
+        }
+    }
+}
+
+impl Observer for RunObserver {
+    fn started(&mut self, warmup: Duration) {
+        if !warmup.is_zero() {
+            self.progress.message(format!("warming up for {:.0?}", warmup));
+        }
+    }
+    fn measure_started(&mut self) {
+        self.at_start = Some(self.sample());
+    }
+    fn second(&mut self, elapsed: Duration, requests: u64, p99_us: f64, errors: u64) {
+        let phase = if elapsed <= self.warmup { "warm-up" } else { "measuring" };
+        let err = if errors > 0 { format!(", {errors} errors") } else { String::new() };
+        self.progress.message(format!("{phase}: {requests} req/s, p99 {p99_us:.0} µs{err}"));
+    }
+    fn measure_ended(&mut self) {
+        self.at_end = Some(self.sample());
+    }
+}
+
+/// CPU seconds (user + system) of this whole process so far.
+fn self_cpu_s() -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+fn self_peak_rss_kb() -> u64 {
+    // SAFETY: as above.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    ru.ru_maxrss.max(0) as u64
+}
+
+/// Raises the open-file limit to what `connections` need (up to the hard limit).
+fn raise_fd_limit(connections: usize) {
+    // SAFETY: getrlimit/setrlimit read and write the struct we pass.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+            let want = (connections as u64 * 2 + 256).min(lim.rlim_max);
+            if lim.rlim_cur < want {
+                lim.rlim_cur = want;
+                libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+            }
+        }
+    }
+}
+
+fn assemble(
+    plan: &RunPlan,
+    target: TargetInfo,
+    started_unix_s: u64,
+    load: Option<LoadResult>,
+    r: EngineReport,
+    obs: &RunObserver,
+    server_counters: Option<CounterCheck>,
+) -> RunResult {
+    let c = r.measured.counts;
+    let window = r.window.as_secs_f64().max(1e-9);
+    let (start, end) = (obs.at_start, obs.at_end);
+    let client_cpu_s = start.zip(end).map_or(0.0, |(a, b)| (b.client_cpu_s - a.client_cpu_s).max(0.0));
+    let server_use = start.zip(end).and_then(|(a, b)| Some((a.server?, b.server?)));
+    let server_cpu_s = server_use.map(|(a, b)| (b.cpu_s - a.cpu_s).max(0.0));
+    let per_req = |cpu: f64| if c.requests() > 0 { cpu * 1e6 / c.requests() as f64 } else { 0.0 };
+    let saturated = r.client_busy.is_some_and(|b| b >= 0.9);
+    let paced = plan.load.rate.is_some();
+
+    let mut problems = Vec::new();
+    if c.error_total() > 0 {
+        let kinds: Vec<String> = ErrorKind::ALL
+            .iter()
+            .filter(|k| c.error(**k) > 0)
+            .map(|k| format!("{} {}", k.name(), c.error(*k)))
+            .collect();
+        problems.push(format!("{} of {} requests failed ({})", c.error_total(), c.requests(), kinds.join(", ")));
+    }
+    if plan.workload.load && c.misses > 0 {
+        problems.push(format!("{} GETs missed although every key was loaded (evictions or another client?)", c.misses));
+    }
+    if !plan.workload.load && c.gets > 0 && c.misses * 2 > c.gets {
+        problems.push(format!(
+            "{:.0}% of GETs missed (--no-load): the figures describe misses, not cache hits",
+            c.misses as f64 * 100.0 / c.gets as f64
+        ));
+    }
+    if c.requests() == 0 {
+        problems.push("no request finished in the measured window".to_string());
+    }
+    if let Some(cc) = &server_counters {
+        if cc.exclusive && !cc.agrees() {
+            problems.push(format!(
+                "the server counted GET {} / SET {} but kvlab sent GET {} / SET {}",
+                cc.server.gets, cc.server.sets, cc.kvlab_gets, cc.kvlab_sets
+            ));
+        }
+    }
+    if saturated {
+        problems.push("kvlab's threads were saturated: the figures describe the client, not the server".into());
+    }
+    let valid = c.error_total() == 0 && c.requests() > 0;
+    let mut errors_by_kind = std::collections::BTreeMap::new();
+    for k in ErrorKind::ALL {
+        errors_by_kind.insert(k.name().to_string(), c.error(k));
+    }
+    RunResult {
+        schema_version: crate::results::SCHEMA_VERSION,
+        kvlab_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_unix_s,
+        config: plan.clone(),
+        target,
+        valid,
+        problems,
+        interrupted: r.interrupted,
+        duration_s: window,
+        throughput_rps: c.ok() as f64 / window,
+        requests: c.requests(),
+        gets: c.gets,
+        sets: c.sets,
+        hits: c.hits,
+        misses: c.misses,
+        errors: c.error_total(),
+        errors_by_kind,
+        latency_start: if paced { "intended" } else { "actual" }.to_string(),
+        latency_us: Percentiles::of(&r.measured.latency),
+        service_time_us: paced.then(|| Percentiles::of(&r.measured.service)),
+        schedule: r.schedule,
+        client_cpu_s,
+        client_cpu_us_per_request: per_req(client_cpu_s),
+        client_busy: r.client_busy,
+        client_saturated: saturated,
+        client_peak_rss_kb: self_peak_rss_kb(),
+        server_cpu_s,
+        server_cpu_us_per_request: server_cpu_s.map(per_req),
+        server_peak_rss_kb: end.and_then(|e| e.server).map(|u| u.peak_rss_kb),
+        load,
+        warmup: r.warmup,
+        connections: ConnectionReport {
+            requested: plan.load.connections,
+            failures: r.connect_failures,
+            reconnects: r.reconnects,
+            last_error: r.last_connect_error,
+        },
+        server_counters,
+        timeline: r.timeline,
+        histogram: encode_histogram(&r.measured.latency),
+        service_histogram: paced.then(|| encode_histogram(&r.measured.service)),
+    }
+}

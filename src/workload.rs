@@ -1,0 +1,267 @@
+//! The workload model: which key each request touches, whether it reads or writes,
+//! and the deterministic value every key holds (so every read can be verified).
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Zipf};
+
+use crate::plan::{KeyDistribution, Ratio};
+
+/// The kind of one request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    /// Read a key.
+    Get,
+    /// Write a key.
+    Set,
+}
+
+/// Picks keys for one connection. Owned by one worker; no sharing.
+pub enum KeyGen {
+    /// Uniform over `0..n`.
+    Uniform {
+        /// Key count.
+        n: u64,
+    },
+    /// Zipfian over `0..n`, key 0 hottest.
+    Zipf(Box<Zipf<f64>>),
+    /// `next, next+1, …` wrapping from `end` back to `start`.
+    Sequential {
+        /// Next key id.
+        next: u64,
+        /// First id of this slice.
+        start: u64,
+        /// One past the last id of this slice.
+        end: u64,
+    },
+}
+
+impl KeyGen {
+    /// A generator for connection `conn` of `conns` over `keys` keys.
+    /// Sequential generators give each connection its own contiguous slice.
+    pub fn new(dist: KeyDistribution, keys: u64, conn: usize, conns: usize) -> KeyGen {
+        match dist {
+            KeyDistribution::Uniform => KeyGen::Uniform { n: keys },
+            KeyDistribution::Zipf { theta } => match Zipf::new(keys as f64, theta) {
+                Ok(z) => KeyGen::Zipf(Box::new(z)),
+                Err(_) => KeyGen::Uniform { n: keys },
+            },
+            KeyDistribution::Sequential => {
+                let (start, end) = slice_of(keys, conn, conns);
+                KeyGen::Sequential {
+                    next: start,
+                    start,
+                    end: end.max(start + 1).min(keys.max(1)),
+                }
+            }
+        }
+    }
+
+    /// The next key id.
+    #[inline]
+    pub fn next(&mut self, rng: &mut SmallRng) -> u64 {
+        match self {
+            KeyGen::Uniform { n } => rng.next_u64() % *n,
+            KeyGen::Zipf(z) => (z.sample(rng) as u64).saturating_sub(1),
+            KeyGen::Sequential { next, start, end } => {
+                let k = *next;
+                *next += 1;
+                if *next >= *end {
+                    *next = *start;
+                }
+                k
+            }
+        }
+    }
+}
+
+/// The `[start, end)` slice of `0..keys` that connection `conn` of `conns` owns.
+pub fn slice_of(keys: u64, conn: usize, conns: usize) -> (u64, u64) {
+    let conns = conns.max(1) as u64;
+    let conn = conn as u64;
+    let base = keys / conns;
+    let extra = keys % conns;
+    let start = conn * base + conn.min(extra);
+    let len = base + u64::from(conn < extra);
+    (start, start + len)
+}
+
+/// Chooses GET or SET by the configured ratio.
+#[derive(Clone, Copy, Debug)]
+pub struct OpMix {
+    /// `next_u64() < threshold` means SET.
+    threshold: u64,
+    all_set: bool,
+}
+
+impl OpMix {
+    /// A mix with the given SET:GET weights.
+    pub fn new(ratio: Ratio) -> OpMix {
+        let f = ratio.set_fraction();
+        OpMix {
+            threshold: (f * u64::MAX as f64) as u64,
+            all_set: ratio.get == 0,
+        }
+    }
+
+    /// The next operation.
+    #[inline]
+    pub fn next(&self, rng: &mut SmallRng) -> OpKind {
+        if self.all_set || (self.threshold > 0 && rng.next_u64() < self.threshold) {
+            OpKind::Set
+        } else {
+            OpKind::Get
+        }
+    }
+}
+
+/// A seeded fast RNG for one worker.
+pub fn rng(seed: u64) -> SmallRng {
+    SmallRng::seed_from_u64(seed)
+}
+
+/// Bytes that open every value: 16 hex digits of the key id.
+const HEADER: usize = 16;
+
+/// Deterministic values: `hex(key id)` followed by a slice of a fixed pseudo-random
+/// block that starts at an offset derived from the key. Cheap to write and verify.
+#[derive(Clone, Debug)]
+pub struct Values {
+    size: usize,
+    block: Vec<u8>,
+}
+
+impl Values {
+    /// Values of `size` bytes.
+    pub fn new(size: usize) -> Values {
+        let mut block = Vec::with_capacity(size + 64);
+        let mut x: u32 = 0x9e37_79b9;
+        for _ in 0..size + 64 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            block.push(b'a' + (x % 26) as u8);
+        }
+        Values { size, block }
+    }
+
+    /// The value size in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    fn header(key: u64) -> [u8; HEADER] {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut h = [0u8; HEADER];
+        for (i, b) in h.iter_mut().enumerate() {
+            *b = HEX[((key >> (60 - 4 * i)) & 0xf) as usize];
+        }
+        h
+    }
+
+    fn body(&self, key: u64) -> &[u8] {
+        let off = (key % 64) as usize;
+        &self.block[off..off + self.size.saturating_sub(HEADER)]
+    }
+
+    /// Appends the value of `key` to `out`.
+    #[inline]
+    pub fn write(&self, key: u64, out: &mut Vec<u8>) {
+        let h = Self::header(key);
+        out.extend_from_slice(&h[..self.size.min(HEADER)]);
+        out.extend_from_slice(self.body(key));
+    }
+
+    /// Whether `got` is exactly the value of `key`.
+    #[inline]
+    pub fn verify(&self, key: u64, got: &[u8]) -> bool {
+        if got.len() != self.size {
+            return false;
+        }
+        let h = Self::header(key);
+        let n = self.size.min(HEADER);
+        got[..n] == h[..n] && got[n..] == *self.body(key)
+    }
+}
+
+/// Writes `prefix` + decimal key id into `out` (cleared first).
+#[inline]
+pub fn write_key(prefix: &[u8], key: u64, out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(prefix);
+    let mut b = itoa::Buffer::new();
+    out.extend_from_slice(b.format(key).as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_roundtrip_and_differ() {
+        for size in [1, 16, 17, 256, 4096] {
+            let v = Values::new(size);
+            let mut a = Vec::new();
+            v.write(42, &mut a);
+            assert_eq!(a.len(), size);
+            assert!(v.verify(42, &a));
+            if size > 1 {
+                assert!(!v.verify(43, &a));
+            }
+            let mut bad = a.clone();
+            bad[size - 1] ^= 1;
+            assert!(!v.verify(42, &bad));
+            assert!(!v.verify(42, &a[..size - 1]));
+        }
+    }
+
+    #[test]
+    fn slices_cover_the_key_space() {
+        let mut covered = 0;
+        for c in 0..7 {
+            let (s, e) = slice_of(100, c, 7);
+            assert_eq!(s, covered);
+            covered = e;
+        }
+        assert_eq!(covered, 100);
+    }
+
+    #[test]
+    fn generators_stay_in_range() {
+        let mut r = rng(1);
+        for d in [
+            KeyDistribution::Uniform,
+            KeyDistribution::Zipf { theta: 0.99 },
+            KeyDistribution::Sequential,
+        ] {
+            let mut g = KeyGen::new(d, 10, 1, 3);
+            for _ in 0..1000 {
+                assert!(g.next(&mut r) < 10);
+            }
+        }
+        let mut g = KeyGen::new(KeyDistribution::Sequential, 10, 1, 3);
+        let seq: Vec<u64> = (0..5).map(|_| g.next(&mut r)).collect();
+        assert_eq!(seq, [3, 4, 5, 3, 4]);
+    }
+
+    #[test]
+    fn mix_follows_ratio() {
+        let mut r = rng(7);
+        let m = OpMix::new(Ratio { set: 1, get: 3 });
+        let sets = (0..100_000)
+            .filter(|_| m.next(&mut r) == OpKind::Set)
+            .count();
+        assert!((24_000..26_000).contains(&sets), "{sets}");
+        let m = OpMix::new(Ratio { set: 0, get: 1 });
+        assert!((0..1000).all(|_| m.next(&mut r) == OpKind::Get));
+        let m = OpMix::new(Ratio { set: 1, get: 0 });
+        assert!((0..1000).all(|_| m.next(&mut r) == OpKind::Set));
+    }
+
+    #[test]
+    fn keys_are_prefixed() {
+        let mut k = Vec::new();
+        write_key(b"kvlab:", 1234, &mut k);
+        assert_eq!(k, b"kvlab:1234");
+    }
+}
