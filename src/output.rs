@@ -193,12 +193,6 @@ pub fn summary(r: &RunResult) -> String {
             r.connections.last_error.as_ref().map(|e| format!("; last error: {e}")).unwrap_or_default()
         );
     }
-    if r.client_saturated {
-        let _ = writeln!(
-            s,
-            "  NOTE: kvlab's threads were saturated: this figure describes the client, not the server; add --threads or cores"
-        );
-    }
     if r.interrupted {
         let _ = writeln!(s, "  NOTE: interrupted: the figures cover the run until Ctrl-C");
     }

@@ -109,6 +109,8 @@ pub struct TargetInfo {
     pub url: String,
     /// Settings of a managed server (secrets masked).
     pub settings: BTreeMap<String, String>,
+    /// Process id of a managed server (stopped when the run ended).
+    pub pid: Option<u32>,
 }
 
 /// The load phase.

@@ -119,6 +119,7 @@ pub fn run(plan: &RunPlan, opts: RunOptions, shutdown: &AtomicBool) -> Result<Ru
         managed: server.is_some(),
         url: endpoint.display_url(kind),
         settings: server.as_ref().map(|s| s.settings.clone()).unwrap_or_default(),
+        pid: server.as_ref().map(|s| s.pid()),
     };
     let result = assemble(plan, target, started_unix_s, load, report, &obs, server_counters);
     drop(server);
@@ -305,7 +306,10 @@ fn assemble(
         }
     }
     if saturated {
-        problems.push("kvlab's threads were saturated: the figures describe the client, not the server".into());
+        problems.push(format!(
+            "kvlab's threads never waited for the server (running or waiting for a CPU {:.0}% of the time): the figures are limited by the client or by CPU contention on this machine, not by the server; give kvlab more cores or threads",
+            r.client_busy.unwrap_or(0.0) * 100.0
+        ));
     }
     let valid = c.error_total() == 0 && c.requests() > 0;
     let mut errors_by_kind = std::collections::BTreeMap::new();

@@ -70,6 +70,8 @@ struct Conn {
     rend: usize,
     inflight: VecDeque<InFlight>,
     index: usize,
+    token: usize,
+    want_write: bool,
     keys: KeyGen,
     quota: Option<u64>,
     due: Instant,
@@ -79,6 +81,7 @@ struct Conn {
 /// Everything of the worker except its connections, so both can be borrowed at once.
 struct Ctx<'a, C: Codec> {
     codec: C,
+    registry: mio::Registry,
     spec: &'a Spec,
     timing: Timing,
     quota_left: Option<u64>,
@@ -110,7 +113,11 @@ pub fn run<C: Codec>(
     ticks: Sender<Tick>,
     start: impl FnOnce() -> Timing,
 ) -> io::Result<WorkerReport> {
-    let mut poll = match Poll::new() {
+    let opened = Poll::new().and_then(|p| {
+        let r = p.registry().try_clone()?;
+        Ok((p, r))
+    });
+    let (mut poll, registry) = match opened {
         Ok(p) => p,
         Err(e) => {
             start(); // never leave the others waiting at the start line
@@ -121,7 +128,8 @@ pub fn run<C: Codec>(
     let rbuf_len = (spec.pipeline * (spec.values.size() + 128) * 2).max(64 * 1024);
     let mut conns: Vec<Conn> = plans
         .into_iter()
-        .map(|p| Conn {
+        .enumerate()
+        .map(|(token, p)| Conn {
             stream: None,
             wbuf: Vec::with_capacity(spec.pipeline * (spec.values.size() + 128)),
             wpos: 0,
@@ -130,6 +138,8 @@ pub fn run<C: Codec>(
             rend: 0,
             inflight: VecDeque::with_capacity(spec.pipeline),
             index: p.index,
+            token,
+            want_write: false,
             keys: p.keys,
             quota: p.quota,
             due: now,
@@ -138,6 +148,7 @@ pub fn run<C: Codec>(
         .collect();
     let mut cx = Ctx {
         codec,
+        registry,
         spec,
         timing: Timing::placeholder(now),
         quota_left: None,
@@ -333,11 +344,12 @@ impl<C: Codec> Ctx<'_, C> {
         match std {
             Ok(s) => {
                 let mut s = TcpStream::from_std(s);
-                if let Err(e) = poll.registry().register(&mut s, Token(token), Interest::READABLE | Interest::WRITABLE) {
+                if let Err(e) = poll.registry().register(&mut s, Token(token), Interest::READABLE) {
                     self.connect_failed(c, now, e);
                     return;
                 }
                 c.stream = Some(s);
+                c.want_write = false;
                 c.wbuf.clear();
                 c.wpos = 0;
                 c.rstart = 0;
@@ -470,13 +482,24 @@ impl<C: Codec> Ctx<'_, C> {
             match s.write(&c.wbuf[c.wpos..]) {
                 Ok(0) => return self.close(c, now),
                 Ok(n) => c.wpos += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // Rare: the socket buffer is full. Ask to hear when it drains.
+                    if !c.want_write {
+                        c.want_write = true;
+                        let _ = self.registry.reregister(s, Token(c.token), Interest::READABLE | Interest::WRITABLE);
+                    }
+                    return;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => return self.close(c, now),
             }
         }
         c.wbuf.clear();
         c.wpos = 0;
+        if c.want_write {
+            c.want_write = false;
+            let _ = self.registry.reregister(s, Token(c.token), Interest::READABLE);
+        }
     }
 
     fn on_readable(&mut self, c: &mut Conn, now: Instant) {
