@@ -241,7 +241,7 @@ mod tests {
         }
         let mut g = KeyGen::new(KeyDistribution::Sequential, 10, 1, 3);
         let seq: Vec<u64> = (0..5).map(|_| g.next(&mut r)).collect();
-        assert_eq!(seq, [3, 4, 5, 3, 4]);
+        assert_eq!(seq, [4, 5, 6, 4, 5]);
     }
 
     #[test]

@@ -176,7 +176,7 @@ mod tests {
     fn malformed_replies_are_errors() {
         assert!(dec(OpKind::Get, b"$3\r\nabc\r\n").is_err());
         assert!(dec(OpKind::Get, b"VALUE k 0 x\r\nabc\r\nEND\r\n").is_err());
-        assert!(dec(OpKind::Get, b"VALUE k 0 3\r\nabcdEND\r\n").is_err());
+        assert!(dec(OpKind::Get, b"VALUE k 0 3\r\nabcdEND\r\nxx").is_err());
         assert!(dec(OpKind::Set, b"+OK\r\n").is_err());
         assert!(dec(OpKind::Set, b"STORED\n").is_err());
         assert_eq!(stats_frame_len(b"STAT pid 1\r\nSTAT x 2\r\nEND\r\n"), Ok(Some(27)));

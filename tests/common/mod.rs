@@ -1,0 +1,72 @@
+//! Helpers shared by the integration tests: plans, in-process runs, raw commands.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use kvlab::plan::{Endpoint, KeyDistribution, LoadShape, Ratio, RunPlan, Stop, TargetKind, TargetSpec, Workload};
+use kvlab::results::RunResult;
+use kvlab::runner::{RunOptions, run};
+use kvlab::server::ManagedServer;
+
+/// A small, fast plan against an external endpoint (a server the test started).
+pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
+    RunPlan {
+        target: TargetSpec { kind, external: Some(endpoint), server_opts: BTreeMap::new() },
+        workload: Workload {
+            keys: 2_000,
+            value_size: 100,
+            ratio: Ratio { set: 0, get: 1 },
+            distribution: KeyDistribution::Uniform,
+            key_prefix: "kvlab:".into(),
+            load: true,
+            seed: 7,
+        },
+        load: LoadShape {
+            connections: 4,
+            threads: 2,
+            pipeline: 4,
+            stop: Stop::Requests(20_000),
+            warmup_s: 0.2,
+            rate: None,
+            timeout_s: 5.0,
+        },
+    }
+}
+
+/// Starts a managed server of `kind` with no options.
+pub fn server(kind: TargetKind) -> ManagedServer {
+    ManagedServer::start(kind, &BTreeMap::new(), 64 << 20).expect("managed server starts")
+}
+
+/// Runs `plan` in-process, quietly.
+pub fn measure(plan: &RunPlan) -> RunResult {
+    let stop = AtomicBool::new(false);
+    run(plan, RunOptions::default(), &stop).expect("run succeeds")
+}
+
+/// Sends raw bytes and reads until `done(reply)` (blocking, 5 s timeout).
+pub fn raw(port: u16, req: &[u8], done: impl Fn(&[u8]) -> bool) -> Vec<u8> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(req).unwrap();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 65536];
+    while !done(&buf) {
+        let n = s.read(&mut chunk).unwrap();
+        assert!(n > 0, "server closed the connection");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    buf
+}
+
+/// Whether a process with this pid still exists (and is not a zombie).
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'),
+        Err(_) => false,
+    }
+}

@@ -1,0 +1,67 @@
+//! Memcached, started through kvlab's managed-server code: kvlab's counts agree
+//! with `stats` exactly, misses and corrupt values are detected.
+
+mod common;
+
+use common::{alive, measure, plan, raw, server};
+use kvlab::plan::{Ratio, TargetKind};
+use kvlab::server::counters;
+
+#[test]
+fn counts_agree_with_stats() {
+    let s = server(TargetKind::Memcached);
+    let mut p = plan(TargetKind::Memcached, s.endpoint());
+    p.workload.ratio = Ratio { set: 1, get: 4 };
+    let connector = kvlab::driver::Connector::new(TargetKind::Memcached, &s.endpoint()).unwrap();
+    let before = counters::read(&connector).unwrap();
+    let r = measure(&p);
+    let d = counters::read(&connector).unwrap().since(&before);
+    assert_eq!(d.sets, 2_000 + r.warmup.sets + r.sets);
+    assert_eq!(d.gets, r.warmup.gets + r.gets);
+    assert_eq!(d.hits, r.warmup.hits + r.hits);
+    assert_eq!(r.requests, 20_000);
+    assert_eq!((r.errors, r.misses), (0, 0));
+    assert!(r.valid);
+    assert!(r.server_cpu_s.is_none(), "external target: no server CPU");
+    let pid = s.pid();
+    drop(s);
+    assert!(!alive(pid));
+}
+
+#[test]
+fn misses_and_corruption_are_detected() {
+    let s = server(TargetKind::Memcached);
+    let mut p = plan(TargetKind::Memcached, s.endpoint());
+    p.workload.load = false;
+    let r = measure(&p);
+    assert_eq!((r.hits, r.misses), (0, r.gets));
+    assert_eq!(r.server_counters.unwrap().server.misses, r.gets + r.warmup.gets);
+
+    p.workload.keys = 10;
+    p.workload.load = true;
+    let _ = measure(&p);
+    let mut req = b"set kvlab:4 0 0 100\r\n".to_vec();
+    req.extend_from_slice(&[b'y'; 100]);
+    req.extend_from_slice(b"\r\n");
+    assert_eq!(raw(s.endpoint().port, &req, |b| b.ends_with(b"\r\n")), b"STORED\r\n");
+    p.workload.load = false;
+    let r = measure(&p);
+    let wrong = r.errors_by_kind["wrong_value"];
+    assert!(wrong > 500, "{wrong}");
+    assert_eq!(wrong + r.hits, r.gets);
+}
+
+#[test]
+fn a_full_memcached_fails_the_load_clearly() {
+    let mut opts = std::collections::BTreeMap::new();
+    opts.insert("memory-mb".to_string(), "2".to_string());
+    let s = kvlab::server::ManagedServer::start(TargetKind::Memcached, &opts, 0).unwrap();
+    let mut p = plan(TargetKind::Memcached, s.endpoint());
+    p.workload.keys = 100_000;
+    p.workload.value_size = 1000;
+    // memcached evicts rather than refuses: the load stores everything, the reads miss.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let r = kvlab::runner::run(&p, kvlab::runner::RunOptions::default(), &stop).unwrap();
+    assert!(r.misses > 0);
+    assert!(r.problems.iter().any(|m| m.contains("evictions")), "{:?}", r.problems);
+}

@@ -1,0 +1,155 @@
+//! Redis and Valkey, started through kvlab's managed-server code: kvlab's counts
+//! agree with the server's own, misses and corrupt values are detected, faults
+//! are counted, and paced latency shows a stalled server.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{alive, measure, plan, raw, server};
+use kvlab::plan::{Ratio, Stop, TargetKind};
+use kvlab::server::counters;
+
+fn counts_agree(kind: TargetKind) {
+    let s = server(kind);
+    let mut p = plan(kind, s.endpoint());
+    p.workload.ratio = Ratio { set: 1, get: 3 };
+    let connector = kvlab::driver::Connector::new(kind, &s.endpoint()).unwrap();
+    let before = counters::read(&connector).unwrap();
+    assert_eq!(before.gets + before.sets, 0, "fresh server");
+    let r = measure(&p);
+    let after = counters::read(&connector).unwrap();
+    let d = after.since(&before);
+    // The server saw exactly the load, the warm-up and the measured requests.
+    assert_eq!(r.load.as_ref().unwrap().keys, 2_000);
+    assert_eq!(d.sets, 2_000 + r.warmup.sets + r.sets, "{r:#?}");
+    assert_eq!(d.gets, r.warmup.gets + r.gets);
+    assert_eq!(r.requests, 20_000);
+    assert_eq!(r.errors, 0);
+    assert_eq!(r.misses, 0);
+    assert_eq!(r.hits, r.gets);
+    assert!(r.sets > 3_000 && r.gets > 12_000, "mix 1:3: {} sets {} gets", r.sets, r.gets);
+    assert!(r.server_counters.as_ref().unwrap().agrees());
+    assert!(r.valid);
+    assert_eq!(r.target.product, kind.name());
+    let pid = s.pid();
+    drop(s);
+    assert!(!alive(pid), "managed server {pid} still running");
+}
+
+#[test]
+fn redis_counts_agree_with_commandstats() {
+    counts_agree(TargetKind::Redis);
+}
+
+#[test]
+fn valkey_counts_agree_with_commandstats() {
+    counts_agree(TargetKind::Valkey);
+}
+
+#[test]
+fn misses_are_counted_when_keys_are_absent() {
+    let s = server(TargetKind::Redis);
+    let mut p = plan(TargetKind::Redis, s.endpoint());
+    p.workload.load = false;
+    let r = measure(&p);
+    assert_eq!(r.hits, 0);
+    assert_eq!(r.misses, r.gets);
+    assert_eq!(r.errors, 0);
+    let c = r.server_counters.unwrap();
+    assert_eq!(c.server.misses, r.gets + r.warmup.gets);
+    assert!(r.problems.iter().any(|p| p.contains("missed")), "{:?}", r.problems);
+}
+
+#[test]
+fn a_corrupted_value_is_detected() {
+    let s = server(TargetKind::Redis);
+    let mut p = plan(TargetKind::Redis, s.endpoint());
+    p.workload.keys = 10;
+    let _ = measure(&p); // loads the 10 keys
+    // Overwrite one key with a wrong value of the right length.
+    let bad = vec![b'x'; 100];
+    let mut req = b"*3\r\n$3\r\nSET\r\n$7\r\nkvlab:3\r\n$100\r\n".to_vec();
+    req.extend_from_slice(&bad);
+    req.extend_from_slice(b"\r\n");
+    assert_eq!(raw(s.endpoint().port, &req, |b| b.ends_with(b"\r\n")), b"+OK\r\n");
+    p.workload.load = false;
+    let r = measure(&p);
+    let wrong = r.errors_by_kind["wrong_value"];
+    assert!(wrong > 500, "about a tenth of 20k GETs hit the bad key: {wrong}");
+    assert_eq!(wrong + r.hits, r.gets);
+    assert!(!r.valid);
+}
+
+#[test]
+fn paced_latency_shows_a_stalled_server() {
+    let s = server(TargetKind::Redis);
+    let mut p = plan(TargetKind::Redis, s.endpoint());
+    p.load.connections = 10;
+    p.load.pipeline = 1;
+    p.load.rate = Some(2_000.0);
+    p.load.stop = Stop::Duration(4.0);
+    p.load.warmup_s = 0.0;
+    let pid = s.pid() as libc::pid_t;
+    let stall = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        std::thread::sleep(Duration::from_millis(1000));
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+    });
+    let r = measure(&p);
+    stall.join().unwrap();
+    assert_eq!(r.latency_start, "intended");
+    assert_eq!(r.errors, 0, "a 1 s stall is under the 5 s timeout");
+    let svc = r.service_time_us.unwrap();
+    // A quarter of the requests were due during the stall: the intended-start
+    // latency must show it, the service time (from the actual send) hides most of it.
+    assert!(r.latency_us.p90 > 300_000.0, "p90 {:?}", r.latency_us);
+    assert!(r.latency_us.p99 > 800_000.0, "p99 {:?}", r.latency_us);
+    assert!(svc.p90 < r.latency_us.p90 / 10.0, "service {svc:?} vs {:?}", r.latency_us);
+    let sched = r.schedule.unwrap();
+    assert!(sched.late_requests > 1_000 && sched.max_lag_ms > 800.0, "{sched:?}");
+    // ~8,000 requests scheduled; each sent once.
+    assert!((7_500..=8_100).contains(&r.requests), "{}", r.requests);
+}
+
+#[test]
+fn a_server_that_dies_mid_run_gives_counted_errors_not_a_hang() {
+    let mut s = server(TargetKind::Redis);
+    let mut p = plan(TargetKind::Redis, s.endpoint());
+    p.load.stop = Stop::Duration(3.0);
+    p.load.warmup_s = 0.0;
+    p.load.timeout_s = 1.0;
+    p.workload.load = false;
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1000));
+        s.stop();
+        s
+    });
+    let started = std::time::Instant::now();
+    let r = measure(&p);
+    let _s = killer.join().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(8), "ended near its deadline");
+    assert!(r.errors_by_kind["disconnect"] > 0, "{:?}", r.errors_by_kind);
+    assert!(r.connections.failures > 0);
+    assert!(r.timeline.iter().any(|s| s.errors > 0));
+    assert!(!r.valid);
+}
+
+#[test]
+fn a_password_protected_server_needs_and_hides_the_password() {
+    let mut opts = std::collections::BTreeMap::new();
+    opts.insert("requirepass".to_string(), "s3cret-pw".to_string());
+    let s = kvlab::server::ManagedServer::start(TargetKind::Redis, &opts, 0).unwrap();
+    let p = plan(TargetKind::Redis, s.endpoint());
+    let r = measure(&p);
+    assert_eq!(r.errors, 0);
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(!json.contains("s3cret-pw"));
+    assert!(!kvlab::output::summary(&r).contains("s3cret-pw"));
+    // Without the password: a clear error.
+    let mut e = s.endpoint();
+    e.password = None;
+    let err = kvlab::driver::Connector::new(TargetKind::Redis, &e).unwrap().probe(Duration::from_secs(2)).unwrap_err();
+    assert!(format!("{err:#}").contains("NOAUTH"), "{err:#}");
+}
