@@ -25,7 +25,7 @@ pub enum Command {
 
 /// Flags of `kvlab run`.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:
+#[command(allow_negative_numbers = true, after_help = "Examples:
   kvlab run --target redis --duration 10
   kvlab run --target valkey --server-opt io-threads=4 --pipeline 16
   kvlab run --target memcached --server-opt threads=2 --ratio 1:9

@@ -7,10 +7,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let cli = kvlab::cli::Cli::parse();
+    let cli = match kvlab::cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if e.use_stderr() => {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            eprintln!("{} (see kvlab --help)", first.trim_start_matches("error: ").trim_end());
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            let _ = e.print(); // --help, --version
+            return ExitCode::SUCCESS;
+        }
+    };
     let shutdown = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&shutdown);
-    // First Ctrl-C: stop the run, keep what was measured, stop managed servers.
+    // Ctrl-C stops the run, keeps what was measured, and stops managed servers.
     let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
     match kvlab::run(cli, shutdown) {
         Ok(()) => ExitCode::SUCCESS,

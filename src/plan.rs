@@ -20,6 +20,25 @@ pub struct RunPlan {
     pub load: LoadShape,
 }
 
+impl RunPlan {
+    /// A copy safe to print and store: server settings that hold secrets are masked.
+    pub fn redacted(&self) -> RunPlan {
+        let mut p = self.clone();
+        for (k, v) in p.target.server_opts.iter_mut() {
+            if is_secret_key(k) {
+                *v = "***".into();
+            }
+        }
+        p
+    }
+}
+
+/// Whether a server setting holds a secret (its value is never printed or stored).
+pub fn is_secret_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    k.contains("pass") || k.contains("secret") || k.contains("auth")
+}
+
 /// The product a target speaks for: decides the protocol and, when managed, the binary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

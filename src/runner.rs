@@ -320,7 +320,7 @@ fn assemble(
         schema_version: crate::results::SCHEMA_VERSION,
         kvlab_version: env!("CARGO_PKG_VERSION").to_string(),
         started_unix_s,
-        config: plan.clone(),
+        config: plan.redacted(),
         target,
         valid,
         problems,

@@ -44,7 +44,7 @@ pub fn server_args(
                 } else {
                     args.extend(value.split_whitespace().map(str::to_string));
                 }
-                let shown = if key.contains("pass") { "***".to_string() } else { value };
+                let shown = if crate::plan::is_secret_key(&key) { "***".to_string() } else { value };
                 settings.insert(key, shown);
             }
         }
