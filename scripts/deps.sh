@@ -27,9 +27,6 @@ done
 for bin in "${!BPO_PKGS[@]}"; do
   command -v "$bin" >/dev/null 2>&1 || missing_bpo+=("${BPO_PKGS[$bin]}")
 done
-if ! command -v cargo >/dev/null 2>&1; then
-  missing_main+=(cargo rustc)
-fi
 
 if [ ${#missing_main[@]} -eq 0 ] && [ ${#missing_bpo[@]} -eq 0 ]; then
   echo "deps: everything is installed"

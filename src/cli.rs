@@ -21,16 +21,51 @@ pub struct Cli {
 pub enum Command {
     /// One measured run of one workload against one target.
     Run(RunArgs),
+    /// Start a managed server, print its URL, and keep it until Ctrl-C (for
+    /// driving it with other tools beside kvlab).
+    Serve(ServeArgs),
+}
+
+/// Flags of `kvlab serve`.
+#[derive(Debug, Args)]
+#[command(after_help = "Example:
+  kvlab serve --target redis --server-opt io-threads=2   # prints redis://127.0.0.1:PORT")]
+pub struct ServeArgs {
+    /// redis | valkey | memcached.
+    #[arg(long)]
+    pub target: String,
+    /// Setting for the server, KEY=VALUE (repeatable).
+    #[arg(long = "server-opt", value_name = "KEY=VALUE", value_parser = crate::server::config::parse_opt)]
+    pub server_opt: Vec<(String, String)>,
+}
+
+impl ServeArgs {
+    /// The managed target to start.
+    pub fn to_target(&self) -> Result<TargetSpec, UsageError> {
+        let mut t: TargetSpec = self.target.parse()?;
+        if t.external.is_some() {
+            return Err(UsageError::bad(
+                "--target",
+                "kvlab serve starts a server; a URL names one that already runs",
+                "give redis, valkey or memcached",
+            ));
+        }
+        t.server_opts = self.server_opt.iter().cloned().collect();
+        Ok(t)
+    }
 }
 
 /// Flags of `kvlab run`.
 #[derive(Debug, Args)]
-#[command(allow_negative_numbers = true, after_help = "Examples:
+#[command(
+    allow_negative_numbers = true,
+    after_help = "Examples:
   kvlab run --target redis --duration 10
   kvlab run --target valkey --server-opt io-threads=4 --pipeline 16
   kvlab run --target memcached --server-opt threads=2 --ratio 1:9
   kvlab run --target redis://:secret@10.0.0.5:6379 --key-prefix bench: --json out.json
-  kvlab run --target redis --rate 20000 --duration 30")]
+  kvlab run --target redis --rate 20000 --duration 30"
+)]
 pub struct RunArgs {
     /// redis | valkey | memcached (kvlab starts the server), or a URL:
     /// redis://[user:pass@]host:port, valkey://…, memcached://host:port
@@ -111,14 +146,26 @@ impl RunArgs {
             if v.is_finite() && v > 0.0 {
                 Ok(v)
             } else {
-                Err(UsageError::bad(flag, format!("{v} is not a positive number"), fix))
+                Err(UsageError::bad(
+                    flag,
+                    format!("{v} is not a positive number"),
+                    fix,
+                ))
             }
         };
         if self.keys == 0 {
-            return Err(UsageError::bad("--keys", "0 keys", "give at least 1, e.g. --keys 100000"));
+            return Err(UsageError::bad(
+                "--keys",
+                "0 keys",
+                "give at least 1, e.g. --keys 100000",
+            ));
         }
         if self.value_size == 0 || self.value_size > 64 << 20 {
-            return Err(UsageError::bad("--value-size", format!("{} bytes is out of range", self.value_size), "give 1 to 67108864 bytes"));
+            return Err(UsageError::bad(
+                "--value-size",
+                format!("{} bytes is out of range", self.value_size),
+                "give 1 to 67108864 bytes",
+            ));
         }
         if self.key_prefix.is_empty() {
             return Err(UsageError::bad(
@@ -128,31 +175,68 @@ impl RunArgs {
             ));
         }
         if self.connections == 0 || self.connections > 100_000 {
-            return Err(UsageError::bad("--connections", format!("{} is out of range", self.connections), "give 1 to 100000"));
+            return Err(UsageError::bad(
+                "--connections",
+                format!("{} is out of range", self.connections),
+                "give 1 to 100000",
+            ));
         }
         let threads = self.threads.unwrap_or_else(cores);
         if threads == 0 || threads > 1024 {
-            return Err(UsageError::bad("--threads", format!("{threads} is out of range"), "give 1 to 1024"));
+            return Err(UsageError::bad(
+                "--threads",
+                format!("{threads} is out of range"),
+                "give 1 to 1024",
+            ));
         }
         if self.pipeline == 0 || self.pipeline > 100_000 {
-            return Err(UsageError::bad("--pipeline", format!("{} is out of range", self.pipeline), "give 1 to 100000"));
+            return Err(UsageError::bad(
+                "--pipeline",
+                format!("{} is out of range", self.pipeline),
+                "give 1 to 100000",
+            ));
         }
         let stop = match (self.duration, self.requests) {
-            (_, Some(0)) => return Err(UsageError::bad("--requests", "0 requests", "give at least 1")),
+            (_, Some(0)) => {
+                return Err(UsageError::bad(
+                    "--requests",
+                    "0 requests",
+                    "give at least 1",
+                ));
+            }
             (_, Some(n)) => Stop::Requests(n),
-            (Some(d), None) => Stop::Duration(positive("--duration", d, "give seconds, e.g. --duration 10")?),
+            (Some(d), None) => Stop::Duration(positive(
+                "--duration",
+                d,
+                "give seconds, e.g. --duration 10",
+            )?),
             (None, None) => Stop::Duration(10.0),
         };
         if !(self.warmup.is_finite() && self.warmup >= 0.0) {
-            return Err(UsageError::bad("--warmup", format!("{} is not a number of seconds", self.warmup), "give 0 or more, e.g. --warmup 2"));
+            return Err(UsageError::bad(
+                "--warmup",
+                format!("{} is not a number of seconds", self.warmup),
+                "give 0 or more, e.g. --warmup 2",
+            ));
         }
         let rate = match self.rate {
-            Some(r) => Some(positive("--rate", r, "give requests per second, e.g. --rate 10000")?),
+            Some(r) => Some(positive(
+                "--rate",
+                r,
+                "give requests per second, e.g. --rate 10000",
+            )?),
             None => None,
         };
         if let Some(r) = rate {
             if r < self.connections as f64 / 3600.0 {
-                return Err(UsageError::bad("--rate", format!("{r} req/s over {} connections is below one request per connection per hour", self.connections), "raise --rate or lower --connections"));
+                return Err(UsageError::bad(
+                    "--rate",
+                    format!(
+                        "{r} req/s over {} connections is below one request per connection per hour",
+                        self.connections
+                    ),
+                    "raise --rate or lower --connections",
+                ));
             }
         }
         positive("--timeout", self.timeout, "give seconds, e.g. --timeout 5")?;

@@ -37,7 +37,10 @@ pub fn run(cli: cli::Cli, shutdown: Arc<AtomicBool>) -> Result<()> {
     match cli.command {
         cli::Command::Run(args) => {
             let plan = args.to_plan()?;
-            let opts = runner::RunOptions { progress: true, notes: true };
+            let opts = runner::RunOptions {
+                progress: true,
+                notes: true,
+            };
             let result = runner::run(&plan, opts, &shutdown)?;
             print!("{}", output::summary(&result));
             if let Some(path) = &args.json {
@@ -47,10 +50,41 @@ pub fn run(cli: cli::Cli, shutdown: Arc<AtomicBool>) -> Result<()> {
             if !result.valid {
                 bail!(
                     "the run is not a valid measurement: {}",
-                    result.problems.first().map_or("no requests finished", String::as_str)
+                    result
+                        .problems
+                        .first()
+                        .map_or("no requests finished", String::as_str)
                 );
             }
             Ok(())
         }
+        cli::Command::Serve(args) => serve(&args.to_target()?, &shutdown),
     }
+}
+
+/// Runs a managed server until `shutdown`, printing its URL on stdout.
+fn serve(target: &plan::TargetSpec, shutdown: &AtomicBool) -> Result<()> {
+    use std::io::Write;
+    let mut s = server::ManagedServer::start(target.kind, &target.server_opts, 256 << 20)?;
+    println!(
+        "{}",
+        s.endpoint().display_url(target.kind).replace(":***@", "@")
+    );
+    std::io::stdout().flush()?;
+    eprintln!(
+        "kvlab: {} {} (pid {}) in {}; Ctrl-C stops it",
+        s.info.product,
+        s.info.version,
+        s.pid(),
+        s.dir().display()
+    );
+    while !shutdown.load(std::sync::atomic::Ordering::SeqCst) {
+        if !s.running() {
+            bail!("the managed {} exited on its own", target.kind.name());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    s.stop();
+    eprintln!("kvlab: stopped {}", target.kind.name());
+    Ok(())
 }

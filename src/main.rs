@@ -12,7 +12,10 @@ fn main() -> ExitCode {
         Err(e) if e.use_stderr() => {
             let text = e.render().to_string();
             let first = text.lines().next().unwrap_or("invalid arguments");
-            eprintln!("{} (see kvlab --help)", first.trim_start_matches("error: ").trim_end());
+            eprintln!(
+                "{} (see kvlab --help)",
+                first.trim_start_matches("error: ").trim_end()
+            );
             return ExitCode::from(2);
         }
         Err(e) => {

@@ -21,7 +21,10 @@ impl Progress {
             return Progress { bar: None };
         }
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-        bar.set_style(ProgressStyle::with_template("{spinner} {prefix} {elapsed:>4} {msg}").expect("valid template"));
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {prefix} {elapsed:>4} {msg}")
+                .expect("valid template"),
+        );
         bar.set_prefix(what.to_string());
         bar.enable_steady_tick(Duration::from_millis(200));
         Progress { bar: Some(bar) }
@@ -118,7 +121,13 @@ pub fn summary(r: &RunResult) -> String {
         let _ = writeln!(s, "  server settings: {}", set.join(" "));
     }
     if let Some(l) = &r.load {
-        let _ = writeln!(s, "  data load: {} keys in {:.2} s ({} keys/s)", num(l.keys as f64), l.seconds, num(l.keys_per_s));
+        let _ = writeln!(
+            s,
+            "  data load: {} keys in {:.2} s ({} keys/s)",
+            num(l.keys as f64),
+            l.seconds,
+            num(l.keys_per_s)
+        );
     }
     let _ = writeln!(s);
     let _ = writeln!(s, "  throughput  {} req/s", num(r.throughput_rps));
@@ -128,21 +137,39 @@ pub fn summary(r: &RunResult) -> String {
         r.requests, r.gets, r.sets, r.hits, r.misses, r.errors
     );
     if r.errors > 0 {
-        let kinds: Vec<String> = r.errors_by_kind.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{k} {n}")).collect();
+        let kinds: Vec<String> = r
+            .errors_by_kind
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
         let _ = writeln!(s, "  errors by kind: {}", kinds.join(", "));
     }
     let l = &r.latency_us;
-    let from = if r.latency_start == "intended" { "from intended start" } else { "from send" };
+    let from = if r.latency_start == "intended" {
+        "from intended start"
+    } else {
+        "from send"
+    };
     let _ = writeln!(
         s,
         "  latency µs ({from}): p50 {}  p90 {}  p99 {}  p99.9 {}  p99.99 {}  max {}  mean {}",
-        num(l.p50), num(l.p90), num(l.p99), num(l.p999), num(l.p9999), num(l.max), num(l.mean)
+        num(l.p50),
+        num(l.p90),
+        num(l.p99),
+        num(l.p999),
+        num(l.p9999),
+        num(l.max),
+        num(l.mean)
     );
     if let Some(v) = &r.service_time_us {
         let _ = writeln!(
             s,
             "  service time µs (from actual send, hides queueing): p50 {}  p99 {}  p99.9 {}  max {}",
-            num(v.p50), num(v.p99), num(v.p999), num(v.max)
+            num(v.p50),
+            num(v.p99),
+            num(v.p999),
+            num(v.max)
         );
     }
     if let Some(sc) = &r.schedule {
@@ -160,7 +187,9 @@ pub fn summary(r: &RunResult) -> String {
         r.client_cpu_s,
         num(r.client_cpu_us_per_request),
         num(r.client_peak_rss_kb as f64 / 1024.0),
-        r.client_busy.map(|b| format!(", workers busy {:.0}%", b * 100.0)).unwrap_or_default()
+        r.client_busy
+            .map(|b| format!(", workers busy {:.0}%", b * 100.0))
+            .unwrap_or_default()
     );
     if let (Some(cpu), Some(per)) = (r.server_cpu_s, r.server_cpu_us_per_request) {
         let _ = writeln!(
@@ -190,11 +219,18 @@ pub fn summary(r: &RunResult) -> String {
             "  connections: {} failed attempts, {} re-established{}",
             r.connections.failures,
             r.connections.reconnects,
-            r.connections.last_error.as_ref().map(|e| format!("; last error: {e}")).unwrap_or_default()
+            r.connections
+                .last_error
+                .as_ref()
+                .map(|e| format!("; last error: {e}"))
+                .unwrap_or_default()
         );
     }
     if r.interrupted {
-        let _ = writeln!(s, "  NOTE: interrupted: the figures cover the run until Ctrl-C");
+        let _ = writeln!(
+            s,
+            "  NOTE: interrupted: the figures cover the run until Ctrl-C"
+        );
     }
     for p in &r.problems {
         let _ = writeln!(s, "  WARNING: {p}");

@@ -169,9 +169,8 @@ impl FromStr for TargetSpec {
                 ));
             }
         };
-        let url = url::Url::parse(s).map_err(|e| {
-            UsageError::bad("--target", format!("cannot parse URL: {e}"), FIX)
-        })?;
+        let url = url::Url::parse(s)
+            .map_err(|e| UsageError::bad("--target", format!("cannot parse URL: {e}"), FIX))?;
         let host = url
             .host_str()
             .filter(|h| !h.is_empty())
@@ -191,9 +190,7 @@ impl FromStr for TargetSpec {
                 .map(|(_, v)| v.into_owned())
                 .unwrap_or_default()
         };
-        let user = Some(url.username())
-            .filter(|u| !u.is_empty())
-            .map(decode);
+        let user = Some(url.username()).filter(|u| !u.is_empty()).map(decode);
         let password = url.password().map(|p| Secret(decode(p)));
         if kind == TargetKind::Memcached && (user.is_some() || password.is_some()) {
             return Err(UsageError::bad(

@@ -31,20 +31,26 @@ pub fn run(plan: &RunPlan, opts: RunOptions, shutdown: &AtomicBool) -> Result<Ru
     let protocol = Protocol::of(kind);
     check_prefix(protocol, &plan.workload.key_prefix)?;
     raise_fd_limit(plan.load.connections);
-    let started_unix_s = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let data_bytes = plan.workload.keys * (plan.workload.value_size as u64 + plan.workload.key_prefix.len() as u64 + 80);
+    let started_unix_s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let data_bytes = plan.workload.keys
+        * (plan.workload.value_size as u64 + plan.workload.key_prefix.len() as u64 + 80);
 
     let server = match &plan.target.external {
         None => {
             let s = ManagedServer::start(kind, &plan.target.server_opts, data_bytes)?;
-            note(opts, format!(
-                "kvlab: started {} {} (pid {}) on 127.0.0.1:{} in {}",
-                crate::server::binary_name(kind),
-                s.info.version,
-                s.pid(),
-                s.endpoint().port,
-                s.dir().display()
-            ));
+            note(
+                opts,
+                format!(
+                    "kvlab: started {} {} (pid {}) on 127.0.0.1:{} in {}",
+                    crate::server::binary_name(kind),
+                    s.info.version,
+                    s.pid(),
+                    s.endpoint().port,
+                    s.dir().display()
+                ),
+            );
             Some(s)
         }
         Some(_) => None,
@@ -59,10 +65,13 @@ pub fn run(plan: &RunPlan, opts: RunOptions, shutdown: &AtomicBool) -> Result<Ru
         Some(s) => s.info.clone(),
         None => {
             let info = connector.probe(Duration::from_secs(4))?;
-            note(opts, format!(
-                "kvlab: {} is {} {}; kvlab writes only keys under the prefix '{}' and never flushes a server it did not start",
-                connector.display, info.product, info.version, plan.workload.key_prefix
-            ));
+            note(
+                opts,
+                format!(
+                    "kvlab: {} is {} {}; kvlab writes only keys under the prefix '{}' and never flushes a server it did not start",
+                    connector.display, info.product, info.version, plan.workload.key_prefix
+                ),
+            );
             info
         }
     };
@@ -118,10 +127,21 @@ pub fn run(plan: &RunPlan, opts: RunOptions, shutdown: &AtomicBool) -> Result<Ru
         version: info.version.clone(),
         managed: server.is_some(),
         url: endpoint.display_url(kind),
-        settings: server.as_ref().map(|s| s.settings.clone()).unwrap_or_default(),
+        settings: server
+            .as_ref()
+            .map(|s| s.settings.clone())
+            .unwrap_or_default(),
         pid: server.as_ref().map(|s| s.pid()),
     };
-    let result = assemble(plan, target, started_unix_s, load, report, &obs, server_counters);
+    let result = assemble(
+        plan,
+        target,
+        started_unix_s,
+        load,
+        report,
+        &obs,
+        server_counters,
+    );
     drop(server);
     Ok(result)
 }
@@ -139,15 +159,25 @@ fn load_data(base: &Spec, opts: RunOptions, shutdown: &AtomicBool) -> Result<Loa
     let spec = Spec {
         distribution: KeyDistribution::Sequential,
         mix: OpMix::new(Ratio { set: 1, get: 0 }),
-        connections: base.connections.min(base.threads * 4).min(keys as usize).max(1),
+        connections: base
+            .connections
+            .min(base.threads * 4)
+            .min(keys as usize)
+            .max(1),
         pipeline,
         warmup: Duration::ZERO,
         stop: Stop::Requests(keys),
         rate: None,
         ..base.clone()
     };
-    note(opts, format!("kvlab: loading {keys} keys of {} B", base.values.size()));
-    let mut obs = LoadObserver { progress: Progress::counter("load", keys, opts.progress), done: 0 };
+    note(
+        opts,
+        format!("kvlab: loading {keys} keys of {} B", base.values.size()),
+    );
+    let mut obs = LoadObserver {
+        progress: Progress::counter("load", keys, opts.progress),
+        done: 0,
+    };
     let started = Instant::now();
     let r = engine::execute(&spec, shutdown, &mut obs)?;
     obs.progress.finish();
@@ -165,11 +195,21 @@ fn load_data(base: &Spec, opts: RunOptions, shutdown: &AtomicBool) -> Result<Loa
         bail!(
             "loading the data failed: {} of {keys} keys stored ({}){}; is the server's memory limit large enough (--server-opt memory-mb=…)?",
             c.stored,
-            if kinds.is_empty() { "no errors counted".to_string() } else { kinds.join(", ") },
-            r.last_connect_error.map(|e| format!("; last connection error: {e}")).unwrap_or_default()
+            if kinds.is_empty() {
+                "no errors counted".to_string()
+            } else {
+                kinds.join(", ")
+            },
+            r.last_connect_error
+                .map(|e| format!("; last connection error: {e}"))
+                .unwrap_or_default()
         );
     }
-    Ok(LoadResult { keys, seconds, keys_per_s: keys as f64 / seconds.max(1e-9) })
+    Ok(LoadResult {
+        keys,
+        seconds,
+        keys_per_s: keys as f64 / seconds.max(1e-9),
+    })
 }
 
 struct LoadObserver {
@@ -210,16 +250,27 @@ impl RunObserver {
 impl Observer for RunObserver {
     fn started(&mut self, warmup: Duration) {
         if !warmup.is_zero() {
-            self.progress.message(format!("warming up for {:.0?}", warmup));
+            self.progress
+                .message(format!("warming up for {:.0?}", warmup));
         }
     }
     fn measure_started(&mut self) {
         self.at_start = Some(self.sample());
     }
     fn second(&mut self, elapsed: Duration, requests: u64, p99_us: f64, errors: u64) {
-        let phase = if elapsed <= self.warmup { "warm-up" } else { "measuring" };
-        let err = if errors > 0 { format!(", {errors} errors") } else { String::new() };
-        self.progress.message(format!("{phase}: {requests} req/s, p99 {p99_us:.0} µs{err}"));
+        let phase = if elapsed <= self.warmup {
+            "warm-up"
+        } else {
+            "measuring"
+        };
+        let err = if errors > 0 {
+            format!(", {errors} errors")
+        } else {
+            String::new()
+        };
+        self.progress.message(format!(
+            "{phase}: {requests} req/s, p99 {p99_us:.0} µs{err}"
+        ));
     }
     fn measure_ended(&mut self) {
         self.at_end = Some(self.sample());
@@ -269,10 +320,20 @@ fn assemble(
     let c = r.measured.counts;
     let window = r.window.as_secs_f64().max(1e-9);
     let (start, end) = (obs.at_start, obs.at_end);
-    let client_cpu_s = start.zip(end).map_or(0.0, |(a, b)| (b.client_cpu_s - a.client_cpu_s).max(0.0));
-    let server_use = start.zip(end).and_then(|(a, b)| Some((a.server?, b.server?)));
+    let client_cpu_s = start
+        .zip(end)
+        .map_or(0.0, |(a, b)| (b.client_cpu_s - a.client_cpu_s).max(0.0));
+    let server_use = start
+        .zip(end)
+        .and_then(|(a, b)| Some((a.server?, b.server?)));
     let server_cpu_s = server_use.map(|(a, b)| (b.cpu_s - a.cpu_s).max(0.0));
-    let per_req = |cpu: f64| if c.requests() > 0 { cpu * 1e6 / c.requests() as f64 } else { 0.0 };
+    let per_req = |cpu: f64| {
+        if c.requests() > 0 {
+            cpu * 1e6 / c.requests() as f64
+        } else {
+            0.0
+        }
+    };
     let saturated = r.client_busy.is_some_and(|b| b >= 0.9);
     let paced = plan.load.rate.is_some();
 
@@ -283,10 +344,18 @@ fn assemble(
             .filter(|k| c.error(**k) > 0)
             .map(|k| format!("{} {}", k.name(), c.error(*k)))
             .collect();
-        problems.push(format!("{} of {} requests failed ({})", c.error_total(), c.requests(), kinds.join(", ")));
+        problems.push(format!(
+            "{} of {} requests failed ({})",
+            c.error_total(),
+            c.requests(),
+            kinds.join(", ")
+        ));
     }
     if plan.workload.load && c.misses > 0 {
-        problems.push(format!("{} GETs missed although every key was loaded (evictions or another client?)", c.misses));
+        problems.push(format!(
+            "{} GETs missed although every key was loaded (evictions or another client?)",
+            c.misses
+        ));
     }
     if !plan.workload.load && c.gets > 0 && c.misses * 2 > c.gets {
         problems.push(format!(

@@ -229,7 +229,10 @@ mod tests {
         c.count(true, Outcome::Miss);
         c.count(false, Outcome::Stored);
         c.count(true, Outcome::Error(ErrorKind::Timeout));
-        assert_eq!((c.gets, c.sets, c.requests(), c.ok(), c.error_total()), (3, 1, 4, 3, 1));
+        assert_eq!(
+            (c.gets, c.sets, c.requests(), c.ok(), c.error_total()),
+            (3, 1, 4, 3, 1)
+        );
         assert_eq!(c.error(ErrorKind::Timeout), 1);
     }
 

@@ -14,7 +14,11 @@ fn kvlab() -> Command {
 
 /// Runs kvlab with `args`, expects failure, returns stderr.
 fn fails(args: &[&str]) -> String {
-    let out = kvlab().args(args).timeout(Duration::from_secs(30)).output().unwrap();
+    let out = kvlab()
+        .args(args)
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
     assert!(!out.status.success(), "{args:?} should fail");
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(!err.contains("panicked"), "{err}");
@@ -34,28 +38,69 @@ fn bad_flags_name_the_flag_and_the_fix() {
         (&["run", "--pipeline", "0"], "--pipeline"),
         (&["run", "--duration", "-1"], "--duration"),
         (&["run", "--rate", "0"], "--rate"),
-        (&["run", "--key-distribution", "pareto"], "--key-distribution"),
+        (
+            &["run", "--key-distribution", "pareto"],
+            "--key-distribution",
+        ),
         (&["run", "--key-prefix", ""], "--key-prefix"),
         (&["run", "--target", "mongodb://x:1"], "--target"),
         (&["run", "--target", "redis-server"], "--target"),
-        (&["run", "--target", "redis://127.0.0.1:6379", "--server-opt", "io-threads=2"], "--server-opt"),
+        (
+            &[
+                "run",
+                "--target",
+                "redis://127.0.0.1:6379",
+                "--server-opt",
+                "io-threads=2",
+            ],
+            "--server-opt",
+        ),
         (&["run", "--server-opt", "io-threads"], "--server-opt"),
         (&["run", "--duration", "1", "--requests", "5"], "--requests"),
-        (&["run", "--target", "memcached", "--server-opt", "io-threads=4", "--duration", "1"], "io-threads"),
+        (
+            &[
+                "run",
+                "--target",
+                "memcached",
+                "--server-opt",
+                "io-threads=4",
+                "--duration",
+                "1",
+            ],
+            "io-threads",
+        ),
     ];
     for (args, flag) in cases {
         let err = fails(args);
         assert!(err.contains(flag), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: one line, got {err}");
+        assert_eq!(
+            err.trim().lines().count(),
+            1,
+            "{args:?}: one line, got {err}"
+        );
     }
 }
 
 #[test]
 fn an_unreachable_target_fails_fast() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let t = Instant::now();
-    let err = fails(&["run", "--target", &format!("redis://127.0.0.1:{port}"), "--duration", "1"]);
-    assert!(t.elapsed() < Duration::from_secs(5), "took {:?}", t.elapsed());
+    let err = fails(&[
+        "run",
+        "--target",
+        &format!("redis://127.0.0.1:{port}"),
+        "--duration",
+        "1",
+    ]);
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        t.elapsed()
+    );
     assert!(err.contains("cannot connect"), "{err}");
 }
 
@@ -65,8 +110,18 @@ fn a_silent_port_fails_within_five_seconds() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     let t = Instant::now();
-    let err = fails(&["run", "--target", &format!("memcached://127.0.0.1:{port}"), "--duration", "1"]);
-    assert!(t.elapsed() < Duration::from_secs(6), "took {:?}", t.elapsed());
+    let err = fails(&[
+        "run",
+        "--target",
+        &format!("memcached://127.0.0.1:{port}"),
+        "--duration",
+        "1",
+    ]);
+    assert!(
+        t.elapsed() < Duration::from_secs(6),
+        "took {:?}",
+        t.elapsed()
+    );
     assert!(err.contains("no reply"), "{err}");
     drop(l);
 }
@@ -75,9 +130,21 @@ fn a_silent_port_fails_within_five_seconds() {
 fn the_wrong_protocol_is_named() {
     let redis = common::server(kvlab::plan::TargetKind::Redis);
     let mc = common::server(kvlab::plan::TargetKind::Memcached);
-    let err = fails(&["run", "--target", &format!("memcached://127.0.0.1:{}", redis.endpoint().port), "--duration", "1"]);
+    let err = fails(&[
+        "run",
+        "--target",
+        &format!("memcached://127.0.0.1:{}", redis.endpoint().port),
+        "--duration",
+        "1",
+    ]);
     assert!(err.contains("memcached server"), "{err}");
-    let err = fails(&["run", "--target", &format!("redis://127.0.0.1:{}", mc.endpoint().port), "--duration", "1"]);
+    let err = fails(&[
+        "run",
+        "--target",
+        &format!("redis://127.0.0.1:{}", mc.endpoint().port),
+        "--duration",
+        "1",
+    ]);
     assert!(err.contains("Redis/Valkey"), "{err}");
 }
 
@@ -86,7 +153,19 @@ fn a_managed_run_writes_json_and_leaves_no_server_behind() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
     let out = kvlab()
-        .args(["run", "--target", "valkey", "--keys", "1000", "--duration", "1", "--warmup", "0.5", "--connections", "4"])
+        .args([
+            "run",
+            "--target",
+            "valkey",
+            "--keys",
+            "1000",
+            "--duration",
+            "1",
+            "--warmup",
+            "0.5",
+            "--connections",
+            "4",
+        ])
         .args(["--server-opt", "requirepass=topsecret9", "--json"])
         .arg(&json)
         .timeout(Duration::from_secs(60))
@@ -95,19 +174,38 @@ fn a_managed_run_writes_json_and_leaves_no_server_behind() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("throughput") && stdout.contains("p99.99"), "{stdout}");
+    assert!(
+        stdout.contains("throughput") && stdout.contains("p99.99"),
+        "{stdout}"
+    );
     assert!(!stdout.contains("topsecret9") && !stderr.contains("topsecret9"));
     let text = std::fs::read_to_string(&json).unwrap();
     assert!(!text.contains("topsecret9"));
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    for k in ["throughput_rps", "requests", "hits", "misses", "errors", "client_cpu_s", "server_cpu_s", "timeline", "histogram", "config"] {
+    for k in [
+        "throughput_rps",
+        "requests",
+        "hits",
+        "misses",
+        "errors",
+        "client_cpu_s",
+        "server_cpu_s",
+        "timeline",
+        "histogram",
+        "config",
+    ] {
         assert!(v.get(k).is_some(), "missing {k}");
     }
     for k in ["mean", "p50", "p90", "p99", "p999", "p9999", "max"] {
         assert!(v["latency_us"][k].as_f64().unwrap() > 0.0, "latency {k}");
     }
     assert_eq!(v["target"]["kind"], "valkey");
-    assert!(v["target"]["version"].as_str().unwrap().starts_with(char::is_numeric));
+    assert!(
+        v["target"]["version"]
+            .as_str()
+            .unwrap()
+            .starts_with(char::is_numeric)
+    );
     assert!(v["server_cpu_s"].as_f64().unwrap() > 0.0);
     assert!(!v["timeline"].as_array().unwrap().is_empty());
     let h = kvlab::stats::decode_histogram(v["histogram"].as_str().unwrap()).unwrap();
@@ -121,7 +219,20 @@ fn sigint_keeps_partial_results_and_stops_the_server() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kvlab"))
-        .args(["run", "--target", "redis", "--keys", "1000", "--duration", "60", "--warmup", "0", "--connections", "2", "--json"])
+        .args([
+            "run",
+            "--target",
+            "redis",
+            "--keys",
+            "1000",
+            "--duration",
+            "60",
+            "--warmup",
+            "0",
+            "--connections",
+            "2",
+            "--json",
+        ])
         .arg(&json)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -134,7 +245,8 @@ fn sigint_keeps_partial_results_and_stops_the_server() {
     assert!(t.elapsed() < Duration::from_secs(10));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("interrupted"), "{stdout}");
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["interrupted"], true);
     assert!(v["requests"].as_u64().unwrap() > 0);
     let pid = v["target"]["pid"].as_u64().unwrap() as u32;

@@ -35,7 +35,10 @@ fn misses_and_corruption_are_detected() {
     p.workload.load = false;
     let r = measure(&p);
     assert_eq!((r.hits, r.misses), (0, r.gets));
-    assert_eq!(r.server_counters.unwrap().server.misses, r.gets + r.warmup.gets);
+    assert_eq!(
+        r.server_counters.unwrap().server.misses,
+        r.gets + r.warmup.gets
+    );
 
     p.workload.keys = 10;
     p.workload.load = true;
@@ -43,7 +46,10 @@ fn misses_and_corruption_are_detected() {
     let mut req = b"set kvlab:4 0 0 100\r\n".to_vec();
     req.extend_from_slice(&[b'y'; 100]);
     req.extend_from_slice(b"\r\n");
-    assert_eq!(raw(s.endpoint().port, &req, |b| b.ends_with(b"\r\n")), b"STORED\r\n");
+    assert_eq!(
+        raw(s.endpoint().port, &req, |b| b.ends_with(b"\r\n")),
+        b"STORED\r\n"
+    );
     p.workload.load = false;
     let r = measure(&p);
     let wrong = r.errors_by_kind["wrong_value"];
@@ -63,5 +69,9 @@ fn a_full_memcached_fails_the_load_clearly() {
     let stop = std::sync::atomic::AtomicBool::new(false);
     let r = kvlab::runner::run(&p, kvlab::runner::RunOptions::default(), &stop).unwrap();
     assert!(r.misses > 0);
-    assert!(r.problems.iter().any(|m| m.contains("evictions")), "{:?}", r.problems);
+    assert!(
+        r.problems.iter().any(|m| m.contains("evictions")),
+        "{:?}",
+        r.problems
+    );
 }

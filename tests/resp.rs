@@ -28,7 +28,12 @@ fn counts_agree(kind: TargetKind) {
     assert_eq!(r.errors, 0);
     assert_eq!(r.misses, 0);
     assert_eq!(r.hits, r.gets);
-    assert!(r.sets > 3_000 && r.gets > 12_000, "mix 1:3: {} sets {} gets", r.sets, r.gets);
+    assert!(
+        r.sets > 3_000 && r.gets > 12_000,
+        "mix 1:3: {} sets {} gets",
+        r.sets,
+        r.gets
+    );
     assert!(r.server_counters.as_ref().unwrap().agrees());
     assert!(r.valid);
     assert_eq!(r.target.product, kind.name());
@@ -58,7 +63,11 @@ fn misses_are_counted_when_keys_are_absent() {
     assert_eq!(r.errors, 0);
     let c = r.server_counters.unwrap();
     assert_eq!(c.server.misses, r.gets + r.warmup.gets);
-    assert!(r.problems.iter().any(|p| p.contains("missed")), "{:?}", r.problems);
+    assert!(
+        r.problems.iter().any(|p| p.contains("missed")),
+        "{:?}",
+        r.problems
+    );
 }
 
 #[test]
@@ -72,11 +81,17 @@ fn a_corrupted_value_is_detected() {
     let mut req = b"*3\r\n$3\r\nSET\r\n$7\r\nkvlab:3\r\n$100\r\n".to_vec();
     req.extend_from_slice(&bad);
     req.extend_from_slice(b"\r\n");
-    assert_eq!(raw(s.endpoint().port, &req, |b| b.ends_with(b"\r\n")), b"+OK\r\n");
+    assert_eq!(
+        raw(s.endpoint().port, &req, |b| b.ends_with(b"\r\n")),
+        b"+OK\r\n"
+    );
     p.workload.load = false;
     let r = measure(&p);
     let wrong = r.errors_by_kind["wrong_value"];
-    assert!(wrong > 500, "about a tenth of 20k GETs hit the bad key: {wrong}");
+    assert!(
+        wrong > 500,
+        "about a tenth of 20k GETs hit the bad key: {wrong}"
+    );
     assert_eq!(wrong + r.hits, r.gets);
     assert!(!r.valid);
 }
@@ -106,9 +121,16 @@ fn paced_latency_shows_a_stalled_server() {
     // latency must show it, the service time (from the actual send) hides most of it.
     assert!(r.latency_us.p90 > 300_000.0, "p90 {:?}", r.latency_us);
     assert!(r.latency_us.p99 > 800_000.0, "p99 {:?}", r.latency_us);
-    assert!(svc.p90 < r.latency_us.p90 / 10.0, "service {svc:?} vs {:?}", r.latency_us);
+    assert!(
+        svc.p90 < r.latency_us.p90 / 10.0,
+        "service {svc:?} vs {:?}",
+        r.latency_us
+    );
     let sched = r.schedule.unwrap();
-    assert!(sched.late_requests > 1_000 && sched.max_lag_ms > 800.0, "{sched:?}");
+    assert!(
+        sched.late_requests > 1_000 && sched.max_lag_ms > 800.0,
+        "{sched:?}"
+    );
     // ~8,000 requests scheduled; each sent once.
     assert!((7_500..=8_100).contains(&r.requests), "{}", r.requests);
 }
@@ -129,7 +151,10 @@ fn a_server_that_dies_mid_run_gives_counted_errors_not_a_hang() {
     let started = std::time::Instant::now();
     let r = measure(&p);
     let _s = killer.join().unwrap();
-    assert!(started.elapsed() < Duration::from_secs(8), "ended near its deadline");
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "ended near its deadline"
+    );
     assert!(r.errors_by_kind["disconnect"] > 0, "{:?}", r.errors_by_kind);
     assert!(r.connections.failures > 0);
     assert!(r.timeline.iter().any(|s| s.errors > 0));
@@ -150,6 +175,9 @@ fn a_password_protected_server_needs_and_hides_the_password() {
     // Without the password: a clear error.
     let mut e = s.endpoint();
     e.password = None;
-    let err = kvlab::driver::Connector::new(TargetKind::Redis, &e).unwrap().probe(Duration::from_secs(2)).unwrap_err();
+    let err = kvlab::driver::Connector::new(TargetKind::Redis, &e)
+        .unwrap()
+        .probe(Duration::from_secs(2))
+        .unwrap_err();
     assert!(format!("{err:#}").contains("NOAUTH"), "{err:#}");
 }

@@ -49,7 +49,10 @@ impl Codec for Memcache {
         }
         let line = &buf[..eol - 2];
         let frame = |reply| Ok(Decoded::Frame { len: eol, reply });
-        if line.starts_with(b"SERVER_ERROR") || line.starts_with(b"CLIENT_ERROR") || line == b"ERROR" {
+        if line.starts_with(b"SERVER_ERROR")
+            || line.starts_with(b"CLIENT_ERROR")
+            || line == b"ERROR"
+        {
             return frame(Reply::ServerError);
         }
         match op {
@@ -80,7 +83,10 @@ impl Codec for Memcache {
                 if &buf[data_end..end] != b"\r\nEND\r\n" {
                     return Err(Malformed("value not followed by CRLF END"));
                 }
-                Ok(Decoded::Frame { len: end, reply: Reply::Value(eol..data_end) })
+                Ok(Decoded::Frame {
+                    len: end,
+                    reply: Reply::Value(eol..data_end),
+                })
             }
         }
     }
@@ -94,7 +100,10 @@ pub fn stats_frame_len(buf: &[u8]) -> Result<Option<usize>, Malformed> {
         if line == b"END\r\n" || line.starts_with(b"VERSION ") {
             return Ok(Some(eol));
         }
-        if line.starts_with(b"ERROR") || line.starts_with(b"CLIENT_ERROR") || line.starts_with(b"SERVER_ERROR") {
+        if line.starts_with(b"ERROR")
+            || line.starts_with(b"CLIENT_ERROR")
+            || line.starts_with(b"SERVER_ERROR")
+        {
             return Ok(Some(eol));
         }
         if !line.starts_with(b"STAT ") {
@@ -110,7 +119,10 @@ pub fn probe<S: Read + Write>(s: &mut S) -> Result<ServerInfo> {
     let reply = super::roundtrip(s, b"version\r\n", stats_frame_len)?;
     let line = String::from_utf8_lossy(&reply);
     match line.trim().strip_prefix("VERSION ") {
-        Some(v) => Ok(ServerInfo { product: "memcached".into(), version: v.to_string() }),
+        Some(v) => Ok(ServerInfo {
+            product: "memcached".into(),
+            version: v.to_string(),
+        }),
         None => bail!("'version' answered {:?}", line.trim()),
     }
 }
@@ -149,17 +161,41 @@ mod tests {
     fn decodes_replies() {
         assert_eq!(
             dec(OpKind::Get, b"VALUE k 0 3\r\nabc\r\nEND\r\n"),
-            Ok(Decoded::Frame { len: 23, reply: Reply::Value(13..16) })
+            Ok(Decoded::Frame {
+                len: 23,
+                reply: Reply::Value(13..16)
+            })
         );
         assert_eq!(
             dec(OpKind::Get, b"VALUE k 0 3 99\r\nabc\r\nEND\r\n"),
-            Ok(Decoded::Frame { len: 26, reply: Reply::Value(16..19) })
+            Ok(Decoded::Frame {
+                len: 26,
+                reply: Reply::Value(16..19)
+            })
         );
-        assert_eq!(dec(OpKind::Get, b"END\r\nEND\r\n"), Ok(Decoded::Frame { len: 5, reply: Reply::Nil }));
-        assert_eq!(dec(OpKind::Set, b"STORED\r\n"), Ok(Decoded::Frame { len: 8, reply: Reply::Stored }));
         assert_eq!(
-            dec(OpKind::Set, b"SERVER_ERROR out of memory storing object\r\n"),
-            Ok(Decoded::Frame { len: 43, reply: Reply::ServerError })
+            dec(OpKind::Get, b"END\r\nEND\r\n"),
+            Ok(Decoded::Frame {
+                len: 5,
+                reply: Reply::Nil
+            })
+        );
+        assert_eq!(
+            dec(OpKind::Set, b"STORED\r\n"),
+            Ok(Decoded::Frame {
+                len: 8,
+                reply: Reply::Stored
+            })
+        );
+        assert_eq!(
+            dec(
+                OpKind::Set,
+                b"SERVER_ERROR out of memory storing object\r\n"
+            ),
+            Ok(Decoded::Frame {
+                len: 43,
+                reply: Reply::ServerError
+            })
         );
     }
 
@@ -179,7 +215,10 @@ mod tests {
         assert!(dec(OpKind::Get, b"VALUE k 0 3\r\nabcdEND\r\nxx").is_err());
         assert!(dec(OpKind::Set, b"+OK\r\n").is_err());
         assert!(dec(OpKind::Set, b"STORED\n").is_err());
-        assert_eq!(stats_frame_len(b"STAT pid 1\r\nSTAT x 2\r\nEND\r\n"), Ok(Some(27)));
+        assert_eq!(
+            stats_frame_len(b"STAT pid 1\r\nSTAT x 2\r\nEND\r\n"),
+            Ok(Some(27))
+        );
         assert_eq!(stats_frame_len(b"STAT pid 1\r\n"), Ok(None));
         assert!(stats_frame_len(b"+PONG\r\n").is_err());
     }

@@ -150,8 +150,14 @@ impl Connector {
     /// version. Fails with a one-line message within about `timeout`.
     pub fn probe(&self, timeout: Duration) -> Result<ServerInfo> {
         let s = self.connect(timeout).map_err(|e| match e.kind() {
-            io::ErrorKind::PermissionDenied => anyhow::anyhow!("{}: {e}; check the user and password in --target", self.display),
-            _ => anyhow::anyhow!("cannot connect to {}: {e}; is the server running and is the port right?", self.display),
+            io::ErrorKind::PermissionDenied => anyhow::anyhow!(
+                "{}: {e}; check the user and password in --target",
+                self.display
+            ),
+            _ => anyhow::anyhow!(
+                "cannot connect to {}: {e}; is the server running and is the port right?",
+                self.display
+            ),
         })?;
         s.set_read_timeout(Some(timeout))?;
         s.set_write_timeout(Some(timeout))?;
@@ -167,17 +173,25 @@ impl Connector {
             } else {
                 e
             };
-            anyhow::anyhow!("{} does not answer as {} should: {e:#}; check the scheme and port of --target", self.display, match self.protocol {
-                Protocol::Resp => "a Redis/Valkey server",
-                Protocol::Memcache => "a memcached server",
-            })
+            anyhow::anyhow!(
+                "{} does not answer as {} should: {e:#}; check the scheme and port of --target",
+                self.display,
+                match self.protocol {
+                    Protocol::Resp => "a Redis/Valkey server",
+                    Protocol::Memcache => "a memcached server",
+                }
+            )
         })
     }
 }
 
 fn is_timeout(e: &anyhow::Error) -> bool {
-    e.downcast_ref::<io::Error>()
-        .is_some_and(|e| matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut))
+    e.downcast_ref::<io::Error>().is_some_and(|e| {
+        matches!(
+            e.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        )
+    })
 }
 
 /// Sends `req` and reads until `frame_len` reports a whole reply; returns its bytes.
@@ -208,10 +222,19 @@ pub fn roundtrip<S: Read + Write>(
         let n = s.read(&mut chunk)?;
         if n == 0 {
             if buf.is_empty() {
-                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection without a reply"));
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the server closed the connection without a reply",
+                ));
             }
             let shown = String::from_utf8_lossy(&buf[..buf.len().min(60)]).into_owned();
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("the server closed the connection after {:?}", shown.trim_end())));
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "the server closed the connection after {:?}",
+                    shown.trim_end()
+                ),
+            ));
         }
         buf.extend_from_slice(&chunk[..n]);
         if buf.len() > 64 << 20 {
@@ -253,7 +276,9 @@ pub fn check_prefix(protocol: Protocol, prefix: &str) -> Result<()> {
     if protocol == Protocol::Memcache
         && (prefix.len() > 200 || prefix.bytes().any(|b| b <= b' ' || b == 0x7f))
     {
-        bail!("--key-prefix: memcached keys cannot contain spaces or control characters and must stay under 250 bytes; choose a prefix such as 'kvlab:'");
+        bail!(
+            "--key-prefix: memcached keys cannot contain spaces or control characters and must stay under 250 bytes; choose a prefix such as 'kvlab:'"
+        );
     }
     Ok(())
 }

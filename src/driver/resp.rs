@@ -151,10 +151,16 @@ pub fn command<S: Read + Write>(s: &mut S, args: &[&[u8]]) -> io::Result<Vec<u8>
 /// The payload of a bulk-string reply, or an error naming the reply.
 pub fn bulk_payload(frame: &[u8]) -> Result<&[u8]> {
     if frame.first() == Some(&b'-') {
-        bail!("server error: {}", String::from_utf8_lossy(frame[1..].trim_ascii()));
+        bail!(
+            "server error: {}",
+            String::from_utf8_lossy(frame[1..].trim_ascii())
+        );
     }
     if frame.first() != Some(&b'$') {
-        bail!("expected a bulk string, got {:?}", String::from_utf8_lossy(&frame[..frame.len().min(40)]));
+        bail!(
+            "expected a bulk string, got {:?}",
+            String::from_utf8_lossy(&frame[..frame.len().min(40)])
+        );
     }
     let eol = line_end(frame, 1).unwrap_or(frame.len());
     Ok(&frame[eol..frame.len().saturating_sub(2)])
@@ -164,16 +170,25 @@ pub fn bulk_payload(frame: &[u8]) -> Result<&[u8]> {
 pub fn probe<S: Read + Write>(s: &mut S) -> Result<ServerInfo> {
     let pong = command(s, &[b"PING"])?;
     if pong.starts_with(b"-") {
-        bail!("PING answered {}", String::from_utf8_lossy(pong.trim_ascii()));
+        bail!(
+            "PING answered {}",
+            String::from_utf8_lossy(pong.trim_ascii())
+        );
     }
     if !pong.starts_with(b"+PONG") {
-        bail!("PING answered {:?}", String::from_utf8_lossy(pong.trim_ascii()));
+        bail!(
+            "PING answered {:?}",
+            String::from_utf8_lossy(pong.trim_ascii())
+        );
     }
     let info = command(s, &[b"INFO", b"server"])?;
     let info = String::from_utf8_lossy(bulk_payload(&info)?).into_owned();
     let field = |name: &str| info_field(&info, name);
     Ok(match field("valkey_version") {
-        Some(v) => ServerInfo { product: "valkey".into(), version: v },
+        Some(v) => ServerInfo {
+            product: "valkey".into(),
+            version: v,
+        },
         None => ServerInfo {
             product: "redis".into(),
             version: field("redis_version").unwrap_or_else(|| "unknown".into()),
@@ -210,25 +225,66 @@ mod tests {
     fn decodes_get_replies() {
         assert_eq!(
             dec(OpKind::Get, b"$3\r\nabc\r\n+OK"),
-            Ok(Decoded::Frame { len: 9, reply: Reply::Value(4..7) })
+            Ok(Decoded::Frame {
+                len: 9,
+                reply: Reply::Value(4..7)
+            })
         );
-        assert_eq!(dec(OpKind::Get, b"$-1\r\n"), Ok(Decoded::Frame { len: 5, reply: Reply::Nil }));
-        assert_eq!(dec(OpKind::Get, b"_\r\n"), Ok(Decoded::Frame { len: 3, reply: Reply::Nil }));
+        assert_eq!(
+            dec(OpKind::Get, b"$-1\r\n"),
+            Ok(Decoded::Frame {
+                len: 5,
+                reply: Reply::Nil
+            })
+        );
+        assert_eq!(
+            dec(OpKind::Get, b"_\r\n"),
+            Ok(Decoded::Frame {
+                len: 3,
+                reply: Reply::Nil
+            })
+        );
         assert_eq!(
             dec(OpKind::Get, b"-ERR wrong\r\n"),
-            Ok(Decoded::Frame { len: 12, reply: Reply::ServerError })
+            Ok(Decoded::Frame {
+                len: 12,
+                reply: Reply::ServerError
+            })
         );
         assert_eq!(
             dec(OpKind::Get, b"$0\r\n\r\n"),
-            Ok(Decoded::Frame { len: 6, reply: Reply::Value(4..4) })
+            Ok(Decoded::Frame {
+                len: 6,
+                reply: Reply::Value(4..4)
+            })
         );
     }
 
     #[test]
     fn partial_replies_are_incomplete() {
-        for p in [&b""[..], b"$", b"$3", b"$3\r", b"$3\r\n", b"$3\r\nab", b"$3\r\nabc", b"$3\r\nabc\r", b"+O", b"+OK\r"] {
-            let op = if p.starts_with(b"+") { OpKind::Set } else { OpKind::Get };
-            assert_eq!(dec(op, p), Ok(Decoded::Incomplete), "{:?}", String::from_utf8_lossy(p));
+        for p in [
+            &b""[..],
+            b"$",
+            b"$3",
+            b"$3\r",
+            b"$3\r\n",
+            b"$3\r\nab",
+            b"$3\r\nabc",
+            b"$3\r\nabc\r",
+            b"+O",
+            b"+OK\r",
+        ] {
+            let op = if p.starts_with(b"+") {
+                OpKind::Set
+            } else {
+                OpKind::Get
+            };
+            assert_eq!(
+                dec(op, p),
+                Ok(Decoded::Incomplete),
+                "{:?}",
+                String::from_utf8_lossy(p)
+            );
         }
     }
 
@@ -241,7 +297,13 @@ mod tests {
         assert!(dec(OpKind::Set, b"$3\r\nabc\r\n").is_err());
         assert!(dec(OpKind::Set, b"STORED\r\n").is_err());
         assert!(dec(OpKind::Get, b"$3\nabc\r\n").is_err());
-        assert_eq!(dec(OpKind::Set, b"+OK\r\n"), Ok(Decoded::Frame { len: 5, reply: Reply::Stored }));
+        assert_eq!(
+            dec(OpKind::Set, b"+OK\r\n"),
+            Ok(Decoded::Frame {
+                len: 5,
+                reply: Reply::Stored
+            })
+        );
     }
 
     #[test]
@@ -250,6 +312,9 @@ mod tests {
         assert_eq!(frame_len(b"*2\r\n$1\r\na\r\n"), Ok(None));
         assert_eq!(frame_len(b"$-1\r\n"), Ok(Some(5)));
         assert!(frame_len(b"ERROR\r\n").is_err());
-        assert_eq!(info_field("# Server\r\nredis_version:7.0.15\r\n", "redis_version").as_deref(), Some("7.0.15"));
+        assert_eq!(
+            info_field("# Server\r\nredis_version:7.0.15\r\n", "redis_version").as_deref(),
+            Some("7.0.15")
+        );
     }
 }

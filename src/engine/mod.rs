@@ -79,12 +79,20 @@ impl Timing {
             Stop::Duration(s) => Some(measure_start + Duration::from_secs_f64(s)),
             Stop::Requests(_) => None,
         };
-        Timing { t0, measure_start, deadline }
+        Timing {
+            t0,
+            measure_start,
+            deadline,
+        }
     }
 
     /// A stand-in used before the run starts.
     pub fn placeholder(now: Instant) -> Timing {
-        Timing { t0: now, measure_start: now, deadline: None }
+        Timing {
+            t0: now,
+            measure_start: now,
+            deadline: None,
+        }
     }
 }
 
@@ -158,14 +166,23 @@ pub struct EngineReport {
 }
 
 /// Runs one point to its end (or until `shutdown`), reporting to `observer`.
-pub fn execute(spec: &Spec, shutdown: &AtomicBool, observer: &mut dyn Observer) -> Result<EngineReport> {
+pub fn execute(
+    spec: &Spec,
+    shutdown: &AtomicBool,
+    observer: &mut dyn Observer,
+) -> Result<EngineReport> {
     match spec.connector.protocol {
         Protocol::Resp => execute_with(Resp, spec, shutdown, observer),
         Protocol::Memcache => execute_with(Memcache, spec, shutdown, observer),
     }
 }
 
-fn execute_with<C: Codec>(codec: C, spec: &Spec, shutdown: &AtomicBool, observer: &mut dyn Observer) -> Result<EngineReport> {
+fn execute_with<C: Codec>(
+    codec: C,
+    spec: &Spec,
+    shutdown: &AtomicBool,
+    observer: &mut dyn Observer,
+) -> Result<EngineReport> {
     let threads = spec.threads.clamp(1, spec.connections.max(1));
     let (tx, rx) = mpsc::channel::<Tick>();
     let ready = Arc::new(Barrier::new(threads + 1));
@@ -189,7 +206,12 @@ fn execute_with<C: Codec>(codec: C, spec: &Spec, shutdown: &AtomicBool, observer
                     },
                 })
                 .collect();
-            let (tx, ready, go, clock) = (tx.clone(), Arc::clone(&ready), Arc::clone(&go), Arc::clone(&clock));
+            let (tx, ready, go, clock) = (
+                tx.clone(),
+                Arc::clone(&ready),
+                Arc::clone(&go),
+                Arc::clone(&clock),
+            );
             let seed = spec.seed.wrapping_add(t as u64 * 0x9e37_79b9_7f4a_7c15);
             let h = std::thread::Builder::new()
                 .name(format!("kvlab-worker-{t}"))
@@ -222,11 +244,16 @@ fn execute_with<C: Codec>(codec: C, spec: &Spec, shutdown: &AtomicBool, observer
             let wait = if measure_started {
                 Duration::from_millis(200)
             } else {
-                timing.measure_start.saturating_duration_since(now).min(Duration::from_millis(200))
+                timing
+                    .measure_start
+                    .saturating_duration_since(now)
+                    .min(Duration::from_millis(200))
             };
             match rx.recv_timeout(wait) {
                 Ok(tick) => {
-                    let e = seconds.entry(tick.second).or_insert_with(|| (Counts::default(), new_histogram(), Counts::default()));
+                    let e = seconds
+                        .entry(tick.second)
+                        .or_insert_with(|| (Counts::default(), new_histogram(), Counts::default()));
                     e.0.add(&tick.measured.counts);
                     let _ = e.1.add(&tick.measured.latency);
                     e.2.add(&tick.warmup);
@@ -236,10 +263,16 @@ fn execute_with<C: Codec>(codec: C, spec: &Spec, shutdown: &AtomicBool, observer
                         if let Some((&s, v)) = seconds.range(..tick.second).next_back() {
                             if s > last_shown {
                                 last_shown = s;
-                                let elapsed = (timing.measure_start + Duration::from_secs((s + 1).max(0) as u64))
-                                    .saturating_duration_since(timing.t0);
+                                let elapsed = (timing.measure_start
+                                    + Duration::from_secs((s + 1).max(0) as u64))
+                                .saturating_duration_since(timing.t0);
                                 let p99 = v.1.value_at_quantile(0.99) as f64 / 1000.0;
-                                observer.second(elapsed, v.0.requests() + v.2.requests(), p99, v.0.error_total() + v.2.error_total());
+                                observer.second(
+                                    elapsed,
+                                    v.0.requests() + v.2.requests(),
+                                    p99,
+                                    v.0.error_total() + v.2.error_total(),
+                                );
                             }
                         }
                     }
@@ -260,7 +293,12 @@ fn execute_with<C: Codec>(codec: C, spec: &Spec, shutdown: &AtomicBool, observer
                 .context("a worker's event loop failed")?;
             reports.push(r);
         }
-        Ok(merge(spec, reports, seconds, shutdown.load(std::sync::atomic::Ordering::Relaxed)))
+        Ok(merge(
+            spec,
+            reports,
+            seconds,
+            shutdown.load(std::sync::atomic::Ordering::Relaxed),
+        ))
     })
 }
 
@@ -288,7 +326,8 @@ fn merge(
         window = window.max(r.window);
         busy = busy.zip(r.busy_ns).map(|(a, b)| a + b);
     }
-    let client_busy = busy.map(|b| b as f64 / (window.as_nanos().max(1) as f64 * reports.len().max(1) as f64));
+    let client_busy =
+        busy.map(|b| b as f64 / (window.as_nanos().max(1) as f64 * reports.len().max(1) as f64));
     // The drain after the deadline belongs to the last full second.
     let last_full = match spec.stop {
         Stop::Duration(d) => Some((d.ceil() as i64 - 1).max(0)),
@@ -297,7 +336,9 @@ fn merge(
     let mut folded: BTreeMap<i64, (Counts, Histogram<u64>)> = BTreeMap::new();
     for (s, (c, h, _)) in seconds.into_iter().filter(|(s, _)| *s >= 0) {
         let s = last_full.map_or(s, |l| s.min(l));
-        let e = folded.entry(s).or_insert_with(|| (Counts::default(), new_histogram()));
+        let e = folded
+            .entry(s)
+            .or_insert_with(|| (Counts::default(), new_histogram()));
         e.0.add(&c);
         let _ = e.1.add(&h);
     }

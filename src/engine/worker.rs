@@ -195,8 +195,15 @@ pub fn run<C: Codec>(
     }
     // The interval ending at `next_tick` is second `tick_second` of the run
     // (negative during warm-up, 0 for the first measured second).
-    let mut tick_second = (next_tick.saturating_duration_since(timing.measure_start).as_secs_f64().round() as i64)
-        - (timing.measure_start.saturating_duration_since(next_tick).as_secs_f64().round() as i64)
+    let mut tick_second = (next_tick
+        .saturating_duration_since(timing.measure_start)
+        .as_secs_f64()
+        .round() as i64)
+        - (timing
+            .measure_start
+            .saturating_duration_since(next_tick)
+            .as_secs_f64()
+            .round() as i64)
         - 1;
     let mut housekeeping = timing.t0;
     let mut drain_deadline = timing.t0;
@@ -266,7 +273,10 @@ pub fn run<C: Codec>(
                         cx.issue_due(c, p, now);
                         cx.flush(c, Instant::now());
                     }
-                    if c.stream.is_some() && c.inflight.len() < spec.pipeline && cx.may_issue(c, c.due) {
+                    if c.stream.is_some()
+                        && c.inflight.len() < spec.pipeline
+                        && cx.may_issue(c, c.due)
+                    {
                         wake = wake.min(c.due);
                     }
                 }
@@ -344,7 +354,10 @@ impl<C: Codec> Ctx<'_, C> {
         match std {
             Ok(s) => {
                 let mut s = TcpStream::from_std(s);
-                if let Err(e) = poll.registry().register(&mut s, Token(token), Interest::READABLE) {
+                if let Err(e) = poll
+                    .registry()
+                    .register(&mut s, Token(token), Interest::READABLE)
+                {
                     self.connect_failed(c, now, e);
                     return;
                 }
@@ -447,7 +460,13 @@ impl<C: Codec> Ctx<'_, C> {
                 }
             }
         }
-        c.inflight.push_back(InFlight { op, key, intended, sent: now, measured });
+        c.inflight.push_back(InFlight {
+            op,
+            key,
+            intended,
+            sent: now,
+            measured,
+        });
         self.inflight += 1;
     }
 
@@ -486,7 +505,11 @@ impl<C: Codec> Ctx<'_, C> {
                     // Rare: the socket buffer is full. Ask to hear when it drains.
                     if !c.want_write {
                         c.want_write = true;
-                        let _ = self.registry.reregister(s, Token(c.token), Interest::READABLE | Interest::WRITABLE);
+                        let _ = self.registry.reregister(
+                            s,
+                            Token(c.token),
+                            Interest::READABLE | Interest::WRITABLE,
+                        );
                     }
                     return;
                 }
@@ -498,7 +521,9 @@ impl<C: Codec> Ctx<'_, C> {
         c.wpos = 0;
         if c.want_write {
             c.want_write = false;
-            let _ = self.registry.reregister(s, Token(c.token), Interest::READABLE);
+            let _ = self
+                .registry
+                .reregister(s, Token(c.token), Interest::READABLE);
         }
     }
 
@@ -613,6 +638,10 @@ impl<C: Codec> Ctx<'_, C> {
         let warm = std::mem::take(&mut self.interval_warm);
         self.total.add(&rec);
         self.warm.add(&warm);
-        let _ = ticks.send(Tick { second, measured: rec, warmup: warm });
+        let _ = ticks.send(Tick {
+            second,
+            measured: rec,
+            warmup: warm,
+        });
     }
 }

@@ -10,8 +10,16 @@ use crate::plan::TargetKind;
 /// Settings kvlab accepts for a managed memcached, with the flag each maps to.
 pub const MEMCACHED_KEYS: &[(&str, &str, &str)] = &[
     ("threads", "-t", "worker threads (memcached default 4)"),
-    ("memory-mb", "-m", "item memory in MiB (kvlab default: 1.5x the data set, at least 64)"),
-    ("max-connections", "-c", "simultaneous connections (kvlab default 4096)"),
+    (
+        "memory-mb",
+        "-m",
+        "item memory in MiB (kvlab default: 1.5x the data set, at least 64)",
+    ),
+    (
+        "max-connections",
+        "-c",
+        "simultaneous connections (kvlab default 4096)",
+    ),
     ("item-size-max", "-I", "largest item, e.g. 1m or 4m"),
     ("backlog", "-b", "listen backlog"),
 ];
@@ -35,8 +43,13 @@ pub fn server_args(
                 } else {
                     (k.trim_start_matches("--").to_string(), v.clone())
                 };
-                if matches!(key.as_str(), "port" | "bind" | "dir" | "daemonize" | "logfile" | "unixsocket") {
-                    bail!("--server-opt {k}: kvlab sets '{key}' itself for a managed server; remove this option");
+                if matches!(
+                    key.as_str(),
+                    "port" | "bind" | "dir" | "daemonize" | "logfile" | "unixsocket"
+                ) {
+                    bail!(
+                        "--server-opt {k}: kvlab sets '{key}' itself for a managed server; remove this option"
+                    );
                 }
                 args.push(format!("--{key}"));
                 if value.trim().is_empty() {
@@ -44,20 +57,32 @@ pub fn server_args(
                 } else {
                     args.extend(value.split_whitespace().map(str::to_string));
                 }
-                let shown = if crate::plan::is_secret_key(&key) { "***".to_string() } else { value };
+                let shown = if crate::plan::is_secret_key(&key) {
+                    "***".to_string()
+                } else {
+                    value
+                };
                 settings.insert(key, shown);
             }
         }
         TargetKind::Memcached => {
             let mut given = opts.clone();
-            given.entry("max-connections".into()).or_insert_with(|| "4096".into());
+            given
+                .entry("max-connections".into())
+                .or_insert_with(|| "4096".into());
             given.entry("memory-mb".into()).or_insert_with(|| {
-                (((data_bytes as f64 * 1.5) / (1 << 20) as f64).ceil() as u64).max(64).to_string()
+                (((data_bytes as f64 * 1.5) / (1 << 20) as f64).ceil() as u64)
+                    .max(64)
+                    .to_string()
             });
             for (k, v) in &given {
-                let Some((_, flag, _)) = MEMCACHED_KEYS.iter().find(|(name, _, _)| name == k) else {
+                let Some((_, flag, _)) = MEMCACHED_KEYS.iter().find(|(name, _, _)| name == k)
+                else {
                     let known: Vec<&str> = MEMCACHED_KEYS.iter().map(|(n, _, _)| *n).collect();
-                    bail!("--server-opt {k}: unknown memcached setting; use one of {}", known.join(", "));
+                    bail!(
+                        "--server-opt {k}: unknown memcached setting; use one of {}",
+                        known.join(", ")
+                    );
                 };
                 if *flag != "-I" && v.parse::<u64>().is_err() {
                     return Err(bad_number(k, v));
@@ -79,7 +104,9 @@ fn bad_number(k: &str, v: &str) -> anyhow::Error {
 pub fn parse_opt(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
-        _ => Err(format!("'{s}' is not KEY=VALUE; write e.g. --server-opt io-threads=4")),
+        _ => Err(format!(
+            "'{s}' is not KEY=VALUE; write e.g. --server-opt io-threads=4"
+        )),
     }
 }
 
@@ -96,7 +123,9 @@ mod tests {
         assert!(args.windows(2).any(|w| w == ["-m", "150"]));
         assert_eq!(settings["max-connections"], "4096");
         o.insert("bogus".into(), "1".into());
-        let e = server_args(TargetKind::Memcached, &o, 0).unwrap_err().to_string();
+        let e = server_args(TargetKind::Memcached, &o, 0)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("bogus") && e.contains("threads"), "{e}");
     }
 

@@ -35,9 +35,12 @@ impl ServerCounters {
 
 /// Reads the counters over a fresh connection.
 pub fn read(connector: &Connector) -> Result<ServerCounters> {
-    let s = connector
-        .connect(Duration::from_secs(5))
-        .with_context(|| format!("cannot connect to {} to read its counters", connector.display))?;
+    let s = connector.connect(Duration::from_secs(5)).with_context(|| {
+        format!(
+            "cannot connect to {} to read its counters",
+            connector.display
+        )
+    })?;
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
     let mut s = &s;
     match connector.protocol {
@@ -48,10 +51,17 @@ pub fn read(connector: &Connector) -> Result<ServerCounters> {
             let st = String::from_utf8_lossy(resp::bulk_payload(&frame)?).into_owned();
             let calls = |name: &str| -> u64 {
                 resp::info_field(&cmd, name)
-                    .and_then(|v| v.split(',').find_map(|kv| kv.strip_prefix("calls=")?.parse().ok()))
+                    .and_then(|v| {
+                        v.split(',')
+                            .find_map(|kv| kv.strip_prefix("calls=")?.parse().ok())
+                    })
                     .unwrap_or(0)
             };
-            let num = |name: &str| resp::info_field(&st, name).and_then(|v| v.parse().ok()).unwrap_or(0);
+            let num = |name: &str| {
+                resp::info_field(&st, name)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0)
+            };
             Ok(ServerCounters {
                 gets: calls("cmdstat_get"),
                 sets: calls("cmdstat_set"),
@@ -62,7 +72,11 @@ pub fn read(connector: &Connector) -> Result<ServerCounters> {
         Protocol::Memcache => {
             let stats = memcache::stats(&mut s)?;
             let num = |name: &str| {
-                stats.iter().find(|(k, _)| k == name).and_then(|(_, v)| v.parse().ok()).unwrap_or(0)
+                stats
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .and_then(|(_, v)| v.parse().ok())
+                    .unwrap_or(0)
             };
             Ok(ServerCounters {
                 gets: num("cmd_get"),

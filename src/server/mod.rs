@@ -54,7 +54,11 @@ pub fn binary_name(kind: TargetKind) -> &'static str {
 fn find_binary(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/bin"), PathBuf::from("/usr/local/bin")])
+        .chain([
+            PathBuf::from("/usr/sbin"),
+            PathBuf::from("/usr/bin"),
+            PathBuf::from("/usr/local/bin"),
+        ])
         .map(|d| d.join(name))
         .find(|p| p.is_file())
 }
@@ -67,7 +71,11 @@ fn free_port() -> Result<u16> {
 impl ManagedServer {
     /// Starts `kind` with `opts` (see [`config::server_args`]); `data_bytes` sizes
     /// memory defaults. Returns once the server answers its protocol.
-    pub fn start(kind: TargetKind, opts: &BTreeMap<String, String>, data_bytes: u64) -> Result<ManagedServer> {
+    pub fn start(
+        kind: TargetKind,
+        opts: &BTreeMap<String, String>,
+        data_bytes: u64,
+    ) -> Result<ManagedServer> {
         let name = binary_name(kind);
         let bin = find_binary(name).with_context(|| {
             format!("'{name}' is not installed; run `make deps` (or apt-get install {}), or give --target a URL of a running server", package_of(kind))
@@ -98,20 +106,36 @@ impl ManagedServer {
         settings: BTreeMap<String, String>,
         password: Option<String>,
     ) -> Result<ManagedServer> {
-        let dir = tempfile::Builder::new().prefix("kvlab-").tempdir().context("cannot create a temporary directory")?;
+        let dir = tempfile::Builder::new()
+            .prefix("kvlab-")
+            .tempdir()
+            .context("cannot create a temporary directory")?;
         let port = free_port()?;
         let log_path = dir.path().join("server.log");
         let log = File::create(&log_path)?;
         let mut cmd = Command::new(bin);
         match kind {
             TargetKind::Redis | TargetKind::Valkey => {
-                cmd.arg("--port").arg(port.to_string())
-                    .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"])
+                cmd.arg("--port")
+                    .arg(port.to_string())
+                    .args([
+                        "--bind",
+                        "127.0.0.1",
+                        "--save",
+                        "",
+                        "--appendonly",
+                        "no",
+                        "--daemonize",
+                        "no",
+                    ])
                     .args(["--protected-mode", "no", "--logfile", ""])
-                    .arg("--dir").arg(dir.path());
+                    .arg("--dir")
+                    .arg(dir.path());
             }
             TargetKind::Memcached => {
-                cmd.arg("-p").arg(port.to_string()).args(["-l", "127.0.0.1", "-U", "0"]);
+                cmd.arg("-p")
+                    .arg(port.to_string())
+                    .args(["-l", "127.0.0.1", "-U", "0"]);
                 // SAFETY: geteuid has no preconditions.
                 if unsafe { libc::geteuid() } == 0 {
                     cmd.args(["-u", "root"]);
@@ -133,14 +157,19 @@ impl ManagedServer {
                 Ok(())
             });
         }
-        let child = cmd.spawn().with_context(|| format!("cannot start {}", bin.display()))?;
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start {}", bin.display()))?;
         let mut server = ManagedServer {
             kind,
             child,
             port,
             dir,
             settings,
-            info: ServerInfo { product: kind.name().into(), version: String::new() },
+            info: ServerInfo {
+                product: kind.name().into(),
+                version: String::new(),
+            },
             password,
         };
         server.info = server.wait_ready(&log_path)?;
@@ -161,7 +190,10 @@ impl ManagedServer {
             match connector.probe(Duration::from_millis(500)) {
                 Ok(info) => return Ok(info),
                 Err(e) if Instant::now() >= deadline => {
-                    return Err(e.context(format!("managed {} did not become ready in 15 s", binary_name(self.kind))));
+                    return Err(e.context(format!(
+                        "managed {} did not become ready in 15 s",
+                        binary_name(self.kind)
+                    )));
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(20)),
             }
@@ -191,6 +223,11 @@ impl ManagedServer {
     /// CPU and peak memory used so far.
     pub fn usage(&self) -> Option<ProcUsage> {
         proc_usage(self.pid())
+    }
+
+    /// Whether the process still runs.
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
     }
 
     /// Stops the server now (SIGTERM, then SIGKILL after 5 s) and reaps it.
@@ -229,9 +266,17 @@ fn package_of(kind: TargetKind) -> &'static str {
 
 fn log_tail(log: &Path) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
     let tail = lines[lines.len().saturating_sub(3)..].join(" | ");
-    if tail.is_empty() { "no output".into() } else { tail }
+    if tail.is_empty() {
+        "no output".into()
+    } else {
+        tail
+    }
 }
 
 /// CPU seconds (user + system) and peak RSS of process `pid`, from /proc.
@@ -249,7 +294,10 @@ pub fn proc_usage(pid: u32) -> Option<ProcUsage> {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0);
-    Some(ProcUsage { cpu_s: ticks as f64 / hz, peak_rss_kb })
+    Some(ProcUsage {
+        cpu_s: ticks as f64 / hz,
+        peak_rss_kb,
+    })
 }
 
 #[cfg(test)]

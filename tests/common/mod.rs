@@ -7,7 +7,9 @@ use std::net::TcpStream;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use kvlab::plan::{Endpoint, KeyDistribution, LoadShape, Ratio, RunPlan, Stop, TargetKind, TargetSpec, Workload};
+use kvlab::plan::{
+    Endpoint, KeyDistribution, LoadShape, Ratio, RunPlan, Stop, TargetKind, TargetSpec, Workload,
+};
 use kvlab::results::RunResult;
 use kvlab::runner::{RunOptions, run};
 use kvlab::server::ManagedServer;
@@ -15,7 +17,11 @@ use kvlab::server::ManagedServer;
 /// A small, fast plan against an external endpoint (a server the test started).
 pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
     RunPlan {
-        target: TargetSpec { kind, external: Some(endpoint), server_opts: BTreeMap::new() },
+        target: TargetSpec {
+            kind,
+            external: Some(endpoint),
+            server_opts: BTreeMap::new(),
+        },
         workload: Workload {
             keys: 2_000,
             value_size: 100,
@@ -66,7 +72,12 @@ pub fn raw(port: u16, req: &[u8], done: impl Fn(&[u8]) -> bool) -> Vec<u8> {
 /// Whether a process with this pid still exists (and is not a zombie).
 pub fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'),
+        Ok(s) => !s
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
         Err(_) => false,
     }
 }

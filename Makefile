@@ -1,0 +1,36 @@
+# kvlab — see README.md. `make demo` and `make test` install what is missing first.
+CARGO ?= cargo
+KVLAB := target/release/kvlab
+
+.PHONY: all deps build test bench demo lint clean
+
+all: build
+
+## deps: install missing servers and tools from Debian's packages (valkey from bookworm-backports)
+deps:
+	@bash scripts/deps.sh
+
+## build: the release binary target/release/kvlab
+build:
+	@bash scripts/need-rust.sh
+	$(CARGO) build --release
+
+## test: unit and integration tests against real managed servers
+test: deps build
+	$(CARGO) test --release
+
+## bench: kvlab beside redis-benchmark (and memtier_benchmark if on PATH), interleaved
+bench: deps build
+	@bash scripts/bench.sh
+
+## demo: a short comparison of redis, valkey and memcached
+demo: deps build
+	@bash scripts/demo.sh
+
+## lint: formatting and clippy, as required before a commit
+lint:
+	$(CARGO) fmt --check
+	$(CARGO) clippy --all-targets -- -D warnings
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# `make bench`: client efficiency of kvlab beside redis-benchmark (and
+# memtier_benchmark when one is on PATH or named by MEMTIER=…) against the same
+# kvlab-managed server, interleaved A B A B A B so machine drift hits all tools
+# alike. Prints requests/s and client CPU µs per request (user+sys of the whole
+# client process / requests), medians of ROUNDS runs.
+#
+# Workload: 50 connections, 1M keys x 256 B, GET only, pipeline 1 and 16; every
+# client on one thread (redis-benchmark and memtier -t 1 are single-threaded).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+KVLAB=${KVLAB:-target/release/kvlab}
+ROUNDS=${ROUNDS:-3}
+KEYS=${KEYS:-1000000}
+N1=${N1:-400000}      # requests per run at pipeline 1
+N16=${N16:-3000000}   # requests per run at pipeline 16
+MEMTIER=${MEMTIER:-$(command -v memtier_benchmark || true)}
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+serve() { # kind -> URL on stdout; the server is kvlab-managed and stopped at exit
+  "$KVLAB" serve --target "$1" > "$WORK/$1.url" 2> "$WORK/$1.log" &
+  PIDS+=($!)
+  for _ in $(seq 100); do [ -s "$WORK/$1.url" ] && break; sleep 0.1; done
+  cat "$WORK/$1.url"
+}
+
+# cpu_of CMD...: runs CMD, prints "user+sys elapsed" seconds of it and its children.
+cpu_of() {
+  local TIMEFORMAT='%U %S %R' t
+  t=$( { time "$@" > "$WORK/last.out" 2>&1; } 2>&1 )
+  awk '{printf "%.3f %.3f\n", $1 + $2, $3}' <<< "$t"
+}
+
+record() { # tool pipeline requests "cpu wall"
+  read -r cpu wall <<< "$4"
+  awk -v t="$1" -v p="$2" -v n="$3" -v c="$cpu" -v w="$wall" \
+    'BEGIN { printf "%s P%s %.0f %.3f\n", t, p, n / w, c * 1e6 / n }' >> "$WORK/rows"
+}
+
+kvlab_run() { # url pipeline requests [extra...]
+  local url=$1 p=$2 n=$3; shift 3
+  "$KVLAB" run --target "$url" --no-load --warmup 0 --requests "$n" --connections 50 --threads 1 --pipeline "$p" "$@"
+}
+
+REDIS=$(serve redis)
+PORT=${REDIS##*:}
+echo "bench: managed redis at $REDIS; loading $KEYS keys for kvlab and for redis-benchmark"
+"$KVLAB" run --target "$REDIS" --keys "$KEYS" --requests 1 --warmup 0 > /dev/null
+redis-benchmark -p "$PORT" -t set -n $((KEYS * 5)) -r "$KEYS" -d 256 -P 64 -q > /dev/null
+if [ -n "$MEMTIER" ]; then
+  "$MEMTIER" -p "$PORT" --protocol=redis --ratio=1:0 --key-pattern=P:P --key-maximum="$KEYS" \
+    -n allkeys -d 256 -c 10 -t 1 --pipeline=64 --hide-histogram > /dev/null 2>&1 || true
+fi
+
+for round in $(seq "$ROUNDS"); do
+  for P in 1 16; do
+    N=$([ "$P" = 1 ] && echo "$N1" || echo "$N16")
+    echo "bench: round $round, redis, pipeline $P"
+    record redis-benchmark "$P" "$N" "$(cpu_of redis-benchmark -p "$PORT" -t get -n "$N" -r "$KEYS" -d 256 -c 50 -P "$P" -q)"
+    record kvlab "$P" "$N" "$(cpu_of kvlab_run "$REDIS" "$P" "$N" --keys "$KEYS")"
+    if [ -n "$MEMTIER" ]; then
+      per=$((N / 50))
+      record memtier_benchmark "$P" $((per * 50)) "$(cpu_of "$MEMTIER" -p "$PORT" --protocol=redis --ratio=0:1 \
+        --key-pattern=R:R --key-maximum="$KEYS" -d 256 -c 50 -t 1 --pipeline="$P" -n "$per" --hide-histogram)"
+    fi
+  done
+done
+
+MC=$(serve memcached)
+MPORT=${MC##*:}
+echo "bench: managed memcached at $MC; loading $KEYS keys"
+"$KVLAB" run --target "$MC" --keys "$KEYS" --requests 1 --warmup 0 > /dev/null
+if [ -n "$MEMTIER" ]; then
+  "$MEMTIER" -p "$MPORT" --protocol=memcache_text --ratio=1:0 --key-pattern=P:P --key-maximum="$KEYS" \
+    -n allkeys -d 256 -c 10 -t 1 --pipeline=64 --hide-histogram > /dev/null 2>&1 || true
+fi
+for round in $(seq "$ROUNDS"); do
+  for P in 1 16; do
+    N=$([ "$P" = 1 ] && echo "$N1" || echo "$N16")
+    echo "bench: round $round, memcached, pipeline $P"
+    record kvlab-memcached "$P" "$N" "$(cpu_of kvlab_run "$MC" "$P" "$N" --keys "$KEYS")"
+    if [ -n "$MEMTIER" ]; then
+      per=$((N / 50))
+      record memtier-memcached "$P" $((per * 50)) "$(cpu_of "$MEMTIER" -p "$MPORT" --protocol=memcache_text --ratio=0:1 \
+        --key-pattern=R:R --key-maximum="$KEYS" -d 256 -c 50 -t 1 --pipeline="$P" -n "$per" --hide-histogram)"
+    fi
+  done
+done
+
+echo
+echo "medians of $ROUNDS interleaved runs ($(nproc) cores shared by client and server; $(date -u +%F))"
+printf '%-20s %-9s %12s %16s\n' tool pipeline "req/s" "client µs/req"
+sort -k1,1 -k2,2 "$WORK/rows" | awk '
+  function median(s,   a, n, i, j, t) { n = split(s, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }; return a[int((n + 1) / 2)] }
+  { k = $1 " " $2; rps[k] = rps[k] " " $3; cpu[k] = cpu[k] " " $4; if (!(k in seen)) { seen[k] = 1; order[++m] = k } }
+  END { for (i = 1; i <= m; i++) { split(order[i], f, " "); printf "%-20s %-9s %12.0f %16.2f\n", f[1], f[2], median(rps[order[i]]), median(cpu[order[i]]) } }'
