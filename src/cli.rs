@@ -20,7 +20,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// One measured run of one workload against one target.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Start a managed server, print its URL, and keep it until Ctrl-C (for
     /// driving it with other tools beside kvlab).
     Serve(ServeArgs),
@@ -227,17 +227,17 @@ impl RunArgs {
             )?),
             None => None,
         };
-        if let Some(r) = rate {
-            if r < self.connections as f64 / 3600.0 {
-                return Err(UsageError::bad(
-                    "--rate",
-                    format!(
-                        "{r} req/s over {} connections is below one request per connection per hour",
-                        self.connections
-                    ),
-                    "raise --rate or lower --connections",
-                ));
-            }
+        if let Some(r) = rate
+            && r < self.connections as f64 / 3600.0
+        {
+            return Err(UsageError::bad(
+                "--rate",
+                format!(
+                    "{r} req/s over {} connections is below one request per connection per hour",
+                    self.connections
+                ),
+                "raise --rate or lower --connections",
+            ));
         }
         positive("--timeout", self.timeout, "give seconds, e.g. --timeout 5")?;
         let ratio: Ratio = self.ratio.parse()?;

@@ -366,13 +366,14 @@ fn assemble(
     if c.requests() == 0 {
         problems.push("no request finished in the measured window".to_string());
     }
-    if let Some(cc) = &server_counters {
-        if cc.exclusive && !cc.agrees() {
-            problems.push(format!(
-                "the server counted GET {} / SET {} but kvlab sent GET {} / SET {}",
-                cc.server.gets, cc.server.sets, cc.kvlab_gets, cc.kvlab_sets
-            ));
-        }
+    if let Some(cc) = &server_counters
+        && cc.exclusive
+        && !cc.agrees()
+    {
+        problems.push(format!(
+            "the server counted GET {} / SET {} but kvlab sent GET {} / SET {}",
+            cc.server.gets, cc.server.sets, cc.kvlab_gets, cc.kvlab_sets
+        ));
     }
     if saturated {
         problems.push(format!(

@@ -259,22 +259,21 @@ fn execute_with<C: Codec>(
                     e.2.add(&tick.warmup);
                     let _ = running.add(&tick.measured.latency);
                     // Show the newest complete second once most workers reported it.
-                    if tick.second > last_shown {
-                        if let Some((&s, v)) = seconds.range(..tick.second).next_back() {
-                            if s > last_shown {
-                                last_shown = s;
-                                let elapsed = (timing.measure_start
-                                    + Duration::from_secs((s + 1).max(0) as u64))
-                                .saturating_duration_since(timing.t0);
-                                let p99 = v.1.value_at_quantile(0.99) as f64 / 1000.0;
-                                observer.second(
-                                    elapsed,
-                                    v.0.requests() + v.2.requests(),
-                                    p99,
-                                    v.0.error_total() + v.2.error_total(),
-                                );
-                            }
-                        }
+                    if tick.second > last_shown
+                        && let Some((&s, v)) = seconds.range(..tick.second).next_back()
+                        && s > last_shown
+                    {
+                        last_shown = s;
+                        let elapsed = (timing.measure_start
+                            + Duration::from_secs((s + 1).max(0) as u64))
+                        .saturating_duration_since(timing.t0);
+                        let p99 = v.1.value_at_quantile(0.99) as f64 / 1000.0;
+                        observer.second(
+                            elapsed,
+                            v.0.requests() + v.2.requests(),
+                            p99,
+                            v.0.error_total() + v.2.error_total(),
+                        );
                     }
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}

@@ -266,27 +266,25 @@ pub fn run<C: Codec>(
         if !measure_started {
             wake = wake.min(timing.measure_start);
         }
-        if let Some(p) = cx.pacer {
-            if !cx.draining {
-                for c in conns.iter_mut() {
-                    if c.stream.is_some() && c.due <= now {
-                        cx.issue_due(c, p, now);
-                        cx.flush(c, Instant::now());
-                    }
-                    if c.stream.is_some()
-                        && c.inflight.len() < spec.pipeline
-                        && cx.may_issue(c, c.due)
-                    {
-                        wake = wake.min(c.due);
-                    }
+        if let Some(p) = cx.pacer
+            && !cx.draining
+        {
+            for c in conns.iter_mut() {
+                if c.stream.is_some() && c.due <= now {
+                    cx.issue_due(c, p, now);
+                    cx.flush(c, Instant::now());
+                }
+                if c.stream.is_some() && c.inflight.len() < spec.pipeline && cx.may_issue(c, c.due)
+                {
+                    wake = wake.min(c.due);
                 }
             }
         }
         let timeout = wake.saturating_duration_since(Instant::now());
-        if let Err(e) = poll.poll(&mut events, Some(timeout)) {
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
+        if let Err(e) = poll.poll(&mut events, Some(timeout))
+            && e.kind() != io::ErrorKind::Interrupted
+        {
+            return Err(e);
         }
         let now = Instant::now();
         for ev in events.iter() {
@@ -395,11 +393,11 @@ impl<C: Codec> Ctx<'_, C> {
             }
             return;
         }
-        if let Some(f) = c.inflight.front() {
-            if now.saturating_duration_since(f.sent) > self.spec.timeout {
-                self.fail_all(c, ErrorKind::Timeout);
-                self.close(c, now);
-            }
+        if let Some(f) = c.inflight.front()
+            && now.saturating_duration_since(f.sent) > self.spec.timeout
+        {
+            self.fail_all(c, ErrorKind::Timeout);
+            self.close(c, now);
         }
     }
 
@@ -430,10 +428,10 @@ impl<C: Codec> Ctx<'_, C> {
         if self.draining {
             return false;
         }
-        if let Some(d) = self.timing.deadline {
-            if intended >= d {
-                return false;
-            }
+        if let Some(d) = self.timing.deadline
+            && intended >= d
+        {
+            return false;
         }
         !(intended >= self.timing.measure_start && c.quota == Some(0))
     }
@@ -452,12 +450,10 @@ impl<C: Codec> Ctx<'_, C> {
             }
         }
         let measured = intended >= self.timing.measure_start;
-        if measured {
-            if let Some(q) = c.quota.as_mut() {
-                *q -= 1;
-                if let Some(t) = self.quota_left.as_mut() {
-                    *t -= 1;
-                }
+        if measured && let Some(q) = c.quota.as_mut() {
+            *q -= 1;
+            if let Some(t) = self.quota_left.as_mut() {
+                *t -= 1;
             }
         }
         c.inflight.push_back(InFlight {
@@ -562,12 +558,13 @@ impl<C: Codec> Ctx<'_, C> {
             let now = Instant::now();
             self.refill(c, now);
             self.flush(c, now);
-        } else if let Some(p) = self.pacer {
-            if c.due <= now && !self.draining {
-                let now = Instant::now();
-                self.issue_due(c, p, now);
-                self.flush(c, now);
-            }
+        } else if let Some(p) = self.pacer
+            && c.due <= now
+            && !self.draining
+        {
+            let now = Instant::now();
+            self.issue_due(c, p, now);
+            self.flush(c, now);
         }
     }
 
