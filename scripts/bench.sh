@@ -47,7 +47,23 @@ kvlab_run() { # url pipeline requests [extra...]
 
 REDIS=$(serve redis)
 PORT=${REDIS##*:}
+
+# Loading: kvlab's pipelined load vs redis-cli --pipe, each into an empty server.
+echo "bench: generating $KEYS SET commands for redis-cli --pipe"
+VAL=$(head -c 256 /dev/zero | tr '\0' 'v')
+awk -v n="$KEYS" -v v="$VAL" 'BEGIN { for (i = 0; i < n; i++) { k = "key:" i; printf "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$256\r\n%s\r\n", length(k), k, v } }' > "$WORK/pipe.resp"
+for round in $(seq "$ROUNDS"); do
+  echo "bench: round $round, loading $KEYS keys"
+  redis-cli -p "$PORT" flushall > /dev/null
+  read -r _ wall <<< "$(cpu_of "$KVLAB" run --target "$REDIS" --keys "$KEYS" --requests 1 --warmup 0)"
+  echo "load-kvlab - $(awk -v n="$KEYS" -v w="$wall" 'BEGIN { printf "%.0f", n / w }') -" >> "$WORK/rows"
+  redis-cli -p "$PORT" flushall > /dev/null
+  read -r _ wall <<< "$(cpu_of sh -c "redis-cli -p $PORT --pipe < $WORK/pipe.resp")"
+  echo "load-redis-cli-pipe - $(awk -v n="$KEYS" -v w="$wall" 'BEGIN { printf "%.0f", n / w }') -" >> "$WORK/rows"
+done
+rm -f "$WORK/pipe.resp"
 echo "bench: managed redis at $REDIS; loading $KEYS keys for kvlab and for redis-benchmark"
+redis-cli -p "$PORT" flushall > /dev/null
 "$KVLAB" run --target "$REDIS" --keys "$KEYS" --requests 1 --warmup 0 > /dev/null
 redis-benchmark -p "$PORT" -t set -n $((KEYS * 5)) -r "$KEYS" -d 256 -P 64 -q > /dev/null
 if [ -n "$MEMTIER" ]; then
@@ -96,4 +112,4 @@ printf '%-20s %-9s %12s %16s\n' tool pipeline "req/s" "client µs/req"
 sort -k1,1 -k2,2 "$WORK/rows" | awk '
   function median(s,   a, n, i, j, t) { n = split(s, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }; return a[int((n + 1) / 2)] }
   { k = $1 " " $2; rps[k] = rps[k] " " $3; cpu[k] = cpu[k] " " $4; if (!(k in seen)) { seen[k] = 1; order[++m] = k } }
-  END { for (i = 1; i <= m; i++) { split(order[i], f, " "); printf "%-20s %-9s %12.0f %16.2f\n", f[1], f[2], median(rps[order[i]]), median(cpu[order[i]]) } }'
+  END { for (i = 1; i <= m; i++) { split(order[i], f, " "); c = median(cpu[order[i]]); printf "%-20s %-9s %12.0f %16s\n", f[1], f[2], median(rps[order[i]]), (c == "-" ? "-" : sprintf("%.2f", c)) } }'

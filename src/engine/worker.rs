@@ -125,13 +125,16 @@ pub fn run<C: Codec>(
         }
     };
     let now = Instant::now();
-    let rbuf_len = (spec.pipeline * (spec.values.size() + 128) * 2).max(64 * 1024);
+    // Room for two pipelines of replies, at least 64 KiB, at most 4 MiB unless one
+    // reply alone needs more (the buffer also grows if a reply does not fit).
+    let frame = spec.values.size() + 128;
+    let rbuf_len = (spec.pipeline * frame * 2).clamp(64 * 1024, (4 << 20).max(2 * frame));
     let mut conns: Vec<Conn> = plans
         .into_iter()
         .enumerate()
         .map(|(token, p)| Conn {
             stream: None,
-            wbuf: Vec::with_capacity(spec.pipeline * (spec.values.size() + 128)),
+            wbuf: Vec::with_capacity((spec.pipeline * frame).min(4 << 20)),
             wpos: 0,
             rbuf: vec![0; rbuf_len],
             rstart: 0,
