@@ -192,7 +192,9 @@ fn load_data(base: &Spec, opts: RunOptions, shutdown: &AtomicBool) -> Result<Loa
             .filter(|k| c.error(**k) > 0)
             .map(|k| format!("{} {}", k.name(), c.error(*k)))
             .collect();
-        let hint = if base.connector.protocol == Protocol::Memcache && base.values.size() > 1_000_000 {
+        let hint = if base.connector.protocol == Protocol::Memcache
+            && base.values.size() > 1_000_000
+        {
             "memcached stores items of at most 1 MiB by default: raise it with --server-opt item-size-max=4m or lower --value-size"
         } else {
             "is the server's memory limit large enough (--server-opt memory-mb=…)?"

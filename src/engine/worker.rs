@@ -17,7 +17,7 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use rand::rngs::SmallRng;
 
-use super::pacer::{Pacer, ScheduleReport};
+use super::pacer::{Pacer, PreciseTimer, ScheduleReport};
 use super::{Spec, Tick, Timing};
 use crate::driver::{Codec, Decoded, Reply};
 use crate::stats::{Counts, ErrorKind, Outcome, Recorder};
@@ -188,6 +188,11 @@ pub fn run<C: Codec>(
         };
     }
 
+    const TIMER: Token = Token(usize::MAX - 1);
+    let mut timer = match cx.pacer {
+        Some(_) => Some(PreciseTimer::new(poll.registry(), TIMER)?),
+        None => None,
+    };
     let mut events = Events::with_capacity(1024);
     let mut next_tick = timing.measure_start;
     while next_tick > timing.t0 + Duration::from_secs(1) {
@@ -283,7 +288,14 @@ pub fn run<C: Codec>(
                 }
             }
         }
-        let timeout = wake.saturating_duration_since(Instant::now());
+        let mut timeout = wake.saturating_duration_since(Instant::now());
+        if let Some(t) = timer.as_mut()
+            && !timeout.is_zero()
+        {
+            // The timerfd wakes us on time; the poll timeout is only a backstop.
+            t.arm(wake);
+            timeout += Duration::from_millis(2);
+        }
         if let Err(e) = poll.poll(&mut events, Some(timeout))
             && e.kind() != io::ErrorKind::Interrupted
         {
@@ -291,6 +303,12 @@ pub fn run<C: Codec>(
         }
         let now = Instant::now();
         for ev in events.iter() {
+            if ev.token() == TIMER {
+                if let Some(t) = timer.as_mut() {
+                    t.clear();
+                }
+                continue;
+            }
             let i = ev.token().0;
             let Some(c) = conns.get_mut(i) else { continue };
             if c.stream.is_none() {
