@@ -62,49 +62,46 @@ for round in $(seq "$ROUNDS"); do
   echo "load-redis-cli-pipe - $(awk -v n="$KEYS" -v w="$wall" 'BEGIN { printf "%.0f", n / w }') -" >> "$WORK/rows"
 done
 rm -f "$WORK/pipe.resp"
-echo "bench: managed redis at $REDIS; loading $KEYS keys for kvlab and for redis-benchmark"
+# memtier_fill port protocol: writes every key memtier will read.
+memtier_fill() {
+  [ -n "$MEMTIER" ] || return 0
+  "$MEMTIER" -p "$1" --protocol="$2" --ratio=1:0 --key-pattern=P:P --key-maximum="$KEYS" \
+    -n allkeys -d 256 -c 10 -t 1 --pipeline=64 --hide-histogram > /dev/null 2>&1 || true
+}
+
+# rounds name url protocol: the interleaved GET rounds against one server.
+rounds() {
+  local name=$1 url=$2 proto=$3 port=${2##*:} suffix P N per
+  suffix=$([ "$name" = redis ] || echo "-$name")
+  for round in $(seq "$ROUNDS"); do
+    for P in 1 16; do
+      N=$([ "$P" = 1 ] && echo "$N1" || echo "$N16")
+      echo "bench: round $round, $name, pipeline $P"
+      if [ "$name" = redis ]; then
+        record redis-benchmark "$P" "$N" "$(cpu_of redis-benchmark -p "$port" -t get -n "$N" -r "$KEYS" -d 256 -c 50 -P "$P" -q)"
+      fi
+      record "kvlab$suffix" "$P" "$N" "$(cpu_of kvlab_run "$url" "$P" "$N" --keys "$KEYS")"
+      if [ -n "$MEMTIER" ]; then
+        per=$((N / 50))
+        record "memtier$suffix" "$P" $((per * 50)) "$(cpu_of "$MEMTIER" -p "$port" --protocol="$proto" --ratio=0:1 \
+          --key-pattern=R:R --key-maximum="$KEYS" -d 256 -c 50 -t 1 --pipeline="$P" -n "$per" --hide-histogram)"
+      fi
+    done
+  done
+}
+
+echo "bench: managed redis at $REDIS; loading $KEYS keys for kvlab, redis-benchmark and memtier"
 redis-cli -p "$PORT" flushall > /dev/null
 "$KVLAB" run --target "$REDIS" --keys "$KEYS" --requests 1 --warmup 0 > /dev/null
 redis-benchmark -p "$PORT" -t set -n $((KEYS * 5)) -r "$KEYS" -d 256 -P 64 -q > /dev/null
-if [ -n "$MEMTIER" ]; then
-  "$MEMTIER" -p "$PORT" --protocol=redis --ratio=1:0 --key-pattern=P:P --key-maximum="$KEYS" \
-    -n allkeys -d 256 -c 10 -t 1 --pipeline=64 --hide-histogram > /dev/null 2>&1 || true
-fi
-
-for round in $(seq "$ROUNDS"); do
-  for P in 1 16; do
-    N=$([ "$P" = 1 ] && echo "$N1" || echo "$N16")
-    echo "bench: round $round, redis, pipeline $P"
-    record redis-benchmark "$P" "$N" "$(cpu_of redis-benchmark -p "$PORT" -t get -n "$N" -r "$KEYS" -d 256 -c 50 -P "$P" -q)"
-    record kvlab "$P" "$N" "$(cpu_of kvlab_run "$REDIS" "$P" "$N" --keys "$KEYS")"
-    if [ -n "$MEMTIER" ]; then
-      per=$((N / 50))
-      record memtier_benchmark "$P" $((per * 50)) "$(cpu_of "$MEMTIER" -p "$PORT" --protocol=redis --ratio=0:1 \
-        --key-pattern=R:R --key-maximum="$KEYS" -d 256 -c 50 -t 1 --pipeline="$P" -n "$per" --hide-histogram)"
-    fi
-  done
-done
+memtier_fill "$PORT" redis
+rounds redis "$REDIS" redis
 
 MC=$(serve memcached)
-MPORT=${MC##*:}
 echo "bench: managed memcached at $MC; loading $KEYS keys"
 "$KVLAB" run --target "$MC" --keys "$KEYS" --requests 1 --warmup 0 > /dev/null
-if [ -n "$MEMTIER" ]; then
-  "$MEMTIER" -p "$MPORT" --protocol=memcache_text --ratio=1:0 --key-pattern=P:P --key-maximum="$KEYS" \
-    -n allkeys -d 256 -c 10 -t 1 --pipeline=64 --hide-histogram > /dev/null 2>&1 || true
-fi
-for round in $(seq "$ROUNDS"); do
-  for P in 1 16; do
-    N=$([ "$P" = 1 ] && echo "$N1" || echo "$N16")
-    echo "bench: round $round, memcached, pipeline $P"
-    record kvlab-memcached "$P" "$N" "$(cpu_of kvlab_run "$MC" "$P" "$N" --keys "$KEYS")"
-    if [ -n "$MEMTIER" ]; then
-      per=$((N / 50))
-      record memtier-memcached "$P" $((per * 50)) "$(cpu_of "$MEMTIER" -p "$MPORT" --protocol=memcache_text --ratio=0:1 \
-        --key-pattern=R:R --key-maximum="$KEYS" -d 256 -c 50 -t 1 --pipeline="$P" -n "$per" --hide-histogram)"
-    fi
-  done
-done
+memtier_fill "${MC##*:}" memcache_text
+rounds memcached "$MC" memcache_text
 
 echo
 echo "medians of $ROUNDS interleaved runs ($(nproc) cores shared by client and server; $(date -u +%F))"

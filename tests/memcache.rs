@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{alive, measure, plan, raw, server};
+use common::{alive, measure, plan, server};
 use kvlab::plan::{Ratio, TargetKind};
 use kvlab::server::counters;
 
@@ -40,21 +40,12 @@ fn misses_and_corruption_are_detected() {
         r.gets + r.warmup.gets
     );
 
-    p.workload.keys = 10;
-    p.workload.load = true;
-    let _ = measure(&p);
-    let mut req = b"set kvlab:4 0 0 100\r\n".to_vec();
-    req.extend_from_slice(&[b'y'; 100]);
-    req.extend_from_slice(b"\r\n");
-    assert_eq!(
-        raw(s.endpoint().port, &req, |b| b.ends_with(b"\r\n")),
-        b"STORED\r\n"
+    common::measure_with_corrupt_key(
+        TargetKind::Memcached,
+        &s,
+        b"set kvlab:3 0 0 100\r\n",
+        b"STORED\r\n",
     );
-    p.workload.load = false;
-    let r = measure(&p);
-    let wrong = r.errors_by_kind["wrong_value"];
-    assert!(wrong > 500, "{wrong}");
-    assert_eq!(wrong + r.hits, r.gets);
 }
 
 #[test]

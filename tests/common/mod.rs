@@ -81,3 +81,34 @@ pub fn alive(pid: u32) -> bool {
         Err(_) => false,
     }
 }
+
+/// Loads 10 keys, overwrites key `kvlab:3` with a wrong 100-byte value through
+/// `set_cmd` (the raw command, answered by `ok`), and measures again without
+/// loading: returns that run.
+pub fn measure_with_corrupt_key(
+    kind: TargetKind,
+    server: &ManagedServer,
+    set_cmd: &[u8],
+    ok: &[u8],
+) -> RunResult {
+    let mut p = plan(kind, server.endpoint());
+    p.workload.keys = 10;
+    let _ = measure(&p);
+    let mut req = set_cmd.to_vec();
+    req.extend_from_slice(&[b'x'; 100]);
+    req.extend_from_slice(b"\r\n");
+    assert_eq!(
+        raw(server.endpoint().port, &req, |b| b.ends_with(b"\r\n")),
+        ok
+    );
+    p.workload.load = false;
+    let r = measure(&p);
+    let wrong = r.errors_by_kind["wrong_value"];
+    assert!(
+        wrong > 500,
+        "about a tenth of 20k GETs hit the bad key: {wrong}"
+    );
+    assert_eq!(wrong + r.hits, r.gets);
+    assert!(!r.valid);
+    r
+}
