@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{alive, measure, plan, server};
+use common::{alive, measure, plan, raw, server};
 use kvlab::plan::{Ratio, Stop, TargetKind};
 use kvlab::server::counters;
 
@@ -161,4 +161,63 @@ fn a_password_protected_server_needs_and_hides_the_password() {
         .probe(Duration::from_secs(2))
         .unwrap_err();
     assert!(format!("{err:#}").contains("NOAUTH"), "{err:#}");
+}
+
+#[test]
+fn a_stall_longer_than_the_timeout_counts_timeouts_and_reconnects() {
+    let s = server(TargetKind::Redis);
+    let mut p = plan(TargetKind::Redis, s.endpoint());
+    p.load.stop = Stop::Duration(3.0);
+    p.load.warmup_s = 0.0;
+    p.load.timeout_s = 0.5;
+    let pid = s.pid() as libc::pid_t;
+    let stall = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(800));
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        std::thread::sleep(Duration::from_millis(1200));
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+    });
+    let r = measure(&p);
+    stall.join().unwrap();
+    assert!(r.errors_by_kind["timeout"] > 0, "{:?}", r.errors_by_kind);
+    assert!(r.connections.reconnects > 0);
+    assert!(r.timeline.iter().any(|s| s.timeouts > 0));
+    // It recovered: the last second served requests again.
+    assert!(r.timeline.last().unwrap().requests > 0, "{:?}", r.timeline);
+}
+
+#[test]
+fn an_external_server_keeps_foreign_keys_and_gets_only_prefixed_ones() {
+    let s = server(TargetKind::Redis);
+    let port = s.endpoint().port;
+    let ok = |b: &[u8]| b.ends_with(b"\r\n");
+    raw(
+        port,
+        b"*3\r\n$3\r\nSET\r\n$7\r\nforeign\r\n$4\r\nkeep\r\n",
+        ok,
+    );
+    let mut p = plan(TargetKind::Redis, s.endpoint());
+    p.workload.key_prefix = "bench:".into();
+    p.workload.ratio = Ratio { set: 1, get: 1 };
+    let r = measure(&p);
+    assert_eq!(r.errors, 0);
+    let dbsize = raw(port, b"*1\r\n$6\r\nDBSIZE\r\n", ok);
+    assert_eq!(dbsize, b":2001\r\n", "2000 bench: keys + the foreign one");
+    let v = raw(port, b"*2\r\n$3\r\nGET\r\n$7\r\nforeign\r\n", |b| {
+        b.ends_with(b"keep\r\n")
+    });
+    assert_eq!(v, b"$4\r\nkeep\r\n");
+    let whole = |b: &[u8]| matches!(kvlab::driver::resp::frame_len(b), Ok(Some(n)) if n == b.len());
+    let keys = raw(port, b"*2\r\n$4\r\nKEYS\r\n$1\r\n*\r\n", whole);
+    let text = String::from_utf8_lossy(&keys);
+    let names: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('*') && !l.starts_with('$'))
+        .collect();
+    assert_eq!(names.len(), 2001);
+    assert!(
+        names
+            .iter()
+            .all(|k| k.starts_with("bench:") || *k == "foreign")
+    );
 }
