@@ -37,6 +37,9 @@ pub fn run(cli: cli::Cli, shutdown: Arc<AtomicBool>) -> Result<()> {
     match cli.command {
         cli::Command::Run(args) => {
             let plan = args.to_plan()?;
+            if let Some(path) = &args.json {
+                check_writable(path)?;
+            }
             let opts = runner::RunOptions {
                 progress: true,
                 notes: true,
@@ -60,6 +63,27 @@ pub fn run(cli: cli::Cli, shutdown: Arc<AtomicBool>) -> Result<()> {
         }
         cli::Command::Serve(args) => serve(&args.to_target()?, &shutdown),
     }
+}
+
+/// Fails before any work when the result file could not be written.
+fn check_writable(path: &std::path::Path) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if !dir.is_dir() {
+        bail!(
+            "--json: directory '{}' does not exist; create it or choose another path",
+            dir.display()
+        );
+    }
+    if path.is_dir() {
+        bail!(
+            "--json: '{}' is a directory; give a file name such as result.json",
+            path.display()
+        );
+    }
+    Ok(())
 }
 
 /// Runs a managed server until `shutdown`, printing its URL on stdout.

@@ -388,7 +388,9 @@ fn assemble(
             r.client_busy.unwrap_or(0.0) * 100.0
         ));
     }
-    let valid = c.error_total() == 0 && c.requests() > 0;
+    // A run full of misses measured the wrong thing: not a valid result.
+    let mostly_misses = c.gets > 0 && c.misses * 2 > c.gets;
+    let valid = c.error_total() == 0 && c.requests() > 0 && !mostly_misses;
     let mut errors_by_kind = std::collections::BTreeMap::new();
     for k in ErrorKind::ALL {
         errors_by_kind.insert(k.name().to_string(), c.error(k));
