@@ -12,6 +12,11 @@ declare -A MAIN_PKGS=(
   [redis-cli]=redis-tools
   [redis-benchmark]=redis-tools
   [memcached]=memcached
+  [pgbench]=postgresql-contrib
+  [mariadbd]=mariadb-server
+  [mariadb]=mariadb-client
+  [mariadb-install-db]=mariadb-server
+  [sysbench]=sysbench
 )
 # binary -> package (bookworm-backports)
 declare -A BPO_PKGS=(
@@ -27,6 +32,11 @@ done
 for bin in "${!BPO_PKGS[@]}"; do
   command -v "$bin" >/dev/null 2>&1 || missing_bpo+=("${BPO_PKGS[$bin]}")
 done
+
+# PostgreSQL's server binaries live in a versioned directory off PATH.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
+  missing_main+=(postgresql)
+fi
 
 if [ ${#missing_main[@]} -eq 0 ] && [ ${#missing_bpo[@]} -eq 0 ]; then
   echo "deps: everything is installed"
@@ -53,7 +63,7 @@ if [ ${#missing_bpo[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends -t bookworm-backports $(printf '%s\n' "${missing_bpo[@]}" | sort -u)
 fi
 # Debian's packages start system-wide services; kvlab starts its own servers.
-for svc in redis-server memcached valkey-server; do
+for svc in redis-server memcached valkey-server postgresql mariadb; do
   $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true
 done
 echo "deps: done"

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::error::UsageError;
-use crate::plan::{KeyDistribution, LoadShape, Ratio, RunPlan, Stop, TargetSpec, Workload};
+use crate::plan::{
+    KeyDistribution, LoadShape, Ratio, RunPlan, Stop, TargetKind, TargetSpec, Workload,
+};
 
 /// kvlab: do you still need a cache in front of your database? Measure it.
 #[derive(Debug, Parser)]
@@ -31,7 +33,7 @@ pub enum Command {
 #[command(after_help = "Example:
   kvlab serve --target redis --server-opt io-threads=2   # prints redis://127.0.0.1:PORT")]
 pub struct ServeArgs {
-    /// redis | valkey | memcached.
+    /// redis | valkey | memcached | postgres | mariadb.
     #[arg(long)]
     pub target: String,
     /// Setting for the server, KEY=VALUE (repeatable).
@@ -67,8 +69,9 @@ impl ServeArgs {
   kvlab run --target redis --rate 20000 --duration 30"
 )]
 pub struct RunArgs {
-    /// redis | valkey | memcached (kvlab starts the server), or a URL:
-    /// redis://[user:pass@]host:port, valkey://…, memcached://host:port
+    /// redis | valkey | memcached | postgres | mariadb (kvlab starts the server),
+    /// or a URL: redis://[user:pass@]host:port, valkey://…, memcached://host:port,
+    /// postgres://user:pass@host:port/db, mysql://user:pass@host:port/db
     #[arg(long, default_value = "redis")]
     pub target: String,
     /// Setting for a managed server, KEY=VALUE (repeatable), e.g. io-threads=4,
@@ -118,6 +121,15 @@ pub struct RunArgs {
     /// Do not load the keys before measuring.
     #[arg(long)]
     pub no_load: bool,
+    /// MariaDB: storage engine of kvlab's table, innodb or memory.
+    #[arg(long, value_name = "ENGINE")]
+    pub table_engine: Option<String>,
+    /// PostgreSQL: create kvlab's table UNLOGGED.
+    #[arg(long)]
+    pub unlogged: bool,
+    /// Databases: drop and reload kvlab's own table even if it looks right.
+    #[arg(long)]
+    pub recreate: bool,
     /// Write the result as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -142,6 +154,40 @@ impl RunArgs {
             ));
         }
         target.server_opts = self.server_opt.iter().cloned().collect();
+        if let Some(e) = &self.table_engine {
+            let e = e.to_ascii_lowercase();
+            if target.kind != TargetKind::Mariadb {
+                return Err(UsageError::bad(
+                    "--table-engine",
+                    "applies to MariaDB/MySQL targets only",
+                    "drop it or use --target mariadb",
+                ));
+            }
+            if e != "innodb" && e != "memory" {
+                return Err(UsageError::bad(
+                    "--table-engine",
+                    format!("unknown engine '{e}'"),
+                    "use innodb or memory",
+                ));
+            }
+            target.schema.table_engine = Some(e);
+        }
+        if self.unlogged && target.kind != TargetKind::Postgres {
+            return Err(UsageError::bad(
+                "--unlogged",
+                "applies to PostgreSQL targets only",
+                "drop it or use --target postgres",
+            ));
+        }
+        if self.recreate && !target.kind.is_sql() {
+            return Err(UsageError::bad(
+                "--recreate",
+                "applies to database targets only",
+                "drop it",
+            ));
+        }
+        target.schema.unlogged = self.unlogged;
+        target.schema.recreate = self.recreate;
         let positive = |flag: &'static str, v: f64, fix: &str| {
             if v.is_finite() && v > 0.0 {
                 Ok(v)

@@ -10,11 +10,13 @@
 //! - [`engine`]: runs one point on T threads; [`engine::worker`] is the only hot loop; [`engine::pacer`] the open-loop schedule.
 //! - [`stats`]: outcome counters and HDR histograms.
 //! - [`server`]: managed servers (start, measure, stop) and their counters.
+//! - [`dataset`]: loads the keys (caches: pipelined SETs; databases: kvlab's table and a bulk load).
 //! - [`runner`]: one run from plan to [`results::RunResult`].
 //! - [`results`]: the result as data (JSON).
 //! - [`output`]: progress display and the human summary.
 
 pub mod cli;
+pub mod dataset;
 pub mod driver;
 pub mod engine;
 pub mod error;
@@ -89,7 +91,11 @@ fn check_writable(path: &std::path::Path) -> Result<()> {
 /// Runs a managed server until `shutdown`, printing its URL on stdout.
 fn serve(target: &plan::TargetSpec, shutdown: &AtomicBool) -> Result<()> {
     use std::io::Write;
-    let mut s = server::ManagedServer::start(target.kind, &target.server_opts, 256 << 20)?;
+    let sizing = server::config::Sizing {
+        data_bytes: 256 << 20,
+        connections: 200,
+    };
+    let mut s = server::ManagedServer::start(target.kind, &target.server_opts, sizing)?;
     println!(
         "{}",
         s.endpoint().display_url(target.kind).replace(":***@", "@")

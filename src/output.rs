@@ -200,7 +200,9 @@ pub fn summary(r: &RunResult) -> String {
         );
     }
     if let Some(cc) = &r.server_counters {
-        let verdict = if cc.agrees() {
+        let verdict = if cc.agrees() && !cc.server.exact {
+            "agree within 0.1% (table statistics, not exact counters)".to_string()
+        } else if cc.agrees() {
             "agree".to_string()
         } else if cc.exclusive {
             "DISAGREE".to_string()
@@ -216,7 +218,9 @@ pub fn summary(r: &RunResult) -> String {
     if r.connections.failures > 0 || r.connections.reconnects > 0 {
         let _ = writeln!(
             s,
-            "  connections: {} failed attempts, {} re-established{}",
+            "  connections: {} of {} open at start, {} failed attempts, {} re-established{}",
+            r.connections.established,
+            r.connections.requested,
             r.connections.failures,
             r.connections.reconnects,
             r.connections

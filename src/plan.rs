@@ -49,6 +49,10 @@ pub enum TargetKind {
     Valkey,
     /// Memcached (text protocol), managed binary `memcached`.
     Memcached,
+    /// PostgreSQL (wire protocol v3), managed binaries `initdb` + `postgres`.
+    Postgres,
+    /// MariaDB or MySQL (client/server protocol), managed binary `mariadbd`.
+    Mariadb,
 }
 
 impl TargetKind {
@@ -58,6 +62,21 @@ impl TargetKind {
             TargetKind::Redis => "redis",
             TargetKind::Valkey => "valkey",
             TargetKind::Memcached => "memcached",
+            TargetKind::Postgres => "postgres",
+            TargetKind::Mariadb => "mariadb",
+        }
+    }
+
+    /// Whether this is a database (table-backed) rather than a cache.
+    pub fn is_sql(self) -> bool {
+        matches!(self, TargetKind::Postgres | TargetKind::Mariadb)
+    }
+
+    /// URL scheme used when displaying an address of this kind.
+    pub fn scheme(self) -> &'static str {
+        match self {
+            TargetKind::Mariadb => "mysql",
+            k => k.name(),
         }
     }
 }
@@ -72,6 +91,20 @@ pub struct TargetSpec {
     /// Settings for a managed server (`--server-opt KEY=VALUE`), in order given.
     #[serde(default)]
     pub server_opts: BTreeMap<String, String>,
+    /// How kvlab's table is made (databases only).
+    #[serde(default)]
+    pub schema: SchemaOptions,
+}
+
+/// Options of kvlab's own table on a database target.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SchemaOptions {
+    /// MariaDB storage engine of the table (`innodb` or `memory`).
+    pub table_engine: Option<String>,
+    /// PostgreSQL: create the table UNLOGGED.
+    pub unlogged: bool,
+    /// Drop and reload kvlab's table even if it looks right.
+    pub recreate: bool,
 }
 
 /// A server kvlab did not start.
@@ -85,6 +118,9 @@ pub struct Endpoint {
     pub user: Option<String>,
     /// Password; serialized as `"***"`, never printed.
     pub password: Option<Secret>,
+    /// Database name (SQL targets).
+    #[serde(default)]
+    pub database: Option<String>,
 }
 
 impl Endpoint {
@@ -96,7 +132,12 @@ impl Endpoint {
             (Some(u), None) => format!("{u}@"),
             (None, None) => String::new(),
         };
-        format!("{}://{auth}{}:{}", kind.name(), self.host, self.port)
+        let db = self
+            .database
+            .as_ref()
+            .map(|d| format!("/{d}"))
+            .unwrap_or_default();
+        format!("{}://{auth}{}:{}{db}", kind.scheme(), self.host, self.port)
     }
 }
 
@@ -127,14 +168,17 @@ impl Serialize for Secret {
 impl FromStr for TargetSpec {
     type Err = UsageError;
 
-    /// Parses `redis`, `valkey`, `memcached` (managed) or a URL
-    /// `redis://[user:pass@]host:port`, `valkey://…`, `memcached://host:port`.
+    /// Parses `redis`, `valkey`, `memcached`, `postgres`, `mariadb` (managed) or a
+    /// URL `redis://[user:pass@]host:port`, `valkey://…`, `memcached://host:port`,
+    /// `postgres://user:pass@host:port/db`, `mysql://user:pass@host:port/db`.
     fn from_str(s: &str) -> Result<Self, UsageError> {
-        const FIX: &str = "use redis, valkey or memcached (a server kvlab starts) or a URL such as redis://127.0.0.1:6379, valkey://user:pass@host:6379, memcached://127.0.0.1:11211";
+        const FIX: &str = "use redis, valkey, memcached, postgres or mariadb (a server kvlab starts) or a URL such as redis://127.0.0.1:6379, memcached://127.0.0.1:11211, postgres://user:pass@host:5432/db, mysql://user:pass@host:3306/db";
         let kind_of = |name: &str| match name {
             "redis" => Some(TargetKind::Redis),
             "valkey" => Some(TargetKind::Valkey),
             "memcached" | "memcache" => Some(TargetKind::Memcached),
+            "postgres" | "postgresql" => Some(TargetKind::Postgres),
+            "mariadb" | "mysql" => Some(TargetKind::Mariadb),
             _ => None,
         };
         if let Some(kind) = kind_of(s) {
@@ -142,6 +186,7 @@ impl FromStr for TargetSpec {
                 kind,
                 external: None,
                 server_opts: BTreeMap::new(),
+                schema: SchemaOptions::default(),
             });
         }
         let Some((scheme, _)) = s.split_once("://") else {
@@ -152,7 +197,9 @@ impl FromStr for TargetSpec {
             ));
         };
         let kind = match scheme {
-            "redis" | "valkey" => kind_of(scheme).unwrap_or(TargetKind::Redis),
+            "redis" | "valkey" | "postgres" | "postgresql" | "mysql" | "mariadb" => {
+                kind_of(scheme).unwrap_or(TargetKind::Redis)
+            }
             "memcached" | "memcache" => TargetKind::Memcached,
             "rediss" => {
                 return Err(UsageError::bad(
@@ -178,10 +225,11 @@ impl FromStr for TargetSpec {
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_string();
-        let default_port = if kind == TargetKind::Memcached {
-            11211
-        } else {
-            6379
+        let default_port = match kind {
+            TargetKind::Memcached => 11211,
+            TargetKind::Postgres => 5432,
+            TargetKind::Mariadb => 3306,
+            _ => 6379,
         };
         let port = url.port().unwrap_or(default_port);
         let decode = |p: &str| {
@@ -199,13 +247,32 @@ impl FromStr for TargetSpec {
                 "remove the user:pass@ part",
             ));
         }
-        if url.path().len() > 1 {
+        let path = url.path().trim_start_matches('/');
+        let database = if kind.is_sql() {
+            if path.is_empty() || path.contains('/') {
+                return Err(UsageError::bad(
+                    "--target",
+                    "the URL names no database",
+                    "end it with /DBNAME, e.g. postgres://user:pass@host:5432/mydb",
+                ));
+            }
+            if user.is_none() {
+                return Err(UsageError::bad(
+                    "--target",
+                    "the URL names no user",
+                    "write scheme://USER:PASS@host:port/db",
+                ));
+            }
+            Some(decode(path))
+        } else if !path.is_empty() {
             return Err(UsageError::bad(
                 "--target",
-                format!("unexpected path '{}' in the URL", url.path()),
+                format!("unexpected path '/{path}' in the URL"),
                 "give only scheme://[user:pass@]host:port",
             ));
-        }
+        } else {
+            None
+        };
         Ok(TargetSpec {
             kind,
             external: Some(Endpoint {
@@ -213,8 +280,10 @@ impl FromStr for TargetSpec {
                 port,
                 user,
                 password,
+                database,
             }),
             server_opts: BTreeMap::new(),
+            schema: SchemaOptions::default(),
         })
     }
 }
@@ -401,6 +470,21 @@ mod tests {
         assert!("mongodb://x".parse::<TargetSpec>().is_err());
         assert!("redis-server".parse::<TargetSpec>().is_err());
         assert!("memcached://u:p@h:1".parse::<TargetSpec>().is_err());
+        let t: TargetSpec = "postgresql://app:pw@db.local/shop".parse().unwrap();
+        assert_eq!(t.kind, TargetKind::Postgres);
+        let e = t.external.unwrap();
+        assert_eq!((e.port, e.database.as_deref()), (5432, Some("shop")));
+        assert_eq!(
+            e.display_url(TargetKind::Postgres),
+            "postgres://app:***@db.local:5432/shop"
+        );
+        let t: TargetSpec = "mysql://root@127.0.0.1:3307/kv".parse().unwrap();
+        assert_eq!(t.kind, TargetKind::Mariadb);
+        assert!(
+            "postgres://u:p@h:1".parse::<TargetSpec>().is_err(),
+            "no database"
+        );
+        assert!("mysql://h:1/db".parse::<TargetSpec>().is_err(), "no user");
     }
 
     #[test]

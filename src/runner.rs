@@ -3,16 +3,16 @@
 //! server's counters, and assemble the [`RunResult`].
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Result, bail};
 
 use crate::driver::{Connector, Protocol, check_prefix};
 use crate::engine::{self, EngineReport, Observer, Spec};
 use crate::output::Progress;
-use crate::plan::{KeyDistribution, Ratio, RunPlan, Stop};
+use crate::plan::RunPlan;
 use crate::results::{ConnectionReport, CounterCheck, LoadResult, RunResult, TargetInfo};
-use crate::server::{ManagedServer, ProcUsage, counters, proc_usage};
+use crate::server::{ManagedServer, ProcUsage, counters, proc_tree_usage, proc_usage};
 use crate::stats::{ErrorKind, Percentiles, encode_histogram};
 use crate::workload::{OpMix, Values};
 
@@ -39,7 +39,20 @@ pub fn run(plan: &RunPlan, opts: RunOptions, shutdown: &AtomicBool) -> Result<Ru
 
     let server = match &plan.target.external {
         None => {
-            let s = ManagedServer::start(kind, &plan.target.server_opts, data_bytes)?;
+            let sizing = crate::server::config::Sizing {
+                data_bytes,
+                connections: plan.load.connections,
+            };
+            if let Some(u) = ManagedServer::os_user(kind, &plan.target.server_opts) {
+                note(
+                    opts,
+                    format!(
+                        "kvlab: runs as root; the managed {} runs as system user '{u}'",
+                        kind.name()
+                    ),
+                );
+            }
+            let s = ManagedServer::start(kind, &plan.target.server_opts, sizing)?;
             note(
                 opts,
                 format!(
@@ -94,11 +107,7 @@ pub fn run(plan: &RunPlan, opts: RunOptions, shutdown: &AtomicBool) -> Result<Ru
         seed: plan.workload.seed,
     };
 
-    let load = if plan.workload.load {
-        Some(load_data(&base, opts, shutdown)?)
-    } else {
-        None
-    };
+    let load = crate::dataset::prepare(&base, plan, server.is_some(), opts, shutdown)?;
     if shutdown.load(Ordering::SeqCst) {
         bail!("interrupted before measuring; nothing was measured");
     }
@@ -107,6 +116,8 @@ pub fn run(plan: &RunPlan, opts: RunOptions, shutdown: &AtomicBool) -> Result<Ru
     let mut obs = RunObserver {
         progress: Progress::spinner("run", opts.progress),
         server_pid: server.as_ref().map(|s| s.pid()),
+        server_tree: kind == crate::plan::TargetKind::Postgres,
+        server_peak_kb: 0,
         at_start: None,
         at_end: None,
         warmup: base.warmup,
@@ -146,88 +157,10 @@ pub fn run(plan: &RunPlan, opts: RunOptions, shutdown: &AtomicBool) -> Result<Ru
     Ok(result)
 }
 
-fn note(opts: RunOptions, msg: String) {
+/// Prints a note on stderr when notes are on.
+pub fn note(opts: RunOptions, msg: String) {
     if opts.notes {
         eprintln!("{msg}");
-    }
-}
-
-/// Writes every key once, pipelined, and fails unless every write was stored.
-fn load_data(base: &Spec, opts: RunOptions, shutdown: &AtomicBool) -> Result<LoadResult> {
-    let keys = base.keys;
-    let pipeline = (1_048_576 / (base.values.size() + 64)).clamp(1, 128);
-    let spec = Spec {
-        distribution: KeyDistribution::Sequential,
-        mix: OpMix::new(Ratio { set: 1, get: 0 }),
-        connections: base
-            .connections
-            .min(base.threads * 4)
-            .min(keys as usize)
-            .max(1),
-        pipeline,
-        warmup: Duration::ZERO,
-        stop: Stop::Requests(keys),
-        rate: None,
-        ..base.clone()
-    };
-    note(
-        opts,
-        format!("kvlab: loading {keys} keys of {} B", base.values.size()),
-    );
-    let mut obs = LoadObserver {
-        progress: Progress::counter("load", keys, opts.progress),
-        done: 0,
-    };
-    let started = Instant::now();
-    let r = engine::execute(&spec, shutdown, &mut obs)?;
-    obs.progress.finish();
-    let seconds = started.elapsed().as_secs_f64();
-    if r.interrupted {
-        bail!("interrupted while loading the data; nothing was measured");
-    }
-    let c = &r.measured.counts;
-    if c.stored != keys {
-        let kinds: Vec<String> = ErrorKind::ALL
-            .iter()
-            .filter(|k| c.error(**k) > 0)
-            .map(|k| format!("{} {}", k.name(), c.error(*k)))
-            .collect();
-        let hint = if base.connector.protocol == Protocol::Memcache
-            && base.values.size() > 1_000_000
-        {
-            "memcached stores items of at most 1 MiB by default: raise it with --server-opt item-size-max=4m or lower --value-size"
-        } else {
-            "is the server's memory limit large enough (--server-opt memory-mb=…)?"
-        };
-        bail!(
-            "loading the data failed: {} of {keys} keys stored ({}){}; {hint}",
-            c.stored,
-            if kinds.is_empty() {
-                "no errors counted".to_string()
-            } else {
-                kinds.join(", ")
-            },
-            r.last_connect_error
-                .map(|e| format!("; last connection error: {e}"))
-                .unwrap_or_default()
-        );
-    }
-    Ok(LoadResult {
-        keys,
-        seconds,
-        keys_per_s: keys as f64 / seconds.max(1e-9),
-    })
-}
-
-struct LoadObserver {
-    progress: Progress,
-    done: u64,
-}
-
-impl Observer for LoadObserver {
-    fn second(&mut self, _e: Duration, requests: u64, _p99: f64, _errors: u64) {
-        self.done += requests;
-        self.progress.inc(requests);
     }
 }
 
@@ -240,6 +173,10 @@ struct Sample {
 struct RunObserver {
     progress: Progress,
     server_pid: Option<u32>,
+    /// Measure the whole process tree (PostgreSQL: one process per connection).
+    server_tree: bool,
+    /// Largest server memory seen at any sample.
+    server_peak_kb: u64,
     at_start: Option<Sample>,
     at_end: Option<Sample>,
     warmup: Duration,
@@ -249,7 +186,11 @@ impl RunObserver {
     fn sample(&self) -> Sample {
         Sample {
             client_cpu_s: self_cpu_s(),
-            server: self.server_pid.and_then(proc_usage),
+            server: self.server_pid.and_then(if self.server_tree {
+                proc_tree_usage
+            } else {
+                proc_usage
+            }),
         }
     }
 }
@@ -262,9 +203,16 @@ impl Observer for RunObserver {
         }
     }
     fn measure_started(&mut self) {
-        self.at_start = Some(self.sample());
+        let s = self.sample();
+        self.track_peak(&s);
+        self.at_start = Some(s);
     }
     fn second(&mut self, elapsed: Duration, requests: u64, p99_us: f64, errors: u64) {
+        if self.server_tree {
+            // A process tree's peak is the largest total seen at a sample.
+            let s = self.sample();
+            self.track_peak(&s);
+        }
         let phase = if elapsed <= self.warmup {
             "warm-up"
         } else {
@@ -280,7 +228,17 @@ impl Observer for RunObserver {
         ));
     }
     fn measure_ended(&mut self) {
-        self.at_end = Some(self.sample());
+        let s = self.sample();
+        self.track_peak(&s);
+        self.at_end = Some(s);
+    }
+}
+
+impl RunObserver {
+    fn track_peak(&mut self, s: &Sample) {
+        if let Some(u) = s.server {
+            self.server_peak_kb = self.server_peak_kb.max(u.peak_rss_kb);
+        }
     }
 }
 
@@ -424,11 +382,12 @@ fn assemble(
         client_peak_rss_kb: self_peak_rss_kb(),
         server_cpu_s,
         server_cpu_us_per_request: server_cpu_s.map(per_req),
-        server_peak_rss_kb: end.and_then(|e| e.server).map(|u| u.peak_rss_kb),
+        server_peak_rss_kb: end.and_then(|e| e.server).map(|_| obs.server_peak_kb),
         load,
         warmup: r.warmup,
         connections: ConnectionReport {
             requested: plan.load.connections,
+            established: r.established,
             failures: r.connect_failures,
             reconnects: r.reconnects,
             last_error: r.last_connect_error,

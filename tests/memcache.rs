@@ -52,7 +52,8 @@ fn misses_and_corruption_are_detected() {
 fn a_full_memcached_fails_the_load_clearly() {
     let mut opts = std::collections::BTreeMap::new();
     opts.insert("memory-mb".to_string(), "2".to_string());
-    let s = kvlab::server::ManagedServer::start(TargetKind::Memcached, &opts, 0).unwrap();
+    let s = kvlab::server::ManagedServer::start(TargetKind::Memcached, &opts, Default::default())
+        .unwrap();
     let mut p = plan(TargetKind::Memcached, s.endpoint());
     p.workload.keys = 100_000;
     p.workload.value_size = 1000;

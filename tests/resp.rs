@@ -146,7 +146,8 @@ fn a_server_that_dies_mid_run_gives_counted_errors_not_a_hang() {
 fn a_password_protected_server_needs_and_hides_the_password() {
     let mut opts = std::collections::BTreeMap::new();
     opts.insert("requirepass".to_string(), "s3cret-pw".to_string());
-    let s = kvlab::server::ManagedServer::start(TargetKind::Redis, &opts, 0).unwrap();
+    let s =
+        kvlab::server::ManagedServer::start(TargetKind::Redis, &opts, Default::default()).unwrap();
     let p = plan(TargetKind::Redis, s.endpoint());
     let r = measure(&p);
     assert_eq!(r.errors, 0);

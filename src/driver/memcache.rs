@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 
 use anyhow::{Result, bail};
 
-use super::{Codec, Decoded, Malformed, Reply, ServerInfo, line_end, parse_usize};
+use super::{Codec, Decoded, Key, Malformed, Reply, ServerInfo, line_end, parse_usize};
 use crate::workload::OpKind;
 
 /// The memcached text codec (stateless).
@@ -14,14 +14,16 @@ pub struct Memcache;
 
 impl Codec for Memcache {
     #[inline]
-    fn encode_get(&self, key: &[u8], out: &mut Vec<u8>) {
+    fn encode_get(&self, key: Key<'_>, out: &mut Vec<u8>) {
+        let key = key.name;
         out.extend_from_slice(b"get ");
         out.extend_from_slice(key);
         out.extend_from_slice(b"\r\n");
     }
 
     #[inline]
-    fn encode_set(&self, key: &[u8], value: &[u8], out: &mut Vec<u8>) {
+    fn encode_set(&self, key: Key<'_>, value: &[u8], out: &mut Vec<u8>) {
+        let key = key.name;
         let mut b = itoa::Buffer::new();
         out.extend_from_slice(b"set ");
         out.extend_from_slice(key);
@@ -150,10 +152,16 @@ mod tests {
     #[test]
     fn encodes_commands() {
         let mut out = Vec::new();
-        Memcache.encode_get(b"k:1", &mut out);
+        Memcache.encode_get(
+            Key {
+                id: 1,
+                name: b"k:1",
+            },
+            &mut out,
+        );
         assert_eq!(out, b"get k:1\r\n");
         out.clear();
-        Memcache.encode_set(b"k", b"vv", &mut out);
+        Memcache.encode_set(Key { id: 0, name: b"k" }, b"vv", &mut out);
         assert_eq!(out, b"set k 0 0 2\r\nvv\r\n");
     }
 

@@ -5,6 +5,7 @@
 //! histogram. Dispatch from [`Protocol`] to a concrete codec happens once per run.
 
 pub mod memcache;
+pub mod postgres;
 pub mod resp;
 
 use std::io::{self, Read, Write};
@@ -24,6 +25,10 @@ pub enum Protocol {
     Resp,
     /// Memcached text protocol.
     Memcache,
+    /// PostgreSQL wire protocol v3.
+    Postgres,
+    /// MySQL/MariaDB client/server protocol.
+    Mysql,
 }
 
 impl Protocol {
@@ -32,7 +37,14 @@ impl Protocol {
         match kind {
             TargetKind::Redis | TargetKind::Valkey => Protocol::Resp,
             TargetKind::Memcached => Protocol::Memcache,
+            TargetKind::Postgres => Protocol::Postgres,
+            TargetKind::Mariadb => Protocol::Mysql,
         }
+    }
+
+    /// Whether more than one request may be in flight on a connection.
+    pub fn pipelines(self) -> bool {
+        self != Protocol::Mysql
     }
 }
 
@@ -67,12 +79,21 @@ pub enum Decoded {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Malformed(pub &'static str);
 
-/// A sans-IO request encoder and reply decoder.
-pub trait Codec: Copy + Send + 'static {
+/// The key of one request: its numeric id (SQL targets) and its name (caches).
+#[derive(Clone, Copy, Debug)]
+pub struct Key<'a> {
+    /// Key id, `0..keys`.
+    pub id: u64,
+    /// `prefix` + decimal id.
+    pub name: &'a [u8],
+}
+
+/// A sans-IO request encoder and reply decoder. Cloned once per worker.
+pub trait Codec: Clone + Send + 'static {
     /// Appends a GET of `key` to `out`.
-    fn encode_get(&self, key: &[u8], out: &mut Vec<u8>);
+    fn encode_get(&self, key: Key<'_>, out: &mut Vec<u8>);
     /// Appends a SET of `key` to `value` to `out`.
-    fn encode_set(&self, key: &[u8], value: &[u8], out: &mut Vec<u8>);
+    fn encode_set(&self, key: Key<'_>, value: &[u8], out: &mut Vec<u8>);
     /// Decodes the reply to a request of kind `op` from the front of `buf`.
     fn decode(&self, op: OpKind, buf: &[u8]) -> Result<Decoded, Malformed>;
 }
@@ -97,6 +118,7 @@ pub struct Connector {
     pub display: String,
     user: Option<String>,
     password: Option<String>,
+    database: Option<String>,
 }
 
 impl Connector {
@@ -114,11 +136,30 @@ impl Connector {
             display,
             user: endpoint.user.clone(),
             password: endpoint.password.as_ref().map(|p| p.expose().to_string()),
+            database: endpoint.database.clone(),
         })
     }
 
-    /// Opens a TCP connection (`TCP_NODELAY`) and authenticates, all within `timeout`.
+    /// Opens a set-up session on a PostgreSQL target (not prepared for the engine).
+    pub fn open_pg(&self, timeout: Duration) -> io::Result<postgres::PgConn> {
+        let s = TcpStream::connect_timeout(&self.addr, timeout)?;
+        s.set_nodelay(true)?;
+        s.set_read_timeout(Some(timeout))?;
+        s.set_write_timeout(Some(timeout))?;
+        let user = self.user.as_deref().unwrap_or("postgres");
+        let db = self.database.as_deref().unwrap_or("postgres");
+        postgres::PgConn::start(s, user, self.password.as_deref(), db)
+    }
+
+    /// Opens a TCP connection (`TCP_NODELAY`) ready for the engine: authenticated
+    /// and, on databases, with kvlab's statements prepared; all within `timeout`.
     pub fn connect(&self, timeout: Duration) -> io::Result<TcpStream> {
+        if self.protocol == Protocol::Postgres {
+            let mut c = self.open_pg(timeout)?;
+            c.prepare_kv()?;
+            c.set_timeout(None)?;
+            return Ok(c.into_stream());
+        }
         let s = TcpStream::connect_timeout(&self.addr, timeout)?;
         s.set_nodelay(true)?;
         if let (Protocol::Resp, Some(pass)) = (self.protocol, &self.password) {
@@ -149,6 +190,13 @@ impl Connector {
     /// Connects once, checks the server speaks the expected protocol, and reads its
     /// version. Fails with a one-line message within about `timeout`.
     pub fn probe(&self, timeout: Duration) -> Result<ServerInfo> {
+        if self.protocol == Protocol::Postgres {
+            let c = self.open_pg(timeout).map_err(|e| self.probe_error(e))?;
+            return Ok(ServerInfo {
+                product: "postgres".into(),
+                version: c.server_version,
+            });
+        }
         let s = self.connect(timeout).map_err(|e| match e.kind() {
             io::ErrorKind::PermissionDenied => anyhow::anyhow!(
                 "{}: {e}; check the user and password in --target",
@@ -166,6 +214,7 @@ impl Connector {
         let info = match self.protocol {
             Protocol::Resp => resp::probe(&mut s),
             Protocol::Memcache => memcache::probe(&mut s),
+            Protocol::Postgres | Protocol::Mysql => unreachable!("databases probe above"),
         };
         info.map_err(|e| {
             let e = if is_timeout(&e) {
@@ -178,10 +227,45 @@ impl Connector {
                 self.display,
                 match self.protocol {
                     Protocol::Resp => "a Redis/Valkey server",
-                    Protocol::Memcache => "a memcached server",
+                    _ => "a memcached server",
                 }
             )
         })
+    }
+}
+
+impl Connector {
+    /// A one-line error for a failed set-up connection to a database.
+    fn probe_error(&self, e: io::Error) -> anyhow::Error {
+        let what = match self.protocol {
+            Protocol::Mysql => "a MySQL/MariaDB server",
+            _ => "a PostgreSQL server",
+        };
+        match e.kind() {
+            io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::HostUnreachable
+            | io::ErrorKind::NetworkUnreachable => {
+                anyhow::anyhow!(
+                    "cannot connect to {}: {e}; is the server running and is the port right?",
+                    self.display
+                )
+            }
+            io::ErrorKind::PermissionDenied => {
+                anyhow::anyhow!(
+                    "{}: {e}; check the user and password in --target",
+                    self.display
+                )
+            }
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => anyhow::anyhow!(
+                "{} does not answer as {what} should: no reply in time; check the scheme and port of --target",
+                self.display
+            ),
+            io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => anyhow::anyhow!(
+                "{} does not answer as {what} should: {e}; check the scheme and port of --target",
+                self.display
+            ),
+            _ => anyhow::anyhow!("{}: {e}", self.display),
+        }
     }
 }
 

@@ -5,7 +5,7 @@ use std::io::{self, Read, Write};
 
 use anyhow::{Result, bail};
 
-use super::{Codec, Decoded, Malformed, Reply, ServerInfo, line_end, parse_usize};
+use super::{Codec, Decoded, Key, Malformed, Reply, ServerInfo, line_end, parse_usize};
 use crate::workload::OpKind;
 
 /// The RESP codec (stateless).
@@ -35,13 +35,15 @@ pub fn encode_command(args: &[&[u8]], out: &mut Vec<u8>) {
 
 impl Codec for Resp {
     #[inline]
-    fn encode_get(&self, key: &[u8], out: &mut Vec<u8>) {
+    fn encode_get(&self, key: Key<'_>, out: &mut Vec<u8>) {
+        let key = key.name;
         out.extend_from_slice(b"*2\r\n$3\r\nGET\r\n");
         push_bulk(out, key);
     }
 
     #[inline]
-    fn encode_set(&self, key: &[u8], value: &[u8], out: &mut Vec<u8>) {
+    fn encode_set(&self, key: Key<'_>, value: &[u8], out: &mut Vec<u8>) {
+        let key = key.name;
         out.extend_from_slice(b"*3\r\n$3\r\nSET\r\n");
         push_bulk(out, key);
         push_bulk(out, value);
@@ -214,10 +216,16 @@ mod tests {
     #[test]
     fn encodes_commands() {
         let mut out = Vec::new();
-        Resp.encode_get(b"k:1", &mut out);
+        Resp.encode_get(
+            Key {
+                id: 1,
+                name: b"k:1",
+            },
+            &mut out,
+        );
         assert_eq!(out, b"*2\r\n$3\r\nGET\r\n$3\r\nk:1\r\n");
         out.clear();
-        Resp.encode_set(b"k", b"vv", &mut out);
+        Resp.encode_set(Key { id: 0, name: b"k" }, b"vv", &mut out);
         assert_eq!(out, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\nvv\r\n");
     }
 

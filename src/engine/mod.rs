@@ -12,8 +12,9 @@ pub mod worker;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Barrier, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -21,6 +22,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::driver::memcache::Memcache;
+use crate::driver::postgres::Postgres;
 use crate::driver::resp::Resp;
 use crate::driver::{Codec, Connector, Protocol};
 use crate::plan::{KeyDistribution, Stop};
@@ -127,6 +129,8 @@ pub struct Second {
 
 /// Live view of a run, for progress display and for sampling resources.
 pub trait Observer {
+    /// Connections opened (or attempted) so far, of `total`.
+    fn connecting(&mut self, _done: usize, _total: usize) {}
     /// All connections are open and the load starts now.
     fn started(&mut self, _warmup: Duration) {}
     /// The measured phase begins now.
@@ -157,6 +161,8 @@ pub struct EngineReport {
     pub connect_failures: u64,
     /// Connections re-established mid-run.
     pub reconnects: u64,
+    /// Connections open when the load started.
+    pub established: usize,
     /// Last connection error message, if any.
     pub last_connect_error: Option<String>,
     /// Fraction of the window the workers were running or runnable (0..1), if known.
@@ -174,6 +180,10 @@ pub fn execute(
     match spec.connector.protocol {
         Protocol::Resp => execute_with(Resp, spec, shutdown, observer),
         Protocol::Memcache => execute_with(Memcache, spec, shutdown, observer),
+        Protocol::Postgres => {
+            execute_with(Postgres::new(spec.values.size()), spec, shutdown, observer)
+        }
+        Protocol::Mysql => anyhow::bail!("the MySQL driver is not built yet"),
     }
 }
 
@@ -185,8 +195,10 @@ fn execute_with<C: Codec>(
 ) -> Result<EngineReport> {
     let threads = spec.threads.clamp(1, spec.connections.max(1));
     let (tx, rx) = mpsc::channel::<Tick>();
-    let ready = Arc::new(Barrier::new(threads + 1));
-    let go = Arc::new(Barrier::new(threads + 1));
+    // Start line: workers open their connections (counted in `opened`), report
+    // `ready`, and wait for the clock, so everyone starts at the same instant.
+    let opened = Arc::new(AtomicUsize::new(0));
+    let ready = Arc::new(AtomicUsize::new(0));
     let clock: Arc<OnceLock<Timing>> = Arc::new(OnceLock::new());
 
     std::thread::scope(|scope| -> Result<EngineReport> {
@@ -206,30 +218,42 @@ fn execute_with<C: Codec>(
                     },
                 })
                 .collect();
-            let (tx, ready, go, clock) = (
+            let (tx, ready, clock, opened) = (
                 tx.clone(),
                 Arc::clone(&ready),
-                Arc::clone(&go),
                 Arc::clone(&clock),
+                Arc::clone(&opened),
             );
             let seed = spec.seed.wrapping_add(t as u64 * 0x9e37_79b9_7f4a_7c15);
+            let codec = codec.clone();
             let h = std::thread::Builder::new()
                 .name(format!("kvlab-worker-{t}"))
                 .spawn_scoped(scope, move || {
-                    worker::run(codec, spec, plans, seed, shutdown, tx, move || {
-                        ready.wait();
-                        go.wait();
-                        *clock.get().expect("clock set before go")
+                    let links = worker::Links {
+                        shutdown,
+                        ticks: tx,
+                        opened: &opened,
+                    };
+                    worker::run(codec, spec, plans, seed, links, move || {
+                        ready.fetch_add(1, Ordering::SeqCst);
+                        loop {
+                            if let Some(t) = clock.get() {
+                                return *t;
+                            }
+                            std::thread::sleep(Duration::from_micros(200));
+                        }
                     })
                 })
                 .context("cannot start a worker thread")?;
             handles.push(h);
         }
         drop(tx);
-        ready.wait();
+        while ready.load(Ordering::SeqCst) < threads {
+            std::thread::sleep(Duration::from_millis(50));
+            observer.connecting(opened.load(Ordering::Relaxed), spec.connections);
+        }
         let timing = Timing::new(Instant::now(), spec.warmup, spec.stop);
         let _ = clock.set(timing);
-        go.wait();
         observer.started(spec.warmup);
         let mut seconds: BTreeMap<i64, (Counts, Histogram<u64>, Counts)> = BTreeMap::new();
         let mut measure_started = false;
@@ -310,7 +334,7 @@ fn merge(
     let mut measured = Recorder::default();
     let mut warmup = Counts::default();
     let mut schedule = ScheduleReport::default();
-    let (mut cf, mut rc, mut last_err) = (0, 0, None);
+    let (mut cf, mut rc, mut last_err, mut est) = (0, 0, None, 0);
     let mut window = Duration::ZERO;
     let mut busy = Some(0u64);
     for r in &reports {
@@ -319,6 +343,7 @@ fn merge(
         schedule.merge(&r.schedule);
         cf += r.connect_failures;
         rc += r.reconnects;
+        est += r.established;
         if r.last_connect_error.is_some() {
             last_err.clone_from(&r.last_connect_error);
         }
@@ -364,6 +389,7 @@ fn merge(
         schedule: spec.rate.map(|_| schedule),
         connect_failures: cf,
         reconnects: rc,
+        established: est,
         last_connect_error: last_err,
         client_busy,
         interrupted,

@@ -9,7 +9,7 @@
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
@@ -19,7 +19,7 @@ use rand::rngs::SmallRng;
 
 use super::pacer::{Pacer, PreciseTimer, ScheduleReport};
 use super::{Spec, Tick, Timing};
-use crate::driver::{Codec, Decoded, Reply};
+use crate::driver::{Codec, Decoded, Key, Reply};
 use crate::stats::{Counts, ErrorKind, Outcome, Recorder};
 use crate::workload::{KeyGen, OpKind, OpMix, Values, write_key};
 
@@ -45,6 +45,8 @@ pub struct WorkerReport {
     pub connect_failures: u64,
     /// Connections re-established after a failure.
     pub reconnects: u64,
+    /// Connections open when the load started.
+    pub established: usize,
     /// The last connection error seen, if any.
     pub last_connect_error: Option<String>,
     /// Nanoseconds this thread ran or waited to run during the measured window.
@@ -76,6 +78,8 @@ struct Conn {
     quota: Option<u64>,
     due: Instant,
     retry_at: Instant,
+    /// Consecutive failed connection attempts (for back-off).
+    fails: u32,
 }
 
 /// Everything of the worker except its connections, so both can be borrowed at once.
@@ -103,21 +107,35 @@ struct Ctx<'a, C: Codec> {
     draining: bool,
 }
 
+/// What a worker shares with the thread that runs the point.
+pub struct Links<'a> {
+    /// Set to stop early (Ctrl-C).
+    pub shutdown: &'a AtomicBool,
+    /// Where the once-a-second snapshots go.
+    pub ticks: Sender<Tick>,
+    /// Connections opened (or attempted) so far, for progress.
+    pub opened: &'a AtomicUsize,
+}
+
 /// Runs one worker to the end of its drain and returns its report.
 pub fn run<C: Codec>(
     codec: C,
     spec: &Spec,
     plans: Vec<ConnPlan>,
     seed: u64,
-    shutdown: &AtomicBool,
-    ticks: Sender<Tick>,
+    links: Links<'_>,
     start: impl FnOnce() -> Timing,
 ) -> io::Result<WorkerReport> {
-    let opened = Poll::new().and_then(|p| {
+    let Links {
+        shutdown,
+        ticks,
+        opened,
+    } = links;
+    let polled = Poll::new().and_then(|p| {
         let r = p.registry().try_clone()?;
         Ok((p, r))
     });
-    let (mut poll, registry) = match opened {
+    let (mut poll, registry) = match polled {
         Ok(p) => p,
         Err(e) => {
             start(); // never leave the others waiting at the start line
@@ -147,6 +165,7 @@ pub fn run<C: Codec>(
             quota: p.quota,
             due: now,
             retry_at: now,
+            fails: 0,
         })
         .collect();
     let mut cx = Ctx {
@@ -176,8 +195,13 @@ pub fn run<C: Codec>(
         draining: false,
     };
     for (i, c) in conns.iter_mut().enumerate() {
-        cx.connect(&poll, c, i, now);
+        if shutdown.load(Ordering::Relaxed) {
+            break;
+        }
+        cx.connect(&poll, c, i, Instant::now());
+        opened.fetch_add(1, Ordering::Relaxed);
     }
+    let established = conns.iter().filter(|c| c.stream.is_some()).count();
     cx.quota_left = conns.iter().map(|c| c.quota).sum();
     let timing = start();
     cx.timing = timing;
@@ -349,6 +373,7 @@ pub fn run<C: Codec>(
         schedule: cx.schedule,
         connect_failures: cx.connect_failures,
         reconnects: cx.reconnects,
+        established,
         last_connect_error: cx.last_connect_error,
         busy_ns,
         window: window_end.saturating_duration_since(timing.measure_start),
@@ -381,6 +406,7 @@ impl<C: Codec> Ctx<'_, C> {
                     return;
                 }
                 c.stream = Some(s);
+                c.fails = 0;
                 c.want_write = false;
                 c.wbuf.clear();
                 c.wpos = 0;
@@ -396,7 +422,9 @@ impl<C: Codec> Ctx<'_, C> {
         if self.last_connect_error.is_none() || self.connect_failures % 1000 == 1 {
             self.last_connect_error = Some(e.to_string());
         }
-        c.retry_at = now + Duration::from_millis(200);
+        // Back off: a server refusing connections is not hammered with more.
+        c.fails = c.fails.saturating_add(1);
+        c.retry_at = now + Duration::from_millis(100 << c.fails.min(6));
     }
 
     /// Timeouts and reconnection; runs every few milliseconds, not per request.
@@ -462,12 +490,16 @@ impl<C: Codec> Ctx<'_, C> {
         let op = self.mix.next(&mut self.rng);
         let key = c.keys.next(&mut self.rng);
         write_key(&self.spec.key_prefix, key, &mut self.key);
+        let k = Key {
+            id: key,
+            name: &self.key,
+        };
         match op {
-            OpKind::Get => self.codec.encode_get(&self.key, &mut c.wbuf),
+            OpKind::Get => self.codec.encode_get(k, &mut c.wbuf),
             OpKind::Set => {
                 self.value.clear();
                 self.values.write(key, &mut self.value);
-                self.codec.encode_set(&self.key, &self.value, &mut c.wbuf);
+                self.codec.encode_set(k, &self.value, &mut c.wbuf);
             }
         }
         let measured = intended >= self.timing.measure_start;

@@ -24,16 +24,90 @@ pub const MEMCACHED_KEYS: &[(&str, &str, &str)] = &[
     ("backlog", "-b", "listen backlog"),
 ];
 
+/// What a managed server must be sized for.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sizing {
+    /// Bytes of data the run will store (keys, values, overhead).
+    pub data_bytes: u64,
+    /// Connections the run will open.
+    pub connections: usize,
+}
+
+fn mib_for(data_bytes: u64, floor: u64) -> u64 {
+    (((data_bytes as f64 * 1.5) / (1 << 20) as f64).ceil() as u64).max(floor)
+}
+
+/// Settings kvlab itself sets on a managed database (not overridable).
+const SQL_OWN: &[&str] = &[
+    "port",
+    "listen_addresses",
+    "unix_socket_directories",
+    "data_directory",
+    "datadir",
+    "socket",
+    "bind-address",
+    "bind_address",
+    "user",
+    "pid-file",
+];
+
 /// The command-line arguments (after the binary) that apply `opts` for `kind`,
 /// and the settings as recorded in results (secrets masked).
 pub fn server_args(
     kind: TargetKind,
     opts: &BTreeMap<String, String>,
-    data_bytes: u64,
+    sizing: Sizing,
 ) -> Result<(Vec<String>, BTreeMap<String, String>)> {
+    let data_bytes = sizing.data_bytes;
     let mut args = Vec::new();
     let mut settings = BTreeMap::new();
     match kind {
+        TargetKind::Postgres | TargetKind::Mariadb => {
+            let pg = kind == TargetKind::Postgres;
+            let mut given = opts.clone();
+            let conns = (sizing.connections + 20).max(if pg { 100 } else { 151 });
+            given
+                .entry("max_connections".into())
+                .or_insert_with(|| conns.to_string());
+            let mem = format!("{}MB", mib_for(data_bytes, 128));
+            let (mem_key, mem_value) = if pg {
+                ("shared_buffers", mem)
+            } else {
+                ("innodb_buffer_pool_size", mem.replace("MB", "M"))
+            };
+            given.entry(mem_key.into()).or_insert(mem_value);
+            if !pg {
+                // The MEMORY engine's table must fit too.
+                given
+                    .entry("max_heap_table_size".into())
+                    .or_insert_with(|| format!("{}M", mib_for(data_bytes * 2, 64)));
+            }
+            for (k, v) in &given {
+                let key = k.trim_start_matches("--");
+                let key = if pg {
+                    key.replace('-', "_")
+                } else {
+                    key.to_string()
+                };
+                if SQL_OWN.contains(&key.as_str()) {
+                    bail!(
+                        "--server-opt {k}: kvlab sets '{key}' itself for a managed server; remove this option"
+                    );
+                }
+                if pg {
+                    args.push("-c".to_string());
+                    args.push(format!("{key}={v}"));
+                } else {
+                    args.push(format!("--{key}={v}"));
+                }
+                let shown = if crate::plan::is_secret_key(&key) {
+                    "***".to_string()
+                } else {
+                    v.clone()
+                };
+                settings.insert(key, shown);
+            }
+        }
         TargetKind::Redis | TargetKind::Valkey => {
             for (k, v) in opts {
                 // kvlab's own name for the memory limit, shared with memcached.
@@ -70,11 +144,9 @@ pub fn server_args(
             given
                 .entry("max-connections".into())
                 .or_insert_with(|| "4096".into());
-            given.entry("memory-mb".into()).or_insert_with(|| {
-                (((data_bytes as f64 * 1.5) / (1 << 20) as f64).ceil() as u64)
-                    .max(64)
-                    .to_string()
-            });
+            given
+                .entry("memory-mb".into())
+                .or_insert_with(|| mib_for(data_bytes, 64).to_string());
             for (k, v) in &given {
                 let Some((_, flag, _)) = MEMCACHED_KEYS.iter().find(|(name, _, _)| name == k)
                 else {
@@ -114,16 +186,42 @@ pub fn parse_opt(s: &str) -> Result<(String, String), String> {
 mod tests {
     use super::*;
 
+    fn sz(data_bytes: u64) -> Sizing {
+        Sizing {
+            data_bytes,
+            connections: 50,
+        }
+    }
+
+    #[test]
+    fn sizes_databases() {
+        let mut o = BTreeMap::new();
+        let sizing = Sizing {
+            data_bytes: 1 << 30,
+            connections: 1000,
+        };
+        let (args, settings) = server_args(TargetKind::Postgres, &o, sizing).unwrap();
+        assert_eq!(settings["max_connections"], "1020");
+        assert_eq!(settings["shared_buffers"], "1536MB");
+        assert!(args.windows(2).any(|w| w == ["-c", "max_connections=1020"]));
+        o.insert("query_cache_type".to_string(), "1".to_string());
+        let (args, settings) = server_args(TargetKind::Mariadb, &o, sz(0)).unwrap();
+        assert!(args.contains(&"--query_cache_type=1".to_string()));
+        assert_eq!(settings["max_connections"], "151");
+        o.insert("port".into(), "1".into());
+        assert!(server_args(TargetKind::Mariadb, &o, sz(0)).is_err());
+    }
+
     #[test]
     fn maps_memcached_settings() {
         let mut o = BTreeMap::new();
         o.insert("threads".to_string(), "2".to_string());
-        let (args, settings) = server_args(TargetKind::Memcached, &o, 100 << 20).unwrap();
+        let (args, settings) = server_args(TargetKind::Memcached, &o, sz(100 << 20)).unwrap();
         assert!(args.windows(2).any(|w| w == ["-t", "2"]));
         assert!(args.windows(2).any(|w| w == ["-m", "150"]));
         assert_eq!(settings["max-connections"], "4096");
         o.insert("bogus".into(), "1".into());
-        let e = server_args(TargetKind::Memcached, &o, 0)
+        let e = server_args(TargetKind::Memcached, &o, sz(0))
             .unwrap_err()
             .to_string();
         assert!(e.contains("bogus") && e.contains("threads"), "{e}");
@@ -135,12 +233,12 @@ mod tests {
         o.insert("io-threads".to_string(), "4".to_string());
         o.insert("memory-mb".to_string(), "100".to_string());
         o.insert("requirepass".to_string(), "pw".to_string());
-        let (args, settings) = server_args(TargetKind::Redis, &o, 0).unwrap();
+        let (args, settings) = server_args(TargetKind::Redis, &o, sz(0)).unwrap();
         assert!(args.windows(2).any(|w| w == ["--io-threads", "4"]));
         assert!(args.windows(2).any(|w| w == ["--maxmemory", "100mb"]));
         assert_eq!(settings["requirepass"], "***");
         o.insert("port".into(), "1".into());
-        assert!(server_args(TargetKind::Redis, &o, 0).is_err());
+        assert!(server_args(TargetKind::Redis, &o, sz(0)).is_err());
         assert!(parse_opt("a=b").is_ok() && parse_opt("ab").is_err() && parse_opt("=b").is_err());
     }
 }

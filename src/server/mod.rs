@@ -5,6 +5,7 @@
 
 pub mod config;
 pub mod counters;
+pub mod sql;
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -31,6 +32,8 @@ pub struct ManagedServer {
     /// Product and version, read from the running server.
     pub info: ServerInfo,
     password: Option<String>,
+    user: Option<String>,
+    database: Option<String>,
 }
 
 /// CPU and memory a process used, from /proc.
@@ -48,10 +51,13 @@ pub fn binary_name(kind: TargetKind) -> &'static str {
         TargetKind::Redis => "redis-server",
         TargetKind::Valkey => "valkey-server",
         TargetKind::Memcached => "memcached",
+        TargetKind::Postgres => "postgres",
+        TargetKind::Mariadb => "mariadbd",
     }
 }
 
-fn find_binary(name: &str) -> Option<PathBuf> {
+/// Finds an installed program on PATH or in the usual system directories.
+pub fn find_binary(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .chain([
@@ -69,26 +75,51 @@ fn free_port() -> Result<u16> {
 }
 
 impl ManagedServer {
-    /// Starts `kind` with `opts` (see [`config::server_args`]); `data_bytes` sizes
-    /// memory defaults. Returns once the server answers its protocol.
+    /// Starts `kind` with `opts` (see [`config::server_args`]), sized for
+    /// `sizing`. Returns once the server answers its protocol.
     pub fn start(
         kind: TargetKind,
         opts: &BTreeMap<String, String>,
-        data_bytes: u64,
+        sizing: config::Sizing,
     ) -> Result<ManagedServer> {
         let name = binary_name(kind);
-        let bin = find_binary(name).with_context(|| {
+        let bin = match kind {
+            TargetKind::Postgres => sql::pg_binary(name),
+            _ => find_binary(name),
+        };
+        let bin = bin.with_context(|| {
             format!("'{name}' is not installed; run `make deps` (or apt-get install {}), or give --target a URL of a running server", package_of(kind))
         })?;
-        let (extra, settings) = config::server_args(kind, opts, data_bytes)?;
+        let mut opts = opts.clone();
+        let os_user = opts.remove("os-user");
+        if os_user.is_some() && !kind.is_sql() {
+            bail!(
+                "--server-opt os-user: only PostgreSQL and MariaDB run as another user; remove it"
+            );
+        }
+        let (extra, settings) = config::server_args(kind, &opts, sizing)?;
         let password = opts.get("requirepass").cloned();
+        let run_as = match kind {
+            TargetKind::Postgres => sql::run_as(os_user.as_deref(), "postgres")?,
+            TargetKind::Mariadb => sql::run_as(os_user.as_deref(), "mysql")?,
+            _ => None,
+        };
         let mut last_err = None;
         // A port found free can be taken before the server binds it: retry.
         for _ in 0..3 {
-            match Self::try_start(kind, &bin, &extra, settings.clone(), password.clone()) {
+            match Self::try_start(
+                kind,
+                &bin,
+                &extra,
+                settings.clone(),
+                password.clone(),
+                run_as.as_ref(),
+            ) {
                 Ok(s) => return Ok(s),
                 Err(e) => {
-                    let retry = format!("{e:#}").contains("ddress already in use");
+                    let text = format!("{e:#}");
+                    let retry = text.contains("ddress already in use")
+                        || text.contains("Do you already have another");
                     last_err = Some(e);
                     if !retry {
                         break;
@@ -99,21 +130,42 @@ impl ManagedServer {
         Err(last_err.unwrap_or_else(|| anyhow::anyhow!("{name} did not start")))
     }
 
+    /// The system user a managed database runs as, if not kvlab's own.
+    pub fn os_user(kind: TargetKind, opts: &BTreeMap<String, String>) -> Option<String> {
+        let default = match kind {
+            TargetKind::Postgres => "postgres",
+            TargetKind::Mariadb => "mysql",
+            _ => return None,
+        };
+        sql::is_root().then(|| {
+            opts.get("os-user")
+                .cloned()
+                .unwrap_or_else(|| default.to_string())
+        })
+    }
+
     fn try_start(
         kind: TargetKind,
         bin: &Path,
         extra: &[String],
         settings: BTreeMap<String, String>,
         password: Option<String>,
+        run_as: Option<&sql::OsUser>,
     ) -> Result<ManagedServer> {
         let dir = tempfile::Builder::new()
             .prefix("kvlab-")
             .tempdir()
             .context("cannot create a temporary directory")?;
+        if let Some(u) = run_as {
+            sql::give_dir(dir.path(), u)?;
+        }
         let port = free_port()?;
         let log_path = dir.path().join("server.log");
         let log = File::create(&log_path)?;
+        let data = dir.path().join("data");
         let mut cmd = Command::new(bin);
+        let (mut user, mut database) = (None, None);
+        let mut password = password;
         match kind {
             TargetKind::Redis | TargetKind::Valkey => {
                 cmd.arg("--port")
@@ -136,10 +188,44 @@ impl ManagedServer {
                 cmd.arg("-p")
                     .arg(port.to_string())
                     .args(["-l", "127.0.0.1", "-U", "0"]);
-                // SAFETY: geteuid has no preconditions.
-                if unsafe { libc::geteuid() } == 0 {
+                if sql::is_root() {
                     cmd.args(["-u", "root"]);
                 }
+            }
+            TargetKind::Postgres => {
+                sql::init_postgres(&data, run_as)?;
+                cmd.arg("-D")
+                    .arg(&data)
+                    .arg("-p")
+                    .arg(port.to_string())
+                    .arg("-k")
+                    .arg(dir.path())
+                    .args(["-c", "listen_addresses=127.0.0.1"]);
+                sql::as_user(&mut cmd, run_as);
+                user = Some("postgres".to_string());
+                database = Some("postgres".to_string());
+            }
+            TargetKind::Mariadb => {
+                sql::init_mariadb(&data, run_as)?;
+                cmd.arg("--no-defaults")
+                    .arg(format!("--datadir={}", data.display()))
+                    .arg(format!(
+                        "--socket={}",
+                        dir.path().join("mysqld.sock").display()
+                    ))
+                    .arg(format!(
+                        "--pid-file={}",
+                        dir.path().join("mysqld.pid").display()
+                    ))
+                    .arg(format!("--port={port}"))
+                    .args(["--bind-address=127.0.0.1", "--skip-name-resolve"]);
+                if let Some(u) = run_as {
+                    cmd.arg(format!("--user={}", u.name));
+                }
+                let (u, p, d) = sql::MARIADB_LOGIN;
+                user = Some(u.to_string());
+                password = Some(p.to_string());
+                database = Some(d.to_string());
             }
         }
         cmd.args(extra)
@@ -171,14 +257,27 @@ impl ManagedServer {
                 version: String::new(),
             },
             password,
+            user,
+            database,
         };
+        if let Some(u) = run_as {
+            server.settings.insert("os-user".into(), u.name.clone());
+        }
         server.info = server.wait_ready(&log_path)?;
         Ok(server)
     }
 
     fn wait_ready(&mut self, log: &Path) -> Result<ServerInfo> {
         let connector = Connector::new(self.kind, &self.endpoint())?;
-        let deadline = Instant::now() + Duration::from_secs(15);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        if self.kind == TargetKind::Mariadb {
+            let socket = self.dir.path().join("mysqld.sock");
+            let child = &mut self.child;
+            let mut alive = || matches!(child.try_wait(), Ok(None));
+            if let Err(e) = sql::bootstrap_mariadb(&socket, deadline, &mut alive) {
+                return Err(e.context(log_tail(log)));
+            }
+        }
         loop {
             if let Some(status) = self.child.try_wait()? {
                 let tail = log_tail(log);
@@ -191,7 +290,7 @@ impl ManagedServer {
                 Ok(info) => return Ok(info),
                 Err(e) if Instant::now() >= deadline => {
                     return Err(e.context(format!(
-                        "managed {} did not become ready in 15 s",
+                        "managed {} did not become ready in 30 s",
                         binary_name(self.kind)
                     )));
                 }
@@ -205,8 +304,9 @@ impl ManagedServer {
         Endpoint {
             host: "127.0.0.1".into(),
             port: self.port,
-            user: None,
+            user: self.user.clone(),
             password: self.password.clone().map(crate::plan::Secret),
+            database: self.database.clone(),
         }
     }
 
@@ -220,9 +320,14 @@ impl ManagedServer {
         self.dir.path()
     }
 
-    /// CPU and peak memory used so far.
+    /// CPU and peak memory used so far; for PostgreSQL the whole process tree
+    /// (postmaster, live backends, and backends that exited: the postmaster's
+    /// reaped children).
     pub fn usage(&self) -> Option<ProcUsage> {
-        proc_usage(self.pid())
+        match self.kind {
+            TargetKind::Postgres => proc_tree_usage(self.pid()),
+            _ => proc_usage(self.pid()),
+        }
     }
 
     /// Whether the process still runs.
@@ -261,6 +366,8 @@ fn package_of(kind: TargetKind) -> &'static str {
         TargetKind::Redis => "redis-server",
         TargetKind::Valkey => "valkey-server from bookworm-backports",
         TargetKind::Memcached => "memcached",
+        TargetKind::Postgres => "postgresql",
+        TargetKind::Mariadb => "mariadb-server",
     }
 }
 
@@ -279,24 +386,77 @@ fn log_tail(log: &Path) -> String {
     }
 }
 
+struct Stat {
+    ticks: u64,
+    child_ticks: u64,
+}
+
+fn read_stat(pid: u32) -> Option<Stat> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the parenthesised command name: utime, stime, cutime, cstime
+    // are fields 14 to 17 of the whole line.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(4)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    (f.len() == 4).then(|| Stat {
+        ticks: f[0] + f[1],
+        child_ticks: f[2] + f[3],
+    })
+}
+
+fn status_kb(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix(field))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn clock_hz() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).max(1) as f64
+}
+
 /// CPU seconds (user + system) and peak RSS of process `pid`, from /proc.
 pub fn proc_usage(pid: u32) -> Option<ProcUsage> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the parenthesised command name; utime and stime are 14 and 15.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let peak_rss_kb = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0);
+    let st = read_stat(pid)?;
     Some(ProcUsage {
-        cpu_s: ticks as f64 / hz,
-        peak_rss_kb,
+        cpu_s: st.ticks as f64 / clock_hz(),
+        peak_rss_kb: status_kb(pid, "VmHWM:"),
+    })
+}
+
+/// CPU seconds of `pid`, its reaped children and its live children, and the
+/// memory of the tree now: private memory of every process plus the largest
+/// shared segment once (shared buffers are mapped by every backend).
+pub fn proc_tree_usage(pid: u32) -> Option<ProcUsage> {
+    let root = read_stat(pid)?;
+    let mut ticks = root.ticks + root.child_ticks;
+    let mut private = status_kb(pid, "RssAnon:") + status_kb(pid, "RssFile:");
+    let mut shared = status_kb(pid, "RssShmem:");
+    let children =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    for child in children
+        .split_whitespace()
+        .filter_map(|c| c.parse::<u32>().ok())
+    {
+        if let Some(st) = read_stat(child) {
+            ticks += st.ticks + st.child_ticks;
+            // Program text (RssFile) is shared by every backend: counted once, above.
+            private += status_kb(child, "RssAnon:");
+            shared = shared.max(status_kb(child, "RssShmem:"));
+        }
+    }
+    Some(ProcUsage {
+        cpu_s: ticks as f64 / clock_hz(),
+        peak_rss_kb: private + shared,
     })
 }
 

@@ -21,6 +21,7 @@ pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
             kind,
             external: Some(endpoint),
             server_opts: BTreeMap::new(),
+            schema: Default::default(),
         },
         workload: Workload {
             keys: 2_000,
@@ -45,7 +46,15 @@ pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
 
 /// Starts a managed server of `kind` with no options.
 pub fn server(kind: TargetKind) -> ManagedServer {
-    ManagedServer::start(kind, &BTreeMap::new(), 64 << 20).expect("managed server starts")
+    ManagedServer::start(
+        kind,
+        &BTreeMap::new(),
+        kvlab::server::config::Sizing {
+            data_bytes: 64 << 20,
+            connections: 100,
+        },
+    )
+    .expect("managed server starts")
 }
 
 /// Runs `plan` in-process, quietly.
@@ -111,4 +120,26 @@ pub fn measure_with_corrupt_key(
     assert_eq!(wrong + r.hits, r.gets);
     assert!(!r.valid);
     r
+}
+
+/// Starts a managed server of `kind` with `opts`, sized for `connections`.
+pub fn server_with(kind: TargetKind, opts: &[(&str, &str)], connections: usize) -> ManagedServer {
+    let opts: BTreeMap<String, String> = opts
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let sizing = kvlab::server::config::Sizing {
+        data_bytes: 64 << 20,
+        connections,
+    };
+    ManagedServer::start(kind, &opts, sizing).expect("managed server starts")
+}
+
+/// Runs `plan` in-process and returns the error it fails with.
+pub fn measure_err(plan: &RunPlan) -> String {
+    let stop = AtomicBool::new(false);
+    match run(plan, RunOptions::default(), &stop) {
+        Ok(_) => panic!("run should fail"),
+        Err(e) => format!("{e:#}"),
+    }
 }

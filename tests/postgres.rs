@@ -1,0 +1,132 @@
+//! PostgreSQL, started through kvlab's managed-server code: kvlab's counts agree
+//! with pg_stat_statements exactly, misses and corruption are detected, kvlab
+//! never touches a table that is not its own, refused connections are counted.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{alive, measure, measure_err, plan, server_with};
+use kvlab::driver::Connector;
+use kvlab::plan::{Ratio, Stop, TargetKind};
+use kvlab::server::counters;
+
+const PGSS: (&str, &str) = ("shared_preload_libraries", "pg_stat_statements");
+
+fn sql(connector: &Connector, q: &str) -> Vec<Vec<Option<String>>> {
+    connector
+        .open_pg(Duration::from_secs(5))
+        .unwrap()
+        .query(q)
+        .unwrap()
+}
+
+#[test]
+fn counts_agree_with_pg_stat_statements() {
+    let s = server_with(TargetKind::Postgres, &[PGSS], 20);
+    let connector = Connector::new(TargetKind::Postgres, &s.endpoint()).unwrap();
+    sql(&connector, "CREATE EXTENSION pg_stat_statements");
+    let mut p = plan(TargetKind::Postgres, s.endpoint());
+    p.workload.ratio = Ratio { set: 1, get: 3 };
+    p.load.pipeline = 3;
+    let r = measure(&p);
+    let before = r.server_counters.as_ref().unwrap();
+    assert!(before.server.exact);
+    assert_eq!(r.requests, 20_000);
+    assert_eq!((r.errors, r.misses), (0, 0), "{:?}", r.problems);
+    assert_eq!(r.hits, r.gets);
+    assert_eq!(before.server.gets, r.warmup.gets + r.gets);
+    assert_eq!(before.server.sets, r.warmup.sets + r.sets);
+    assert!(r.sets > 3_000);
+    assert_eq!(r.load.as_ref().unwrap().keys, 2_000);
+    // The table is reused by the next run with the same shape.
+    let r2 = measure(&p);
+    assert!(r2.load.is_none(), "reused, not reloaded");
+    assert_eq!(r2.errors, 0);
+    let total = counters::read(&connector).unwrap();
+    assert_eq!(
+        total.gets,
+        r.warmup.gets + r.gets + r2.warmup.gets + r2.gets
+    );
+    let pid = s.pid();
+    drop(s);
+    assert!(!alive(pid));
+}
+
+#[test]
+fn misses_and_corruption_are_detected() {
+    let s = server_with(TargetKind::Postgres, &[], 20);
+    let connector = Connector::new(TargetKind::Postgres, &s.endpoint()).unwrap();
+    let mut p = plan(TargetKind::Postgres, s.endpoint());
+    p.workload.load = false;
+    let r = measure(&p);
+    assert_eq!((r.hits, r.misses, r.errors), (0, r.gets, 0));
+    assert!(!r.valid);
+
+    p.workload.load = true;
+    p.workload.keys = 10;
+    let _ = measure(&p);
+    sql(
+        &connector,
+        "UPDATE kvlab_kv SET v = convert_to(repeat('x', 100), 'UTF8') WHERE k = 3",
+    );
+    p.workload.load = false;
+    let r = measure(&p);
+    let wrong = r.errors_by_kind["wrong_value"];
+    assert!(wrong > 500, "{wrong}");
+    assert_eq!(wrong + r.hits, r.gets);
+}
+
+#[test]
+fn a_table_that_is_not_kvlabs_is_never_touched() {
+    let s = server_with(TargetKind::Postgres, &[], 20);
+    let connector = Connector::new(TargetKind::Postgres, &s.endpoint()).unwrap();
+    sql(
+        &connector,
+        "CREATE TABLE kvlab_kv (k bigint PRIMARY KEY, v bytea); INSERT INTO kvlab_kv VALUES (1, 'precious')",
+    );
+    let mut p = plan(TargetKind::Postgres, s.endpoint());
+    p.target.schema.recreate = true;
+    let err = measure_err(&p);
+    assert!(err.contains("not kvlab's"), "{err}");
+    let rows = sql(&connector, "SELECT count(*) FROM kvlab_kv");
+    assert_eq!(rows[0][0].as_deref(), Some("1"));
+    // kvlab's own table with the wrong shape is reloaded, other tables survive.
+    sql(
+        &connector,
+        "DROP TABLE kvlab_kv; CREATE TABLE other (x int); INSERT INTO other VALUES (7)",
+    );
+    let p = plan(TargetKind::Postgres, s.endpoint());
+    let _ = measure(&p);
+    sql(&connector, "INSERT INTO kvlab_kv VALUES (5000, 'extra')");
+    let r = measure(&p);
+    assert!(r.load.is_some(), "a wrong row count reloads kvlab's table");
+    assert_eq!(
+        sql(&connector, "SELECT count(*) FROM kvlab_kv")[0][0].as_deref(),
+        Some("2000")
+    );
+    assert_eq!(
+        sql(&connector, "SELECT x FROM other")[0][0].as_deref(),
+        Some("7")
+    );
+}
+
+#[test]
+fn refused_connections_are_counted_and_the_run_goes_on() {
+    let s = server_with(TargetKind::Postgres, &[("max_connections", "12")], 12);
+    let mut p = plan(TargetKind::Postgres, s.endpoint());
+    p.load.connections = 30;
+    p.load.pipeline = 1;
+    p.load.stop = Stop::Duration(1.5);
+    let r = measure(&p);
+    assert!(r.connections.failures > 0);
+    let e = r.connections.last_error.clone().unwrap_or_default();
+    assert!(
+        e.contains("too many clients") || e.contains("reserved"),
+        "{e}"
+    );
+    assert!(r.requests > 1_000, "{}", r.requests);
+    assert!(r.connections.established < 30, "{:?}", r.connections);
+    assert_eq!(r.errors, 0);
+    assert!(r.server_cpu_s.is_none());
+}
