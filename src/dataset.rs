@@ -36,7 +36,7 @@ pub fn prepare(
             }
         }
         Protocol::Postgres => prepare_postgres(base, plan, managed, opts, shutdown),
-        Protocol::Mysql => bail!("the MySQL driver is not built yet"),
+        Protocol::Mysql => prepare_mysql(base, plan, opts, shutdown),
     }
 }
 
@@ -282,6 +282,163 @@ fn prepare_postgres(
     c.query("ALTER TABLE kvlab_kv ADD PRIMARY KEY (k)")
         .context("indexing kvlab_kv failed")?;
     c.query("ANALYZE kvlab_kv")?;
+    let seconds = started.elapsed().as_secs_f64();
+    Ok(Some(LoadResult {
+        keys,
+        seconds,
+        keys_per_s: keys as f64 / seconds.max(1e-9),
+    }))
+}
+
+fn prepare_mysql(
+    base: &Spec,
+    plan: &RunPlan,
+    opts: RunOptions,
+    shutdown: &AtomicBool,
+) -> Result<Option<LoadResult>> {
+    use crate::driver::mysql::{MAX_VALUE, MyConn};
+    let connector = &base.connector;
+    let keys = base.keys;
+    let vsize = base.values.size();
+    let schema = &plan.target.schema;
+    let engine = schema
+        .table_engine
+        .clone()
+        .unwrap_or_else(|| "innodb".into());
+    if vsize > MAX_VALUE {
+        bail!(
+            "--value-size: MySQL targets take values up to {MAX_VALUE} bytes; choose a smaller value size"
+        );
+    }
+    let column = if vsize <= 16_000 {
+        format!("varbinary({vsize})")
+    } else {
+        "longblob".to_string()
+    };
+    if engine == "memory" && column == "longblob" {
+        bail!(
+            "--table-engine memory: the MEMORY engine stores no BLOBs; use values of at most 16000 bytes or --table-engine innodb"
+        );
+    }
+    let mut c = connector
+        .open_my(Duration::from_secs(10))
+        .map_err(|e| anyhow::anyhow!("{}: {e}", connector.display))?;
+    c.set_timeout(None)?;
+    let rows = c.query(
+        "SELECT t.TABLE_COMMENT, LOWER(t.ENGINE), (SELECT GROUP_CONCAT(CONCAT(c.COLUMN_NAME, ':', c.COLUMN_TYPE) ORDER BY c.ORDINAL_POSITION) \
+         FROM information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = t.TABLE_SCHEMA AND c.TABLE_NAME = t.TABLE_NAME) \
+         FROM information_schema.TABLES t WHERE t.TABLE_SCHEMA = DATABASE() AND t.TABLE_NAME = 'kvlab_kv'",
+    )?;
+    let state = match rows.first() {
+        None => TableState::Absent,
+        Some(r) => {
+            let comment = r[0].clone().unwrap_or_default();
+            if !comment.starts_with(MARK) {
+                bail!(
+                    "table kvlab_kv in {} exists but is not kvlab's (its comment does not start with '{MARK}'); kvlab will not touch it: use another database",
+                    connector.display
+                );
+            }
+            let cols = r[2].clone().unwrap_or_default();
+            let columns_ok =
+                cols.starts_with("k:bigint") && cols.ends_with(&format!(",v:{column}"));
+            let engine_ok = r[1].as_deref() == Some(engine.as_str());
+            if schema.recreate || !columns_ok || !engine_ok {
+                TableState::Reload
+            } else {
+                let q = c.query("SELECT COUNT(*), COALESCE(MIN(k), -1), COALESCE(MAX(k), -1), COALESCE(MIN(LENGTH(v)), -1), COALESCE(MAX(LENGTH(v)), -1) FROM kvlab_kv")?;
+                let n = |i: usize| {
+                    q.first()
+                        .and_then(|r| r.get(i).cloned().flatten())
+                        .and_then(|v| v.parse::<i64>().ok())
+                        .unwrap_or(-2)
+                };
+                let full = n(0) == keys as i64
+                    && n(1) == 0
+                    && n(2) == keys as i64 - 1
+                    && n(3) == vsize as i64
+                    && n(4) == vsize as i64;
+                if full || (!plan.workload.load && n(3) == vsize as i64) {
+                    TableState::Reusable
+                } else {
+                    TableState::Reload
+                }
+            }
+        }
+    };
+    match state {
+        TableState::Reusable => {
+            note(
+                opts,
+                format!(
+                    "kvlab: reusing kvlab_kv in {} ({keys} rows of {vsize} B)",
+                    connector.display
+                ),
+            );
+            return Ok(None);
+        }
+        TableState::Reload => {
+            note(
+                opts,
+                format!(
+                    "kvlab: dropping kvlab's own table kvlab_kv in {} to reload it",
+                    connector.display
+                ),
+            );
+            c.query("DROP TABLE kvlab_kv")?;
+        }
+        TableState::Absent => {}
+    }
+    c.query(&format!(
+        "CREATE TABLE kvlab_kv (k BIGINT NOT NULL PRIMARY KEY, v {column} NOT NULL) ENGINE={engine} COMMENT='{MARK} (value_size={vsize})'"
+    ))?;
+    if !plan.workload.load {
+        return Ok(None);
+    }
+    note(
+        opts,
+        format!(
+            "kvlab: loading {keys} rows of {vsize} B into kvlab_kv ({engine}) with multi-row INSERTs"
+        ),
+    );
+    let started = Instant::now();
+    let loaders = base.threads.clamp(1, 4).min(keys as usize);
+    let done = AtomicU64::new(0);
+    let finished = AtomicBool::new(false);
+    let progress = Progress::counter("load", keys, opts.progress);
+    let results: Vec<Result<()>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..loaders)
+            .map(|i| {
+                let done = &done;
+                scope.spawn(move || -> Result<()> {
+                    let (start, end) = slice_of(keys, i, loaders);
+                    let mut lc: MyConn = connector.open_my(Duration::from_secs(10))?;
+                    lc.set_timeout(None)?;
+                    lc.insert_rows(&base.values, start, end, done, shutdown)?;
+                    Ok(())
+                })
+            })
+            .collect();
+        let watcher = scope.spawn(|| watch(&progress, &done, &finished));
+        let r = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a loader thread panicked")))
+            })
+            .collect();
+        finished.store(true, Ordering::SeqCst);
+        let _ = watcher.join();
+        r
+    });
+    progress.finish();
+    if shutdown.load(Ordering::SeqCst) {
+        bail!("interrupted while loading the data; nothing was measured");
+    }
+    for r in results {
+        r.context("loading kvlab_kv with INSERT failed (for the MEMORY engine, is max_heap_table_size large enough?)")?;
+    }
+    c.query("ANALYZE TABLE kvlab_kv")?;
     let seconds = started.elapsed().as_secs_f64();
     Ok(Some(LoadResult {
         keys,

@@ -99,7 +99,12 @@ pub fn run(plan: &RunPlan, opts: RunOptions, shutdown: &AtomicBool) -> Result<Ru
         mix: OpMix::new(plan.workload.ratio),
         connections: plan.load.connections,
         threads: plan.load.threads,
-        pipeline: plan.load.pipeline,
+        // MySQL answers one command at a time on a connection.
+        pipeline: if protocol.pipelines() {
+            plan.load.pipeline
+        } else {
+            1
+        },
         warmup: Duration::from_secs_f64(plan.load.warmup_s),
         stop: plan.load.stop,
         rate: plan.load.rate,
@@ -303,6 +308,12 @@ fn assemble(
     let paced = plan.load.rate.is_some();
 
     let mut problems = Vec::new();
+    if plan.load.pipeline > 1 && plan.target.kind == crate::plan::TargetKind::Mariadb {
+        problems.push(format!(
+            "--pipeline {} was run as 1: the MySQL protocol answers one command at a time per connection",
+            plan.load.pipeline
+        ));
+    }
     if c.error_total() > 0 {
         let kinds: Vec<String> = ErrorKind::ALL
             .iter()

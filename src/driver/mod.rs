@@ -5,6 +5,7 @@
 //! histogram. Dispatch from [`Protocol`] to a concrete codec happens once per run.
 
 pub mod memcache;
+pub mod mysql;
 pub mod postgres;
 pub mod resp;
 
@@ -96,6 +97,25 @@ pub trait Codec: Clone + Send + 'static {
     fn encode_set(&self, key: Key<'_>, value: &[u8], out: &mut Vec<u8>);
     /// Decodes the reply to a request of kind `op` from the front of `buf`.
     fn decode(&self, op: OpKind, buf: &[u8]) -> Result<Decoded, Malformed>;
+    /// This codec for a connection with `session` (default: unchanged).
+    fn bind(&self, session: &Session) -> Self {
+        let _ = session;
+        self.clone()
+    }
+}
+
+/// What a connection's set-up produced that its requests need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Session {
+    /// Nothing.
+    Plain,
+    /// MySQL statement ids of kvlab's GET and SET on this connection.
+    MysqlStatements {
+        /// Id of the prepared GET.
+        get: u32,
+        /// Id of the prepared SET.
+        set: u32,
+    },
 }
 
 /// What kvlab learned about a server when it first connected.
@@ -151,14 +171,34 @@ impl Connector {
         postgres::PgConn::start(s, user, self.password.as_deref(), db)
     }
 
+    /// Opens a set-up session on a MySQL/MariaDB target.
+    pub fn open_my(&self, timeout: Duration) -> io::Result<mysql::MyConn> {
+        let s = TcpStream::connect_timeout(&self.addr, timeout)?;
+        s.set_nodelay(true)?;
+        s.set_read_timeout(Some(timeout))?;
+        s.set_write_timeout(Some(timeout))?;
+        let user = self.user.as_deref().unwrap_or("root");
+        let db = self.database.as_deref().unwrap_or("");
+        mysql::MyConn::start(s, user, self.password.as_deref(), db)
+    }
+
     /// Opens a TCP connection (`TCP_NODELAY`) ready for the engine: authenticated
     /// and, on databases, with kvlab's statements prepared; all within `timeout`.
-    pub fn connect(&self, timeout: Duration) -> io::Result<TcpStream> {
-        if self.protocol == Protocol::Postgres {
-            let mut c = self.open_pg(timeout)?;
-            c.prepare_kv()?;
-            c.set_timeout(None)?;
-            return Ok(c.into_stream());
+    pub fn connect(&self, timeout: Duration) -> io::Result<(TcpStream, Session)> {
+        match self.protocol {
+            Protocol::Postgres => {
+                let mut c = self.open_pg(timeout)?;
+                c.prepare_kv()?;
+                c.set_timeout(None)?;
+                return Ok((c.into_stream(), Session::Plain));
+            }
+            Protocol::Mysql => {
+                let mut c = self.open_my(timeout)?;
+                let (get, set) = c.prepare_ids()?;
+                c.set_timeout(None)?;
+                return Ok((c.into_stream(), Session::MysqlStatements { get, set }));
+            }
+            _ => {}
         }
         let s = TcpStream::connect_timeout(&self.addr, timeout)?;
         s.set_nodelay(true)?;
@@ -184,7 +224,7 @@ impl Connector {
             s.set_read_timeout(None)?;
             s.set_write_timeout(None)?;
         }
-        Ok(s)
+        Ok((s, Session::Plain))
     }
 
     /// Connects once, checks the server speaks the expected protocol, and reads its
@@ -197,7 +237,19 @@ impl Connector {
                 version: c.server_version,
             });
         }
-        let s = self.connect(timeout).map_err(|e| match e.kind() {
+        if self.protocol == Protocol::Mysql {
+            let c = self.open_my(timeout).map_err(|e| self.probe_error(e))?;
+            let product = if c.server_version.to_ascii_lowercase().contains("mariadb") {
+                "mariadb"
+            } else {
+                "mysql"
+            };
+            return Ok(ServerInfo {
+                product: product.into(),
+                version: c.server_version,
+            });
+        }
+        let (s, _) = self.connect(timeout).map_err(|e| match e.kind() {
             io::ErrorKind::PermissionDenied => anyhow::anyhow!(
                 "{}: {e}; check the user and password in --target",
                 self.display

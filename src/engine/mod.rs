@@ -22,6 +22,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::driver::memcache::Memcache;
+use crate::driver::mysql::Mysql;
 use crate::driver::postgres::Postgres;
 use crate::driver::resp::Resp;
 use crate::driver::{Codec, Connector, Protocol};
@@ -183,7 +184,7 @@ pub fn execute(
         Protocol::Postgres => {
             execute_with(Postgres::new(spec.values.size()), spec, shutdown, observer)
         }
-        Protocol::Mysql => anyhow::bail!("the MySQL driver is not built yet"),
+        Protocol::Mysql => execute_with(Mysql::new(spec.values.size()), spec, shutdown, observer),
     }
 }
 

@@ -63,7 +63,9 @@ struct InFlight {
     measured: bool,
 }
 
-struct Conn {
+struct Conn<C> {
+    /// The codec bound to this connection's session (e.g. its statement ids).
+    codec: C,
     stream: Option<TcpStream>,
     wbuf: Vec<u8>,
     wpos: usize,
@@ -147,10 +149,11 @@ pub fn run<C: Codec>(
     // reply alone needs more (the buffer also grows if a reply does not fit).
     let frame = spec.values.size() + 128;
     let rbuf_len = (spec.pipeline * frame * 2).clamp(64 * 1024, (4 << 20).max(2 * frame));
-    let mut conns: Vec<Conn> = plans
+    let mut conns: Vec<Conn<C>> = plans
         .into_iter()
         .enumerate()
         .map(|(token, p)| Conn {
+            codec: codec.clone(),
             stream: None,
             wbuf: Vec::with_capacity((spec.pipeline * frame).min(4 << 20)),
             wpos: 0,
@@ -388,15 +391,16 @@ fn thread_busy_ns() -> Option<u64> {
 }
 
 impl<C: Codec> Ctx<'_, C> {
-    fn connect(&mut self, poll: &Poll, c: &mut Conn, token: usize, now: Instant) {
+    fn connect(&mut self, poll: &Poll, c: &mut Conn<C>, token: usize, now: Instant) {
         let t = self.spec.timeout.min(Duration::from_secs(2));
         let std = self
             .spec
             .connector
             .connect(t)
-            .and_then(|s| s.set_nonblocking(true).map(|_| s));
+            .and_then(|(s, session)| s.set_nonblocking(true).map(|_| (s, session)));
         match std {
-            Ok(s) => {
+            Ok((s, session)) => {
+                c.codec = self.codec.bind(&session);
                 let mut s = TcpStream::from_std(s);
                 if let Err(e) = poll
                     .registry()
@@ -417,7 +421,7 @@ impl<C: Codec> Ctx<'_, C> {
         }
     }
 
-    fn connect_failed(&mut self, c: &mut Conn, now: Instant, e: io::Error) {
+    fn connect_failed(&mut self, c: &mut Conn<C>, now: Instant, e: io::Error) {
         self.connect_failures += 1;
         if self.last_connect_error.is_none() || self.connect_failures % 1000 == 1 {
             self.last_connect_error = Some(e.to_string());
@@ -428,7 +432,7 @@ impl<C: Codec> Ctx<'_, C> {
     }
 
     /// Timeouts and reconnection; runs every few milliseconds, not per request.
-    fn housekeep(&mut self, poll: &Poll, c: &mut Conn, token: usize, now: Instant) {
+    fn housekeep(&mut self, poll: &Poll, c: &mut Conn<C>, token: usize, now: Instant) {
         if c.stream.is_none() {
             if !self.draining && now >= c.retry_at {
                 self.connect(poll, c, token, now);
@@ -450,7 +454,7 @@ impl<C: Codec> Ctx<'_, C> {
         }
     }
 
-    fn close(&mut self, c: &mut Conn, now: Instant) {
+    fn close(&mut self, c: &mut Conn<C>, now: Instant) {
         self.fail_all(c, ErrorKind::Disconnect);
         c.stream = None;
         c.wbuf.clear();
@@ -460,7 +464,7 @@ impl<C: Codec> Ctx<'_, C> {
         c.retry_at = now;
     }
 
-    fn fail_all(&mut self, c: &mut Conn, kind: ErrorKind) {
+    fn fail_all(&mut self, c: &mut Conn<C>, kind: ErrorKind) {
         while let Some(f) = c.inflight.pop_front() {
             self.inflight -= 1;
             self.count(&f, Outcome::Error(kind), None);
@@ -468,12 +472,12 @@ impl<C: Codec> Ctx<'_, C> {
     }
 
     #[inline]
-    fn quota_left(&self, c: &Conn) -> bool {
+    fn quota_left(&self, c: &Conn<C>) -> bool {
         c.quota != Some(0)
     }
 
     #[inline]
-    fn may_issue(&self, c: &Conn, intended: Instant) -> bool {
+    fn may_issue(&self, c: &Conn<C>, intended: Instant) -> bool {
         if self.draining {
             return false;
         }
@@ -486,7 +490,7 @@ impl<C: Codec> Ctx<'_, C> {
     }
 
     #[inline]
-    fn issue(&mut self, c: &mut Conn, intended: Instant, now: Instant) {
+    fn issue(&mut self, c: &mut Conn<C>, intended: Instant, now: Instant) {
         let op = self.mix.next(&mut self.rng);
         let key = c.keys.next(&mut self.rng);
         write_key(&self.spec.key_prefix, key, &mut self.key);
@@ -495,11 +499,11 @@ impl<C: Codec> Ctx<'_, C> {
             name: &self.key,
         };
         match op {
-            OpKind::Get => self.codec.encode_get(k, &mut c.wbuf),
+            OpKind::Get => c.codec.encode_get(k, &mut c.wbuf),
             OpKind::Set => {
                 self.value.clear();
                 self.values.write(key, &mut self.value);
-                self.codec.encode_set(k, &self.value, &mut c.wbuf);
+                c.codec.encode_set(k, &self.value, &mut c.wbuf);
             }
         }
         let measured = intended >= self.timing.measure_start;
@@ -521,14 +525,14 @@ impl<C: Codec> Ctx<'_, C> {
 
     /// Closed loop: fill the pipeline.
     #[inline]
-    fn refill(&mut self, c: &mut Conn, now: Instant) {
+    fn refill(&mut self, c: &mut Conn<C>, now: Instant) {
         while c.inflight.len() < self.spec.pipeline && self.may_issue(c, now) {
             self.issue(c, now, now);
         }
     }
 
     /// Open loop: send every request whose intended time has come, as the pipeline allows.
-    fn issue_due(&mut self, c: &mut Conn, p: Pacer, now: Instant) {
+    fn issue_due(&mut self, c: &mut Conn<C>, p: Pacer, now: Instant) {
         while c.due <= now && c.inflight.len() < self.spec.pipeline && self.may_issue(c, c.due) {
             let lag = now - c.due;
             if lag > Duration::from_millis(1) {
@@ -544,7 +548,7 @@ impl<C: Codec> Ctx<'_, C> {
         }
     }
 
-    fn flush(&mut self, c: &mut Conn, now: Instant) {
+    fn flush(&mut self, c: &mut Conn<C>, now: Instant) {
         let Some(s) = c.stream.as_mut() else { return };
         while c.wpos < c.wbuf.len() {
             match s.write(&c.wbuf[c.wpos..]) {
@@ -576,7 +580,7 @@ impl<C: Codec> Ctx<'_, C> {
         }
     }
 
-    fn on_readable(&mut self, c: &mut Conn, now: Instant) {
+    fn on_readable(&mut self, c: &mut Conn<C>, now: Instant) {
         loop {
             if c.rend == c.rbuf.len() {
                 if c.rstart > 0 {
@@ -623,7 +627,7 @@ impl<C: Codec> Ctx<'_, C> {
 
     /// Decodes every whole reply buffered; `false` when the stream is broken.
     #[inline]
-    fn parse(&mut self, c: &mut Conn, now: Instant) -> bool {
+    fn parse(&mut self, c: &mut Conn<C>, now: Instant) -> bool {
         loop {
             let buf = &c.rbuf[c.rstart..c.rend];
             if buf.is_empty() {
@@ -634,7 +638,7 @@ impl<C: Codec> Ctx<'_, C> {
             let Some(f) = c.inflight.front() else {
                 return false; // a reply nobody asked for
             };
-            match self.codec.decode(f.op, buf) {
+            match c.codec.decode(f.op, buf) {
                 Ok(Decoded::Incomplete) => return true,
                 Ok(Decoded::Frame { len, reply }) => {
                     let outcome = match (f.op, reply) {
