@@ -252,3 +252,52 @@ fn sigint_keeps_partial_results_and_stops_the_server() {
     let pid = v["target"]["pid"].as_u64().unwrap() as u32;
     assert!(!common::alive(pid), "server {pid} left running");
 }
+
+#[test]
+fn a_managed_postgres_with_many_connections_reports_the_whole_tree_and_stops_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("pg.json");
+    let out = kvlab()
+        .args([
+            "run",
+            "--target",
+            "postgres",
+            "--keys",
+            "5000",
+            "--duration",
+            "2",
+            "--warmup",
+            "0.5",
+        ])
+        .args([
+            "--connections",
+            "200",
+            "--pipeline",
+            "2",
+            "--ratio",
+            "1:9",
+            "--json",
+        ])
+        .arg(&json)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["connections"]["established"], 200);
+    assert_eq!(v["errors"], 0);
+    assert!(
+        v["server_cpu_s"].as_f64().unwrap() > 0.1,
+        "backends' CPU counted"
+    );
+    assert!(v["server_peak_rss_kb"].as_u64().unwrap() > 10_000);
+    assert_eq!(v["target"]["settings"]["max_connections"], "220");
+    let pid = v["target"]["pid"].as_u64().unwrap() as u32;
+    assert!(!common::alive(pid), "postmaster {pid} left running");
+}

@@ -242,19 +242,28 @@ fn other(msg: impl Into<String>) -> io::Error {
 }
 
 fn err_packet(payload: &[u8], caps: CapabilityFlags) -> io::Error {
-    match ErrPacket::deserialize(caps, &mut ParseBuf(payload)) {
-        Ok(ErrPacket::Error(e)) => {
-            let kind = match e.error_code() {
-                1045 | 1044 | 1698 => io::ErrorKind::PermissionDenied,
-                _ => io::ErrorKind::Other,
+    // ERR: 0xff, code (2 bytes), then "#" + SQL state (protocol 4.1, not in a
+    // greeting), then the message.
+    let (code, message) = match ErrPacket::deserialize(caps, &mut ParseBuf(payload)) {
+        Ok(ErrPacket::Error(e)) => (e.error_code(), e.message_str().into_owned()),
+        _ => {
+            let code = payload
+                .get(1..3)
+                .map_or(0, |c| u16::from_le_bytes([c[0], c[1]]));
+            let rest = payload.get(3..).unwrap_or_default();
+            let rest = if rest.first() == Some(&b'#') {
+                rest.get(6..).unwrap_or_default()
+            } else {
+                rest
             };
-            io::Error::new(
-                kind,
-                format!("{} (error {})", e.message_str(), e.error_code()),
-            )
+            (code, String::from_utf8_lossy(rest).into_owned())
         }
-        _ => other("the server sent an error"),
-    }
+    };
+    let kind = match code {
+        1045 | 1044 | 1698 => io::ErrorKind::PermissionDenied,
+        _ => io::ErrorKind::Other,
+    };
+    io::Error::new(kind, format!("{message} (error {code})"))
 }
 
 fn scramble(plugin: &[u8], nonce: &[u8], password: &str) -> io::Result<Vec<u8>> {
@@ -566,7 +575,7 @@ mod tests {
             },
             &mut out,
         );
-        assert_eq!(&out[..5], &[15, 0, 0, 0, 0x17]);
+        assert_eq!(&out[..5], &[22, 0, 0, 0, 0x17]);
         assert_eq!(&out[5..9], &7u32.to_le_bytes());
         assert_eq!(&out[out.len() - 8..], &0x0102i64.to_le_bytes());
         out.clear();
