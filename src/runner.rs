@@ -117,7 +117,12 @@ pub fn run(plan: &RunPlan, opts: RunOptions, shutdown: &AtomicBool) -> Result<Ru
         bail!("interrupted before measuring; nothing was measured");
     }
 
-    let before = counters::read(&connector).ok();
+    let before = counters::read(&connector);
+    let counters_note = before
+        .as_ref()
+        .err()
+        .map(|e| format!("no server counters to cross-check: {e:#}"));
+    let before = before.ok();
     let mut obs = RunObserver {
         progress: Progress::spinner("run", opts.progress),
         server_pid: server.as_ref().map(|s| s.pid()),
@@ -149,7 +154,7 @@ pub fn run(plan: &RunPlan, opts: RunOptions, shutdown: &AtomicBool) -> Result<Ru
             .unwrap_or_default(),
         pid: server.as_ref().map(|s| s.pid()),
     };
-    let result = assemble(
+    let mut result = assemble(
         plan,
         target,
         started_unix_s,
@@ -158,6 +163,7 @@ pub fn run(plan: &RunPlan, opts: RunOptions, shutdown: &AtomicBool) -> Result<Ru
         &obs,
         server_counters,
     );
+    result.problems.extend(counters_note);
     drop(server);
     Ok(result)
 }

@@ -35,10 +35,7 @@ fn counts_agree_with_global_status() {
     assert_eq!(d.gets, r.warmup.gets + r.gets + 1);
     // The load's multi-row INSERTs count as INSERT statements too.
     let load_statements = d.sets - r.warmup.sets - r.sets;
-    assert!(
-        (2..=8).contains(&load_statements),
-        "{load_statements}"
-    );
+    assert!((2..=8).contains(&load_statements), "{load_statements}");
     assert!(r.server_counters.unwrap().agrees());
     assert!(
         r.problems

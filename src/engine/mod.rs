@@ -201,6 +201,8 @@ fn execute_with<C: Codec>(
     let opened = Arc::new(AtomicUsize::new(0));
     let ready = Arc::new(AtomicUsize::new(0));
     let clock: Arc<OnceLock<Timing>> = Arc::new(OnceLock::new());
+    let release = AtomicBool::new(false);
+    let release = &release;
 
     std::thread::scope(|scope| -> Result<EngineReport> {
         let mut handles = Vec::with_capacity(threads);
@@ -234,6 +236,7 @@ fn execute_with<C: Codec>(
                         shutdown,
                         ticks: tx,
                         opened: &opened,
+                        release,
                     };
                     worker::run(codec, spec, plans, seed, links, move || {
                         ready.fetch_add(1, Ordering::SeqCst);
@@ -309,6 +312,7 @@ fn execute_with<C: Codec>(
             observer.measure_started();
         }
         observer.measure_ended();
+        release.store(true, Ordering::SeqCst);
         let mut reports = Vec::with_capacity(threads);
         for h in handles {
             let r = h

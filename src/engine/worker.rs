@@ -82,6 +82,8 @@ struct Conn<C> {
     retry_at: Instant,
     /// Consecutive failed connection attempts (for back-off).
     fails: u32,
+    /// Refused at the start: never retried.
+    refused: bool,
 }
 
 /// Everything of the worker except its connections, so both can be borrowed at once.
@@ -105,6 +107,7 @@ struct Ctx<'a, C: Codec> {
     inflight: usize,
     connect_failures: u64,
     reconnects: u64,
+    attempts_left: u32,
     last_connect_error: Option<String>,
     draining: bool,
 }
@@ -117,6 +120,9 @@ pub struct Links<'a> {
     pub ticks: Sender<Tick>,
     /// Connections opened (or attempted) so far, for progress.
     pub opened: &'a AtomicUsize,
+    /// Set once the end of the run has been sampled: connections may close
+    /// (closing 1000 database sessions costs the server CPU that is not the run's).
+    pub release: &'a AtomicBool,
 }
 
 /// Runs one worker to the end of its drain and returns its report.
@@ -132,6 +138,7 @@ pub fn run<C: Codec>(
         shutdown,
         ticks,
         opened,
+        release,
     } = links;
     let polled = Poll::new().and_then(|p| {
         let r = p.registry().try_clone()?;
@@ -169,6 +176,7 @@ pub fn run<C: Codec>(
             due: now,
             retry_at: now,
             fails: 0,
+            refused: false,
         })
         .collect();
     let mut cx = Ctx {
@@ -194,6 +202,7 @@ pub fn run<C: Codec>(
         inflight: 0,
         connect_failures: 0,
         reconnects: 0,
+        attempts_left: 0,
         last_connect_error: None,
         draining: false,
     };
@@ -202,6 +211,9 @@ pub fn run<C: Codec>(
             break;
         }
         cx.connect(&poll, c, i, Instant::now());
+        // A connection the server refused at the start (e.g. too many clients)
+        // is not retried: the run goes on with the connections it has.
+        c.refused = c.stream.is_none();
         opened.fetch_add(1, Ordering::Relaxed);
     }
     let established = conns.iter().filter(|c| c.stream.is_some()).count();
@@ -288,6 +300,8 @@ pub fn run<C: Codec>(
         }
         if now >= housekeeping {
             housekeeping = now + Duration::from_millis(10);
+            // Re-connecting blocks this thread: at most two attempts per pass.
+            cx.attempts_left = 2;
             for (i, c) in conns.iter_mut().enumerate() {
                 cx.housekeep(&poll, c, i, now);
             }
@@ -365,6 +379,10 @@ pub fn run<C: Codec>(
         }
     }
     cx.send_tick(&ticks, tick_second);
+    drop(ticks); // the last worker to drop its sender ends the run for the caller
+    while !release.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_micros(500));
+    }
     for c in conns.iter_mut() {
         if let Some(mut s) = c.stream.take() {
             let _ = poll.registry().deregister(&mut s);
@@ -434,7 +452,8 @@ impl<C: Codec> Ctx<'_, C> {
     /// Timeouts and reconnection; runs every few milliseconds, not per request.
     fn housekeep(&mut self, poll: &Poll, c: &mut Conn<C>, token: usize, now: Instant) {
         if c.stream.is_none() {
-            if !self.draining && now >= c.retry_at {
+            if !self.draining && !c.refused && self.attempts_left > 0 && now >= c.retry_at {
+                self.attempts_left -= 1;
                 self.connect(poll, c, token, now);
                 if c.stream.is_some() {
                     self.reconnects += 1;
@@ -526,6 +545,9 @@ impl<C: Codec> Ctx<'_, C> {
     /// Closed loop: fill the pipeline.
     #[inline]
     fn refill(&mut self, c: &mut Conn<C>, now: Instant) {
+        if c.stream.is_none() {
+            return;
+        }
         while c.inflight.len() < self.spec.pipeline && self.may_issue(c, now) {
             self.issue(c, now, now);
         }

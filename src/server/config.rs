@@ -76,7 +76,13 @@ pub fn server_args(
                 ("innodb_buffer_pool_size", mem.replace("MB", "M"))
             };
             given.entry(mem_key.into()).or_insert(mem_value);
-            if !pg {
+            if pg {
+                // Exact per-statement counters to cross-check kvlab's counts (the
+                // usual production setting; `shared_preload_libraries=` turns it off).
+                given
+                    .entry("shared_preload_libraries".into())
+                    .or_insert_with(|| "pg_stat_statements".into());
+            } else {
                 // The MEMORY engine's table must fit too.
                 given
                     .entry("max_heap_table_size".into())
