@@ -5,6 +5,9 @@
 # alike. Prints requests/s and client CPU µs per request (user+sys of the whole
 # client process / requests), medians of ROUNDS runs.
 #
+# Databases (BENCH_SQL=0 skips them): kvlab beside pgbench -S -M prepared and
+# sysbench oltp_point_select on managed PostgreSQL and MariaDB, 50 connections.
+#
 # Workload: 50 connections, 1M keys x 256 B, GET only, pipeline 1 and 16; every
 # client on one thread (redis-benchmark and memtier -t 1 are single-threaded).
 set -euo pipefail
@@ -102,6 +105,37 @@ echo "bench: managed memcached at $MC; loading $KEYS keys"
 "$KVLAB" run --target "$MC" --keys "$KEYS" --requests 1 --warmup 0 > /dev/null
 memtier_fill "${MC##*:}" memcache_text
 rounds memcached "$MC" memcache_text
+
+# Databases: kvlab beside pgbench -S -M prepared and sysbench oltp_point_select,
+# against the same kvlab-managed servers, 50 connections, 1M rows, point reads.
+if [ "${BENCH_SQL:-1}" = 1 ]; then
+  NSQL=${NSQL:-200000}
+  PG=$(serve postgres)
+  PGPORT=${PG##*:}; PGPORT=${PGPORT%%/*}
+  echo "bench: managed postgres at $PG; loading kvlab_kv, pgbench_accounts and sbtest1 ($KEYS rows each)"
+  "$KVLAB" run --target "$PG" --keys "$KEYS" --requests 1 --warmup 0 > /dev/null
+  pgbench -h 127.0.0.1 -p "$PGPORT" -U postgres -i -q -s $((KEYS / 100000)) postgres > /dev/null 2>&1
+  SB_PG=(--db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port="$PGPORT" --pgsql-user=postgres --pgsql-db=postgres --tables=1 --table-size="$KEYS")
+  sysbench oltp_point_select "${SB_PG[@]}" prepare > /dev/null 2>&1
+  for round in $(seq "$ROUNDS"); do
+    echo "bench: round $round, postgres"
+    record pgbench-postgres 1 "$NSQL" "$(cpu_of pgbench -h 127.0.0.1 -p "$PGPORT" -U postgres -S -M prepared -c 50 -j 1 -t $((NSQL / 50)) postgres)"
+    record kvlab-postgres 1 "$NSQL" "$(cpu_of kvlab_run "$PG" 1 "$NSQL" --keys "$KEYS")"
+    record sysbench-postgres 1 "$NSQL" "$(cpu_of sysbench oltp_point_select "${SB_PG[@]}" --threads=50 --events="$NSQL" --time=0 --point-selects=1 run)"
+  done
+
+  MY=$(serve mariadb)
+  MYPORT=${MY##*:}; MYPORT=${MYPORT%%/*}
+  echo "bench: managed mariadb at ${MY/:kvlab@/:***@}; loading kvlab_kv and sbtest1 ($KEYS rows each)"
+  "$KVLAB" run --target "$MY" --keys "$KEYS" --requests 1 --warmup 0 > /dev/null
+  SB_MY=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$MYPORT" --mysql-user=kvlab --mysql-password=kvlab --mysql-db=kvlab --tables=1 --table-size="$KEYS")
+  sysbench oltp_point_select "${SB_MY[@]}" prepare > /dev/null 2>&1
+  for round in $(seq "$ROUNDS"); do
+    echo "bench: round $round, mariadb"
+    record kvlab-mariadb 1 "$NSQL" "$(cpu_of kvlab_run "$MY" 1 "$NSQL" --keys "$KEYS")"
+    record sysbench-mariadb 1 "$NSQL" "$(cpu_of sysbench oltp_point_select "${SB_MY[@]}" --threads=50 --events="$NSQL" --time=0 --point-selects=1 run)"
+  done
+fi
 
 echo
 echo "medians of $ROUNDS interleaved runs ($(nproc) cores shared by client and server; $(date -u +%F))"

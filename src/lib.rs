@@ -96,10 +96,20 @@ fn serve(target: &plan::TargetSpec, shutdown: &AtomicBool) -> Result<()> {
         connections: 200,
     };
     let mut s = server::ManagedServer::start(target.kind, &target.server_opts, sizing)?;
-    println!(
-        "{}",
-        s.endpoint().display_url(target.kind).replace(":***@", "@")
-    );
+    // The URL in full: a managed server's credentials are kvlab's own throwaway ones.
+    let e = s.endpoint();
+    let auth = match (&e.user, &e.password) {
+        (Some(u), Some(p)) => format!("{u}:{}@", p.expose()),
+        (Some(u), None) => format!("{u}@"),
+        (None, Some(p)) => format!(":{}@", p.expose()),
+        (None, None) => String::new(),
+    };
+    let db = e
+        .database
+        .as_ref()
+        .map(|d| format!("/{d}"))
+        .unwrap_or_default();
+    println!("{}://{auth}{}:{}{db}", target.kind.scheme(), e.host, e.port);
     std::io::stdout().flush()?;
     eprintln!(
         "kvlab: {} {} (pid {}) in {}; Ctrl-C stops it",
