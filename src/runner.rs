@@ -207,6 +207,10 @@ impl RunObserver {
 }
 
 impl Observer for RunObserver {
+    fn connecting(&mut self, done: usize, total: usize) {
+        self.progress
+            .message(format!("opening connections: {done}/{total}"));
+    }
     fn started(&mut self, warmup: Duration) {
         if !warmup.is_zero() {
             self.progress

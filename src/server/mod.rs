@@ -264,6 +264,7 @@ impl ManagedServer {
             server.settings.insert("os-user".into(), u.name.clone());
         }
         server.info = server.wait_ready(&log_path)?;
+        server.read_effective_settings();
         Ok(server)
     }
 
@@ -296,6 +297,50 @@ impl ManagedServer {
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(20)),
             }
+        }
+    }
+
+    /// Replaces the recorded database settings with the values the running
+    /// server reports (e.g. `shared_buffers` as PostgreSQL shows it).
+    fn read_effective_settings(&mut self) {
+        let Ok(connector) = Connector::new(self.kind, &self.endpoint()) else {
+            return;
+        };
+        let t = Duration::from_secs(5);
+        let keys: Vec<String> = self
+            .settings
+            .keys()
+            .filter(|k| *k != "os-user" && !crate::plan::is_secret_key(k))
+            .filter(|k| {
+                k.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+            })
+            .cloned()
+            .collect();
+        match self.kind {
+            TargetKind::Postgres => {
+                let Ok(mut c) = connector.open_pg(t) else {
+                    return;
+                };
+                for key in keys {
+                    if let Ok(Some(v)) = c.query_one(&format!("SELECT current_setting('{key}')")) {
+                        self.settings.insert(key, v);
+                    }
+                }
+            }
+            TargetKind::Mariadb => {
+                let Ok(mut c) = connector.open_my(t) else {
+                    return;
+                };
+                for key in keys {
+                    if let Ok(Some(v)) =
+                        c.query_one(&format!("SELECT @@GLOBAL.{}", key.replace('-', "_")))
+                    {
+                        self.settings.insert(key, v);
+                    }
+                }
+            }
+            _ => {}
         }
     }
 
