@@ -26,6 +26,47 @@ pub enum Command {
     /// Start a managed server, print its URL, and keep it until Ctrl-C (for
     /// driving it with other tools beside kvlab).
     Serve(ServeArgs),
+    /// Run a study file (targets x sweep), save results, write the report.
+    Study(StudyArgs),
+    /// Write report.html and report.md from study results files.
+    Report(ReportArgs),
+    /// A quick study over managed redis, valkey, memcached, postgres and mariadb.
+    Demo(DemoArgs),
+}
+
+/// Flags of `kvlab study`.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  kvlab study studies/s0.toml
+  kvlab study studies/s2.toml --out /tmp/s2")]
+pub struct StudyArgs {
+    /// The study file (TOML); see studies/ for annotated examples.
+    pub file: PathBuf,
+    /// Output directory [default: the study's `output`, else results/NAME].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Only print the expanded plan.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Flags of `kvlab report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Results files written by `kvlab study` (several merge).
+    #[arg(required = true)]
+    pub results: Vec<PathBuf>,
+    /// Directory for report.html and report.md [default: that of the first file].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Flags of `kvlab demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Output directory.
+    #[arg(long, default_value = "results/demo")]
+    pub out: PathBuf,
 }
 
 /// Flags of `kvlab serve`.

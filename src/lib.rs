@@ -12,8 +12,10 @@
 //! - [`server`]: managed servers (start, measure, stop) and their counters.
 //! - [`dataset`]: loads the keys (caches: pipelined SETs; databases: kvlab's table and a bulk load).
 //! - [`runner`]: one run from plan to [`results::RunResult`].
+//! - [`study`]: study files, their expansion into points, and running them.
 //! - [`results`]: the result as data (JSON).
 //! - [`output`]: progress display and the human summary.
+//! - [`report`]: study results -> verdict, tables and SVG charts as Markdown and HTML.
 
 pub mod cli;
 pub mod dataset;
@@ -22,10 +24,12 @@ pub mod engine;
 pub mod error;
 pub mod output;
 pub mod plan;
+pub mod report;
 pub mod results;
 pub mod runner;
 pub mod server;
 pub mod stats;
+pub mod study;
 pub mod workload;
 
 use std::sync::Arc;
@@ -64,7 +68,130 @@ pub fn run(cli: cli::Cli, shutdown: Arc<AtomicBool>) -> Result<()> {
             Ok(())
         }
         cli::Command::Serve(args) => serve(&args.to_target()?, &shutdown),
+        cli::Command::Study(args) => {
+            let study = study::load(&args.file)?;
+            let out = args
+                .out
+                .clone()
+                .or_else(|| study.output.clone())
+                .unwrap_or_else(|| std::path::PathBuf::from("results").join(&study.name));
+            run_study(&study, &out, args.dry_run, &shutdown)
+        }
+        cli::Command::Report(args) => {
+            let results: Vec<study::exec::StudyResult> = args
+                .results
+                .iter()
+                .map(|p| study::exec::StudyResult::read(p))
+                .collect::<Result<_>>()?;
+            let out = args.out.clone().unwrap_or_else(|| {
+                args.results[0]
+                    .parent()
+                    .map(|p| p.to_path_buf())
+                    .unwrap_or_default()
+            });
+            let path = write_report(&results, &out)?;
+            println!("kvlab: wrote {}", path.display());
+            Ok(())
+        }
+        cli::Command::Demo(args) => {
+            let study = study::parse(DEMO, "built-in demo study")?;
+            run_study(&study, &args.out, false, &shutdown)
+        }
     }
+}
+
+/// The built-in demo study.
+pub const DEMO: &str = include_str!("../studies/demo.toml");
+
+/// Runs a study, then writes and summarises its report.
+fn run_study(
+    s: &study::StudyFile,
+    out: &std::path::Path,
+    dry_run: bool,
+    shutdown: &AtomicBool,
+) -> Result<()> {
+    let points = study::expand(s)?;
+    println!(
+        "kvlab study {}: {} points over {} target(s), about {:.0} s of load",
+        s.name,
+        points.len(),
+        s.targets.len(),
+        points.len() as f64 * (s.duration + s.warmup)
+    );
+    if dry_run {
+        for p in &points {
+            let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            println!(
+                "  {:>3} {} #{} {}",
+                p.index + 1,
+                p.target,
+                p.repetition,
+                params.join(" ")
+            );
+        }
+        return Ok(());
+    }
+    let opts = runner::RunOptions {
+        progress: true,
+        notes: false,
+    };
+    let total = points.len();
+    let mut on_point = |p: &study::Point, r: &study::exec::PointResult| {
+        let params: Vec<String> = p
+            .params
+            .iter()
+            .filter(|(k, _)| k.as_str() != "value_size" || s.sweep.value_size.len() > 1)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        match (&r.result, &r.error) {
+            (Some(x), _) => println!(
+                "  [{}/{total}] {} {}: {:.0} req/s, p99 {:.0} µs, errors {}{}",
+                p.index + 1,
+                p.target,
+                params.join(" "),
+                x.throughput_rps,
+                x.latency_us.p99,
+                x.errors,
+                x.server_cpu_us_per_request
+                    .map(|u| format!(", server {u:.1} µs/req"))
+                    .unwrap_or_default()
+            ),
+            (None, Some(e)) => println!(
+                "  [{}/{total}] {} {}: FAILED: {e}",
+                p.index + 1,
+                p.target,
+                params.join(" ")
+            ),
+            _ => {}
+        }
+    };
+    let path = study::exec::run(s, out, opts, shutdown, &mut on_point)?;
+    println!("kvlab: results in {}", path.display());
+    let results = vec![study::exec::StudyResult::read(&path)?];
+    let report = write_report(&results, out)?;
+    let r = report::build(&results);
+    println!("\nVerdict:");
+    for v in &r.verdict {
+        println!("  - {v}");
+    }
+    for c in &r.caveats {
+        println!("  ({c})");
+    }
+    println!("\nkvlab: report in {}", report.display());
+    Ok(())
+}
+
+/// Writes report.html and report.md for `results` into `out`; returns the HTML path.
+fn write_report(
+    results: &[study::exec::StudyResult],
+    out: &std::path::Path,
+) -> Result<std::path::PathBuf> {
+    std::fs::create_dir_all(out)?;
+    let r = report::build(results);
+    let html = out.join("report.html");
+    std::fs::write(&html, report::html::render(&r))?;
+    std::fs::write(out.join("report.md"), report::markdown::render(&r))?;
+    Ok(html)
 }
 
 /// Fails before any work when the result file could not be written.

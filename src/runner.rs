@@ -27,6 +27,61 @@ pub struct RunOptions {
 
 /// Measures one plan. A managed server lives exactly as long as this call.
 pub fn run(plan: &RunPlan, opts: RunOptions, shutdown: &AtomicBool) -> Result<RunResult> {
+    let server = start_server(plan, opts)?;
+    let result = measure(plan, server.as_ref(), opts, shutdown);
+    drop(server);
+    result
+}
+
+/// Bytes of data `plan` stores (keys, values, overhead), for sizing servers.
+pub fn data_bytes(plan: &RunPlan) -> u64 {
+    plan.workload.keys
+        * (plan.workload.value_size as u64 + plan.workload.key_prefix.len() as u64 + 80)
+}
+
+/// Starts the managed server `plan` asks for (none for an external target).
+pub fn start_server(plan: &RunPlan, opts: RunOptions) -> Result<Option<ManagedServer>> {
+    let kind = plan.target.kind;
+    if plan.target.external.is_some() {
+        return Ok(None);
+    }
+    raise_fd_limit(plan.load.connections);
+    let sizing = crate::server::config::Sizing {
+        data_bytes: data_bytes(plan),
+        connections: plan.load.connections,
+    };
+    if let Some(u) = ManagedServer::os_user(kind, &plan.target.server_opts) {
+        note(
+            opts,
+            format!(
+                "kvlab: runs as root; the managed {} runs as system user '{u}'",
+                kind.name()
+            ),
+        );
+    }
+    let s = ManagedServer::start(kind, &plan.target.server_opts, sizing)?;
+    note(
+        opts,
+        format!(
+            "kvlab: started {} {} (pid {}) on 127.0.0.1:{} in {}",
+            crate::server::binary_name(kind),
+            s.info.version,
+            s.pid(),
+            s.endpoint().port,
+            s.dir().display()
+        ),
+    );
+    Ok(Some(s))
+}
+
+/// Measures `plan` against `server` (kvlab's, already running) or the plan's
+/// external target.
+pub fn measure(
+    plan: &RunPlan,
+    server: Option<&ManagedServer>,
+    opts: RunOptions,
+    shutdown: &AtomicBool,
+) -> Result<RunResult> {
     let kind = plan.target.kind;
     let protocol = Protocol::of(kind);
     check_prefix(protocol, &plan.workload.key_prefix)?;
@@ -34,47 +89,13 @@ pub fn run(plan: &RunPlan, opts: RunOptions, shutdown: &AtomicBool) -> Result<Ru
     let started_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let data_bytes = plan.workload.keys
-        * (plan.workload.value_size as u64 + plan.workload.key_prefix.len() as u64 + 80);
-
-    let server = match &plan.target.external {
-        None => {
-            let sizing = crate::server::config::Sizing {
-                data_bytes,
-                connections: plan.load.connections,
-            };
-            if let Some(u) = ManagedServer::os_user(kind, &plan.target.server_opts) {
-                note(
-                    opts,
-                    format!(
-                        "kvlab: runs as root; the managed {} runs as system user '{u}'",
-                        kind.name()
-                    ),
-                );
-            }
-            let s = ManagedServer::start(kind, &plan.target.server_opts, sizing)?;
-            note(
-                opts,
-                format!(
-                    "kvlab: started {} {} (pid {}) on 127.0.0.1:{} in {}",
-                    crate::server::binary_name(kind),
-                    s.info.version,
-                    s.pid(),
-                    s.endpoint().port,
-                    s.dir().display()
-                ),
-            );
-            Some(s)
-        }
-        Some(_) => None,
-    };
-    let endpoint = match (&plan.target.external, &server) {
+    let endpoint = match (&plan.target.external, server) {
         (Some(e), _) => e.clone(),
         (None, Some(s)) => s.endpoint(),
         (None, None) => unreachable!("a managed target has a server"),
     };
     let connector = Connector::new(kind, &endpoint)?;
-    let info = match &server {
+    let info = match server {
         Some(s) => s.info.clone(),
         None => {
             let info = connector.probe(Duration::from_secs(4))?;
@@ -164,7 +185,6 @@ pub fn run(plan: &RunPlan, opts: RunOptions, shutdown: &AtomicBool) -> Result<Ru
         server_counters,
     );
     result.problems.extend(counters_note);
-    drop(server);
     Ok(result)
 }
 

@@ -344,6 +344,41 @@ impl ManagedServer {
         }
     }
 
+    /// Pins the server's processes and threads (and, through inheritance, the
+    /// ones it starts later) to `cpus`.
+    pub fn pin(&self, cpus: &[usize]) -> Result<()> {
+        let pid = self.pid();
+        let mut ids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let children =
+            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+        ids.extend(
+            children
+                .split_whitespace()
+                .filter_map(|c| c.parse::<u32>().ok()),
+        );
+        // SAFETY: cpu_set_t is plain data; sched_setaffinity reads it.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for &c in cpus {
+                libc::CPU_SET(c, &mut set);
+            }
+            for id in ids {
+                libc::sched_setaffinity(
+                    id as libc::pid_t,
+                    std::mem::size_of::<libc::cpu_set_t>(),
+                    &set,
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// Where to reach it.
     pub fn endpoint(&self) -> Endpoint {
         Endpoint {

@@ -1,0 +1,282 @@
+//! Running a study: points in plan order, managed servers restarted only when
+//! their settings change, data loaded once per server, and the results file
+//! rewritten after every point so Ctrl-C or a crash keeps what finished.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::{Point, StudyFile, expand};
+use crate::results::RunResult;
+use crate::runner::{self, RunOptions};
+use crate::server::ManagedServer;
+
+/// Version of the study results layout.
+pub const STUDY_SCHEMA: u32 = 1;
+
+/// The machine a study ran on.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Machine {
+    /// CPU model name.
+    pub cpu: String,
+    /// Logical CPUs.
+    pub cores: usize,
+    /// Memory in MiB.
+    pub memory_mib: u64,
+    /// Kernel release.
+    pub kernel: String,
+    /// Host name.
+    pub host: String,
+}
+
+impl Machine {
+    /// Reads this machine's description from /proc.
+    pub fn this() -> Machine {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpu = cpuinfo
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("model name")
+                    .and_then(|r| r.split(':').nth(1))
+            })
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|| "unknown".into());
+        let memory_mib = std::fs::read_to_string("/proc/meminfo")
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map_or(0, |kb| kb / 1024);
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        };
+        Machine {
+            cpu,
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            memory_mib,
+            kernel: read("/proc/sys/kernel/osrelease"),
+            host: read("/proc/sys/kernel/hostname"),
+        }
+    }
+}
+
+/// One point's outcome.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PointResult {
+    /// Position in the plan.
+    pub index: usize,
+    /// Target label.
+    pub target: String,
+    /// Repetition, from 1.
+    pub repetition: usize,
+    /// Swept axis values.
+    pub params: BTreeMap<String, String>,
+    /// The run, when it completed.
+    pub result: Option<RunResult>,
+    /// Why it did not, if it did not.
+    pub error: Option<String>,
+}
+
+/// Everything a study run produced; one JSON file.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StudyResult {
+    /// Layout version.
+    pub schema_version: u32,
+    /// kvlab's version.
+    pub kvlab_version: String,
+    /// Start, seconds since the Unix epoch.
+    pub started_unix_s: u64,
+    /// The study as written.
+    pub study: StudyFile,
+    /// Where it ran.
+    pub machine: Machine,
+    /// Points planned.
+    pub planned: usize,
+    /// Finished points (in plan order).
+    pub points: Vec<PointResult>,
+    /// Stopped by Ctrl-C.
+    pub interrupted: bool,
+}
+
+impl StudyResult {
+    /// Writes the results atomically (temp file, rename).
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec_pretty(self)?)
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// Reads a results file.
+    pub fn read(path: &Path) -> Result<StudyResult> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a kvlab study results file", path.display()))
+    }
+}
+
+/// Parses a CPU list such as `0`, `1-3` or `0,2`.
+pub fn parse_cpus(s: &str) -> Result<Vec<usize>> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let (a, b): (usize, usize) = (
+            a.trim().parse().context("bad CPU list")?,
+            b.trim().parse().context("bad CPU list")?,
+        );
+        out.extend(a..=b);
+    }
+    anyhow::ensure!(!out.is_empty(), "empty CPU list");
+    Ok(out)
+}
+
+/// Pins the calling thread (and threads it starts later) to `cpus`.
+pub fn pin(cpus: &[usize]) -> Result<()> {
+    // SAFETY: cpu_set_t is plain data; sched_setaffinity reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            anyhow::bail!(
+                "cannot pin to CPUs {cpus:?}: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Runs `study`, writing results under `out_dir`; returns the results file.
+/// `on_point` is told about each finished point (for a progress line).
+pub fn run(
+    study: &StudyFile,
+    out_dir: &Path,
+    opts: RunOptions,
+    shutdown: &AtomicBool,
+    on_point: &mut dyn FnMut(&Point, &PointResult),
+) -> Result<PathBuf> {
+    let points = expand(study)?;
+    std::fs::create_dir_all(out_dir)
+        .with_context(|| format!("cannot create {}", out_dir.display()))?;
+    let started_unix_s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let path = out_dir.join(format!("{}-{started_unix_s}.json", study.name));
+    let server_cpus = study.server_cpus.as_deref().map(parse_cpus).transpose()?;
+    let client_cpus = study.client_cpus.as_deref().map(parse_cpus).transpose()?;
+    if let Some(c) = &client_cpus {
+        pin(c)?;
+    }
+    let mut out = StudyResult {
+        schema_version: STUDY_SCHEMA,
+        kvlab_version: env!("CARGO_PKG_VERSION").into(),
+        started_unix_s,
+        study: study.clone(),
+        machine: Machine::this(),
+        planned: points.len(),
+        points: Vec::new(),
+        interrupted: false,
+    };
+    out.write(&path)?;
+    // The managed server in use: its target label and settings, and what it holds.
+    let mut current: Option<(String, BTreeMap<String, String>, ManagedServer)> = None;
+    let mut loaded: Option<(u64, usize)> = None;
+    for (i, point) in points.iter().enumerate() {
+        if shutdown.load(Ordering::SeqCst) {
+            out.interrupted = true;
+            break;
+        }
+        let mut plan = point.plan.clone();
+        let managed = plan.target.external.is_none();
+        let same = current
+            .as_ref()
+            .is_some_and(|(t, o, _)| *t == point.target && *o == plan.target.server_opts);
+        if managed && !same {
+            current = None; // stops the previous server
+            loaded = None;
+            // Size the server for the largest point it will serve.
+            let mut sized = plan.clone();
+            for p in points[i..].iter().take_while(|p| {
+                p.target == point.target && p.plan.target.server_opts == plan.target.server_opts
+            }) {
+                sized.load.connections = sized.load.connections.max(p.plan.load.connections);
+                sized.workload.value_size =
+                    sized.workload.value_size.max(p.plan.workload.value_size);
+            }
+            match start_pinned(&sized, opts, server_cpus.as_deref()) {
+                Ok(Some(s)) => {
+                    current = Some((point.target.clone(), plan.target.server_opts.clone(), s))
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    let pr = failed(point, format!("{e:#}"));
+                    on_point(point, &pr);
+                    out.points.push(pr);
+                    out.write(&path)?;
+                    continue;
+                }
+            }
+        }
+        let shape = (plan.workload.keys, plan.workload.value_size);
+        if managed && loaded == Some(shape) && !plan.target.kind.is_sql() {
+            plan.workload.load = false; // this server holds the data already
+        }
+        let server = current.as_ref().map(|(_, _, s)| s).filter(|_| managed);
+        let pr = match runner::measure(&plan, server, opts, shutdown) {
+            Ok(r) => {
+                loaded = Some(shape);
+                PointResult {
+                    index: point.index,
+                    target: point.target.clone(),
+                    repetition: point.repetition,
+                    params: point.params.clone(),
+                    result: Some(r),
+                    error: None,
+                }
+            }
+            Err(e) => failed(point, format!("{e:#}")),
+        };
+        on_point(point, &pr);
+        if pr.result.as_ref().is_some_and(|r| r.interrupted) {
+            out.interrupted = true;
+        }
+        out.points.push(pr);
+        out.write(&path)?;
+    }
+    drop(current);
+    out.write(&path)?;
+    Ok(path)
+}
+
+fn failed(point: &Point, error: String) -> PointResult {
+    PointResult {
+        index: point.index,
+        target: point.target.clone(),
+        repetition: point.repetition,
+        params: point.params.clone(),
+        result: None,
+        error: Some(error),
+    }
+}
+
+fn start_pinned(
+    plan: &crate::plan::RunPlan,
+    opts: RunOptions,
+    cpus: Option<&[usize]>,
+) -> Result<Option<ManagedServer>> {
+    let s = runner::start_server(plan, opts)?;
+    if let (Some(s), Some(cpus)) = (&s, cpus) {
+        s.pin(cpus)?;
+    }
+    Ok(s)
+}
