@@ -10,6 +10,10 @@ pub struct Series {
     pub name: String,
     /// Points `(x, y)`, x ascending.
     pub points: Vec<(f64, f64)>,
+    /// Colour slot (series of one target share it); `None`: by position.
+    pub color: Option<usize>,
+    /// Drawn dashed (e.g. p99 beside a solid p50).
+    pub dashed: bool,
 }
 
 /// A chart to draw.
@@ -29,10 +33,10 @@ pub struct Chart {
     pub log_x: bool,
 }
 
-const W: f64 = 720.0;
+const W: f64 = 780.0;
 const H: f64 = 360.0;
 const L: f64 = 80.0;
-const R: f64 = 170.0;
+const R: f64 = 230.0;
 const T: f64 = 40.0;
 const B: f64 = 55.0;
 const COLORS: [&str; 8] = [
@@ -171,7 +175,12 @@ pub fn svg(c: &Chart) -> String {
         esc(&c.y_label)
     );
     for (i, ser) in c.series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
+        let color = COLORS[ser.color.unwrap_or(i) % COLORS.len()];
+        let dash = if ser.dashed {
+            r#" stroke-dasharray="6 4""#
+        } else {
+            ""
+        };
         let path: Vec<String> = ser
             .points
             .iter()
@@ -180,7 +189,7 @@ pub fn svg(c: &Chart) -> String {
         if path.len() > 1 {
             let _ = write!(
                 s,
-                r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
+                r#"<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="{}"/>"#,
                 path.join(" ")
             );
         }
@@ -196,14 +205,16 @@ pub fn svg(c: &Chart) -> String {
             );
         }
         let ly = T + 10.0 + i as f64 * 20.0;
+        let (lx0, lx1, tx, ty, name) = (
+            W - R + 12.0,
+            W - R + 32.0,
+            W - R + 38.0,
+            ly + 2.0,
+            esc(&ser.name),
+        );
         let _ = write!(
             s,
-            r#"<rect x="{}" y="{}" width="14" height="4" fill="{color}"/><text x="{}" y="{}">{}</text>"#,
-            W - R + 15.0,
-            ly - 4.0,
-            W - R + 35.0,
-            ly + 2.0,
-            esc(&ser.name)
+            r#"<line x1="{lx0}" y1="{ly}" x2="{lx1}" y2="{ly}" stroke="{color}" stroke-width="3"{dash}/><text x="{tx}" y="{ty}">{name}</text>"#
         );
     }
     s.push_str("</svg>");
@@ -224,10 +235,14 @@ mod tests {
                 Series {
                     name: "redis".into(),
                     points: vec![(10.0, 1000.0), (100.0, 5000.0)],
+                    color: None,
+                    dashed: false,
                 },
                 Series {
                     name: "pg <x>".into(),
                     points: vec![(10.0, 500.0)],
+                    color: Some(3),
+                    dashed: true,
                 },
             ],
             x_categories: None,

@@ -167,9 +167,11 @@ fn series_by_target(
     y: impl Fn(&Row) -> Option<f64>,
     suffix: &str,
 ) -> (Vec<Series>, Option<Vec<String>>) {
+    let targets = target_order(rows);
     let mut cats = Vec::new();
     let mut by: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
+    let mut color_of: BTreeMap<String, usize> = BTreeMap::new();
     for r in rows {
         let Some(v) = r.params.get(axis) else {
             continue;
@@ -190,6 +192,10 @@ fn series_by_target(
         };
         if !order.contains(&name) {
             order.push(name.clone());
+            color_of.insert(
+                name.clone(),
+                targets.iter().position(|t| *t == r.target).unwrap_or(0),
+            );
         }
         by.entry(name).or_default().push((x, yv));
     }
@@ -198,10 +204,26 @@ fn series_by_target(
         .map(|name| {
             let mut points = by.remove(&name).unwrap_or_default();
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            Series { name, points }
+            let color = color_of.get(&name).copied();
+            Series {
+                name,
+                points,
+                color,
+                dashed: suffix == " p99",
+            }
         })
         .collect();
     (series, (!cats.is_empty()).then_some(cats))
+}
+
+fn target_order(rows: &[Row]) -> Vec<String> {
+    let mut t: Vec<String> = Vec::new();
+    for r in rows {
+        if !t.contains(&r.target) {
+            t.push(r.target.clone());
+        }
+    }
+    t
 }
 
 fn varies(rows: &[Row], key: &str) -> bool {
@@ -250,9 +272,13 @@ pub fn build(results: &[StudyResult]) -> Report {
             verdict.push(format!("{t}: no point finished without errors."));
             continue;
         };
+        let product = if *t == top.product {
+            String::new()
+        } else {
+            format!(" ({})", top.product)
+        };
         let mut s = format!(
-            "{t} ({}): best {} req/s at {}, p50 {} µs, p99 {} µs",
-            top.product,
+            "{t}{product}: best {} req/s at {}, p50 {} µs, p99 {} µs",
             short(top.rps),
             describe(top, axis.as_deref()),
             short(top.latency.p50),
@@ -447,7 +473,7 @@ pub fn build(results: &[StudyResult]) -> Report {
     let spectrum: Vec<Series> = best
         .iter()
         .map(|(r, _)| Series {
-            name: format!("{} ({})", r.target, describe(r, axis.as_deref())),
+            name: format!("{} @ {}", r.target, describe(r, axis.as_deref())),
             points: vec![
                 (0.0, r.latency.p50),
                 (1.0, r.latency.p90),
@@ -455,6 +481,8 @@ pub fn build(results: &[StudyResult]) -> Report {
                 (3.0, r.latency.p999),
                 (4.0, r.latency.p9999),
             ],
+            color: target_order(&rows).iter().position(|t| *t == r.target),
+            dashed: false,
         })
         .collect();
     if !spectrum.is_empty() {
@@ -476,6 +504,8 @@ pub fn build(results: &[StudyResult]) -> Report {
         .map(|(r, _)| Series {
             name: r.target.clone(),
             points: r.timeline.clone(),
+            color: target_order(&rows).iter().position(|t| *t == r.target),
+            dashed: false,
         })
         .filter(|s| !s.points.is_empty())
         .collect();
