@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
@@ -300,4 +301,32 @@ fn a_managed_postgres_with_many_connections_reports_the_whole_tree_and_stops_it(
     assert_eq!(v["target"]["settings"]["max_connections"], "220");
     let pid = v["target"]["pid"].as_u64().unwrap() as u32;
     assert!(!common::alive(pid), "postmaster {pid} left running");
+}
+
+#[test]
+fn bad_study_files_and_results_give_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "name = \"x\"\n[[target]]\ntarget = \"redis\"\n[sweep]\nconections = [1, 2]\n",
+    )
+    .unwrap();
+    let err = fails(&["study", bad.to_str().unwrap()]);
+    assert!(
+        err.contains("bad.toml:5:") && err.contains("conections"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let err = fails(&["study", "/nonexistent/study.toml"]);
+    assert!(err.contains("cannot read"), "{err}");
+    let err = fails(&["report", bad.to_str().unwrap()]);
+    assert!(err.contains("not a kvlab study results file"), "{err}");
+    let out = kvlab()
+        .args(["study", "--dry-run"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("studies/demo.toml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("15 points"));
 }

@@ -1,0 +1,130 @@
+//! Studies and reports: a tiny study runs end to end against a managed server,
+//! an interrupted study keeps its finished points, the report of a fixed results
+//! file matches its snapshot, and every chart in the HTML has data.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use kvlab::report;
+use kvlab::runner::RunOptions;
+use kvlab::study::{self, exec::StudyResult};
+
+const TINY: &str = r#"
+name = "tiny"
+description = "two connection counts against memcached"
+duration = 0.6
+warmup = 0.2
+[goal]
+p99_ms = 50
+[workload]
+keys = 2000
+value_size = 64
+[[target]]
+target = "memcached"
+[sweep]
+connections = [2, 8]
+"#;
+
+fn run_tiny(text: &str, dir: &Path, stop: &AtomicBool) -> StudyResult {
+    let s = study::parse(text, "tiny.toml").unwrap();
+    let path = study::exec::run(&s, dir, RunOptions::default(), stop, &mut |_, _| {}).unwrap();
+    StudyResult::read(&path).unwrap()
+}
+
+#[test]
+fn a_tiny_study_runs_end_to_end_and_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_tiny(TINY, dir.path(), &AtomicBool::new(false));
+    assert_eq!((r.planned, r.points.len()), (2, 2));
+    assert!(r.points.iter().all(|p| {
+        p.result
+            .as_ref()
+            .is_some_and(|x| x.errors == 0 && x.requests > 0)
+    }));
+    assert!(r.machine.cores >= 1 && !r.machine.kernel.is_empty());
+    // Data is loaded once per server: the second point reuses it.
+    assert!(r.points[0].result.as_ref().unwrap().load.is_some());
+    assert!(r.points[1].result.as_ref().unwrap().load.is_none());
+    let rep = report::build(std::slice::from_ref(&r));
+    assert!(
+        rep.verdict.iter().any(|v| v.contains("memcached: best")),
+        "{:?}",
+        rep.verdict
+    );
+    let html = String::from_utf8(report::html::render(&rep)).unwrap();
+    check_html(&html, rep.charts.len());
+}
+
+/// Every chart is an inline SVG with at least one data point; nothing external.
+fn check_html(html: &str, charts: usize) {
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    assert_eq!(html.matches("<svg").count(), charts);
+    assert!(charts >= 4, "{charts}");
+    for svg in html.split("<svg").skip(1) {
+        let svg = &svg[..svg.find("</svg>").unwrap()];
+        assert!(svg.contains("<circle"), "a chart without data");
+        assert!(
+            svg.contains("font-weight=\"bold\""),
+            "a chart without a title"
+        );
+    }
+    assert!(
+        !html.contains("http://")
+            || html.matches("http://").count()
+                == html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count()
+    );
+    assert!(!html.contains("<script"));
+}
+
+#[test]
+fn an_interrupted_study_keeps_its_finished_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = TINY.replace("connections = [2, 8]", "connections = [2, 4, 6, 8, 10, 12]");
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(2500));
+        flag.store(true, Ordering::SeqCst);
+    });
+    let r = run_tiny(&text, dir.path(), &stop);
+    t.join().unwrap();
+    assert!(r.interrupted);
+    assert!(
+        !r.points.is_empty() && r.points.len() < 6,
+        "{}",
+        r.points.len()
+    );
+    assert!(r.points.iter().filter(|p| p.result.is_some()).count() >= 1);
+    let rep = report::build(&[r]);
+    assert!(rep.caveats.iter().any(|c| c.contains("interrupted")));
+}
+
+#[test]
+fn the_report_of_a_fixed_results_file_matches_its_snapshot() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let r = StudyResult::read(&fixtures.join("study.json")).unwrap();
+    let rep = report::build(&[r]);
+    let md = String::from_utf8(report::markdown::render(&rep)).unwrap();
+    let snap = fixtures.join("report.md");
+    if std::env::var_os("KVLAB_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&snap, &md).unwrap();
+    }
+    assert_eq!(
+        md,
+        std::fs::read_to_string(&snap).unwrap(),
+        "run with KVLAB_UPDATE_SNAPSHOTS=1 to accept a deliberate change"
+    );
+    let html = String::from_utf8(report::html::render(&rep)).unwrap();
+    check_html(&html, rep.charts.len());
+    // A pure function of the data: the same input gives the same bytes.
+    assert_eq!(
+        html.as_bytes(),
+        report::html::render(&report::build(&[StudyResult::read(
+            &fixtures.join("study.json")
+        )
+        .unwrap()]))
+        .as_slice()
+    );
+}
