@@ -32,6 +32,24 @@ pub enum Command {
     Report(ReportArgs),
     /// A quick study over managed redis, valkey, memcached, postgres and mariadb.
     Demo(DemoArgs),
+    /// Find the highest rate a target sustains with p99 under a limit.
+    Capacity(Box<CapacityArgs>),
+}
+
+/// Flags of `kvlab capacity`: those of `kvlab run` (but `--rate`) and the goal.
+#[derive(Debug, Args)]
+#[command(after_help = "Example:
+  kvlab capacity --target redis --p99-ms 1 --duration 5")]
+pub struct CapacityArgs {
+    /// Largest acceptable p99 latency, milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub p99_ms: f64,
+    /// Most paced runs after the closed-loop one.
+    #[arg(long, default_value_t = 7)]
+    pub steps: usize,
+    /// The workload and target, as for `kvlab run`.
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 /// Flags of `kvlab study`.

@@ -12,11 +12,13 @@
 //! - [`server`]: managed servers (start, measure, stop) and their counters.
 //! - [`dataset`]: loads the keys (caches: pipelined SETs; databases: kvlab's table and a bulk load).
 //! - [`runner`]: one run from plan to [`results::RunResult`].
+//! - [`capacity`]: the highest rate within a p99 limit, by bisection over `--rate`.
 //! - [`study`]: study files, their expansion into points, and running them.
 //! - [`results`]: the result as data (JSON).
 //! - [`output`]: progress display and the human summary.
 //! - [`report`]: study results -> verdict, tables and SVG charts as Markdown and HTML.
 
+pub mod capacity;
 pub mod cli;
 pub mod dataset;
 pub mod driver;
@@ -91,6 +93,81 @@ pub fn run(cli: cli::Cli, shutdown: Arc<AtomicBool>) -> Result<()> {
             });
             let path = write_report(&results, &out)?;
             println!("kvlab: wrote {}", path.display());
+            Ok(())
+        }
+        cli::Command::Capacity(args) => {
+            let mut plan = args.run.to_plan()?;
+            if let Some(path) = &args.run.json {
+                check_writable(path)?;
+            }
+            if args.run.rate.is_some() {
+                bail!("--rate: kvlab capacity chooses the rates itself; drop --rate");
+            }
+            if plan.load.stop == plan::Stop::Duration(10.0) && args.run.duration.is_none() {
+                plan.load.stop = plan::Stop::Duration(5.0);
+            }
+            let opts = runner::RunOptions {
+                progress: true,
+                notes: true,
+            };
+            let mut on_step = |s: &capacity::Step| {
+                let r = &s.result;
+                let what = s
+                    .rate
+                    .map_or("closed loop".to_string(), |x| format!("{x:.0} req/s"));
+                let verdict = if s.rate.is_none() {
+                    "bound".to_string()
+                } else if s.passed {
+                    "pass".to_string()
+                } else {
+                    format!("fail: {}", s.reason.clone().unwrap_or_default())
+                };
+                println!(
+                    "  {what:>14}: served {:.0} req/s, p99 {:.0} µs, errors {} -> {verdict}",
+                    r.throughput_rps, r.latency_us.p99, r.errors
+                );
+            };
+            println!(
+                "kvlab capacity: highest rate with p99 <= {} ms and no errors",
+                args.p99_ms
+            );
+            let c = capacity::search(
+                &plan,
+                args.p99_ms,
+                args.steps,
+                opts,
+                &shutdown,
+                &mut on_step,
+            )?;
+            match c.capacity_rps.and_then(|rate| {
+                c.steps
+                    .iter()
+                    .rev()
+                    .find(|s| s.passed && s.rate == Some(rate))
+                    .map(|s| (rate, s))
+            }) {
+                Some((rate, s)) => {
+                    let r = &s.result;
+                    println!(
+                        "capacity: {rate:.0} req/s within p99 {} ms (p50 {:.0} µs, p99 {:.0} µs, p99.9 {:.0} µs{})",
+                        args.p99_ms,
+                        r.latency_us.p50,
+                        r.latency_us.p99,
+                        r.latency_us.p999,
+                        r.server_cpu_s
+                            .map(|cpu| format!(", server CPU {:.2} cores", cpu / r.duration_s))
+                            .unwrap_or_default()
+                    );
+                }
+                None => println!(
+                    "capacity: no tried rate met p99 <= {} ms without errors",
+                    args.p99_ms
+                ),
+            }
+            if let Some(path) = &args.run.json {
+                std::fs::write(path, serde_json::to_vec_pretty(&c)?)?;
+                eprintln!("kvlab: wrote {}", path.display());
+            }
             Ok(())
         }
         cli::Command::Demo(args) => {
