@@ -195,6 +195,10 @@ pub struct RunArgs {
     /// Seed of the key and operation generators.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// A separate writer doing this many SETs per second beside the measured
+    /// load, reported on its own (e.g. 65, as in the query-cache study).
+    #[arg(long, value_name = "N")]
+    pub background_writes: Option<f64>,
 }
 
 fn cores() -> usize {
@@ -357,6 +361,14 @@ impl RunArgs {
                 key_prefix: self.key_prefix.clone(),
                 load: !self.no_load,
                 seed: self.seed,
+                background_writes: match self.background_writes {
+                    Some(w) => Some(positive(
+                        "--background-writes",
+                        w,
+                        "give writes per second, e.g. --background-writes 65",
+                    )?),
+                    None => None,
+                },
             },
             load: LoadShape {
                 connections: self.connections,

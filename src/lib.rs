@@ -213,11 +213,12 @@ fn run_study(
         notes: false,
     };
     let total = points.len();
+    let swept = study::swept_axes(s);
     let mut on_point = |p: &study::Point, r: &study::exec::PointResult| {
         let params: Vec<String> = p
             .params
             .iter()
-            .filter(|(k, _)| k.as_str() != "value_size" || s.sweep.value_size.len() > 1)
+            .filter(|(k, _)| swept.contains(k))
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
         match (&r.result, &r.error) {

@@ -306,6 +306,9 @@ pub struct Workload {
     /// Seed of the key and operation generators.
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// A separate writer at this many SETs per second beside the measured load.
+    #[serde(default)]
+    pub background_writes: Option<f64>,
 }
 
 fn default_seed() -> u64 {

@@ -88,10 +88,28 @@ pub struct RunResult {
     pub server_counters: Option<CounterCheck>,
     /// Per second of the measured phase.
     pub timeline: Vec<Second>,
+    /// The background writer beside the measured load, if any.
+    #[serde(default)]
+    pub background: Option<BackgroundReport>,
     /// Latency histogram (HdrHistogram V2 deflate, base64, nanoseconds).
     pub histogram: String,
     /// Service-time histogram, same encoding (paced runs only).
     pub service_histogram: Option<String>,
+}
+
+/// The fixed-rate writer that ran beside the measured load (`--background-writes`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BackgroundReport {
+    /// Requested writes per second.
+    pub target_rps: f64,
+    /// Writes that finished.
+    pub writes: u64,
+    /// Writes that failed.
+    pub errors: u64,
+    /// Writes per second achieved.
+    pub rps: f64,
+    /// Their latency from intended start, µs.
+    pub latency_us: Percentiles,
 }
 
 /// The target as driven.

@@ -153,14 +153,50 @@ pub fn measure(
         at_end: None,
         warmup: base.warmup,
     };
-    let report = engine::execute(&base, shutdown, &mut obs)?;
+    // A separate writer at a fixed rate beside the measured load, reported apart.
+    let bg_stop = AtomicBool::new(false);
+    let (report, background) = std::thread::scope(|scope| -> Result<_> {
+        let bg = plan.workload.background_writes.map(|rate| {
+            let spec = Spec {
+                mix: OpMix::new(crate::plan::Ratio { set: 1, get: 0 }),
+                connections: 1,
+                threads: 1,
+                pipeline: 1,
+                warmup: Duration::ZERO,
+                stop: crate::plan::Stop::Duration(1e9),
+                rate: Some(rate),
+                seed: base.seed ^ 0xb6,
+                ..base.clone()
+            };
+            let stop = &bg_stop;
+            scope.spawn(move || engine::execute(&spec, stop, &mut engine::Quiet))
+        });
+        let main = engine::execute(&base, shutdown, &mut obs);
+        bg_stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let bg = match bg {
+            Some(h) => Some(
+                h.join()
+                    .map_err(|_| anyhow::anyhow!("the background writer panicked"))??,
+            ),
+            None => None,
+        };
+        Ok((main?, bg))
+    })?;
     obs.progress.finish();
     let after = counters::read(&connector).ok();
+    let bg_sets = background.as_ref().map_or(0, |b| b.measured.counts.sets);
     let server_counters = before.zip(after).map(|(b, a)| CounterCheck {
         server: a.since(&b),
         kvlab_gets: report.warmup.gets + report.measured.counts.gets,
-        kvlab_sets: report.warmup.sets + report.measured.counts.sets,
+        kvlab_sets: report.warmup.sets + report.measured.counts.sets + bg_sets,
         exclusive: server.is_some(),
+    });
+    let background = background.map(|b| crate::results::BackgroundReport {
+        target_rps: plan.workload.background_writes.unwrap_or(0.0),
+        writes: b.measured.counts.sets,
+        errors: b.measured.counts.error_total(),
+        rps: b.measured.counts.ok() as f64 / b.window.as_secs_f64().max(1e-9),
+        latency_us: crate::stats::Percentiles::of(&b.measured.latency),
     });
 
     let target = TargetInfo {
@@ -185,6 +221,14 @@ pub fn measure(
         server_counters,
     );
     result.problems.extend(counters_note);
+    if let Some(b) = &background
+        && b.errors > 0
+    {
+        result
+            .problems
+            .push(format!("the background writer had {} errors", b.errors));
+    }
+    result.background = background;
     Ok(result)
 }
 
@@ -435,6 +479,7 @@ fn assemble(
         },
         server_counters,
         timeline: r.timeline,
+        background: None,
         histogram: encode_histogram(&r.measured.latency),
         service_histogram: paced.then(|| encode_histogram(&r.measured.service)),
     }

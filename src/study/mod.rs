@@ -92,6 +92,13 @@ pub struct WorkloadSection {
     pub distribution: String,
     /// Key prefix.
     pub key_prefix: String,
+    /// A separate writer at this many SETs per second beside the load.
+    pub background_writes: Option<f64>,
+    /// Load the keys before measuring (false: the points write them).
+    pub load: bool,
+    /// Measure this many requests per point instead of `duration`: a number,
+    /// or "keys" for one request per key.
+    pub requests: Option<toml::Value>,
 }
 
 impl Default for WorkloadSection {
@@ -102,6 +109,9 @@ impl Default for WorkloadSection {
             ratio: "0:1".into(),
             distribution: "uniform".into(),
             key_prefix: "kvlab:".into(),
+            background_writes: None,
+            load: true,
+            requests: None,
         }
     }
 }
@@ -172,6 +182,12 @@ pub struct Sweep {
     /// Open-loop rates.
     #[serde(default)]
     pub rate: Vec<f64>,
+    /// Key counts.
+    #[serde(default)]
+    pub keys: Vec<u64>,
+    /// SET:GET ratios, e.g. ["1:0", "0:1"] (write, then read).
+    #[serde(default)]
+    pub ratio: Vec<String>,
     /// Server settings: name -> values (applied to every managed target that
     /// accepts them, e.g. `io-threads`, `threads`, `query_cache_type`).
     #[serde(default)]
@@ -193,6 +209,29 @@ pub struct Point {
     pub plan: RunPlan,
 }
 
+/// Names of the axes a study sweeps (more than one value), as in point params.
+pub fn swept_axes(study: &StudyFile) -> Vec<String> {
+    let s = &study.sweep;
+    let mut axes: Vec<(String, usize)> = vec![
+        ("connections".into(), s.connections.len()),
+        ("threads".into(), s.threads.len()),
+        ("pipeline".into(), s.pipeline.len()),
+        ("value_size".into(), s.value_size.len()),
+        ("rate".into(), s.rate.len()),
+        ("keys".into(), s.keys.len()),
+        ("ratio".into(), s.ratio.len()),
+    ];
+    axes.extend(
+        s.server
+            .iter()
+            .map(|(k, v)| (format!("server.{k}"), v.len())),
+    );
+    axes.into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|(a, _)| a)
+        .collect()
+}
+
 /// The axis a point varies along, for charts: the first swept axis with more
 /// than one value (`connections`, `server.io-threads`, ...).
 pub fn main_axis(study: &StudyFile) -> Option<String> {
@@ -203,6 +242,8 @@ pub fn main_axis(study: &StudyFile) -> Option<String> {
         ("pipeline".into(), s.pipeline.len()),
         ("value_size".into(), s.value_size.len()),
         ("rate".into(), s.rate.len()),
+        ("keys".into(), s.keys.len()),
+        ("ratio".into(), s.ratio.len()),
     ];
     axes.extend(
         s.server
@@ -371,68 +412,102 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
     } else {
         s.sweep.rate.iter().map(|r| Some(*r)).collect()
     };
-    let ratio: Ratio = s.workload.ratio.parse()?;
+    let base_ratio: Ratio = s.workload.ratio.parse()?;
+    let ratios: Vec<Ratio> = if s.sweep.ratio.is_empty() {
+        vec![base_ratio]
+    } else {
+        s.sweep
+            .ratio
+            .iter()
+            .map(|r| r.parse())
+            .collect::<Result<_, _>>()?
+    };
+    let keys_list = if s.sweep.keys.is_empty() {
+        vec![s.workload.keys]
+    } else {
+        s.sweep.keys.clone()
+    };
+    let keys_ratios: Vec<(u64, Ratio)> = keys_list
+        .iter()
+        .flat_map(|&k| ratios.iter().map(move |&r| (k, r)))
+        .collect();
+    let per_point_requests = match &s.workload.requests {
+        None => None,
+        Some(toml::Value::String(x)) if x == "keys" => Some(None),
+        Some(toml::Value::Integer(n)) if *n > 0 => Some(Some(*n as u64)),
+        Some(other) => bail!("workload.requests = {other}: give a positive number or \"keys\""),
+    };
     let distribution: KeyDistribution = s.workload.distribution.parse()?;
     let mut points = Vec::new();
     for t in &s.targets {
         let base: TargetSpec = t.target.parse()?;
         for combo in &server_combos {
-            for &value_size in &one(&s.sweep.value_size, s.workload.value_size) {
-                for &connections in &one(&s.sweep.connections, s.load.connections) {
-                    for &threads in &one(&s.sweep.threads, threads_default) {
-                        for &pipeline in &one(&s.sweep.pipeline, s.load.pipeline) {
-                            for &rate in &rates {
-                                for repetition in 1..=s.repetitions {
-                                    let mut target = base.clone();
-                                    target.server_opts = t.server_opts.clone();
-                                    target.schema = SchemaOptions {
-                                        table_engine: t.table_engine.clone(),
-                                        unlogged: t.unlogged,
-                                        recreate: false,
-                                    };
-                                    let mut params = BTreeMap::new();
-                                    for (k, v) in combo {
-                                        target.server_opts.insert(k.clone(), v.clone());
-                                        params.insert(format!("server.{k}"), v.clone());
+            for &(keys, ratio) in &keys_ratios {
+                for &value_size in &one(&s.sweep.value_size, s.workload.value_size) {
+                    for &connections in &one(&s.sweep.connections, s.load.connections) {
+                        for &threads in &one(&s.sweep.threads, threads_default) {
+                            for &pipeline in &one(&s.sweep.pipeline, s.load.pipeline) {
+                                for &rate in &rates {
+                                    for repetition in 1..=s.repetitions {
+                                        let mut target = base.clone();
+                                        target.server_opts = t.server_opts.clone();
+                                        target.schema = SchemaOptions {
+                                            table_engine: t.table_engine.clone(),
+                                            unlogged: t.unlogged,
+                                            recreate: false,
+                                        };
+                                        let mut params = BTreeMap::new();
+                                        for (k, v) in combo {
+                                            target.server_opts.insert(k.clone(), v.clone());
+                                            params.insert(format!("server.{k}"), v.clone());
+                                        }
+                                        params
+                                            .insert("connections".into(), connections.to_string());
+                                        params.insert(
+                                            "threads".into(),
+                                            threads.min(connections).to_string(),
+                                        );
+                                        params.insert("pipeline".into(), pipeline.to_string());
+                                        params.insert("value_size".into(), value_size.to_string());
+                                        params.insert("keys".into(), keys.to_string());
+                                        params.insert("ratio".into(), ratio.to_string());
+                                        if let Some(r) = rate {
+                                            params.insert("rate".into(), r.to_string());
+                                        }
+                                        let plan = RunPlan {
+                                            target,
+                                            workload: Workload {
+                                                keys,
+                                                value_size,
+                                                ratio,
+                                                distribution,
+                                                key_prefix: s.workload.key_prefix.clone(),
+                                                load: s.workload.load,
+                                                seed: 1,
+                                                background_writes: s.workload.background_writes,
+                                            },
+                                            load: LoadShape {
+                                                connections,
+                                                threads: threads.min(connections),
+                                                pipeline,
+                                                stop: match per_point_requests {
+                                                    None => Stop::Duration(s.duration),
+                                                    Some(None) => Stop::Requests(keys),
+                                                    Some(Some(n)) => Stop::Requests(n),
+                                                },
+                                                warmup_s: s.warmup,
+                                                rate,
+                                                timeout_s: s.load.timeout,
+                                            },
+                                        };
+                                        points.push(Point {
+                                            index: points.len(),
+                                            target: label(t),
+                                            repetition,
+                                            params,
+                                            plan,
+                                        });
                                     }
-                                    params.insert("connections".into(), connections.to_string());
-                                    params.insert(
-                                        "threads".into(),
-                                        threads.min(connections).to_string(),
-                                    );
-                                    params.insert("pipeline".into(), pipeline.to_string());
-                                    params.insert("value_size".into(), value_size.to_string());
-                                    if let Some(r) = rate {
-                                        params.insert("rate".into(), r.to_string());
-                                    }
-                                    let plan = RunPlan {
-                                        target,
-                                        workload: Workload {
-                                            keys: s.workload.keys,
-                                            value_size,
-                                            ratio,
-                                            distribution,
-                                            key_prefix: s.workload.key_prefix.clone(),
-                                            load: true,
-                                            seed: 1,
-                                        },
-                                        load: LoadShape {
-                                            connections,
-                                            threads: threads.min(connections),
-                                            pipeline,
-                                            stop: Stop::Duration(s.duration),
-                                            warmup_s: s.warmup,
-                                            rate,
-                                            timeout_s: s.load.timeout,
-                                        },
-                                    };
-                                    points.push(Point {
-                                        index: points.len(),
-                                        target: label(t),
-                                        repetition,
-                                        params,
-                                        plan,
-                                    });
                                 }
                             }
                         }

@@ -31,6 +31,7 @@ pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
             key_prefix: "kvlab:".into(),
             load: true,
             seed: 7,
+            background_writes: None,
         },
         load: LoadShape {
             connections: 4,
