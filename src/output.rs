@@ -172,6 +172,17 @@ pub fn summary(r: &RunResult) -> String {
             num(v.max)
         );
     }
+    if let Some(b) = &r.background {
+        let _ = writeln!(
+            s,
+            "  background writer: {} writes/s asked, {} done ({} writes), p99 {} µs, errors {}",
+            num(b.target_rps),
+            num(b.rps),
+            b.writes,
+            num(b.latency_us.p99),
+            b.errors
+        );
+    }
     if let Some(sc) = &r.schedule {
         let _ = writeln!(
             s,

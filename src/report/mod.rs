@@ -254,10 +254,25 @@ pub fn build(results: &[StudyResult]) -> Report {
     let description = study.map(|s| s.description.clone()).unwrap_or_default();
     let goal = study.map(|s| s.goal.clone()).unwrap_or_default();
     let mut verdict = Vec::new();
+    // A target with swept server settings is judged once per setting.
+    let settings_of = |r: &Row| -> String {
+        let v: Vec<String> = r
+            .params
+            .iter()
+            .filter(|(k, _)| k.starts_with("server.") && varies(&rows, k))
+            .map(|(k, v)| format!("{}={v}", &k[7..]))
+            .collect();
+        if v.is_empty() {
+            r.target.clone()
+        } else {
+            format!("{} {}", r.target, v.join(" "))
+        }
+    };
     let mut targets: Vec<String> = Vec::new();
     for r in &rows {
-        if !targets.contains(&r.target) {
-            targets.push(r.target.clone());
+        let t = settings_of(r);
+        if !targets.contains(&t) {
+            targets.push(t);
         }
     }
     let within =
@@ -266,13 +281,13 @@ pub fn build(results: &[StudyResult]) -> Report {
     for t in &targets {
         let mine: Vec<&Row> = rows
             .iter()
-            .filter(|r| &r.target == t && r.errors == 0)
+            .filter(|r| &settings_of(r) == t && r.errors == 0)
             .collect();
         let Some(top) = mine.iter().copied().max_by(|a, b| a.rps.total_cmp(&b.rps)) else {
             verdict.push(format!("{t}: no point finished without errors."));
             continue;
         };
-        let product = if *t == top.product {
+        let product = if top.target == top.product {
             String::new()
         } else {
             format!(" ({})", top.product)
