@@ -130,7 +130,95 @@ fn watch(progress: &Progress, done: &AtomicU64, finished: &AtomicBool) {
     }
 }
 
-/// The state of kvlab's table on a PostgreSQL target.
+/// Loads keys `0..keys` on `loaders` threads, each running `load(start, end,
+/// done)` on its own slice, with progress; fails on the first loader error and
+/// when interrupted.
+fn parallel_load(
+    keys: u64,
+    loaders: usize,
+    opts: RunOptions,
+    shutdown: &AtomicBool,
+    load: impl Fn(u64, u64, &AtomicU64) -> Result<()> + Sync,
+) -> Result<()> {
+    let done = AtomicU64::new(0);
+    let finished = AtomicBool::new(false);
+    let progress = Progress::counter("load", keys, opts.progress);
+    let results: Vec<Result<()>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..loaders)
+            .map(|i| {
+                let (done, load) = (&done, &load);
+                scope.spawn(move || {
+                    let (start, end) = slice_of(keys, i, loaders);
+                    load(start, end, done)
+                })
+            })
+            .collect();
+        let watcher = scope.spawn(|| watch(&progress, &done, &finished));
+        let r = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a loader thread panicked")))
+            })
+            .collect();
+        finished.store(true, Ordering::SeqCst);
+        let _ = watcher.join();
+        r
+    });
+    progress.finish();
+    if shutdown.load(Ordering::SeqCst) {
+        bail!("interrupted while loading the data; nothing was measured");
+    }
+    results.into_iter().collect()
+}
+
+/// Says what happens to kvlab's table; returns the state for the caller to act on.
+fn announce(
+    state: &TableState,
+    opts: RunOptions,
+    display: &str,
+    keys: u64,
+    vsize: usize,
+) -> TableState {
+    match state {
+        TableState::Reusable => {
+            note(
+                opts,
+                format!("kvlab: reusing kvlab_kv in {display} ({keys} rows of {vsize} B)"),
+            );
+            TableState::Reusable
+        }
+        TableState::Reload => {
+            note(
+                opts,
+                format!("kvlab: dropping kvlab's own table kvlab_kv in {display} to reload it"),
+            );
+            TableState::Reload
+        }
+        TableState::Absent => TableState::Absent,
+    }
+}
+
+/// Reuse or reload, from `count, min(k), max(k), min(len(v)), max(len(v))` of
+/// kvlab's table: reused when it holds exactly keys `0..keys` of `vsize` bytes
+/// (or, without loading, any rows of the right size).
+fn figures_state(rows: &[Vec<Option<String>>], keys: u64, vsize: usize, load: bool) -> TableState {
+    let n = |i: usize| {
+        rows.first()
+            .and_then(|r| r.get(i).cloned().flatten())
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or(-2)
+    };
+    let (k, v) = (keys as i64, vsize as i64);
+    let full = n(0) == k && n(1) == 0 && n(2) == k - 1 && n(3) == v && n(4) == v;
+    if full || (!load && n(3) == v) {
+        TableState::Reusable
+    } else {
+        TableState::Reload
+    }
+}
+
+/// The state of kvlab's table on a database target.
 enum TableState {
     Absent,
     Reusable,
@@ -178,22 +266,7 @@ fn prepare_postgres(
                 TableState::Reload
             } else {
                 let q = c.query("SELECT count(*), coalesce(min(k), -1), coalesce(max(k), -1), coalesce(min(length(v)), -1), coalesce(max(length(v)), -1) FROM kvlab_kv")?;
-                let n = |i: usize| {
-                    q.first()
-                        .and_then(|r| r.get(i).cloned().flatten())
-                        .and_then(|v| v.parse::<i64>().ok())
-                        .unwrap_or(-2)
-                };
-                let full = n(0) == keys as i64
-                    && n(1) == 0
-                    && n(2) == keys as i64 - 1
-                    && n(3) == vsize as i64
-                    && n(4) == vsize as i64;
-                if full || (!plan.workload.load && n(3) == vsize as i64) {
-                    TableState::Reusable
-                } else {
-                    TableState::Reload
-                }
+                figures_state(&q, keys, vsize, plan.workload.load)
             }
         }
     };
@@ -208,25 +281,9 @@ fn prepare_postgres(
         ))?;
         Ok(())
     };
-    match state {
-        TableState::Reusable => {
-            note(
-                opts,
-                format!(
-                    "kvlab: reusing kvlab_kv in {} ({keys} rows of {vsize} B)",
-                    connector.display
-                ),
-            );
-            return Ok(None);
-        }
+    match announce(&state, opts, &connector.display, keys, vsize) {
+        TableState::Reusable => return Ok(None),
         TableState::Reload => {
-            note(
-                opts,
-                format!(
-                    "kvlab: dropping kvlab's own table kvlab_kv in {} to reload it",
-                    connector.display
-                ),
-            );
             c.query("DROP TABLE kvlab_kv")?;
         }
         TableState::Absent => {}
@@ -244,41 +301,13 @@ fn prepare_postgres(
     );
     let started = Instant::now();
     let loaders = base.threads.clamp(1, 4).min(keys as usize);
-    let done = AtomicU64::new(0);
-    let finished = AtomicBool::new(false);
-    let progress = Progress::counter("load", keys, opts.progress);
-    let results: Vec<Result<()>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..loaders)
-            .map(|i| {
-                let done = &done;
-                scope.spawn(move || -> Result<()> {
-                    let (start, end) = slice_of(keys, i, loaders);
-                    let mut lc = connector.open_pg(Duration::from_secs(10))?;
-                    lc.set_timeout(None)?;
-                    lc.copy_in(&base.values, start, end, done, shutdown)?;
-                    Ok(())
-                })
-            })
-            .collect();
-        let watcher = scope.spawn(|| watch(&progress, &done, &finished));
-        let r = handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a loader thread panicked")))
-            })
-            .collect();
-        finished.store(true, Ordering::SeqCst);
-        let _ = watcher.join();
-        r
-    });
-    progress.finish();
-    if shutdown.load(Ordering::SeqCst) {
-        bail!("interrupted while loading the data; nothing was measured");
-    }
-    for r in results {
-        r.context("loading kvlab_kv with COPY failed")?;
-    }
+    parallel_load(keys, loaders, opts, shutdown, |start, end, done| {
+        let mut lc = connector.open_pg(Duration::from_secs(10))?;
+        lc.set_timeout(None)?;
+        lc.copy_in(&base.values, start, end, done, shutdown)?;
+        Ok(())
+    })
+    .context("loading kvlab_kv with COPY failed")?;
     c.query("ALTER TABLE kvlab_kv ADD PRIMARY KEY (k)")
         .context("indexing kvlab_kv failed")?;
     c.query("ANALYZE kvlab_kv")?;
@@ -347,44 +376,13 @@ fn prepare_mysql(
                 TableState::Reload
             } else {
                 let q = c.query("SELECT COUNT(*), COALESCE(MIN(k), -1), COALESCE(MAX(k), -1), COALESCE(MIN(LENGTH(v)), -1), COALESCE(MAX(LENGTH(v)), -1) FROM kvlab_kv")?;
-                let n = |i: usize| {
-                    q.first()
-                        .and_then(|r| r.get(i).cloned().flatten())
-                        .and_then(|v| v.parse::<i64>().ok())
-                        .unwrap_or(-2)
-                };
-                let full = n(0) == keys as i64
-                    && n(1) == 0
-                    && n(2) == keys as i64 - 1
-                    && n(3) == vsize as i64
-                    && n(4) == vsize as i64;
-                if full || (!plan.workload.load && n(3) == vsize as i64) {
-                    TableState::Reusable
-                } else {
-                    TableState::Reload
-                }
+                figures_state(&q, keys, vsize, plan.workload.load)
             }
         }
     };
-    match state {
-        TableState::Reusable => {
-            note(
-                opts,
-                format!(
-                    "kvlab: reusing kvlab_kv in {} ({keys} rows of {vsize} B)",
-                    connector.display
-                ),
-            );
-            return Ok(None);
-        }
+    match announce(&state, opts, &connector.display, keys, vsize) {
+        TableState::Reusable => return Ok(None),
         TableState::Reload => {
-            note(
-                opts,
-                format!(
-                    "kvlab: dropping kvlab's own table kvlab_kv in {} to reload it",
-                    connector.display
-                ),
-            );
             c.query("DROP TABLE kvlab_kv")?;
         }
         TableState::Absent => {}
@@ -404,41 +402,13 @@ fn prepare_mysql(
     let started = Instant::now();
     // InnoDB takes parallel inserters well even on 2 cores (measured: 2 loaders 240-300k rows/s, 4 loaders 310k).
     let loaders = (base.threads * 2).clamp(2, 4).min(keys as usize);
-    let done = AtomicU64::new(0);
-    let finished = AtomicBool::new(false);
-    let progress = Progress::counter("load", keys, opts.progress);
-    let results: Vec<Result<()>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..loaders)
-            .map(|i| {
-                let done = &done;
-                scope.spawn(move || -> Result<()> {
-                    let (start, end) = slice_of(keys, i, loaders);
-                    let mut lc: MyConn = connector.open_my(Duration::from_secs(10))?;
-                    lc.set_timeout(None)?;
-                    lc.insert_rows(&base.values, start, end, done, shutdown)?;
-                    Ok(())
-                })
-            })
-            .collect();
-        let watcher = scope.spawn(|| watch(&progress, &done, &finished));
-        let r = handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a loader thread panicked")))
-            })
-            .collect();
-        finished.store(true, Ordering::SeqCst);
-        let _ = watcher.join();
-        r
-    });
-    progress.finish();
-    if shutdown.load(Ordering::SeqCst) {
-        bail!("interrupted while loading the data; nothing was measured");
-    }
-    for r in results {
-        r.context("loading kvlab_kv with INSERT failed (for the MEMORY engine, is max_heap_table_size large enough?)")?;
-    }
+    parallel_load(keys, loaders, opts, shutdown, |start, end, done| {
+        let mut lc: MyConn = connector.open_my(Duration::from_secs(10))?;
+        lc.set_timeout(None)?;
+        lc.insert_rows(&base.values, start, end, done, shutdown)?;
+        Ok(())
+    })
+    .context("loading kvlab_kv with INSERT failed (for the MEMORY engine, is max_heap_table_size large enough?)")?;
     c.query("ANALYZE TABLE kvlab_kv")?;
     let seconds = started.elapsed().as_secs_f64();
     Ok(Some(LoadResult {

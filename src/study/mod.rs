@@ -235,22 +235,7 @@ pub fn swept_axes(study: &StudyFile) -> Vec<String> {
 /// The axis a point varies along, for charts: the first swept axis with more
 /// than one value (`connections`, `server.io-threads`, ...).
 pub fn main_axis(study: &StudyFile) -> Option<String> {
-    let s = &study.sweep;
-    let mut axes: Vec<(String, usize)> = vec![
-        ("connections".into(), s.connections.len()),
-        ("threads".into(), s.threads.len()),
-        ("pipeline".into(), s.pipeline.len()),
-        ("value_size".into(), s.value_size.len()),
-        ("rate".into(), s.rate.len()),
-        ("keys".into(), s.keys.len()),
-        ("ratio".into(), s.ratio.len()),
-    ];
-    axes.extend(
-        s.server
-            .iter()
-            .map(|(k, v)| (format!("server.{k}"), v.len())),
-    );
-    axes.into_iter().find(|(_, n)| *n > 1).map(|(a, _)| a)
+    swept_axes(study).into_iter().next()
 }
 
 fn value_text(v: &toml::Value) -> String {
