@@ -218,6 +218,8 @@ impl ManagedServer {
                         dir.path().join("mysqld.pid").display()
                     ))
                     .arg(format!("--port={port}"))
+                    // Its own tmpdir: servers side by side collide on temporary table names in /tmp.
+                    .arg(format!("--tmpdir={}", dir.path().display()))
                     .args(["--bind-address=127.0.0.1", "--skip-name-resolve"]);
                 if let Some(u) = run_as {
                     cmd.arg(format!("--user={}", u.name));

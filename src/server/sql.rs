@@ -150,8 +150,11 @@ pub fn init_mariadb(data: &Path, user: Option<&OsUser>) -> Result<()> {
         .or_else(|| super::find_binary("mysql_install_db"))
         .context("mariadb-install-db is not installed; run `make deps` (or apt-get install mariadb-server)")?;
     let mut cmd = Command::new(tool);
+    // Its own tmpdir: concurrent bootstraps collide on temporary table names in /tmp.
+    let tmp = data.parent().unwrap_or(data);
     cmd.arg("--no-defaults")
         .arg(format!("--datadir={}", data.display()))
+        .arg(format!("--tmpdir={}", tmp.display()))
         .args(["--skip-test-db", "--auth-root-authentication-method=socket"]);
     if let Some(u) = user {
         cmd.arg(format!("--user={}", u.name));
