@@ -448,12 +448,18 @@ pub fn build(results: &[StudyResult]) -> Report {
         ]);
     }
     let mut charts = Vec::new();
-    let log_x = axis_name == "connections"
-        && rows
-            .iter()
-            .filter_map(|r| r.params.get("connections")?.parse::<f64>().ok())
-            .fold(1.0f64, f64::max)
-            >= 100.0;
+    // A numeric axis spanning two orders of magnitude (connections 10..1000,
+    // keys 1k..1M) reads best on a log scale.
+    let xs: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| r.params.get(&axis_name)?.parse::<f64>().ok())
+        .filter(|x| *x > 0.0)
+        .collect();
+    let log_x = xs.len() == rows.len()
+        && !xs.is_empty()
+        && xs.iter().cloned().fold(f64::MIN, f64::max)
+            / xs.iter().cloned().fold(f64::MAX, f64::min)
+            >= 50.0;
     let (s, cats) = series_by_target(&rows, &axis_name, |r| Some(r.rps), "");
     charts.push(Chart {
         title: format!("Throughput vs {axis_name}"),
