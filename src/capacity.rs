@@ -56,7 +56,8 @@ pub fn judge(r: &RunResult, rate: f64, p99_ms: f64) -> Result<(), String> {
     Ok(())
 }
 
-/// Searches with at most `steps` paced runs after the closed-loop one.
+/// Searches with at most `steps` paced runs after the closed-loop one, on a
+/// server kvlab starts for the purpose (or the plan's external target).
 pub fn search(
     plan: &RunPlan,
     p99_ms: f64,
@@ -69,9 +70,31 @@ pub fn search(
         bail!("--p99-ms: give a positive number of milliseconds, e.g. --p99-ms 1");
     }
     let server = runner::start_server(plan, opts)?;
+    search_on(
+        plan,
+        server.as_ref(),
+        p99_ms,
+        steps,
+        opts,
+        shutdown,
+        on_step,
+    )
+}
+
+/// [`search`] against `server`, already running (a study's), or the plan's
+/// external target when `None`.
+pub fn search_on(
+    plan: &RunPlan,
+    server: Option<&crate::server::ManagedServer>,
+    p99_ms: f64,
+    steps: usize,
+    opts: RunOptions,
+    shutdown: &AtomicBool,
+    on_step: &mut dyn FnMut(&Step),
+) -> Result<Capacity> {
     let mut plan = plan.clone();
     plan.load.rate = None;
-    let first = runner::measure(&plan, server.as_ref(), opts, shutdown)?;
+    let first = runner::measure(&plan, server, opts, shutdown)?;
     plan.workload.load = false; // loaded once
     let bound = first.throughput_rps;
     let mut out = Capacity {
@@ -99,7 +122,7 @@ pub fn search(
         // lowest failure.
         let rate = if lo == 0.0 { hi * 0.5 } else { (lo + hi) / 2.0 };
         plan.load.rate = Some(rate);
-        let r = runner::measure(&plan, server.as_ref(), opts, shutdown)?;
+        let r = runner::measure(&plan, server, opts, shutdown)?;
         let verdict = judge(&r, rate, p99_ms);
         let passed = verdict.is_ok();
         if passed {

@@ -128,3 +128,22 @@ fn the_report_of_a_fixed_results_file_matches_its_snapshot() {
         .as_slice()
     );
 }
+
+#[test]
+fn a_study_can_search_capacity_within_its_goal() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = TINY
+        .replace("p99_ms = 50", "p99_ms = 50\ncapacity = true")
+        .replace("connections = [2, 8]", "connections = [4]");
+    let r = run_tiny(&text, dir.path(), &AtomicBool::new(false));
+    assert_eq!(r.capacity.len(), 1);
+    let c = &r.capacity[0].search;
+    assert!(c.steps.len() >= 2, "a closed-loop bound and paced steps");
+    assert!(c.capacity_rps.is_some_and(|x| x > 0.0), "{c:?}");
+    let rep = report::build(&[r]);
+    assert!(
+        rep.verdict.iter().any(|v| v.contains("capacity search")),
+        "{:?}",
+        rep.verdict
+    );
+}

@@ -344,6 +344,23 @@ pub fn build(results: &[StudyResult]) -> Report {
         verdict.push(s);
         best.push((top, is_cache(&top.product)));
     }
+    for sr in results {
+        for c in &sr.capacity {
+            let line = match c.search.capacity_rps {
+                Some(rate) => format!(
+                    "{}: capacity search (open loop, latency from intended start) found {} req/s within p99 ≤ {} ms.",
+                    c.target,
+                    short(rate),
+                    c.search.p99_ms
+                ),
+                None => format!(
+                    "{}: capacity search found no rate within p99 ≤ {} ms without errors.",
+                    c.target, c.search.p99_ms
+                ),
+            };
+            verdict.push(line);
+        }
+    }
     let best_cache = best
         .iter()
         .filter(|b| b.1)

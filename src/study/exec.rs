@@ -103,6 +103,18 @@ pub struct StudyResult {
     pub points: Vec<PointResult>,
     /// Stopped by Ctrl-C.
     pub interrupted: bool,
+    /// Capacity searches (`goal.capacity`), one per target.
+    #[serde(default)]
+    pub capacity: Vec<TargetCapacity>,
+}
+
+/// A target's highest rate within the study's p99 goal.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TargetCapacity {
+    /// Target label (with swept server settings, if any).
+    pub target: String,
+    /// The search and its runs.
+    pub search: crate::capacity::Capacity,
 }
 
 impl StudyResult {
@@ -186,6 +198,7 @@ pub fn run(
         planned: points.len(),
         points: Vec::new(),
         interrupted: false,
+        capacity: Vec::new(),
     };
     out.write(&path)?;
     // The managed server in use: its target label and settings, and what it holds.
@@ -252,6 +265,43 @@ pub fn run(
         }
         out.points.push(pr);
         out.write(&path)?;
+        // After a target's last point on this server: its capacity, if asked.
+        let last_here = points.get(i + 1).is_none_or(|n| {
+            n.target != point.target || n.plan.target.server_opts != point.plan.target.server_opts
+        });
+        if let (true, true, Some(ms)) = (study.goal.capacity, last_here, study.goal.p99_ms)
+            && !shutdown.load(Ordering::SeqCst)
+        {
+            let first = points
+                .iter()
+                .find(|p| {
+                    p.target == point.target
+                        && p.plan.target.server_opts == point.plan.target.server_opts
+                })
+                .unwrap_or(point);
+            let mut plan = first.plan.clone();
+            plan.workload.load = plan.target.kind.is_sql()
+                || loaded != Some((plan.workload.keys, plan.workload.value_size));
+            let server = current.as_ref().map(|(_, _, s)| s).filter(|_| managed);
+            let label = match point
+                .params
+                .iter()
+                .filter(|(k, _)| k.starts_with("server."))
+                .map(|(k, v)| format!("{}={v}", &k[7..]))
+                .collect::<Vec<_>>()
+            {
+                v if v.is_empty() => point.target.clone(),
+                v => format!("{} {}", point.target, v.join(" ")),
+            };
+            match crate::capacity::search_on(&plan, server, ms, 6, opts, shutdown, &mut |_| {}) {
+                Ok(search) => out.capacity.push(TargetCapacity {
+                    target: label,
+                    search,
+                }),
+                Err(e) => eprintln!("kvlab: capacity search for {label} failed: {e:#}"),
+            }
+            out.write(&path)?;
+        }
     }
     drop(current);
     out.write(&path)?;

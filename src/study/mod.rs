@@ -76,6 +76,10 @@ pub struct Goal {
     pub rps: Option<f64>,
     /// Largest acceptable p99 latency in milliseconds.
     pub p99_ms: Option<f64>,
+    /// Also search each target's highest open-loop rate within `p99_ms`
+    /// (at the first point's load shape, on the same server).
+    #[serde(default)]
+    pub capacity: bool,
 }
 
 /// `[workload]`.
@@ -304,6 +308,12 @@ fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
     }
     if !(s.warmup.is_finite() && s.warmup >= 0.0) {
         bail!("{}: warmup must be 0 or more seconds", at("warmup"));
+    }
+    if s.goal.capacity && s.goal.p99_ms.is_none() {
+        bail!(
+            "{}: goal.capacity needs goal.p99_ms, the latency limit to search within",
+            at("capacity")
+        );
     }
     if s.repetitions == 0 {
         bail!("{}: repetitions must be at least 1", at("repetitions"));
