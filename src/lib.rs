@@ -13,6 +13,7 @@
 //! - [`dataset`]: loads the keys (caches: pipelined SETs; databases: kvlab's table and a bulk load).
 //! - [`runner`]: one run from plan to [`results::RunResult`].
 //! - [`capacity`]: the highest rate within a p99 limit, by bisection over `--rate`.
+//! - [`fill`]: memory efficiency: items a cache holds per GiB, bytes per row of a database.
 //! - [`study`]: study files, their expansion into points, and running them.
 //! - [`results`]: the result as data (JSON).
 //! - [`output`]: progress display and the human summary.
@@ -24,6 +25,7 @@ pub mod dataset;
 pub mod driver;
 pub mod engine;
 pub mod error;
+pub mod fill;
 pub mod output;
 pub mod plan;
 pub mod report;
@@ -234,6 +236,19 @@ fn run_study(
                     .map(|u| format!(", server {u:.1} µs/req"))
                     .unwrap_or_default()
             ),
+            (None, None) if r.fill.is_some() => {
+                let f = r.fill.as_ref().expect("checked");
+                println!(
+                    "  [{}/{total}] {}: {} items held, {:.0} items per GiB of {} ({:.0} B per item), stopped by {}",
+                    p.index + 1,
+                    p.target,
+                    f.items,
+                    f.items_per_gib,
+                    f.basis,
+                    f.bytes_per_item,
+                    f.stopped_by
+                );
+            }
             (None, Some(e)) => println!(
                 "  [{}/{total}] {} {}: FAILED: {e}",
                 p.index + 1,

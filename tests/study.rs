@@ -147,3 +147,33 @@ fn a_study_can_search_capacity_within_its_goal() {
         rep.verdict
     );
 }
+
+#[test]
+fn a_fill_study_measures_items_per_gib() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"
+name = "fill"
+mode = "fill"
+[workload]
+keys = 200000
+value_size = 1000
+[[target]]
+target = "memcached"
+server_opts = { memory-mb = "8" }
+"#;
+    let r = run_tiny(text, dir.path(), &AtomicBool::new(false));
+    let f = r.points[0].fill.as_ref().expect("a fill result");
+    assert!(f.stopped_by.starts_with("evictions"), "{f:?}");
+    assert_eq!(f.bytes, 8 << 20);
+    assert!(f.items > 3_000 && f.items < 9_000, "{f:?}");
+    assert!(f.bytes_per_item > 1000.0, "{f:?}");
+    let rep = report::build(&[r]);
+    assert!(rep.verdict.iter().any(|v| v.contains("per GiB")));
+    let html = String::from_utf8(report::html::render(&rep)).unwrap();
+    check_html_min(&html, 1);
+}
+
+fn check_html_min(html: &str, charts: usize) {
+    assert_eq!(html.matches("<svg").count(), charts);
+    assert!(html.contains("<circle"));
+}

@@ -361,6 +361,79 @@ pub fn build(results: &[StudyResult]) -> Report {
             verdict.push(line);
         }
     }
+    // Memory efficiency (mode = "fill").
+    let fills: Vec<(&String, &crate::fill::FillResult)> = results
+        .iter()
+        .flat_map(|r| {
+            r.points
+                .iter()
+                .filter_map(|p| Some((&p.target, p.fill.as_ref()?)))
+        })
+        .collect();
+    let mut fill_table = None;
+    if !fills.is_empty() {
+        for (t, f) in &fills {
+            verdict.push(format!(
+                "{t}: {} items of {} B per GiB of {} ({:.0} bytes per item; stopped by {}).",
+                short(f.items_per_gib),
+                f.value_size,
+                f.basis,
+                f.bytes_per_item,
+                f.stopped_by
+            ));
+        }
+        let best_fill = fills
+            .iter()
+            .max_by(|a, b| a.1.items_per_gib.total_cmp(&b.1.items_per_gib));
+        let worst_fill = fills
+            .iter()
+            .min_by(|a, b| a.1.items_per_gib.total_cmp(&b.1.items_per_gib));
+        if let (Some(b), Some(w)) = (best_fill, worst_fill)
+            && b.0 != w.0
+        {
+            verdict.insert(
+                0,
+                format!(
+                    "{} stores {:.0}% more items per GiB than {}.",
+                    b.0,
+                    (b.1.items_per_gib / w.1.items_per_gib.max(1e-9) - 1.0) * 100.0,
+                    w.0
+                ),
+            );
+        }
+        fill_table = Some(Table {
+            title: "Memory efficiency".into(),
+            headers: [
+                "target",
+                "value bytes",
+                "keys written",
+                "items held",
+                "measured against",
+                "bytes",
+                "items per GiB",
+                "bytes per item",
+                "stopped by",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: fills
+                .iter()
+                .map(|(t, f)| {
+                    vec![
+                        t.to_string(),
+                        f.value_size.to_string(),
+                        f.written.to_string(),
+                        f.items.to_string(),
+                        f.basis.clone(),
+                        f.bytes.to_string(),
+                        format!("{:.0}", f.items_per_gib),
+                        format!("{:.0}", f.bytes_per_item),
+                        f.stopped_by.clone(),
+                    ]
+                })
+                .collect(),
+        });
+    }
     let best_cache = best
         .iter()
         .filter(|b| b.1)
@@ -395,7 +468,9 @@ pub fn build(results: &[StudyResult]) -> Report {
         caveats.push(format!("Client and server shared one machine: {} cores of {} with {} MiB, kernel {}; on separate machines both sides would get more CPU.", m.cores, m.cpu, m.memory_mib, m.kernel));
     }
     let ratios: Vec<&String> = rows.iter().map(|r| &r.ratio).collect();
-    if ratios.iter().all(|r| r.as_str() == "0:1") {
+    if ratios.is_empty() {
+        caveats.push("Memory was measured against each cache's configured limit and each table's on-disk size; a database also needs memory for its buffer pool to serve that table.".into());
+    } else if ratios.iter().all(|r| r.as_str() == "0:1") {
         caveats.push("Read-only point lookups (SET:GET 0:1): writes, invalidation and consistency were not measured.".into());
     } else {
         caveats.push(format!("Mixed load (SET:GET {}); the cost of keeping a cache consistent with its database was not measured here.", ratios[0]));
@@ -409,7 +484,12 @@ pub fn build(results: &[StudyResult]) -> Report {
     }
     let failed: usize = results
         .iter()
-        .map(|r| r.points.iter().filter(|p| p.result.is_none()).count())
+        .map(|r| {
+            r.points
+                .iter()
+                .filter(|p| p.result.is_none() && p.fill.is_none())
+                .count()
+        })
         .sum();
     if failed > 0 {
         caveats.push(format!(
@@ -557,12 +637,41 @@ pub fn build(results: &[StudyResult]) -> Report {
             log_x: false,
         });
     }
+    if rows.is_empty() {
+        charts.clear();
+    }
+    if !fills.is_empty() {
+        charts.insert(
+            0,
+            Chart {
+                title: "Items held per GiB".into(),
+                x_label: "target".into(),
+                y_label: "items per GiB".into(),
+                series: vec![Series {
+                    name: format!("{} B values", fills[0].1.value_size),
+                    points: fills
+                        .iter()
+                        .enumerate()
+                        .map(|(i, (_, f))| (i as f64, f.items_per_gib))
+                        .collect(),
+                    color: None,
+                    dashed: false,
+                }],
+                x_categories: Some(fills.iter().map(|(t, _)| t.to_string()).collect()),
+                log_x: false,
+            },
+        );
+    }
+    let mut tables: Vec<Table> = fill_table.into_iter().collect();
+    if !table.rows.is_empty() {
+        tables.push(table);
+    }
     Report {
         title,
         description,
         verdict,
         caveats,
-        tables: vec![table],
+        tables,
         charts,
     }
 }

@@ -80,6 +80,9 @@ pub struct PointResult {
     pub params: BTreeMap<String, String>,
     /// The run, when it completed.
     pub result: Option<RunResult>,
+    /// A fill's outcome (mode = "fill").
+    #[serde(default)]
+    pub fill: Option<crate::fill::FillResult>,
     /// Why it did not, if it did not.
     pub error: Option<String>,
 }
@@ -245,6 +248,23 @@ pub fn run(
             plan.workload.load = false; // this server holds the data already
         }
         let server = current.as_ref().map(|(_, _, s)| s).filter(|_| managed);
+        if study.mode.as_deref() == Some("fill") {
+            let pr = match crate::fill::fill(&plan, server, opts, shutdown) {
+                Ok(f) => PointResult {
+                    fill: Some(f),
+                    ..failed(point, String::new())
+                },
+                Err(e) => failed(point, format!("{e:#}")),
+            };
+            let pr = PointResult {
+                error: pr.error.filter(|e| !e.is_empty()),
+                ..pr
+            };
+            on_point(point, &pr);
+            out.points.push(pr);
+            out.write(&path)?;
+            continue;
+        }
         let pr = match runner::measure(&plan, server, opts, shutdown) {
             Ok(r) => {
                 loaded = Some(shape);
@@ -255,6 +275,7 @@ pub fn run(
                     params: point.params.clone(),
                     result: Some(r),
                     error: None,
+                    fill: None,
                 }
             }
             Err(e) => failed(point, format!("{e:#}")),
@@ -316,6 +337,7 @@ fn failed(point: &Point, error: String) -> PointResult {
         params: point.params.clone(),
         result: None,
         error: Some(error),
+        fill: None,
     }
 }
 

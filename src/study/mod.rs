@@ -35,6 +35,10 @@ pub struct StudyFile {
     /// Runs of each point.
     #[serde(default = "d_one")]
     pub repetitions: usize,
+    /// `measure` (default): timed load per point. `fill`: memory efficiency —
+    /// caches are filled until they evict or refuse, databases loaded and sized.
+    #[serde(default)]
+    pub mode: Option<String>,
     /// What "good enough" means, for the verdict.
     #[serde(default)]
     pub goal: Goal,
@@ -314,6 +318,9 @@ fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
             "{}: goal.capacity needs goal.p99_ms, the latency limit to search within",
             at("capacity")
         );
+    }
+    if !matches!(s.mode.as_deref(), None | Some("measure") | Some("fill")) {
+        bail!("{}: mode must be \"measure\" or \"fill\"", at("mode"));
     }
     if s.repetitions == 0 {
         bail!("{}: repetitions must be at least 1", at("repetitions"));
