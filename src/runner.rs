@@ -370,7 +370,12 @@ fn assemble(
     let server_use = start
         .zip(end)
         .and_then(|(a, b)| Some((a.server?, b.server?)));
-    let server_cpu_s = server_use.map(|(a, b)| (b.cpu_s - a.cpu_s).max(0.0));
+    // A process tree's total can fall between samples when processes that were
+    // counted leave it unreaped; then the figure is unknown, not zero.
+    let server_cpu_s = server_use
+        .map(|(a, b)| b.cpu_s - a.cpu_s)
+        .filter(|d| *d > 0.0 || c.requests() == 0);
+    let cpu_unknown = server_use.is_some() && server_cpu_s.is_none();
     let per_req = |cpu: f64| {
         if c.requests() > 0 {
             cpu * 1e6 / c.requests() as f64
@@ -382,6 +387,9 @@ fn assemble(
     let paced = plan.load.rate.is_some();
 
     let mut problems = Vec::new();
+    if cpu_unknown {
+        problems.push("the server's CPU could not be measured for this run (its process tree changed between samples)".to_string());
+    }
     if plan.load.pipeline > 1 && plan.target.kind == crate::plan::TargetKind::Mariadb {
         problems.push(format!(
             "--pipeline {} was run as 1: the MySQL protocol answers one command at a time per connection",

@@ -519,16 +519,39 @@ pub fn proc_usage(pid: u32) -> Option<ProcUsage> {
 /// memory of the tree now: private memory of every process plus the largest
 /// shared segment once (shared buffers are mapped by every backend).
 pub fn proc_tree_usage(pid: u32) -> Option<ProcUsage> {
+    proc_tree_usage_inner(pid)
+}
+
+/// Process ids whose parent is `pid` (a scan of /proc).
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .ok()
+                .and_then(|s| {
+                    s[s.rfind(')')? + 2..]
+                        .split_whitespace()
+                        .nth(1)?
+                        .parse::<u32>()
+                        .ok()
+                })
+                == Some(pid)
+        })
+        .collect()
+}
+
+fn proc_tree_usage_inner(pid: u32) -> Option<ProcUsage> {
     let root = read_stat(pid)?;
     let mut ticks = root.ticks + root.child_ticks;
     let mut private = status_kb(pid, "RssAnon:") + status_kb(pid, "RssFile:");
     let mut shared = status_kb(pid, "RssShmem:");
-    let children =
-        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-    for child in children
-        .split_whitespace()
-        .filter_map(|c| c.parse::<u32>().ok())
-    {
+    // Every process whose parent is `pid`, from /proc itself: the kernel's
+    // `children` file can miss entries while a thousand backends come and go.
+    for child in children_of(pid) {
         if let Some(st) = read_stat(child) {
             ticks += st.ticks + st.child_ticks;
             // Program text (RssFile) is shared by every backend: counted once, above.
