@@ -522,6 +522,12 @@ pub fn proc_tree_usage(pid: u32) -> Option<ProcUsage> {
     proc_tree_usage_inner(pid)
 }
 
+/// On-CPU nanoseconds of a single-threaded process (its main thread), exact.
+fn schedstat_ns(pid: u32) -> Option<f64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
+    s.split_whitespace().next()?.parse::<f64>().ok()
+}
+
 /// Process ids whose parent is `pid` (a scan of /proc).
 fn children_of(pid: u32) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -545,22 +551,28 @@ fn children_of(pid: u32) -> Vec<u32> {
 }
 
 fn proc_tree_usage_inner(pid: u32) -> Option<ProcUsage> {
+    // Live processes by their exact on-CPU time (schedstat, ns): /proc's clock
+    // ticks truncate each process to 10 ms, and a thousand backends each doing a
+    // millisecond of work would add up to nothing. Exited children arrive in the
+    // parent's reaped-children time, rounded once.
     let root = read_stat(pid)?;
-    let mut ticks = root.ticks + root.child_ticks;
+    let own_ns = schedstat_ns(pid).unwrap_or(root.ticks as f64 / clock_hz() * 1e9);
+    let mut cpu_s = own_ns / 1e9 + root.child_ticks as f64 / clock_hz();
     let mut private = status_kb(pid, "RssAnon:") + status_kb(pid, "RssFile:");
     let mut shared = status_kb(pid, "RssShmem:");
     // Every process whose parent is `pid`, from /proc itself: the kernel's
     // `children` file can miss entries while a thousand backends come and go.
     for child in children_of(pid) {
         if let Some(st) = read_stat(child) {
-            ticks += st.ticks + st.child_ticks;
+            cpu_s += schedstat_ns(child).map_or(st.ticks as f64 / clock_hz(), |ns| ns / 1e9)
+                + st.child_ticks as f64 / clock_hz();
             // Program text (RssFile) is shared by every backend: counted once, above.
             private += status_kb(child, "RssAnon:");
             shared = shared.max(status_kb(child, "RssShmem:"));
         }
     }
     Some(ProcUsage {
-        cpu_s: ticks as f64 / clock_hz(),
+        cpu_s,
         peak_rss_kb: private + shared,
     })
 }
