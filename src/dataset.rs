@@ -172,31 +172,26 @@ fn parallel_load(
     results.into_iter().collect()
 }
 
-/// Says what happens to kvlab's table; returns the state for the caller to act on.
+/// Says what is about to happen to kvlab's table, and returns that state.
 fn announce(
-    state: &TableState,
+    state: TableState,
     opts: RunOptions,
     display: &str,
     keys: u64,
     vsize: usize,
 ) -> TableState {
     match state {
-        TableState::Reusable => {
-            note(
-                opts,
-                format!("kvlab: reusing kvlab_kv in {display} ({keys} rows of {vsize} B)"),
-            );
-            TableState::Reusable
-        }
-        TableState::Reload => {
-            note(
-                opts,
-                format!("kvlab: dropping kvlab's own table kvlab_kv in {display} to reload it"),
-            );
-            TableState::Reload
-        }
-        TableState::Absent => TableState::Absent,
+        TableState::Reusable => note(
+            opts,
+            format!("kvlab: reusing kvlab_kv in {display} ({keys} rows of {vsize} B)"),
+        ),
+        TableState::Reload => note(
+            opts,
+            format!("kvlab: dropping kvlab's own table kvlab_kv in {display} to reload it"),
+        ),
+        TableState::Absent => {}
     }
+    state
 }
 
 /// Reuse or reload, from `count, min(k), max(k), min(len(v)), max(len(v))` of
@@ -219,6 +214,7 @@ fn figures_state(rows: &[Vec<Option<String>>], keys: u64, vsize: usize, load: bo
 }
 
 /// The state of kvlab's table on a database target.
+#[derive(Clone, Copy)]
 enum TableState {
     Absent,
     Reusable,
@@ -281,7 +277,7 @@ fn prepare_postgres(
         ))?;
         Ok(())
     };
-    match announce(&state, opts, &connector.display, keys, vsize) {
+    match announce(state, opts, &connector.display, keys, vsize) {
         TableState::Reusable => return Ok(None),
         TableState::Reload => {
             c.query("DROP TABLE kvlab_kv")?;
@@ -380,7 +376,7 @@ fn prepare_mysql(
             }
         }
     };
-    match announce(&state, opts, &connector.display, keys, vsize) {
+    match announce(state, opts, &connector.display, keys, vsize) {
         TableState::Reusable => return Ok(None),
         TableState::Reload => {
             c.query("DROP TABLE kvlab_kv")?;

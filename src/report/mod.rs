@@ -136,15 +136,12 @@ pub fn rows(results: &[StudyResult]) -> Vec<Row> {
 
 /// The swept axis to chart along: the first whose value varies.
 fn axis(rows: &[Row]) -> Option<String> {
-    let keys: Vec<String> = rows.first()?.params.keys().cloned().collect();
-    let mut varying: Vec<String> = keys
-        .into_iter()
-        .filter(|k| {
-            let mut vals: Vec<&String> = rows.iter().filter_map(|r| r.params.get(k)).collect();
-            vals.sort();
-            vals.dedup();
-            vals.len() > 1
-        })
+    let mut varying: Vec<String> = rows
+        .first()?
+        .params
+        .keys()
+        .filter(|k| varies(rows, k))
+        .cloned()
         .collect();
     // Prefer the load axes in this order, then server settings.
     let pref = ["connections", "pipeline", "threads", "rate", "value_size"];
