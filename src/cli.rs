@@ -6,7 +6,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::error::UsageError;
 use crate::plan::{
-    KeyDistribution, LoadShape, Ratio, RunPlan, Stop, TargetKind, TargetSpec, Workload,
+    CacheAside, KeyDistribution, LoadShape, Ratio, RunPlan, Stop, TargetKind, TargetSpec, Workload,
 };
 
 /// kvlab: do you still need a cache in front of your database? Measure it.
@@ -125,7 +125,8 @@ impl ServeArgs {
   kvlab run --target valkey --server-opt io-threads=4 --pipeline 16
   kvlab run --target memcached --server-opt threads=2 --ratio 1:9
   kvlab run --target redis://:secret@10.0.0.5:6379 --key-prefix bench: --json out.json
-  kvlab run --target redis --rate 20000 --duration 30"
+  kvlab run --target redis --rate 20000 --duration 30
+  kvlab run --target postgres --cache redis --ratio 1:19 --write-policy invalidate"
 )]
 pub struct RunArgs {
     /// redis | valkey | memcached | postgres | mariadb (kvlab starts the server),
@@ -199,6 +200,100 @@ pub struct RunArgs {
     /// load, reported on its own (e.g. 65, as in the query-cache study).
     #[arg(long, value_name = "N")]
     pub background_writes: Option<f64>,
+    /// Cache-aside: put this cache in front of --target (a database): reads try
+    /// the cache, misses read the database and fill the cache, writes update the
+    /// database then the cache. redis | valkey | memcached or a URL.
+    #[arg(long, value_name = "CACHE")]
+    pub cache: Option<String>,
+    /// Setting for a managed cache, KEY=VALUE (repeatable).
+    #[arg(long = "cache-opt", value_name = "KEY=VALUE", value_parser = crate::server::config::parse_opt)]
+    pub cache_opt: Vec<(String, String)>,
+    /// Cache-aside: after a write, invalidate (delete) or update the cache entry.
+    #[arg(long, default_value = "invalidate", value_name = "POLICY")]
+    pub write_policy: String,
+    /// Cache-aside: expiry of cache entries in seconds (0: never).
+    #[arg(long, default_value_t = 0, value_name = "SECS")]
+    pub cache_ttl: u32,
+}
+
+impl RunArgs {
+    /// The cache-aside part of the plan, checked against the rest of the flags.
+    fn cache_aside(&self, target: &TargetSpec) -> Result<Option<CacheAside>, UsageError> {
+        let Some(c) = &self.cache else {
+            if !self.cache_opt.is_empty() || self.cache_ttl > 0 || self.write_policy != "invalidate"
+            {
+                return Err(UsageError::bad(
+                    "--cache-opt/--cache-ttl/--write-policy",
+                    "apply only to a cache-aside run",
+                    "add --cache redis|valkey|memcached (or a URL) in front of the database",
+                ));
+            }
+            return Ok(None);
+        };
+        let mut cache: TargetSpec = c.parse().map_err(|e| match e {
+            UsageError::BadValue { problem, .. } => UsageError::bad(
+                "--cache",
+                problem,
+                "use redis, valkey, memcached or a URL such as redis://127.0.0.1:6379",
+            ),
+            other => other,
+        })?;
+        if cache.kind.is_sql() {
+            return Err(UsageError::bad(
+                "--cache",
+                format!("{} is a database, not a cache", cache.kind.name()),
+                "use redis, valkey or memcached",
+            ));
+        }
+        if !target.kind.is_sql() {
+            return Err(UsageError::bad(
+                "--cache",
+                "cache-aside puts a cache in front of a database",
+                "use --target postgres|mariadb (or a postgres:// or mysql:// URL)",
+            ));
+        }
+        if cache.external.is_some() && !self.cache_opt.is_empty() {
+            return Err(UsageError::bad(
+                "--cache-opt",
+                "settings apply only to a cache kvlab starts",
+                "drop --cache-opt or use --cache redis|valkey|memcached",
+            ));
+        }
+        cache.server_opts = self.cache_opt.iter().cloned().collect();
+        if self.pipeline > 1 {
+            return Err(UsageError::bad(
+                "--pipeline",
+                "a cache-aside client waits for each step before the next",
+                "drop --pipeline (add --connections for more load)",
+            ));
+        }
+        if self.no_load {
+            return Err(UsageError::bad(
+                "--no-load",
+                "cache-aside reads need every key in the database",
+                "drop --no-load",
+            ));
+        }
+        if self.background_writes.is_some() {
+            return Err(UsageError::bad(
+                "--background-writes",
+                "is not supported with --cache",
+                "put writes in the measured load with --ratio, e.g. --ratio 1:19",
+            ));
+        }
+        if self.cache_ttl > 30 * 24 * 3600 {
+            return Err(UsageError::bad(
+                "--cache-ttl",
+                format!("{} s is more than 30 days", self.cache_ttl),
+                "give at most 2592000 seconds, or 0 for no expiry",
+            ));
+        }
+        Ok(Some(CacheAside {
+            cache,
+            policy: self.write_policy.parse()?,
+            ttl_s: self.cache_ttl,
+        }))
+    }
 }
 
 fn cores() -> usize {
@@ -351,7 +446,9 @@ impl RunArgs {
         positive("--timeout", self.timeout, "give seconds, e.g. --timeout 5")?;
         let ratio: Ratio = self.ratio.parse()?;
         let distribution: KeyDistribution = self.key_distribution.parse()?;
+        let cache = self.cache_aside(&target)?;
         Ok(RunPlan {
+            cache,
             target,
             workload: Workload {
                 keys: self.keys,

@@ -17,6 +17,10 @@ use crate::runner::{RunOptions, note};
 use crate::stats::ErrorKind;
 use crate::workload::{OpMix, slice_of};
 
+/// Marks a table whose values have kvlab's current layout (key, version, body);
+/// tables without it are reloaded.
+const VALUES_MARK: &str = "values=v2";
+
 /// Prepares the data set for `plan`: loads it unless `--no-load` (databases
 /// then still get an empty table, so reads miss rather than fail). `managed`:
 /// kvlab started the server.
@@ -40,8 +44,9 @@ pub fn prepare(
     }
 }
 
-/// Writes every key once, pipelined, and fails unless every write was stored.
-fn load_cache(base: &Spec, opts: RunOptions, shutdown: &AtomicBool) -> Result<LoadResult> {
+/// Writes every key once (version 0), pipelined, into the cache `base` names;
+/// fails unless every write was stored.
+pub fn load_cache(base: &Spec, opts: RunOptions, shutdown: &AtomicBool) -> Result<LoadResult> {
     let keys = base.keys;
     let pipeline = (1_048_576 / (base.values.size() + 64)).clamp(1, 128);
     let spec = Spec {
@@ -56,6 +61,8 @@ fn load_cache(base: &Spec, opts: RunOptions, shutdown: &AtomicBool) -> Result<Lo
         warmup: Duration::ZERO,
         stop: Stop::Requests(keys),
         rate: None,
+        board: None,
+        aside: None,
         ..base.clone()
     };
     note(
@@ -258,7 +265,7 @@ fn prepare_postgres(
             }
             let columns_ok = r[2].as_deref() == Some("k:bigint,v:bytea");
             let persistence_ok = (r[1].as_deref() == Some("u")) == schema.unlogged;
-            if schema.recreate || !columns_ok || !persistence_ok {
+            if schema.recreate || !comment.contains(VALUES_MARK) || !columns_ok || !persistence_ok {
                 TableState::Reload
             } else {
                 let q = c.query("SELECT count(*), coalesce(min(k), -1), coalesce(max(k), -1), coalesce(min(length(v)), -1), coalesce(max(length(v)), -1) FROM kvlab_kv")?;
@@ -273,7 +280,7 @@ fn prepare_postgres(
             "CREATE {unlogged}TABLE kvlab_kv (k bigint{pk}, v bytea NOT NULL)"
         ))?;
         c.query(&format!(
-            "COMMENT ON TABLE kvlab_kv IS '{MARK} (value_size={vsize})'"
+            "COMMENT ON TABLE kvlab_kv IS '{MARK} (value_size={vsize}, {VALUES_MARK})'"
         ))?;
         Ok(())
     };
@@ -368,7 +375,7 @@ fn prepare_mysql(
             let columns_ok =
                 cols.starts_with("k:bigint") && cols.ends_with(&format!(",v:{column}"));
             let engine_ok = r[1].as_deref() == Some(engine.as_str());
-            if schema.recreate || !columns_ok || !engine_ok {
+            if schema.recreate || !comment.contains(VALUES_MARK) || !columns_ok || !engine_ok {
                 TableState::Reload
             } else {
                 let q = c.query("SELECT COUNT(*), COALESCE(MIN(k), -1), COALESCE(MAX(k), -1), COALESCE(MIN(LENGTH(v)), -1), COALESCE(MAX(LENGTH(v)), -1) FROM kvlab_kv")?;
@@ -384,7 +391,7 @@ fn prepare_mysql(
         TableState::Absent => {}
     }
     c.query(&format!(
-        "CREATE TABLE kvlab_kv (k BIGINT NOT NULL PRIMARY KEY, v {column} NOT NULL) ENGINE={engine} COMMENT='{MARK} (value_size={vsize})'"
+        "CREATE TABLE kvlab_kv (k BIGINT NOT NULL PRIMARY KEY, v {column} NOT NULL) ENGINE={engine} COMMENT='{MARK} (value_size={vsize}, {VALUES_MARK})'"
     ))?;
     if !plan.workload.load {
         return Ok(None);

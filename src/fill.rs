@@ -165,6 +165,9 @@ pub fn fill(
             rate: None,
             timeout: Duration::from_secs_f64(plan.load.timeout_s),
             seed: 1,
+            ttl_s: 0,
+            board: None,
+            aside: None,
         };
         let r = engine::execute(&spec, shutdown, &mut Quiet)?;
         written += r.measured.counts.stored;

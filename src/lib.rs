@@ -8,10 +8,12 @@
 //! - [`workload`]: key choice, GET/SET mix, deterministic values and their verification.
 //! - [`driver`]: one sans-IO codec per protocol ([`driver::resp`], [`driver::memcache`]) and connection set-up.
 //! - [`engine`]: runs one point on T threads; [`engine::worker`] is the only hot loop; [`engine::pacer`] the open-loop schedule.
+//! - [`consistency`]: versions of written values and stale-read detection.
 //! - [`stats`]: outcome counters and HDR histograms.
 //! - [`server`]: managed servers (start, measure, stop) and their counters.
 //! - [`dataset`]: loads the keys (caches: pipelined SETs; databases: kvlab's table and a bulk load).
 //! - [`runner`]: one run from plan to [`results::RunResult`].
+//! - [`cacheaside`]: the cache of a cache-aside run: set-up, consistent start, its report.
 //! - [`capacity`]: the highest rate within a p99 limit, by bisection over `--rate`.
 //! - [`fill`]: memory efficiency: items a cache holds per GiB, bytes per row of a database.
 //! - [`study`]: study files, their expansion into points, and running them.
@@ -19,8 +21,10 @@
 //! - [`output`]: progress display and the human summary.
 //! - [`report`]: study results -> verdict, tables and SVG charts as Markdown and HTML.
 
+pub mod cacheaside;
 pub mod capacity;
 pub mod cli;
+pub mod consistency;
 pub mod dataset;
 pub mod driver;
 pub mod engine;

@@ -172,6 +172,79 @@ pub fn summary(r: &RunResult) -> String {
             num(v.max)
         );
     }
+    if let Some(a) = &r.cache_aside {
+        let _ = writeln!(
+            s,
+            "  cache-aside: {} {} in front, write policy {}{}; cache hit ratio {:.2}% ({} hits, {} misses)",
+            a.cache.product,
+            a.cache.version,
+            a.write_policy,
+            if a.ttl_s > 0 {
+                format!(", TTL {} s", a.ttl_s)
+            } else {
+                String::new()
+            },
+            a.hit_ratio * 100.0,
+            a.cache_hits,
+            a.cache_misses
+        );
+        let _ = writeln!(
+            s,
+            "  database reads saved {} /s, made {} /s",
+            num(a.db_reads_saved_per_s),
+            num(a.db_reads_per_s)
+        );
+        for leg in crate::stats::Leg::ALL {
+            let name = leg.name();
+            let Some(l) = a.legs.get(name).filter(|l| l.replies > 0) else {
+                continue;
+            };
+            let _ = writeln!(
+                s,
+                "    leg {name:<11} {} replies, {} errors, µs p50 {}  p99 {}  max {}",
+                l.replies,
+                l.errors,
+                num(l.latency_us.p50),
+                num(l.latency_us.p99),
+                num(l.latency_us.max)
+            );
+        }
+        if let Some(cc) = &a.cache_counters {
+            let verdict = if cc.agrees() {
+                "agree"
+            } else if cc.exclusive {
+                "DISAGREE"
+            } else {
+                "differ (other clients may use this cache)"
+            };
+            let _ = writeln!(
+                s,
+                "  cache counters (warm-up + run): GET {} / SET {}, kvlab sent GET {} / SET {}: {verdict}",
+                cc.server.gets, cc.server.sets, cc.kvlab_gets, cc.kvlab_sets
+            );
+        }
+    }
+    if let Some(c) = &r.consistency {
+        let _ = writeln!(
+            s,
+            "  stale reads {} of {} checked ({} per million){}",
+            c.stale_reads,
+            c.checked_reads,
+            num(c.stale_per_million_reads),
+            if c.stale_reads > 0 {
+                format!(
+                    "; behind by {} versions on average (max {}), outdated for p50 {} ms, p99 {} ms, max {} ms",
+                    num(c.versions_behind_mean),
+                    c.versions_behind_max,
+                    num(c.stale_age_us.p50 / 1e3),
+                    num(c.stale_age_us.p99 / 1e3),
+                    num(c.stale_age_us.max / 1e3)
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
     if let Some(b) = &r.background {
         let _ = writeln!(
             s,

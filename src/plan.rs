@@ -18,15 +18,69 @@ pub struct RunPlan {
     pub workload: Workload,
     /// Connections, threads, pipeline, pacing and duration.
     pub load: LoadShape,
+    /// A cache in front of the target (cache-aside); `None`: the target alone.
+    #[serde(default)]
+    pub cache: Option<CacheAside>,
+}
+
+/// Cache-aside in front of the run's target (the database): each read asks the
+/// cache first and, on a miss, reads the database and fills the cache; each write
+/// updates the database, then invalidates or updates the cache entry.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CacheAside {
+    /// The cache (redis, valkey or memcached; managed or URL).
+    pub cache: TargetSpec,
+    /// What a write does to the cache after updating the database.
+    pub policy: WritePolicy,
+    /// Expiry of cache entries, seconds (0: never).
+    pub ttl_s: u32,
+}
+
+/// What a cache-aside write does to the cache once the database has the new value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WritePolicy {
+    /// Delete the cache entry; the next read fills it from the database.
+    Invalidate,
+    /// Write the new value into the cache.
+    Update,
+}
+
+impl WritePolicy {
+    /// The name used on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            WritePolicy::Invalidate => "invalidate",
+            WritePolicy::Update => "update",
+        }
+    }
+}
+
+impl FromStr for WritePolicy {
+    type Err = UsageError;
+    fn from_str(s: &str) -> Result<Self, UsageError> {
+        match s {
+            "invalidate" | "delete" => Ok(WritePolicy::Invalidate),
+            "update" | "write" => Ok(WritePolicy::Update),
+            _ => Err(UsageError::bad(
+                "--write-policy",
+                format!("unknown policy '{s}'"),
+                "use invalidate (delete the cache entry after a write) or update (write the new value into the cache)",
+            )),
+        }
+    }
 }
 
 impl RunPlan {
     /// A copy safe to print and store: server settings that hold secrets are masked.
     pub fn redacted(&self) -> RunPlan {
         let mut p = self.clone();
-        for (k, v) in p.target.server_opts.iter_mut() {
-            if is_secret_key(k) {
-                *v = "***".into();
+        let cache = p.cache.as_mut().map(|c| &mut c.cache.server_opts);
+        for opts in std::iter::once(&mut p.target.server_opts).chain(cache) {
+            for (k, v) in opts.iter_mut() {
+                if is_secret_key(k) {
+                    *v = "***".into();
+                }
             }
         }
         p

@@ -91,6 +91,12 @@ pub struct RunResult {
     /// The background writer beside the measured load, if any.
     #[serde(default)]
     pub background: Option<BackgroundReport>,
+    /// Stale reads, when the run wrote and values carry versions.
+    #[serde(default)]
+    pub consistency: Option<ConsistencyReport>,
+    /// Cache-aside runs: the cache, hit ratio, database reads saved, each leg.
+    #[serde(default)]
+    pub cache_aside: Option<AsideReport>,
     /// Latency histogram (HdrHistogram V2 deflate, base64, nanoseconds).
     pub histogram: String,
     /// Service-time histogram, same encoding (paced runs only).
@@ -109,6 +115,64 @@ pub struct BackgroundReport {
     /// Writes per second achieved.
     pub rps: f64,
     /// Their latency from intended start, µs.
+    pub latency_us: Percentiles,
+}
+
+/// Stale reads: a read is stale when it returns a version older than the
+/// newest version whose write had completed before the read began.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ConsistencyReport {
+    /// Reads whose value was checked (successful measured reads).
+    pub checked_reads: u64,
+    /// Stale reads among them.
+    pub stale_reads: u64,
+    /// Stale reads per million checked reads.
+    pub stale_per_million_reads: f64,
+    /// Mean versions a stale read was behind.
+    pub versions_behind_mean: f64,
+    /// Most versions a stale read was behind.
+    pub versions_behind_max: u64,
+    /// How long the returned value had been outdated when the read began, µs.
+    pub stale_age_us: Percentiles,
+}
+
+/// What a cache-aside run measured beyond the end-to-end figures.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AsideReport {
+    /// The cache in front of the database.
+    pub cache: TargetInfo,
+    /// `invalidate` or `update`.
+    pub write_policy: String,
+    /// Expiry of cache entries, seconds (0: never).
+    pub ttl_s: u32,
+    /// Reads the cache answered.
+    pub cache_hits: u64,
+    /// Reads the cache did not have (each read the database).
+    pub cache_misses: u64,
+    /// cache_hits / (cache_hits + cache_misses).
+    pub hit_ratio: f64,
+    /// Database reads the cache saved (its hits), per second of the window.
+    pub db_reads_saved_per_s: f64,
+    /// Database reads made (misses), per second.
+    pub db_reads_per_s: f64,
+    /// Each step: replies, errors and latency from send to reply.
+    pub legs: BTreeMap<String, LegReport>,
+    /// The cache server's CPU seconds in the window (managed cache only).
+    pub cache_cpu_s: Option<f64>,
+    /// The database server's CPU seconds in the window (managed only).
+    pub db_cpu_s: Option<f64>,
+    /// The cache's own counters beside kvlab's cache steps.
+    pub cache_counters: Option<CounterCheck>,
+}
+
+/// One step of cache-aside requests.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LegReport {
+    /// Replies received.
+    pub replies: u64,
+    /// Failed steps.
+    pub errors: u64,
+    /// Latency from the step's send to its reply, µs.
     pub latency_us: Percentiles,
 }
 

@@ -41,8 +41,18 @@ pub fn data_bytes(plan: &RunPlan) -> u64 {
 
 /// Starts the managed server `plan` asks for (none for an external target).
 pub fn start_server(plan: &RunPlan, opts: RunOptions) -> Result<Option<ManagedServer>> {
-    let kind = plan.target.kind;
-    if plan.target.external.is_some() {
+    start_managed(&plan.target, plan, opts)
+}
+
+/// Starts `target` (the plan's target or its cache) if kvlab is to manage it,
+/// sized for `plan`'s data and connections.
+pub fn start_managed(
+    target: &crate::plan::TargetSpec,
+    plan: &RunPlan,
+    opts: RunOptions,
+) -> Result<Option<ManagedServer>> {
+    let kind = target.kind;
+    if target.external.is_some() {
         return Ok(None);
     }
     raise_fd_limit(plan.load.connections);
@@ -50,7 +60,7 @@ pub fn start_server(plan: &RunPlan, opts: RunOptions) -> Result<Option<ManagedSe
         data_bytes: data_bytes(plan),
         connections: plan.load.connections,
     };
-    if let Some(u) = ManagedServer::os_user(kind, &plan.target.server_opts) {
+    if let Some(u) = ManagedServer::os_user(kind, &target.server_opts) {
         note(
             opts,
             format!(
@@ -59,7 +69,7 @@ pub fn start_server(plan: &RunPlan, opts: RunOptions) -> Result<Option<ManagedSe
             ),
         );
     }
-    let s = ManagedServer::start(kind, &plan.target.server_opts, sizing)?;
+    let s = ManagedServer::start(kind, &target.server_opts, sizing)?;
     note(
         opts,
         format!(
@@ -111,7 +121,12 @@ pub fn measure(
     };
 
     let values = Values::new(plan.workload.value_size);
-    let base = Spec {
+    let cache = match &plan.cache {
+        Some(a) => Some(crate::cacheaside::Cache::open(a, plan, opts)?),
+        None => None,
+    };
+    let (board, board_note) = version_board(plan);
+    let mut base = Spec {
         connector: connector.clone(),
         key_prefix: plan.workload.key_prefix.as_bytes().to_vec(),
         values,
@@ -131,12 +146,21 @@ pub fn measure(
         rate: plan.load.rate,
         timeout: Duration::from_secs_f64(plan.load.timeout_s),
         seed: plan.workload.seed,
+        ttl_s: 0,
+        board: None,
+        aside: None,
     };
 
     let load = crate::dataset::prepare(&base, plan, server.is_some(), opts, shutdown)?;
+    if let Some(c) = &cache {
+        c.prepare(&base, opts, shutdown)?;
+        base.aside = Some(c.spec());
+    }
+    base.board = board;
     if shutdown.load(Ordering::SeqCst) {
         bail!("interrupted before measuring; nothing was measured");
     }
+    let cache_before = cache.as_ref().and_then(|c| c.counters());
 
     let before = counters::read(&connector);
     let counters_note = before
@@ -147,6 +171,10 @@ pub fn measure(
     let mut obs = RunObserver {
         progress: Progress::spinner("run", opts.progress),
         server_pid: server.as_ref().map(|s| s.pid()),
+        cache_pid: cache
+            .as_ref()
+            .and_then(|c| c.server.as_ref())
+            .map(|s| s.pid()),
         server_tree: kind == crate::plan::TargetKind::Postgres,
         server_peak_kb: 0,
         at_start: None,
@@ -185,11 +213,28 @@ pub fn measure(
     obs.progress.finish();
     let after = counters::read(&connector).ok();
     let bg_sets = background.as_ref().map_or(0, |b| b.measured.counts.sets);
+    let (kvlab_gets, kvlab_sets) = if cache.is_some() {
+        // Only reads the cache missed and every write reach the database.
+        let sent = |l: crate::stats::Leg| report.leg_requests[l as usize];
+        (
+            sent(crate::stats::Leg::DbGet),
+            sent(crate::stats::Leg::DbSet),
+        )
+    } else {
+        (
+            report.warmup.gets + report.measured.counts.gets,
+            report.warmup.sets + report.measured.counts.sets + bg_sets,
+        )
+    };
     let server_counters = before.zip(after).map(|(b, a)| CounterCheck {
         server: a.since(&b),
-        kvlab_gets: report.warmup.gets + report.measured.counts.gets,
-        kvlab_sets: report.warmup.sets + report.measured.counts.sets + bg_sets,
+        kvlab_gets,
+        kvlab_sets,
         exclusive: server.is_some(),
+    });
+    let aside = cache.as_ref().map(|c| {
+        let (db_cpu, cache_cpu) = obs.cpu_deltas();
+        c.report(&report, cache_before, cache_cpu, db_cpu)
     });
     let background = background.map(|b| crate::results::BackgroundReport {
         target_rps: plan.workload.background_writes.unwrap_or(0.0),
@@ -229,6 +274,29 @@ pub fn measure(
             .push(format!("the background writer had {} errors", b.errors));
     }
     result.background = background;
+    result.problems.extend(board_note);
+    if base.board.is_none() {
+        result.consistency = None;
+    }
+    if let Some(a) = aside {
+        if let Some(cc) = &a.cache_counters
+            && cc.exclusive
+            && !cc.agrees()
+        {
+            result.problems.push(format!(
+                "the cache counted GET {} / SET {} but kvlab sent GET {} / SET {}",
+                cc.server.gets, cc.server.sets, cc.kvlab_gets, cc.kvlab_sets
+            ));
+        }
+        // Both servers' CPU is the price of a request through the cache.
+        if let (Some(d), Some(c)) = (a.db_cpu_s, a.cache_cpu_s) {
+            result.server_cpu_s = Some(d + c);
+            result.server_cpu_us_per_request =
+                (result.requests > 0).then(|| (d + c) * 1e6 / result.requests as f64);
+        }
+        result.cache_aside = Some(a);
+    }
+    drop(cache);
     Ok(result)
 }
 
@@ -243,11 +311,14 @@ pub fn note(opts: RunOptions, msg: String) {
 struct Sample {
     client_cpu_s: f64,
     server: Option<ProcUsage>,
+    cache: Option<ProcUsage>,
 }
 
 struct RunObserver {
     progress: Progress,
     server_pid: Option<u32>,
+    /// A managed cache in front of the server (cache-aside).
+    cache_pid: Option<u32>,
     /// Measure the whole process tree (PostgreSQL: one process per connection).
     server_tree: bool,
     /// Largest server memory seen at any sample.
@@ -266,8 +337,55 @@ impl RunObserver {
             } else {
                 proc_usage
             }),
+            cache: self.cache_pid.and_then(proc_usage),
         }
     }
+
+    /// CPU seconds the server and the cache spent between the window's samples.
+    fn cpu_deltas(&self) -> (Option<f64>, Option<f64>) {
+        let Some((a, b)) = self.at_start.zip(self.at_end) else {
+            return (None, None);
+        };
+        let d = |x: Option<ProcUsage>, y: Option<ProcUsage>| {
+            x.zip(y)
+                .map(|(x, y)| y.cpu_s - x.cpu_s)
+                .filter(|d| *d >= 0.0)
+        };
+        (d(a.server, b.server), d(a.cache, b.cache))
+    }
+}
+
+/// The version board of a run that writes, or why stale reads are not measured.
+fn version_board(
+    plan: &RunPlan,
+) -> (
+    Option<std::sync::Arc<crate::consistency::VersionBoard>>,
+    Option<String>,
+) {
+    use crate::consistency::VersionBoard;
+    let writes = plan.workload.ratio.set > 0 || plan.workload.background_writes.is_some();
+    if !writes {
+        return (None, None);
+    }
+    if plan.workload.value_size < crate::workload::VERSIONED_SIZE {
+        return (
+            None,
+            Some(format!(
+                "stale reads were not measured: values under {} bytes cannot carry a version",
+                crate::workload::VERSIONED_SIZE
+            )),
+        );
+    }
+    if VersionBoard::bytes_for(plan.workload.keys) > 2 << 30 {
+        return (
+            None,
+            Some("stale reads were not measured: tracking versions of this many keys would take over 2 GiB".into()),
+        );
+    }
+    (
+        Some(std::sync::Arc::new(VersionBoard::new(plan.workload.keys))),
+        None,
+    )
 }
 
 impl Observer for RunObserver {
@@ -488,7 +606,34 @@ fn assemble(
         server_counters,
         timeline: r.timeline,
         background: None,
+        consistency: plan_writes(plan).then(|| consistency_report(&r.measured)),
+        cache_aside: None,
         histogram: encode_histogram(&r.measured.latency),
         service_histogram: paced.then(|| encode_histogram(&r.measured.service)),
+    }
+}
+
+fn plan_writes(plan: &RunPlan) -> bool {
+    (plan.workload.ratio.set > 0 || plan.workload.background_writes.is_some())
+        && plan.workload.value_size >= crate::workload::VERSIONED_SIZE
+}
+
+fn consistency_report(m: &crate::stats::Recorder) -> crate::results::ConsistencyReport {
+    let c = &m.counts;
+    crate::results::ConsistencyReport {
+        checked_reads: c.checked,
+        stale_reads: c.stale,
+        stale_per_million_reads: if c.checked > 0 {
+            c.stale as f64 * 1e6 / c.checked as f64
+        } else {
+            0.0
+        },
+        versions_behind_mean: if c.stale > 0 {
+            c.stale_versions as f64 / c.stale as f64
+        } else {
+            0.0
+        },
+        versions_behind_max: c.stale_versions_max,
+        stale_age_us: Percentiles::of(&m.stale_age),
     }
 }

@@ -77,6 +77,18 @@ pub struct Counts {
     pub stored: u64,
     /// Failed requests by [`ErrorKind`] (indexed as [`ErrorKind::ALL`]).
     pub errors: [u64; 5],
+    /// Reads checked for staleness (hits when versions are tracked).
+    #[serde(default)]
+    pub checked: u64,
+    /// Stale reads among them (see [`crate::consistency`]).
+    #[serde(default)]
+    pub stale: u64,
+    /// Sum over stale reads of the versions they were behind.
+    #[serde(default)]
+    pub stale_versions: u64,
+    /// Most versions one stale read was behind.
+    #[serde(default)]
+    pub stale_versions_max: u64,
 }
 
 impl Counts {
@@ -126,6 +138,87 @@ impl Counts {
         for (a, b) in self.errors.iter_mut().zip(other.errors) {
             *a += b;
         }
+        self.checked += other.checked;
+        self.stale += other.stale;
+        self.stale_versions += other.stale_versions;
+        self.stale_versions_max = self.stale_versions_max.max(other.stale_versions_max);
+    }
+}
+
+/// One step of a cache-aside request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Leg {
+    /// Read the cache.
+    CacheGet,
+    /// Read the database after a cache miss.
+    DbGet,
+    /// Put the value read from the database into the cache.
+    CacheFill,
+    /// Write the database.
+    DbSet,
+    /// Delete (invalidate) or write (update) the cache entry after a write.
+    CacheWrite,
+}
+
+impl Leg {
+    /// Every leg, in report order.
+    pub const ALL: [Leg; 5] = [
+        Leg::CacheGet,
+        Leg::DbGet,
+        Leg::CacheFill,
+        Leg::DbSet,
+        Leg::CacheWrite,
+    ];
+
+    /// Name used in the summary and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Leg::CacheGet => "cache_get",
+            Leg::DbGet => "db_get",
+            Leg::CacheFill => "cache_fill",
+            Leg::DbSet => "db_set",
+            Leg::CacheWrite => "cache_write",
+        }
+    }
+}
+
+/// Per-leg counts and latency of cache-aside requests.
+#[derive(Clone, Debug)]
+pub struct Legs {
+    /// Replies received per leg (indexed as [`Leg::ALL`]).
+    pub replies: [u64; 5],
+    /// Failed steps per leg.
+    pub errors: [u64; 5],
+    /// Latency of each leg from its send to its reply, ns.
+    pub latency: [Histogram<u64>; 5],
+    /// Reads the cache answered with a value.
+    pub cache_hits: u64,
+    /// Reads the cache did not have.
+    pub cache_misses: u64,
+}
+
+impl Default for Legs {
+    fn default() -> Self {
+        Legs {
+            replies: [0; 5],
+            errors: [0; 5],
+            latency: std::array::from_fn(|_| new_histogram()),
+            cache_hits: 0,
+            cache_misses: 0,
+        }
+    }
+}
+
+impl Legs {
+    /// Adds another's data.
+    pub fn add(&mut self, other: &Legs) {
+        for i in 0..5 {
+            self.replies[i] += other.replies[i];
+            self.errors[i] += other.errors[i];
+            let _ = self.latency[i].add(&other.latency[i]);
+        }
+        self.cache_hits += other.cache_hits;
+        self.cache_misses += other.cache_misses;
     }
 }
 
@@ -138,6 +231,10 @@ pub struct Recorder {
     pub latency: Histogram<u64>,
     /// Service time from the actual send (recorded only when paced).
     pub service: Histogram<u64>,
+    /// Age of stale reads, ns (see [`crate::consistency::Staleness`]).
+    pub stale_age: Histogram<u64>,
+    /// Cache-aside runs: each leg's counts and latency.
+    pub legs: Option<Box<Legs>>,
 }
 
 impl Default for Recorder {
@@ -146,6 +243,8 @@ impl Default for Recorder {
             counts: Counts::default(),
             latency: new_histogram(),
             service: new_histogram(),
+            stale_age: new_histogram(),
+            legs: None,
         }
     }
 }
@@ -157,6 +256,22 @@ impl Recorder {
         // Both use the same bounds, so adding cannot fail.
         let _ = self.latency.add(&other.latency);
         let _ = self.service.add(&other.service);
+        let _ = self.stale_age.add(&other.stale_age);
+        if let Some(l) = &other.legs {
+            self.legs.get_or_insert_with(Default::default).add(l);
+        }
+    }
+
+    /// Counts a read that was checked for staleness, and its staleness if any.
+    #[inline]
+    pub fn checked_read(&mut self, stale: Option<crate::consistency::Staleness>) {
+        self.counts.checked += 1;
+        if let Some(s) = stale {
+            self.counts.stale += 1;
+            self.counts.stale_versions += s.versions;
+            self.counts.stale_versions_max = self.counts.stale_versions_max.max(s.versions);
+            self.stale_age.saturating_record(s.age_ns.max(1));
+        }
     }
 }
 

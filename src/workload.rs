@@ -120,11 +120,17 @@ pub fn rng(seed: u64) -> SmallRng {
     SmallRng::seed_from_u64(seed)
 }
 
-/// Bytes that open every value: 16 hex digits of the key id.
-const HEADER: usize = 16;
+/// Bytes that open every value: 16 hex digits of the key id, then 16 of the version.
+const HEADER: usize = 32;
 
-/// Deterministic values: `hex(key id)` followed by a slice of a fixed pseudo-random
-/// block that starts at an offset derived from the key. Cheap to write and verify.
+/// Smallest value that carries its whole version (stale reads are measured only
+/// with values at least this large).
+pub const VERSIONED_SIZE: usize = HEADER;
+
+/// Deterministic values: `hex(key id)`, `hex(version)` (0 for loaded values),
+/// then a slice of a fixed pseudo-random block that starts at an offset derived
+/// from the key; values shorter than the header keep its first bytes. Cheap to
+/// write and verify.
 #[derive(Clone, Debug)]
 pub struct Values {
     size: usize,
@@ -150,11 +156,17 @@ impl Values {
         self.size
     }
 
-    fn header(key: u64) -> [u8; HEADER] {
+    /// Whether values of this size carry their whole version.
+    pub fn versioned(&self) -> bool {
+        self.size >= VERSIONED_SIZE
+    }
+
+    fn header(key: u64, version: u64) -> [u8; HEADER] {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut h = [0u8; HEADER];
-        for (i, b) in h.iter_mut().enumerate() {
-            *b = HEX[((key >> (60 - 4 * i)) & 0xf) as usize];
+        for i in 0..16 {
+            h[i] = HEX[((key >> (60 - 4 * i)) & 0xf) as usize];
+            h[16 + i] = HEX[((version >> (60 - 4 * i)) & 0xf) as usize];
         }
         h
     }
@@ -164,23 +176,44 @@ impl Values {
         &self.block[off..off + self.size.saturating_sub(HEADER)]
     }
 
-    /// Appends the value of `key` to `out`.
+    /// Appends the loaded value (version 0) of `key` to `out`.
     #[inline]
     pub fn write(&self, key: u64, out: &mut Vec<u8>) {
-        let h = Self::header(key);
+        self.write_version(key, 0, out);
+    }
+
+    /// Appends version `version` of the value of `key` to `out`.
+    #[inline]
+    pub fn write_version(&self, key: u64, version: u64, out: &mut Vec<u8>) {
+        let h = Self::header(key, version);
         out.extend_from_slice(&h[..self.size.min(HEADER)]);
         out.extend_from_slice(self.body(key));
     }
 
-    /// Whether `got` is exactly the value of `key`.
+    /// The version `got` holds when it is a value of `key`; `None` when it is
+    /// not (wrong key, size, body or a version that is not hex digits). Values
+    /// too short to hold the whole version give the part they hold.
     #[inline]
-    pub fn verify(&self, key: u64, got: &[u8]) -> bool {
+    pub fn verify(&self, key: u64, got: &[u8]) -> Option<u64> {
         if got.len() != self.size {
-            return false;
+            return None;
         }
-        let h = Self::header(key);
         let n = self.size.min(HEADER);
-        got[..n] == h[..n] && got[n..] == *self.body(key)
+        let h = Self::header(key, 0);
+        let k = n.min(16);
+        if got[..k] != h[..k] || got[n..] != *self.body(key) {
+            return None;
+        }
+        let mut version = 0u64;
+        for &b in &got[k..n] {
+            let d = match b {
+                b'0'..=b'9' => b - b'0',
+                b'a'..=b'f' => b - b'a' + 10,
+                _ => return None,
+            };
+            version = version << 4 | u64::from(d);
+        }
+        Some(version)
     }
 }
 
@@ -199,19 +232,36 @@ mod tests {
 
     #[test]
     fn values_roundtrip_and_differ() {
-        for size in [1, 16, 17, 256, 4096] {
+        for size in [1, 16, 17, 31, 32, 33, 256, 4096] {
             let v = Values::new(size);
             let mut a = Vec::new();
             v.write(42, &mut a);
             assert_eq!(a.len(), size);
-            assert!(v.verify(42, &a));
+            assert_eq!(v.verify(42, &a), Some(0));
             if size > 1 {
-                assert!(!v.verify(43, &a));
+                assert_eq!(v.verify(43, &a), None);
             }
             let mut bad = a.clone();
-            bad[size - 1] ^= 1;
-            assert!(!v.verify(42, &bad));
-            assert!(!v.verify(42, &a[..size - 1]));
+            bad[0] ^= 1;
+            assert_eq!(v.verify(42, &bad), None, "key digits");
+            if size > 32 {
+                let mut bad = a.clone();
+                bad[size - 1] ^= 1;
+                assert_eq!(v.verify(42, &bad), None, "body");
+            }
+            if size >= 17 {
+                let mut bad = a.clone();
+                bad[16] = b'x';
+                assert_eq!(v.verify(42, &bad), None, "version digits");
+            }
+            assert_eq!(v.verify(42, &a[..size - 1]), None);
+            if v.versioned() {
+                let mut w = Vec::new();
+                v.write_version(42, 0xdead_beef_1234, &mut w);
+                assert_eq!(w.len(), size);
+                assert_eq!(v.verify(42, &w), Some(0xdead_beef_1234));
+                assert_eq!(v.verify(41, &w), None);
+            }
         }
     }
 

@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 
 use anyhow::{Result, bail};
 
-use super::{Codec, Decoded, Key, Malformed, Reply, ServerInfo, line_end, parse_usize};
+use super::{CacheCodec, Codec, Decoded, Key, Malformed, Reply, ServerInfo, line_end, parse_usize};
 use crate::workload::OpKind;
 
 /// The memcached text codec (stateless).
@@ -23,11 +23,18 @@ impl Codec for Memcache {
 
     #[inline]
     fn encode_set(&self, key: Key<'_>, value: &[u8], out: &mut Vec<u8>) {
+        self.encode_set_ttl(key, value, 0, out);
+    }
+
+    #[inline]
+    fn encode_set_ttl(&self, key: Key<'_>, value: &[u8], ttl_s: u32, out: &mut Vec<u8>) {
         let key = key.name;
         let mut b = itoa::Buffer::new();
         out.extend_from_slice(b"set ");
         out.extend_from_slice(key);
-        out.extend_from_slice(b" 0 0 ");
+        out.extend_from_slice(b" 0 ");
+        out.extend_from_slice(b.format(ttl_s).as_bytes());
+        out.push(b' ');
         out.extend_from_slice(b.format(value.len()).as_bytes());
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(value);
@@ -94,6 +101,40 @@ impl Codec for Memcache {
     }
 }
 
+impl CacheCodec for Memcache {
+    #[inline]
+    fn encode_delete(&self, key: Key<'_>, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"delete ");
+        out.extend_from_slice(key.name);
+        out.extend_from_slice(b"\r\n");
+    }
+
+    #[inline]
+    fn decode_delete(&self, buf: &[u8]) -> Result<Decoded, Malformed> {
+        let Some(eol) = line_end(buf, 0) else {
+            return if buf.len() > 2048 {
+                Err(Malformed("reply line longer than 2 KiB"))
+            } else {
+                Ok(Decoded::Incomplete)
+            };
+        };
+        if eol < 2 || buf[eol - 2] != b'\r' {
+            return Err(Malformed("reply line not ended by CRLF"));
+        }
+        let reply = match &buf[..eol - 2] {
+            b"DELETED" | b"NOT_FOUND" => Reply::Stored,
+            l if l.starts_with(b"SERVER_ERROR")
+                || l.starts_with(b"CLIENT_ERROR")
+                || l == b"ERROR" =>
+            {
+                Reply::ServerError
+            }
+            _ => return Err(Malformed("unexpected reply to delete")),
+        };
+        Ok(Decoded::Frame { len: eol, reply })
+    }
+}
+
 /// Length of a whole `stats` or `version` reply at the front of `buf`.
 pub fn stats_frame_len(buf: &[u8]) -> Result<Option<usize>, Malformed> {
     let mut pos = 0;
@@ -147,6 +188,36 @@ mod tests {
 
     fn dec(op: OpKind, b: &[u8]) -> Result<Decoded, Malformed> {
         Memcache.decode(op, b)
+    }
+
+    #[test]
+    fn encodes_and_decodes_cache_aside_commands() {
+        let k = Key { id: 1, name: b"k1" };
+        let mut out = Vec::new();
+        Memcache.encode_set_ttl(k, b"vv", 30, &mut out);
+        assert_eq!(out, b"set k1 0 30 2\r\nvv\r\n");
+        out.clear();
+        Memcache.encode_set(k, b"vv", &mut out);
+        assert_eq!(out, b"set k1 0 0 2\r\nvv\r\n");
+        out.clear();
+        Memcache.encode_delete(k, &mut out);
+        assert_eq!(out, b"delete k1\r\n");
+        assert_eq!(
+            Memcache.decode_delete(b"DELETED\r\n"),
+            Ok(Decoded::Frame {
+                len: 9,
+                reply: Reply::Stored
+            })
+        );
+        assert_eq!(
+            Memcache.decode_delete(b"NOT_FOUND\r\n"),
+            Ok(Decoded::Frame {
+                len: 11,
+                reply: Reply::Stored
+            })
+        );
+        assert_eq!(Memcache.decode_delete(b"DELE"), Ok(Decoded::Incomplete));
+        assert!(Memcache.decode_delete(b"STORED\r\n").is_err());
     }
 
     #[test]

@@ -90,11 +90,18 @@ pub struct Key<'a> {
 }
 
 /// A sans-IO request encoder and reply decoder. Cloned once per worker.
-pub trait Codec: Clone + Send + 'static {
+pub trait Codec: Clone + Send + Sync + 'static {
     /// Appends a GET of `key` to `out`.
     fn encode_get(&self, key: Key<'_>, out: &mut Vec<u8>);
     /// Appends a SET of `key` to `value` to `out`.
     fn encode_set(&self, key: Key<'_>, value: &[u8], out: &mut Vec<u8>);
+    /// Appends a SET that expires after `ttl_s` seconds (0: never). Targets
+    /// without expiry (databases) ignore the TTL.
+    #[inline]
+    fn encode_set_ttl(&self, key: Key<'_>, value: &[u8], ttl_s: u32, out: &mut Vec<u8>) {
+        let _ = ttl_s;
+        self.encode_set(key, value, out);
+    }
     /// Decodes the reply to a request of kind `op` from the front of `buf`.
     fn decode(&self, op: OpKind, buf: &[u8]) -> Result<Decoded, Malformed>;
     /// This codec for a connection with `session` (default: unchanged).
@@ -102,6 +109,15 @@ pub trait Codec: Clone + Send + 'static {
         let _ = session;
         self.clone()
     }
+}
+
+/// A cache's codec: also deletes keys (cache-aside invalidation).
+pub trait CacheCodec: Codec {
+    /// Appends a DELETE of `key` to `out`.
+    fn encode_delete(&self, key: Key<'_>, out: &mut Vec<u8>);
+    /// Decodes the reply to a DELETE: [`Reply::Stored`] whether or not the key
+    /// existed, [`Reply::ServerError`] for an error.
+    fn decode_delete(&self, buf: &[u8]) -> Result<Decoded, Malformed>;
 }
 
 /// What a connection's set-up produced that its requests need.

@@ -5,7 +5,7 @@ use std::io::{self, Read, Write};
 
 use anyhow::{Result, bail};
 
-use super::{Codec, Decoded, Key, Malformed, Reply, ServerInfo, line_end, parse_usize};
+use super::{CacheCodec, Codec, Decoded, Key, Malformed, Reply, ServerInfo, line_end, parse_usize};
 use crate::workload::OpKind;
 
 /// The RESP codec (stateless).
@@ -47,6 +47,19 @@ impl Codec for Resp {
         out.extend_from_slice(b"*3\r\n$3\r\nSET\r\n");
         push_bulk(out, key);
         push_bulk(out, value);
+    }
+
+    #[inline]
+    fn encode_set_ttl(&self, key: Key<'_>, value: &[u8], ttl_s: u32, out: &mut Vec<u8>) {
+        if ttl_s == 0 {
+            return self.encode_set(key, value, out);
+        }
+        out.extend_from_slice(b"*5\r\n$3\r\nSET\r\n");
+        push_bulk(out, key.name);
+        push_bulk(out, value);
+        out.extend_from_slice(b"$2\r\nEX\r\n");
+        let mut b = itoa::Buffer::new();
+        push_bulk(out, b.format(ttl_s).as_bytes());
     }
 
     #[inline]
@@ -92,6 +105,34 @@ impl Codec for Resp {
             }
             _ => Err(Malformed("not a RESP reply")),
         }
+    }
+}
+
+impl CacheCodec for Resp {
+    #[inline]
+    fn encode_delete(&self, key: Key<'_>, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"*2\r\n$3\r\nDEL\r\n");
+        push_bulk(out, key.name);
+    }
+
+    #[inline]
+    fn decode_delete(&self, buf: &[u8]) -> Result<Decoded, Malformed> {
+        let Some(eol) = line_end(buf, 0) else {
+            return if buf.len() > 1024 {
+                Err(Malformed("reply line longer than 1 KiB"))
+            } else {
+                Ok(Decoded::Incomplete)
+            };
+        };
+        if eol < 3 || buf[eol - 2] != b'\r' {
+            return Err(Malformed("reply line not ended by CRLF"));
+        }
+        let reply = match (buf[0], &buf[1..eol - 2]) {
+            (b':', n) if parse_usize(n).is_some() => Reply::Stored,
+            (b'-', _) => Reply::ServerError,
+            _ => return Err(Malformed("unexpected reply to DEL")),
+        };
+        Ok(Decoded::Frame { len: eol, reply })
     }
 }
 
@@ -211,6 +252,42 @@ mod tests {
 
     fn dec(op: OpKind, b: &[u8]) -> Result<Decoded, Malformed> {
         Resp.decode(op, b)
+    }
+
+    #[test]
+    fn encodes_and_decodes_cache_aside_commands() {
+        let k = Key { id: 1, name: b"k1" };
+        let mut out = Vec::new();
+        Resp.encode_set_ttl(k, b"v", 30, &mut out);
+        assert_eq!(
+            out,
+            b"*5\r\n$3\r\nSET\r\n$2\r\nk1\r\n$1\r\nv\r\n$2\r\nEX\r\n$2\r\n30\r\n"
+        );
+        out.clear();
+        Resp.encode_set_ttl(k, b"v", 0, &mut out);
+        assert_eq!(out, b"*3\r\n$3\r\nSET\r\n$2\r\nk1\r\n$1\r\nv\r\n");
+        out.clear();
+        Resp.encode_delete(k, &mut out);
+        assert_eq!(out, b"*2\r\n$3\r\nDEL\r\n$2\r\nk1\r\n");
+        for r in [&b":1\r\n"[..], b":0\r\n"] {
+            assert_eq!(
+                Resp.decode_delete(r),
+                Ok(Decoded::Frame {
+                    len: 4,
+                    reply: Reply::Stored
+                })
+            );
+        }
+        assert_eq!(Resp.decode_delete(b":1"), Ok(Decoded::Incomplete));
+        assert_eq!(
+            Resp.decode_delete(b"-ERR x\r\n"),
+            Ok(Decoded::Frame {
+                len: 8,
+                reply: Reply::ServerError
+            })
+        );
+        assert!(Resp.decode_delete(b"+OK\r\n").is_err());
+        assert!(Resp.decode_delete(b":x\r\n").is_err());
     }
 
     #[test]

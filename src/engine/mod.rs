@@ -7,10 +7,12 @@
 //! the timeline and shows through an [`Observer`]; at the end their reports merge
 //! into one [`EngineReport`].
 
+pub mod aside;
 pub mod pacer;
 pub mod worker;
 
 use std::collections::BTreeMap;
+use std::io;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -62,6 +64,23 @@ pub struct Spec {
     pub timeout: Duration,
     /// Seed for the workers' random generators.
     pub seed: u64,
+    /// Expiry of written keys, seconds (0: never; caches only).
+    pub ttl_s: u32,
+    /// Versions of written values, when stale reads are measured.
+    pub board: Option<Arc<crate::consistency::VersionBoard>>,
+    /// Cache-aside: the cache in front of `connector` (the database).
+    pub aside: Option<AsideSpec>,
+}
+
+/// The cache of a cache-aside point.
+#[derive(Clone, Debug)]
+pub struct AsideSpec {
+    /// How to open cache connections.
+    pub cache: Connector,
+    /// What writes do to the cache.
+    pub policy: crate::plan::WritePolicy,
+    /// Expiry of cache entries, seconds (0: never).
+    pub ttl_s: u32,
 }
 
 /// The clock of one run, shared by all workers (a value, copied).
@@ -170,6 +189,8 @@ pub struct EngineReport {
     pub client_busy: Option<f64>,
     /// Stopped early by the shutdown flag.
     pub interrupted: bool,
+    /// Cache-aside: steps sent per leg over warm-up and measured phase.
+    pub leg_requests: [u64; 5],
 }
 
 /// Runs one point to its end (or until `shutdown`), reporting to `observer`.
@@ -178,22 +199,99 @@ pub fn execute(
     shutdown: &AtomicBool,
     observer: &mut dyn Observer,
 ) -> Result<EngineReport> {
+    if let Some(a) = &spec.aside {
+        return aside::execute(spec, a, shutdown, observer);
+    }
+    let size = spec.values.size();
     match spec.connector.protocol {
-        Protocol::Resp => execute_with(Resp, spec, shutdown, observer),
-        Protocol::Memcache => execute_with(Memcache, spec, shutdown, observer),
+        Protocol::Resp => execute_with(spec, shutdown, observer, plain(Resp, spec)),
+        Protocol::Memcache => execute_with(spec, shutdown, observer, plain(Memcache, spec)),
         Protocol::Postgres => {
-            execute_with(Postgres::new(spec.values.size()), spec, shutdown, observer)
+            execute_with(spec, shutdown, observer, plain(Postgres::new(size), spec))
         }
-        Protocol::Mysql => execute_with(Mysql::new(spec.values.size()), spec, shutdown, observer),
+        Protocol::Mysql => execute_with(spec, shutdown, observer, plain(Mysql::new(size), spec)),
     }
 }
 
-fn execute_with<C: Codec>(
-    codec: C,
+/// The work of one thread: its connections' plans, its seed, its links to the
+/// caller and the start line → its report.
+pub(crate) trait Work:
+    Fn(Vec<worker::ConnPlan>, u64, worker::Links<'_>, StartLine) -> io::Result<worker::WorkerReport>
+    + Sync
+{
+}
+impl<F> Work for F where
+    F: Fn(
+            Vec<worker::ConnPlan>,
+            u64,
+            worker::Links<'_>,
+            StartLine,
+        ) -> io::Result<worker::WorkerReport>
+        + Sync
+{
+}
+
+fn plain<C: Codec>(codec: C, spec: &Spec) -> impl Work + '_ {
+    move |plans, seed, links, start| worker::run(codec.clone(), spec, plans, seed, links, start)
+}
+
+/// Where a worker waits, its connections open, until every worker is ready and
+/// the run's clock is set.
+pub struct StartLine {
+    ready: Arc<AtomicUsize>,
+    clock: Arc<OnceLock<Timing>>,
+}
+
+impl StartLine {
+    /// Reports this worker ready and waits for the common start.
+    pub fn wait(self) -> Timing {
+        self.ready.fetch_add(1, Ordering::SeqCst);
+        loop {
+            if let Some(t) = self.clock.get() {
+                return *t;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+}
+
+/// The first once-a-second tick of a run and the index of the second it ends
+/// (negative during warm-up, 0 for the first measured second).
+pub(crate) fn first_tick(timing: &Timing) -> (Instant, i64) {
+    let mut next_tick = timing.measure_start;
+    while next_tick > timing.t0 + Duration::from_secs(1) {
+        next_tick -= Duration::from_secs(1);
+    }
+    if next_tick <= timing.t0 {
+        next_tick += Duration::from_secs(1);
+    }
+    let second = (next_tick
+        .saturating_duration_since(timing.measure_start)
+        .as_secs_f64()
+        .round() as i64)
+        - (timing
+            .measure_start
+            .saturating_duration_since(next_tick)
+            .as_secs_f64()
+            .round() as i64)
+        - 1;
+    (next_tick, second)
+}
+
+/// On-CPU plus run-queue time of the calling thread (Linux schedstat), in ns.
+pub(crate) fn thread_busy_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let mut f = s.split_whitespace().map(|x| x.parse::<u64>().ok());
+    Some(f.next()?? + f.next()??)
+}
+
+pub(crate) fn execute_with(
     spec: &Spec,
     shutdown: &AtomicBool,
     observer: &mut dyn Observer,
+    work: impl Work,
 ) -> Result<EngineReport> {
+    let work = &work;
     let threads = spec.threads.clamp(1, spec.connections.max(1));
     let (tx, rx) = mpsc::channel::<Tick>();
     // Start line: workers open their connections (counted in `opened`), report
@@ -228,7 +326,6 @@ fn execute_with<C: Codec>(
                 Arc::clone(&opened),
             );
             let seed = spec.seed.wrapping_add(t as u64 * 0x9e37_79b9_7f4a_7c15);
-            let codec = codec.clone();
             let h = std::thread::Builder::new()
                 .name(format!("kvlab-worker-{t}"))
                 .spawn_scoped(scope, move || {
@@ -238,15 +335,7 @@ fn execute_with<C: Codec>(
                         opened: &opened,
                         release,
                     };
-                    worker::run(codec, spec, plans, seed, links, move || {
-                        ready.fetch_add(1, Ordering::SeqCst);
-                        loop {
-                            if let Some(t) = clock.get() {
-                                return *t;
-                            }
-                            std::thread::sleep(Duration::from_micros(200));
-                        }
-                    })
+                    work(plans, seed, links, StartLine { ready, clock })
                 })
                 .context("cannot start a worker thread")?;
             handles.push(h);
@@ -342,7 +431,11 @@ fn merge(
     let (mut cf, mut rc, mut last_err, mut est) = (0, 0, None, 0);
     let mut window = Duration::ZERO;
     let mut busy = Some(0u64);
+    let mut leg_requests = [0u64; 5];
     for r in &reports {
+        for (a, b) in leg_requests.iter_mut().zip(r.leg_requests) {
+            *a += b;
+        }
         measured.add(&r.measured);
         warmup.add(&r.warmup);
         schedule.merge(&r.schedule);
@@ -398,5 +491,6 @@ fn merge(
         last_connect_error: last_err,
         client_busy,
         interrupted,
+        leg_requests,
     }
 }

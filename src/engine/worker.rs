@@ -18,7 +18,7 @@ use mio::{Events, Interest, Poll, Token};
 use rand::rngs::SmallRng;
 
 use super::pacer::{Pacer, PreciseTimer, ScheduleReport};
-use super::{Spec, Tick, Timing};
+use super::{Spec, StartLine, Tick, Timing, first_tick, thread_busy_ns};
 use crate::driver::{Codec, Decoded, Key, Reply};
 use crate::stats::{Counts, ErrorKind, Outcome, Recorder};
 use crate::workload::{KeyGen, OpKind, OpMix, Values, write_key};
@@ -53,11 +53,16 @@ pub struct WorkerReport {
     pub busy_ns: Option<u64>,
     /// Length of the measured window as this worker saw it.
     pub window: Duration,
+    /// Cache-aside: steps sent per leg over warm-up and measured phase (as
+    /// [`crate::stats::Leg::ALL`]), for the servers' counters.
+    pub leg_requests: [u64; 5],
 }
 
 struct InFlight {
     op: OpKind,
     key: u64,
+    /// SET: the version written; GET: the newest completed version at send.
+    version: u64,
     intended: Instant,
     sent: Instant,
     measured: bool,
@@ -132,7 +137,7 @@ pub fn run<C: Codec>(
     plans: Vec<ConnPlan>,
     seed: u64,
     links: Links<'_>,
-    start: impl FnOnce() -> Timing,
+    start: StartLine,
 ) -> io::Result<WorkerReport> {
     let Links {
         shutdown,
@@ -147,7 +152,7 @@ pub fn run<C: Codec>(
     let (mut poll, registry) = match polled {
         Ok(p) => p,
         Err(e) => {
-            start(); // never leave the others waiting at the start line
+            start.wait(); // never leave the others waiting at the start line
             return Err(e);
         }
     };
@@ -218,7 +223,7 @@ pub fn run<C: Codec>(
     }
     let established = conns.iter().filter(|c| c.stream.is_some()).count();
     cx.quota_left = conns.iter().map(|c| c.quota).sum();
-    let timing = start();
+    let timing = start.wait();
     cx.timing = timing;
     for c in conns.iter_mut() {
         c.due = match cx.pacer {
@@ -233,25 +238,7 @@ pub fn run<C: Codec>(
         None => None,
     };
     let mut events = Events::with_capacity(1024);
-    let mut next_tick = timing.measure_start;
-    while next_tick > timing.t0 + Duration::from_secs(1) {
-        next_tick -= Duration::from_secs(1);
-    }
-    if next_tick <= timing.t0 {
-        next_tick += Duration::from_secs(1);
-    }
-    // The interval ending at `next_tick` is second `tick_second` of the run
-    // (negative during warm-up, 0 for the first measured second).
-    let mut tick_second = (next_tick
-        .saturating_duration_since(timing.measure_start)
-        .as_secs_f64()
-        .round() as i64)
-        - (timing
-            .measure_start
-            .saturating_duration_since(next_tick)
-            .as_secs_f64()
-            .round() as i64)
-        - 1;
+    let (mut next_tick, mut tick_second) = first_tick(&timing);
     let mut housekeeping = timing.t0;
     let mut drain_deadline = timing.t0;
     let mut busy_start: Option<u64> = None;
@@ -398,14 +385,8 @@ pub fn run<C: Codec>(
         last_connect_error: cx.last_connect_error,
         busy_ns,
         window: window_end.saturating_duration_since(timing.measure_start),
+        leg_requests: [0; 5],
     })
-}
-
-/// On-CPU plus run-queue time of the calling thread (Linux schedstat), in ns.
-fn thread_busy_ns() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let mut f = s.split_whitespace().map(|x| x.parse::<u64>().ok());
-    Some(f.next()?? + f.next()??)
 }
 
 impl<C: Codec> Ctx<'_, C> {
@@ -486,7 +467,7 @@ impl<C: Codec> Ctx<'_, C> {
     fn fail_all(&mut self, c: &mut Conn<C>, kind: ErrorKind) {
         while let Some(f) = c.inflight.pop_front() {
             self.inflight -= 1;
-            self.count(&f, Outcome::Error(kind), None);
+            self.count(&f, Outcome::Error(kind), None, None);
         }
     }
 
@@ -510,8 +491,31 @@ impl<C: Codec> Ctx<'_, C> {
 
     #[inline]
     fn issue(&mut self, c: &mut Conn<C>, intended: Instant, now: Instant) {
-        let op = self.mix.next(&mut self.rng);
-        let key = c.keys.next(&mut self.rng);
+        let mut op = self.mix.next(&mut self.rng);
+        let mut key = c.keys.next(&mut self.rng);
+        let mut version = 0;
+        if let Some(b) = &self.spec.board {
+            if op == OpKind::Set {
+                // Writes to one key never overlap (see `consistency`): draw
+                // another key while this one has a write in flight.
+                let mut tries = 0;
+                loop {
+                    if let Some(v) = b.begin_write(key) {
+                        version = v;
+                        break;
+                    }
+                    tries += 1;
+                    if tries == 8 {
+                        op = OpKind::Get;
+                        break;
+                    }
+                    key = c.keys.next(&mut self.rng);
+                }
+            }
+            if op == OpKind::Get {
+                version = b.snapshot(key);
+            }
+        }
         write_key(&self.spec.key_prefix, key, &mut self.key);
         let k = Key {
             id: key,
@@ -521,8 +525,9 @@ impl<C: Codec> Ctx<'_, C> {
             OpKind::Get => c.codec.encode_get(k, &mut c.wbuf),
             OpKind::Set => {
                 self.value.clear();
-                self.values.write(key, &mut self.value);
-                c.codec.encode_set(k, &self.value, &mut c.wbuf);
+                self.values.write_version(key, version, &mut self.value);
+                c.codec
+                    .encode_set_ttl(k, &self.value, self.spec.ttl_s, &mut c.wbuf);
             }
         }
         let measured = intended >= self.timing.measure_start;
@@ -535,6 +540,7 @@ impl<C: Codec> Ctx<'_, C> {
         c.inflight.push_back(InFlight {
             op,
             key,
+            version,
             intended,
             sent: now,
             measured,
@@ -663,12 +669,15 @@ impl<C: Codec> Ctx<'_, C> {
             match c.codec.decode(f.op, buf) {
                 Ok(Decoded::Incomplete) => return true,
                 Ok(Decoded::Frame { len, reply }) => {
+                    let mut got = None;
                     let outcome = match (f.op, reply) {
                         (OpKind::Get, Reply::Value(r)) => {
-                            if self.values.verify(f.key, &buf[r]) {
-                                Outcome::Hit
-                            } else {
-                                Outcome::Error(ErrorKind::WrongValue)
+                            match self.values.verify(f.key, &buf[r]) {
+                                Some(v) => {
+                                    got = Some(v);
+                                    Outcome::Hit
+                                }
+                                None => Outcome::Error(ErrorKind::WrongValue),
                             }
                         }
                         (OpKind::Get, Reply::Nil) => Outcome::Miss,
@@ -679,26 +688,40 @@ impl<C: Codec> Ctx<'_, C> {
                     c.rstart += len;
                     let f = c.inflight.pop_front().expect("front exists");
                     self.inflight -= 1;
-                    self.count(&f, outcome, Some(now));
+                    self.count(&f, outcome, Some(now), got);
                 }
                 Err(_) => {
                     let f = c.inflight.pop_front().expect("front exists");
                     self.inflight -= 1;
-                    self.count(&f, Outcome::Error(ErrorKind::Protocol), None);
+                    self.count(&f, Outcome::Error(ErrorKind::Protocol), None, None);
                     return false;
                 }
             }
         }
     }
 
+    /// Counts a finished request (`got`: the version a GET returned) and, when
+    /// versions are tracked, ends its write or judges its read.
     #[inline]
-    fn count(&mut self, f: &InFlight, outcome: Outcome, done: Option<Instant>) {
+    fn count(&mut self, f: &InFlight, outcome: Outcome, done: Option<Instant>, got: Option<u64>) {
         let get = f.op == OpKind::Get;
+        let mut stale = None;
+        if let Some(b) = &self.spec.board {
+            if get {
+                stale = got.map(|v| b.judge(f.key, f.version, v, f.sent));
+            } else {
+                let ok = outcome == Outcome::Stored;
+                b.end_write(f.key, f.version, ok, done.unwrap_or_else(Instant::now));
+            }
+        }
         if !f.measured {
             self.interval_warm.count(get, outcome);
             return;
         }
         self.interval.counts.count(get, outcome);
+        if let Some(s) = stale {
+            self.interval.checked_read(s);
+        }
         if let (Some(done), false) = (done, matches!(outcome, Outcome::Error(_))) {
             let lat = done.saturating_duration_since(f.intended).as_nanos() as u64;
             self.interval.latency.saturating_record(lat.max(1));

@@ -477,6 +477,7 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
                                             params.insert("rate".into(), r.to_string());
                                         }
                                         let plan = RunPlan {
+                                            cache: None,
                                             target,
                                             workload: Workload {
                                                 keys,

@@ -17,6 +17,7 @@ use kvlab::server::ManagedServer;
 /// A small, fast plan against an external endpoint (a server the test started).
 pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
     RunPlan {
+        cache: None,
         target: TargetSpec {
             kind,
             external: Some(endpoint),

@@ -1,0 +1,197 @@
+//! Set-up of a cache-aside run around the engine: the cache (started or
+//! reached), a consistent start (the database's values reset to version 0 and
+//! the cache loaded with the same values), its counters, and the report of
+//! what the cache did (hit ratio, database reads saved, each leg).
+
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use crate::driver::{Connector, Protocol, check_prefix};
+use crate::engine::{AsideSpec, EngineReport, Spec};
+use crate::plan::{CacheAside, RunPlan, WritePolicy};
+use crate::results::{AsideReport, CounterCheck, LegReport, TargetInfo};
+use crate::runner::{RunOptions, note};
+use crate::server::ManagedServer;
+use crate::server::counters::{self, ServerCounters};
+use crate::stats::{Leg, Percentiles};
+use crate::workload::VERSIONED_SIZE;
+
+/// The cache of a cache-aside run, ready to use. A managed cache lives as long
+/// as this value.
+pub struct Cache {
+    /// How to reach it.
+    pub connector: Connector,
+    /// What it is.
+    pub info: TargetInfo,
+    /// kvlab's cache server, if kvlab started it.
+    pub server: Option<ManagedServer>,
+    aside: CacheAside,
+}
+
+impl Cache {
+    /// Starts the managed cache (or probes the external one) for `plan`.
+    pub fn open(aside: &CacheAside, plan: &RunPlan, opts: RunOptions) -> Result<Cache> {
+        let kind = aside.cache.kind;
+        check_prefix(Protocol::of(kind), &plan.workload.key_prefix)
+            .map_err(|e| anyhow::anyhow!("{e:#} (of the cache)"))?;
+        let server = crate::runner::start_managed(&aside.cache, plan, opts)?;
+        let endpoint = match (&aside.cache.external, &server) {
+            (Some(e), _) => e.clone(),
+            (None, Some(s)) => s.endpoint(),
+            (None, None) => unreachable!("a managed cache has a server"),
+        };
+        let connector = Connector::new(kind, &endpoint)?;
+        let sinfo = match &server {
+            Some(s) => s.info.clone(),
+            None => {
+                let i = connector.probe(Duration::from_secs(4))?;
+                note(
+                    opts,
+                    format!(
+                        "kvlab: cache {} is {} {}; kvlab writes only keys under the prefix '{}' and never flushes a server it did not start",
+                        connector.display, i.product, i.version, plan.workload.key_prefix
+                    ),
+                );
+                i
+            }
+        };
+        let info = TargetInfo {
+            kind: kind.name().to_string(),
+            product: sinfo.product,
+            version: sinfo.version,
+            managed: server.is_some(),
+            url: endpoint.display_url(kind),
+            settings: server
+                .as_ref()
+                .map(|s| s.settings.clone())
+                .unwrap_or_default(),
+            pid: server.as_ref().map(|s| s.pid()),
+        };
+        Ok(Cache {
+            connector,
+            info,
+            server,
+            aside: aside.clone(),
+        })
+    }
+
+    /// What the engine needs to drive this cache.
+    pub fn spec(&self) -> AsideSpec {
+        AsideSpec {
+            cache: self.connector.clone(),
+            policy: self.aside.policy,
+            ttl_s: self.aside.ttl_s,
+        }
+    }
+
+    /// A consistent start: every database value back at version 0, then every
+    /// key loaded into the cache at version 0 (with the TTL, if any).
+    pub fn prepare(&self, db: &Spec, opts: RunOptions, shutdown: &AtomicBool) -> Result<()> {
+        if db.values.size() >= VERSIONED_SIZE {
+            reset_versions(&db.connector).context("resetting the database's values failed")?;
+        }
+        let spec = Spec {
+            connector: self.connector.clone(),
+            ttl_s: self.aside.ttl_s,
+            board: None,
+            aside: None,
+            ..db.clone()
+        };
+        note(
+            opts,
+            format!("kvlab: filling the cache {}", self.connector.display),
+        );
+        crate::dataset::load_cache(&spec, opts, shutdown)?;
+        Ok(())
+    }
+
+    /// The cache's counters now (`None` when they cannot be read).
+    pub fn counters(&self) -> Option<ServerCounters> {
+        counters::read(&self.connector).ok()
+    }
+
+    /// The report of what the cache did in the run.
+    pub fn report(
+        &self,
+        r: &EngineReport,
+        before: Option<ServerCounters>,
+        cache_cpu_s: Option<f64>,
+        db_cpu_s: Option<f64>,
+    ) -> AsideReport {
+        let legs = r.measured.legs.as_deref().cloned().unwrap_or_default();
+        let window = r.window.as_secs_f64().max(1e-9);
+        let lookups = legs.cache_hits + legs.cache_misses;
+        let sent = |l: Leg| r.leg_requests[l as usize];
+        let cache_sets = sent(Leg::CacheFill)
+            + if self.aside.policy == WritePolicy::Update {
+                sent(Leg::CacheWrite)
+            } else {
+                0
+            };
+        let cache_counters = before.zip(self.counters()).map(|(b, a)| CounterCheck {
+            server: a.since(&b),
+            kvlab_gets: sent(Leg::CacheGet),
+            kvlab_sets: cache_sets,
+            exclusive: self.server.is_some(),
+        });
+        AsideReport {
+            cache: self.info.clone(),
+            write_policy: self.aside.policy.name().to_string(),
+            ttl_s: self.aside.ttl_s,
+            cache_hits: legs.cache_hits,
+            cache_misses: legs.cache_misses,
+            hit_ratio: if lookups > 0 {
+                legs.cache_hits as f64 / lookups as f64
+            } else {
+                0.0
+            },
+            db_reads_saved_per_s: legs.cache_hits as f64 / window,
+            db_reads_per_s: legs.cache_misses as f64 / window,
+            legs: Leg::ALL
+                .iter()
+                .map(|&l| {
+                    let i = l as usize;
+                    (
+                        l.name().to_string(),
+                        LegReport {
+                            replies: legs.replies[i],
+                            errors: legs.errors[i],
+                            latency_us: Percentiles::of(&legs.latency[i]),
+                        },
+                    )
+                })
+                .collect(),
+            cache_cpu_s,
+            db_cpu_s,
+            cache_counters,
+        }
+    }
+}
+
+/// Sets every value of kvlab's table back to version 0 (only rows that differ:
+/// one scan, few writes).
+fn reset_versions(db: &Connector) -> Result<()> {
+    let t = Duration::from_secs(10);
+    match db.protocol {
+        Protocol::Postgres => {
+            let mut c = db.open_pg(t)?;
+            c.set_timeout(None)?;
+            c.query(
+                "UPDATE kvlab_kv SET v = overlay(v placing '0000000000000000'::bytea from 17 for 16) \
+                 WHERE substring(v from 17 for 16) <> '0000000000000000'::bytea",
+            )?;
+        }
+        Protocol::Mysql => {
+            let mut c = db.open_my(t)?;
+            c.set_timeout(None)?;
+            c.query(
+                "UPDATE kvlab_kv SET v = INSERT(v, 17, 16, '0000000000000000') \
+                 WHERE SUBSTRING(v, 17, 16) <> '0000000000000000'",
+            )?;
+        }
+        _ => {}
+    }
+    Ok(())
+}

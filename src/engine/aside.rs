@@ -1,0 +1,1021 @@
+//! The cache-aside hot loop: each client owns one cache connection and one
+//! database connection and runs one request at a time through its steps:
+//!
+//! - read: GET from the cache; on a miss GET from the database, then SET the
+//!   value into the cache (with the TTL, if any);
+//! - write: SET in the database, then DELETE the cache entry (invalidate) or
+//!   SET the new value there (update).
+//!
+//! End-to-end latency goes into the run's recorder, each step's into its leg;
+//! every value read is verified and, when versions are tracked, judged for
+//! staleness by the version it returned. Like [`super::worker`], it allocates
+//! nothing per request and shares nothing between threads but atomics.
+
+use std::io::{self, Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+use rand::rngs::SmallRng;
+
+use super::pacer::{Pacer, PreciseTimer, ScheduleReport};
+use super::worker::{ConnPlan, Links, WorkerReport};
+use super::{
+    AsideSpec, EngineReport, Observer, Spec, StartLine, Tick, Timing, execute_with, first_tick,
+    thread_busy_ns,
+};
+use crate::driver::memcache::Memcache;
+use crate::driver::mysql::Mysql;
+use crate::driver::postgres::Postgres;
+use crate::driver::resp::Resp;
+use crate::driver::{CacheCodec, Codec, Connector, Decoded, Key, Protocol, Reply};
+use crate::plan::WritePolicy;
+use crate::stats::{Counts, ErrorKind, Leg, Outcome, Recorder};
+use crate::workload::{KeyGen, OpKind, OpMix, Values, write_key};
+
+/// Runs one cache-aside point (the database is `spec.connector`).
+pub fn execute(
+    spec: &Spec,
+    aside: &AsideSpec,
+    shutdown: &AtomicBool,
+    observer: &mut dyn Observer,
+) -> Result<EngineReport> {
+    let size = spec.values.size();
+    macro_rules! with_db {
+        ($cache:expr) => {
+            match spec.connector.protocol {
+                Protocol::Postgres => execute_with(
+                    spec,
+                    shutdown,
+                    observer,
+                    work($cache, Postgres::new(size), spec, aside),
+                ),
+                Protocol::Mysql => execute_with(
+                    spec,
+                    shutdown,
+                    observer,
+                    work($cache, Mysql::new(size), spec, aside),
+                ),
+                _ => bail!("cache-aside needs a database behind the cache"),
+            }
+        };
+    }
+    match aside.cache.protocol {
+        Protocol::Resp => with_db!(Resp),
+        Protocol::Memcache => with_db!(Memcache),
+        _ => bail!("cache-aside needs redis, valkey or memcached as the cache"),
+    }
+}
+
+fn work<'a, K: CacheCodec, D: Codec>(
+    cache: K,
+    db: D,
+    spec: &'a Spec,
+    aside: &'a AsideSpec,
+) -> impl super::Work + 'a {
+    move |plans, seed, links, start| {
+        run(
+            Codecs {
+                cache: cache.clone(),
+                db: db.clone(),
+            },
+            spec,
+            aside,
+            plans,
+            seed,
+            links,
+            start,
+        )
+    }
+}
+
+#[derive(Clone)]
+struct Codecs<K, D> {
+    cache: K,
+    db: D,
+}
+
+/// One connection of a client, with its buffers.
+struct Link<C> {
+    codec: C,
+    stream: Option<TcpStream>,
+    wbuf: Vec<u8>,
+    wpos: usize,
+    rbuf: Vec<u8>,
+    rstart: usize,
+    rend: usize,
+    want_write: bool,
+    token: Token,
+    retry_at: Instant,
+    fails: u32,
+}
+
+impl<C: Codec> Link<C> {
+    fn new(codec: C, token: Token, rbuf: usize, now: Instant) -> Link<C> {
+        Link {
+            codec,
+            stream: None,
+            wbuf: Vec::with_capacity(rbuf / 2),
+            wpos: 0,
+            rbuf: vec![0; rbuf],
+            rstart: 0,
+            rend: 0,
+            want_write: false,
+            token,
+            retry_at: now,
+            fails: 0,
+        }
+    }
+
+    /// Opens the connection (blocking, bounded by `timeout`) and registers it.
+    fn open(
+        &mut self,
+        connector: &Connector,
+        poll: &mio::Registry,
+        timeout: Duration,
+    ) -> io::Result<()> {
+        let (s, session) = connector.connect(timeout)?;
+        s.set_nonblocking(true)?;
+        let mut s = TcpStream::from_std(s);
+        poll.register(&mut s, self.token, Interest::READABLE)?;
+        self.codec = self.codec.bind(&session);
+        self.stream = Some(s);
+        self.fails = 0;
+        self.reset();
+        Ok(())
+    }
+
+    fn reset(&mut self) {
+        self.wbuf.clear();
+        self.wpos = 0;
+        self.rstart = 0;
+        self.rend = 0;
+        self.want_write = false;
+    }
+
+    fn close(&mut self, now: Instant) {
+        self.stream = None;
+        self.reset();
+        self.retry_at = now;
+    }
+
+    /// Writes what is buffered; `Err` when the connection broke.
+    fn flush(&mut self, registry: &mio::Registry) -> io::Result<()> {
+        let Some(s) = self.stream.as_mut() else {
+            return Ok(());
+        };
+        while self.wpos < self.wbuf.len() {
+            match s.write(&self.wbuf[self.wpos..]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => self.wpos += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if !self.want_write {
+                        self.want_write = true;
+                        registry.reregister(
+                            s,
+                            self.token,
+                            Interest::READABLE | Interest::WRITABLE,
+                        )?;
+                    }
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.wbuf.clear();
+        self.wpos = 0;
+        if self.want_write {
+            self.want_write = false;
+            registry.reregister(s, self.token, Interest::READABLE)?;
+        }
+        Ok(())
+    }
+
+    /// Reads what the socket has; `Ok(false)` when the peer closed.
+    fn fill(&mut self) -> io::Result<bool> {
+        loop {
+            if self.rstart == self.rend {
+                self.rstart = 0;
+                self.rend = 0;
+            }
+            if self.rend == self.rbuf.len() {
+                if self.rstart > 0 {
+                    self.rbuf.copy_within(self.rstart..self.rend, 0);
+                    self.rend -= self.rstart;
+                    self.rstart = 0;
+                } else {
+                    let n = self.rbuf.len() * 2;
+                    self.rbuf.resize(n, 0);
+                }
+            }
+            let Some(s) = self.stream.as_mut() else {
+                return Ok(false);
+            };
+            let space = self.rbuf.len() - self.rend;
+            match s.read(&mut self.rbuf[self.rend..]) {
+                Ok(0) => return Ok(false),
+                Ok(n) => {
+                    self.rend += n;
+                    if n < space {
+                        return Ok(true);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// The step a request waits on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    CacheGet,
+    DbGet,
+    CacheFill,
+    DbSet,
+    CacheWrite,
+}
+
+impl Step {
+    fn leg(self) -> Leg {
+        match self {
+            Step::CacheGet => Leg::CacheGet,
+            Step::DbGet => Leg::DbGet,
+            Step::CacheFill => Leg::CacheFill,
+            Step::DbSet => Leg::DbSet,
+            Step::CacheWrite => Leg::CacheWrite,
+        }
+    }
+
+    fn on_cache(self) -> bool {
+        !matches!(self, Step::DbGet | Step::DbSet)
+    }
+}
+
+/// The request a client has in flight.
+#[derive(Clone, Copy)]
+struct Op {
+    kind: OpKind,
+    key: u64,
+    /// SET: the version written; GET: the newest completed version at the start.
+    version: u64,
+    /// Version the read returned (from the cache or the database).
+    got: Option<u64>,
+    intended: Instant,
+    began: Instant,
+    step: Step,
+    step_sent: Instant,
+    measured: bool,
+}
+
+struct Client<K, D> {
+    cache: Link<K>,
+    db: Link<D>,
+    keys: KeyGen,
+    quota: Option<u64>,
+    due: Instant,
+    op: Option<Op>,
+    index: usize,
+    /// A connection refused at the start: this client never runs.
+    refused: bool,
+}
+
+struct Ctx<'a> {
+    registry: mio::Registry,
+    spec: &'a Spec,
+    aside: &'a AsideSpec,
+    timing: Timing,
+    pacer: Option<Pacer>,
+    mix: OpMix,
+    values: &'a Values,
+    rng: SmallRng,
+    key: Vec<u8>,
+    value: Vec<u8>,
+    interval: Recorder,
+    interval_warm: Counts,
+    total: Recorder,
+    warm: Counts,
+    schedule: ScheduleReport,
+    leg_requests: [u64; 5],
+    inflight: usize,
+    quota_left: Option<u64>,
+    connect_failures: u64,
+    reconnects: u64,
+    last_connect_error: Option<String>,
+    draining: bool,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run<K: CacheCodec, D: Codec>(
+    codecs: Codecs<K, D>,
+    spec: &Spec,
+    aside: &AsideSpec,
+    plans: Vec<ConnPlan>,
+    seed: u64,
+    links: Links<'_>,
+    start: StartLine,
+) -> io::Result<WorkerReport> {
+    let Links {
+        shutdown,
+        ticks,
+        opened,
+        release,
+    } = links;
+    let polled = Poll::new().and_then(|p| {
+        let r = p.registry().try_clone()?;
+        Ok((p, r))
+    });
+    let (mut poll, registry) = match polled {
+        Ok(p) => p,
+        Err(e) => {
+            start.wait();
+            return Err(e);
+        }
+    };
+    let now = Instant::now();
+    let rbuf = (2 * spec.values.size() + 4096).max(16 * 1024);
+    let mut clients: Vec<Client<K, D>> = plans
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| Client {
+            cache: Link::new(codecs.cache.clone(), Token(2 * i), rbuf, now),
+            db: Link::new(codecs.db.clone(), Token(2 * i + 1), rbuf, now),
+            keys: p.keys,
+            quota: p.quota,
+            due: now,
+            op: None,
+            index: p.index,
+            refused: false,
+        })
+        .collect();
+    let mut cx = Ctx {
+        registry,
+        spec,
+        aside,
+        timing: Timing::placeholder(now),
+        pacer: spec.rate.map(|r| Pacer::new(r, spec.connections)),
+        mix: spec.mix,
+        values: &spec.values,
+        rng: crate::workload::rng(seed),
+        key: Vec::with_capacity(spec.key_prefix.len() + 24),
+        value: Vec::with_capacity(spec.values.size()),
+        interval: aside_recorder(),
+        interval_warm: Counts::default(),
+        total: aside_recorder(),
+        warm: Counts::default(),
+        schedule: ScheduleReport {
+            target_rps: spec.rate.unwrap_or(0.0),
+            ..Default::default()
+        },
+        leg_requests: [0; 5],
+        inflight: 0,
+        quota_left: None,
+        connect_failures: 0,
+        reconnects: 0,
+        last_connect_error: None,
+        draining: false,
+    };
+    let connect_timeout = spec.timeout.min(Duration::from_secs(2));
+    for c in clients.iter_mut() {
+        if shutdown.load(Ordering::Relaxed) {
+            break;
+        }
+        let a = c.cache.open(&aside.cache, &cx.registry, connect_timeout);
+        let b = c.db.open(&spec.connector, &cx.registry, connect_timeout);
+        for e in [a.err(), b.err()].into_iter().flatten() {
+            cx.connect_failed(e);
+        }
+        c.refused = c.cache.stream.is_none() || c.db.stream.is_none();
+        opened.fetch_add(1, Ordering::Relaxed);
+    }
+    let established = clients.iter().filter(|c| !c.refused).count();
+    cx.quota_left = clients.iter().filter(|c| !c.refused).map(|c| c.quota).sum();
+    let timing = start.wait();
+    cx.timing = timing;
+    for c in clients.iter_mut() {
+        c.due = match cx.pacer {
+            Some(p) => p.first_due(timing.t0, c.index),
+            None => timing.t0,
+        };
+    }
+    const TIMER: Token = Token(usize::MAX - 1);
+    let mut timer = match cx.pacer {
+        Some(_) => Some(PreciseTimer::new(poll.registry(), TIMER)?),
+        None => None,
+    };
+    let mut events = Events::with_capacity(1024);
+    let (mut next_tick, mut tick_second) = first_tick(&timing);
+    let mut housekeeping = timing.t0;
+    let mut drain_deadline = timing.t0;
+    let mut busy_start = None;
+    let mut measure_started = false;
+    let window_end;
+    if cx.pacer.is_none() {
+        for c in clients.iter_mut() {
+            cx.next(c, timing.t0);
+        }
+    }
+    loop {
+        let now = Instant::now();
+        if !measure_started && now >= timing.measure_start {
+            measure_started = true;
+            busy_start = thread_busy_ns();
+        }
+        if !cx.draining
+            && (shutdown.load(Ordering::Relaxed)
+                || timing.deadline.is_some_and(|d| now >= d)
+                || cx.quota_left == Some(0))
+        {
+            cx.draining = true;
+            drain_deadline = now + spec.timeout;
+        }
+        if cx.draining && (cx.inflight == 0 || now >= drain_deadline) {
+            for c in clients.iter_mut() {
+                cx.fail(c, ErrorKind::Timeout, now);
+            }
+            window_end = now;
+            break;
+        }
+        if now >= next_tick {
+            cx.send_tick(&ticks, tick_second);
+            tick_second += 1;
+            next_tick += Duration::from_secs(1);
+        }
+        if now >= housekeeping {
+            housekeeping = now + Duration::from_millis(5);
+            let mut attempts = 2;
+            for c in clients.iter_mut() {
+                cx.housekeep(c, now, &mut attempts);
+            }
+        }
+        let mut wake = next_tick.min(housekeeping);
+        if cx.draining {
+            wake = wake.min(drain_deadline);
+        } else if let Some(d) = timing.deadline {
+            wake = wake.min(d);
+        }
+        if !measure_started {
+            wake = wake.min(timing.measure_start);
+        }
+        if cx.pacer.is_some() && !cx.draining {
+            for c in clients.iter_mut() {
+                if c.op.is_none() {
+                    if c.due <= now {
+                        cx.next(c, now);
+                    }
+                    if c.op.is_none() && cx.may_issue(c, c.due) && cx.ready(c) {
+                        wake = wake.min(c.due);
+                    }
+                }
+            }
+        }
+        let mut timeout = wake.saturating_duration_since(Instant::now());
+        if let Some(t) = timer.as_mut()
+            && !timeout.is_zero()
+        {
+            t.arm(wake);
+            timeout += Duration::from_millis(2);
+        }
+        if let Err(e) = poll.poll(&mut events, Some(timeout))
+            && e.kind() != io::ErrorKind::Interrupted
+        {
+            return Err(e);
+        }
+        let now = Instant::now();
+        for ev in events.iter() {
+            if ev.token() == TIMER {
+                if let Some(t) = timer.as_mut() {
+                    t.clear();
+                }
+                continue;
+            }
+            let Some(c) = clients.get_mut(ev.token().0 / 2) else {
+                continue;
+            };
+            let on_cache = ev.token().0 % 2 == 0;
+            if ev.is_writable() {
+                let r = if on_cache {
+                    c.cache.flush(&cx.registry)
+                } else {
+                    c.db.flush(&cx.registry)
+                };
+                if r.is_err() {
+                    cx.broke(c, on_cache, now);
+                    continue;
+                }
+            }
+            if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                cx.on_readable(c, on_cache, now);
+            }
+        }
+    }
+    let busy_ns = if measure_started {
+        busy_start
+            .zip(thread_busy_ns())
+            .map(|(a, b)| b.saturating_sub(a))
+    } else {
+        None
+    };
+    if let (Some(p), Some(deadline)) = (cx.pacer, timing.deadline) {
+        for c in &clients {
+            if !c.refused && c.due < deadline && c.quota != Some(0) {
+                let behind = deadline - c.due;
+                cx.schedule.unsent += (behind.as_nanos() / p.per_conn.as_nanos().max(1)) as u64 + 1;
+            }
+        }
+    }
+    cx.send_tick(&ticks, tick_second);
+    drop(ticks);
+    while !release.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    Ok(WorkerReport {
+        measured: cx.total,
+        warmup: cx.warm,
+        schedule: cx.schedule,
+        connect_failures: cx.connect_failures,
+        reconnects: cx.reconnects,
+        established,
+        last_connect_error: cx.last_connect_error,
+        busy_ns,
+        window: window_end.saturating_duration_since(timing.measure_start),
+        leg_requests: cx.leg_requests,
+    })
+}
+
+fn aside_recorder() -> Recorder {
+    Recorder {
+        legs: Some(Box::default()),
+        ..Recorder::default()
+    }
+}
+
+impl Ctx<'_> {
+    fn connect_failed(&mut self, e: io::Error) {
+        self.connect_failures += 1;
+        if self.last_connect_error.is_none() || self.connect_failures % 1000 == 1 {
+            self.last_connect_error = Some(e.to_string());
+        }
+    }
+
+    fn ready<K, D>(&self, c: &Client<K, D>) -> bool {
+        !c.refused && c.cache.stream.is_some() && c.db.stream.is_some()
+    }
+
+    fn may_issue<K, D>(&self, c: &Client<K, D>, intended: Instant) -> bool {
+        if self.draining || self.timing.deadline.is_some_and(|d| intended >= d) {
+            return false;
+        }
+        !(intended >= self.timing.measure_start && c.quota == Some(0))
+    }
+
+    /// Starts the client's next request when it may (closed loop: now; paced:
+    /// when due).
+    fn next<K: CacheCodec, D: Codec>(&mut self, c: &mut Client<K, D>, now: Instant) {
+        if c.op.is_some() || !self.ready(c) {
+            return;
+        }
+        let intended = match self.pacer {
+            None => now,
+            Some(p) => {
+                if c.due > now {
+                    return;
+                }
+                let lag = now - c.due;
+                if lag > Duration::from_millis(1) {
+                    self.schedule.late_requests += 1;
+                    self.schedule.max_lag_ms =
+                        self.schedule.max_lag_ms.max(lag.as_secs_f64() * 1e3);
+                }
+                let due = c.due;
+                if !self.may_issue(c, due) {
+                    return;
+                }
+                c.due += p.per_conn;
+                due
+            }
+        };
+        if !self.may_issue(c, intended) {
+            return;
+        }
+        let mut kind = self.mix.next(&mut self.rng);
+        let mut key = c.keys.next(&mut self.rng);
+        let mut version = 0;
+        if let Some(b) = &self.spec.board {
+            if kind == OpKind::Set {
+                let mut tries = 0;
+                loop {
+                    if let Some(v) = b.begin_write(key) {
+                        version = v;
+                        break;
+                    }
+                    tries += 1;
+                    if tries == 8 {
+                        kind = OpKind::Get;
+                        break;
+                    }
+                    key = c.keys.next(&mut self.rng);
+                }
+            }
+            if kind == OpKind::Get {
+                version = b.snapshot(key);
+            }
+        }
+        let measured = intended >= self.timing.measure_start;
+        if measured && let Some(q) = c.quota.as_mut() {
+            *q -= 1;
+            if let Some(t) = self.quota_left.as_mut() {
+                *t -= 1;
+            }
+        }
+        let step = if kind == OpKind::Get {
+            Step::CacheGet
+        } else {
+            Step::DbSet
+        };
+        c.op = Some(Op {
+            kind,
+            key,
+            version,
+            got: None,
+            intended,
+            began: now,
+            step,
+            step_sent: now,
+            measured,
+        });
+        self.inflight += 1;
+        if kind == OpKind::Set {
+            self.value.clear();
+            self.values.write_version(key, version, &mut self.value);
+        }
+        self.send(c, step, now);
+    }
+
+    /// Encodes and sends `step` of the client's request (the value to write or
+    /// fill is in `self.value`).
+    fn send<K: CacheCodec, D: Codec>(&mut self, c: &mut Client<K, D>, step: Step, now: Instant) {
+        let Some(op) = c.op.as_mut() else { return };
+        op.step = step;
+        op.step_sent = now;
+        self.leg_requests[step.leg() as usize] += 1;
+        write_key(&self.spec.key_prefix, op.key, &mut self.key);
+        let k = Key {
+            id: op.key,
+            name: &self.key,
+        };
+        let ttl = self.aside.ttl_s;
+        match step {
+            Step::CacheGet => c.cache.codec.encode_get(k, &mut c.cache.wbuf),
+            Step::DbGet => c.db.codec.encode_get(k, &mut c.db.wbuf),
+            Step::CacheFill => c
+                .cache
+                .codec
+                .encode_set_ttl(k, &self.value, ttl, &mut c.cache.wbuf),
+            Step::DbSet => c.db.codec.encode_set(k, &self.value, &mut c.db.wbuf),
+            Step::CacheWrite => match self.aside.policy {
+                WritePolicy::Invalidate => c.cache.codec.encode_delete(k, &mut c.cache.wbuf),
+                WritePolicy::Update => {
+                    c.cache
+                        .codec
+                        .encode_set_ttl(k, &self.value, ttl, &mut c.cache.wbuf)
+                }
+            },
+        }
+        let r = if step.on_cache() {
+            c.cache.flush(&self.registry)
+        } else {
+            c.db.flush(&self.registry)
+        };
+        if r.is_err() {
+            self.broke(c, step.on_cache(), now);
+        }
+    }
+
+    fn on_readable<K: CacheCodec, D: Codec>(
+        &mut self,
+        c: &mut Client<K, D>,
+        on_cache: bool,
+        now: Instant,
+    ) {
+        let filled = if on_cache {
+            c.cache.fill()
+        } else {
+            c.db.fill()
+        };
+        if !matches!(filled, Ok(true)) {
+            return self.broke(c, on_cache, now);
+        }
+        loop {
+            let Some(op) = c.op else {
+                // A reply nobody waits for: the stream is out of step.
+                let buffered = if on_cache {
+                    c.cache.rend > c.cache.rstart
+                } else {
+                    c.db.rend > c.db.rstart
+                };
+                if buffered {
+                    self.broke(c, on_cache, now);
+                }
+                return;
+            };
+            if op.step.on_cache() != on_cache {
+                let buffered = if on_cache {
+                    c.cache.rend > c.cache.rstart
+                } else {
+                    c.db.rend > c.db.rstart
+                };
+                if buffered {
+                    self.broke(c, on_cache, now);
+                }
+                return;
+            }
+            let decoded = if on_cache {
+                let buf = &c.cache.rbuf[c.cache.rstart..c.cache.rend];
+                match op.step {
+                    Step::CacheGet => c.cache.codec.decode(OpKind::Get, buf),
+                    Step::CacheWrite if self.aside.policy == WritePolicy::Invalidate => {
+                        c.cache.codec.decode_delete(buf)
+                    }
+                    _ => c.cache.codec.decode(OpKind::Set, buf),
+                }
+            } else {
+                let buf = &c.db.rbuf[c.db.rstart..c.db.rend];
+                let kind = if op.step == Step::DbGet {
+                    OpKind::Get
+                } else {
+                    OpKind::Set
+                };
+                c.db.codec.decode(kind, buf)
+            };
+            match decoded {
+                Ok(Decoded::Incomplete) => return,
+                Err(_) => {
+                    self.leg_done(&op, now, false);
+                    self.finish(c, Outcome::Error(ErrorKind::Protocol), now);
+                    return self.broke(c, on_cache, now);
+                }
+                Ok(Decoded::Frame { len, reply }) => {
+                    // The reply's bytes stay in the buffer until the next read.
+                    let start = if on_cache {
+                        c.cache.rstart += len;
+                        c.cache.rstart - len
+                    } else {
+                        c.db.rstart += len;
+                        c.db.rstart - len
+                    };
+                    self.advance(c, op, reply, start, now);
+                }
+            }
+        }
+    }
+
+    /// Takes the reply to the current step and sends the next step or finishes.
+    /// `base`: where the decoded buffer starts in the link's read buffer.
+    fn advance<K: CacheCodec, D: Codec>(
+        &mut self,
+        c: &mut Client<K, D>,
+        op: Op,
+        reply: Reply,
+        base: usize,
+        now: Instant,
+    ) {
+        let ok = !matches!(reply, Reply::ServerError);
+        self.leg_done(&op, now, ok);
+        let server_error = Outcome::Error(ErrorKind::Server);
+        match (op.step, reply) {
+            (_, Reply::ServerError) => self.finish(c, server_error, now),
+            (Step::CacheGet, Reply::Value(r)) => {
+                let v = &c.cache.rbuf[base + r.start..base + r.end];
+                self.count_cache(&op, true);
+                match self.values.verify(op.key, v) {
+                    Some(got) => {
+                        set_got(c, got);
+                        self.finish(c, Outcome::Hit, now);
+                    }
+                    None => self.finish(c, Outcome::Error(ErrorKind::WrongValue), now),
+                }
+            }
+            (Step::CacheGet, Reply::Nil) => {
+                self.count_cache(&op, false);
+                self.send(c, Step::DbGet, now);
+            }
+            (Step::DbGet, Reply::Value(r)) => {
+                let v = &c.db.rbuf[base + r.start..base + r.end];
+                match self.values.verify(op.key, v) {
+                    Some(got) => {
+                        self.value.clear();
+                        self.value.extend_from_slice(v);
+                        set_got(c, got);
+                        self.send(c, Step::CacheFill, now);
+                    }
+                    None => self.finish(c, Outcome::Error(ErrorKind::WrongValue), now),
+                }
+            }
+            (Step::DbGet, Reply::Nil) => self.finish(c, Outcome::Miss, now),
+            (Step::CacheFill, Reply::Stored) => self.finish(c, Outcome::Hit, now),
+            (Step::DbSet, Reply::Stored) => {
+                self.value.clear();
+                self.values
+                    .write_version(op.key, op.version, &mut self.value);
+                self.send(c, Step::CacheWrite, now);
+            }
+            (Step::CacheWrite, Reply::Stored) => self.finish(c, Outcome::Stored, now),
+            _ => self.finish(c, Outcome::Error(ErrorKind::Protocol), now),
+        }
+    }
+
+    fn count_cache(&mut self, op: &Op, hit: bool) {
+        if !op.measured {
+            return;
+        }
+        if let Some(l) = self.interval.legs.as_mut() {
+            if hit {
+                l.cache_hits += 1;
+            } else {
+                l.cache_misses += 1;
+            }
+        }
+    }
+
+    fn leg_done(&mut self, op: &Op, now: Instant, ok: bool) {
+        if !op.measured {
+            return;
+        }
+        if let Some(l) = self.interval.legs.as_mut() {
+            let i = op.step.leg() as usize;
+            l.replies[i] += 1;
+            if ok {
+                let ns = now.saturating_duration_since(op.step_sent).as_nanos() as u64;
+                l.latency[i].saturating_record(ns.max(1));
+            } else {
+                l.errors[i] += 1;
+            }
+        }
+    }
+
+    /// Ends the client's request with `outcome`, records it, and starts the next.
+    fn finish<K: CacheCodec, D: Codec>(
+        &mut self,
+        c: &mut Client<K, D>,
+        outcome: Outcome,
+        now: Instant,
+    ) {
+        let Some(op) = c.op.take() else { return };
+        self.inflight -= 1;
+        let get = op.kind == OpKind::Get;
+        let mut stale = None;
+        if let Some(b) = &self.spec.board {
+            if get {
+                if outcome == Outcome::Hit {
+                    stale = op.got.map(|v| b.judge(op.key, op.version, v, op.began));
+                }
+            } else {
+                b.end_write(op.key, op.version, outcome == Outcome::Stored, now);
+            }
+        }
+        if !op.measured {
+            self.interval_warm.count(get, outcome);
+        } else {
+            self.interval.counts.count(get, outcome);
+            if let Some(s) = stale {
+                self.interval.checked_read(s);
+            }
+            if !matches!(outcome, Outcome::Error(_)) {
+                let lat = now.saturating_duration_since(op.intended).as_nanos() as u64;
+                self.interval.latency.saturating_record(lat.max(1));
+                if self.pacer.is_some() {
+                    let svc = now.saturating_duration_since(op.began).as_nanos() as u64;
+                    self.interval.service.saturating_record(svc.max(1));
+                }
+            }
+        }
+        if !self.draining && self.ready(c) {
+            self.next(c, Instant::now());
+        }
+    }
+
+    /// Fails the client's request, if any.
+    fn fail<K: CacheCodec, D: Codec>(
+        &mut self,
+        c: &mut Client<K, D>,
+        kind: ErrorKind,
+        now: Instant,
+    ) {
+        if let Some(op) = c.op {
+            self.leg_done(&op, now, false);
+            let draining = self.draining;
+            self.draining = true; // do not start another request from here
+            self.finish(c, Outcome::Error(kind), now);
+            self.draining = draining;
+        }
+    }
+
+    /// A connection broke: fail the request waiting on it and close it.
+    fn broke<K: CacheCodec, D: Codec>(
+        &mut self,
+        c: &mut Client<K, D>,
+        on_cache: bool,
+        now: Instant,
+    ) {
+        if c.op.is_some_and(|op| op.step.on_cache() == on_cache) {
+            self.fail(c, ErrorKind::Disconnect, now);
+        }
+        if on_cache {
+            c.cache.close(now);
+        } else {
+            c.db.close(now);
+        }
+    }
+
+    /// Timeouts and reconnection; runs every few milliseconds, not per request.
+    fn housekeep<K: CacheCodec, D: Codec>(
+        &mut self,
+        c: &mut Client<K, D>,
+        now: Instant,
+        attempts: &mut u32,
+    ) {
+        if c.refused {
+            return;
+        }
+        if let Some(op) = c.op
+            && now.saturating_duration_since(op.step_sent) > self.spec.timeout
+        {
+            let on_cache = op.step.on_cache();
+            self.fail(c, ErrorKind::Timeout, now);
+            if on_cache {
+                c.cache.close(now);
+            } else {
+                c.db.close(now);
+            }
+        }
+        if self.draining {
+            return;
+        }
+        let t = self.spec.timeout.min(Duration::from_secs(2));
+        let mut reopened = false;
+        for on_cache in [true, false] {
+            let (down, retry_at) = if on_cache {
+                (c.cache.stream.is_none(), c.cache.retry_at)
+            } else {
+                (c.db.stream.is_none(), c.db.retry_at)
+            };
+            if !down || *attempts == 0 || now < retry_at {
+                continue;
+            }
+            *attempts -= 1;
+            let r = if on_cache {
+                c.cache.open(&self.aside.cache, &self.registry, t)
+            } else {
+                c.db.open(&self.spec.connector, &self.registry, t)
+            };
+            match r {
+                Ok(()) => {
+                    self.reconnects += 1;
+                    reopened = true;
+                }
+                Err(e) => {
+                    self.connect_failed(e);
+                    let link_fails = if on_cache {
+                        &mut c.cache.fails
+                    } else {
+                        &mut c.db.fails
+                    };
+                    *link_fails = link_fails.saturating_add(1);
+                    let back = now + Duration::from_millis(100 << (*link_fails).min(6));
+                    if on_cache {
+                        c.cache.retry_at = back;
+                    } else {
+                        c.db.retry_at = back;
+                    }
+                }
+            }
+        }
+        if reopened && self.pacer.is_none() {
+            self.next(c, now);
+        }
+    }
+
+    fn send_tick(&mut self, ticks: &std::sync::mpsc::Sender<Tick>, second: i64) {
+        let rec = std::mem::replace(&mut self.interval, aside_recorder());
+        let warm = std::mem::take(&mut self.interval_warm);
+        self.total.add(&rec);
+        self.warm.add(&warm);
+        let _ = ticks.send(Tick {
+            second,
+            measured: rec,
+            warmup: warm,
+        });
+    }
+}
+
+fn set_got<K, D>(c: &mut Client<K, D>, got: u64) {
+    if let Some(op) = c.op.as_mut() {
+        op.got = Some(got);
+    }
+}
