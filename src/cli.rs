@@ -218,7 +218,7 @@ pub struct RunArgs {
 
 impl RunArgs {
     /// The cache-aside part of the plan, checked against the rest of the flags.
-    fn cache_aside(&self, target: &TargetSpec) -> Result<Option<CacheAside>, UsageError> {
+    fn cache_aside(&self) -> Result<Option<CacheAside>, UsageError> {
         let Some(c) = &self.cache else {
             if !self.cache_opt.is_empty() || self.cache_ttl > 0 || self.write_policy != "invalidate"
             {
@@ -238,20 +238,6 @@ impl RunArgs {
             ),
             other => other,
         })?;
-        if cache.kind.is_sql() {
-            return Err(UsageError::bad(
-                "--cache",
-                format!("{} is a database, not a cache", cache.kind.name()),
-                "use redis, valkey or memcached",
-            ));
-        }
-        if !target.kind.is_sql() {
-            return Err(UsageError::bad(
-                "--cache",
-                "cache-aside puts a cache in front of a database",
-                "use --target postgres|mariadb (or a postgres:// or mysql:// URL)",
-            ));
-        }
         if cache.external.is_some() && !self.cache_opt.is_empty() {
             return Err(UsageError::bad(
                 "--cache-opt",
@@ -260,34 +246,6 @@ impl RunArgs {
             ));
         }
         cache.server_opts = self.cache_opt.iter().cloned().collect();
-        if self.pipeline > 1 {
-            return Err(UsageError::bad(
-                "--pipeline",
-                "a cache-aside client waits for each step before the next",
-                "drop --pipeline (add --connections for more load)",
-            ));
-        }
-        if self.no_load {
-            return Err(UsageError::bad(
-                "--no-load",
-                "cache-aside reads need every key in the database",
-                "drop --no-load",
-            ));
-        }
-        if self.background_writes.is_some() {
-            return Err(UsageError::bad(
-                "--background-writes",
-                "is not supported with --cache",
-                "put writes in the measured load with --ratio, e.g. --ratio 1:19",
-            ));
-        }
-        if self.cache_ttl > 30 * 24 * 3600 {
-            return Err(UsageError::bad(
-                "--cache-ttl",
-                format!("{} s is more than 30 days", self.cache_ttl),
-                "give at most 2592000 seconds, or 0 for no expiry",
-            ));
-        }
         Ok(Some(CacheAside {
             cache,
             policy: self.write_policy.parse()?,
@@ -446,8 +404,8 @@ impl RunArgs {
         positive("--timeout", self.timeout, "give seconds, e.g. --timeout 5")?;
         let ratio: Ratio = self.ratio.parse()?;
         let distribution: KeyDistribution = self.key_distribution.parse()?;
-        let cache = self.cache_aside(&target)?;
-        Ok(RunPlan {
+        let cache = self.cache_aside()?;
+        let plan = RunPlan {
             cache,
             target,
             workload: Workload {
@@ -476,6 +434,8 @@ impl RunArgs {
                 rate,
                 timeout_s: self.timeout,
             },
-        })
+        };
+        plan.check_cache()?;
+        Ok(plan)
     }
 }

@@ -204,8 +204,21 @@ fn run_study(
     if dry_run {
         for p in &points {
             let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let cache = p
+                .plan
+                .cache
+                .as_ref()
+                .map(|c| {
+                    format!(
+                        " (behind {} {}, ttl {} s)",
+                        c.cache.kind.name(),
+                        c.policy.name(),
+                        c.ttl_s
+                    )
+                })
+                .unwrap_or_default();
             println!(
-                "  {:>3} {} #{} {}",
+                "  {:>3} {}{cache} #{} {}",
                 p.index + 1,
                 p.target,
                 p.repetition,
@@ -239,6 +252,14 @@ fn run_study(
                 x.server_cpu_us_per_request
                     .map(|u| format!(", server {u:.1} µs/req"))
                     .unwrap_or_default()
+                    + &x.cache_aside
+                        .as_ref()
+                        .map(|a| format!(", hit ratio {:.1}%", a.hit_ratio * 100.0))
+                        .unwrap_or_default()
+                    + &x.consistency
+                        .as_ref()
+                        .map(|c| format!(", {} stale reads", c.stale_reads))
+                        .unwrap_or_default()
             ),
             (None, None) if r.fill.is_some() => {
                 let f = r.fill.as_ref().expect("checked");

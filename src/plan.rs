@@ -87,6 +87,57 @@ impl RunPlan {
     }
 }
 
+impl RunPlan {
+    /// Checks that a cache-aside plan makes sense: a cache in front of a
+    /// database, one request at a time per client, the data loaded.
+    pub fn check_cache(&self) -> Result<(), UsageError> {
+        let Some(c) = &self.cache else { return Ok(()) };
+        if c.cache.kind.is_sql() {
+            return Err(UsageError::bad(
+                "--cache",
+                format!("{} is a database, not a cache", c.cache.kind.name()),
+                "use redis, valkey or memcached",
+            ));
+        }
+        if !self.target.kind.is_sql() {
+            return Err(UsageError::bad(
+                "--cache",
+                "cache-aside puts a cache in front of a database",
+                "use --target postgres|mariadb (or a postgres:// or mysql:// URL)",
+            ));
+        }
+        if self.load.pipeline > 1 {
+            return Err(UsageError::bad(
+                "--pipeline",
+                "a cache-aside client waits for each step before the next",
+                "use pipeline 1 (add connections for more load)",
+            ));
+        }
+        if !self.workload.load {
+            return Err(UsageError::bad(
+                "--no-load",
+                "cache-aside reads need every key in the database",
+                "load the data",
+            ));
+        }
+        if self.workload.background_writes.is_some() {
+            return Err(UsageError::bad(
+                "--background-writes",
+                "is not supported with a cache",
+                "put writes in the measured load with a SET:GET ratio, e.g. 1:19",
+            ));
+        }
+        if c.ttl_s > 30 * 24 * 3600 {
+            return Err(UsageError::bad(
+                "--cache-ttl",
+                format!("{} s is more than 30 days", c.ttl_s),
+                "give at most 2592000 seconds, or 0 for no expiry",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Whether a server setting holds a secret (its value is never printed or stored).
 pub fn is_secret_key(key: &str) -> bool {
     let k = key.to_ascii_lowercase();

@@ -70,6 +70,70 @@ fn bad_flags_name_the_flag_and_the_fix() {
             ],
             "io-threads",
         ),
+        (
+            &["run", "--target", "postgres", "--cache", "postgres"],
+            "--cache",
+        ),
+        (
+            &["run", "--target", "redis", "--cache", "memcached"],
+            "--cache",
+        ),
+        (
+            &["run", "--target", "postgres", "--cache", "mongodb://x"],
+            "--cache",
+        ),
+        (
+            &[
+                "run",
+                "--target",
+                "postgres",
+                "--cache",
+                "redis",
+                "--write-policy",
+                "later",
+            ],
+            "--write-policy",
+        ),
+        (
+            &["run", "--target", "postgres", "--cache-ttl", "5"],
+            "--cache",
+        ),
+        (
+            &[
+                "run",
+                "--target",
+                "postgres",
+                "--cache",
+                "redis",
+                "--pipeline",
+                "4",
+            ],
+            "--pipeline",
+        ),
+        (
+            &[
+                "run",
+                "--target",
+                "postgres",
+                "--cache",
+                "redis",
+                "--cache-ttl",
+                "99999999",
+            ],
+            "--cache-ttl",
+        ),
+        (
+            &[
+                "run",
+                "--target",
+                "postgres",
+                "--cache",
+                "redis://127.0.0.1:1",
+                "--cache-opt",
+                "maxmemory=1mb",
+            ],
+            "--cache-opt",
+        ),
     ];
     for (args, flag) in cases {
         let err = fails(args);

@@ -114,6 +114,10 @@ fn paced_latency_shows_a_stalled_server() {
     );
     // ~8,000 requests scheduled; each sent once.
     assert!((7_500..=8_100).contains(&r.requests), "{}", r.requests);
+    // The summary shows both, the service time labelled as such.
+    let text = kvlab::output::summary(&r);
+    assert!(text.contains("latency µs (from intended start)"), "{text}");
+    assert!(text.contains("service time µs (from actual send"), "{text}");
 }
 
 #[test]

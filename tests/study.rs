@@ -177,3 +177,73 @@ fn check_html_min(html: &str, charts: usize) {
     assert_eq!(html.matches("<svg").count(), charts);
     assert!(html.contains("<circle"));
 }
+
+const TINY_ASIDE: &str = r#"
+name = "tiny-aside"
+duration = 1
+warmup = 0.2
+[workload]
+keys = 500
+value_size = 64
+distribution = "zipf:0.99"
+[load]
+connections = 8
+[[target]]
+name = "pg"
+target = "postgres"
+[[target]]
+name = "pg+redis"
+target = "postgres"
+cache = "redis"
+write_policy = "invalidate"
+[sweep]
+ratio = ["0:1", "1:4"]
+"#;
+
+#[test]
+fn a_cache_aside_study_reports_hit_ratio_latency_and_stale_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_tiny(TINY_ASIDE, dir.path(), &AtomicBool::new(false));
+    assert_eq!(r.points.len(), 4);
+    for p in &r.points {
+        let x = p.result.as_ref().expect("every point ran");
+        assert_eq!(x.errors, 0, "{:?}", x.problems);
+        assert_eq!(x.cache_aside.is_some(), p.target == "pg+redis");
+        assert_eq!(x.consistency.is_some(), p.params["ratio"] == "1:4");
+    }
+    let rep = report::build(std::slice::from_ref(&r));
+    let t = rep
+        .tables
+        .iter()
+        .find(|t| t.title == "Cache-aside vs the database alone")
+        .expect("a cache-aside table");
+    assert_eq!(t.rows.len(), 4);
+    for h in [
+        "hit ratio",
+        "p50 µs",
+        "p99 µs",
+        "DB reads saved/s",
+        "stale reads / M reads",
+    ] {
+        assert!(t.headers.iter().any(|x| x == h), "{h}");
+    }
+    let mixed = t
+        .rows
+        .iter()
+        .find(|row| row[0] == "pg+redis" && row[2] == "1:4")
+        .unwrap();
+    assert!(mixed[6].ends_with('%') && mixed[9] != "-", "{mixed:?}");
+    assert!(
+        rep.verdict.iter().any(|v| v.starts_with("SET:GET 1:4:")),
+        "{:?}",
+        rep.verdict
+    );
+    assert!(
+        rep.verdict
+            .iter()
+            .any(|v| v.contains("fills the cache with the old value"))
+    );
+    let html = String::from_utf8(report::html::render(&rep)).unwrap();
+    check_html(&html, rep.charts.len());
+    assert!(html.contains("Cache hit ratio by SET:GET mix"));
+}

@@ -2,6 +2,7 @@
 //! rendered as Markdown and as one self-contained HTML file with inline SVG.
 //! Repetitions and files merge by histogram, never by averaging percentiles.
 
+pub mod aside;
 pub mod chart;
 pub mod html;
 pub mod markdown;
@@ -67,6 +68,10 @@ pub struct Row {
     pub saturated: bool,
     /// Read-write ratio label.
     pub ratio: String,
+    /// Cache-aside figures, when the target had a cache in front.
+    pub aside: Option<aside::AsideFigures>,
+    /// Reads checked for staleness and stale reads among them, when tracked.
+    pub stale: Option<(u64, u64)>,
 }
 
 fn is_cache(product: &str) -> bool {
@@ -129,6 +134,12 @@ pub fn rows(results: &[StudyResult]) -> Vec<Row> {
                     .collect(),
                 saturated: runs.iter().any(|r| r.client_saturated),
                 ratio: runs[0].config.workload.ratio.to_string(),
+                aside: aside::figures(runs),
+                stale: runs
+                    .iter()
+                    .filter_map(|r| r.consistency.as_ref())
+                    .map(|c| (c.checked_reads, c.stale_reads))
+                    .reduce(|a, b| (a.0 + b.0, a.1 + b.1)),
             }
         })
         .collect()
@@ -274,7 +285,8 @@ pub fn build(results: &[StudyResult]) -> Report {
     }
     let within =
         |r: &Row| r.errors == 0 && goal.p99_ms.is_none_or(|ms| r.latency.p99 <= ms * 1000.0);
-    let mut best: Vec<(&Row, bool)> = Vec::new();
+    // (best row, is a cache, has a cache in front)
+    let mut best: Vec<(&Row, bool, bool)> = Vec::new();
     for t in &targets {
         let mine: Vec<&Row> = rows
             .iter()
@@ -339,7 +351,7 @@ pub fn build(results: &[StudyResult]) -> Report {
         }
         s.push('.');
         verdict.push(s);
-        best.push((top, is_cache(&top.product)));
+        best.push((top, is_cache(&top.product), top.aside.is_some()));
     }
     for sr in results {
         for c in &sr.capacity {
@@ -438,7 +450,7 @@ pub fn build(results: &[StudyResult]) -> Report {
         .max_by(|a, b| a.rps.total_cmp(&b.rps));
     let best_db = best
         .iter()
-        .filter(|b| !b.1)
+        .filter(|b| !b.1 && !b.2)
         .map(|b| b.0)
         .max_by(|a, b| a.rps.total_cmp(&b.rps));
     if let (Some(c), Some(d)) = (best_cache, best_db) {
@@ -469,7 +481,7 @@ pub fn build(results: &[StudyResult]) -> Report {
         caveats.push("Memory was measured against each cache's configured limit and each table's on-disk size; a database also needs memory for its buffer pool to serve that table.".into());
     } else if ratios.iter().all(|r| r.as_str() == "0:1") {
         caveats.push("Read-only point lookups (SET:GET 0:1): writes, invalidation and consistency were not measured.".into());
-    } else {
+    } else if rows.iter().all(|r| r.aside.is_none()) {
         caveats.push(format!("Mixed load (SET:GET {}); the cost of keeping a cache consistent with its database was not measured here.", ratios[0]));
     }
     if rows.iter().any(|r| r.saturated) {
@@ -587,7 +599,7 @@ pub fn build(results: &[StudyResult]) -> Report {
     }
     let spectrum: Vec<Series> = best
         .iter()
-        .map(|(r, _)| Series {
+        .map(|(r, _, _)| Series {
             name: format!("{} @ {}", r.target, describe(r, axis.as_deref())),
             points: vec![
                 (0.0, r.latency.p50),
@@ -616,7 +628,7 @@ pub fn build(results: &[StudyResult]) -> Report {
     }
     let timelines: Vec<Series> = best
         .iter()
-        .map(|(r, _)| Series {
+        .map(|(r, _, _)| Series {
             name: r.target.clone(),
             points: r.timeline.clone(),
             color: target_order(&rows).iter().position(|t| *t == r.target),
@@ -660,6 +672,12 @@ pub fn build(results: &[StudyResult]) -> Report {
         );
     }
     let mut tables: Vec<Table> = fill_table.into_iter().collect();
+    if let Some(a) = aside::section(&rows) {
+        verdict.extend(a.verdict);
+        caveats.extend(a.caveats);
+        tables.push(a.table);
+        charts.extend(a.charts);
+    }
     if !table.rows.is_empty() {
         tables.push(table);
     }

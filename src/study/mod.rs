@@ -169,6 +169,50 @@ pub struct TargetSection {
     /// PostgreSQL UNLOGGED table.
     #[serde(default)]
     pub unlogged: bool,
+    /// Cache-aside: a cache in front of this database (`redis`, `valkey`,
+    /// `memcached` or a URL); each point starts a fresh managed cache.
+    #[serde(default)]
+    pub cache: Option<String>,
+    /// Cache-aside: `invalidate` (default) or `update`.
+    #[serde(default)]
+    pub write_policy: Option<String>,
+    /// Cache-aside: expiry of cache entries, seconds (default 0: never).
+    #[serde(default)]
+    pub cache_ttl: Option<u32>,
+    /// Cache-aside: settings of the managed cache.
+    #[serde(default)]
+    pub cache_opts: BTreeMap<String, String>,
+}
+
+impl TargetSection {
+    /// The cache-aside part of this target's plans, if it has a cache.
+    fn cache_aside(&self) -> Result<Option<crate::plan::CacheAside>> {
+        let Some(c) = &self.cache else {
+            if self.write_policy.is_some()
+                || self.cache_ttl.is_some()
+                || !self.cache_opts.is_empty()
+            {
+                bail!(
+                    "write_policy, cache_ttl and cache_opts need cache = \"redis\" (or valkey, memcached, a URL)"
+                );
+            }
+            return Ok(None);
+        };
+        let mut cache: TargetSpec = c.parse().map_err(|e| anyhow!("cache: {e}"))?;
+        if cache.external.is_some() && !self.cache_opts.is_empty() {
+            bail!("cache_opts apply only to a cache kvlab starts; drop them or use a bare kind");
+        }
+        cache.server_opts = self.cache_opts.clone();
+        Ok(Some(crate::plan::CacheAside {
+            cache,
+            policy: self
+                .write_policy
+                .as_deref()
+                .unwrap_or("invalidate")
+                .parse()?,
+            ttl_s: self.cache_ttl.unwrap_or(0),
+        }))
+    }
 }
 
 /// `[sweep]`: every listed axis is crossed with every other.
@@ -443,6 +487,7 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
     let mut points = Vec::new();
     for t in &s.targets {
         let base: TargetSpec = t.target.parse()?;
+        let cache = t.cache_aside()?;
         for combo in &server_combos {
             for &(keys, ratio) in &keys_ratios {
                 for &value_size in &one(&s.sweep.value_size, s.workload.value_size) {
@@ -477,7 +522,7 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
                                             params.insert("rate".into(), r.to_string());
                                         }
                                         let plan = RunPlan {
-                                            cache: None,
+                                            cache: cache.clone(),
                                             target,
                                             workload: Workload {
                                                 keys,
@@ -503,6 +548,8 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
                                                 timeout_s: s.load.timeout,
                                             },
                                         };
+                                        plan.check_cache()
+                                            .map_err(|e| anyhow!("target '{}': {e}", label(t)))?;
                                         points.push(Point {
                                             index: points.len(),
                                             target: label(t),

@@ -1,0 +1,204 @@
+//! The cache-aside part of a report: for each mix and write policy, the cache's
+//! gain (hit ratio, database reads saved, latency) beside its price (stale
+//! reads), next to the database alone.
+
+use super::chart::{Chart, short};
+use super::{Row, Table, series_by_target};
+use crate::results::RunResult;
+
+/// What a cache in front of a database did at one point (repetitions merged).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AsideFigures {
+    /// `invalidate` or `update`.
+    pub policy: String,
+    /// Cache kind (redis, valkey, memcached).
+    pub cache: String,
+    /// Expiry of cache entries, seconds.
+    pub ttl_s: u32,
+    /// Cache hits / lookups.
+    pub hit_ratio: f64,
+    /// Database reads the cache saved per second.
+    pub db_reads_saved_per_s: f64,
+    /// Database reads made per second (cache misses).
+    pub db_reads_per_s: f64,
+}
+
+/// Merges the cache-aside figures of one point's runs (`None` without a cache).
+pub fn figures(runs: &[&RunResult]) -> Option<AsideFigures> {
+    let first = runs.iter().find_map(|r| r.cache_aside.as_ref())?;
+    let (mut hits, mut misses, mut secs) = (0u64, 0u64, 0f64);
+    for r in runs {
+        if let Some(a) = &r.cache_aside {
+            hits += a.cache_hits;
+            misses += a.cache_misses;
+            secs += r.duration_s;
+        }
+    }
+    let secs = secs.max(1e-9);
+    Some(AsideFigures {
+        policy: first.write_policy.clone(),
+        cache: first.cache.kind.clone(),
+        ttl_s: first.ttl_s,
+        hit_ratio: hits as f64 / (hits + misses).max(1) as f64,
+        db_reads_saved_per_s: hits as f64 / secs,
+        db_reads_per_s: misses as f64 / secs,
+    })
+}
+
+/// The section's parts.
+pub struct Section {
+    /// Verdict lines (one per mix, then the race).
+    pub verdict: Vec<String>,
+    /// What to keep in mind.
+    pub caveats: Vec<String>,
+    /// Every point, database alone and behind each cache.
+    pub table: Table,
+    /// Hit ratio and stale reads by mix.
+    pub charts: Vec<Chart>,
+}
+
+fn per_million(stale: Option<(u64, u64)>) -> Option<f64> {
+    stale.map(|(checked, n)| n as f64 * 1e6 / checked.max(1) as f64)
+}
+
+/// The section, when some target had a cache in front.
+pub fn section(rows: &[Row]) -> Option<Section> {
+    if rows.iter().all(|r| r.aside.is_none()) {
+        return None;
+    }
+    let mut mixes: Vec<&str> = Vec::new();
+    for r in rows {
+        if !mixes.contains(&r.ratio.as_str()) {
+            mixes.push(&r.ratio);
+        }
+    }
+    let mut verdict = Vec::new();
+    for mix in &mixes {
+        let here: Vec<&Row> = rows.iter().filter(|r| r.ratio == *mix).collect();
+        let parts: Vec<String> = here
+            .iter()
+            .map(|r| {
+                let stale = match per_million(r.stale) {
+                    Some(pm) => format!("{} stale reads per million", short(pm)),
+                    None => "no writes, so no stale reads".into(),
+                };
+                let errors = if r.errors > 0 {
+                    format!(", {} errors", r.errors)
+                } else {
+                    String::new()
+                };
+                match &r.aside {
+                    None => format!(
+                        "{} alone {} req/s, p50 {} µs, p99 {} µs, {stale}{errors}",
+                        r.target,
+                        short(r.rps),
+                        short(r.latency.p50),
+                        short(r.latency.p99)
+                    ),
+                    Some(a) => format!(
+                        "{} ({} {}) {} req/s, p50 {} µs, p99 {} µs, hit ratio {:.1}%, {} database reads saved per second, {stale}{errors}",
+                        r.target,
+                        a.cache,
+                        a.policy,
+                        short(r.rps),
+                        short(r.latency.p50),
+                        short(r.latency.p99),
+                        a.hit_ratio * 100.0,
+                        short(a.db_reads_saved_per_s)
+                    ),
+                }
+            })
+            .collect();
+        verdict.push(format!("SET:GET {mix}: {}.", parts.join("; ")));
+    }
+    verdict.push(
+        "Why a cache serves stale data: under invalidate, a reader that missed the cache reads the old value from the database; a writer then updates the database and deletes the cache entry; the reader, finishing last, fills the cache with the old value, which then answers every read until the next write of that key or the TTL. Under update, the same late fill can overwrite the newer value the writer put in the cache. The database alone never serves a value older than the last completed write.".into(),
+    );
+    let caveats = vec![
+        "Stale reads: a read counts as stale when it returns a version older than the newest version whose write had completed before the read began; writes to one key never overlap (kvlab draws another key while one is being written), so writer-writer races are not part of the count. Each cache-aside point starts from a cache loaded with every key.".into(),
+    ];
+    let mut table = Table {
+        title: "Cache-aside vs the database alone".into(),
+        headers: [
+            "target",
+            "cache / policy",
+            "SET:GET",
+            "req/s",
+            "p50 µs",
+            "p99 µs",
+            "hit ratio",
+            "DB reads saved/s",
+            "DB reads/s",
+            "stale reads / M reads",
+            "errors",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: Vec::new(),
+    };
+    for r in rows {
+        let (policy, hit, saved, made) = match &r.aside {
+            Some(a) => (
+                format!(
+                    "{} {}{}",
+                    a.cache,
+                    a.policy,
+                    if a.ttl_s > 0 {
+                        format!(" ttl {} s", a.ttl_s)
+                    } else {
+                        String::new()
+                    }
+                ),
+                format!("{:.2}%", a.hit_ratio * 100.0),
+                format!("{:.0}", a.db_reads_saved_per_s),
+                format!("{:.0}", a.db_reads_per_s),
+            ),
+            None => ("database alone".into(), "-".into(), "-".into(), "-".into()),
+        };
+        table.rows.push(vec![
+            r.target.clone(),
+            policy,
+            r.ratio.clone(),
+            format!("{:.0}", r.rps),
+            format!("{:.0}", r.latency.p50),
+            format!("{:.0}", r.latency.p99),
+            hit,
+            saved,
+            made,
+            per_million(r.stale).map_or("-".into(), |p| format!("{p:.1}")),
+            r.errors.to_string(),
+        ]);
+    }
+    let mut charts = Vec::new();
+    let (s, cats) = series_by_target(rows, "ratio", |r| per_million(r.stale), "");
+    if s.iter().any(|s| !s.points.is_empty()) {
+        charts.push(Chart {
+            title: "Stale reads per million reads by SET:GET mix".into(),
+            x_label: "SET:GET".into(),
+            y_label: "stale reads per million reads".into(),
+            series: s,
+            x_categories: cats,
+            log_x: false,
+        });
+    }
+    let (s, cats) = series_by_target(
+        rows,
+        "ratio",
+        |r| r.aside.as_ref().map(|a| a.hit_ratio * 100.0),
+        "",
+    );
+    charts.push(Chart {
+        title: "Cache hit ratio by SET:GET mix".into(),
+        x_label: "SET:GET".into(),
+        y_label: "hit ratio (%)".into(),
+        series: s,
+        x_categories: cats,
+        log_x: false,
+    });
+    Some(Section {
+        verdict,
+        caveats,
+        table,
+        charts,
+    })
+}

@@ -1,0 +1,230 @@
+//! Cache-aside and stale reads against real servers: a constructed race the
+//! detector must count (and its absence it must not), and whole cache-aside runs
+//! whose counts agree with both servers and whose versions agree with the writes.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{measure, plan, raw, server};
+use kvlab::consistency::VersionBoard;
+use kvlab::plan::{CacheAside, Ratio, Stop, TargetKind, TargetSpec, WritePolicy};
+use kvlab::server::ManagedServer;
+use kvlab::workload::Values;
+
+/// One blocking RESP command on `port`, its whole reply.
+fn redis(port: u16, args: &[&[u8]]) -> Vec<u8> {
+    let mut req = Vec::new();
+    kvlab::driver::resp::encode_command(args, &mut req);
+    raw(port, &req, |b| {
+        kvlab::driver::resp::frame_len(b).ok().flatten().is_some()
+    })
+}
+
+/// GET through RESP: the value, or `None` for nil.
+fn get(port: u16, key: &str) -> Option<Vec<u8>> {
+    let r = redis(port, &[b"GET", key.as_bytes()]);
+    if r.starts_with(b"$-1") {
+        return None;
+    }
+    Some(
+        kvlab::driver::resp::bulk_payload(&r)
+            .expect("a bulk string")
+            .to_vec(),
+    )
+}
+
+/// The cache-aside steps by hand, with the "cache" under `c:` and the
+/// "database" under `d:` of one real redis-server: a slow reader's fill either
+/// lands after a writer's update+delete (the race) or before it (no race).
+fn interleave(race: bool) -> (Option<kvlab::consistency::Staleness>, u64) {
+    let s = server(TargetKind::Redis);
+    let port = s.endpoint().port;
+    let values = Values::new(64);
+    let board = VersionBoard::new(1);
+    let value = |v: u64| {
+        let mut out = Vec::new();
+        values.write_version(0, v, &mut out);
+        out
+    };
+    assert_eq!(redis(port, &[b"SET", b"d:0", &value(0)]), b"+OK\r\n");
+
+    // Reader 1 misses the cache and reads version 0 from the database.
+    let snap1 = board.snapshot(0);
+    let began1 = Instant::now();
+    assert_eq!(get(port, "c:0"), None);
+    let old = get(port, "d:0").unwrap();
+    assert_eq!(values.verify(0, &old), Some(0));
+    let writer = |board: &VersionBoard| {
+        let v = board.begin_write(0).unwrap();
+        assert_eq!(redis(port, &[b"SET", b"d:0", &value(v)]), b"+OK\r\n");
+        assert!(redis(port, &[b"DEL", b"c:0"]).starts_with(b":"));
+        board.end_write(0, v, true, Instant::now());
+    };
+    if race {
+        writer(&board); // the writer updates the database and invalidates...
+    }
+    // ...before (race) or after (no race) the reader fills the cache.
+    assert_eq!(redis(port, &[b"SET", b"c:0", &old]), b"+OK\r\n");
+    assert_eq!(
+        board.judge(0, snap1, 0, began1),
+        None,
+        "reader 1 began before the write completed: its old value is not stale"
+    );
+    if !race {
+        writer(&board);
+    }
+    std::thread::sleep(Duration::from_millis(30));
+
+    // Reader 2 begins after the write completed and reads through the cache.
+    let snap2 = board.snapshot(0);
+    assert_eq!(snap2, 1, "one completed write");
+    let began2 = Instant::now();
+    let got = match get(port, "c:0") {
+        Some(v) => v,
+        None => get(port, "d:0").unwrap(),
+    };
+    let version = values.verify(0, &got).expect("a value of key 0");
+    (board.judge(0, snap2, version, began2), version)
+}
+
+#[test]
+fn the_detector_counts_a_late_fill_after_a_write_and_delete() {
+    let (stale, version) = interleave(true);
+    assert_eq!(
+        version, 0,
+        "the cache serves the old value the reader filled"
+    );
+    let st = stale.expect("a stale read");
+    assert_eq!(st.versions, 1);
+    assert!(
+        st.age_ns >= 25_000_000,
+        "outdated since the write completed ~30 ms earlier: {st:?}"
+    );
+}
+
+#[test]
+fn the_detector_counts_nothing_without_the_race() {
+    let (stale, version) = interleave(false);
+    assert_eq!(
+        version, 1,
+        "the delete came after the fill: the next read gets the new value"
+    );
+    assert_eq!(stale, None);
+}
+
+/// A managed PostgreSQL with exact statement counters.
+fn pg() -> ManagedServer {
+    let s = common::server_with(
+        TargetKind::Postgres,
+        &[("shared_preload_libraries", "pg_stat_statements")],
+        30,
+    );
+    let c = kvlab::driver::Connector::new(TargetKind::Postgres, &s.endpoint()).unwrap();
+    c.open_pg(Duration::from_secs(5))
+        .unwrap()
+        .query("CREATE EXTENSION pg_stat_statements")
+        .unwrap();
+    s
+}
+
+/// Sum of the versions in kvlab's PostgreSQL table: each write of a key bumps
+/// its version by one, so after a run without errors it equals the writes.
+fn version_sum(db: &ManagedServer) -> u64 {
+    let c = kvlab::driver::Connector::new(TargetKind::Postgres, &db.endpoint()).unwrap();
+    let mut pg = c.open_pg(Duration::from_secs(5)).unwrap();
+    pg.query_one(
+        "SELECT coalesce(sum(('x' || convert_from(substring(v from 17 for 16), 'UTF8'))::bit(64)::bigint), 0) FROM kvlab_kv",
+    )
+    .unwrap()
+    .unwrap()
+    .parse()
+    .unwrap()
+}
+
+fn aside_plan(db: &ManagedServer, cache: TargetKind, policy: WritePolicy) -> kvlab::plan::RunPlan {
+    let mut p = plan(TargetKind::Postgres, db.endpoint());
+    p.workload.ratio = Ratio { set: 1, get: 4 };
+    p.load.pipeline = 1;
+    p.load.connections = 8;
+    p.load.stop = Stop::Requests(8_000);
+    p.cache = Some(CacheAside {
+        cache: cache.name().parse::<TargetSpec>().unwrap(),
+        policy,
+        ttl_s: 0,
+    });
+    p
+}
+
+fn check_aside_run(cache: TargetKind, policy: WritePolicy) {
+    let db = pg();
+    let p = aside_plan(&db, cache, policy);
+    let r = measure(&p);
+    assert!(r.valid, "{:?}", r.problems);
+    assert_eq!(r.errors, 0);
+    let a = r.cache_aside.as_ref().expect("a cache-aside report");
+    assert_eq!(a.write_policy, policy.name());
+    assert_eq!(a.cache.kind, cache.name());
+    // Every read asked the cache; only its misses reached the database.
+    assert_eq!(a.cache_hits + a.cache_misses, r.gets);
+    assert_eq!(a.legs["cache_get"].replies, r.gets);
+    assert_eq!(a.legs["db_get"].replies, a.cache_misses);
+    assert_eq!(a.legs["cache_fill"].replies, a.cache_misses);
+    assert_eq!(a.legs["db_set"].replies, r.sets);
+    assert_eq!(a.legs["cache_write"].replies, r.sets);
+    assert!(a.hit_ratio > 0.5, "{a:?}");
+    if policy == WritePolicy::Invalidate {
+        assert!(a.cache_misses > 0, "writes invalidate: {a:?}");
+    } else {
+        // The cache starts with every key and writes update it: nothing misses.
+        assert_eq!(a.cache_misses, 0, "{a:?}");
+    }
+    // Both servers counted exactly what kvlab sent them.
+    let db_cc = r.server_counters.as_ref().expect("database counters");
+    assert!(db_cc.server.exact && db_cc.agrees(), "{db_cc:?}");
+    let cc = a.cache_counters.as_ref().expect("cache counters");
+    assert!(cc.agrees(), "{cc:?}");
+    // Versions agree with the writes that reached the database.
+    assert_eq!(version_sum(&db), db_cc.kvlab_sets);
+    let c = r.consistency.as_ref().expect("stale reads measured");
+    assert_eq!(c.checked_reads, r.hits);
+    assert!(c.stale_reads <= c.checked_reads);
+    assert!(kvlab::output::summary(&r).contains("cache hit ratio"));
+}
+
+#[test]
+fn cache_aside_with_redis_invalidate_agrees_with_both_servers() {
+    check_aside_run(TargetKind::Redis, WritePolicy::Invalidate);
+}
+
+#[test]
+fn cache_aside_with_memcached_update_agrees_with_both_servers() {
+    check_aside_run(TargetKind::Memcached, WritePolicy::Update);
+}
+
+#[test]
+fn the_database_alone_serves_no_stale_reads_and_its_versions_add_up() {
+    let db = pg();
+    let mut p = plan(TargetKind::Postgres, db.endpoint());
+    p.workload.ratio = Ratio { set: 1, get: 1 };
+    p.workload.keys = 200; // hot keys: many reads of recently written values
+    p.load.pipeline = 1;
+    p.load.connections = 8;
+    let before = {
+        let _ = measure(&{
+            let mut q = p.clone();
+            q.workload.ratio = Ratio { set: 0, get: 1 };
+            q.load.stop = Stop::Requests(100);
+            q
+        });
+        version_sum(&db)
+    };
+    let r = measure(&p);
+    assert!(r.valid, "{:?}", r.problems);
+    let c = r.consistency.as_ref().expect("stale reads measured");
+    assert_eq!(c.checked_reads, r.hits);
+    assert!(c.checked_reads > 5_000);
+    assert_eq!(c.stale_reads, 0, "{c:?}");
+    let cc = r.server_counters.as_ref().unwrap();
+    assert_eq!(version_sum(&db) - before, cc.kvlab_sets);
+}
