@@ -296,10 +296,10 @@ pub fn build(results: &[StudyResult]) -> Report {
             verdict.push(format!("{t}: no point finished without errors."));
             continue;
         };
-        let product = if top.target == top.product {
-            String::new()
-        } else {
-            format!(" ({})", top.product)
+        let product = match &top.aside {
+            Some(a) => format!(" ({} in front of {}, {})", a.cache, top.product, a.policy),
+            None if top.target == top.product => String::new(),
+            None => format!(" ({})", top.product),
         };
         let mut s = format!(
             "{t}{product}: best {} req/s at {}, p50 {} µs, p99 {} µs",
