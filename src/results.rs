@@ -170,7 +170,8 @@ pub struct AsideReport {
 pub struct LegReport {
     /// Replies received.
     pub replies: u64,
-    /// Failed steps.
+    /// Failed steps: error replies, and steps that got no reply (timeout,
+    /// disconnect).
     pub errors: u64,
     /// Latency from the step's send to its reply, µs.
     pub latency_us: Percentiles,

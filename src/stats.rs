@@ -187,7 +187,7 @@ impl Leg {
 pub struct Legs {
     /// Replies received per leg (indexed as [`Leg::ALL`]).
     pub replies: [u64; 5],
-    /// Failed steps per leg.
+    /// Failed steps per leg (error replies, and steps that got no reply).
     pub errors: [u64; 5],
     /// Latency of each leg from its send to its reply, ns.
     pub latency: [Histogram<u64>; 5],

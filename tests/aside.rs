@@ -228,3 +228,34 @@ fn the_database_alone_serves_no_stale_reads_and_its_versions_add_up() {
     let cc = r.server_counters.as_ref().unwrap();
     assert_eq!(version_sum(&db) - before, cc.kvlab_sets);
 }
+
+#[test]
+fn a_cache_that_dies_mid_run_gives_counted_errors_not_a_hang() {
+    let db = server(TargetKind::Postgres);
+    let mut cache = server(TargetKind::Redis);
+    let mut p = aside_plan(&db, TargetKind::Redis, WritePolicy::Invalidate);
+    p.cache.as_mut().unwrap().cache = format!("redis://127.0.0.1:{}", cache.endpoint().port)
+        .parse()
+        .unwrap();
+    p.load.stop = Stop::Duration(3.0);
+    p.load.warmup_s = 0.0;
+    p.load.timeout_s = 1.0;
+    let pid = cache.pid() as libc::pid_t;
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    });
+    let started = Instant::now();
+    let r = measure(&p);
+    killer.join().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(12), "no hang");
+    assert!(
+        r.errors > 0 && r.requests > r.errors,
+        "{:?}",
+        r.errors_by_kind
+    );
+    assert_eq!(r.errors_by_kind["wrong_value"], 0);
+    assert!(!r.valid);
+    assert!(r.connections.failures > 0);
+    assert!(!cache.running());
+}

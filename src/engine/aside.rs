@@ -660,9 +660,18 @@ impl Ctx<'_> {
     /// Encodes and sends `step` of the client's request (the value to write or
     /// fill is in `self.value`).
     fn send<K: CacheCodec, D: Codec>(&mut self, c: &mut Client<K, D>, step: Step, now: Instant) {
+        let down = if step.on_cache() {
+            c.cache.stream.is_none()
+        } else {
+            c.db.stream.is_none()
+        };
         let Some(op) = c.op.as_mut() else { return };
         op.step = step;
         op.step_sent = now;
+        if down {
+            // The other connection broke while this request was on its way.
+            return self.fail(c, ErrorKind::Disconnect, now);
+        }
         self.leg_requests[step.leg() as usize] += 1;
         write_key(&self.spec.key_prefix, op.key, &mut self.key);
         let k = Key {
@@ -756,7 +765,7 @@ impl Ctx<'_> {
             match decoded {
                 Ok(Decoded::Incomplete) => return,
                 Err(_) => {
-                    self.leg_done(&op, now, false);
+                    self.leg_done(&op, now, false, true);
                     self.finish(c, Outcome::Error(ErrorKind::Protocol), now);
                     return self.broke(c, on_cache, now);
                 }
@@ -786,7 +795,7 @@ impl Ctx<'_> {
         now: Instant,
     ) {
         let ok = !matches!(reply, Reply::ServerError);
-        self.leg_done(&op, now, ok);
+        self.leg_done(&op, now, ok, true);
         let server_error = Outcome::Error(ErrorKind::Server);
         match (op.step, reply) {
             (_, Reply::ServerError) => self.finish(c, server_error, now),
@@ -843,13 +852,15 @@ impl Ctx<'_> {
         }
     }
 
-    fn leg_done(&mut self, op: &Op, now: Instant, ok: bool) {
+    /// Records the end of the current step: `ok` (a good reply), a failed reply,
+    /// or (`replied` false) no reply at all.
+    fn leg_done(&mut self, op: &Op, now: Instant, ok: bool, replied: bool) {
         if !op.measured {
             return;
         }
         if let Some(l) = self.interval.legs.as_mut() {
             let i = op.step.leg() as usize;
-            l.replies[i] += 1;
+            l.replies[i] += u64::from(replied);
             if ok {
                 let ns = now.saturating_duration_since(op.step_sent).as_nanos() as u64;
                 l.latency[i].saturating_record(ns.max(1));
@@ -908,7 +919,7 @@ impl Ctx<'_> {
         now: Instant,
     ) {
         if let Some(op) = c.op {
-            self.leg_done(&op, now, false);
+            self.leg_done(&op, now, false, false);
             let draining = self.draining;
             self.draining = true; // do not start another request from here
             self.finish(c, Outcome::Error(kind), now);
