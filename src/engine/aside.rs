@@ -17,15 +17,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use mio::net::TcpStream;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Token};
 use rand::rngs::SmallRng;
 
-use super::pacer::{Pacer, PreciseTimer, ScheduleReport};
+use super::pacer::{Pacer, ScheduleReport};
+use super::rhythm::{Phase, Rhythm, TIMER, draw, note_lag, open_poll, unsent};
 use super::worker::{ConnPlan, Links, WorkerReport};
-use super::{
-    AsideSpec, EngineReport, Observer, Spec, StartLine, Tick, Timing, execute_with, first_tick,
-    thread_busy_ns,
-};
+use super::{AsideSpec, EngineReport, Observer, Spec, StartLine, Tick, Timing, execute_with};
 use crate::driver::memcache::Memcache;
 use crate::driver::mysql::Mysql;
 use crate::driver::postgres::Postgres;
@@ -326,17 +324,7 @@ fn run<K: CacheCodec, D: Codec>(
         opened,
         release,
     } = links;
-    let polled = Poll::new().and_then(|p| {
-        let r = p.registry().try_clone()?;
-        Ok((p, r))
-    });
-    let (mut poll, registry) = match polled {
-        Ok(p) => p,
-        Err(e) => {
-            start.wait();
-            return Err(e);
-        }
-    };
+    let (mut poll, registry, start) = open_poll(start)?;
     let now = Instant::now();
     let rbuf = (2 * spec.values.size() + 4096).max(16 * 1024);
     let mut clients: Vec<Client<K, D>> = plans
@@ -403,17 +391,8 @@ fn run<K: CacheCodec, D: Codec>(
             None => timing.t0,
         };
     }
-    const TIMER: Token = Token(usize::MAX - 1);
-    let mut timer = match cx.pacer {
-        Some(_) => Some(PreciseTimer::new(poll.registry(), TIMER)?),
-        None => None,
-    };
+    let mut rhythm = Rhythm::new(&poll, timing, cx.pacer.is_some())?;
     let mut events = Events::with_capacity(1024);
-    let (mut next_tick, mut tick_second) = first_tick(&timing);
-    let mut housekeeping = timing.t0;
-    let mut drain_deadline = timing.t0;
-    let mut busy_start = None;
-    let mut measure_started = false;
     let window_end;
     if cx.pacer.is_none() {
         for c in clients.iter_mut() {
@@ -422,46 +401,29 @@ fn run<K: CacheCodec, D: Codec>(
     }
     loop {
         let now = Instant::now();
-        if !measure_started && now >= timing.measure_start {
-            measure_started = true;
-            busy_start = thread_busy_ns();
-        }
-        if !cx.draining
-            && (shutdown.load(Ordering::Relaxed)
-                || timing.deadline.is_some_and(|d| now >= d)
-                || cx.quota_left == Some(0))
-        {
+        let over = shutdown.load(Ordering::Relaxed)
+            || timing.deadline.is_some_and(|d| now >= d)
+            || cx.quota_left == Some(0);
+        if rhythm.begin(now, over, spec.timeout, cx.inflight) != Phase::Running {
             cx.draining = true;
-            drain_deadline = now + spec.timeout;
-        }
-        if cx.draining && (cx.inflight == 0 || now >= drain_deadline) {
             for c in clients.iter_mut() {
                 cx.fail(c, ErrorKind::Timeout, now);
             }
             window_end = now;
             break;
         }
-        if now >= next_tick {
-            cx.send_tick(&ticks, tick_second);
-            tick_second += 1;
-            next_tick += Duration::from_secs(1);
+        cx.draining = rhythm.draining;
+        if let Some(second) = rhythm.tick_due(now) {
+            cx.send_tick(&ticks, second);
         }
-        if now >= housekeeping {
-            housekeeping = now + Duration::from_millis(5);
+        if rhythm.housekeeping_due(now, Duration::from_millis(5)) {
+            // Re-connecting blocks this thread: at most two attempts per pass.
             let mut attempts = 2;
             for c in clients.iter_mut() {
                 cx.housekeep(c, now, &mut attempts);
             }
         }
-        let mut wake = next_tick.min(housekeeping);
-        if cx.draining {
-            wake = wake.min(drain_deadline);
-        } else if let Some(d) = timing.deadline {
-            wake = wake.min(d);
-        }
-        if !measure_started {
-            wake = wake.min(timing.measure_start);
-        }
+        let mut wake = rhythm.wake();
         if cx.pacer.is_some() && !cx.draining {
             for c in clients.iter_mut() {
                 if c.op.is_none() {
@@ -474,24 +436,10 @@ fn run<K: CacheCodec, D: Codec>(
                 }
             }
         }
-        let mut timeout = wake.saturating_duration_since(Instant::now());
-        if let Some(t) = timer.as_mut()
-            && !timeout.is_zero()
-        {
-            t.arm(wake);
-            timeout += Duration::from_millis(2);
-        }
-        if let Err(e) = poll.poll(&mut events, Some(timeout))
-            && e.kind() != io::ErrorKind::Interrupted
-        {
-            return Err(e);
-        }
+        rhythm.poll(&mut poll, &mut events, wake)?;
         let now = Instant::now();
         for ev in events.iter() {
             if ev.token() == TIMER {
-                if let Some(t) = timer.as_mut() {
-                    t.clear();
-                }
                 continue;
             }
             let Some(c) = clients.get_mut(ev.token().0 / 2) else {
@@ -514,22 +462,15 @@ fn run<K: CacheCodec, D: Codec>(
             }
         }
     }
-    let busy_ns = if measure_started {
-        busy_start
-            .zip(thread_busy_ns())
-            .map(|(a, b)| b.saturating_sub(a))
-    } else {
-        None
-    };
+    // Requests the schedule called for but that were never sent.
     if let (Some(p), Some(deadline)) = (cx.pacer, timing.deadline) {
         for c in &clients {
-            if !c.refused && c.due < deadline && c.quota != Some(0) {
-                let behind = deadline - c.due;
-                cx.schedule.unsent += (behind.as_nanos() / p.per_conn.as_nanos().max(1)) as u64 + 1;
+            if !c.refused && c.quota != Some(0) {
+                cx.schedule.unsent += unsent(c.due, deadline, p.per_conn);
             }
         }
     }
-    cx.send_tick(&ticks, tick_second);
+    cx.send_tick(&ticks, rhythm.last_second());
     drop(ticks);
     while !release.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_micros(500));
@@ -542,7 +483,7 @@ fn run<K: CacheCodec, D: Codec>(
         reconnects: cx.reconnects,
         established,
         last_connect_error: cx.last_connect_error,
-        busy_ns,
+        busy_ns: rhythm.busy_ns(),
         window: window_end.saturating_duration_since(timing.measure_start),
         leg_requests: cx.leg_requests,
     })
@@ -586,12 +527,7 @@ impl Ctx<'_> {
                 if c.due > now {
                     return;
                 }
-                let lag = now - c.due;
-                if lag > Duration::from_millis(1) {
-                    self.schedule.late_requests += 1;
-                    self.schedule.max_lag_ms =
-                        self.schedule.max_lag_ms.max(lag.as_secs_f64() * 1e3);
-                }
+                note_lag(&mut self.schedule, now - c.due);
                 let due = c.due;
                 if !self.may_issue(c, due) {
                     return;
@@ -603,29 +539,13 @@ impl Ctx<'_> {
         if !self.may_issue(c, intended) {
             return;
         }
-        let mut kind = self.mix.next(&mut self.rng);
-        let mut key = c.keys.next(&mut self.rng);
-        let mut version = 0;
-        if let Some(b) = &self.spec.board {
-            if kind == OpKind::Set {
-                let mut tries = 0;
-                loop {
-                    if let Some(v) = b.begin_write(key) {
-                        version = v;
-                        break;
-                    }
-                    tries += 1;
-                    if tries == 8 {
-                        kind = OpKind::Get;
-                        break;
-                    }
-                    key = c.keys.next(&mut self.rng);
-                }
-            }
-            if kind == OpKind::Get {
-                version = b.snapshot(key);
-            }
-        }
+        // Writes to one key never overlap (see `consistency`).
+        let (kind, key, version) = draw(
+            &self.mix,
+            &mut c.keys,
+            self.spec.board.as_deref(),
+            &mut self.rng,
+        );
         let measured = intended >= self.timing.measure_start;
         if measured && let Some(q) = c.quota.as_mut() {
             *q -= 1;

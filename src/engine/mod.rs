@@ -9,6 +9,7 @@
 
 pub mod aside;
 pub mod pacer;
+pub mod rhythm;
 pub mod worker;
 
 use std::collections::BTreeMap;

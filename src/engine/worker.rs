@@ -17,8 +17,9 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use rand::rngs::SmallRng;
 
-use super::pacer::{Pacer, PreciseTimer, ScheduleReport};
-use super::{Spec, StartLine, Tick, Timing, first_tick, thread_busy_ns};
+use super::pacer::{Pacer, ScheduleReport};
+use super::rhythm::{Phase, Rhythm, TIMER, draw, note_lag, open_poll, unsent};
+use super::{Spec, StartLine, Tick, Timing};
 use crate::driver::{Codec, Decoded, Key, Reply};
 use crate::stats::{Counts, ErrorKind, Outcome, Recorder};
 use crate::workload::{KeyGen, OpKind, OpMix, Values, write_key};
@@ -145,17 +146,7 @@ pub fn run<C: Codec>(
         opened,
         release,
     } = links;
-    let polled = Poll::new().and_then(|p| {
-        let r = p.registry().try_clone()?;
-        Ok((p, r))
-    });
-    let (mut poll, registry) = match polled {
-        Ok(p) => p,
-        Err(e) => {
-            start.wait(); // never leave the others waiting at the start line
-            return Err(e);
-        }
-    };
+    let (mut poll, registry, start) = open_poll(start)?;
     let now = Instant::now();
     // Room for two pipelines of replies, at least 64 KiB, at most 4 MiB unless one
     // reply alone needs more (the buffer also grows if a reply does not fit).
@@ -232,18 +223,8 @@ pub fn run<C: Codec>(
         };
     }
 
-    const TIMER: Token = Token(usize::MAX - 1);
-    let mut timer = match cx.pacer {
-        Some(_) => Some(PreciseTimer::new(poll.registry(), TIMER)?),
-        None => None,
-    };
+    let mut rhythm = Rhythm::new(&poll, timing, cx.pacer.is_some())?;
     let mut events = Events::with_capacity(1024);
-    let (mut next_tick, mut tick_second) = first_tick(&timing);
-    let mut housekeeping = timing.t0;
-    let mut drain_deadline = timing.t0;
-    let mut busy_start: Option<u64> = None;
-    let mut busy_ns = None;
-    let mut measure_started = false;
     let window_end;
 
     // Closed loop: fill every connection's pipeline to start.
@@ -256,52 +237,33 @@ pub fn run<C: Codec>(
 
     loop {
         let now = Instant::now();
-        if !measure_started && now >= timing.measure_start {
-            measure_started = true;
-            busy_start = thread_busy_ns();
-        }
-        if !cx.draining {
-            let over = shutdown.load(Ordering::Relaxed)
-                || timing.deadline.is_some_and(|d| now >= d)
-                || cx.quota_left == Some(0);
-            if over {
-                cx.draining = true;
-                drain_deadline = now + spec.timeout;
+        let over = shutdown.load(Ordering::Relaxed)
+            || timing.deadline.is_some_and(|d| now >= d)
+            || cx.quota_left == Some(0);
+        match rhythm.begin(now, over, spec.timeout, cx.inflight) {
+            Phase::Running => {}
+            phase => {
+                if phase == Phase::TimedOut {
+                    for c in conns.iter_mut() {
+                        cx.fail_all(c, ErrorKind::Timeout);
+                    }
+                }
+                window_end = now;
+                break;
             }
         }
-        if cx.draining && cx.inflight == 0 {
-            window_end = now;
-            break;
+        cx.draining = rhythm.draining;
+        if let Some(second) = rhythm.tick_due(now) {
+            cx.send_tick(&ticks, second);
         }
-        if cx.draining && now >= drain_deadline {
-            for c in conns.iter_mut() {
-                cx.fail_all(c, ErrorKind::Timeout);
-            }
-            window_end = now;
-            break;
-        }
-        if now >= next_tick {
-            cx.send_tick(&ticks, tick_second);
-            tick_second += 1;
-            next_tick += Duration::from_secs(1);
-        }
-        if now >= housekeeping {
-            housekeeping = now + Duration::from_millis(10);
+        if rhythm.housekeeping_due(now, Duration::from_millis(10)) {
             // Re-connecting blocks this thread: at most two attempts per pass.
             cx.attempts_left = 2;
             for (i, c) in conns.iter_mut().enumerate() {
                 cx.housekeep(&poll, c, i, now);
             }
         }
-        let mut wake = next_tick.min(housekeeping);
-        if cx.draining {
-            wake = wake.min(drain_deadline);
-        } else if let Some(d) = timing.deadline {
-            wake = wake.min(d);
-        }
-        if !measure_started {
-            wake = wake.min(timing.measure_start);
-        }
+        let mut wake = rhythm.wake();
         if let Some(p) = cx.pacer
             && !cx.draining
         {
@@ -316,25 +278,10 @@ pub fn run<C: Codec>(
                 }
             }
         }
-        let mut timeout = wake.saturating_duration_since(Instant::now());
-        if let Some(t) = timer.as_mut()
-            && !timeout.is_zero()
-        {
-            // The timerfd wakes us on time; the poll timeout is only a backstop.
-            t.arm(wake);
-            timeout += Duration::from_millis(2);
-        }
-        if let Err(e) = poll.poll(&mut events, Some(timeout))
-            && e.kind() != io::ErrorKind::Interrupted
-        {
-            return Err(e);
-        }
+        rhythm.poll(&mut poll, &mut events, wake)?;
         let now = Instant::now();
         for ev in events.iter() {
             if ev.token() == TIMER {
-                if let Some(t) = timer.as_mut() {
-                    t.clear();
-                }
                 continue;
             }
             let i = ev.token().0;
@@ -350,22 +297,15 @@ pub fn run<C: Codec>(
             }
         }
     }
-    if !measure_started {
-        busy_start = None;
-    }
-    if let (Some(a), Some(b)) = (busy_start, thread_busy_ns()) {
-        busy_ns = Some(b.saturating_sub(a));
-    }
     // Requests the schedule called for but that were never sent.
     if let (Some(p), Some(deadline)) = (cx.pacer, timing.deadline) {
         for c in &conns {
-            if c.due < deadline && cx.quota_left(c) {
-                let behind = deadline - c.due;
-                cx.schedule.unsent += (behind.as_nanos() / p.per_conn.as_nanos().max(1)) as u64 + 1;
+            if c.quota != Some(0) {
+                cx.schedule.unsent += unsent(c.due, deadline, p.per_conn);
             }
         }
     }
-    cx.send_tick(&ticks, tick_second);
+    cx.send_tick(&ticks, rhythm.last_second());
     drop(ticks); // the last worker to drop its sender ends the run for the caller
     while !release.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_micros(500));
@@ -383,7 +323,7 @@ pub fn run<C: Codec>(
         reconnects: cx.reconnects,
         established,
         last_connect_error: cx.last_connect_error,
-        busy_ns,
+        busy_ns: rhythm.busy_ns(),
         window: window_end.saturating_duration_since(timing.measure_start),
         leg_requests: [0; 5],
     })
@@ -472,11 +412,6 @@ impl<C: Codec> Ctx<'_, C> {
     }
 
     #[inline]
-    fn quota_left(&self, c: &Conn<C>) -> bool {
-        c.quota != Some(0)
-    }
-
-    #[inline]
     fn may_issue(&self, c: &Conn<C>, intended: Instant) -> bool {
         if self.draining {
             return false;
@@ -491,31 +426,13 @@ impl<C: Codec> Ctx<'_, C> {
 
     #[inline]
     fn issue(&mut self, c: &mut Conn<C>, intended: Instant, now: Instant) {
-        let mut op = self.mix.next(&mut self.rng);
-        let mut key = c.keys.next(&mut self.rng);
-        let mut version = 0;
-        if let Some(b) = &self.spec.board {
-            if op == OpKind::Set {
-                // Writes to one key never overlap (see `consistency`): draw
-                // another key while this one has a write in flight.
-                let mut tries = 0;
-                loop {
-                    if let Some(v) = b.begin_write(key) {
-                        version = v;
-                        break;
-                    }
-                    tries += 1;
-                    if tries == 8 {
-                        op = OpKind::Get;
-                        break;
-                    }
-                    key = c.keys.next(&mut self.rng);
-                }
-            }
-            if op == OpKind::Get {
-                version = b.snapshot(key);
-            }
-        }
+        // Writes to one key never overlap (see `consistency`).
+        let (op, key, version) = draw(
+            &self.mix,
+            &mut c.keys,
+            self.spec.board.as_deref(),
+            &mut self.rng,
+        );
         write_key(&self.spec.key_prefix, key, &mut self.key);
         let k = Key {
             id: key,
@@ -562,14 +479,7 @@ impl<C: Codec> Ctx<'_, C> {
     /// Open loop: send every request whose intended time has come, as the pipeline allows.
     fn issue_due(&mut self, c: &mut Conn<C>, p: Pacer, now: Instant) {
         while c.due <= now && c.inflight.len() < self.spec.pipeline && self.may_issue(c, c.due) {
-            let lag = now - c.due;
-            if lag > Duration::from_millis(1) {
-                self.schedule.late_requests += 1;
-                let ms = lag.as_secs_f64() * 1e3;
-                if ms > self.schedule.max_lag_ms {
-                    self.schedule.max_lag_ms = ms;
-                }
-            }
+            note_lag(&mut self.schedule, now - c.due);
             let due = c.due;
             self.issue(c, due, now);
             c.due += p.per_conn;
