@@ -57,18 +57,7 @@ impl Cache {
                 i
             }
         };
-        let info = TargetInfo {
-            kind: kind.name().to_string(),
-            product: sinfo.product,
-            version: sinfo.version,
-            managed: server.is_some(),
-            url: endpoint.display_url(kind),
-            settings: server
-                .as_ref()
-                .map(|s| s.settings.clone())
-                .unwrap_or_default(),
-            pid: server.as_ref().map(|s| s.pid()),
-        };
+        let info = TargetInfo::of(kind, &sinfo, &endpoint, server.as_ref());
         Ok(Cache {
             connector,
             info,

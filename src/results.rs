@@ -235,6 +235,27 @@ pub struct CounterCheck {
     pub exclusive: bool,
 }
 
+impl TargetInfo {
+    /// The description of a target of `kind` at `endpoint` that reported
+    /// `info`, with the settings and pid of `server` when kvlab started it.
+    pub fn of(
+        kind: crate::plan::TargetKind,
+        info: &crate::driver::ServerInfo,
+        endpoint: &crate::plan::Endpoint,
+        server: Option<&crate::server::ManagedServer>,
+    ) -> TargetInfo {
+        TargetInfo {
+            kind: kind.name().to_string(),
+            product: info.product.clone(),
+            version: info.version.clone(),
+            managed: server.is_some(),
+            url: endpoint.display_url(kind),
+            settings: server.map(|s| s.settings.clone()).unwrap_or_default(),
+            pid: server.map(|s| s.pid()),
+        }
+    }
+}
+
 impl CounterCheck {
     /// Whether the server counted exactly what kvlab sent (within 0.1% when the
     /// server's counters are only approximate).

@@ -244,18 +244,7 @@ pub fn measure(
         latency_us: crate::stats::Percentiles::of(&b.measured.latency),
     });
 
-    let target = TargetInfo {
-        kind: kind.name().to_string(),
-        product: info.product.clone(),
-        version: info.version.clone(),
-        managed: server.is_some(),
-        url: endpoint.display_url(kind),
-        settings: server
-            .as_ref()
-            .map(|s| s.settings.clone())
-            .unwrap_or_default(),
-        pid: server.as_ref().map(|s| s.pid()),
-    };
+    let target = TargetInfo::of(kind, &info, &endpoint, server);
     let mut result = assemble(
         plan,
         target,

@@ -641,29 +641,21 @@ impl Ctx<'_> {
             return self.broke(c, on_cache, now);
         }
         loop {
-            let Some(op) = c.op else {
-                // A reply nobody waits for: the stream is out of step.
-                let buffered = if on_cache {
-                    c.cache.rend > c.cache.rstart
-                } else {
-                    c.db.rend > c.db.rstart
-                };
-                if buffered {
-                    self.broke(c, on_cache, now);
+            let op = match c.op {
+                Some(op) if op.step.on_cache() == on_cache => op,
+                _ => {
+                    // Bytes nobody waits for on this connection: out of step.
+                    let buffered = if on_cache {
+                        c.cache.rend > c.cache.rstart
+                    } else {
+                        c.db.rend > c.db.rstart
+                    };
+                    if buffered {
+                        self.broke(c, on_cache, now);
+                    }
+                    return;
                 }
-                return;
             };
-            if op.step.on_cache() != on_cache {
-                let buffered = if on_cache {
-                    c.cache.rend > c.cache.rstart
-                } else {
-                    c.db.rend > c.db.rstart
-                };
-                if buffered {
-                    self.broke(c, on_cache, now);
-                }
-                return;
-            }
             let decoded = if on_cache {
                 let buf = &c.cache.rbuf[c.cache.rstart..c.cache.rend];
                 match op.step {
