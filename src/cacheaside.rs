@@ -46,7 +46,9 @@ impl Cache {
         let sinfo = match &server {
             Some(s) => s.info.clone(),
             None => {
-                let i = connector.probe(Duration::from_secs(4))?;
+                let i = connector.probe(Duration::from_secs(4)).map_err(|e| {
+                    anyhow::anyhow!("{}", format!("{e:#}").replace("--target", "--cache"))
+                })?;
                 note(
                     opts,
                     format!(

@@ -341,12 +341,20 @@ fn serve(target: &plan::TargetSpec, shutdown: &AtomicBool) -> Result<()> {
         connections: 200,
     };
     let mut s = server::ManagedServer::start(target.kind, &target.server_opts, sizing)?;
-    // The URL in full: a managed server's credentials are kvlab's own throwaway ones.
+    // The URL in full when the credentials are kvlab's own throwaway ones (managed
+    // databases); a password the user set (e.g. requirepass) is never printed.
     let e = s.endpoint();
+    let pass = |p: &plan::Secret| {
+        let users = target
+            .server_opts
+            .iter()
+            .any(|(k, v)| plan::is_secret_key(k) && v == p.expose());
+        if users { "***" } else { p.expose() }.to_string()
+    };
     let auth = match (&e.user, &e.password) {
-        (Some(u), Some(p)) => format!("{u}:{}@", p.expose()),
+        (Some(u), Some(p)) => format!("{u}:{}@", pass(p)),
         (Some(u), None) => format!("{u}@"),
-        (None, Some(p)) => format!(":{}@", p.expose()),
+        (None, Some(p)) => format!(":{}@", pass(p)),
         (None, None) => String::new(),
     };
     let db = e
