@@ -100,6 +100,18 @@ redis-benchmark -p "$PORT" -t set -n $((KEYS * 5)) -r "$KEYS" -d 256 -P 64 -q > 
 memtier_fill "$PORT" redis
 rounds redis "$REDIS" redis
 
+# Mixed load: SET:GET 1:4 at pipeline 1. kvlab tracks every written version
+# (stale-read detection); memtier writes fixed data and checks nothing.
+for round in $(seq "$ROUNDS"); do
+  echo "bench: round $round, redis SET:GET 1:4"
+  record "kvlab-1:4" 1 "$N1" "$(cpu_of kvlab_run "$REDIS" 1 "$N1" --keys "$KEYS" --ratio 1:4)"
+  if [ -n "$MEMTIER" ]; then
+    per=$((N1 / 50))
+    record "memtier-1:4" 1 $((per * 50)) "$(cpu_of "$MEMTIER" -p "$PORT" --protocol=redis --ratio=1:4 \
+      --key-pattern=R:R --key-maximum="$KEYS" -d 256 -c 50 -t 1 --pipeline=1 -n "$per" --hide-histogram)"
+  fi
+done
+
 MC=$(serve memcached)
 echo "bench: managed memcached at $MC; loading $KEYS keys"
 "$KVLAB" run --target "$MC" --keys "$KEYS" --requests 1 --warmup 0 > /dev/null
