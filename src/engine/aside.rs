@@ -11,15 +11,15 @@
 //! staleness by the version it returned. Like [`super::worker`], it allocates
 //! nothing per request and shares nothing between threads but atomics.
 
-use std::io::{self, Read, Write};
+use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
-use mio::net::TcpStream;
-use mio::{Events, Interest, Token};
+use mio::{Events, Token};
 use rand::rngs::SmallRng;
 
+use super::link::Link;
 use super::pacer::{Pacer, ScheduleReport};
 use super::rhythm::{Phase, Rhythm, TIMER, draw, note_lag, open_poll, unsent};
 use super::worker::{ConnPlan, Links, WorkerReport};
@@ -28,7 +28,7 @@ use crate::driver::memcache::Memcache;
 use crate::driver::mysql::Mysql;
 use crate::driver::postgres::Postgres;
 use crate::driver::resp::Resp;
-use crate::driver::{CacheCodec, Codec, Connector, Decoded, Key, Protocol, Reply};
+use crate::driver::{CacheCodec, Codec, Decoded, Key, Protocol, Reply};
 use crate::plan::WritePolicy;
 use crate::stats::{Counts, ErrorKind, Leg, Outcome, Recorder};
 use crate::workload::{KeyGen, OpKind, OpMix, Values, write_key};
@@ -93,140 +93,6 @@ fn work<'a, K: CacheCodec, D: Codec>(
 struct Codecs<K, D> {
     cache: K,
     db: D,
-}
-
-/// One connection of a client, with its buffers.
-struct Link<C> {
-    codec: C,
-    stream: Option<TcpStream>,
-    wbuf: Vec<u8>,
-    wpos: usize,
-    rbuf: Vec<u8>,
-    rstart: usize,
-    rend: usize,
-    want_write: bool,
-    token: Token,
-    retry_at: Instant,
-    fails: u32,
-}
-
-impl<C: Codec> Link<C> {
-    fn new(codec: C, token: Token, rbuf: usize, now: Instant) -> Link<C> {
-        Link {
-            codec,
-            stream: None,
-            wbuf: Vec::with_capacity(rbuf / 2),
-            wpos: 0,
-            rbuf: vec![0; rbuf],
-            rstart: 0,
-            rend: 0,
-            want_write: false,
-            token,
-            retry_at: now,
-            fails: 0,
-        }
-    }
-
-    /// Opens the connection (blocking, bounded by `timeout`) and registers it.
-    fn open(
-        &mut self,
-        connector: &Connector,
-        poll: &mio::Registry,
-        timeout: Duration,
-    ) -> io::Result<()> {
-        let (s, session) = connector.connect(timeout)?;
-        s.set_nonblocking(true)?;
-        let mut s = TcpStream::from_std(s);
-        poll.register(&mut s, self.token, Interest::READABLE)?;
-        self.codec = self.codec.bind(&session);
-        self.stream = Some(s);
-        self.fails = 0;
-        self.reset();
-        Ok(())
-    }
-
-    fn reset(&mut self) {
-        self.wbuf.clear();
-        self.wpos = 0;
-        self.rstart = 0;
-        self.rend = 0;
-        self.want_write = false;
-    }
-
-    fn close(&mut self, now: Instant) {
-        self.stream = None;
-        self.reset();
-        self.retry_at = now;
-    }
-
-    /// Writes what is buffered; `Err` when the connection broke.
-    fn flush(&mut self, registry: &mio::Registry) -> io::Result<()> {
-        let Some(s) = self.stream.as_mut() else {
-            return Ok(());
-        };
-        while self.wpos < self.wbuf.len() {
-            match s.write(&self.wbuf[self.wpos..]) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => self.wpos += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if !self.want_write {
-                        self.want_write = true;
-                        registry.reregister(
-                            s,
-                            self.token,
-                            Interest::READABLE | Interest::WRITABLE,
-                        )?;
-                    }
-                    return Ok(());
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        self.wbuf.clear();
-        self.wpos = 0;
-        if self.want_write {
-            self.want_write = false;
-            registry.reregister(s, self.token, Interest::READABLE)?;
-        }
-        Ok(())
-    }
-
-    /// Reads what the socket has; `Ok(false)` when the peer closed.
-    fn fill(&mut self) -> io::Result<bool> {
-        loop {
-            if self.rstart == self.rend {
-                self.rstart = 0;
-                self.rend = 0;
-            }
-            if self.rend == self.rbuf.len() {
-                if self.rstart > 0 {
-                    self.rbuf.copy_within(self.rstart..self.rend, 0);
-                    self.rend -= self.rstart;
-                    self.rstart = 0;
-                } else {
-                    let n = self.rbuf.len() * 2;
-                    self.rbuf.resize(n, 0);
-                }
-            }
-            let Some(s) = self.stream.as_mut() else {
-                return Ok(false);
-            };
-            let space = self.rbuf.len() - self.rend;
-            match s.read(&mut self.rbuf[self.rend..]) {
-                Ok(0) => return Ok(false),
-                Ok(n) => {
-                    self.rend += n;
-                    if n < space {
-                        return Ok(true);
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-    }
 }
 
 /// The step a request waits on.

@@ -8,6 +8,7 @@
 //! into one [`EngineReport`].
 
 pub mod aside;
+mod link;
 pub mod pacer;
 pub mod rhythm;
 pub mod worker;
