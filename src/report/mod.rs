@@ -480,9 +480,9 @@ pub fn build(results: &[StudyResult]) -> Report {
     if ratios.is_empty() {
         caveats.push("Memory was measured against each cache's configured limit and each table's on-disk size; a database also needs memory for its buffer pool to serve that table.".into());
     } else if ratios.iter().all(|r| r.as_str() == "0:1") {
-        caveats.push("Read-only point lookups (SET:GET 0:1): writes, invalidation and consistency were not measured.".into());
+        caveats.push("Read-only point lookups (SET:GET 0:1): writes, invalidation and consistency were not measured (studies/cache-aside.toml measures them).".into());
     } else if rows.iter().all(|r| r.aside.is_none()) {
-        caveats.push(format!("Mixed load (SET:GET {}); the cost of keeping a cache consistent with its database was not measured here.", ratios[0]));
+        caveats.push(format!("Mixed load (SET:GET {}); the cost of keeping a cache consistent with its database was not measured here (studies/cache-aside.toml measures it).", ratios[0]));
     }
     if rows.iter().any(|r| r.saturated) {
         caveats.push("Some points saturated kvlab's own threads: their figures describe the client or CPU contention, not the server.".into());
