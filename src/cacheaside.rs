@@ -150,6 +150,7 @@ impl Cache {
                             replies: legs.replies[i],
                             errors: legs.errors[i],
                             latency_us: Percentiles::of(&legs.latency[i]),
+                            histogram: Some(crate::stats::encode_histogram(&legs.latency[i])),
                         },
                     )
                 })

@@ -134,6 +134,9 @@ pub struct ConsistencyReport {
     pub versions_behind_max: u64,
     /// How long the returned value had been outdated when the read began, µs.
     pub stale_age_us: Percentiles,
+    /// The same as a histogram (ns, HdrHistogram V2 deflate, base64), for merging.
+    #[serde(default)]
+    pub stale_age_histogram: Option<String>,
 }
 
 /// What a cache-aside run measured beyond the end-to-end figures.
@@ -175,6 +178,9 @@ pub struct LegReport {
     pub errors: u64,
     /// Latency from the step's send to its reply, µs.
     pub latency_us: Percentiles,
+    /// The same as a histogram (ns, HdrHistogram V2 deflate, base64), for merging.
+    #[serde(default)]
+    pub histogram: Option<String>,
 }
 
 /// The target as driven.

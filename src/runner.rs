@@ -624,5 +624,6 @@ fn consistency_report(m: &crate::stats::Recorder) -> crate::results::Consistency
         },
         versions_behind_max: c.stale_versions_max,
         stale_age_us: Percentiles::of(&m.stale_age),
+        stale_age_histogram: Some(encode_histogram(&m.stale_age)),
     }
 }

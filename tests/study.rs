@@ -246,4 +246,12 @@ fn a_cache_aside_study_reports_hit_ratio_latency_and_stale_reads() {
     let html = String::from_utf8(report::html::render(&rep)).unwrap();
     check_html(&html, rep.charts.len());
     assert!(html.contains("Cache hit ratio by SET:GET mix"));
+    let legs = rep
+        .tables
+        .iter()
+        .find(|t| t.title.starts_with("Cache-aside legs"))
+        .expect("a table of each leg's latency");
+    assert_eq!(legs.rows.len(), 2, "one row per cache-aside point");
+    let mixed = legs.rows.iter().find(|r| r[1] == "1:4").unwrap();
+    assert!(mixed[2..].iter().all(|c| c.contains(" / ")), "{mixed:?}");
 }

@@ -5,6 +5,54 @@
 use super::chart::{Chart, short};
 use super::{Row, Table, series_by_target};
 use crate::results::RunResult;
+use crate::stats::{Leg, Percentiles, decode_histogram, new_histogram};
+
+/// Stale reads at one point (repetitions merged).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StaleFigures {
+    /// Reads checked.
+    pub checked: u64,
+    /// Stale reads among them.
+    pub stale: u64,
+    /// How long stale values had been outdated, µs.
+    pub age: Percentiles,
+}
+
+impl StaleFigures {
+    /// Stale reads per million checked reads.
+    pub fn per_million(&self) -> f64 {
+        self.stale as f64 * 1e6 / self.checked.max(1) as f64
+    }
+}
+
+/// Merges the stale-read figures of one point's runs (`None` when not tracked).
+pub fn stale_figures(runs: &[&RunResult]) -> Option<StaleFigures> {
+    let reports: Vec<_> = runs.iter().filter_map(|r| r.consistency.as_ref()).collect();
+    let first = reports.first()?;
+    // Results written before the histogram was stored keep their percentiles.
+    let age = match reports.iter().all(|c| c.stale_age_histogram.is_some()) {
+        true => merged(
+            reports
+                .iter()
+                .filter_map(|c| c.stale_age_histogram.as_deref()),
+        ),
+        false => first.stale_age_us,
+    };
+    Some(StaleFigures {
+        checked: reports.iter().map(|c| c.checked_reads).sum(),
+        stale: reports.iter().map(|c| c.stale_reads).sum(),
+        age,
+    })
+}
+
+/// Merges the histograms named by `encoded` (skipping any that do not decode).
+fn merged<'a>(encoded: impl Iterator<Item = &'a str>) -> Percentiles {
+    let mut h = new_histogram();
+    for x in encoded.filter_map(|s| decode_histogram(s).ok()) {
+        let _ = h.add(&x);
+    }
+    Percentiles::of(&h)
+}
 
 /// What a cache in front of a database did at one point (repetitions merged).
 #[derive(Clone, Debug, PartialEq)]
@@ -21,6 +69,8 @@ pub struct AsideFigures {
     pub db_reads_saved_per_s: f64,
     /// Database reads made per second (cache misses).
     pub db_reads_per_s: f64,
+    /// Latency of each leg (as [`Leg::ALL`]), µs; `None` for a leg never taken.
+    pub legs: Vec<Option<Percentiles>>,
 }
 
 /// Merges the cache-aside figures of one point's runs (`None` without a cache).
@@ -42,6 +92,23 @@ pub fn figures(runs: &[&RunResult]) -> Option<AsideFigures> {
         hit_ratio: hits as f64 / (hits + misses).max(1) as f64,
         db_reads_saved_per_s: hits as f64 / secs,
         db_reads_per_s: misses as f64 / secs,
+        legs: Leg::ALL
+            .iter()
+            .map(|l| {
+                let reports: Vec<_> = runs
+                    .iter()
+                    .filter_map(|r| r.cache_aside.as_ref()?.legs.get(l.name()))
+                    .filter(|x| x.replies > 0)
+                    .collect();
+                if reports.is_empty() {
+                    return None;
+                }
+                Some(match reports.iter().all(|x| x.histogram.is_some()) {
+                    true => merged(reports.iter().filter_map(|x| x.histogram.as_deref())),
+                    false => reports[0].latency_us,
+                })
+            })
+            .collect(),
     })
 }
 
@@ -51,14 +118,14 @@ pub struct Section {
     pub verdict: Vec<String>,
     /// What to keep in mind.
     pub caveats: Vec<String>,
-    /// Every point, database alone and behind each cache.
-    pub table: Table,
+    /// Every point, database alone and behind each cache; then each leg's latency.
+    pub tables: Vec<Table>,
     /// Hit ratio and stale reads by mix.
     pub charts: Vec<Chart>,
 }
 
-fn per_million(stale: Option<(u64, u64)>) -> Option<f64> {
-    stale.map(|(checked, n)| n as f64 * 1e6 / checked.max(1) as f64)
+fn per_million(stale: &Option<StaleFigures>) -> Option<f64> {
+    stale.as_ref().map(StaleFigures::per_million)
 }
 
 /// The section, when some target had a cache in front.
@@ -78,7 +145,7 @@ pub fn section(rows: &[Row]) -> Option<Section> {
         let parts: Vec<String> = here
             .iter()
             .map(|r| {
-                let stale = match per_million(r.stale) {
+                let stale = match per_million(&r.stale) {
                     Some(pm) => format!("{} stale reads per million", short(pm)),
                     None => "no writes, so no stale reads".into(),
                 };
@@ -130,6 +197,7 @@ pub fn section(rows: &[Row]) -> Option<Section> {
             "DB reads saved/s",
             "DB reads/s",
             "stale reads / M reads",
+            "stale for (p50 ms)",
             "errors",
         ]
         .map(String::from)
@@ -165,12 +233,35 @@ pub fn section(rows: &[Row]) -> Option<Section> {
             hit,
             saved,
             made,
-            per_million(r.stale).map_or("-".into(), |p| format!("{p:.1}")),
+            per_million(&r.stale).map_or("-".into(), |p| format!("{p:.1}")),
+            r.stale
+                .as_ref()
+                .filter(|s| s.stale > 0)
+                .map_or("-".into(), |s| format!("{:.1}", s.age.p50 / 1e3)),
             r.errors.to_string(),
         ]);
     }
+    let mut legs = Table {
+        title: "Cache-aside legs: latency from send to reply (µs, p50 / p99)".into(),
+        headers: ["target", "SET:GET"]
+            .into_iter()
+            .map(String::from)
+            .chain(Leg::ALL.iter().map(|l| l.name().to_string()))
+            .collect(),
+        rows: Vec::new(),
+    };
+    for r in rows {
+        let Some(a) = &r.aside else { continue };
+        let mut row = vec![r.target.clone(), r.ratio.clone()];
+        row.extend(
+            a.legs
+                .iter()
+                .map(|p| p.map_or("-".into(), |p| format!("{:.0} / {:.0}", p.p50, p.p99))),
+        );
+        legs.rows.push(row);
+    }
     let mut charts = Vec::new();
-    let (s, cats) = series_by_target(rows, "ratio", |r| per_million(r.stale), "");
+    let (s, cats) = series_by_target(rows, "ratio", |r| per_million(&r.stale), "");
     if s.iter().any(|s| !s.points.is_empty()) {
         charts.push(Chart {
             title: "Stale reads per million reads by SET:GET mix".into(),
@@ -198,7 +289,7 @@ pub fn section(rows: &[Row]) -> Option<Section> {
     Some(Section {
         verdict,
         caveats,
-        table,
+        tables: vec![table, legs],
         charts,
     })
 }

@@ -70,8 +70,8 @@ pub struct Row {
     pub ratio: String,
     /// Cache-aside figures, when the target had a cache in front.
     pub aside: Option<aside::AsideFigures>,
-    /// Reads checked for staleness and stale reads among them, when tracked.
-    pub stale: Option<(u64, u64)>,
+    /// Stale reads, when tracked.
+    pub stale: Option<aside::StaleFigures>,
 }
 
 fn is_cache(product: &str) -> bool {
@@ -135,11 +135,7 @@ pub fn rows(results: &[StudyResult]) -> Vec<Row> {
                 saturated: runs.iter().any(|r| r.client_saturated),
                 ratio: runs[0].config.workload.ratio.to_string(),
                 aside: aside::figures(runs),
-                stale: runs
-                    .iter()
-                    .filter_map(|r| r.consistency.as_ref())
-                    .map(|c| (c.checked_reads, c.stale_reads))
-                    .reduce(|a, b| (a.0 + b.0, a.1 + b.1)),
+                stale: aside::stale_figures(runs),
             }
         })
         .collect()
@@ -675,7 +671,7 @@ pub fn build(results: &[StudyResult]) -> Report {
     if let Some(a) = aside::section(&rows) {
         verdict.extend(a.verdict);
         caveats.extend(a.caveats);
-        tables.push(a.table);
+        tables.extend(a.tables);
         charts.extend(a.charts);
     }
     if !table.rows.is_empty() {
