@@ -382,6 +382,17 @@ fn bad_study_files_and_results_give_one_line_errors() {
         "{err}"
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+    std::fs::write(
+        &bad,
+        "name = \"x\"\n[[target]]\ntarget = \"postgres\"\ncache = \"redis\"\nwrite_policy = \"later\"\n",
+    )
+    .unwrap();
+    let err = fails(&["study", bad.to_str().unwrap()]);
+    assert!(
+        err.contains("bad.toml:3:") && err.contains("write_policy"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
     let err = fails(&["study", "/nonexistent/study.toml"]);
     assert!(err.contains("cannot read"), "{err}");
     let err = fails(&["report", bad.to_str().unwrap()]);
@@ -393,4 +404,15 @@ fn bad_study_files_and_results_give_one_line_errors() {
         .unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("15 points"));
+    let out = kvlab()
+        .args(["study", "--dry-run"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("studies/cache-aside.toml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("9 points") && text.contains("behind redis update"),
+        "{text}"
+    );
 }

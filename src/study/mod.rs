@@ -402,6 +402,8 @@ fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
                 at(&t.target)
             );
         }
+        t.cache_aside()
+            .map_err(|e| anyhow!("{}: {}", at(&t.target), study_words(&format!("{e:#}"))))?;
         if !names.insert(label(t)) {
             bail!(
                 "{}: two targets are named '{}'; give each a distinct name",
@@ -411,8 +413,24 @@ fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
         }
     }
     // Every point must make a valid plan: expand once to surface errors early.
-    expand(s).map_err(|e| anyhow!("{origin}: {e:#}"))?;
+    expand(s).map_err(|e| anyhow!("{origin}: {}", study_words(&format!("{e:#}"))))?;
     Ok(())
+}
+
+/// A message about command-line flags, in the words of a study file.
+fn study_words(msg: &str) -> String {
+    [
+        ("--write-policy", "write_policy"),
+        ("--cache-ttl", "cache_ttl"),
+        ("--cache-opt", "cache_opts"),
+        ("--background-writes", "workload.background_writes"),
+        ("--no-load", "workload.load = false"),
+        ("--pipeline", "load.pipeline"),
+        ("--target", "target"),
+        ("--cache", "cache"),
+    ]
+    .iter()
+    .fold(msg.to_string(), |m, (flag, key)| m.replace(flag, key))
 }
 
 /// The label of a target section.
