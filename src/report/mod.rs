@@ -526,6 +526,11 @@ pub fn build(results: &[StudyResult]) -> Report {
         .to_vec(),
         rows: Vec::new(),
     };
+    // Runs that wrote were judged for stale reads: show it beside their figures.
+    let any_stale = rows.iter().any(|r| r.stale.is_some());
+    if any_stale {
+        table.headers.push("stale reads".into());
+    }
     for r in &rows {
         let params: Vec<String> = r
             .params
@@ -548,6 +553,13 @@ pub fn build(results: &[StudyResult]) -> Report {
             r.server_us.map_or("-".into(), |u| format!("{u:.1}")),
             format!("{:.1}", r.client_us),
         ]);
+        if any_stale {
+            let cell = r
+                .stale
+                .as_ref()
+                .map_or("-".into(), |s| format!("{} of {}", s.stale, s.checked));
+            table.rows.last_mut().expect("just pushed").push(cell);
+        }
     }
     let mut charts = Vec::new();
     // A numeric axis spanning two orders of magnitude (connections 10..1000,
