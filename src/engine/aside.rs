@@ -95,30 +95,9 @@ struct Codecs<K, D> {
     db: D,
 }
 
-/// The step a request waits on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Step {
-    CacheGet,
-    DbGet,
-    CacheFill,
-    DbSet,
-    CacheWrite,
-}
-
-impl Step {
-    fn leg(self) -> Leg {
-        match self {
-            Step::CacheGet => Leg::CacheGet,
-            Step::DbGet => Leg::DbGet,
-            Step::CacheFill => Leg::CacheFill,
-            Step::DbSet => Leg::DbSet,
-            Step::CacheWrite => Leg::CacheWrite,
-        }
-    }
-
-    fn on_cache(self) -> bool {
-        !matches!(self, Step::DbGet | Step::DbSet)
-    }
+/// Whether `leg` is a step on the cache connection (else on the database's).
+fn is_cache_step(leg: Leg) -> bool {
+    !matches!(leg, Leg::DbGet | Leg::DbSet)
 }
 
 /// The request a client has in flight.
@@ -132,7 +111,7 @@ struct Op {
     got: Option<u64>,
     intended: Instant,
     began: Instant,
-    step: Step,
+    step: Leg,
     step_sent: Instant,
     measured: bool,
 }
@@ -420,9 +399,9 @@ impl Ctx<'_> {
             }
         }
         let step = if kind == OpKind::Get {
-            Step::CacheGet
+            Leg::CacheGet
         } else {
-            Step::DbSet
+            Leg::DbSet
         };
         c.op = Some(Op {
             kind,
@@ -445,8 +424,8 @@ impl Ctx<'_> {
 
     /// Encodes and sends `step` of the client's request (the value to write or
     /// fill is in `self.value`).
-    fn send<K: CacheCodec, D: Codec>(&mut self, c: &mut Client<K, D>, step: Step, now: Instant) {
-        let down = if step.on_cache() {
+    fn send<K: CacheCodec, D: Codec>(&mut self, c: &mut Client<K, D>, step: Leg, now: Instant) {
+        let down = if is_cache_step(step) {
             c.cache.stream.is_none()
         } else {
             c.db.stream.is_none()
@@ -458,7 +437,7 @@ impl Ctx<'_> {
             // The other connection broke while this request was on its way.
             return self.fail(c, ErrorKind::Disconnect, now);
         }
-        self.leg_requests[step.leg() as usize] += 1;
+        self.leg_requests[step as usize] += 1;
         write_key(&self.spec.key_prefix, op.key, &mut self.key);
         let k = Key {
             id: op.key,
@@ -466,14 +445,14 @@ impl Ctx<'_> {
         };
         let ttl = self.aside.ttl_s;
         match step {
-            Step::CacheGet => c.cache.codec.encode_get(k, &mut c.cache.wbuf),
-            Step::DbGet => c.db.codec.encode_get(k, &mut c.db.wbuf),
-            Step::CacheFill => c
+            Leg::CacheGet => c.cache.codec.encode_get(k, &mut c.cache.wbuf),
+            Leg::DbGet => c.db.codec.encode_get(k, &mut c.db.wbuf),
+            Leg::CacheFill => c
                 .cache
                 .codec
                 .encode_set_ttl(k, &self.value, ttl, &mut c.cache.wbuf),
-            Step::DbSet => c.db.codec.encode_set(k, &self.value, &mut c.db.wbuf),
-            Step::CacheWrite => match self.aside.policy {
+            Leg::DbSet => c.db.codec.encode_set(k, &self.value, &mut c.db.wbuf),
+            Leg::CacheWrite => match self.aside.policy {
                 WritePolicy::Invalidate => c.cache.codec.encode_delete(k, &mut c.cache.wbuf),
                 WritePolicy::Update => {
                     c.cache
@@ -482,13 +461,13 @@ impl Ctx<'_> {
                 }
             },
         }
-        let r = if step.on_cache() {
+        let r = if is_cache_step(step) {
             c.cache.flush(&self.registry)
         } else {
             c.db.flush(&self.registry)
         };
         if r.is_err() {
-            self.broke(c, step.on_cache(), now);
+            self.broke(c, is_cache_step(step), now);
         }
     }
 
@@ -508,7 +487,7 @@ impl Ctx<'_> {
         }
         loop {
             let op = match c.op {
-                Some(op) if op.step.on_cache() == on_cache => op,
+                Some(op) if is_cache_step(op.step) == on_cache => op,
                 _ => {
                     // Bytes nobody waits for on this connection: out of step.
                     let buffered = if on_cache {
@@ -525,15 +504,15 @@ impl Ctx<'_> {
             let decoded = if on_cache {
                 let buf = &c.cache.rbuf[c.cache.rstart..c.cache.rend];
                 match op.step {
-                    Step::CacheGet => c.cache.codec.decode(OpKind::Get, buf),
-                    Step::CacheWrite if self.aside.policy == WritePolicy::Invalidate => {
+                    Leg::CacheGet => c.cache.codec.decode(OpKind::Get, buf),
+                    Leg::CacheWrite if self.aside.policy == WritePolicy::Invalidate => {
                         c.cache.codec.decode_delete(buf)
                     }
                     _ => c.cache.codec.decode(OpKind::Set, buf),
                 }
             } else {
                 let buf = &c.db.rbuf[c.db.rstart..c.db.rend];
-                let kind = if op.step == Step::DbGet {
+                let kind = if op.step == Leg::DbGet {
                     OpKind::Get
                 } else {
                     OpKind::Set
@@ -577,7 +556,7 @@ impl Ctx<'_> {
         let server_error = Outcome::Error(ErrorKind::Server);
         match (op.step, reply) {
             (_, Reply::ServerError) => self.finish(c, server_error, now),
-            (Step::CacheGet, Reply::Value(r)) => {
+            (Leg::CacheGet, Reply::Value(r)) => {
                 let v = &c.cache.rbuf[base + r.start..base + r.end];
                 self.count_cache(&op, true);
                 match self.values.verify(op.key, v) {
@@ -588,31 +567,31 @@ impl Ctx<'_> {
                     None => self.finish(c, Outcome::Error(ErrorKind::WrongValue), now),
                 }
             }
-            (Step::CacheGet, Reply::Nil) => {
+            (Leg::CacheGet, Reply::Nil) => {
                 self.count_cache(&op, false);
-                self.send(c, Step::DbGet, now);
+                self.send(c, Leg::DbGet, now);
             }
-            (Step::DbGet, Reply::Value(r)) => {
+            (Leg::DbGet, Reply::Value(r)) => {
                 let v = &c.db.rbuf[base + r.start..base + r.end];
                 match self.values.verify(op.key, v) {
                     Some(got) => {
                         self.value.clear();
                         self.value.extend_from_slice(v);
                         set_got(c, got);
-                        self.send(c, Step::CacheFill, now);
+                        self.send(c, Leg::CacheFill, now);
                     }
                     None => self.finish(c, Outcome::Error(ErrorKind::WrongValue), now),
                 }
             }
-            (Step::DbGet, Reply::Nil) => self.finish(c, Outcome::Miss, now),
-            (Step::CacheFill, Reply::Stored) => self.finish(c, Outcome::Hit, now),
-            (Step::DbSet, Reply::Stored) => {
+            (Leg::DbGet, Reply::Nil) => self.finish(c, Outcome::Miss, now),
+            (Leg::CacheFill, Reply::Stored) => self.finish(c, Outcome::Hit, now),
+            (Leg::DbSet, Reply::Stored) => {
                 self.value.clear();
                 self.values
                     .write_version(op.key, op.version, &mut self.value);
-                self.send(c, Step::CacheWrite, now);
+                self.send(c, Leg::CacheWrite, now);
             }
-            (Step::CacheWrite, Reply::Stored) => self.finish(c, Outcome::Stored, now),
+            (Leg::CacheWrite, Reply::Stored) => self.finish(c, Outcome::Stored, now),
             _ => self.finish(c, Outcome::Error(ErrorKind::Protocol), now),
         }
     }
@@ -637,7 +616,7 @@ impl Ctx<'_> {
             return;
         }
         if let Some(l) = self.interval.legs.as_mut() {
-            let i = op.step.leg() as usize;
+            let i = op.step as usize;
             l.replies[i] += u64::from(replied);
             if ok {
                 let ns = now.saturating_duration_since(op.step_sent).as_nanos() as u64;
@@ -712,7 +691,7 @@ impl Ctx<'_> {
         on_cache: bool,
         now: Instant,
     ) {
-        if c.op.is_some_and(|op| op.step.on_cache() == on_cache) {
+        if c.op.is_some_and(|op| is_cache_step(op.step) == on_cache) {
             self.fail(c, ErrorKind::Disconnect, now);
         }
         if on_cache {
@@ -735,7 +714,7 @@ impl Ctx<'_> {
         if let Some(op) = c.op
             && now.saturating_duration_since(op.step_sent) > self.spec.timeout
         {
-            let on_cache = op.step.on_cache();
+            let on_cache = is_cache_step(op.step);
             self.fail(c, ErrorKind::Timeout, now);
             if on_cache {
                 c.cache.close(now);
