@@ -5,7 +5,10 @@ use std::io::{Read, Write};
 
 use anyhow::{Result, bail};
 
-use super::{CacheCodec, Codec, Decoded, Key, Malformed, Reply, ServerInfo, line_end, parse_usize};
+use super::{
+    CacheCodec, Codec, Decoded, Key, Malformed, Reply, ServerInfo, line_end, parse_usize,
+    reply_line,
+};
 use crate::workload::OpKind;
 
 /// The memcached text codec (stateless).
@@ -43,19 +46,9 @@ impl Codec for Memcache {
 
     #[inline]
     fn decode(&self, op: OpKind, buf: &[u8]) -> Result<Decoded, Malformed> {
-        if buf.is_empty() {
+        let Some(eol) = reply_line(buf, 0, 2048, "reply line longer than 2 KiB")? else {
             return Ok(Decoded::Incomplete);
-        }
-        let Some(eol) = line_end(buf, 0) else {
-            return if buf.len() > 2048 {
-                Err(Malformed("reply line longer than 2 KiB"))
-            } else {
-                Ok(Decoded::Incomplete)
-            };
         };
-        if eol < 2 || buf[eol - 2] != b'\r' {
-            return Err(Malformed("reply line not ended by CRLF"));
-        }
         let line = &buf[..eol - 2];
         let frame = |reply| Ok(Decoded::Frame { len: eol, reply });
         if line.starts_with(b"SERVER_ERROR")
@@ -111,16 +104,9 @@ impl CacheCodec for Memcache {
 
     #[inline]
     fn decode_delete(&self, buf: &[u8]) -> Result<Decoded, Malformed> {
-        let Some(eol) = line_end(buf, 0) else {
-            return if buf.len() > 2048 {
-                Err(Malformed("reply line longer than 2 KiB"))
-            } else {
-                Ok(Decoded::Incomplete)
-            };
+        let Some(eol) = reply_line(buf, 0, 2048, "reply line longer than 2 KiB")? else {
+            return Ok(Decoded::Incomplete);
         };
-        if eol < 2 || buf[eol - 2] != b'\r' {
-            return Err(Malformed("reply line not ended by CRLF"));
-        }
         let reply = match &buf[..eol - 2] {
             b"DELETED" | b"NOT_FOUND" => Reply::Stored,
             l if l.starts_with(b"SERVER_ERROR")

@@ -407,6 +407,29 @@ pub(crate) fn line_end(buf: &[u8], from: usize) -> Option<usize> {
     Some(from + nl + 1)
 }
 
+/// The end (just past its CRLF) of the reply line that starts at 0 and whose
+/// content starts at `from`; `None` while incomplete. Fails when the line is not
+/// ended by CRLF, or when `max` bytes hold no line end (`too_long` says so).
+#[inline]
+pub(crate) fn reply_line(
+    buf: &[u8],
+    from: usize,
+    max: usize,
+    too_long: &'static str,
+) -> Result<Option<usize>, Malformed> {
+    let Some(eol) = line_end(buf, from) else {
+        return if buf.len() > max {
+            Err(Malformed(too_long))
+        } else {
+            Ok(None)
+        };
+    };
+    if eol < from + 2 || buf[eol - 2] != b'\r' {
+        return Err(Malformed("reply line not ended by CRLF"));
+    }
+    Ok(Some(eol))
+}
+
 /// Parses an unsigned decimal; `None` for empty, non-digit or overflow.
 #[inline]
 pub(crate) fn parse_usize(d: &[u8]) -> Option<usize> {

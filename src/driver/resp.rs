@@ -5,7 +5,10 @@ use std::io::{self, Read, Write};
 
 use anyhow::{Result, bail};
 
-use super::{CacheCodec, Codec, Decoded, Key, Malformed, Reply, ServerInfo, line_end, parse_usize};
+use super::{
+    CacheCodec, Codec, Decoded, Key, Malformed, Reply, ServerInfo, line_end, parse_usize,
+    reply_line,
+};
 use crate::workload::OpKind;
 
 /// The RESP codec (stateless).
@@ -67,16 +70,9 @@ impl Codec for Resp {
         let Some(&first) = buf.first() else {
             return Ok(Decoded::Incomplete);
         };
-        let Some(eol) = line_end(buf, 1) else {
-            return if buf.len() > 64 * 1024 {
-                Err(Malformed("reply line longer than 64 KiB"))
-            } else {
-                Ok(Decoded::Incomplete)
-            };
+        let Some(eol) = reply_line(buf, 1, 64 * 1024, "reply line longer than 64 KiB")? else {
+            return Ok(Decoded::Incomplete);
         };
-        if eol < 2 || buf[eol - 2] != b'\r' {
-            return Err(Malformed("reply line not ended by CRLF"));
-        }
         let line = &buf[1..eol - 2];
         let frame = |reply| Ok(Decoded::Frame { len: eol, reply });
         match (first, op) {
@@ -117,16 +113,12 @@ impl CacheCodec for Resp {
 
     #[inline]
     fn decode_delete(&self, buf: &[u8]) -> Result<Decoded, Malformed> {
-        let Some(eol) = line_end(buf, 0) else {
-            return if buf.len() > 1024 {
-                Err(Malformed("reply line longer than 1 KiB"))
-            } else {
-                Ok(Decoded::Incomplete)
-            };
-        };
-        if eol < 3 || buf[eol - 2] != b'\r' {
-            return Err(Malformed("reply line not ended by CRLF"));
+        if buf.is_empty() {
+            return Ok(Decoded::Incomplete);
         }
+        let Some(eol) = reply_line(buf, 1, 1024, "reply line longer than 1 KiB")? else {
+            return Ok(Decoded::Incomplete);
+        };
         let reply = match (buf[0], &buf[1..eol - 2]) {
             (b':', n) if parse_usize(n).is_some() => Reply::Stored,
             (b'-', _) => Reply::ServerError,
@@ -288,6 +280,10 @@ mod tests {
         );
         assert!(Resp.decode_delete(b"+OK\r\n").is_err());
         assert!(Resp.decode_delete(b":x\r\n").is_err());
+        assert!(
+            Resp.decode(OpKind::Get, b"\r\n").is_err(),
+            "an empty line is no reply"
+        );
     }
 
     #[test]
