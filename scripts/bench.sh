@@ -19,13 +19,26 @@ N1=${N1:-400000}      # requests per run at pipeline 1
 N16=${N16:-3000000}   # requests per run at pipeline 16
 MEMTIER=${MEMTIER:-$(command -v memtier_benchmark || true)}
 WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
+# `serve` runs in a command substitution (a subshell): the pids of the
+# `kvlab serve` processes go to a file, which the exit trap reads.
+cleanup() {
+  if [ -f "$WORK/pids" ]; then
+    while read -r p; do kill -TERM "$p" 2>/dev/null || true; done < "$WORK/pids"
+    # Each stops its server before it exits; give them up to 5 s.
+    for _ in $(seq 50); do
+      alive=0
+      while read -r p; do [ -d "/proc/$p" ] && ! grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null && alive=1; done < "$WORK/pids"
+      [ "$alive" = 0 ] && break
+      sleep 0.1
+    done
+  fi
+  rm -rf "$WORK"
+}
 trap cleanup EXIT
 
 serve() { # kind -> URL on stdout; the server is kvlab-managed and stopped at exit
   "$KVLAB" serve --target "$1" > "$WORK/$1.url" 2> "$WORK/$1.log" &
-  PIDS+=($!)
+  echo $! >> "$WORK/pids"
   for _ in $(seq 100); do [ -s "$WORK/$1.url" ] && break; sleep 0.1; done
   cat "$WORK/$1.url"
 }

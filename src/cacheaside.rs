@@ -31,12 +31,21 @@ pub struct Cache {
 }
 
 impl Cache {
-    /// Starts the managed cache (or probes the external one) for `plan`.
-    pub fn open(aside: &CacheAside, plan: &RunPlan, opts: RunOptions) -> Result<Cache> {
+    /// Starts the managed cache (or probes the external one) for `plan`;
+    /// `started`: a managed cache the caller already started (e.g. pinned).
+    pub fn open(
+        aside: &CacheAside,
+        plan: &RunPlan,
+        opts: RunOptions,
+        started: Option<ManagedServer>,
+    ) -> Result<Cache> {
         let kind = aside.cache.kind;
         check_prefix(Protocol::of(kind), &plan.workload.key_prefix)
             .map_err(|e| anyhow::anyhow!("{e:#} (of the cache)"))?;
-        let server = crate::runner::start_managed(&aside.cache, plan, opts)?;
+        let server = match started {
+            Some(s) => Some(s),
+            None => crate::runner::start_managed(&aside.cache, plan, opts)?,
+        };
         let endpoint = match (&aside.cache.external, &server) {
             (Some(e), _) => e.clone(),
             (None, Some(s)) => s.endpoint(),

@@ -92,6 +92,18 @@ pub fn measure(
     opts: RunOptions,
     shutdown: &AtomicBool,
 ) -> Result<RunResult> {
+    measure_with(plan, server, None, opts, shutdown)
+}
+
+/// [`measure`], with the managed cache of a cache-aside plan already started
+/// by the caller (`None`: started here when the plan's cache is managed).
+pub fn measure_with(
+    plan: &RunPlan,
+    server: Option<&ManagedServer>,
+    cache_server: Option<ManagedServer>,
+    opts: RunOptions,
+    shutdown: &AtomicBool,
+) -> Result<RunResult> {
     let kind = plan.target.kind;
     let protocol = Protocol::of(kind);
     check_prefix(protocol, &plan.workload.key_prefix)?;
@@ -122,7 +134,7 @@ pub fn measure(
 
     let values = Values::new(plan.workload.value_size);
     let cache = match &plan.cache {
-        Some(a) => Some(crate::cacheaside::Cache::open(a, plan, opts)?),
+        Some(a) => Some(crate::cacheaside::Cache::open(a, plan, opts, cache_server)?),
         None => None,
     };
     let (board, board_note) = version_board(plan);

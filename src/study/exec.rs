@@ -265,7 +265,26 @@ pub fn run(
             out.write(&path)?;
             continue;
         }
-        let pr = match runner::measure(&plan, server, opts, shutdown) {
+        // A managed cache in front (cache-aside) is fresh for every point and
+        // pinned like the server.
+        let cache = match (&plan.cache, server_cpus.as_deref()) {
+            (Some(a), Some(cpus)) if a.cache.external.is_none() => {
+                match runner::start_managed(&a.cache, &plan, opts)
+                    .and_then(|s| s.map(|s| s.pin(cpus).map(|_| s)).transpose())
+                {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let pr = failed(point, format!("{e:#}"));
+                        on_point(point, &pr);
+                        out.points.push(pr);
+                        out.write(&path)?;
+                        continue;
+                    }
+                }
+            }
+            _ => None,
+        };
+        let pr = match runner::measure_with(&plan, server, cache, opts, shutdown) {
             Ok(r) => {
                 loaded = Some(shape);
                 PointResult {
