@@ -4,6 +4,7 @@
 
 pub mod aside;
 pub mod chart;
+pub mod fill;
 pub mod html;
 pub mod markdown;
 
@@ -367,77 +368,12 @@ pub fn build(results: &[StudyResult]) -> Report {
         }
     }
     // Memory efficiency (mode = "fill").
-    let fills: Vec<(&String, &crate::fill::FillResult)> = results
-        .iter()
-        .flat_map(|r| {
-            r.points
-                .iter()
-                .filter_map(|p| Some((&p.target, p.fill.as_ref()?)))
-        })
-        .collect();
-    let mut fill_table = None;
-    if !fills.is_empty() {
-        for (t, f) in &fills {
-            verdict.push(format!(
-                "{t}: {} items of {} B per GiB of {} ({:.0} bytes per item; stopped by {}).",
-                short(f.items_per_gib),
-                f.value_size,
-                f.basis,
-                f.bytes_per_item,
-                f.stopped_by
-            ));
+    let fill = fill::section(results);
+    if let Some(f) = &fill {
+        verdict.extend(f.verdict.iter().cloned());
+        if let Some(h) = &f.headline {
+            verdict.insert(0, h.clone());
         }
-        let best_fill = fills
-            .iter()
-            .max_by(|a, b| a.1.items_per_gib.total_cmp(&b.1.items_per_gib));
-        let worst_fill = fills
-            .iter()
-            .min_by(|a, b| a.1.items_per_gib.total_cmp(&b.1.items_per_gib));
-        if let (Some(b), Some(w)) = (best_fill, worst_fill)
-            && b.0 != w.0
-        {
-            verdict.insert(
-                0,
-                format!(
-                    "{} stores {:.0}% more items per GiB than {}.",
-                    b.0,
-                    (b.1.items_per_gib / w.1.items_per_gib.max(1e-9) - 1.0) * 100.0,
-                    w.0
-                ),
-            );
-        }
-        fill_table = Some(Table {
-            title: "Memory efficiency".into(),
-            headers: [
-                "target",
-                "value bytes",
-                "keys written",
-                "items held",
-                "measured against",
-                "bytes",
-                "items per GiB",
-                "bytes per item",
-                "stopped by",
-            ]
-            .map(String::from)
-            .to_vec(),
-            rows: fills
-                .iter()
-                .map(|(t, f)| {
-                    vec![
-                        t.to_string(),
-                        f.value_size.to_string(),
-                        f.written.to_string(),
-                        f.items.to_string(),
-                        f.basis.clone(),
-                        f.bytes.to_string(),
-                        format!("{:.0}", f.items_per_gib),
-                        format!("{:.0}", f.bytes_per_item),
-                        f.stopped_by.clone(),
-                    ]
-                })
-                .collect(),
-        });
     }
     let best_cache = best
         .iter()
@@ -657,29 +593,11 @@ pub fn build(results: &[StudyResult]) -> Report {
     if rows.is_empty() {
         charts.clear();
     }
-    if !fills.is_empty() {
-        charts.insert(
-            0,
-            Chart {
-                title: "Items held per GiB".into(),
-                x_label: "target".into(),
-                y_label: "items per GiB".into(),
-                series: vec![Series {
-                    name: format!("{} B values", fills[0].1.value_size),
-                    points: fills
-                        .iter()
-                        .enumerate()
-                        .map(|(i, (_, f))| (i as f64, f.items_per_gib))
-                        .collect(),
-                    color: None,
-                    dashed: false,
-                }],
-                x_categories: Some(fills.iter().map(|(t, _)| t.to_string()).collect()),
-                log_x: false,
-            },
-        );
+    let mut tables = Vec::new();
+    if let Some(f) = fill {
+        charts.insert(0, f.chart);
+        tables.push(f.table);
     }
-    let mut tables: Vec<Table> = fill_table.into_iter().collect();
     if let Some(a) = aside::section(&rows) {
         verdict.extend(a.verdict);
         caveats.extend(a.caveats);
