@@ -16,6 +16,10 @@ pub struct StaleFigures {
     pub stale: u64,
     /// How long stale values had been outdated, µs.
     pub age: Percentiles,
+    /// Mean versions a stale read was behind.
+    pub versions_mean: f64,
+    /// Most versions a stale read was behind.
+    pub versions_max: u64,
 }
 
 impl StaleFigures {
@@ -38,10 +42,21 @@ pub fn stale_figures(runs: &[&RunResult]) -> Option<StaleFigures> {
         ),
         false => first.stale_age_us,
     };
+    let stale: u64 = reports.iter().map(|c| c.stale_reads).sum();
+    let behind: f64 = reports
+        .iter()
+        .map(|c| c.versions_behind_mean * c.stale_reads as f64)
+        .sum();
     Some(StaleFigures {
         checked: reports.iter().map(|c| c.checked_reads).sum(),
-        stale: reports.iter().map(|c| c.stale_reads).sum(),
+        stale,
         age,
+        versions_mean: behind / stale.max(1) as f64,
+        versions_max: reports
+            .iter()
+            .map(|c| c.versions_behind_max)
+            .max()
+            .unwrap_or(0),
     })
 }
 
@@ -198,6 +213,7 @@ pub fn section(rows: &[Row]) -> Option<Section> {
             "DB reads/s",
             "stale reads / M reads",
             "stale for (p50 ms)",
+            "versions behind (mean / max)",
             "errors",
         ]
         .map(String::from)
@@ -238,6 +254,12 @@ pub fn section(rows: &[Row]) -> Option<Section> {
                 .as_ref()
                 .filter(|s| s.stale > 0)
                 .map_or("-".into(), |s| format!("{:.1}", s.age.p50 / 1e3)),
+            r.stale
+                .as_ref()
+                .filter(|s| s.stale > 0)
+                .map_or("-".into(), |s| {
+                    format!("{:.2} / {}", s.versions_mean, s.versions_max)
+                }),
             r.errors.to_string(),
         ]);
     }
