@@ -130,7 +130,7 @@ impl ServeArgs {
 )]
 pub struct RunArgs {
     /// redis | valkey | memcached | postgres | mariadb (kvlab starts the server),
-    /// or a URL: redis://[user:pass@]host:port, valkey://…, memcached://host:port,
+    /// or a URL: redis://host:port (or redis://user:pass@host:port), valkey://…, memcached://host:port,
     /// postgres://user:pass@host:port/db, mysql://user:pass@host:port/db
     #[arg(long, default_value = "redis")]
     pub target: String,
@@ -147,7 +147,7 @@ pub struct RunArgs {
     /// SET:GET ratio, e.g. 0:1 (read-only), 1:10.
     #[arg(long, default_value = "0:1", value_name = "SET:GET")]
     pub ratio: String,
-    /// uniform | zipf[:THETA] | sequential.
+    /// uniform | zipf | zipf:THETA | sequential.
     #[arg(long, default_value = "uniform", value_name = "DIST")]
     pub key_distribution: String,
     /// Prefix of every key kvlab reads or writes.

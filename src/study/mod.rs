@@ -96,7 +96,7 @@ pub struct WorkloadSection {
     pub value_size: usize,
     /// SET:GET.
     pub ratio: String,
-    /// uniform | zipf[:THETA] | sequential.
+    /// uniform | zipf | zipf:THETA | sequential.
     pub distribution: String,
     /// Key prefix.
     pub key_prefix: String,
