@@ -176,8 +176,8 @@ fn run<K: CacheCodec, D: Codec>(
         .into_iter()
         .enumerate()
         .map(|(i, p)| Client {
-            cache: Link::new(codecs.cache.clone(), Token(2 * i), rbuf, now),
-            db: Link::new(codecs.db.clone(), Token(2 * i + 1), rbuf, now),
+            cache: Link::new(codecs.cache.clone(), Token(2 * i), rbuf / 2, rbuf, now),
+            db: Link::new(codecs.db.clone(), Token(2 * i + 1), rbuf / 2, rbuf, now),
             keys: p.keys,
             quota: p.quota,
             due: now,

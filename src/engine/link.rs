@@ -1,6 +1,6 @@
-//! One connection of a cache-aside client, with its buffers: open (blocking,
-//! bounded), flush what is buffered, read what the socket has. Non-blocking,
-//! registered with the worker's poll; no allocation once warm.
+//! One engine connection with its buffers, shared by both hot loops: open
+//! (blocking, bounded), flush what is buffered, read what the socket has.
+//! Non-blocking, registered with the worker's poll; no allocation once warm.
 
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
@@ -10,7 +10,7 @@ use mio::{Interest, Token};
 
 use crate::driver::{Codec, Connector};
 
-/// One connection of a client, with its buffers.
+/// One connection with its buffers and its codec (bound to its session).
 pub(crate) struct Link<C> {
     pub(crate) codec: C,
     pub(crate) stream: Option<TcpStream>,
@@ -26,11 +26,11 @@ pub(crate) struct Link<C> {
 }
 
 impl<C: Codec> Link<C> {
-    pub(crate) fn new(codec: C, token: Token, rbuf: usize, now: Instant) -> Link<C> {
+    pub(crate) fn new(codec: C, token: Token, wbuf: usize, rbuf: usize, now: Instant) -> Link<C> {
         Link {
             codec,
             stream: None,
-            wbuf: Vec::with_capacity(rbuf / 2),
+            wbuf: Vec::with_capacity(wbuf),
             wpos: 0,
             rbuf: vec![0; rbuf],
             rstart: 0,

@@ -8,15 +8,15 @@
 //! message per second.
 
 use std::collections::VecDeque;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
-use mio::net::TcpStream;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Token};
 use rand::rngs::SmallRng;
 
+use super::link::Link;
 use super::pacer::{Pacer, ScheduleReport};
 use super::rhythm::{Phase, Rhythm, TIMER, draw, note_lag, open_poll, unsent};
 use super::{Spec, StartLine, Tick, Timing};
@@ -70,24 +70,13 @@ struct InFlight {
 }
 
 struct Conn<C> {
-    /// The codec bound to this connection's session (e.g. its statement ids).
-    codec: C,
-    stream: Option<TcpStream>,
-    wbuf: Vec<u8>,
-    wpos: usize,
-    rbuf: Vec<u8>,
-    rstart: usize,
-    rend: usize,
+    /// The connection, its buffers and its codec (bound to its session).
+    link: Link<C>,
     inflight: VecDeque<InFlight>,
     index: usize,
-    token: usize,
-    want_write: bool,
     keys: KeyGen,
     quota: Option<u64>,
     due: Instant,
-    retry_at: Instant,
-    /// Consecutive failed connection attempts (for back-off).
-    fails: u32,
     /// Refused at the start: never retried.
     refused: bool,
 }
@@ -156,22 +145,18 @@ pub fn run<C: Codec>(
         .into_iter()
         .enumerate()
         .map(|(token, p)| Conn {
-            codec: codec.clone(),
-            stream: None,
-            wbuf: Vec::with_capacity((spec.pipeline * frame).min(4 << 20)),
-            wpos: 0,
-            rbuf: vec![0; rbuf_len],
-            rstart: 0,
-            rend: 0,
+            link: Link::new(
+                codec.clone(),
+                Token(token),
+                (spec.pipeline * frame).min(4 << 20),
+                rbuf_len,
+                now,
+            ),
             inflight: VecDeque::with_capacity(spec.pipeline),
             index: p.index,
-            token,
-            want_write: false,
             keys: p.keys,
             quota: p.quota,
             due: now,
-            retry_at: now,
-            fails: 0,
             refused: false,
         })
         .collect();
@@ -202,17 +187,17 @@ pub fn run<C: Codec>(
         last_connect_error: None,
         draining: false,
     };
-    for (i, c) in conns.iter_mut().enumerate() {
+    for c in conns.iter_mut() {
         if shutdown.load(Ordering::Relaxed) {
             break;
         }
-        cx.connect(&poll, c, i, Instant::now());
+        cx.connect(c, Instant::now());
         // A connection the server refused at the start (e.g. too many clients)
         // is not retried: the run goes on with the connections it has.
-        c.refused = c.stream.is_none();
+        c.refused = c.link.stream.is_none();
         opened.fetch_add(1, Ordering::Relaxed);
     }
-    let established = conns.iter().filter(|c| c.stream.is_some()).count();
+    let established = conns.iter().filter(|c| c.link.stream.is_some()).count();
     cx.quota_left = conns.iter().map(|c| c.quota).sum();
     let timing = start.wait();
     cx.timing = timing;
@@ -259,8 +244,8 @@ pub fn run<C: Codec>(
         if rhythm.housekeeping_due(now, Duration::from_millis(10)) {
             // Re-connecting blocks this thread: at most two attempts per pass.
             cx.attempts_left = 2;
-            for (i, c) in conns.iter_mut().enumerate() {
-                cx.housekeep(&poll, c, i, now);
+            for c in conns.iter_mut() {
+                cx.housekeep(c, now);
             }
         }
         let mut wake = rhythm.wake();
@@ -268,11 +253,13 @@ pub fn run<C: Codec>(
             && !cx.draining
         {
             for c in conns.iter_mut() {
-                if c.stream.is_some() && c.due <= now {
+                if c.link.stream.is_some() && c.due <= now {
                     cx.issue_due(c, p, now);
                     cx.flush(c, Instant::now());
                 }
-                if c.stream.is_some() && c.inflight.len() < spec.pipeline && cx.may_issue(c, c.due)
+                if c.link.stream.is_some()
+                    && c.inflight.len() < spec.pipeline
+                    && cx.may_issue(c, c.due)
                 {
                     wake = wake.min(c.due);
                 }
@@ -286,13 +273,13 @@ pub fn run<C: Codec>(
             }
             let i = ev.token().0;
             let Some(c) = conns.get_mut(i) else { continue };
-            if c.stream.is_none() {
+            if c.link.stream.is_none() {
                 continue;
             }
             if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                 cx.on_readable(c, now);
             }
-            if c.stream.is_some() && c.wpos < c.wbuf.len() {
+            if c.link.stream.is_some() && c.link.wpos < c.link.wbuf.len() {
                 cx.flush(c, now);
             }
         }
@@ -311,7 +298,7 @@ pub fn run<C: Codec>(
         std::thread::sleep(Duration::from_micros(500));
     }
     for c in conns.iter_mut() {
-        if let Some(mut s) = c.stream.take() {
+        if let Some(mut s) = c.link.stream.take() {
             let _ = poll.registry().deregister(&mut s);
         }
     }
@@ -330,33 +317,11 @@ pub fn run<C: Codec>(
 }
 
 impl<C: Codec> Ctx<'_, C> {
-    fn connect(&mut self, poll: &Poll, c: &mut Conn<C>, token: usize, now: Instant) {
+    fn connect(&mut self, c: &mut Conn<C>, now: Instant) {
         let t = self.spec.timeout.min(Duration::from_secs(2));
-        let std = self
-            .spec
-            .connector
-            .connect(t)
-            .and_then(|(s, session)| s.set_nonblocking(true).map(|_| (s, session)));
-        match std {
-            Ok((s, session)) => {
-                c.codec = self.codec.bind(&session);
-                let mut s = TcpStream::from_std(s);
-                if let Err(e) = poll
-                    .registry()
-                    .register(&mut s, Token(token), Interest::READABLE)
-                {
-                    self.connect_failed(c, now, e);
-                    return;
-                }
-                c.stream = Some(s);
-                c.fails = 0;
-                c.want_write = false;
-                c.wbuf.clear();
-                c.wpos = 0;
-                c.rstart = 0;
-                c.rend = 0;
-            }
-            Err(e) => self.connect_failed(c, now, e),
+        c.link.codec = self.codec.clone();
+        if let Err(e) = c.link.open(&self.spec.connector, &self.registry, t) {
+            self.connect_failed(c, now, e);
         }
     }
 
@@ -366,17 +331,17 @@ impl<C: Codec> Ctx<'_, C> {
             self.last_connect_error = Some(e.to_string());
         }
         // Back off: a server refusing connections is not hammered with more.
-        c.fails = c.fails.saturating_add(1);
-        c.retry_at = now + Duration::from_millis(100 << c.fails.min(6));
+        c.link.fails = c.link.fails.saturating_add(1);
+        c.link.retry_at = now + Duration::from_millis(100 << c.link.fails.min(6));
     }
 
     /// Timeouts and reconnection; runs every few milliseconds, not per request.
-    fn housekeep(&mut self, poll: &Poll, c: &mut Conn<C>, token: usize, now: Instant) {
-        if c.stream.is_none() {
-            if !self.draining && !c.refused && self.attempts_left > 0 && now >= c.retry_at {
+    fn housekeep(&mut self, c: &mut Conn<C>, now: Instant) {
+        if c.link.stream.is_none() {
+            if !self.draining && !c.refused && self.attempts_left > 0 && now >= c.link.retry_at {
                 self.attempts_left -= 1;
-                self.connect(poll, c, token, now);
-                if c.stream.is_some() {
+                self.connect(c, now);
+                if c.link.stream.is_some() {
                     self.reconnects += 1;
                     if self.pacer.is_none() {
                         self.refill(c, now);
@@ -396,12 +361,7 @@ impl<C: Codec> Ctx<'_, C> {
 
     fn close(&mut self, c: &mut Conn<C>, now: Instant) {
         self.fail_all(c, ErrorKind::Disconnect);
-        c.stream = None;
-        c.wbuf.clear();
-        c.wpos = 0;
-        c.rstart = 0;
-        c.rend = 0;
-        c.retry_at = now;
+        c.link.close(now);
     }
 
     fn fail_all(&mut self, c: &mut Conn<C>, kind: ErrorKind) {
@@ -439,12 +399,13 @@ impl<C: Codec> Ctx<'_, C> {
             name: &self.key,
         };
         match op {
-            OpKind::Get => c.codec.encode_get(k, &mut c.wbuf),
+            OpKind::Get => c.link.codec.encode_get(k, &mut c.link.wbuf),
             OpKind::Set => {
                 self.value.clear();
                 self.values.write_version(key, version, &mut self.value);
-                c.codec
-                    .encode_set_ttl(k, &self.value, self.spec.ttl_s, &mut c.wbuf);
+                c.link
+                    .codec
+                    .encode_set_ttl(k, &self.value, self.spec.ttl_s, &mut c.link.wbuf);
             }
         }
         let measured = intended >= self.timing.measure_start;
@@ -468,7 +429,7 @@ impl<C: Codec> Ctx<'_, C> {
     /// Closed loop: fill the pipeline.
     #[inline]
     fn refill(&mut self, c: &mut Conn<C>, now: Instant) {
-        if c.stream.is_none() {
+        if c.link.stream.is_none() {
             return;
         }
         while c.inflight.len() < self.spec.pipeline && self.may_issue(c, now) {
@@ -487,56 +448,32 @@ impl<C: Codec> Ctx<'_, C> {
     }
 
     fn flush(&mut self, c: &mut Conn<C>, now: Instant) {
-        let Some(s) = c.stream.as_mut() else { return };
-        while c.wpos < c.wbuf.len() {
-            match s.write(&c.wbuf[c.wpos..]) {
-                Ok(0) => return self.close(c, now),
-                Ok(n) => c.wpos += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    // Rare: the socket buffer is full. Ask to hear when it drains.
-                    if !c.want_write {
-                        c.want_write = true;
-                        let _ = self.registry.reregister(
-                            s,
-                            Token(c.token),
-                            Interest::READABLE | Interest::WRITABLE,
-                        );
-                    }
-                    return;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return self.close(c, now),
-            }
-        }
-        c.wbuf.clear();
-        c.wpos = 0;
-        if c.want_write {
-            c.want_write = false;
-            let _ = self
-                .registry
-                .reregister(s, Token(c.token), Interest::READABLE);
+        if c.link.flush(&self.registry).is_err() {
+            self.close(c, now);
         }
     }
 
     fn on_readable(&mut self, c: &mut Conn<C>, now: Instant) {
         loop {
-            if c.rend == c.rbuf.len() {
-                if c.rstart > 0 {
-                    c.rbuf.copy_within(c.rstart..c.rend, 0);
-                    c.rend -= c.rstart;
-                    c.rstart = 0;
+            if c.link.rend == c.link.rbuf.len() {
+                if c.link.rstart > 0 {
+                    c.link.rbuf.copy_within(c.link.rstart..c.link.rend, 0);
+                    c.link.rend -= c.link.rstart;
+                    c.link.rstart = 0;
                 } else {
                     // One reply larger than the buffer: grow (rare, not per request).
-                    let n = c.rbuf.len() * 2;
-                    c.rbuf.resize(n, 0);
+                    let n = c.link.rbuf.len() * 2;
+                    c.link.rbuf.resize(n, 0);
                 }
             }
-            let Some(s) = c.stream.as_mut() else { return };
-            let space = c.rbuf.len() - c.rend;
-            match s.read(&mut c.rbuf[c.rend..]) {
+            let Some(s) = c.link.stream.as_mut() else {
+                return;
+            };
+            let space = c.link.rbuf.len() - c.link.rend;
+            match s.read(&mut c.link.rbuf[c.link.rend..]) {
                 Ok(0) => return self.close(c, now),
                 Ok(n) => {
-                    c.rend += n;
+                    c.link.rend += n;
                     if !self.parse(c, now) {
                         return self.close(c, now);
                     }
@@ -567,16 +504,16 @@ impl<C: Codec> Ctx<'_, C> {
     #[inline]
     fn parse(&mut self, c: &mut Conn<C>, now: Instant) -> bool {
         loop {
-            let buf = &c.rbuf[c.rstart..c.rend];
+            let buf = &c.link.rbuf[c.link.rstart..c.link.rend];
             if buf.is_empty() {
-                c.rstart = 0;
-                c.rend = 0;
+                c.link.rstart = 0;
+                c.link.rend = 0;
                 return true;
             }
             let Some(f) = c.inflight.front() else {
                 return false; // a reply nobody asked for
             };
-            match c.codec.decode(f.op, buf) {
+            match c.link.codec.decode(f.op, buf) {
                 Ok(Decoded::Incomplete) => return true,
                 Ok(Decoded::Frame { len, reply }) => {
                     let mut got = None;
@@ -595,7 +532,7 @@ impl<C: Codec> Ctx<'_, C> {
                         (_, Reply::ServerError) => Outcome::Error(ErrorKind::Server),
                         _ => Outcome::Error(ErrorKind::Protocol),
                     };
-                    c.rstart += len;
+                    c.link.rstart += len;
                     let f = c.inflight.pop_front().expect("front exists");
                     self.inflight -= 1;
                     self.count(&f, outcome, Some(now), got);
