@@ -229,16 +229,19 @@ pub fn run(
                 sized.workload.value_size =
                     sized.workload.value_size.max(p.plan.workload.value_size);
             }
-            match start_pinned(&sized, opts, server_cpus.as_deref()) {
+            match start_pinned(&sized.target, &sized, opts, server_cpus.as_deref()) {
                 Ok(Some(s)) => {
                     current = Some((point.target.clone(), plan.target.server_opts.clone(), s))
                 }
                 Ok(None) => {}
                 Err(e) => {
-                    let pr = failed(point, format!("{e:#}"));
-                    on_point(point, &pr);
-                    out.points.push(pr);
-                    out.write(&path)?;
+                    record(
+                        &mut out,
+                        &path,
+                        on_point,
+                        point,
+                        failed(point, format!("{e:#}")),
+                    )?;
                     continue;
                 }
             }
@@ -260,51 +263,42 @@ pub fn run(
                 error: pr.error.filter(|e| !e.is_empty()),
                 ..pr
             };
-            on_point(point, &pr);
-            out.points.push(pr);
-            out.write(&path)?;
+            record(&mut out, &path, on_point, point, pr)?;
             continue;
         }
         // A managed cache in front (cache-aside) is fresh for every point and
         // pinned like the server.
-        let cache = match (&plan.cache, server_cpus.as_deref()) {
-            (Some(a), Some(cpus)) if a.cache.external.is_none() => {
-                match runner::start_managed(&a.cache, &plan, opts)
-                    .and_then(|s| s.map(|s| s.pin(cpus).map(|_| s)).transpose())
-                {
-                    Ok(s) => s,
-                    Err(e) => {
-                        let pr = failed(point, format!("{e:#}"));
-                        on_point(point, &pr);
-                        out.points.push(pr);
-                        out.write(&path)?;
-                        continue;
-                    }
+        let cache = match &plan.cache {
+            Some(a) => match start_pinned(&a.cache, &plan, opts, server_cpus.as_deref()) {
+                Ok(s) => s,
+                Err(e) => {
+                    record(
+                        &mut out,
+                        &path,
+                        on_point,
+                        point,
+                        failed(point, format!("{e:#}")),
+                    )?;
+                    continue;
                 }
-            }
-            _ => None,
+            },
+            None => None,
         };
         let pr = match runner::measure_with(&plan, server, cache, opts, shutdown) {
             Ok(r) => {
                 loaded = Some(shape);
                 PointResult {
-                    index: point.index,
-                    target: point.target.clone(),
-                    repetition: point.repetition,
-                    params: point.params.clone(),
                     result: Some(r),
                     error: None,
-                    fill: None,
+                    ..failed(point, String::new())
                 }
             }
             Err(e) => failed(point, format!("{e:#}")),
         };
-        on_point(point, &pr);
         if pr.result.as_ref().is_some_and(|r| r.interrupted) {
             out.interrupted = true;
         }
-        out.points.push(pr);
-        out.write(&path)?;
+        record(&mut out, &path, on_point, point, pr)?;
         // After a target's last point on this server: its capacity, if asked.
         let last_here = points.get(i + 1).is_none_or(|n| {
             n.target != point.target || n.plan.target.server_opts != point.plan.target.server_opts
@@ -360,12 +354,27 @@ fn failed(point: &Point, error: String) -> PointResult {
     }
 }
 
+/// Tells `on_point` about a finished point, keeps it, and rewrites the results.
+fn record(
+    out: &mut StudyResult,
+    path: &Path,
+    on_point: &mut dyn FnMut(&Point, &PointResult),
+    point: &Point,
+    pr: PointResult,
+) -> Result<()> {
+    on_point(point, &pr);
+    out.points.push(pr);
+    out.write(path)
+}
+
+/// Starts `target` of `plan` when kvlab manages it, pinned to `cpus` if given.
 fn start_pinned(
+    target: &crate::plan::TargetSpec,
     plan: &crate::plan::RunPlan,
     opts: RunOptions,
     cpus: Option<&[usize]>,
 ) -> Result<Option<ManagedServer>> {
-    let s = runner::start_server(plan, opts)?;
+    let s = runner::start_managed(target, plan, opts)?;
     if let (Some(s), Some(cpus)) = (&s, cpus) {
         s.pin(cpus)?;
     }
