@@ -371,46 +371,40 @@ fn a_managed_postgres_with_many_connections_reports_the_whole_tree_and_stops_it(
 fn bad_study_files_and_results_give_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.toml");
-    std::fs::write(
-        &bad,
-        "name = \"x\"\n[[target]]\ntarget = \"redis\"\n[sweep]\nconections = [1, 2]\n",
-    )
-    .unwrap();
-    let err = fails(&["study", bad.to_str().unwrap()]);
-    assert!(
-        err.contains("bad.toml:5:") && err.contains("conections"),
-        "{err}"
-    );
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    std::fs::write(
-        &bad,
-        "name = \"x\"\n[[target]]\ntarget = \"postgres\"\ncache = \"redis\"\nwrite_policy = \"later\"\n",
-    )
-    .unwrap();
-    let err = fails(&["study", bad.to_str().unwrap()]);
-    assert!(
-        err.contains("bad.toml:3:") && err.contains("write_policy"),
-        "{err}"
-    );
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    // (study text, where the error points, what it names)
+    let cases = [
+        (
+            "name = \"x\"\n[[target]]\ntarget = \"redis\"\n[sweep]\nconections = [1, 2]\n",
+            "bad.toml:5:",
+            "conections",
+        ),
+        (
+            "name = \"x\"\n[[target]]\ntarget = \"postgres\"\ncache = \"redis\"\nwrite_policy = \"later\"\n",
+            "bad.toml:3:",
+            "write_policy",
+        ),
+    ];
+    for (text, at, names) in cases {
+        std::fs::write(&bad, text).unwrap();
+        let err = fails(&["study", bad.to_str().unwrap()]);
+        assert!(err.contains(at) && err.contains(names), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
     let err = fails(&["study", "/nonexistent/study.toml"]);
     assert!(err.contains("cannot read"), "{err}");
     let err = fails(&["report", bad.to_str().unwrap()]);
     assert!(err.contains("not a kvlab study results file"), "{err}");
-    let out = kvlab()
-        .args(["study", "--dry-run"])
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("studies/demo.toml"))
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stdout).contains("15 points"));
-    let out = kvlab()
-        .args(["study", "--dry-run"])
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("studies/cache-aside.toml"))
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
+    let dry_run = |study: &str| {
+        let out = kvlab()
+            .args(["study", "--dry-run"])
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(study))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{study}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(dry_run("studies/demo.toml").contains("15 points"));
+    let text = dry_run("studies/cache-aside.toml");
     assert!(
         text.contains("9 points") && text.contains("behind redis update"),
         "{text}"
