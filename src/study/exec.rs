@@ -235,13 +235,7 @@ pub fn run(
                 }
                 Ok(None) => {}
                 Err(e) => {
-                    record(
-                        &mut out,
-                        &path,
-                        on_point,
-                        point,
-                        failed(point, format!("{e:#}")),
-                    )?;
+                    record(&mut out, &path, on_point, point, failed(point, &e))?;
                     continue;
                 }
             }
@@ -255,13 +249,9 @@ pub fn run(
             let pr = match crate::fill::fill(&plan, server, opts, shutdown) {
                 Ok(f) => PointResult {
                     fill: Some(f),
-                    ..failed(point, String::new())
+                    ..blank(point)
                 },
-                Err(e) => failed(point, format!("{e:#}")),
-            };
-            let pr = PointResult {
-                error: pr.error.filter(|e| !e.is_empty()),
-                ..pr
+                Err(e) => failed(point, &e),
             };
             record(&mut out, &path, on_point, point, pr)?;
             continue;
@@ -272,13 +262,7 @@ pub fn run(
             Some(a) => match start_pinned(&a.cache, &plan, opts, server_cpus.as_deref()) {
                 Ok(s) => s,
                 Err(e) => {
-                    record(
-                        &mut out,
-                        &path,
-                        on_point,
-                        point,
-                        failed(point, format!("{e:#}")),
-                    )?;
+                    record(&mut out, &path, on_point, point, failed(point, &e))?;
                     continue;
                 }
             },
@@ -289,11 +273,10 @@ pub fn run(
                 loaded = Some(shape);
                 PointResult {
                     result: Some(r),
-                    error: None,
-                    ..failed(point, String::new())
+                    ..blank(point)
                 }
             }
-            Err(e) => failed(point, format!("{e:#}")),
+            Err(e) => failed(point, &e),
         };
         if pr.result.as_ref().is_some_and(|r| r.interrupted) {
             out.interrupted = true;
@@ -342,15 +325,24 @@ pub fn run(
     Ok(path)
 }
 
-fn failed(point: &Point, error: String) -> PointResult {
+/// The result of `point`, empty: nothing measured, no error yet.
+fn blank(point: &Point) -> PointResult {
     PointResult {
         index: point.index,
         target: point.target.clone(),
         repetition: point.repetition,
         params: point.params.clone(),
         result: None,
-        error: Some(error),
+        error: None,
         fill: None,
+    }
+}
+
+/// The result of `point` that failed with `e`.
+fn failed(point: &Point, e: &anyhow::Error) -> PointResult {
+    PointResult {
+        error: Some(format!("{e:#}")),
+        ..blank(point)
     }
 }
 
