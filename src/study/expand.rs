@@ -1,0 +1,207 @@
+//! Expansion of a study into a flat, ordered list of points, and the names of
+//! the axes it sweeps.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Result, anyhow, bail};
+use serde::{Deserialize, Serialize};
+
+use super::file::StudyFile;
+use super::parse::label;
+use crate::plan::{
+    KeyDistribution, LoadShape, Ratio, RunPlan, SchemaOptions, Stop, TargetSpec, Workload,
+};
+
+/// One measured point of a study.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Point {
+    /// Position in the plan.
+    pub index: usize,
+    /// Label of the target.
+    pub target: String,
+    /// Repetition number, from 1.
+    pub repetition: usize,
+    /// The values of the swept axes at this point, by axis name.
+    pub params: BTreeMap<String, String>,
+    /// The run this point is.
+    pub plan: RunPlan,
+}
+
+/// Names of the axes a study sweeps (more than one value), as in point params.
+pub fn swept_axes(study: &StudyFile) -> Vec<String> {
+    let s = &study.sweep;
+    let mut axes: Vec<(String, usize)> = vec![
+        ("connections".into(), s.connections.len()),
+        ("threads".into(), s.threads.len()),
+        ("pipeline".into(), s.pipeline.len()),
+        ("value_size".into(), s.value_size.len()),
+        ("rate".into(), s.rate.len()),
+        ("keys".into(), s.keys.len()),
+        ("ratio".into(), s.ratio.len()),
+    ];
+    axes.extend(
+        s.server
+            .iter()
+            .map(|(k, v)| (format!("server.{k}"), v.len())),
+    );
+    axes.into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|(a, _)| a)
+        .collect()
+}
+
+/// The axis a point varies along, for charts: the first swept axis with more
+/// than one value (`connections`, `server.io-threads`, ...).
+pub fn main_axis(study: &StudyFile) -> Option<String> {
+    swept_axes(study).into_iter().next()
+}
+
+/// A swept server setting's value as text: strings bare, others as TOML.
+fn value_text(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+/// Expands a study into its points, in the order they run: target by target;
+/// within a target, server settings outermost (so a server restarts only when
+/// its settings change), then value size, connections, threads, pipeline, rate;
+/// repetitions innermost.
+pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
+    let one = |v: &Vec<usize>, d: usize| if v.is_empty() { vec![d] } else { v.clone() };
+    let threads_default = s
+        .load
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let server_axes: Vec<(&String, &Vec<toml::Value>)> = s.sweep.server.iter().collect();
+    let mut server_combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for (k, values) in &server_axes {
+        if values.is_empty() {
+            bail!("sweep.server.{k} has no values");
+        }
+        server_combos = server_combos
+            .into_iter()
+            .flat_map(|c| {
+                values.iter().map(move |v| {
+                    let mut c = c.clone();
+                    c.push(((*k).clone(), value_text(v)));
+                    c
+                })
+            })
+            .collect();
+    }
+    let rates: Vec<Option<f64>> = if s.sweep.rate.is_empty() {
+        vec![s.load.rate]
+    } else {
+        s.sweep.rate.iter().map(|r| Some(*r)).collect()
+    };
+    let base_ratio: Ratio = s.workload.ratio.parse()?;
+    let ratios: Vec<Ratio> = if s.sweep.ratio.is_empty() {
+        vec![base_ratio]
+    } else {
+        s.sweep
+            .ratio
+            .iter()
+            .map(|r| r.parse())
+            .collect::<Result<_, _>>()?
+    };
+    let keys_list = if s.sweep.keys.is_empty() {
+        vec![s.workload.keys]
+    } else {
+        s.sweep.keys.clone()
+    };
+    let keys_ratios: Vec<(u64, Ratio)> = keys_list
+        .iter()
+        .flat_map(|&k| ratios.iter().map(move |&r| (k, r)))
+        .collect();
+    let per_point_requests = match &s.workload.requests {
+        None => None,
+        Some(toml::Value::String(x)) if x == "keys" => Some(None),
+        Some(toml::Value::Integer(n)) if *n > 0 => Some(Some(*n as u64)),
+        Some(other) => bail!("workload.requests = {other}: give a positive number or \"keys\""),
+    };
+    let distribution: KeyDistribution = s.workload.distribution.parse()?;
+    let mut points = Vec::new();
+    for t in &s.targets {
+        let base: TargetSpec = t.target.parse()?;
+        let cache = t.cache_aside()?;
+        for combo in &server_combos {
+            for &(keys, ratio) in &keys_ratios {
+                for &value_size in &one(&s.sweep.value_size, s.workload.value_size) {
+                    for &connections in &one(&s.sweep.connections, s.load.connections) {
+                        for &threads in &one(&s.sweep.threads, threads_default) {
+                            for &pipeline in &one(&s.sweep.pipeline, s.load.pipeline) {
+                                for &rate in &rates {
+                                    for repetition in 1..=s.repetitions {
+                                        let mut target = base.clone();
+                                        target.server_opts = t.server_opts.clone();
+                                        target.schema = SchemaOptions {
+                                            table_engine: t.table_engine.clone(),
+                                            unlogged: t.unlogged,
+                                            recreate: false,
+                                        };
+                                        let mut params = BTreeMap::new();
+                                        for (k, v) in combo {
+                                            target.server_opts.insert(k.clone(), v.clone());
+                                            params.insert(format!("server.{k}"), v.clone());
+                                        }
+                                        params
+                                            .insert("connections".into(), connections.to_string());
+                                        params.insert(
+                                            "threads".into(),
+                                            threads.min(connections).to_string(),
+                                        );
+                                        params.insert("pipeline".into(), pipeline.to_string());
+                                        params.insert("value_size".into(), value_size.to_string());
+                                        params.insert("keys".into(), keys.to_string());
+                                        params.insert("ratio".into(), ratio.to_string());
+                                        if let Some(r) = rate {
+                                            params.insert("rate".into(), r.to_string());
+                                        }
+                                        let plan = RunPlan {
+                                            cache: cache.clone(),
+                                            target,
+                                            workload: Workload {
+                                                keys,
+                                                value_size,
+                                                ratio,
+                                                distribution,
+                                                key_prefix: s.workload.key_prefix.clone(),
+                                                load: s.workload.load,
+                                                seed: 1,
+                                                background_writes: s.workload.background_writes,
+                                            },
+                                            load: LoadShape {
+                                                connections,
+                                                threads: threads.min(connections),
+                                                pipeline,
+                                                stop: match per_point_requests {
+                                                    None => Stop::Duration(s.duration),
+                                                    Some(None) => Stop::Requests(keys),
+                                                    Some(Some(n)) => Stop::Requests(n),
+                                                },
+                                                warmup_s: s.warmup,
+                                                rate,
+                                                timeout_s: s.load.timeout,
+                                            },
+                                        };
+                                        plan.check_cache()
+                                            .map_err(|e| anyhow!("target '{}': {e}", label(t)))?;
+                                        points.push(Point {
+                                            index: points.len(),
+                                            target: label(t),
+                                            repetition,
+                                            params,
+                                            plan,
+                                        });
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(points)
+}

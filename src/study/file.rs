@@ -1,0 +1,242 @@
+//! The study file as written: the TOML sections (`StudyFile`, `Goal`,
+//! `WorkloadSection`, `LoadSection`, `TargetSection`, `Sweep`) and their defaults.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::{Result, anyhow, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::plan::TargetSpec;
+
+/// A study as written in its file.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StudyFile {
+    /// Short name, used in file names.
+    pub name: String,
+    /// What the study asks, for the report.
+    #[serde(default)]
+    pub description: String,
+    /// Where results and reports go (relative to the current directory).
+    #[serde(default)]
+    pub output: Option<PathBuf>,
+    /// Seconds measured per point.
+    #[serde(default = "d_duration")]
+    pub duration: f64,
+    /// Seconds of warm-up per point.
+    #[serde(default = "d_warmup")]
+    pub warmup: f64,
+    /// Runs of each point.
+    #[serde(default = "d_one")]
+    pub repetitions: usize,
+    /// `measure` (default): timed load per point. `fill`: memory efficiency —
+    /// caches are filled until they evict or refuse, databases loaded and sized.
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// What "good enough" means, for the verdict.
+    #[serde(default)]
+    pub goal: Goal,
+    /// CPUs for managed servers, e.g. "1" or "2-3" (sched_setaffinity).
+    #[serde(default)]
+    pub server_cpus: Option<String>,
+    /// CPUs for kvlab's own threads.
+    #[serde(default)]
+    pub client_cpus: Option<String>,
+    /// The data and operations.
+    #[serde(default)]
+    pub workload: WorkloadSection,
+    /// The load shape before sweeping.
+    #[serde(default)]
+    pub load: LoadSection,
+    /// The systems to compare.
+    #[serde(rename = "target")]
+    pub targets: Vec<TargetSection>,
+    /// Axes to sweep: each a list of values.
+    #[serde(default)]
+    pub sweep: Sweep,
+}
+
+fn d_duration() -> f64 {
+    5.0
+}
+fn d_warmup() -> f64 {
+    1.0
+}
+fn d_one() -> usize {
+    1
+}
+
+/// Optional targets for the verdict.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Goal {
+    /// Requests per second the system must sustain.
+    pub rps: Option<f64>,
+    /// Largest acceptable p99 latency in milliseconds.
+    pub p99_ms: Option<f64>,
+    /// Also search each target's highest open-loop rate within `p99_ms`
+    /// (at the first point's load shape, on the same server).
+    #[serde(default)]
+    pub capacity: bool,
+}
+
+/// `[workload]`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkloadSection {
+    /// Distinct keys.
+    pub keys: u64,
+    /// Value bytes.
+    pub value_size: usize,
+    /// SET:GET.
+    pub ratio: String,
+    /// uniform | zipf | zipf:THETA | sequential.
+    pub distribution: String,
+    /// Key prefix.
+    pub key_prefix: String,
+    /// A separate writer at this many SETs per second beside the load.
+    pub background_writes: Option<f64>,
+    /// Load the keys before measuring (false: the points write them).
+    pub load: bool,
+    /// Measure this many requests per point instead of `duration`: a number,
+    /// or "keys" for one request per key.
+    pub requests: Option<toml::Value>,
+}
+
+impl Default for WorkloadSection {
+    fn default() -> Self {
+        WorkloadSection {
+            keys: 100_000,
+            value_size: 256,
+            ratio: "0:1".into(),
+            distribution: "uniform".into(),
+            key_prefix: "kvlab:".into(),
+            background_writes: None,
+            load: true,
+            requests: None,
+        }
+    }
+}
+
+/// `[load]`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoadSection {
+    /// Total connections.
+    pub connections: usize,
+    /// Client threads (default: cores).
+    pub threads: Option<usize>,
+    /// In-flight requests per connection.
+    pub pipeline: usize,
+    /// Open-loop rate, requests per second.
+    pub rate: Option<f64>,
+    /// Per-request timeout, seconds.
+    pub timeout: f64,
+}
+
+impl Default for LoadSection {
+    fn default() -> Self {
+        LoadSection {
+            connections: 50,
+            threads: None,
+            pipeline: 1,
+            rate: None,
+            timeout: 5.0,
+        }
+    }
+}
+
+/// One `[[target]]`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetSection {
+    /// Label in the report (default: the kind).
+    pub name: Option<String>,
+    /// `redis`, `valkey`, `memcached`, `postgres`, `mariadb` (managed) or a URL.
+    pub target: String,
+    /// Settings of a managed server.
+    #[serde(default)]
+    pub server_opts: BTreeMap<String, String>,
+    /// MariaDB table engine.
+    #[serde(default)]
+    pub table_engine: Option<String>,
+    /// PostgreSQL UNLOGGED table.
+    #[serde(default)]
+    pub unlogged: bool,
+    /// Cache-aside: a cache in front of this database (`redis`, `valkey`,
+    /// `memcached` or a URL); each point starts a fresh managed cache.
+    #[serde(default)]
+    pub cache: Option<String>,
+    /// Cache-aside: `invalidate` (default) or `update`.
+    #[serde(default)]
+    pub write_policy: Option<String>,
+    /// Cache-aside: expiry of cache entries, seconds (default 0: never).
+    #[serde(default)]
+    pub cache_ttl: Option<u32>,
+    /// Cache-aside: settings of the managed cache.
+    #[serde(default)]
+    pub cache_opts: BTreeMap<String, String>,
+}
+
+impl TargetSection {
+    /// The cache-aside part of this target's plans, if it has a cache.
+    pub(super) fn cache_aside(&self) -> Result<Option<crate::plan::CacheAside>> {
+        let Some(c) = &self.cache else {
+            if self.write_policy.is_some()
+                || self.cache_ttl.is_some()
+                || !self.cache_opts.is_empty()
+            {
+                bail!(
+                    "write_policy, cache_ttl and cache_opts need cache = \"redis\" (or valkey, memcached, a URL)"
+                );
+            }
+            return Ok(None);
+        };
+        let mut cache: TargetSpec = c.parse().map_err(|e| anyhow!("cache: {e}"))?;
+        if cache.external.is_some() && !self.cache_opts.is_empty() {
+            bail!("cache_opts apply only to a cache kvlab starts; drop them or use a bare kind");
+        }
+        cache.server_opts = self.cache_opts.clone();
+        Ok(Some(crate::plan::CacheAside {
+            cache,
+            policy: self
+                .write_policy
+                .as_deref()
+                .unwrap_or("invalidate")
+                .parse()?,
+            ttl_s: self.cache_ttl.unwrap_or(0),
+        }))
+    }
+}
+
+/// `[sweep]`: every listed axis is crossed with every other.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {
+    /// Total connections.
+    #[serde(default)]
+    pub connections: Vec<usize>,
+    /// Client threads.
+    #[serde(default)]
+    pub threads: Vec<usize>,
+    /// Pipeline depth.
+    #[serde(default)]
+    pub pipeline: Vec<usize>,
+    /// Value size in bytes.
+    #[serde(default)]
+    pub value_size: Vec<usize>,
+    /// Open-loop rates.
+    #[serde(default)]
+    pub rate: Vec<f64>,
+    /// Key counts.
+    #[serde(default)]
+    pub keys: Vec<u64>,
+    /// SET:GET ratios, e.g. ["1:0", "0:1"] (write, then read).
+    #[serde(default)]
+    pub ratio: Vec<String>,
+    /// Server settings: name -> values (applied to every managed target that
+    /// accepts them, e.g. `io-threads`, `threads`, `query_cache_type`).
+    #[serde(default)]
+    pub server: BTreeMap<String, Vec<toml::Value>>,
+}

@@ -1,0 +1,159 @@
+//! Reading a study file: parse the TOML, then check it, with errors that name
+//! the file, the line and the fix.
+
+use std::path::Path;
+
+use anyhow::{Result, anyhow, bail};
+
+use super::expand::expand;
+use super::file::{StudyFile, TargetSection};
+use crate::plan::TargetSpec;
+
+/// Reads and checks a study file; errors name the file, the line and the fix.
+pub fn load(path: &Path) -> Result<StudyFile> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow!("{}: cannot read the study file: {e}", path.display()))?;
+    parse(&text, &path.display().to_string())
+}
+
+/// Parses study text; `origin` names it in errors.
+pub fn parse(text: &str, origin: &str) -> Result<StudyFile> {
+    let study: StudyFile = toml::from_str(text).map_err(|e| {
+        let msg = e.message().trim().replace('\n', " ");
+        // An unknown key's span may cover its whole table: point at the key.
+        let key_line = msg
+            .strip_prefix("unknown field `")
+            .and_then(|r| r.split('`').next())
+            .and_then(|k| {
+                text.lines()
+                    .position(|l| l.trim_start().starts_with(k))
+                    .map(|i| i + 1)
+            });
+        let line = key_line.or_else(|| {
+            e.span()
+                .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
+        });
+        let fix = if msg.contains("unknown field") {
+            "; check the spelling against the annotated examples in studies/"
+        } else if msg.contains("missing field") {
+            "; add it (see studies/ for examples)"
+        } else {
+            ""
+        };
+        match line {
+            Some(l) => anyhow!("{origin}:{l}: {msg}{fix}"),
+            None => anyhow!("{origin}: {msg}{fix}"),
+        }
+    })?;
+    check(&study, text, origin)?;
+    Ok(study)
+}
+
+/// The line (from 1) of the first line of `text` containing `needle`; 1 if none.
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .map_or(1, |i| i + 1)
+}
+
+/// Checks a parsed study; errors point at the offending line of `text`.
+fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
+    let at = |needle: &str| format!("{origin}:{}", line_of(text, needle));
+    if s.targets.is_empty() {
+        bail!("{origin}: no [[target]]; add at least one, e.g. [[target]] target = \"redis\"");
+    }
+    if !(s.duration.is_finite() && s.duration > 0.0) {
+        bail!(
+            "{}: duration must be a positive number of seconds",
+            at("duration")
+        );
+    }
+    if !(s.warmup.is_finite() && s.warmup >= 0.0) {
+        bail!("{}: warmup must be 0 or more seconds", at("warmup"));
+    }
+    if s.goal.capacity && s.goal.p99_ms.is_none() {
+        bail!(
+            "{}: goal.capacity needs goal.p99_ms, the latency limit to search within",
+            at("capacity")
+        );
+    }
+    if !matches!(s.mode.as_deref(), None | Some("measure") | Some("fill")) {
+        bail!("{}: mode must be \"measure\" or \"fill\"", at("mode"));
+    }
+    if s.repetitions == 0 {
+        bail!("{}: repetitions must be at least 1", at("repetitions"));
+    }
+    if s.name.is_empty()
+        || !s
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        bail!(
+            "{}: name must be letters, digits, - or _ (it names files)",
+            at("name")
+        );
+    }
+    for (axis, n) in [
+        ("connections", &s.sweep.connections),
+        ("threads", &s.sweep.threads),
+        ("pipeline", &s.sweep.pipeline),
+        ("value_size", &s.sweep.value_size),
+    ] {
+        if n.contains(&0) {
+            bail!("{}: sweep.{axis} has a 0; give positive values", at(axis));
+        }
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for t in &s.targets {
+        let spec: TargetSpec = t
+            .target
+            .parse()
+            .map_err(|e| anyhow!("{}: {e}", at(&t.target)))?;
+        if spec.external.is_some() && (!t.server_opts.is_empty() || !s.sweep.server.is_empty()) {
+            bail!(
+                "{}: server settings apply only to servers kvlab starts; drop them or use a bare kind",
+                at(&t.target)
+            );
+        }
+        t.cache_aside()
+            .map_err(|e| anyhow!("{}: {}", at(&t.target), study_words(&format!("{e:#}"))))?;
+        if !names.insert(label(t)) {
+            bail!(
+                "{}: two targets are named '{}'; give each a distinct name",
+                at(&t.target),
+                label(t)
+            );
+        }
+    }
+    // Every point must make a valid plan: expand once to surface errors early.
+    expand(s).map_err(|e| anyhow!("{origin}: {}", study_words(&format!("{e:#}"))))?;
+    Ok(())
+}
+
+/// A message about command-line flags, in the words of a study file.
+fn study_words(msg: &str) -> String {
+    [
+        ("--write-policy", "write_policy"),
+        ("--cache-ttl", "cache_ttl"),
+        ("--cache-opt", "cache_opts"),
+        ("--background-writes", "workload.background_writes"),
+        ("--no-load", "workload.load = false"),
+        ("--pipeline", "load.pipeline"),
+        ("--target", "target"),
+        ("--cache", "cache"),
+    ]
+    .iter()
+    .fold(msg.to_string(), |m, (flag, key)| m.replace(flag, key))
+}
+
+/// The label of a target section.
+pub fn label(t: &TargetSection) -> String {
+    t.name.clone().unwrap_or_else(|| {
+        t.target
+            .split("://")
+            .next()
+            .unwrap_or(&t.target)
+            .to_string()
+    })
+}

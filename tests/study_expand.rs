@@ -1,0 +1,97 @@
+//! Study files through the public API: expansion order, server settings
+//! outermost, and parse errors that name the file, the line and the fix. Needs
+//! no servers: nothing here runs a point.
+
+use kvlab::study::{expand, main_axis, parse};
+
+const STUDY: &str = r#"
+name = "t"
+duration = 1
+[workload]
+keys = 1000
+[[target]]
+target = "redis"
+[[target]]
+name = "mc"
+target = "memcached"
+[sweep]
+connections = [10, 20]
+pipeline = [1, 4]
+"#;
+
+#[test]
+fn expands_in_a_pinned_order() {
+    let s = parse(STUDY, "t.toml").unwrap();
+    let p = expand(&s).unwrap();
+    let order: Vec<String> = p
+        .iter()
+        .map(|p| {
+            format!(
+                "{}:{}:{}",
+                p.target, p.params["connections"], p.params["pipeline"]
+            )
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "redis:10:1",
+            "redis:10:4",
+            "redis:20:1",
+            "redis:20:4",
+            "mc:10:1",
+            "mc:10:4",
+            "mc:20:1",
+            "mc:20:4"
+        ]
+    );
+    assert_eq!(main_axis(&s).as_deref(), Some("connections"));
+}
+
+#[test]
+fn server_settings_are_outermost() {
+    let text = format!("{STUDY}\n[sweep.server]\nthreads = [1, 2]\n")
+        .replace("target = \"redis\"\n[[target]]\n", "");
+    let s = parse(&text, "t.toml").unwrap();
+    let p = expand(&s).unwrap();
+    let order: Vec<String> = p
+        .iter()
+        .map(|p| format!("{}:{}", p.params["server.threads"], p.params["connections"]))
+        .collect();
+    assert_eq!(&order[..4], ["1:10", "1:10", "1:20", "1:20"]);
+    assert_eq!(p[4].plan.target.server_opts["threads"], "2");
+}
+
+#[test]
+fn errors_name_file_line_and_fix() {
+    let e = parse(
+        "name = \"x\"\nduraton = 3\n[[target]]\ntarget = \"redis\"\n",
+        "s.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.starts_with("s.toml:2:") && e.contains("duraton") && e.contains("spelling"),
+        "{e}"
+    );
+    let e = parse("name = \"x\"\n", "s.toml").unwrap_err().to_string();
+    assert!(e.contains("target"), "{e}");
+    let e = parse("name = \"x\"\n[[target]]\ntarget = \"mongo\"\n", "s.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("s.toml:3:") && e.contains("--target"), "{e}");
+    let e = parse(
+        "name = \"x\"\nduration = -1\n[[target]]\ntarget = \"redis\"\n",
+        "s.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.starts_with("s.toml:2:"), "{e}");
+    let e = parse(
+        "name = \"x\"\n[workload]\nratio = \"1/2\"\n[[target]]\ntarget = \"redis\"\n",
+        "s.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("--ratio"), "{e}");
+}
