@@ -233,7 +233,7 @@ mod tests {
             y_label: "requests/s".into(),
             series: vec![
                 Series {
-                    name: "redis".into(),
+                    name: "cache-a".into(),
                     points: vec![(10.0, 1000.0), (100.0, 5000.0)],
                     color: None,
                     dashed: false,

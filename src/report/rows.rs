@@ -1,0 +1,154 @@
+//! Rows: the points of study results merged by target and swept values
+//! (repetitions and files merge by histogram), and what a set of rows says
+//! about its sweep.
+
+use std::collections::BTreeMap;
+
+use super::aside;
+use crate::results::RunResult;
+use crate::stats::{Percentiles, decode_histogram, new_histogram};
+use crate::study::exec::StudyResult;
+
+/// One row of the merged results: a target at one set of swept values.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// Target label.
+    pub target: String,
+    /// Product (redis, postgres, ...).
+    pub product: String,
+    /// Whether the target is a cache rather than a database.
+    pub cache: bool,
+    /// Swept values.
+    pub params: BTreeMap<String, String>,
+    /// Successful requests per second (all repetitions).
+    pub rps: f64,
+    /// Latency percentiles of the merged histogram, µs.
+    pub latency: Percentiles,
+    /// Errors (all repetitions).
+    pub errors: u64,
+    /// Finished requests (all repetitions).
+    pub requests: u64,
+    /// Server CPU µs per request, when known.
+    pub server_us: Option<f64>,
+    /// Client CPU µs per request.
+    pub client_us: f64,
+    /// Per-second throughput of the first repetition.
+    pub timeline: Vec<(f64, f64)>,
+    /// Whether any repetition saturated the client.
+    pub saturated: bool,
+    /// Read-write ratio label.
+    pub ratio: String,
+    /// Cache-aside figures, when the target had a cache in front.
+    pub aside: Option<aside::AsideFigures>,
+    /// Stale reads, when tracked.
+    pub stale: Option<aside::StaleFigures>,
+}
+
+/// A target and its swept values: what merges across repetitions and files.
+type PointKey = (String, Vec<(String, String)>);
+
+/// Merges the points of `results` by (target, swept values).
+pub fn rows(results: &[StudyResult]) -> Vec<Row> {
+    let mut groups: BTreeMap<PointKey, Vec<&RunResult>> = BTreeMap::new();
+    let mut order = Vec::new();
+    for sr in results {
+        for p in &sr.points {
+            if let Some(r) = &p.result {
+                let key = (
+                    p.target.clone(),
+                    p.params
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect::<Vec<_>>(),
+                );
+                if !groups.contains_key(&key) {
+                    order.push(key.clone());
+                }
+                groups.entry(key).or_default().push(r);
+            }
+        }
+    }
+    order
+        .into_iter()
+        .map(|key| {
+            let runs = &groups[&key];
+            let mut h = new_histogram();
+            for r in runs {
+                if let Ok(x) = decode_histogram(&r.histogram) {
+                    let _ = h.add(&x);
+                }
+            }
+            let ok: f64 = runs.iter().map(|r| r.throughput_rps * r.duration_s).sum();
+            let dur: f64 = runs.iter().map(|r| r.duration_s).sum();
+            let requests: u64 = runs.iter().map(|r| r.requests).sum();
+            let server: Option<f64> = runs.iter().map(|r| r.server_cpu_s).sum();
+            Row {
+                target: key.0.clone(),
+                product: runs[0].target.product.clone(),
+                cache: !runs[0].config.target.kind.is_sql(),
+                params: key.1.into_iter().collect(),
+                rps: ok / dur.max(1e-9),
+                latency: Percentiles::of(&h),
+                errors: runs.iter().map(|r| r.errors).sum(),
+                requests,
+                server_us: server.map(|s| s * 1e6 / requests.max(1) as f64),
+                client_us: runs.iter().map(|r| r.client_cpu_s).sum::<f64>() * 1e6
+                    / requests.max(1) as f64,
+                timeline: runs[0]
+                    .timeline
+                    .iter()
+                    .map(|s| (s.second as f64 + 1.0, s.requests as f64))
+                    .collect(),
+                saturated: runs.iter().any(|r| r.client_saturated),
+                ratio: runs[0].config.workload.ratio.to_string(),
+                aside: aside::figures(runs),
+                stale: aside::stale_figures(runs),
+            }
+        })
+        .collect()
+}
+
+/// The swept axis to chart along: the first whose value varies.
+pub(super) fn axis(rows: &[Row]) -> Option<String> {
+    let mut varying: Vec<String> = rows
+        .first()?
+        .params
+        .keys()
+        .filter(|k| varies(rows, k))
+        .cloned()
+        .collect();
+    // Prefer the load axes in this order, then server settings.
+    let pref = ["connections", "pipeline", "threads", "rate", "value_size"];
+    varying.sort_by_key(|k| pref.iter().position(|p| p == k).unwrap_or(pref.len()));
+    varying.into_iter().next()
+}
+
+/// The targets of `rows`, in order of first appearance.
+pub(super) fn target_order(rows: &[Row]) -> Vec<String> {
+    let mut t: Vec<String> = Vec::new();
+    for r in rows {
+        if !t.contains(&r.target) {
+            t.push(r.target.clone());
+        }
+    }
+    t
+}
+
+/// Whether swept value `key` takes more than one value across `rows`.
+pub(super) fn varies(rows: &[Row], key: &str) -> bool {
+    let mut vals: Vec<&String> = rows.iter().filter_map(|r| r.params.get(key)).collect();
+    vals.sort();
+    vals.dedup();
+    vals.len() > 1
+}
+
+/// Where on the sweep `r` lies: its value of `axis`, else its connections.
+pub(super) fn describe(r: &Row, axis: Option<&str>) -> String {
+    match axis.and_then(|a| r.params.get(a).map(|v| (a, v))) {
+        Some((a, v)) => format!("{a} {v}"),
+        None => format!(
+            "{} connections",
+            r.params.get("connections").map_or("?", String::as_str)
+        ),
+    }
+}

@@ -1,0 +1,209 @@
+//! The verdict and caveats of a report: plain sentences with numbers, the
+//! answer first, then what to keep in mind when reading them.
+
+use std::fmt::Write;
+
+use super::chart::short;
+use super::fill;
+use super::rows::{Row, describe, varies};
+use crate::study::exec::StudyResult;
+
+/// The verdict lines of `results` and the best row of each target (per swept
+/// server setting), in target order. `axis` is the swept axis the rows are
+/// described by; `fill` is the memory-efficiency section, when there is one.
+pub(super) fn verdict<'a>(
+    results: &[StudyResult],
+    rows: &'a [Row],
+    axis: Option<&str>,
+    fill: Option<&fill::Section>,
+) -> (Vec<String>, Vec<&'a Row>) {
+    let goal = results
+        .first()
+        .map(|r| r.study.goal.clone())
+        .unwrap_or_default();
+    let mut verdict = Vec::new();
+    // A target with swept server settings is judged once per setting.
+    let settings_of = |r: &Row| -> String {
+        let v: Vec<String> = r
+            .params
+            .iter()
+            .filter(|(k, _)| k.starts_with("server.") && varies(rows, k))
+            .map(|(k, v)| format!("{}={v}", &k[7..]))
+            .collect();
+        if v.is_empty() {
+            r.target.clone()
+        } else {
+            format!("{} {}", r.target, v.join(" "))
+        }
+    };
+    let mut targets: Vec<String> = Vec::new();
+    for r in rows {
+        let t = settings_of(r);
+        if !targets.contains(&t) {
+            targets.push(t);
+        }
+    }
+    let within =
+        |r: &Row| r.errors == 0 && goal.p99_ms.is_none_or(|ms| r.latency.p99 <= ms * 1000.0);
+    let mut best: Vec<&Row> = Vec::new();
+    for t in &targets {
+        let mine: Vec<&Row> = rows
+            .iter()
+            .filter(|r| &settings_of(r) == t && r.errors == 0)
+            .collect();
+        let Some(top) = mine.iter().copied().max_by(|a, b| a.rps.total_cmp(&b.rps)) else {
+            verdict.push(format!("{t}: no point finished without errors."));
+            continue;
+        };
+        let product = match &top.aside {
+            Some(a) => format!(" ({} in front of {}, {})", a.cache, top.product, a.policy),
+            None if top.target == top.product => String::new(),
+            None => format!(" ({})", top.product),
+        };
+        let mut s = format!(
+            "{t}{product}: best {} req/s at {}, p50 {} µs, p99 {} µs",
+            short(top.rps),
+            describe(top, axis),
+            short(top.latency.p50),
+            short(top.latency.p99)
+        );
+        if let Some(us) = top.server_us {
+            let _ = write!(
+                s,
+                "; it spent {:.2} server CPU cores per 100k req/s",
+                us * 0.1
+            );
+        }
+        if let Some(ms) = goal.p99_ms {
+            match mine
+                .iter()
+                .copied()
+                .filter(|r| within(r))
+                .max_by(|a, b| a.rps.total_cmp(&b.rps))
+            {
+                Some(g) => {
+                    let _ = write!(
+                        s,
+                        "; within p99 ≤ {ms} ms it sustains {} req/s ({})",
+                        short(g.rps),
+                        describe(g, axis)
+                    );
+                }
+                None => {
+                    let _ = write!(s, "; no point met p99 ≤ {ms} ms");
+                }
+            }
+        }
+        if let Some(rps) = goal.rps {
+            let _ = write!(
+                s,
+                "; goal {} req/s {}",
+                short(rps),
+                if top.rps >= rps { "met" } else { "not met" }
+            );
+        }
+        s.push('.');
+        verdict.push(s);
+        best.push(top);
+    }
+    for sr in results {
+        for c in &sr.capacity {
+            let line = match c.search.capacity_rps {
+                Some(rate) => format!(
+                    "{}: capacity search (open loop, latency from intended start) found {} req/s within p99 ≤ {} ms.",
+                    c.target,
+                    short(rate),
+                    c.search.p99_ms
+                ),
+                None => format!(
+                    "{}: capacity search found no rate within p99 ≤ {} ms without errors.",
+                    c.target, c.search.p99_ms
+                ),
+            };
+            verdict.push(line);
+        }
+    }
+    // Memory efficiency (mode = "fill").
+    if let Some(f) = fill {
+        verdict.extend(f.verdict.iter().cloned());
+        if let Some(h) = &f.headline {
+            verdict.insert(0, h.clone());
+        }
+    }
+    if let Some(line) = cache_against_database(&best) {
+        verdict.insert(0, line);
+    }
+    (verdict, best)
+}
+
+/// The best cache against the best database (without a cache in front), when
+/// the study has both.
+fn cache_against_database(best: &[&Row]) -> Option<String> {
+    let c = best
+        .iter()
+        .filter(|r| r.cache)
+        .max_by(|a, b| a.rps.total_cmp(&b.rps))?;
+    let d = best
+        .iter()
+        .filter(|r| !r.cache && r.aside.is_none())
+        .max_by(|a, b| a.rps.total_cmp(&b.rps))?;
+    let mut s = format!(
+        "On the same work the best cache ({}) served {:.1}x the requests per second of the best database ({})",
+        c.target,
+        c.rps / d.rps.max(1e-9),
+        d.target
+    );
+    if let (Some(cu), Some(du)) = (c.server_us, d.server_us) {
+        let _ = write!(
+            s,
+            " and spent {:.1}x less server CPU per request",
+            du / cu.max(1e-9)
+        );
+    }
+    s.push('.');
+    Some(s)
+}
+
+/// The caveats that matter for `results` and their merged `rows`.
+pub(super) fn caveats(results: &[StudyResult], rows: &[Row]) -> Vec<String> {
+    let mut caveats = Vec::new();
+    if let Some(m) = results.first().map(|r| &r.machine) {
+        caveats.push(format!("Client and server shared one machine: {} cores of {} with {} MiB, kernel {}; on separate machines both sides would get more CPU.", m.cores, m.cpu, m.memory_mib, m.kernel));
+    }
+    let ratios: Vec<&String> = rows.iter().map(|r| &r.ratio).collect();
+    if ratios.is_empty() {
+        caveats.push("Memory was measured against each cache's configured limit and each table's on-disk size; a database also needs memory for its buffer pool to serve that table.".into());
+    } else if ratios.iter().all(|r| r.as_str() == "0:1") {
+        caveats.push("Read-only point lookups (SET:GET 0:1): writes, invalidation and consistency were not measured (studies/cache-aside.toml measures them).".into());
+    } else if rows.iter().all(|r| r.aside.is_none()) {
+        caveats.push(format!("Mixed load (SET:GET {}); the cost of keeping a cache consistent with its database was not measured here (studies/cache-aside.toml measures it).", ratios[0]));
+    }
+    if rows.iter().any(|r| r.saturated) {
+        caveats.push("Some points saturated kvlab's own threads: their figures describe the client or CPU contention, not the server.".into());
+    }
+    if rows.iter().any(|r| r.errors > 0) {
+        caveats
+            .push("Some points had errors; they are excluded from the best figures above.".into());
+    }
+    let failed: usize = results
+        .iter()
+        .map(|r| {
+            r.points
+                .iter()
+                .filter(|p| p.result.is_none() && p.fill.is_none())
+                .count()
+        })
+        .sum();
+    if failed > 0 {
+        caveats.push(format!(
+            "{failed} point(s) failed to run; see the results file for the reasons."
+        ));
+    }
+    if results
+        .iter()
+        .any(|r| r.interrupted || r.points.len() < r.planned)
+    {
+        caveats.push("The study was interrupted: only finished points are shown.".into());
+    }
+    caveats
+}
