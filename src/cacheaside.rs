@@ -8,13 +8,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::driver::{Connector, Protocol, check_prefix};
 use crate::engine::{AsideSpec, EngineReport, Spec};
+use crate::launch::start_managed;
 use crate::plan::{CacheAside, RunPlan, WritePolicy};
+use crate::progress::{RunOptions, note};
 use crate::results::{AsideReport, CounterCheck, LegReport, TargetInfo};
-use crate::runner::{RunOptions, note};
-use crate::server::ManagedServer;
-use crate::server::counters::{self, ServerCounters};
+use crate::target::{Connector, ManagedServer, Role, ServerCounters};
 use crate::stats::{Leg, Percentiles};
 use crate::workload::VERSIONED_SIZE;
 
@@ -40,11 +39,12 @@ impl Cache {
         started: Option<ManagedServer>,
     ) -> Result<Cache> {
         let kind = aside.cache.kind;
-        check_prefix(Protocol::of(kind), &plan.workload.key_prefix)
+        kind.product()
+            .check_prefix(&plan.workload.key_prefix)
             .map_err(|e| anyhow::anyhow!("{e:#} (of the cache)"))?;
         let server = match started {
             Some(s) => Some(s),
-            None => crate::runner::start_managed(&aside.cache, plan, opts)?,
+            None => start_managed(&aside.cache, plan, opts)?,
         };
         let endpoint = match (&aside.cache.external, &server) {
             (Some(e), _) => e.clone(),
@@ -109,7 +109,7 @@ impl Cache {
 
     /// The cache's counters now (`None` when they cannot be read).
     pub fn counters(&self) -> Option<ServerCounters> {
-        counters::read(&self.connector).ok()
+        self.connector.counters().ok()
     }
 
     /// The report of what the cache did in the run.
@@ -174,25 +174,8 @@ impl Cache {
 /// Sets every value of kvlab's table back to version 0 (only rows that differ:
 /// one scan, few writes).
 fn reset_versions(db: &Connector) -> Result<()> {
-    let t = Duration::from_secs(10);
-    match db.protocol {
-        Protocol::Postgres => {
-            let mut c = db.open_pg(t)?;
-            c.set_timeout(None)?;
-            c.query(
-                "UPDATE kvlab_kv SET v = overlay(v placing '0000000000000000'::bytea from 17 for 16) \
-                 WHERE substring(v from 17 for 16) <> '0000000000000000'::bytea",
-            )?;
-        }
-        Protocol::Mysql => {
-            let mut c = db.open_my(t)?;
-            c.set_timeout(None)?;
-            c.query(
-                "UPDATE kvlab_kv SET v = INSERT(v, 17, 16, '0000000000000000') \
-                 WHERE SUBSTRING(v, 17, 16) <> '0000000000000000'",
-            )?;
-        }
-        _ => {}
+    match db.product.role() {
+        Role::Database(d) => d.reset_versions(db),
+        Role::Cache(_) => Ok(()),
     }
-    Ok(())
 }

@@ -85,7 +85,7 @@ pub fn search(
 /// external target when `None`.
 pub fn search_on(
     plan: &RunPlan,
-    server: Option<&crate::server::ManagedServer>,
+    server: Option<&crate::target::ManagedServer>,
     p99_ms: f64,
     steps: usize,
     opts: RunOptions,

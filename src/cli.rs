@@ -6,8 +6,10 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::error::UsageError;
 use crate::plan::{
-    CacheAside, KeyDistribution, LoadShape, Ratio, RunPlan, Stop, TargetKind, TargetSpec, Workload,
+    CacheAside, KeyDistribution, LoadShape, Ratio, RunPlan, Stop, TargetSpec, Workload,
 };
+use crate::products::{self, TargetKind};
+use crate::target::{Role, parse_opt};
 
 /// kvlab: do you still need a cache in front of your database? Measure it.
 #[derive(Debug, Parser)]
@@ -30,7 +32,8 @@ pub enum Command {
     Study(StudyArgs),
     /// Write report.html and report.md from study results files.
     Report(ReportArgs),
-    /// A quick study over managed redis, valkey, memcached, postgres and mariadb.
+    /// A quick study over the managed caches and databases.
+    #[command(about = format!("A quick study over managed {}", products::or_list(&TargetKind::ALL.map(TargetKind::name))))]
     Demo(DemoArgs),
     /// Find the highest rate a target sustains with p99 under a limit.
     Capacity(Box<CapacityArgs>),
@@ -38,8 +41,7 @@ pub enum Command {
 
 /// Flags of `kvlab capacity`: those of `kvlab run` (but `--rate`) and the goal.
 #[derive(Debug, Args)]
-#[command(after_help = "Example:
-  kvlab capacity --target redis --p99-ms 1 --duration 5")]
+#[command(after_help = format!("Example:\n  {}", products::CAPACITY_EXAMPLE))]
 pub struct CapacityArgs {
     /// Largest acceptable p99 latency, milliseconds.
     #[arg(long, value_name = "MS")]
@@ -89,14 +91,13 @@ pub struct DemoArgs {
 
 /// Flags of `kvlab serve`.
 #[derive(Debug, Args)]
-#[command(after_help = "Example:
-  kvlab serve --target redis --server-opt io-threads=2   # prints redis://127.0.0.1:PORT")]
+#[command(after_help = format!("Example:\n  {}", products::SERVE_EXAMPLE))]
 pub struct ServeArgs {
-    /// redis | valkey | memcached | postgres | mariadb.
-    #[arg(long)]
+    /// The product to start (the registry's names).
+    #[arg(long, help = products::all_names(" | "))]
     pub target: String,
     /// Setting for the server, KEY=VALUE (repeatable).
-    #[arg(long = "server-opt", value_name = "KEY=VALUE", value_parser = crate::server::config::parse_opt)]
+    #[arg(long = "server-opt", value_name = "KEY=VALUE", value_parser = parse_opt)]
     pub server_opt: Vec<(String, String)>,
 }
 
@@ -108,7 +109,7 @@ impl ServeArgs {
             return Err(UsageError::bad(
                 "--target",
                 "kvlab serve starts a server; a URL names one that already runs",
-                "give redis, valkey or memcached",
+                format!("give {}", products::all_names(", ")),
             ));
         }
         t.server_opts = self.server_opt.iter().cloned().collect();
@@ -118,25 +119,15 @@ impl ServeArgs {
 
 /// Flags of `kvlab run`.
 #[derive(Debug, Args)]
-#[command(
-    allow_negative_numbers = true,
-    after_help = "Examples:
-  kvlab run --target redis --duration 10
-  kvlab run --target valkey --server-opt io-threads=4 --pipeline 16
-  kvlab run --target memcached --server-opt threads=2 --ratio 1:9
-  kvlab run --target redis://:secret@10.0.0.5:6379 --key-prefix bench: --json out.json
-  kvlab run --target redis --rate 20000 --duration 30
-  kvlab run --target postgres --cache redis --ratio 1:19 --write-policy invalidate"
-)]
+#[command(allow_negative_numbers = true, after_help = products::RUN_EXAMPLES)]
 pub struct RunArgs {
-    /// redis | valkey | memcached | postgres | mariadb (kvlab starts the server),
-    /// or a URL: redis://host:port (or redis://user:pass@host:port), valkey://…, memcached://host:port,
-    /// postgres://user:pass@host:port/db, mysql://user:pass@host:port/db
-    #[arg(long, default_value = "redis")]
+    /// The target: a product kvlab starts, or a URL of a running server (the
+    /// help lists the registry's names and URL forms).
+    #[arg(long, default_value = products::DEFAULT_TARGET, help = products::target_help())]
     pub target: String,
     /// Setting for a managed server, KEY=VALUE (repeatable), e.g. io-threads=4,
     /// threads=2, memory-mb=4096.
-    #[arg(long = "server-opt", value_name = "KEY=VALUE", value_parser = crate::server::config::parse_opt)]
+    #[arg(long = "server-opt", value_name = "KEY=VALUE", value_parser = parse_opt)]
     pub server_opt: Vec<(String, String)>,
     /// Number of distinct keys.
     #[arg(long, default_value_t = 1_000_000, value_name = "N")]
@@ -181,11 +172,11 @@ pub struct RunArgs {
     /// Do not load the keys before measuring.
     #[arg(long)]
     pub no_load: bool,
-    /// MariaDB: storage engine of kvlab's table, innodb or memory.
-    #[arg(long, value_name = "ENGINE")]
+    /// Storage engine of kvlab's table (databases that have engines).
+    #[arg(long, value_name = "ENGINE", help = schema_help("table_engine", "storage engine of kvlab's table, innodb or memory"))]
     pub table_engine: Option<String>,
-    /// PostgreSQL: create kvlab's table UNLOGGED.
-    #[arg(long)]
+    /// Create kvlab's table UNLOGGED (databases that have such tables).
+    #[arg(long, help = schema_help("unlogged", "create kvlab's table UNLOGGED"))]
     pub unlogged: bool,
     /// Databases: drop and reload kvlab's own table even if it looks right.
     #[arg(long)]
@@ -202,11 +193,11 @@ pub struct RunArgs {
     pub background_writes: Option<f64>,
     /// Cache-aside: put this cache in front of --target (a database): reads try
     /// the cache, misses read the database and fill the cache, writes update the
-    /// database then the cache. redis | valkey | memcached or a URL.
-    #[arg(long, value_name = "CACHE")]
+    /// database then the cache. A cache of the registry or a URL.
+    #[arg(long, value_name = "CACHE", help = format!("Cache-aside: put this cache in front of --target (a database): reads try the cache, misses read the database and fill the cache, writes update the database then the cache. {} or a URL", products::choices(true).replace("|", " | ")))]
     pub cache: Option<String>,
     /// Setting for a managed cache, KEY=VALUE (repeatable).
-    #[arg(long = "cache-opt", value_name = "KEY=VALUE", value_parser = crate::server::config::parse_opt)]
+    #[arg(long = "cache-opt", value_name = "KEY=VALUE", value_parser = parse_opt)]
     pub cache_opt: Vec<(String, String)>,
     /// Cache-aside: after a write, invalidate (delete) or update the cache entry.
     #[arg(long, default_value = "invalidate", value_name = "POLICY")]
@@ -225,7 +216,10 @@ impl RunArgs {
                 return Err(UsageError::bad(
                     "--cache-opt/--cache-ttl/--write-policy",
                     "apply only to a cache-aside run",
-                    "add --cache redis|valkey|memcached (or a URL) in front of the database",
+                    format!(
+                        "add --cache {} (or a URL) in front of the database",
+                        products::choices(true)
+                    ),
                 ));
             }
             return Ok(None);
@@ -234,7 +228,11 @@ impl RunArgs {
             UsageError::BadValue { problem, .. } => UsageError::bad(
                 "--cache",
                 problem,
-                "use redis, valkey, memcached or a URL such as redis://127.0.0.1:6379",
+                format!(
+                    "use {} or a URL such as {}",
+                    products::names(true),
+                    TargetKind::ALL[0].product().example_url()
+                ),
             ),
             other => other,
         })?;
@@ -242,7 +240,7 @@ impl RunArgs {
             return Err(UsageError::bad(
                 "--cache-opt",
                 "settings apply only to a cache kvlab starts",
-                "drop --cache-opt or use --cache redis|valkey|memcached",
+                format!("drop --cache-opt or use --cache {}", products::choices(true)),
             ));
         }
         cache.server_opts = self.cache_opt.iter().cloned().collect();
@@ -266,44 +264,17 @@ impl RunArgs {
             return Err(UsageError::bad(
                 "--server-opt",
                 "settings apply only to a server kvlab starts",
-                "drop --server-opt or use --target redis|valkey|memcached",
+                format!(
+                    "drop --server-opt or use --target {}",
+                    products::all_names("|")
+                ),
             ));
         }
         target.server_opts = self.server_opt.iter().cloned().collect();
-        if let Some(e) = &self.table_engine {
-            let e = e.to_ascii_lowercase();
-            if target.kind != TargetKind::Mariadb {
-                return Err(UsageError::bad(
-                    "--table-engine",
-                    "applies to MariaDB/MySQL targets only",
-                    "drop it or use --target mariadb",
-                ));
-            }
-            if e != "innodb" && e != "memory" {
-                return Err(UsageError::bad(
-                    "--table-engine",
-                    format!("unknown engine '{e}'"),
-                    "use innodb or memory",
-                ));
-            }
-            target.schema.table_engine = Some(e);
-        }
-        if self.unlogged && target.kind != TargetKind::Postgres {
-            return Err(UsageError::bad(
-                "--unlogged",
-                "applies to PostgreSQL targets only",
-                "drop it or use --target postgres",
-            ));
-        }
-        if self.recreate && !target.kind.is_sql() {
-            return Err(UsageError::bad(
-                "--recreate",
-                "applies to database targets only",
-                "drop it",
-            ));
-        }
+        target.schema.table_engine = self.table_engine.as_ref().map(|e| e.to_ascii_lowercase());
         target.schema.unlogged = self.unlogged;
         target.schema.recreate = self.recreate;
+        check_schema(&target)?;
         let positive = |flag: &'static str, v: f64, fix: &str| {
             if v.is_finite() && v > 0.0 {
                 Ok(v)
@@ -437,5 +408,56 @@ impl RunArgs {
         };
         plan.check_cache()?;
         Ok(plan)
+    }
+}
+
+/// The help of a table option: `what`, and the databases that take it.
+fn schema_help(option: &str, what: &str) -> String {
+    let takers: Vec<&str> = products::kinds(false)
+        .filter(|k| takes(*k, option))
+        .map(|k| k.product().title())
+        .collect();
+    format!("{}: {what}", products::or_list(&takers))
+}
+
+/// Whether databases of `kind` take table option `option`.
+fn takes(kind: TargetKind, option: &str) -> bool {
+    match kind.product().role() {
+        Role::Database(d) => d.schema_options().contains(&option),
+        Role::Cache(_) => false,
+    }
+}
+
+/// Checks the table options of `target` against what its product takes.
+pub fn check_schema(target: &TargetSpec) -> Result<(), UsageError> {
+    let s = &target.schema;
+    let given = [
+        ("table_engine", "--table-engine", s.table_engine.is_some()),
+        ("unlogged", "--unlogged", s.unlogged),
+    ];
+    for (option, flag, set) in given {
+        if set && !takes(target.kind, option) {
+            let takers: Vec<TargetKind> = products::kinds(false)
+                .filter(|k| takes(*k, option))
+                .collect();
+            let titles: Vec<&str> = takers.iter().map(|k| k.product().title()).collect();
+            let names: Vec<&str> = takers.iter().map(|k| k.name()).collect();
+            return Err(UsageError::bad(
+                flag,
+                format!("applies to {} targets only", products::or_list(&titles)),
+                format!("drop it or use --target {}", names.join("|")),
+            ));
+        }
+    }
+    if s.recreate && !target.kind.is_sql() {
+        return Err(UsageError::bad(
+            "--recreate",
+            "applies to database targets only",
+            "drop it",
+        ));
+    }
+    match target.kind.product().role() {
+        Role::Database(d) => d.check_schema(s),
+        Role::Cache(_) => Ok(()),
     }
 }

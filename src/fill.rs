@@ -5,15 +5,16 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::driver::{Connector, Protocol, memcache, resp};
-use crate::engine::{self, Quiet, Spec};
-use crate::plan::{KeyDistribution, Ratio, RunPlan, Stop};
-use crate::runner::{self, RunOptions};
-use crate::server::ManagedServer;
-use crate::workload::{OpMix, Values};
+use crate::engine::{Quiet, Spec};
+use crate::plan::RunPlan;
+use crate::products;
+use crate::progress::RunOptions;
+use crate::runner;
+use crate::target::{CacheMemory, Connector, ManagedServer, Role};
+use crate::workload::{KeyDistribution, OpMix, Ratio, Stop, Values};
 
 /// What a fill found.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -37,55 +38,11 @@ pub struct FillResult {
     pub stopped_by: String,
 }
 
-struct Mem {
-    items: u64,
-    limit: u64,
-    evictions: u64,
-}
-
-fn cache_memory(c: &Connector) -> Result<Mem> {
-    let (s, _) = c.connect(Duration::from_secs(5))?;
-    s.set_read_timeout(Some(Duration::from_secs(5)))?;
-    let mut s = &s;
-    match c.protocol {
-        Protocol::Resp => {
-            let mut text = |section: &[u8]| -> Result<String> {
-                let frame = resp::command(&mut s, &[b"INFO", section])?;
-                Ok(String::from_utf8_lossy(resp::bulk_payload(&frame)?).into_owned())
-            };
-            let (mem, stats, ks) = (text(b"memory")?, text(b"stats")?, text(b"keyspace")?);
-            let num = |t: &str, k: &str| {
-                resp::info_field(t, k)
-                    .and_then(|v| v.parse::<u64>().ok())
-                    .unwrap_or(0)
-            };
-            let items = resp::info_field(&ks, "db0")
-                .and_then(|v| {
-                    v.split(',')
-                        .find_map(|kv| kv.strip_prefix("keys=")?.parse().ok())
-                })
-                .unwrap_or(0);
-            Ok(Mem {
-                items,
-                limit: num(&mem, "maxmemory"),
-                evictions: num(&stats, "evicted_keys"),
-            })
-        }
-        Protocol::Memcache => {
-            let st = memcache::stats(&mut s)?;
-            let num = |k: &str| {
-                st.iter()
-                    .find(|(n, _)| n == k)
-                    .and_then(|(_, v)| v.parse().ok())
-                    .unwrap_or(0)
-            };
-            Ok(Mem {
-                items: num("curr_items"),
-                limit: num("limit_maxbytes"),
-                evictions: num("evictions"),
-            })
-        }
-        _ => bail!("not a cache"),
+/// Items, limit and evictions of the cache `c` names.
+fn cache_memory(c: &Connector) -> Result<CacheMemory> {
+    match c.product.role() {
+        Role::Cache(cache) => cache.memory(c),
+        Role::Database(_) => bail!("not a cache"),
     }
 }
 
@@ -114,14 +71,10 @@ pub fn fill(
         p.load.warmup_s = 0.0;
         runner::measure(&p, server, opts, shutdown)?;
         let keys = p.workload.keys;
-        let size: u64 = match connector.protocol {
-            Protocol::Postgres => connector.open_pg(Duration::from_secs(5))?.query_one("SELECT pg_total_relation_size('kvlab_kv')")?,
-            _ => connector
-                .open_my(Duration::from_secs(5))?
-                .query_one("SELECT DATA_LENGTH + INDEX_LENGTH FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'kvlab_kv'")?,
-        }
-        .and_then(|v| v.parse().ok())
-        .context("cannot read the size of kvlab_kv")?;
+        let size = match connector.product.role() {
+            Role::Database(db) => db.table_bytes(&connector)?,
+            Role::Cache(_) => bail!("not a database"),
+        };
         return Ok(result(
             vsize,
             keys,
@@ -169,7 +122,7 @@ pub fn fill(
             board: None,
             aside: None,
         };
-        let r = engine::execute(&spec, shutdown, &mut Quiet)?;
+        let r = products::execute(&spec, shutdown, &mut Quiet)?;
         written += r.measured.counts.stored;
         n += 1;
         let errors = r.measured.counts.error_total();

@@ -6,12 +6,17 @@
 //! - [`plan`]: what one run is: target, workload, load shape (serde, reusable by study files).
 //! - [`error`]: mistakes a user can fix, each naming the flag and the fix.
 //! - [`workload`]: key choice, GET/SET mix, deterministic values and their verification.
-//! - [`driver`]: one sans-IO codec per protocol ([`driver::resp`], [`driver::memcache`]) and connection set-up.
-//! - [`engine`]: runs one point on T threads; [`engine::worker`] is the only hot loop; [`engine::pacer`] the open-loop schedule.
+//! - [`wire`]: the sans-IO codec interface every protocol implements.
+//! - [`target`]: what every target shares: endpoint, connector, the product traits,
+//!   managed server processes, /proc usage, counters, kvlab's table in general.
+//! - [`products`]: the registry and one folder per product family (codec, set-up,
+//!   managed server, counters, data loading).
+//! - [`engine`]: runs one point on T threads; [`engine::worker`] and [`engine::aside`] are the hot loops; [`engine::pacer`] the open-loop schedule.
 //! - [`consistency`]: versions of written values and stale-read detection.
 //! - [`stats`]: outcome counters and HDR histograms.
-//! - [`server`]: managed servers (start, measure, stop) and their counters.
-//! - [`dataset`]: loads the keys (caches: pipelined SETs; databases: kvlab's table and a bulk load).
+//! - [`progress`]: the progress line and notes on stderr.
+//! - [`launch`]: starts the managed servers a plan asks for.
+//! - [`dataset`]: loads the keys (caches: pipelined SETs; databases: their own table load).
 //! - [`runner`]: one run from plan to [`results::RunResult`].
 //! - [`cacheaside`]: the cache of a cache-aside run: set-up, consistent start, its report.
 //! - [`capacity`]: the highest rate within a p99 limit, by bisection over `--rate`.
@@ -26,18 +31,21 @@ pub mod capacity;
 pub mod cli;
 pub mod consistency;
 pub mod dataset;
-pub mod driver;
 pub mod engine;
 pub mod error;
 pub mod fill;
+pub mod launch;
 pub mod output;
 pub mod plan;
+pub mod products;
+pub mod progress;
 pub mod report;
 pub mod results;
 pub mod runner;
-pub mod server;
 pub mod stats;
 pub mod study;
+pub mod target;
+pub mod wire;
 pub mod workload;
 
 use std::sync::Arc;
@@ -336,11 +344,11 @@ fn check_writable(path: &std::path::Path) -> Result<()> {
 /// Runs a managed server until `shutdown`, printing its URL on stdout.
 fn serve(target: &plan::TargetSpec, shutdown: &AtomicBool) -> Result<()> {
     use std::io::Write;
-    let sizing = server::config::Sizing {
+    let sizing = crate::target::Sizing {
         data_bytes: 256 << 20,
         connections: 200,
     };
-    let mut s = server::ManagedServer::start(target.kind, &target.server_opts, sizing)?;
+    let mut s = crate::target::ManagedServer::start(target.kind, &target.server_opts, sizing)?;
     // The URL in full when the credentials are kvlab's own throwaway ones (managed
     // databases); a password the user set (e.g. requirepass) is never printed.
     let e = s.endpoint();

@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::engine::Second;
 use crate::engine::pacer::ScheduleReport;
 use crate::plan::RunPlan;
-use crate::server::counters::ServerCounters;
+pub use crate::target::LoadResult;
+use crate::target::{Endpoint, ManagedServer, ServerCounters, ServerInfo};
 use crate::stats::{Counts, Percentiles};
 
 /// Version of this JSON layout.
@@ -186,7 +187,7 @@ pub struct LegReport {
 /// The target as driven.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TargetInfo {
-    /// `redis`, `valkey` or `memcached`, as asked for.
+    /// The kind asked for (a registry name).
     pub kind: String,
     /// Product the server reported.
     pub product: String,
@@ -200,17 +201,6 @@ pub struct TargetInfo {
     pub settings: BTreeMap<String, String>,
     /// Process id of a managed server (stopped when the run ended).
     pub pid: Option<u32>,
-}
-
-/// The load phase.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct LoadResult {
-    /// Keys written.
-    pub keys: u64,
-    /// Seconds it took.
-    pub seconds: f64,
-    /// Keys written per second.
-    pub keys_per_s: f64,
 }
 
 /// Connection trouble during the run.
@@ -246,9 +236,9 @@ impl TargetInfo {
     /// `info`, with the settings and pid of `server` when kvlab started it.
     pub fn of(
         kind: crate::plan::TargetKind,
-        info: &crate::driver::ServerInfo,
-        endpoint: &crate::plan::Endpoint,
-        server: Option<&crate::server::ManagedServer>,
+        info: &ServerInfo,
+        endpoint: &Endpoint,
+        server: Option<&ManagedServer>,
     ) -> TargetInfo {
         TargetInfo {
             kind: kind.name().to_string(),

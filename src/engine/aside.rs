@@ -24,47 +24,22 @@ use super::pacer::{Pacer, ScheduleReport};
 use super::rhythm::{Phase, Rhythm, TIMER, draw, note_lag, open_poll, unsent};
 use super::worker::{ConnPlan, Links, WorkerReport};
 use super::{AsideSpec, EngineReport, Observer, Spec, StartLine, Tick, Timing, execute_with};
-use crate::driver::memcache::Memcache;
-use crate::driver::mysql::Mysql;
-use crate::driver::postgres::Postgres;
-use crate::driver::resp::Resp;
-use crate::driver::{CacheCodec, Codec, Decoded, Key, Protocol, Reply};
-use crate::plan::WritePolicy;
+use crate::wire::{CacheCodec, Codec, Decoded, Key, Reply};
+use crate::workload::WritePolicy;
 use crate::stats::{Counts, ErrorKind, Leg, Outcome, Recorder};
 use crate::workload::{KeyGen, OpKind, OpMix, Values, write_key};
 
-/// Runs one cache-aside point (the database is `spec.connector`).
-pub fn execute(
+/// Runs one cache-aside point with codecs `cache` and `db` (the database is
+/// `spec.connector`).
+pub fn execute_with_codecs<K: CacheCodec, D: Codec>(
+    cache: K,
+    db: D,
     spec: &Spec,
     aside: &AsideSpec,
     shutdown: &AtomicBool,
     observer: &mut dyn Observer,
 ) -> Result<EngineReport> {
-    let size = spec.values.size();
-    macro_rules! with_db {
-        ($cache:expr) => {
-            match spec.connector.protocol {
-                Protocol::Postgres => execute_with(
-                    spec,
-                    shutdown,
-                    observer,
-                    work($cache, Postgres::new(size), spec, aside),
-                ),
-                Protocol::Mysql => execute_with(
-                    spec,
-                    shutdown,
-                    observer,
-                    work($cache, Mysql::new(size), spec, aside),
-                ),
-                _ => bail!("cache-aside needs a database behind the cache"),
-            }
-        };
-    }
-    match aside.cache.protocol {
-        Protocol::Resp => with_db!(Resp),
-        Protocol::Memcache => with_db!(Memcache),
-        _ => bail!("cache-aside needs redis, valkey or memcached as the cache"),
-    }
+    execute_with(spec, shutdown, observer, work(cache, db, spec, aside))
 }
 
 fn work<'a, K: CacheCodec, D: Codec>(

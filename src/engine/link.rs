@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use mio::net::TcpStream;
 use mio::{Interest, Token};
 
-use crate::driver::{Codec, Connector};
+use crate::target::Connector;
+use crate::wire::Codec;
 
 /// One connection with its buffers and its codec (bound to its session).
 pub(crate) struct Link<C> {

@@ -25,12 +25,9 @@ use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::driver::memcache::Memcache;
-use crate::driver::mysql::Mysql;
-use crate::driver::postgres::Postgres;
-use crate::driver::resp::Resp;
-use crate::driver::{Codec, Connector, Protocol};
-use crate::plan::{KeyDistribution, Stop};
+use crate::target::Connector;
+use crate::wire::Codec;
+use crate::workload::{KeyDistribution, Stop, WritePolicy};
 use crate::stats::{Counts, Percentiles, Recorder, new_histogram};
 use crate::workload::{KeyGen, OpMix, Values, slice_of};
 use pacer::ScheduleReport;
@@ -80,7 +77,7 @@ pub struct AsideSpec {
     /// How to open cache connections.
     pub cache: Connector,
     /// What writes do to the cache.
-    pub policy: crate::plan::WritePolicy,
+    pub policy: WritePolicy,
     /// Expiry of cache entries, seconds (0: never).
     pub ttl_s: u32,
 }
@@ -195,24 +192,15 @@ pub struct EngineReport {
     pub leg_requests: [u64; 5],
 }
 
-/// Runs one point to its end (or until `shutdown`), reporting to `observer`.
-pub fn execute(
+/// Runs one point with `codec` to its end (or until `shutdown`), reporting to
+/// `observer`. The registry picks the codec of the point's product.
+pub fn execute_with_codec<C: Codec>(
+    codec: C,
     spec: &Spec,
     shutdown: &AtomicBool,
     observer: &mut dyn Observer,
 ) -> Result<EngineReport> {
-    if let Some(a) = &spec.aside {
-        return aside::execute(spec, a, shutdown, observer);
-    }
-    let size = spec.values.size();
-    match spec.connector.protocol {
-        Protocol::Resp => execute_with(spec, shutdown, observer, plain(Resp, spec)),
-        Protocol::Memcache => execute_with(spec, shutdown, observer, plain(Memcache, spec)),
-        Protocol::Postgres => {
-            execute_with(spec, shutdown, observer, plain(Postgres::new(size), spec))
-        }
-        Protocol::Mysql => execute_with(spec, shutdown, observer, plain(Mysql::new(size), spec)),
-    }
+    execute_with(spec, shutdown, observer, plain(codec, spec))
 }
 
 /// The work of one thread: its connections' plans, its seed, its links to the

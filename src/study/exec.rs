@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::{Point, StudyFile, expand};
 use crate::results::RunResult;
 use crate::runner::{self, RunOptions};
-use crate::server::ManagedServer;
+use crate::target::ManagedServer;
 
 /// Version of the study results layout.
 pub const STUDY_SCHEMA: u32 = 1;

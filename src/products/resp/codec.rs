@@ -5,9 +5,9 @@ use std::io::{self, Read, Write};
 
 use anyhow::{Result, bail};
 
-use super::{
-    CacheCodec, Codec, Decoded, Key, Malformed, Reply, ServerInfo, line_end, parse_usize,
-    reply_line,
+use crate::target::ServerInfo;
+use crate::wire::{
+    CacheCodec, Codec, Decoded, Key, Malformed, Reply, line_end, parse_usize, reply_line,
 };
 use crate::workload::OpKind;
 
@@ -180,7 +180,7 @@ fn frame_len_at(buf: &[u8], at: usize, depth: usize) -> Result<Option<usize>, Ma
 pub fn command<S: Read + Write>(s: &mut S, args: &[&[u8]]) -> io::Result<Vec<u8>> {
     let mut req = Vec::new();
     encode_command(args, &mut req);
-    super::roundtrip(s, &req, frame_len)
+    crate::wire::roundtrip(s, &req, frame_len)
 }
 
 /// The payload of a bulk-string reply, or an error naming the reply.

@@ -5,7 +5,9 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 
-use crate::plan::{KeyDistribution, Ratio};
+pub mod params;
+
+pub use params::{KeyDistribution, Ratio, Stop, WritePolicy};
 
 /// The kind of one request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,0 +1,71 @@
+//! Starting the managed servers a plan asks for (its target, its cache), sized
+//! for the plan's data and connections, with a note of what was started.
+
+use anyhow::Result;
+
+use crate::plan::{RunPlan, TargetSpec};
+use crate::progress::{RunOptions, note};
+use crate::target::{ManagedServer, Sizing};
+
+/// Bytes of data `plan` stores (keys, values, overhead), for sizing servers.
+pub fn data_bytes(plan: &RunPlan) -> u64 {
+    plan.workload.keys
+        * (plan.workload.value_size as u64 + plan.workload.key_prefix.len() as u64 + 80)
+}
+
+
+/// Starts `target` (the plan's target or its cache) if kvlab is to manage it,
+/// sized for `plan`'s data and connections.
+pub fn start_managed(
+    target: &TargetSpec,
+    plan: &RunPlan,
+    opts: RunOptions,
+) -> Result<Option<ManagedServer>> {
+    let kind = target.kind;
+    if target.external.is_some() {
+        return Ok(None);
+    }
+    raise_fd_limit(plan.load.connections);
+    let sizing = Sizing {
+        data_bytes: data_bytes(plan),
+        connections: plan.load.connections,
+    };
+    if let Some(u) = ManagedServer::os_user(kind, &target.server_opts) {
+        note(
+            opts,
+            format!(
+                "kvlab: runs as root; the managed {} runs as system user '{u}'",
+                kind.name()
+            ),
+        );
+    }
+    let s = ManagedServer::start(kind, &target.server_opts, sizing)?;
+    note(
+        opts,
+        format!(
+            "kvlab: started {} {} (pid {}) on 127.0.0.1:{} in {}",
+            s.binary(),
+            s.info.version,
+            s.pid(),
+            s.endpoint().port,
+            s.dir().display()
+        ),
+    );
+    Ok(Some(s))
+}
+
+
+/// Raises the open-file limit to what `connections` need (up to the hard limit).
+pub fn raise_fd_limit(connections: usize) {
+    // SAFETY: getrlimit/setrlimit read and write the struct we pass.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+            let want = (connections as u64 * 2 + 256).min(lim.rlim_max);
+            if lim.rlim_cur < want {
+                lim.rlim_cur = want;
+                libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+            }
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! Memcached over its text protocol. Everything kvlab knows of it lives here:
+//! the `memcached://` scheme, the codec, the probe (`version`), the managed
+//! server's settings, its counters and memory (`stats`), and its key rules.
+//!
+//! # Layout
+//! - [`codec`]: the sans-IO text codec and blocking helpers (`version`, `stats`).
+//! - [`server`]: `--server-opt` → `memcached` flags.
+
+pub mod codec;
+pub mod server;
+
+use std::io;
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+pub use codec::{Memcache, stats};
+
+use crate::target::{
+    Cache, CacheMemory, Connector, Product, Role, Server, ServerCounters, ServerInfo,
+};
+use crate::wire::Session;
+
+/// Memcached (`memcached`).
+pub struct Memcached;
+
+/// The memcached product.
+pub static MEMCACHED: Memcached = Memcached;
+
+impl Product for Memcached {
+    fn name(&self) -> &'static str {
+        "memcached"
+    }
+    fn title(&self) -> &'static str {
+        "memcached"
+    }
+    fn aliases(&self) -> &'static [&'static str] {
+        &["memcache"]
+    }
+    fn schemes(&self) -> &'static [&'static str] {
+        &["memcached", "memcache"]
+    }
+    fn default_port(&self) -> u16 {
+        11211
+    }
+    fn refuses_login(&self) -> Option<&'static str> {
+        Some("SASL is not supported")
+    }
+    fn example_url(&self) -> &'static str {
+        "memcached://127.0.0.1:11211"
+    }
+    fn role(&self) -> Role<'_> {
+        Role::Cache(self)
+    }
+
+    fn check_prefix(&self, prefix: &str) -> Result<()> {
+        if prefix.len() > 200 || prefix.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            bail!(
+                "--key-prefix: memcached keys cannot contain spaces or control characters and must stay under 250 bytes; choose a prefix such as 'kvlab:'"
+            );
+        }
+        Ok(())
+    }
+
+    fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(TcpStream, Session)> {
+        let s = TcpStream::connect_timeout(&c.addr, timeout)?;
+        s.set_nodelay(true)?;
+        Ok((s, Session::Plain))
+    }
+
+    fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo> {
+        let (s, _) = c.connect(timeout).map_err(|e| c.connect_error(e))?;
+        s.set_read_timeout(Some(timeout))?;
+        s.set_write_timeout(Some(timeout))?;
+        let started = Instant::now();
+        codec::probe(&mut &s).map_err(|e| c.probe_error(e, started.elapsed()))
+    }
+
+    fn counters(&self, c: &Connector) -> Result<ServerCounters> {
+        let st = read_stats(c).context("cannot read its counters")?;
+        Ok(ServerCounters {
+            gets: num(&st, "cmd_get"),
+            sets: num(&st, "cmd_set"),
+            hits: num(&st, "get_hits"),
+            misses: num(&st, "get_misses"),
+            exact: true,
+        })
+    }
+
+    fn server(&self) -> &dyn Server {
+        self
+    }
+}
+
+impl Cache for Memcached {
+    fn memory(&self, c: &Connector) -> Result<CacheMemory> {
+        let st = read_stats(c)?;
+        Ok(CacheMemory {
+            items: num(&st, "curr_items"),
+            limit: num(&st, "limit_maxbytes"),
+            evictions: num(&st, "evictions"),
+        })
+    }
+
+    fn load_hint(&self, value_size: usize) -> &'static str {
+        if value_size > 1_000_000 {
+            "memcached stores items of at most 1 MiB by default: raise it with --server-opt item-size-max=4m or lower --value-size"
+        } else {
+            "is the server's memory limit large enough (--server-opt memory-mb=…)?"
+        }
+    }
+}
+
+/// `stats` over a fresh connection.
+fn read_stats(c: &Connector) -> Result<Vec<(String, String)>> {
+    let (s, _) = c
+        .connect(Duration::from_secs(5))
+        .with_context(|| format!("cannot connect to {}", c.display))?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    stats(&mut &s)
+}
+
+/// The number `name` of `stats` (0 when absent).
+fn num(stats: &[(String, String)], name: &str) -> u64 {
+    stats
+        .iter()
+        .find(|(k, _)| k == name)
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0)
+}

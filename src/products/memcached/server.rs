@@ -1,0 +1,104 @@
+//! A managed memcached: kvlab's names for its flags (`threads` → `-t`,
+//! `memory-mb` → `-m`, ...), checked, with defaults sized for the data.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use anyhow::{Result, bail};
+
+use super::Memcached;
+use crate::target::osuser::is_root;
+use crate::target::settings::{bad_number, mib_for};
+use crate::target::{Config, Launch, Login, Server, Sizing};
+
+/// Settings kvlab accepts for a managed memcached, with the flag each maps to.
+pub const MEMCACHED_KEYS: &[(&str, &str, &str)] = &[
+    ("threads", "-t", "worker threads (memcached default 4)"),
+    (
+        "memory-mb",
+        "-m",
+        "item memory in MiB (kvlab default: 1.5x the data set, at least 64)",
+    ),
+    (
+        "max-connections",
+        "-c",
+        "simultaneous connections (kvlab default 4096)",
+    ),
+    ("item-size-max", "-I", "largest item, e.g. 1m or 4m"),
+    ("backlog", "-b", "listen backlog"),
+];
+
+impl Server for Memcached {
+    fn binary(&self) -> &'static str {
+        "memcached"
+    }
+    fn package(&self) -> &'static str {
+        "memcached"
+    }
+
+    fn configure(&self, opts: &BTreeMap<String, String>, sizing: Sizing) -> Result<Config> {
+        let mut given = opts.clone();
+        given
+            .entry("max-connections".into())
+            .or_insert_with(|| "4096".into());
+        given
+            .entry("memory-mb".into())
+            .or_insert_with(|| mib_for(sizing.data_bytes, 64).to_string());
+        let mut config = Config::default();
+        for (k, v) in &given {
+            let Some((_, flag, _)) = MEMCACHED_KEYS.iter().find(|(name, _, _)| name == k) else {
+                let known: Vec<&str> = MEMCACHED_KEYS.iter().map(|(n, _, _)| *n).collect();
+                bail!(
+                    "--server-opt {k}: unknown memcached setting; use one of {}",
+                    known.join(", ")
+                );
+            };
+            if *flag != "-I" && v.parse::<u64>().is_err() {
+                return Err(bad_number(k, v));
+            }
+            config.args.push(flag.to_string());
+            config.args.push(v.clone());
+            config.settings.insert(k.clone(), v.clone());
+        }
+        Ok(config)
+    }
+
+    fn command(&self, l: &Launch<'_>) -> Result<(Command, Login)> {
+        let mut cmd = Command::new(l.binary);
+        cmd.arg("-p")
+            .arg(l.port.to_string())
+            .args(["-l", "127.0.0.1", "-U", "0"]);
+        if is_root() {
+            cmd.args(["-u", "root"]);
+        }
+        Ok((cmd, Login::default()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::products::memcached::MEMCACHED;
+
+    fn sz(data_bytes: u64) -> Sizing {
+        Sizing {
+            data_bytes,
+            connections: 50,
+        }
+    }
+
+    #[test]
+    fn maps_memcached_settings() {
+        let mut o = BTreeMap::new();
+        o.insert("threads".to_string(), "2".to_string());
+        let (args, settings) = MEMCACHED.configure(&o, sz(100 << 20)).map(|c| (c.args, c.settings)).unwrap();
+        assert!(args.windows(2).any(|w| w == ["-t", "2"]));
+        assert!(args.windows(2).any(|w| w == ["-m", "150"]));
+        assert_eq!(settings["max-connections"], "4096");
+        o.insert("bogus".into(), "1".into());
+        let e = MEMCACHED.configure(&o, sz(0)).map(|c| c.args)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bogus") && e.contains("threads"), "{e}");
+    }
+}

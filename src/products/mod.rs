@@ -1,0 +1,352 @@
+//! The registry: the one list of the products kvlab drives, and the only place
+//! outside their folders that names them. Each product family lives in its own
+//! folder (URL schemes, codec, connection set-up, managed server, counters,
+//! data loading) behind the traits of `target`; generic code asks this
+//! registry for names, help texts and URL rules, and runs a point through
+//! [`execute`], which picks the concrete codec statically (no `dyn` on the
+//! hot path).
+//!
+//! Adding a product: a folder here implementing `target::Product` (and
+//! `Server`, and `Cache` or `Database`), one [`TargetKind`] variant, its arm in
+//! [`TargetKind::product`], and its codec in the dispatch macros below.
+//!
+//! # Layout
+//! - [`resp`]: Redis and Valkey (RESP).
+//! - [`memcached`]: memcached (text protocol).
+//! - [`postgres`]: PostgreSQL (wire protocol v3).
+//! - [`mysql`]: MariaDB and MySQL (client/server protocol).
+
+pub mod memcached;
+pub mod mysql;
+pub mod postgres;
+pub mod resp;
+
+use std::sync::atomic::AtomicBool;
+
+use anyhow::{Result, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{self, AsideSpec, EngineReport, Observer, Spec};
+use crate::target::{Product, Role};
+
+/// The product a target is: decides the protocol and, when managed, the binary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TargetKind {
+    /// Redis (RESP), managed binary `redis-server`.
+    Redis,
+    /// Valkey (RESP), managed binary `valkey-server`.
+    Valkey,
+    /// Memcached (text protocol), managed binary `memcached`.
+    Memcached,
+    /// PostgreSQL (wire protocol v3), managed binaries `initdb` + `postgres`.
+    Postgres,
+    /// MariaDB or MySQL (client/server protocol), managed binary `mariadbd`.
+    Mariadb,
+}
+
+impl TargetKind {
+    /// Every product, in the order help texts list them.
+    pub const ALL: [TargetKind; 5] = [
+        TargetKind::Redis,
+        TargetKind::Valkey,
+        TargetKind::Memcached,
+        TargetKind::Postgres,
+        TargetKind::Mariadb,
+    ];
+
+    /// The product's implementation.
+    pub fn product(self) -> &'static dyn Product {
+        match self {
+            TargetKind::Redis => &resp::REDIS,
+            TargetKind::Valkey => &resp::VALKEY,
+            TargetKind::Memcached => &memcached::MEMCACHED,
+            TargetKind::Postgres => &postgres::POSTGRES,
+            TargetKind::Mariadb => &mysql::MARIADB,
+        }
+    }
+
+    /// The kind of a product implementation.
+    pub fn of(product: &dyn Product) -> TargetKind {
+        let name = product.name();
+        TargetKind::ALL
+            .into_iter()
+            .find(|k| k.name() == name)
+            .expect("every product is in the registry")
+    }
+
+    /// The lower-case name used on the command line and in results.
+    pub fn name(self) -> &'static str {
+        self.product().name()
+    }
+
+    /// Whether this is a database (table-backed) rather than a cache.
+    pub fn is_sql(self) -> bool {
+        matches!(self.product().role(), Role::Database(_))
+    }
+
+    /// URL scheme used when displaying an address of this kind.
+    pub fn scheme(self) -> &'static str {
+        self.product().schemes()[0]
+    }
+
+    /// The kind a managed-target name (or alias) means.
+    pub fn named(name: &str) -> Option<TargetKind> {
+        TargetKind::ALL
+            .into_iter()
+            .find(|k| k.name() == name || k.product().aliases().contains(&name))
+    }
+
+    /// The kind a URL scheme means: `Ok(None)` for an unknown scheme, `Err` with
+    /// (problem, fix) for one a product refuses (e.g. TLS).
+    pub fn of_scheme(
+        scheme: &str,
+    ) -> Result<Option<TargetKind>, (&'static str, &'static str)> {
+        for k in TargetKind::ALL {
+            if k.product().schemes().contains(&scheme) {
+                return Ok(Some(k));
+            }
+            if let Some((_, problem, fix)) = k
+                .product()
+                .refused_schemes()
+                .iter()
+                .find(|(s, _, _)| *s == scheme)
+            {
+                return Err((problem, fix));
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl From<TargetKind> for &'static dyn Product {
+    fn from(k: TargetKind) -> &'static dyn Product {
+        k.product()
+    }
+}
+
+/// The kinds that are caches (`true`) or databases (`false`).
+pub fn kinds(caches: bool) -> impl Iterator<Item = TargetKind> {
+    TargetKind::ALL
+        .into_iter()
+        .filter(move |k| k.is_sql() != caches)
+}
+
+/// `a, b or c`.
+pub fn or_list<S: AsRef<str>>(items: &[S]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.as_ref().to_string(),
+        [rest @ .., last] => format!(
+            "{} or {}",
+            rest.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(", "),
+            last.as_ref()
+        ),
+    }
+}
+
+/// The names of caches (or databases): `redis, valkey or memcached`.
+pub fn names(caches: bool) -> String {
+    or_list(&kinds(caches).map(TargetKind::name).collect::<Vec<_>>())
+}
+
+/// The names of caches (or databases) for a flag: `redis|valkey|memcached`.
+pub fn choices(caches: bool) -> String {
+    kinds(caches)
+        .map(TargetKind::name)
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
+/// Every managed-target name: `redis | valkey | ...`.
+pub fn all_names(sep: &str) -> String {
+    TargetKind::ALL.map(TargetKind::name).join(sep)
+}
+
+/// How to write a target, for error messages.
+pub fn target_fix() -> String {
+    let all: Vec<&str> = TargetKind::ALL.iter().map(|k| k.name()).collect();
+    let urls: Vec<&str> = TargetKind::ALL
+        .iter()
+        .map(|k| k.product().example_url())
+        .collect();
+    format!(
+        "use {} (a server kvlab starts) or a URL such as {}",
+        or_list(&all),
+        urls.join(", ")
+    )
+}
+
+/// The `--target` help: every name and URL form.
+pub fn target_help() -> String {
+    let urls: Vec<&str> = TargetKind::ALL
+        .iter()
+        .map(|k| k.product().example_url())
+        .collect();
+    format!(
+        "{} (kvlab starts the server), or a URL: {}",
+        all_names(" | "),
+        urls.join(", ")
+    )
+}
+
+/// The managed target of `kvlab run` when none is given.
+pub const DEFAULT_TARGET: &str = "redis";
+
+/// Examples shown after `kvlab run --help`.
+pub const RUN_EXAMPLES: &str = "Examples:
+  kvlab run --target redis --duration 10
+  kvlab run --target valkey --server-opt io-threads=4 --pipeline 16
+  kvlab run --target memcached --server-opt threads=2 --ratio 1:9
+  kvlab run --target redis://:secret@10.0.0.5:6379 --key-prefix bench: --json out.json
+  kvlab run --target redis --rate 20000 --duration 30
+  kvlab run --target postgres --cache redis --ratio 1:19 --write-policy invalidate";
+
+/// Examples shown after `kvlab capacity --help`.
+pub const CAPACITY_EXAMPLE: &str = "kvlab capacity --target redis --p99-ms 1 --duration 5";
+
+/// Examples shown after `kvlab serve --help`.
+pub const SERVE_EXAMPLE: &str =
+    "kvlab serve --target redis --server-opt io-threads=2   # prints redis://127.0.0.1:PORT";
+
+/// Binds `$c` to the codec of `$kind` (values of `$size` bytes) in `$body`.
+macro_rules! with_codec {
+    ($kind:expr, $size:expr, $c:ident => $body:expr) => {
+        match $kind {
+            TargetKind::Redis | TargetKind::Valkey => {
+                let $c = resp::Resp;
+                $body
+            }
+            TargetKind::Memcached => {
+                let $c = memcached::Memcache;
+                $body
+            }
+            TargetKind::Postgres => {
+                let $c = postgres::PgCodec::new($size);
+                $body
+            }
+            TargetKind::Mariadb => {
+                let $c = mysql::MyCodec::new($size);
+                $body
+            }
+        }
+    };
+}
+
+/// Binds `$c` to the codec of cache `$kind` in `$body`; `$else` for a database.
+macro_rules! with_cache_codec {
+    ($kind:expr, $c:ident => $body:expr, $else:expr) => {
+        match $kind {
+            TargetKind::Redis | TargetKind::Valkey => {
+                let $c = resp::Resp;
+                $body
+            }
+            TargetKind::Memcached => {
+                let $c = memcached::Memcache;
+                $body
+            }
+            TargetKind::Postgres | TargetKind::Mariadb => $else,
+        }
+    };
+}
+
+/// Runs one point against `spec.connector`'s product with its codec, or, when
+/// `spec.aside` is set, through the cache in front of it.
+pub fn execute(
+    spec: &Spec,
+    shutdown: &AtomicBool,
+    observer: &mut dyn Observer,
+) -> Result<EngineReport> {
+    if let Some(a) = &spec.aside {
+        return execute_aside(spec, a, shutdown, observer);
+    }
+    let size = spec.values.size();
+    with_codec!(TargetKind::of(spec.connector.product), size, c => {
+        engine::execute_with_codec(c, spec, shutdown, observer)
+    })
+}
+
+fn execute_aside(
+    spec: &Spec,
+    aside: &AsideSpec,
+    shutdown: &AtomicBool,
+    observer: &mut dyn Observer,
+) -> Result<EngineReport> {
+    let size = spec.values.size();
+    let db = TargetKind::of(spec.connector.product);
+    if !db.is_sql() {
+        bail!("cache-aside needs a database behind the cache");
+    }
+    with_cache_codec!(TargetKind::of(aside.cache.product), cache => {
+        with_codec!(db, size, d => {
+            engine::aside::execute_with_codecs(cache.clone(), d, spec, aside, shutdown, observer)
+        })
+    }, bail!("cache-aside needs {} as the cache", names(true)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::TargetSpec;
+
+    #[test]
+    fn names_and_schemes_are_unique() {
+        let mut seen = std::collections::BTreeSet::new();
+        for k in TargetKind::ALL {
+            let p = k.product();
+            assert_eq!(TargetKind::of(p), k);
+            for n in std::iter::once(&p.name()).chain(p.aliases()) {
+                assert!(seen.insert(format!("name {n}")), "{n} twice");
+            }
+            for s in p.schemes() {
+                assert!(seen.insert(format!("scheme {s}")), "{s} twice");
+            }
+            let json = serde_json::to_string(&k).unwrap();
+            assert_eq!(json, format!("\"{}\"", k.name()));
+        }
+        assert_eq!(names(true), "redis, valkey or memcached");
+    }
+    #[test]
+    fn parses_targets() {
+        let t: TargetSpec = "redis".parse().unwrap();
+        assert!(t.external.is_none());
+        assert_eq!(t.kind, TargetKind::Redis);
+        let t: TargetSpec = "valkey://bob:s%40cret@127.0.0.1:7000".parse().unwrap();
+        assert_eq!(t.kind, TargetKind::Valkey);
+        let e = t.external.unwrap();
+        assert_eq!((e.host.as_str(), e.port), ("127.0.0.1", 7000));
+        assert_eq!(e.user.as_deref(), Some("bob"));
+        assert_eq!(e.password.as_ref().unwrap().expose(), "s@cret");
+        assert_eq!(
+            e.display_url(TargetKind::Valkey),
+            "valkey://bob:***@127.0.0.1:7000"
+        );
+        let t: TargetSpec = "memcached://localhost".parse().unwrap();
+        assert_eq!(t.external.unwrap().port, 11211);
+        assert!("mongodb://x".parse::<TargetSpec>().is_err());
+        assert!("redis-server".parse::<TargetSpec>().is_err());
+        assert!("memcached://u:p@h:1".parse::<TargetSpec>().is_err());
+        let t: TargetSpec = "postgresql://app:pw@db.local/shop".parse().unwrap();
+        assert_eq!(t.kind, TargetKind::Postgres);
+        let e = t.external.unwrap();
+        assert_eq!((e.port, e.database.as_deref()), (5432, Some("shop")));
+        assert_eq!(
+            e.display_url(TargetKind::Postgres),
+            "postgres://app:***@db.local:5432/shop"
+        );
+        let t: TargetSpec = "mysql://root@127.0.0.1:3307/kv".parse().unwrap();
+        assert_eq!(t.kind, TargetKind::Mariadb);
+        assert!(
+            "postgres://u:p@h:1".parse::<TargetSpec>().is_err(),
+            "no database"
+        );
+        assert!("mysql://h:1/db".parse::<TargetSpec>().is_err(), "no user");
+    }
+
+    #[test]
+    fn secrets_never_serialize() {
+        let t: TargetSpec = "redis://:hunter2@h:1".parse().unwrap();
+        let json = serde_json::to_string(&t).unwrap();
+        assert!(!json.contains("hunter2"), "{json}");
+        assert!(!format!("{t:?}").contains("hunter2"));    }
+}

@@ -1,0 +1,327 @@
+//! MySQL/MariaDB codec: the key-value workload as prepared statements over the
+//! client/server protocol. Set-up (handshake, authentication, prepare, text
+//! queries) is in [`super::conn`]; the hot path copies a
+//! `COM_STMT_EXECUTE` template with the statement id and key patched in, and walks
+//! the binary result set by packet headers. The protocol answers one command at a
+//! time, so the engine runs MySQL connections at pipeline 1.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use mysql_common::auth::plugins::caching_sha2_password::scramble_sha256;
+use mysql_common::auth::plugins::mysql_native_password::scramble_native;
+use mysql_common::constants::CapabilityFlags;
+use mysql_common::io::ParseBuf;
+use mysql_common::packets::{
+    AuthPlugin, AuthSwitchRequest, ErrPacket, HandshakePacket, HandshakeResponse, StmtPacket,
+};
+use mysql_common::proto::{MyDeserialize, MySerialize};
+
+use crate::wire::{Codec, Decoded, Key, Malformed, Reply, Session};
+use crate::workload::{OpKind, Values};
+
+/// The prepared point select.
+pub const GET_SQL: &str = "SELECT v FROM kvlab_kv WHERE k = ?";
+/// The prepared upsert.
+pub const SET_SQL: &str =
+    "INSERT INTO kvlab_kv (k, v) VALUES (?, ?) ON DUPLICATE KEY UPDATE v = VALUES(v)";
+/// Largest value the MySQL driver sends (one protocol packet).
+pub const MAX_VALUE: usize = (1 << 24) - 64;
+
+/// The MySQL codec: `COM_STMT_EXECUTE` templates for one value size.
+#[derive(Clone, Debug)]
+pub struct MyCodec {
+    get: Vec<u8>,
+    set: Vec<u8>,
+    vlen: usize,
+}
+
+const TYPE_LONGLONG: u8 = 0x08;
+const TYPE_BLOB: u8 = 0xfc;
+
+pub(super) fn lenenc(n: usize, out: &mut Vec<u8>) {
+    match n {
+        0..=250 => out.push(n as u8),
+        251..=0xffff => {
+            out.push(0xfc);
+            out.extend_from_slice(&(n as u16).to_le_bytes());
+        }
+        0x1_0000..=0xff_ffff => {
+            out.push(0xfd);
+            out.extend_from_slice(&(n as u32).to_le_bytes()[..3]);
+        }
+        _ => {
+            out.push(0xfe);
+            out.extend_from_slice(&(n as u64).to_le_bytes());
+        }
+    }
+}
+
+pub(super) fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
+    let mut p = Vec::with_capacity(payload.len() + 4);
+    p.extend_from_slice(&(payload.len() as u32).to_le_bytes()[..3]);
+    p.push(seq);
+    p.extend_from_slice(payload);
+    p
+}
+
+/// Offsets inside the templates: statement id at 5, key at the end of the
+/// parameter types (GET) or before the value (SET).
+const STMT_ID_AT: usize = 4 + 1;
+
+impl MyCodec {
+    /// Templates for values of `value_size` bytes (at most [`MAX_VALUE`]).
+    /// Statement ids are patched per connection by [`MyCodec::for_statements`].
+    pub fn new(value_size: usize) -> MyCodec {
+        let head = |params: &[u8]| {
+            let mut p = vec![0x17, 0, 0, 0, 0, 0x00, 1, 0, 0, 0]; // COM_STMT_EXECUTE, id, no cursor, 1 iteration
+            p.push(0); // NULL bitmap (1 byte covers up to 8 parameters)
+            p.push(1); // new parameters bound: types follow
+            for &t in params {
+                p.extend_from_slice(&[t, 0]);
+            }
+            p
+        };
+        let mut g = head(&[TYPE_LONGLONG]);
+        g.extend_from_slice(&[0; 8]);
+        let mut s = head(&[TYPE_LONGLONG, TYPE_BLOB]);
+        s.extend_from_slice(&[0; 8]);
+        lenenc(value_size, &mut s);
+        s.resize(s.len() + value_size, 0);
+        MyCodec {
+            get: packet(0, &g),
+            set: packet(0, &s),
+            vlen: value_size,
+        }
+    }
+
+    /// A copy bound to this connection's statement ids.
+    pub fn for_statements(&self, get_id: u32, set_id: u32) -> MyCodec {
+        let mut m = self.clone();
+        m.get[STMT_ID_AT..STMT_ID_AT + 4].copy_from_slice(&get_id.to_le_bytes());
+        m.set[STMT_ID_AT..STMT_ID_AT + 4].copy_from_slice(&set_id.to_le_bytes());
+        m
+    }
+
+    fn get_key_at(&self) -> usize {
+        self.get.len() - 8
+    }
+
+    fn set_key_at(&self) -> usize {
+        4 + 10 + 2 + 4
+    }
+}
+
+impl Codec for MyCodec {
+    #[inline]
+    fn encode_get(&self, key: Key<'_>, out: &mut Vec<u8>) {
+        let at = out.len() + self.get_key_at();
+        out.extend_from_slice(&self.get);
+        out[at..at + 8].copy_from_slice(&(key.id as i64).to_le_bytes());
+    }
+
+    #[inline]
+    fn encode_set(&self, key: Key<'_>, value: &[u8], out: &mut Vec<u8>) {
+        let base = out.len();
+        out.extend_from_slice(&self.set);
+        let k = base + self.set_key_at();
+        out[k..k + 8].copy_from_slice(&(key.id as i64).to_le_bytes());
+        let n = value.len().min(self.vlen);
+        let v = out.len() - self.vlen;
+        out[v..v + n].copy_from_slice(&value[..n]);
+    }
+
+    fn bind(&self, session: &Session) -> Self {
+        match *session {
+            Session::Statements { get, set } => self.for_statements(get, set),
+            Session::Plain => self.clone(),
+        }
+    }
+
+    #[inline]
+    fn decode(&self, op: OpKind, buf: &[u8]) -> Result<Decoded, Malformed> {
+        // Walk whole packets; any packet not yet complete means: read more.
+        let next = |pos: usize| -> Option<(usize, &[u8])> {
+            let h = buf.get(pos..pos + 4)?;
+            let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+            let body = buf.get(pos + 4..pos + 4 + len)?;
+            Some((pos + 4 + len, body))
+        };
+        let is_eof = |b: &[u8]| b.first() == Some(&0xfe) && b.len() < 9;
+        let Some((mut pos, first)) = next(0) else {
+            return Ok(Decoded::Incomplete);
+        };
+        match (first.first(), op) {
+            (Some(0xff), _) => {
+                return Ok(Decoded::Frame {
+                    len: pos,
+                    reply: Reply::ServerError,
+                });
+            }
+            (Some(0x00), OpKind::Set) => {
+                return Ok(Decoded::Frame {
+                    len: pos,
+                    reply: Reply::Stored,
+                });
+            }
+            (Some(1), OpKind::Get) if first.len() == 1 => {}
+            _ => return Err(Malformed("unexpected MySQL reply")),
+        }
+        // One column definition, then EOF.
+        let Some((p, _coldef)) = next(pos) else {
+            return Ok(Decoded::Incomplete);
+        };
+        let Some((p, eof)) = next(p) else {
+            return Ok(Decoded::Incomplete);
+        };
+        if !is_eof(eof) {
+            return Err(Malformed("column definitions not ended by EOF"));
+        }
+        pos = p;
+        let mut value = None;
+        loop {
+            let Some((p, row)) = next(pos) else {
+                return Ok(Decoded::Incomplete);
+            };
+            let start = pos + 4;
+            pos = p;
+            match row.first() {
+                Some(0xfe) if row.len() < 9 => {
+                    let reply = value.map_or(Reply::Nil, Reply::Value);
+                    return Ok(Decoded::Frame { len: pos, reply });
+                }
+                Some(0xff) => {
+                    return Ok(Decoded::Frame {
+                        len: pos,
+                        reply: Reply::ServerError,
+                    });
+                }
+                Some(0x00) if row.len() >= 2 => {
+                    // Header, NULL bitmap (offset 2), then the value as a length-encoded string.
+                    if row[1] & 0b100 != 0 {
+                        value = Some(start..start);
+                        continue;
+                    }
+                    let (n, skip) = match row.get(2) {
+                        Some(&b) if b < 0xfb => (usize::from(b), 1),
+                        Some(0xfc) if row.len() >= 5 => {
+                            (usize::from(u16::from_le_bytes([row[3], row[4]])), 3)
+                        }
+                        Some(0xfd) if row.len() >= 6 => (
+                            usize::from(row[3])
+                                | usize::from(row[4]) << 8
+                                | usize::from(row[5]) << 16,
+                            4,
+                        ),
+                        _ => return Err(Malformed("bad length in a MySQL row")),
+                    };
+                    let v = start + 2 + skip;
+                    if v + n > pos {
+                        return Err(Malformed("MySQL row value past its packet"));
+                    }
+                    value = Some(v..v + n);
+                }
+                _ => return Err(Malformed("unexpected packet in a MySQL result set")),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pk(seq: u8, body: &[u8]) -> Vec<u8> {
+        packet(seq, body)
+    }
+
+    fn get_reply(value: Option<&[u8]>) -> Vec<u8> {
+        let mut r = pk(1, &[1]);
+        r.extend(pk(2, b"\x03def\x05kvlab\x08kvlab_kv\x08kvlab_kv\x01v\x01v\x0c\x3f\x00\x00\x01\x00\x00\xfc\x80\x00\x00\x00\x00"));
+        r.extend(pk(3, &[0xfe, 0, 0, 2, 0]));
+        if let Some(v) = value {
+            let mut row = vec![0x00, 0x00];
+            lenenc(v.len(), &mut row);
+            row.extend_from_slice(v);
+            r.extend(pk(4, &row));
+        }
+        r.extend(pk(5, &[0xfe, 0, 0, 2, 0]));
+        r
+    }
+
+    #[test]
+    fn templates_carry_ids_key_and_value() {
+        let m = MyCodec::new(300).for_statements(7, 9);
+        let mut out = Vec::new();
+        m.encode_get(
+            Key {
+                id: 0x0102,
+                name: b"",
+            },
+            &mut out,
+        );
+        assert_eq!(&out[..5], &[22, 0, 0, 0, 0x17]);
+        assert_eq!(&out[5..9], &7u32.to_le_bytes());
+        assert_eq!(&out[out.len() - 8..], &0x0102i64.to_le_bytes());
+        out.clear();
+        let v = vec![b'q'; 300];
+        m.encode_set(Key { id: 5, name: b"" }, &v, &mut out);
+        assert_eq!(&out[5..9], &9u32.to_le_bytes());
+        assert_eq!(&out[20..28], &5i64.to_le_bytes());
+        assert_eq!(&out[28..31], &[0xfc, 0x2c, 0x01]);
+        assert!(out.ends_with(&v));
+        let len = usize::from(out[0]) | usize::from(out[1]) << 8;
+        assert_eq!(len + 4, out.len());
+    }
+
+    #[test]
+    fn decodes_result_sets() {
+        let m = MyCodec::new(3);
+        let r = get_reply(Some(b"abc"));
+        match m.decode(OpKind::Get, &r).unwrap() {
+            Decoded::Frame {
+                len,
+                reply: Reply::Value(v),
+            } => {
+                assert_eq!(len, r.len());
+                assert_eq!(&r[v], b"abc");
+            }
+            other => panic!("{other:?}"),
+        }
+        let r = get_reply(None);
+        assert_eq!(
+            m.decode(OpKind::Get, &r),
+            Ok(Decoded::Frame {
+                len: r.len(),
+                reply: Reply::Nil
+            })
+        );
+        for n in 0..r.len() {
+            assert_eq!(
+                m.decode(OpKind::Get, &r[..n]),
+                Ok(Decoded::Incomplete),
+                "{n}"
+            );
+        }
+        let ok = pk(1, &[0, 2, 0, 2, 0, 0, 0]);
+        assert_eq!(
+            m.decode(OpKind::Set, &ok),
+            Ok(Decoded::Frame {
+                len: ok.len(),
+                reply: Reply::Stored
+            })
+        );
+        let err = pk(1, b"\xff\x15\x04#28000boom");
+        assert_eq!(
+            m.decode(OpKind::Get, &err),
+            Ok(Decoded::Frame {
+                len: err.len(),
+                reply: Reply::ServerError
+            })
+        );
+        assert!(m.decode(OpKind::Get, &pk(1, &[2])).is_err(), "two columns");
+        assert!(m.decode(OpKind::Get, &pk(1, b"+OK")).is_err());
+    }
+}

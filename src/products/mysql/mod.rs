@@ -1,0 +1,158 @@
+//! MariaDB and MySQL over the MySQL client/server protocol. Everything kvlab
+//! knows of them lives here: the `mysql://` URL, the codec (prepared
+//! statements, one command at a time per connection), the set-up session, the
+//! managed MariaDB server, kvlab's table (InnoDB or MEMORY, loaded by
+//! multi-row INSERTs) and the server's own counters (`SHOW GLOBAL STATUS`).
+//!
+//! # Layout
+//! - [`codec`]: the sans-IO codec (`COM_STMT_EXECUTE` templates, result walker).
+//! - [`conn`]: the blocking set-up session (handshake, auth, queries, INSERT).
+//! - [`server`]: the managed server (`mariadb-install-db`, kvlab's login).
+//! - [`table`]: kvlab's table: check, load, reset, size.
+
+pub mod codec;
+pub mod conn;
+pub mod server;
+pub mod table;
+
+use std::io;
+use std::net::TcpStream;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use anyhow::Result;
+
+pub use codec::{GET_SQL, MAX_VALUE, MyCodec, SET_SQL};
+pub use conn::MyConn;
+
+use crate::error::UsageError;
+use crate::progress::RunOptions;
+use crate::target::{
+    Connector, DataSpec, Database, LoadResult, Product, Role, SchemaOptions, Server,
+    ServerCounters, ServerInfo,
+};
+use crate::wire::Session;
+
+/// MariaDB (managed `mariadbd`) or MySQL (by URL).
+pub struct Mariadb;
+
+/// The MariaDB/MySQL product.
+pub static MARIADB: Mariadb = Mariadb;
+
+/// Opens a set-up session on `c`.
+pub fn open(c: &Connector, timeout: Duration) -> io::Result<MyConn> {
+    let s = c.tcp(timeout)?;
+    let user = c.user.as_deref().unwrap_or("root");
+    let db = c.database.as_deref().unwrap_or("");
+    MyConn::start(s, user, c.password.as_deref(), db)
+}
+
+impl Product for Mariadb {
+    fn name(&self) -> &'static str {
+        "mariadb"
+    }
+    fn title(&self) -> &'static str {
+        "MariaDB/MySQL"
+    }
+    fn aliases(&self) -> &'static [&'static str] {
+        &["mysql"]
+    }
+    fn schemes(&self) -> &'static [&'static str] {
+        &["mysql", "mariadb"]
+    }
+    fn default_port(&self) -> u16 {
+        3306
+    }
+    fn example_url(&self) -> &'static str {
+        "mysql://user:pass@host:3306/db"
+    }
+    fn role(&self) -> Role<'_> {
+        Role::Database(self)
+    }
+    /// The protocol answers one command at a time on a connection.
+    fn pipelines(&self) -> bool {
+        false
+    }
+
+    fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(TcpStream, Session)> {
+        let mut conn = open(c, timeout)?;
+        let (get, set) = conn.prepare_ids()?;
+        conn.set_timeout(None)?;
+        Ok((conn.into_stream(), Session::Statements { get, set }))
+    }
+
+    fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo> {
+        let conn = open(c, timeout).map_err(|e| c.setup_error(e))?;
+        let product = if conn.server_version.to_ascii_lowercase().contains("mariadb") {
+            "mariadb"
+        } else {
+            "mysql"
+        };
+        Ok(ServerInfo {
+            product: product.into(),
+            version: conn.server_version,
+        })
+    }
+
+    /// `SHOW GLOBAL STATUS`: executed prepared statements are counted per
+    /// statement type (`Com_stmt_execute` is their total).
+    fn counters(&self, c: &Connector) -> Result<ServerCounters> {
+        let mut conn = open(c, Duration::from_secs(5))?;
+        let rows = conn.query(
+            "SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_stmt_execute', 'Com_select', 'Com_insert', 'Handler_read_key')",
+        )?;
+        let get = |name: &str| -> u64 {
+            rows.iter()
+                .find(|r| r.first().and_then(|v| v.as_deref()) == Some(name))
+                .and_then(|r| r.get(1).cloned().flatten())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        Ok(ServerCounters {
+            gets: get("Com_select"),
+            sets: get("Com_insert"),
+            hits: 0,
+            misses: 0,
+            exact: true,
+        })
+    }
+
+    fn server(&self) -> &dyn Server {
+        self
+    }
+}
+
+impl Database for Mariadb {
+    fn schema_options(&self) -> &'static [&'static str] {
+        &["table_engine"]
+    }
+
+    fn check_schema(&self, schema: &SchemaOptions) -> Result<(), UsageError> {
+        match schema.table_engine.as_deref() {
+            None | Some("innodb") | Some("memory") => Ok(()),
+            Some(e) => Err(UsageError::bad(
+                "--table-engine",
+                format!("unknown engine '{e}'"),
+                "use innodb or memory",
+            )),
+        }
+    }
+
+    fn prepare(
+        &self,
+        c: &Connector,
+        data: &DataSpec,
+        opts: RunOptions,
+        shutdown: &AtomicBool,
+    ) -> Result<Option<LoadResult>> {
+        table::prepare(c, data, opts, shutdown)
+    }
+
+    fn reset_versions(&self, c: &Connector) -> Result<()> {
+        table::reset_versions(c)
+    }
+
+    fn table_bytes(&self, c: &Connector) -> Result<u64> {
+        table::table_bytes(c)
+    }
+}

@@ -1,0 +1,174 @@
+//! A managed MariaDB: `mariadb-install-db` in kvlab's temporary directory (as
+//! the `mysql` system user when kvlab is root), any server setting as
+//! `--server-opt` (`--KEY=VALUE`), defaults sized for the data and
+//! connections, and kvlab's own login created through the socket.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use super::{Mariadb, open};
+use crate::target::osuser::{OsUser, run_tool};
+use crate::target::settings::{DATABASE_OWN, database_config, mib_for};
+use crate::target::{Config, Connector, Launch, Login, Server, Sizing, find_binary};
+
+impl Server for Mariadb {
+    fn binary(&self) -> &'static str {
+        "mariadbd"
+    }
+    fn package(&self) -> &'static str {
+        "mariadb-server"
+    }
+    fn system_user(&self) -> Option<&'static str> {
+        Some("mysql")
+    }
+
+    fn configure(&self, opts: &BTreeMap<String, String>, sizing: Sizing) -> Result<Config> {
+        let mut given = opts.clone();
+        let conns = (sizing.connections + 20).max(151);
+        given
+            .entry("max_connections".into())
+            .or_insert_with(|| conns.to_string());
+        given
+            .entry("innodb_buffer_pool_size".into())
+            .or_insert_with(|| format!("{}M", mib_for(sizing.data_bytes, 128)));
+        // The MEMORY engine's table must fit too.
+        given
+            .entry("max_heap_table_size".into())
+            .or_insert_with(|| format!("{}M", mib_for(sizing.data_bytes * 2, 64)));
+        database_config(
+            &given,
+            DATABASE_OWN,
+            str::to_string,
+            |k, v| vec![format!("--{k}={v}")],
+        )
+    }
+
+    fn command(&self, l: &Launch<'_>) -> Result<(Command, Login)> {
+        init_mariadb(l.data, l.run_as)?;
+        let mut cmd = Command::new(l.binary);
+        cmd.arg("--no-defaults")
+            .arg(format!("--datadir={}", l.data.display()))
+            .arg(format!("--socket={}", l.dir.join("mysqld.sock").display()))
+            .arg(format!("--pid-file={}", l.dir.join("mysqld.pid").display()))
+            .arg(format!("--port={}", l.port))
+            // Its own tmpdir: servers side by side collide on temporary table names in /tmp.
+            .arg(format!("--tmpdir={}", l.dir.display()))
+            .args(["--bind-address=127.0.0.1", "--skip-name-resolve"]);
+        if let Some(u) = l.run_as {
+            cmd.arg(format!("--user={}", u.name));
+        }
+        let (user, password, database) = MARIADB_LOGIN;
+        let login = Login {
+            user: Some(user.to_string()),
+            password: Some(password.to_string()),
+            database: Some(database.to_string()),
+        };
+        Ok((cmd, login))
+    }
+
+    fn bootstrap(
+        &self,
+        dir: &Path,
+        deadline: Instant,
+        alive: &mut dyn FnMut() -> bool,
+    ) -> Result<()> {
+        bootstrap_mariadb(&dir.join("mysqld.sock"), deadline, alive)
+    }
+
+    fn effective_settings(&self, c: &Connector, keys: &[String]) -> Vec<(String, String)> {
+        let Ok(mut conn) = open(c, Duration::from_secs(5)) else {
+            return Vec::new();
+        };
+        keys.iter()
+            .filter_map(|key| {
+                let v = conn
+                    .query_one(&format!("SELECT @@GLOBAL.{}", key.replace('-', "_")))
+                    .ok()??;
+                Some((key.clone(), v))
+            })
+            .collect()
+    }
+}
+
+/// `mariadb-install-db` into `data`.
+fn init_mariadb(data: &Path, user: Option<&OsUser>) -> Result<()> {
+    let tool = find_binary("mariadb-install-db")
+        .or_else(|| find_binary("mysql_install_db"))
+        .context("mariadb-install-db is not installed; run `make deps` (or apt-get install mariadb-server)")?;
+    let mut cmd = Command::new(tool);
+    // Its own tmpdir: concurrent bootstraps collide on temporary table names in /tmp.
+    let tmp = data.parent().unwrap_or(data);
+    cmd.arg("--no-defaults")
+        .arg(format!("--datadir={}", data.display()))
+        .arg(format!("--tmpdir={}", tmp.display()))
+        .args(["--skip-test-db", "--auth-root-authentication-method=socket"]);
+    if let Some(u) = user {
+        cmd.arg(format!("--user={}", u.name));
+    }
+    run_tool(cmd, "mariadb-install-db")
+}
+
+/// The login kvlab creates on a managed MariaDB: (user, password, database).
+const MARIADB_LOGIN: (&str, &str, &str) = ("kvlab", "kvlab", "kvlab");
+
+/// Waits for a managed MariaDB's socket and creates kvlab's database and login
+/// through the `mariadb` client as root (socket authentication).
+fn bootstrap_mariadb(
+    socket: &Path,
+    deadline: Instant,
+    alive: &mut dyn FnMut() -> bool,
+) -> Result<()> {
+    let client = find_binary("mariadb")
+        .or_else(|| find_binary("mysql"))
+        .context("the mariadb client is not installed; run `make deps`")?;
+    let (user, pass, db) = MARIADB_LOGIN;
+    let sql = format!(
+        "CREATE DATABASE IF NOT EXISTS {db}; CREATE USER IF NOT EXISTS '{user}'@'%' IDENTIFIED BY '{pass}'; GRANT ALL ON {db}.* TO '{user}'@'%'; GRANT PROCESS ON *.* TO '{user}'@'%';"
+    );
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        if !alive() {
+            bail!("managed mariadbd exited at start");
+        }
+        if socket.exists() {
+            let out = Command::new(&client)
+                .arg("--no-defaults")
+                .arg(format!("--socket={}", socket.display()))
+                .args(["-u", "root", "-e", &sql])
+                .stdin(Stdio::null())
+                .output()
+                .context("cannot run the mariadb client")?;
+            if out.status.success() {
+                return Ok(());
+            }
+            last = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    bail!("managed mariadbd did not accept kvlab's set-up in time: {last}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::products::mysql::MARIADB;
+
+    #[test]
+    fn passes_settings_and_refuses_its_own() {
+        let mut o = BTreeMap::new();
+        o.insert("query_cache_type".to_string(), "1".to_string());
+        let sizing = Sizing {
+            data_bytes: 0,
+            connections: 50,
+        };
+        let c = MARIADB.configure(&o, sizing).unwrap();
+        assert!(c.args.contains(&"--query_cache_type=1".to_string()));
+        assert_eq!(c.settings["max_connections"], "151");
+        o.insert("port".into(), "1".into());
+        assert!(MARIADB.configure(&o, sizing).is_err());
+    }
+}

@@ -1,0 +1,141 @@
+//! PostgreSQL. Everything kvlab knows of it lives here: the `postgres://` URL,
+//! the codec (prepared statements over the v3 protocol), the set-up session,
+//! the managed server (`initdb`, settings), kvlab's table (load by COPY) and the
+//! server's own counters (`pg_stat_statements`). Poolers that speak the same
+//! protocol are reached by a `postgres://` URL.
+//!
+//! # Layout
+//! - [`codec`]: the sans-IO codec (Bind/Execute/Sync templates, reply walker).
+//! - [`conn`]: the blocking set-up session (auth, queries, COPY).
+//! - [`server`]: the managed server.
+//! - [`table`]: kvlab's table: check, load, reset, size.
+
+pub mod codec;
+pub mod conn;
+pub mod server;
+pub mod table;
+
+use std::io;
+use std::net::TcpStream;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+pub use codec::{GET_SQL, PgCodec, SET_SQL};
+pub use conn::{PgConn, literal};
+
+use crate::progress::RunOptions;
+use crate::target::{
+    Connector, DataSpec, Database, LoadResult, Product, Role, Server, ServerCounters, ServerInfo,
+};
+use crate::wire::Session;
+
+/// PostgreSQL (`postgres`, initialised by `initdb`).
+pub struct Postgres;
+
+/// The PostgreSQL product.
+pub static POSTGRES: Postgres = Postgres;
+
+/// Opens a set-up session on `c` (not prepared for the engine).
+pub fn open(c: &Connector, timeout: Duration) -> io::Result<PgConn> {
+    let s = c.tcp(timeout)?;
+    let user = c.user.as_deref().unwrap_or("postgres");
+    let db = c.database.as_deref().unwrap_or("postgres");
+    PgConn::start(s, user, c.password.as_deref(), db)
+}
+
+impl Product for Postgres {
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+    fn title(&self) -> &'static str {
+        "PostgreSQL"
+    }
+    fn aliases(&self) -> &'static [&'static str] {
+        &["postgresql"]
+    }
+    fn schemes(&self) -> &'static [&'static str] {
+        &["postgres", "postgresql"]
+    }
+    fn default_port(&self) -> u16 {
+        5432
+    }
+    fn example_url(&self) -> &'static str {
+        "postgres://user:pass@host:5432/db"
+    }
+    fn role(&self) -> Role<'_> {
+        Role::Database(self)
+    }
+
+    fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(TcpStream, Session)> {
+        let mut conn = open(c, timeout)?;
+        conn.prepare_kv()?;
+        conn.set_timeout(None)?;
+        Ok((conn.into_stream(), Session::Plain))
+    }
+
+    fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo> {
+        let conn = open(c, timeout).map_err(|e| c.setup_error(e))?;
+        Ok(ServerInfo {
+            product: "postgres".into(),
+            version: conn.server_version,
+        })
+    }
+
+    /// Executions of kvlab's two statements from `pg_stat_statements`. Without
+    /// that extension there is no exact per-statement counter (table statistics
+    /// lag and mix the upsert's index probes with reads), so this fails.
+    fn counters(&self, c: &Connector) -> Result<ServerCounters> {
+        let mut conn = open(c, Duration::from_secs(5))?;
+        let q = format!(
+            "SELECT coalesce(sum(calls) FILTER (WHERE query = {}), 0), coalesce(sum(calls) FILTER (WHERE query = {}), 0) FROM pg_stat_statements",
+            literal(GET_SQL),
+            literal(SET_SQL)
+        );
+        let rows = conn
+            .query(&q)
+            .context("pg_stat_statements is not available: load it (shared_preload_libraries) and CREATE EXTENSION pg_stat_statements to cross-check kvlab's counts")?;
+        let num = |v: Option<&Option<String>>| {
+            v.and_then(|x| x.as_deref())
+                .and_then(|x| x.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        let r = rows.first().cloned().unwrap_or_default();
+        Ok(ServerCounters {
+            gets: num(r.first()),
+            sets: num(r.get(1)),
+            hits: 0,
+            misses: 0,
+            exact: true,
+        })
+    }
+
+    fn server(&self) -> &dyn Server {
+        self
+    }
+}
+
+impl Database for Postgres {
+    fn schema_options(&self) -> &'static [&'static str] {
+        &["unlogged"]
+    }
+
+    fn prepare(
+        &self,
+        c: &Connector,
+        data: &DataSpec,
+        opts: RunOptions,
+        shutdown: &AtomicBool,
+    ) -> Result<Option<LoadResult>> {
+        table::prepare(c, data, opts, shutdown)
+    }
+
+    fn reset_versions(&self, c: &Connector) -> Result<()> {
+        table::reset_versions(c)
+    }
+
+    fn table_bytes(&self, c: &Connector) -> Result<u64> {
+        table::table_bytes(c)
+    }
+}

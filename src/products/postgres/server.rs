@@ -1,0 +1,154 @@
+//! A managed PostgreSQL: `initdb` of a trust-authenticated cluster in kvlab's
+//! temporary directory (as the `postgres` system user when kvlab is root), any
+//! server setting as `--server-opt` (`-c KEY=VALUE`), defaults sized for the
+//! data and connections, `pg_stat_statements` loaded for exact counters.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use super::{Postgres, open};
+use crate::target::osuser::{OsUser, as_user, run_tool};
+use crate::target::settings::{DATABASE_OWN, database_config, mib_for};
+use crate::target::{
+    Config, Connector, Launch, Login, ProcUsage, Server, Sizing, find_binary, proc_tree_usage,
+};
+
+impl Server for Postgres {
+    fn binary(&self) -> &'static str {
+        "postgres"
+    }
+    fn package(&self) -> &'static str {
+        "postgresql"
+    }
+    fn find(&self) -> Option<PathBuf> {
+        pg_binary(self.binary())
+    }
+    fn system_user(&self) -> Option<&'static str> {
+        Some("postgres")
+    }
+
+    fn configure(&self, opts: &BTreeMap<String, String>, sizing: Sizing) -> Result<Config> {
+        let mut given = opts.clone();
+        let conns = (sizing.connections + 20).max(100);
+        given
+            .entry("max_connections".into())
+            .or_insert_with(|| conns.to_string());
+        given
+            .entry("shared_buffers".into())
+            .or_insert_with(|| format!("{}MB", mib_for(sizing.data_bytes, 128)));
+        // Exact per-statement counters to cross-check kvlab's counts (the usual
+        // production setting; `shared_preload_libraries=` turns it off).
+        given
+            .entry("shared_preload_libraries".into())
+            .or_insert_with(|| "pg_stat_statements".into());
+        database_config(
+            &given,
+            DATABASE_OWN,
+            |k| k.replace('-', "_"),
+            |k, v| vec!["-c".to_string(), format!("{k}={v}")],
+        )
+    }
+
+    fn command(&self, l: &Launch<'_>) -> Result<(Command, Login)> {
+        init_postgres(l.data, l.run_as)?;
+        let mut cmd = Command::new(l.binary);
+        cmd.arg("-D")
+            .arg(l.data)
+            .arg("-p")
+            .arg(l.port.to_string())
+            .arg("-k")
+            .arg(l.dir)
+            .args(["-c", "listen_addresses=127.0.0.1"]);
+        as_user(&mut cmd, l.run_as);
+        let login = Login {
+            user: Some("postgres".to_string()),
+            password: None,
+            database: Some("postgres".to_string()),
+        };
+        Ok((cmd, login))
+    }
+
+    fn effective_settings(&self, c: &Connector, keys: &[String]) -> Vec<(String, String)> {
+        let Ok(mut conn) = open(c, Duration::from_secs(5)) else {
+            return Vec::new();
+        };
+        keys.iter()
+            .filter_map(|key| {
+                let v = conn
+                    .query_one(&format!("SELECT current_setting('{key}')"))
+                    .ok()??;
+                Some((key.clone(), v))
+            })
+            .collect()
+    }
+
+    /// The whole process tree: the postmaster, live backends, and backends that
+    /// exited (the postmaster's reaped children).
+    fn usage(&self, pid: u32) -> Option<ProcUsage> {
+        proc_tree_usage(pid)
+    }
+}
+
+/// A PostgreSQL server binary (`initdb`, `postgres`): on PATH or in Debian's
+/// versioned directory, newest version first.
+fn pg_binary(name: &str) -> Option<PathBuf> {
+    if let Some(p) = find_binary(name) {
+        return Some(p);
+    }
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    dirs.sort_by_key(|d| {
+        d.file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.parse::<u32>().ok())
+            .unwrap_or(0)
+    });
+    dirs.into_iter()
+        .rev()
+        .map(|d| d.join("bin").join(name))
+        .find(|p| p.is_file())
+}
+
+/// `initdb` of a trust-authenticated cluster into `data`.
+fn init_postgres(data: &Path, user: Option<&OsUser>) -> Result<()> {
+    let initdb = pg_binary("initdb").context(
+        "PostgreSQL's initdb is not installed; run `make deps` (or apt-get install postgresql)",
+    )?;
+    let mut cmd = Command::new(initdb);
+    cmd.arg("-D").arg(data).args([
+        "-U",
+        "postgres",
+        "--auth=trust",
+        "-E",
+        "UTF8",
+        "--no-instructions",
+        "--no-sync",
+    ]);
+    as_user(&mut cmd, user);
+    run_tool(cmd, "initdb")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::products::postgres::POSTGRES;
+
+    #[test]
+    fn sizes_for_the_data() {
+        let sizing = Sizing {
+            data_bytes: 1 << 30,
+            connections: 1000,
+        };
+        let c = POSTGRES.configure(&BTreeMap::new(), sizing).unwrap();
+        assert_eq!(c.settings["max_connections"], "1020");
+        assert_eq!(c.settings["shared_buffers"], "1536MB");
+        assert!(c.args.windows(2).any(|w| w == ["-c", "max_connections=1020"]));
+    }
+}

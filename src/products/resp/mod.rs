@@ -1,0 +1,193 @@
+//! Redis and Valkey: one product family over RESP. Everything kvlab knows of
+//! them lives here: URL schemes, the codec, AUTH and the probe, the managed
+//! server's settings, the server's own counters (`INFO commandstats`) and its
+//! memory (`INFO memory`, for items per GiB). Compatible servers (KeyDB,
+//! Dragonfly, ...) are reached by a `redis://` URL.
+//!
+//! # Layout
+//! - [`codec`]: the sans-IO RESP codec and blocking helpers (command, INFO).
+//! - [`server`]: `--server-opt` → `redis-server`/`valkey-server` command line.
+
+pub mod codec;
+pub mod server;
+
+use std::io;
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+pub use codec::{Resp, bulk_payload, command, encode_command, frame_len, info_field};
+
+use crate::target::{
+    Cache, CacheMemory, Connector, Product, Role, Server, ServerCounters, ServerInfo,
+};
+use crate::wire::Session;
+
+/// A RESP server product: Redis or Valkey.
+pub struct RespProduct {
+    name: &'static str,
+    schemes: &'static [&'static str],
+    refused: &'static [(&'static str, &'static str, &'static str)],
+    example: &'static str,
+    binary: &'static str,
+    package: &'static str,
+}
+
+/// Redis (`redis-server`).
+pub static REDIS: RespProduct = RespProduct {
+    name: "redis",
+    schemes: &["redis"],
+    refused: &[(
+        "rediss",
+        "TLS (rediss://) is not supported",
+        "use redis:// on a plain TCP port",
+    )],
+    example: "redis://127.0.0.1:6379",
+    binary: "redis-server",
+    package: "redis-server",
+};
+
+/// Valkey (`valkey-server`, Debian's bookworm-backports).
+pub static VALKEY: RespProduct = RespProduct {
+    name: "valkey",
+    schemes: &["valkey"],
+    refused: &[],
+    example: "valkey://127.0.0.1:6379",
+    binary: "valkey-server",
+    package: "valkey-server from bookworm-backports",
+};
+
+impl Product for RespProduct {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn title(&self) -> &'static str {
+        "Redis/Valkey"
+    }
+    fn schemes(&self) -> &'static [&'static str] {
+        self.schemes
+    }
+    fn refused_schemes(&self) -> &'static [(&'static str, &'static str, &'static str)] {
+        self.refused
+    }
+    fn default_port(&self) -> u16 {
+        6379
+    }
+    fn example_url(&self) -> &'static str {
+        self.example
+    }
+    fn role(&self) -> Role<'_> {
+        Role::Cache(self)
+    }
+
+    fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(TcpStream, Session)> {
+        let s = TcpStream::connect_timeout(&c.addr, timeout)?;
+        s.set_nodelay(true)?;
+        if let Some(pass) = &c.password {
+            s.set_read_timeout(Some(timeout))?;
+            s.set_write_timeout(Some(timeout))?;
+            let mut args: Vec<&[u8]> = vec![b"AUTH"];
+            if let Some(u) = &c.user {
+                args.push(u.as_bytes());
+            }
+            args.push(pass.as_bytes());
+            let reply = command(&mut &s, &args)?;
+            if !reply.starts_with(b"+OK") {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!(
+                        "authentication failed: {}",
+                        String::from_utf8_lossy(reply.trim_ascii())
+                    ),
+                ));
+            }
+            s.set_read_timeout(None)?;
+            s.set_write_timeout(None)?;
+        }
+        Ok((s, Session::Plain))
+    }
+
+    fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo> {
+        let (s, _) = c.connect(timeout).map_err(|e| c.connect_error(e))?;
+        s.set_read_timeout(Some(timeout))?;
+        s.set_write_timeout(Some(timeout))?;
+        let started = Instant::now();
+        codec::probe(&mut &s).map_err(|e| c.probe_error(e, started.elapsed()))
+    }
+
+    fn counters(&self, c: &Connector) -> Result<ServerCounters> {
+        let mut info = Info::open(c)?;
+        let cmd = info.section(b"commandstats")?;
+        let st = info.section(b"stats")?;
+        let calls = |name: &str| -> u64 {
+            info_field(&cmd, name)
+                .and_then(|v| {
+                    v.split(',')
+                        .find_map(|kv| kv.strip_prefix("calls=")?.parse().ok())
+                })
+                .unwrap_or(0)
+        };
+        let num = |name: &str| {
+            info_field(&st, name)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        Ok(ServerCounters {
+            gets: calls("cmdstat_get"),
+            sets: calls("cmdstat_set"),
+            hits: num("keyspace_hits"),
+            misses: num("keyspace_misses"),
+            exact: true,
+        })
+    }
+
+    fn server(&self) -> &dyn Server {
+        self
+    }
+}
+
+impl Cache for RespProduct {
+    fn memory(&self, c: &Connector) -> Result<CacheMemory> {
+        let mut info = Info::open(c)?;
+        let (mem, stats, ks) = (
+            info.section(b"memory")?,
+            info.section(b"stats")?,
+            info.section(b"keyspace")?,
+        );
+        let num = |t: &str, k: &str| {
+            info_field(t, k)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        let items = info_field(&ks, "db0")
+            .and_then(|v| {
+                v.split(',')
+                    .find_map(|kv| kv.strip_prefix("keys=")?.parse().ok())
+            })
+            .unwrap_or(0);
+        Ok(CacheMemory {
+            items,
+            limit: num(&mem, "maxmemory"),
+            evictions: num(&stats, "evicted_keys"),
+        })
+    }
+}
+
+/// A set-up connection that reads `INFO` sections.
+struct Info(TcpStream);
+
+impl Info {
+    fn open(c: &Connector) -> Result<Info> {
+        let (s, _) = c.connect(Duration::from_secs(5)).map_err(|e| {
+            anyhow::anyhow!("cannot connect to {} to read its counters: {e}", c.display)
+        })?;
+        s.set_read_timeout(Some(Duration::from_secs(5)))?;
+        Ok(Info(s))
+    }
+
+    fn section(&mut self, name: &[u8]) -> Result<String> {
+        let frame = command(&mut &self.0, &[b"INFO", name])?;
+        Ok(String::from_utf8_lossy(bulk_payload(&frame)?).into_owned())
+    }
+}

@@ -1,0 +1,99 @@
+//! A managed Redis or Valkey: every `--server-opt KEY=VALUE` passes through as
+//! `--KEY VALUE` (kvlab's `memory-mb` becomes `maxmemory`), no persistence, on
+//! loopback in kvlab's temporary directory.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use anyhow::Result;
+
+use super::RespProduct;
+use crate::target::settings::{bad_number, refuse_own, shown};
+use crate::target::{Config, Launch, Login, Server, Sizing};
+
+/// Settings kvlab sets itself on a managed RESP server.
+const OWN: &[&str] = &["port", "bind", "dir", "daemonize", "logfile", "unixsocket"];
+
+impl Server for RespProduct {
+    fn binary(&self) -> &'static str {
+        self.binary
+    }
+    fn package(&self) -> &'static str {
+        self.package
+    }
+
+    fn configure(&self, opts: &BTreeMap<String, String>, _sizing: Sizing) -> Result<Config> {
+        let mut config = Config {
+            password: opts.get("requirepass").cloned(),
+            ..Config::default()
+        };
+        for (k, v) in opts {
+            // kvlab's own name for the memory limit, shared with memcached.
+            let (key, value) = if k == "memory-mb" {
+                let mb: u64 = v.parse().map_err(|_| bad_number(k, v))?;
+                ("maxmemory".to_string(), format!("{mb}mb"))
+            } else {
+                (k.trim_start_matches("--").to_string(), v.clone())
+            };
+            refuse_own(k, &key, OWN)?;
+            config.args.push(format!("--{key}"));
+            if value.trim().is_empty() {
+                config.args.push(String::new());
+            } else {
+                config
+                    .args
+                    .extend(value.split_whitespace().map(str::to_string));
+            }
+            config.settings.insert(key.clone(), shown(&key, &value));
+        }
+        Ok(config)
+    }
+
+    fn command(&self, l: &Launch<'_>) -> Result<(Command, Login)> {
+        let mut cmd = Command::new(l.binary);
+        cmd.arg("--port")
+            .arg(l.port.to_string())
+            .args([
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+            ])
+            .args(["--protected-mode", "no", "--logfile", ""])
+            .arg("--dir")
+            .arg(l.dir);
+        Ok((cmd, Login::default()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::products::resp::REDIS;
+
+    fn sz(data_bytes: u64) -> Sizing {
+        Sizing {
+            data_bytes,
+            connections: 50,
+        }
+    }
+
+    #[test]
+    fn passes_redis_settings_through() {
+        let mut o = BTreeMap::new();
+        o.insert("io-threads".to_string(), "4".to_string());
+        o.insert("memory-mb".to_string(), "100".to_string());
+        o.insert("requirepass".to_string(), "pw".to_string());
+        let c = REDIS.configure(&o, sz(0)).unwrap();
+        let (args, settings) = (c.args, c.settings);
+        assert!(args.windows(2).any(|w| w == ["--io-threads", "4"]));
+        assert!(args.windows(2).any(|w| w == ["--maxmemory", "100mb"]));
+        assert_eq!(settings["requirepass"], "***");
+        o.insert("port".into(), "1".into());
+        assert!(REDIS.configure(&o, sz(0)).is_err());
+    }
+}

@@ -1,0 +1,182 @@
+//! The result of one run, assembled from what the engine measured, the
+//! resource samples and the server's counters; with the problems that make a
+//! run invalid or worth a caveat.
+
+use super::observe::{RunObserver, self_peak_rss_kb};
+use crate::engine::EngineReport;
+use crate::plan::RunPlan;
+use crate::results::{ConnectionReport, CounterCheck, RunResult, TargetInfo};
+use crate::stats::{ErrorKind, Percentiles, encode_histogram};
+use crate::target::LoadResult;
+
+/// The result of one run.
+pub(super) fn assemble(
+    plan: &RunPlan,
+    target: TargetInfo,
+    started_unix_s: u64,
+    load: Option<LoadResult>,
+    r: EngineReport,
+    obs: &RunObserver,
+    server_counters: Option<CounterCheck>,
+) -> RunResult {
+    let c = r.measured.counts;
+    let window = r.window.as_secs_f64().max(1e-9);
+    let (start, end) = (obs.at_start, obs.at_end);
+    let client_cpu_s = start
+        .zip(end)
+        .map_or(0.0, |(a, b)| (b.client_cpu_s - a.client_cpu_s).max(0.0));
+    let server_use = start
+        .zip(end)
+        .and_then(|(a, b)| Some((a.server?, b.server?)));
+    // A process tree's total can fall between samples when processes that were
+    // counted leave it unreaped; then the figure is unknown, not zero.
+    let server_cpu_s = server_use
+        .map(|(a, b)| b.cpu_s - a.cpu_s)
+        .filter(|d| *d > 0.0 || c.requests() == 0);
+    let cpu_unknown = server_use.is_some() && server_cpu_s.is_none();
+    let per_req = |cpu: f64| {
+        if c.requests() > 0 {
+            cpu * 1e6 / c.requests() as f64
+        } else {
+            0.0
+        }
+    };
+    let saturated = r.client_busy.is_some_and(|b| b >= 0.9);
+    let paced = plan.load.rate.is_some();
+
+    let mut problems = Vec::new();
+    if cpu_unknown {
+        problems.push("the server's CPU could not be measured for this run (its process tree changed between samples)".to_string());
+    }
+    let product = plan.target.kind.product();
+    if plan.load.pipeline > 1 && !product.pipelines() {
+        problems.push(format!(
+            "--pipeline {} was run as 1: the {} protocol answers one command at a time per connection",
+            plan.load.pipeline,
+            product.title()
+        ));
+    }
+    if c.error_total() > 0 {
+        let kinds: Vec<String> = ErrorKind::ALL
+            .iter()
+            .filter(|k| c.error(**k) > 0)
+            .map(|k| format!("{} {}", k.name(), c.error(*k)))
+            .collect();
+        problems.push(format!(
+            "{} of {} requests failed ({})",
+            c.error_total(),
+            c.requests(),
+            kinds.join(", ")
+        ));
+    }
+    if plan.workload.load && c.misses > 0 {
+        problems.push(format!(
+            "{} GETs missed although every key was loaded (evictions or another client?)",
+            c.misses
+        ));
+    }
+    if !plan.workload.load && c.gets > 0 && c.misses * 2 > c.gets {
+        problems.push(format!(
+            "{:.0}% of GETs missed (--no-load): the figures describe misses, not cache hits",
+            c.misses as f64 * 100.0 / c.gets as f64
+        ));
+    }
+    if c.requests() == 0 {
+        problems.push("no request finished in the measured window".to_string());
+    }
+    if let Some(cc) = &server_counters
+        && cc.exclusive
+        && !cc.agrees()
+    {
+        problems.push(format!(
+            "the server counted GET {} / SET {} but kvlab sent GET {} / SET {}",
+            cc.server.gets, cc.server.sets, cc.kvlab_gets, cc.kvlab_sets
+        ));
+    }
+    if saturated {
+        problems.push(format!(
+            "kvlab's threads never waited for the server (running or waiting for a CPU {:.0}% of the time): the figures are limited by the client or by CPU contention on this machine, not by the server; give kvlab more cores or threads",
+            r.client_busy.unwrap_or(0.0) * 100.0
+        ));
+    }
+    // A run full of misses measured the wrong thing: not a valid result.
+    let mostly_misses = c.gets > 0 && c.misses * 2 > c.gets;
+    let valid = c.error_total() == 0 && c.requests() > 0 && !mostly_misses;
+    let mut errors_by_kind = std::collections::BTreeMap::new();
+    for k in ErrorKind::ALL {
+        errors_by_kind.insert(k.name().to_string(), c.error(k));
+    }
+    RunResult {
+        schema_version: crate::results::SCHEMA_VERSION,
+        kvlab_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_unix_s,
+        config: plan.redacted(),
+        target,
+        valid,
+        problems,
+        interrupted: r.interrupted,
+        duration_s: window,
+        throughput_rps: c.ok() as f64 / window,
+        requests: c.requests(),
+        gets: c.gets,
+        sets: c.sets,
+        hits: c.hits,
+        misses: c.misses,
+        errors: c.error_total(),
+        errors_by_kind,
+        latency_start: if paced { "intended" } else { "actual" }.to_string(),
+        latency_us: Percentiles::of(&r.measured.latency),
+        service_time_us: paced.then(|| Percentiles::of(&r.measured.service)),
+        schedule: r.schedule,
+        client_cpu_s,
+        client_cpu_us_per_request: per_req(client_cpu_s),
+        client_busy: r.client_busy,
+        client_saturated: saturated,
+        client_peak_rss_kb: self_peak_rss_kb(),
+        server_cpu_s,
+        server_cpu_us_per_request: server_cpu_s.map(per_req),
+        server_peak_rss_kb: end.and_then(|e| e.server).map(|_| obs.server_peak_kb),
+        load,
+        warmup: r.warmup,
+        connections: ConnectionReport {
+            requested: plan.load.connections,
+            established: r.established,
+            failures: r.connect_failures,
+            reconnects: r.reconnects,
+            last_error: r.last_connect_error,
+        },
+        server_counters,
+        timeline: r.timeline,
+        background: None,
+        consistency: plan_writes(plan).then(|| consistency_report(&r.measured)),
+        cache_aside: None,
+        histogram: encode_histogram(&r.measured.latency),
+        service_histogram: paced.then(|| encode_histogram(&r.measured.service)),
+    }
+}
+
+fn plan_writes(plan: &RunPlan) -> bool {
+    (plan.workload.ratio.set > 0 || plan.workload.background_writes.is_some())
+        && plan.workload.value_size >= crate::workload::VERSIONED_SIZE
+}
+
+fn consistency_report(m: &crate::stats::Recorder) -> crate::results::ConsistencyReport {
+    let c = &m.counts;
+    crate::results::ConsistencyReport {
+        checked_reads: c.checked,
+        stale_reads: c.stale,
+        stale_per_million_reads: if c.checked > 0 {
+            c.stale as f64 * 1e6 / c.checked as f64
+        } else {
+            0.0
+        },
+        versions_behind_mean: if c.stale > 0 {
+            c.stale_versions as f64 / c.stale as f64
+        } else {
+            0.0
+        },
+        versions_behind_max: c.stale_versions_max,
+        stale_age_us: Percentiles::of(&m.stale_age),
+        stale_age_histogram: Some(encode_histogram(&m.stale_age)),
+    }
+}

@@ -1,0 +1,288 @@
+//! One run from plan to result: start (or reach) the target, load the data,
+//! run the engine while sampling client and server resources, cross-check the
+//! server's counters, and assemble the [`RunResult`].
+//!
+//! # Layout
+//! - [`observe`]: samples of client and server resources at the window's edges.
+//! - [`assemble`]: the result and its problems.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Result, bail};
+
+mod assemble;
+mod observe;
+
+use crate::cacheaside::Cache;
+use crate::engine::{self, Spec};
+use crate::launch::raise_fd_limit;
+use crate::plan::RunPlan;
+use crate::products;
+use crate::progress::Progress;
+use crate::results::{CounterCheck, RunResult, TargetInfo};
+use crate::stats::Leg;
+use crate::target::{Connector, ManagedServer};
+use crate::workload::{OpMix, Values};
+use assemble::assemble;
+use observe::RunObserver;
+
+pub use crate::launch::start_managed;
+pub use crate::progress::{RunOptions, note};
+
+/// Measures one plan. A managed server lives exactly as long as this call.
+pub fn run(plan: &RunPlan, opts: RunOptions, shutdown: &AtomicBool) -> Result<RunResult> {
+    let server = start_server(plan, opts)?;
+    let result = measure(plan, server.as_ref(), opts, shutdown);
+    drop(server);
+    result
+}
+
+/// Starts the managed server `plan` asks for (none for an external target).
+pub fn start_server(plan: &RunPlan, opts: RunOptions) -> Result<Option<ManagedServer>> {
+    start_managed(&plan.target, plan, opts)
+}
+
+/// Measures `plan` against `server` (kvlab's, already running) or the plan's
+/// external target.
+pub fn measure(
+    plan: &RunPlan,
+    server: Option<&ManagedServer>,
+    opts: RunOptions,
+    shutdown: &AtomicBool,
+) -> Result<RunResult> {
+    measure_with(plan, server, None, opts, shutdown)
+}
+
+/// [`measure`], with the managed cache of a cache-aside plan already started
+/// by the caller (`None`: started here when the plan's cache is managed).
+pub fn measure_with(
+    plan: &RunPlan,
+    server: Option<&ManagedServer>,
+    cache_server: Option<ManagedServer>,
+    opts: RunOptions,
+    shutdown: &AtomicBool,
+) -> Result<RunResult> {
+    let kind = plan.target.kind;
+    let product = kind.product();
+    product.check_prefix(&plan.workload.key_prefix)?;
+    raise_fd_limit(plan.load.connections);
+    let started_unix_s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let endpoint = match (&plan.target.external, server) {
+        (Some(e), _) => e.clone(),
+        (None, Some(s)) => s.endpoint(),
+        (None, None) => unreachable!("a managed target has a server"),
+    };
+    let connector = Connector::new(kind, &endpoint)?;
+    let info = match server {
+        Some(s) => s.info.clone(),
+        None => {
+            let info = connector.probe(Duration::from_secs(4))?;
+            note(
+                opts,
+                format!(
+                    "kvlab: {} is {} {}; kvlab writes only keys under the prefix '{}' and never flushes a server it did not start",
+                    connector.display, info.product, info.version, plan.workload.key_prefix
+                ),
+            );
+            info
+        }
+    };
+
+    let values = Values::new(plan.workload.value_size);
+    let cache = match &plan.cache {
+        Some(a) => Some(Cache::open(a, plan, opts, cache_server)?),
+        None => None,
+    };
+    let (board, board_note) = version_board(plan);
+    let mut base = Spec {
+        connector: connector.clone(),
+        key_prefix: plan.workload.key_prefix.as_bytes().to_vec(),
+        values,
+        keys: plan.workload.keys,
+        distribution: plan.workload.distribution,
+        mix: OpMix::new(plan.workload.ratio),
+        connections: plan.load.connections,
+        threads: plan.load.threads,
+        // Some protocols answer one command at a time on a connection.
+        pipeline: if product.pipelines() {
+            plan.load.pipeline
+        } else {
+            1
+        },
+        warmup: Duration::from_secs_f64(plan.load.warmup_s),
+        stop: plan.load.stop,
+        rate: plan.load.rate,
+        timeout: Duration::from_secs_f64(plan.load.timeout_s),
+        seed: plan.workload.seed,
+        ttl_s: 0,
+        board: None,
+        aside: None,
+    };
+
+    let load = crate::dataset::prepare(&base, plan, server.is_some(), opts, shutdown)?;
+    if let Some(c) = &cache {
+        c.prepare(&base, opts, shutdown)?;
+        base.aside = Some(c.spec());
+    }
+    base.board = board;
+    if shutdown.load(Ordering::SeqCst) {
+        bail!("interrupted before measuring; nothing was measured");
+    }
+    let cache_before = cache.as_ref().and_then(|c| c.counters());
+
+    let before = connector.counters();
+    let counters_note = before
+        .as_ref()
+        .err()
+        .map(|e| format!("no server counters to cross-check: {e:#}"));
+    let before = before.ok();
+    let mut obs = RunObserver {
+        progress: Progress::spinner("run", opts.progress),
+        server,
+        cache: cache.as_ref().and_then(|c| c.server.as_ref()),
+        server_peak_kb: 0,
+        at_start: None,
+        at_end: None,
+        warmup: base.warmup,
+    };
+    // A separate writer at a fixed rate beside the measured load, reported apart.
+    let bg_stop = AtomicBool::new(false);
+    let (report, background) = std::thread::scope(|scope| -> Result<_> {
+        let bg = plan.workload.background_writes.map(|rate| {
+            let spec = Spec {
+                mix: OpMix::new(crate::workload::Ratio { set: 1, get: 0 }),
+                connections: 1,
+                threads: 1,
+                pipeline: 1,
+                warmup: Duration::ZERO,
+                stop: crate::workload::Stop::Duration(1e9),
+                rate: Some(rate),
+                seed: base.seed ^ 0xb6,
+                ..base.clone()
+            };
+            let stop = &bg_stop;
+            scope.spawn(move || products::execute(&spec, stop, &mut engine::Quiet))
+        });
+        let main = products::execute(&base, shutdown, &mut obs);
+        bg_stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let bg = match bg {
+            Some(h) => Some(
+                h.join()
+                    .map_err(|_| anyhow::anyhow!("the background writer panicked"))??,
+            ),
+            None => None,
+        };
+        Ok((main?, bg))
+    })?;
+    obs.progress.finish();
+    let after = connector.counters().ok();
+    let bg_sets = background.as_ref().map_or(0, |b| b.measured.counts.sets);
+    let (kvlab_gets, kvlab_sets) = if cache.is_some() {
+        // Only reads the cache missed and every write reach the database.
+        let sent = |l: Leg| report.leg_requests[l as usize];
+        (sent(Leg::DbGet), sent(Leg::DbSet))
+    } else {
+        (
+            report.warmup.gets + report.measured.counts.gets,
+            report.warmup.sets + report.measured.counts.sets + bg_sets,
+        )
+    };
+    let server_counters = before.zip(after).map(|(b, a)| CounterCheck {
+        server: a.since(&b),
+        kvlab_gets,
+        kvlab_sets,
+        exclusive: server.is_some(),
+    });
+    let aside = cache.as_ref().map(|c| {
+        let (db_cpu, cache_cpu) = obs.cpu_deltas();
+        c.report(&report, cache_before, cache_cpu, db_cpu)
+    });
+    let background = background.map(|b| crate::results::BackgroundReport {
+        target_rps: plan.workload.background_writes.unwrap_or(0.0),
+        writes: b.measured.counts.sets,
+        errors: b.measured.counts.error_total(),
+        rps: b.measured.counts.ok() as f64 / b.window.as_secs_f64().max(1e-9),
+        latency_us: crate::stats::Percentiles::of(&b.measured.latency),
+    });
+
+    let target = TargetInfo::of(kind, &info, &endpoint, server);
+    let mut result = assemble(
+        plan,
+        target,
+        started_unix_s,
+        load,
+        report,
+        &obs,
+        server_counters,
+    );
+    result.problems.extend(counters_note);
+    if let Some(b) = &background
+        && b.errors > 0
+    {
+        result
+            .problems
+            .push(format!("the background writer had {} errors", b.errors));
+    }
+    result.background = background;
+    result.problems.extend(board_note);
+    if base.board.is_none() {
+        result.consistency = None;
+    }
+    if let Some(a) = aside {
+        if let Some(cc) = &a.cache_counters
+            && cc.exclusive
+            && !cc.agrees()
+        {
+            result.problems.push(format!(
+                "the cache counted GET {} / SET {} but kvlab sent GET {} / SET {}",
+                cc.server.gets, cc.server.sets, cc.kvlab_gets, cc.kvlab_sets
+            ));
+        }
+        // Both servers' CPU is the price of a request through the cache.
+        if let (Some(d), Some(c)) = (a.db_cpu_s, a.cache_cpu_s) {
+            result.server_cpu_s = Some(d + c);
+            result.server_cpu_us_per_request =
+                (result.requests > 0).then(|| (d + c) * 1e6 / result.requests as f64);
+        }
+        result.cache_aside = Some(a);
+    }
+    drop(cache);
+    Ok(result)
+}
+
+/// The version board of a run that writes, or why stale reads are not measured.
+fn version_board(
+    plan: &RunPlan,
+) -> (
+    Option<std::sync::Arc<crate::consistency::VersionBoard>>,
+    Option<String>,
+) {
+    use crate::consistency::VersionBoard;
+    let writes = plan.workload.ratio.set > 0 || plan.workload.background_writes.is_some();
+    if !writes {
+        return (None, None);
+    }
+    if plan.workload.value_size < crate::workload::VERSIONED_SIZE {
+        return (
+            None,
+            Some(format!(
+                "stale reads were not measured: values under {} bytes cannot carry a version",
+                crate::workload::VERSIONED_SIZE
+            )),
+        );
+    }
+    if VersionBoard::bytes_for(plan.workload.keys) > 2 << 30 {
+        return (
+            None,
+            Some("stale reads were not measured: tracking versions of this many keys would take over 2 GiB".into()),
+        );
+    }
+    (
+        Some(std::sync::Arc::new(VersionBoard::new(plan.workload.keys))),
+        None,
+    )
+}
+

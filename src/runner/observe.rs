@@ -1,0 +1,131 @@
+//! What a run samples while it goes: the progress line, and the CPU and memory
+//! of kvlab itself and of the managed servers at the edges of the measured
+//! window (an engine [`Observer`]).
+
+use std::time::Duration;
+
+use crate::engine::Observer;
+use crate::progress::Progress;
+use crate::target::{ManagedServer, ProcUsage};
+
+/// Resources used so far, at one instant.
+#[derive(Clone, Copy)]
+pub(super) struct Sample {
+    /// kvlab's own CPU seconds.
+    pub client_cpu_s: f64,
+    /// The managed server's use (its whole process tree where it has one).
+    pub server: Option<ProcUsage>,
+    /// The managed cache's use (cache-aside).
+    pub cache: Option<ProcUsage>,
+}
+
+/// The engine observer of a measured run: progress, and resource samples at
+/// the edges of the measured window (and every second, for peak memory).
+pub(super) struct RunObserver<'a> {
+    /// The progress line.
+    pub progress: Progress,
+    /// The managed server, if kvlab started it.
+    pub server: Option<&'a ManagedServer>,
+    /// A managed cache in front of the server (cache-aside).
+    pub cache: Option<&'a ManagedServer>,
+    /// Largest server memory seen at any sample.
+    pub server_peak_kb: u64,
+    /// Sample when measuring began.
+    pub at_start: Option<Sample>,
+    /// Sample when measuring ended.
+    pub at_end: Option<Sample>,
+    /// The warm-up, for the progress line.
+    pub warmup: Duration,
+}
+
+impl RunObserver<'_> {
+    fn sample(&self) -> Sample {
+        Sample {
+            client_cpu_s: self_cpu_s(),
+            server: self.server.and_then(ManagedServer::usage),
+            cache: self.cache.and_then(ManagedServer::usage),
+        }
+    }
+
+    /// CPU seconds the server and the cache spent between the window's samples.
+    pub fn cpu_deltas(&self) -> (Option<f64>, Option<f64>) {
+        let Some((a, b)) = self.at_start.zip(self.at_end) else {
+            return (None, None);
+        };
+        let d = |x: Option<ProcUsage>, y: Option<ProcUsage>| {
+            x.zip(y)
+                .map(|(x, y)| y.cpu_s - x.cpu_s)
+                .filter(|d| *d >= 0.0)
+        };
+        (d(a.server, b.server), d(a.cache, b.cache))
+    }
+}
+
+
+impl Observer for RunObserver<'_> {
+    fn connecting(&mut self, done: usize, total: usize) {
+        self.progress
+            .message(format!("opening connections: {done}/{total}"));
+    }
+    fn started(&mut self, warmup: Duration) {
+        if !warmup.is_zero() {
+            self.progress
+                .message(format!("warming up for {:.0?}", warmup));
+        }
+    }
+    fn measure_started(&mut self) {
+        let s = self.sample();
+        self.track_peak(&s);
+        self.at_start = Some(s);
+    }
+    fn second(&mut self, elapsed: Duration, requests: u64, p99_us: f64, errors: u64) {
+        // A process tree's peak is the largest total seen at a sample.
+        if self.server.is_some() {
+            let s = self.sample();
+            self.track_peak(&s);
+        }
+        let phase = if elapsed <= self.warmup {
+            "warm-up"
+        } else {
+            "measuring"
+        };
+        let err = if errors > 0 {
+            format!(", {errors} errors")
+        } else {
+            String::new()
+        };
+        self.progress.message(format!(
+            "{phase}: {requests} req/s, p99 {p99_us:.0} µs{err}"
+        ));
+    }
+    fn measure_ended(&mut self) {
+        let s = self.sample();
+        self.track_peak(&s);
+        self.at_end = Some(s);
+    }
+}
+
+impl RunObserver<'_> {
+    fn track_peak(&mut self, s: &Sample) {
+        if let Some(u) = s.server {
+            self.server_peak_kb = self.server_peak_kb.max(u.peak_rss_kb);
+        }
+    }
+}
+
+/// CPU seconds (user + system) of this whole process so far.
+pub(super) fn self_cpu_s() -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Peak resident memory of this process, KiB.
+pub(super) fn self_peak_rss_kb() -> u64 {
+    // SAFETY: as above.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    ru.ru_maxrss.max(0) as u64
+}

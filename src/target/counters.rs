@@ -1,0 +1,39 @@
+//! The server's own request counters, as each product reports them (read by the
+//! product), taken before and after a run so kvlab's counts can be checked.
+
+use serde::{Deserialize, Serialize};
+
+
+/// Request counters as the server reports them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerCounters {
+    /// GET commands executed.
+    pub gets: u64,
+    /// SET commands executed.
+    pub sets: u64,
+    /// GETs that found the key.
+    pub hits: u64,
+    /// GETs that did not.
+    pub misses: u64,
+    /// Whether these are exact per-command counts (false: derived from table
+    /// statistics, e.g. PostgreSQL without pg_stat_statements).
+    #[serde(default = "yes")]
+    pub exact: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl ServerCounters {
+    /// `self - before`, field by field.
+    pub fn since(&self, before: &ServerCounters) -> ServerCounters {
+        ServerCounters {
+            gets: self.gets.saturating_sub(before.gets),
+            sets: self.sets.saturating_sub(before.sets),
+            hits: self.hits.saturating_sub(before.hits),
+            misses: self.misses.saturating_sub(before.misses),
+            exact: self.exact && before.exact,
+        }
+    }
+}

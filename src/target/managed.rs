@@ -1,0 +1,358 @@
+//! Managed servers: kvlab starts a real server from the installed binary in a
+//! temporary directory on a free loopback port, waits until it answers, measures
+//! its CPU and memory from /proc, and stops exactly the process it started when
+//! dropped (also on error and Ctrl-C). Never kills anything by name. What differs
+//! per product (binary, settings, command line, bootstrap) comes from its
+//! [`Server`] implementation.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use super::connector::{Connector, ServerInfo};
+use super::endpoint::{Endpoint, Secret, is_secret_key};
+use super::osuser::{self, OsUser};
+use super::procfs::ProcUsage;
+use super::product::{Launch, Login, Product, Server};
+use super::settings::Sizing;
+
+/// A running server that kvlab started and will stop.
+pub struct ManagedServer {
+    product: &'static dyn Product,
+    child: Child,
+    port: u16,
+    dir: tempfile::TempDir,
+    /// Effective settings (secrets masked), as recorded in results.
+    pub settings: BTreeMap<String, String>,
+    /// Product and version, read from the running server.
+    pub info: ServerInfo,
+    login: Login,
+}
+
+/// Finds an installed program on PATH or in the usual system directories.
+pub fn find_binary(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .chain([
+            PathBuf::from("/usr/sbin"),
+            PathBuf::from("/usr/bin"),
+            PathBuf::from("/usr/local/bin"),
+        ])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+fn free_port() -> Result<u16> {
+    let l = TcpListener::bind("127.0.0.1:0").context("cannot find a free loopback port")?;
+    Ok(l.local_addr()?.port())
+}
+
+impl ManagedServer {
+    /// Starts `product` with `opts` (checked by its [`Server::configure`]),
+    /// sized for `sizing`. Returns once the server answers its protocol.
+    pub fn start(
+        product: impl Into<&'static dyn Product>,
+        opts: &BTreeMap<String, String>,
+        sizing: Sizing,
+    ) -> Result<ManagedServer> {
+        let product: &'static dyn Product = product.into();
+        let server = product.server();
+        let name = server.binary();
+        let bin = server.find().with_context(|| {
+            format!(
+                "'{name}' is not installed; run `make deps` (or apt-get install {}), or give --target a URL of a running server",
+                server.package()
+            )
+        })?;
+        let mut opts = opts.clone();
+        let os_user = opts.remove("os-user");
+        if os_user.is_some() && server.system_user().is_none() {
+            bail!(
+                "--server-opt os-user: a managed {} runs as kvlab's own user; remove it",
+                product.name()
+            );
+        }
+        let config = server.configure(&opts, sizing)?;
+        let run_as = match server.system_user() {
+            Some(default) => osuser::run_as(os_user.as_deref(), default)?,
+            None => None,
+        };
+        let mut last_err = None;
+        // A port found free can be taken before the server binds it: retry.
+        for _ in 0..3 {
+            match Self::try_start(product, &bin, &config, run_as.as_ref()) {
+                Ok(s) => return Ok(s),
+                Err(e) => {
+                    let text = format!("{e:#}");
+                    let retry = text.contains("ddress already in use")
+                        || text.contains("Do you already have another");
+                    last_err = Some(e);
+                    if !retry {
+                        break;
+                    }
+                }
+            }
+        }
+        Err(last_err.unwrap_or_else(|| anyhow::anyhow!("{name} did not start")))
+    }
+
+    /// The system user a managed server of `product` runs as, if not kvlab's own.
+    pub fn os_user(
+        product: impl Into<&'static dyn Product>,
+        opts: &BTreeMap<String, String>,
+    ) -> Option<String> {
+        let product: &'static dyn Product = product.into();
+        let default = product.server().system_user()?;
+        osuser::is_root().then(|| {
+            opts.get("os-user")
+                .cloned()
+                .unwrap_or_else(|| default.to_string())
+        })
+    }
+
+    fn try_start(
+        product: &'static dyn Product,
+        bin: &Path,
+        config: &super::product::Config,
+        run_as: Option<&OsUser>,
+    ) -> Result<ManagedServer> {
+        let dir = tempfile::Builder::new()
+            .prefix("kvlab-")
+            .tempdir()
+            .context("cannot create a temporary directory")?;
+        if let Some(u) = run_as {
+            osuser::give_dir(dir.path(), u)?;
+        }
+        let port = free_port()?;
+        let log_path = dir.path().join("server.log");
+        let log = File::create(&log_path)?;
+        let data = dir.path().join("data");
+        let (mut cmd, mut login) = product.server().command(&Launch {
+            binary: bin,
+            dir: dir.path(),
+            data: &data,
+            port,
+            run_as,
+        })?;
+        if login.password.is_none() {
+            login.password.clone_from(&config.password);
+        }
+        cmd.args(&config.args)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            // Its own process group, so a terminal's Ctrl-C reaches kvlab only and
+            // kvlab stops the server in order.
+            .process_group(0);
+        // SAFETY: prctl is async-signal-safe; the server dies if kvlab is killed.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start {}", bin.display()))?;
+        let mut server = ManagedServer {
+            product,
+            child,
+            port,
+            dir,
+            settings: config.settings.clone(),
+            info: ServerInfo {
+                product: product.name().into(),
+                version: String::new(),
+            },
+            login,
+        };
+        if let Some(u) = run_as {
+            server.settings.insert("os-user".into(), u.name.clone());
+        }
+        server.info = server.wait_ready(&log_path)?;
+        server.read_effective_settings();
+        Ok(server)
+    }
+
+    fn wait_ready(&mut self, log: &Path) -> Result<ServerInfo> {
+        let connector = Connector::new(self.product, &self.endpoint())?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let name = self.product.server().binary();
+        {
+            let child = &mut self.child;
+            let mut alive = || matches!(child.try_wait(), Ok(None));
+            if let Err(e) = self
+                .product
+                .server()
+                .bootstrap(self.dir.path(), deadline, &mut alive)
+            {
+                return Err(e.context(log_tail(log)));
+            }
+        }
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                let tail = log_tail(log);
+                bail!(
+                    "managed {name} exited at start ({status}): {tail}; check the --server-opt values"
+                );
+            }
+            match connector.probe(Duration::from_millis(500)) {
+                Ok(info) => return Ok(info),
+                Err(e) if Instant::now() >= deadline => {
+                    return Err(e.context(format!("managed {name} did not become ready in 30 s")));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    }
+
+    /// Replaces the recorded settings with the values the running server
+    /// reports (e.g. `shared_buffers` as a database shows it).
+    fn read_effective_settings(&mut self) {
+        let Ok(connector) = Connector::new(self.product, &self.endpoint()) else {
+            return;
+        };
+        let keys: Vec<String> = self
+            .settings
+            .keys()
+            .filter(|k| *k != "os-user" && !is_secret_key(k))
+            .filter(|k| {
+                k.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+            })
+            .cloned()
+            .collect();
+        for (k, v) in self
+            .product
+            .server()
+            .effective_settings(&connector, &keys)
+        {
+            self.settings.insert(k, v);
+        }
+    }
+
+    /// Pins the server's processes and threads (and, through inheritance, the
+    /// ones it starts later) to `cpus`.
+    pub fn pin(&self, cpus: &[usize]) -> Result<()> {
+        let pid = self.pid();
+        let mut ids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let children =
+            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+        ids.extend(
+            children
+                .split_whitespace()
+                .filter_map(|c| c.parse::<u32>().ok()),
+        );
+        // SAFETY: cpu_set_t is plain data; sched_setaffinity reads it.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for &c in cpus {
+                libc::CPU_SET(c, &mut set);
+            }
+            for id in ids {
+                libc::sched_setaffinity(
+                    id as libc::pid_t,
+                    std::mem::size_of::<libc::cpu_set_t>(),
+                    &set,
+                );
+            }
+        }
+        Ok(())
+    }
+
+
+    /// Where to reach it.
+    pub fn endpoint(&self) -> Endpoint {
+        Endpoint {
+            host: "127.0.0.1".into(),
+            port: self.port,
+            user: self.login.user.clone(),
+            password: self.login.password.clone().map(Secret),
+            database: self.login.database.clone(),
+        }
+    }
+
+    /// The product it is.
+    pub fn product(&self) -> &'static dyn Product {
+        self.product
+    }
+
+    /// The binary it runs (e.g. for messages).
+    pub fn binary(&self) -> &'static str {
+        self.product.server().binary()
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Its temporary directory.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// CPU and peak memory used so far (the whole process tree where the
+    /// product runs one process per connection).
+    pub fn usage(&self) -> Option<ProcUsage> {
+        self.product.server().usage(self.pid())
+    }
+
+    /// Whether the process still runs.
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Stops the server now (SIGTERM, then SIGKILL after 5 s) and reaps it.
+    pub fn stop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            // SAFETY: the pid is our unreaped child, so it cannot have been reused.
+            unsafe {
+                libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+            }
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+impl Drop for ManagedServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn log_tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let tail = lines[lines.len().saturating_sub(3)..].join(" | ");
+    if tail.is_empty() {
+        "no output".into()
+    } else {
+        tail
+    }
+}

@@ -1,0 +1,104 @@
+//! System users for managed servers: a database must not run as root, so when
+//! kvlab runs as root it runs the server (and its set-up tools) as the
+//! product's unprivileged system user, owning kvlab's temporary directory.
+
+use std::ffi::CString;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+
+/// A system user to run a database server as.
+#[derive(Clone, Debug)]
+pub struct OsUser {
+    /// Login name.
+    pub name: String,
+    /// User id.
+    pub uid: u32,
+    /// Primary group id.
+    pub gid: u32,
+}
+
+/// Looks up a system user by name.
+pub fn os_user(name: &str) -> Option<OsUser> {
+    let c = CString::new(name).ok()?;
+    // SAFETY: getpwnam returns a pointer to static storage or null; read at once.
+    let pw = unsafe { libc::getpwnam(c.as_ptr()) };
+    if pw.is_null() {
+        return None;
+    }
+    // SAFETY: non-null result of getpwnam.
+    let (uid, gid) = unsafe { ((*pw).pw_uid, (*pw).pw_gid) };
+    Some(OsUser {
+        name: name.to_string(),
+        uid,
+        gid,
+    })
+}
+
+/// Whether kvlab runs as root.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The user a managed database runs as: `None` when kvlab is not root (it runs
+/// as kvlab's own user), else `wanted` or the product's Debian system user.
+pub fn run_as(wanted: Option<&str>, default: &str) -> Result<Option<OsUser>> {
+    if !is_root() {
+        return Ok(None);
+    }
+    let name = wanted.unwrap_or(default);
+    match os_user(name) {
+        Some(u) => Ok(Some(u)),
+        None => bail!(
+            "kvlab runs as root and the database must not: system user '{name}' does not exist; create it or name another with --server-opt os-user=NAME"
+        ),
+    }
+}
+
+/// Hands `dir` (and everything below it) to `user`.
+pub fn give_dir(dir: &Path, user: &OsUser) -> Result<()> {
+    let c = CString::new(dir.as_os_str().as_encoded_bytes()).context("bad directory name")?;
+    // SAFETY: valid NUL-terminated path.
+    if unsafe { libc::chown(c.as_ptr(), user.uid, user.gid) } != 0 {
+        bail!(
+            "cannot hand {} to user {}: {}",
+            dir.display(),
+            user.name,
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+/// Makes `cmd` run as `user`, if given.
+pub fn as_user(cmd: &mut Command, user: Option<&OsUser>) {
+    if let Some(u) = user {
+        cmd.uid(u.uid)
+            .gid(u.gid)
+            .env("HOME", "/tmp")
+            .env("USER", &u.name);
+    }
+}
+
+/// Runs a set-up tool (e.g. a data-directory initialiser); fails with the
+/// last lines of its output.
+pub fn run_tool(mut cmd: Command, what: &str) -> Result<()> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run {what}"))?;
+    if !out.status.success() {
+        let text = String::from_utf8_lossy(&out.stderr).into_owned()
+            + &String::from_utf8_lossy(&out.stdout);
+        let tail: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        bail!(
+            "{what} failed ({}): {}",
+            out.status,
+            tail[tail.len().saturating_sub(3)..].join(" | ")
+        );
+    }
+    Ok(())
+}

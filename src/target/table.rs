@@ -1,0 +1,168 @@
+//! kvlab's own table on a database, in general: the marker that says a table
+//! is kvlab's, whether an existing table can be reused or must be reloaded, and
+//! a parallel loader with progress. The products' folders hold the SQL.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use serde::{Deserialize, Serialize};
+
+use super::endpoint::SchemaOptions;
+use crate::progress::{Progress, RunOptions, note};
+use crate::workload::{Values, slice_of};
+
+/// The name of kvlab's table on every database.
+pub const TABLE: &str = "kvlab_kv";
+
+/// The start of the comment that marks a table as kvlab's own.
+pub const MARK: &str = "kvlab key-value table";
+
+/// Marks a table whose values have kvlab's current layout (key, version, body);
+/// tables without it are reloaded.
+pub const VALUES_MARK: &str = "values=v2";
+
+/// What a database's data set must be.
+#[derive(Clone, Debug)]
+pub struct DataSpec {
+    /// Keys `0..keys`.
+    pub keys: u64,
+    /// The values (their size and bytes).
+    pub values: Values,
+    /// Client threads of the run (loaders scale with them).
+    pub threads: usize,
+    /// How kvlab's table is made.
+    pub schema: SchemaOptions,
+    /// Load every key (else an empty table, so reads miss rather than fail).
+    pub load: bool,
+    /// Whether kvlab started the server.
+    pub managed: bool,
+}
+
+/// The load phase.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LoadResult {
+    /// Keys written.
+    pub keys: u64,
+    /// Seconds it took.
+    pub seconds: f64,
+    /// Keys written per second.
+    pub keys_per_s: f64,
+}
+
+impl LoadResult {
+    /// `keys` loaded in `seconds`.
+    pub fn of(keys: u64, seconds: f64) -> LoadResult {
+        LoadResult {
+            keys,
+            seconds,
+            keys_per_s: keys as f64 / seconds.max(1e-9),
+        }
+    }
+}
+
+/// Rows loaded so far by the loader threads, shown as progress until they end.
+fn watch(progress: &Progress, done: &AtomicU64, finished: &AtomicBool) {
+    let mut shown = 0;
+    while !finished.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = done.load(Ordering::Relaxed);
+        progress.inc(now - shown);
+        shown = now;
+    }
+}
+
+/// Loads keys `0..keys` on `loaders` threads, each running `load(start, end,
+/// done)` on its own slice, with progress; fails on the first loader error and
+/// when interrupted.
+pub fn parallel_load(
+    keys: u64,
+    loaders: usize,
+    opts: RunOptions,
+    shutdown: &AtomicBool,
+    load: impl Fn(u64, u64, &AtomicU64) -> Result<()> + Sync,
+) -> Result<()> {
+    let done = AtomicU64::new(0);
+    let finished = AtomicBool::new(false);
+    let progress = Progress::counter("load", keys, opts.progress);
+    let results: Vec<Result<()>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..loaders)
+            .map(|i| {
+                let (done, load) = (&done, &load);
+                scope.spawn(move || {
+                    let (start, end) = slice_of(keys, i, loaders);
+                    load(start, end, done)
+                })
+            })
+            .collect();
+        let watcher = scope.spawn(|| watch(&progress, &done, &finished));
+        let r = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a loader thread panicked")))
+            })
+            .collect();
+        finished.store(true, Ordering::SeqCst);
+        let _ = watcher.join();
+        r
+    });
+    progress.finish();
+    if shutdown.load(Ordering::SeqCst) {
+        bail!("interrupted while loading the data; nothing was measured");
+    }
+    results.into_iter().collect()
+}
+
+/// Says what is about to happen to kvlab's table, and returns that state.
+pub fn announce(
+    state: TableState,
+    opts: RunOptions,
+    display: &str,
+    keys: u64,
+    vsize: usize,
+) -> TableState {
+    match state {
+        TableState::Reusable => note(
+            opts,
+            format!("kvlab: reusing {TABLE} in {display} ({keys} rows of {vsize} B)"),
+        ),
+        TableState::Reload => note(
+            opts,
+            format!("kvlab: dropping kvlab's own table {TABLE} in {display} to reload it"),
+        ),
+        TableState::Absent => {}
+    }
+    state
+}
+
+/// Reuse or reload, from `count, min(k), max(k), min(len(v)), max(len(v))` of
+/// kvlab's table: reused when it holds exactly keys `0..keys` of `vsize` bytes
+/// (or, without loading, any rows of the right size).
+pub fn figures_state(rows: &[Vec<Option<String>>], keys: u64, vsize: usize, load: bool) -> TableState {
+    let n = |i: usize| {
+        rows.first()
+            .and_then(|r| r.get(i).cloned().flatten())
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or(-2)
+    };
+    let (k, v) = (keys as i64, vsize as i64);
+    let full = n(0) == k && n(1) == 0 && n(2) == k - 1 && n(3) == v && n(4) == v;
+    if full || (!load && n(3) == v) {
+        TableState::Reusable
+    } else {
+        TableState::Reload
+    }
+}
+
+/// The state of kvlab's table on a database target.
+#[derive(Clone, Copy)]
+pub enum TableState {
+    /// No table.
+    Absent,
+    /// kvlab's table with the right data.
+    Reusable,
+    /// kvlab's table, to be dropped and loaded again.
+    Reload,
+}
+
