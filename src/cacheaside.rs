@@ -13,8 +13,8 @@ use crate::launch::start_managed;
 use crate::plan::{CacheAside, RunPlan, WritePolicy};
 use crate::progress::{RunOptions, note};
 use crate::results::{AsideReport, CounterCheck, LegReport, TargetInfo};
-use crate::target::{Connector, ManagedServer, Role, ServerCounters};
 use crate::stats::{Leg, Percentiles};
+use crate::target::{Connector, ManagedServer, Role, ServerCounters};
 use crate::workload::VERSIONED_SIZE;
 
 /// The cache of a cache-aside run, ready to use. A managed cache lives as long

@@ -240,7 +240,10 @@ impl RunArgs {
             return Err(UsageError::bad(
                 "--cache-opt",
                 "settings apply only to a cache kvlab starts",
-                format!("drop --cache-opt or use --cache {}", products::choices(true)),
+                format!(
+                    "drop --cache-opt or use --cache {}",
+                    products::choices(true)
+                ),
             ));
         }
         cache.server_opts = self.cache_opt.iter().cloned().collect();

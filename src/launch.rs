@@ -13,7 +13,6 @@ pub fn data_bytes(plan: &RunPlan) -> u64 {
         * (plan.workload.value_size as u64 + plan.workload.key_prefix.len() as u64 + 80)
 }
 
-
 /// Starts `target` (the plan's target or its cache) if kvlab is to manage it,
 /// sized for `plan`'s data and connections.
 pub fn start_managed(
@@ -53,7 +52,6 @@ pub fn start_managed(
     );
     Ok(Some(s))
 }
-
 
 /// Raises the open-file limit to what `connections` need (up to the hard limit).
 pub fn raise_fd_limit(connections: usize) {

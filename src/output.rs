@@ -1,7 +1,6 @@
 //! The human summary of a [`RunResult`], rendered as a string.
 
 use std::fmt::Write as _;
-use std::time::Duration;
 
 use crate::results::RunResult;
 

@@ -2,7 +2,6 @@
 //! hard (load). Plain serde structs, built by `cli` and later by study files.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
@@ -284,4 +283,3 @@ pub struct LoadShape {
     /// Seconds a request may wait for its reply before it counts as a timeout.
     pub timeout_s: f64,
 }
-

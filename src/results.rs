@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 use crate::engine::Second;
 use crate::engine::pacer::ScheduleReport;
 use crate::plan::RunPlan;
+use crate::stats::{Counts, Percentiles};
 pub use crate::target::LoadResult;
 use crate::target::{Endpoint, ManagedServer, ServerCounters, ServerInfo};
-use crate::stats::{Counts, Percentiles};
 
 /// Version of this JSON layout.
 pub const SCHEMA_VERSION: u32 = 1;

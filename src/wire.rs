@@ -80,7 +80,6 @@ pub trait CacheCodec: Codec {
     fn decode_delete(&self, buf: &[u8]) -> Result<Decoded, Malformed>;
 }
 
-
 /// What a connection's set-up produced that its requests need.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Session {
@@ -140,7 +139,10 @@ pub fn roundtrip<S: Read + Write>(
         }
         buf.extend_from_slice(&chunk[..n]);
         if buf.len() > 64 << 20 {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "reply larger than 64 MiB"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "reply larger than 64 MiB",
+            ));
         }
     }
 }

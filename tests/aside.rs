@@ -9,15 +9,15 @@ use std::time::{Duration, Instant};
 use common::{measure, plan, raw, server};
 use kvlab::consistency::VersionBoard;
 use kvlab::plan::{CacheAside, Ratio, Stop, TargetKind, TargetSpec, WritePolicy};
-use kvlab::server::ManagedServer;
+use kvlab::target::ManagedServer;
 use kvlab::workload::Values;
 
 /// One blocking RESP command on `port`, its whole reply.
 fn redis(port: u16, args: &[&[u8]]) -> Vec<u8> {
     let mut req = Vec::new();
-    kvlab::driver::resp::encode_command(args, &mut req);
+    kvlab::products::resp::encode_command(args, &mut req);
     raw(port, &req, |b| {
-        kvlab::driver::resp::frame_len(b).ok().flatten().is_some()
+        kvlab::products::resp::frame_len(b).ok().flatten().is_some()
     })
 }
 
@@ -28,7 +28,7 @@ fn get(port: u16, key: &str) -> Option<Vec<u8>> {
         return None;
     }
     Some(
-        kvlab::driver::resp::bulk_payload(&r)
+        kvlab::products::resp::bulk_payload(&r)
             .expect("a bulk string")
             .to_vec(),
     )
@@ -120,8 +120,8 @@ fn pg() -> ManagedServer {
         &[("shared_preload_libraries", "pg_stat_statements")],
         30,
     );
-    let c = kvlab::driver::Connector::new(TargetKind::Postgres, &s.endpoint()).unwrap();
-    c.open_pg(Duration::from_secs(5))
+    let c = kvlab::target::Connector::new(TargetKind::Postgres, &s.endpoint()).unwrap();
+    kvlab::products::postgres::open(&c, Duration::from_secs(5))
         .unwrap()
         .query("CREATE EXTENSION pg_stat_statements")
         .unwrap();
@@ -131,8 +131,8 @@ fn pg() -> ManagedServer {
 /// Sum of the versions in kvlab's PostgreSQL table: each write of a key bumps
 /// its version by one, so after a run without errors it equals the writes.
 fn version_sum(db: &ManagedServer) -> u64 {
-    let c = kvlab::driver::Connector::new(TargetKind::Postgres, &db.endpoint()).unwrap();
-    let mut pg = c.open_pg(Duration::from_secs(5)).unwrap();
+    let c = kvlab::target::Connector::new(TargetKind::Postgres, &db.endpoint()).unwrap();
+    let mut pg = kvlab::products::postgres::open(&c, Duration::from_secs(5)).unwrap();
     pg.query_one(
         "SELECT coalesce(sum(('x' || convert_from(substring(v from 17 for 16), 'UTF8'))::bit(64)::bigint), 0) FROM kvlab_kv",
     )

@@ -5,17 +5,16 @@ mod common;
 
 use common::{alive, measure, plan, server};
 use kvlab::plan::{Ratio, TargetKind};
-use kvlab::server::counters;
 
 #[test]
 fn counts_agree_with_stats() {
     let s = server(TargetKind::Memcached);
     let mut p = plan(TargetKind::Memcached, s.endpoint());
     p.workload.ratio = Ratio { set: 1, get: 4 };
-    let connector = kvlab::driver::Connector::new(TargetKind::Memcached, &s.endpoint()).unwrap();
-    let before = counters::read(&connector).unwrap();
+    let connector = kvlab::target::Connector::new(TargetKind::Memcached, &s.endpoint()).unwrap();
+    let before = connector.counters().unwrap();
     let r = measure(&p);
-    let d = counters::read(&connector).unwrap().since(&before);
+    let d = connector.counters().unwrap().since(&before);
     assert_eq!(d.sets, 2_000 + r.warmup.sets + r.sets);
     assert_eq!(d.gets, r.warmup.gets + r.gets);
     assert_eq!(d.hits, r.warmup.hits + r.hits);
@@ -52,7 +51,7 @@ fn misses_and_corruption_are_detected() {
 fn a_full_memcached_fails_the_load_clearly() {
     let mut opts = std::collections::BTreeMap::new();
     opts.insert("memory-mb".to_string(), "2".to_string());
-    let s = kvlab::server::ManagedServer::start(TargetKind::Memcached, &opts, Default::default())
+    let s = kvlab::target::ManagedServer::start(TargetKind::Memcached, &opts, Default::default())
         .unwrap();
     let mut p = plan(TargetKind::Memcached, s.endpoint());
     p.workload.keys = 100_000;

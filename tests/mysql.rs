@@ -8,13 +8,11 @@ mod common;
 use std::time::Duration;
 
 use common::{alive, measure, measure_err, plan, server_with};
-use kvlab::driver::Connector;
 use kvlab::plan::{Ratio, Stop, TargetKind};
-use kvlab::server::counters;
+use kvlab::target::Connector;
 
 fn sql(connector: &Connector, q: &str) -> Vec<Vec<Option<String>>> {
-    connector
-        .open_my(Duration::from_secs(5))
+    kvlab::products::mysql::open(connector, Duration::from_secs(5))
         .unwrap()
         .query(q)
         .unwrap()
@@ -26,9 +24,9 @@ fn counts_agree_with_global_status() {
     let connector = Connector::new(TargetKind::Mariadb, &s.endpoint()).unwrap();
     let mut p = plan(TargetKind::Mariadb, s.endpoint());
     p.workload.ratio = Ratio { set: 1, get: 3 };
-    let before = counters::read(&connector).unwrap();
+    let before = connector.counters().unwrap();
     let r = measure(&p);
-    let d = counters::read(&connector).unwrap().since(&before);
+    let d = connector.counters().unwrap().since(&before);
     assert_eq!(r.requests, 20_000);
     assert_eq!((r.errors, r.misses), (0, 0), "{:?}", r.problems);
     // +1: kvlab's own look-up of its table in information_schema before loading.

@@ -7,15 +7,13 @@ mod common;
 use std::time::Duration;
 
 use common::{alive, measure, measure_err, plan, server_with};
-use kvlab::driver::Connector;
 use kvlab::plan::{Ratio, Stop, TargetKind};
-use kvlab::server::counters;
+use kvlab::target::Connector;
 
 const PGSS: (&str, &str) = ("shared_preload_libraries", "pg_stat_statements");
 
 fn sql(connector: &Connector, q: &str) -> Vec<Vec<Option<String>>> {
-    connector
-        .open_pg(Duration::from_secs(5))
+    kvlab::products::postgres::open(connector, Duration::from_secs(5))
         .unwrap()
         .query(q)
         .unwrap()
@@ -43,7 +41,7 @@ fn counts_agree_with_pg_stat_statements() {
     let r2 = measure(&p);
     assert!(r2.load.is_none(), "reused, not reloaded");
     assert_eq!(r2.errors, 0);
-    let total = counters::read(&connector).unwrap();
+    let total = connector.counters().unwrap();
     assert_eq!(
         total.gets,
         r.warmup.gets + r.gets + r2.warmup.gets + r2.gets

@@ -8,17 +8,16 @@ use std::time::Duration;
 
 use common::{alive, measure, plan, raw, server};
 use kvlab::plan::{Ratio, Stop, TargetKind};
-use kvlab::server::counters;
 
 fn counts_agree(kind: TargetKind) {
     let s = server(kind);
     let mut p = plan(kind, s.endpoint());
     p.workload.ratio = Ratio { set: 1, get: 3 };
-    let connector = kvlab::driver::Connector::new(kind, &s.endpoint()).unwrap();
-    let before = counters::read(&connector).unwrap();
+    let connector = kvlab::target::Connector::new(kind, &s.endpoint()).unwrap();
+    let before = connector.counters().unwrap();
     assert_eq!(before.gets + before.sets, 0, "fresh server");
     let r = measure(&p);
-    let after = counters::read(&connector).unwrap();
+    let after = connector.counters().unwrap();
     let d = after.since(&before);
     // The server saw exactly the load, the warm-up and the measured requests.
     assert_eq!(r.load.as_ref().unwrap().keys, 2_000);
@@ -151,7 +150,7 @@ fn a_password_protected_server_needs_and_hides_the_password() {
     let mut opts = std::collections::BTreeMap::new();
     opts.insert("requirepass".to_string(), "s3cret-pw".to_string());
     let s =
-        kvlab::server::ManagedServer::start(TargetKind::Redis, &opts, Default::default()).unwrap();
+        kvlab::target::ManagedServer::start(TargetKind::Redis, &opts, Default::default()).unwrap();
     let p = plan(TargetKind::Redis, s.endpoint());
     let r = measure(&p);
     assert_eq!(r.errors, 0);
@@ -161,7 +160,7 @@ fn a_password_protected_server_needs_and_hides_the_password() {
     // Without the password: a clear error.
     let mut e = s.endpoint();
     e.password = None;
-    let err = kvlab::driver::Connector::new(TargetKind::Redis, &e)
+    let err = kvlab::target::Connector::new(TargetKind::Redis, &e)
         .unwrap()
         .probe(Duration::from_secs(2))
         .unwrap_err();
@@ -212,7 +211,8 @@ fn an_external_server_keeps_foreign_keys_and_gets_only_prefixed_ones() {
         b.ends_with(b"keep\r\n")
     });
     assert_eq!(v, b"$4\r\nkeep\r\n");
-    let whole = |b: &[u8]| matches!(kvlab::driver::resp::frame_len(b), Ok(Some(n)) if n == b.len());
+    let whole =
+        |b: &[u8]| matches!(kvlab::products::resp::frame_len(b), Ok(Some(n)) if n == b.len());
     let keys = raw(port, b"*2\r\n$4\r\nKEYS\r\n$1\r\n*\r\n", whole);
     let text = String::from_utf8_lossy(&keys);
     let names: Vec<&str> = text

@@ -25,10 +25,10 @@ use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+use crate::stats::{Counts, Percentiles, Recorder, new_histogram};
 use crate::target::Connector;
 use crate::wire::Codec;
 use crate::workload::{KeyDistribution, Stop, WritePolicy};
-use crate::stats::{Counts, Percentiles, Recorder, new_histogram};
 use crate::workload::{KeyGen, OpMix, Values, slice_of};
 use pacer::ScheduleReport;
 

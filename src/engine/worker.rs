@@ -20,8 +20,8 @@ use super::link::Link;
 use super::pacer::{Pacer, ScheduleReport};
 use super::rhythm::{Phase, Rhythm, TIMER, draw, note_lag, open_poll, unsent};
 use super::{Spec, StartLine, Tick, Timing};
-use crate::wire::{Codec, Decoded, Key, Reply};
 use crate::stats::{Counts, ErrorKind, Outcome, Recorder};
+use crate::wire::{Codec, Decoded, Key, Reply};
 use crate::workload::{KeyGen, OpKind, OpMix, Values, write_key};
 
 /// What one connection of this worker is to do.

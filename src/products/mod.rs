@@ -99,9 +99,7 @@ impl TargetKind {
 
     /// The kind a URL scheme means: `Ok(None)` for an unknown scheme, `Err` with
     /// (problem, fix) for one a product refuses (e.g. TLS).
-    pub fn of_scheme(
-        scheme: &str,
-    ) -> Result<Option<TargetKind>, (&'static str, &'static str)> {
+    pub fn of_scheme(scheme: &str) -> Result<Option<TargetKind>, (&'static str, &'static str)> {
         for k in TargetKind::ALL {
             if k.product().schemes().contains(&scheme) {
                 return Ok(Some(k));
@@ -139,7 +137,10 @@ pub fn or_list<S: AsRef<str>>(items: &[S]) -> String {
         [one] => one.as_ref().to_string(),
         [rest @ .., last] => format!(
             "{} or {}",
-            rest.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(", "),
+            rest.iter()
+                .map(AsRef::as_ref)
+                .collect::<Vec<_>>()
+                .join(", "),
             last.as_ref()
         ),
     }
@@ -279,7 +280,7 @@ fn execute_aside(
     }
     with_cache_codec!(TargetKind::of(aside.cache.product), cache => {
         with_codec!(db, size, d => {
-            engine::aside::execute_with_codecs(cache.clone(), d, spec, aside, shutdown, observer)
+            engine::aside::execute_with_codecs(cache, d, spec, aside, shutdown, observer)
         })
     }, bail!("cache-aside needs {} as the cache", names(true)))
 }
@@ -348,5 +349,6 @@ mod tests {
         let t: TargetSpec = "redis://:hunter2@h:1".parse().unwrap();
         let json = serde_json::to_string(&t).unwrap();
         assert!(!json.contains("hunter2"), "{json}");
-        assert!(!format!("{t:?}").contains("hunter2"));    }
+        assert!(!format!("{t:?}").contains("hunter2"));
+    }
 }

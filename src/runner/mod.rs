@@ -285,4 +285,3 @@ fn version_board(
         None,
     )
 }
-

@@ -61,7 +61,6 @@ impl RunObserver<'_> {
     }
 }
 
-
 impl Observer for RunObserver<'_> {
     fn connecting(&mut self, done: usize, total: usize) {
         self.progress

@@ -56,7 +56,12 @@ impl Endpoint {
             .as_ref()
             .map(|d| format!("/{d}"))
             .unwrap_or_default();
-        format!("{}://{auth}{}:{}{db}", product.schemes()[0], self.host, self.port)
+        format!(
+            "{}://{auth}{}:{}{db}",
+            product.schemes()[0],
+            self.host,
+            self.port
+        )
     }
 }
 

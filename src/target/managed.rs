@@ -19,7 +19,7 @@ use super::connector::{Connector, ServerInfo};
 use super::endpoint::{Endpoint, Secret, is_secret_key};
 use super::osuser::{self, OsUser};
 use super::procfs::ProcUsage;
-use super::product::{Launch, Login, Product, Server};
+use super::product::{Launch, Login, Product};
 use super::settings::Sizing;
 
 /// A running server that kvlab started and will stop.
@@ -229,11 +229,7 @@ impl ManagedServer {
             })
             .cloned()
             .collect();
-        for (k, v) in self
-            .product
-            .server()
-            .effective_settings(&connector, &keys)
-        {
+        for (k, v) in self.product.server().effective_settings(&connector, &keys) {
             self.settings.insert(k, v);
         }
     }
@@ -272,7 +268,6 @@ impl ManagedServer {
         }
         Ok(())
     }
-
 
     /// Where to reach it.
     pub fn endpoint(&self) -> Endpoint {

@@ -13,7 +13,6 @@ pub struct ProcUsage {
     pub peak_rss_kb: u64,
 }
 
-
 struct Stat {
     ticks: u64,
     child_ticks: u64,

@@ -139,7 +139,12 @@ pub fn announce(
 /// Reuse or reload, from `count, min(k), max(k), min(len(v)), max(len(v))` of
 /// kvlab's table: reused when it holds exactly keys `0..keys` of `vsize` bytes
 /// (or, without loading, any rows of the right size).
-pub fn figures_state(rows: &[Vec<Option<String>>], keys: u64, vsize: usize, load: bool) -> TableState {
+pub fn figures_state(
+    rows: &[Vec<Option<String>>],
+    keys: u64,
+    vsize: usize,
+    load: bool,
+) -> TableState {
     let n = |i: usize| {
         rows.first()
             .and_then(|r| r.get(i).cloned().flatten())
@@ -165,4 +170,3 @@ pub enum TableState {
     /// kvlab's table, to be dropped and loaded again.
     Reload,
 }
-

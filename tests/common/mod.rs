@@ -12,7 +12,7 @@ use kvlab::plan::{
 };
 use kvlab::results::RunResult;
 use kvlab::runner::{RunOptions, run};
-use kvlab::server::ManagedServer;
+use kvlab::target::ManagedServer;
 
 /// A small, fast plan against an external endpoint (a server the test started).
 pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
@@ -51,7 +51,7 @@ pub fn server(kind: TargetKind) -> ManagedServer {
     ManagedServer::start(
         kind,
         &BTreeMap::new(),
-        kvlab::server::config::Sizing {
+        kvlab::target::Sizing {
             data_bytes: 64 << 20,
             connections: 100,
         },
@@ -130,7 +130,7 @@ pub fn server_with(kind: TargetKind, opts: &[(&str, &str)], connections: usize) 
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let sizing = kvlab::server::config::Sizing {
+    let sizing = kvlab::target::Sizing {
         data_bytes: 64 << 20,
         connections,
     };

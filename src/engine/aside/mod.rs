@@ -33,10 +33,9 @@ use super::pacer::{Pacer, ScheduleReport};
 use super::rhythm::{Phase, Rhythm, TIMER, open_poll, unsent};
 use super::worker::{ConnPlan, Links, WorkerReport};
 use super::{AsideSpec, EngineReport, Observer, Spec, StartLine, Tick, Timing, execute_with};
-use crate::wire::{CacheCodec, Codec};
 use crate::stats::{Counts, ErrorKind, Leg, Recorder};
+use crate::wire::{CacheCodec, Codec};
 use crate::workload::{KeyGen, OpKind, OpMix, Values};
-
 
 /// Runs one cache-aside point with `cache` as the cache's codec and `db` as
 /// the database's (the database is `spec.connector`, the cache `aside.cache`).

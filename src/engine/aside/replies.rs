@@ -5,10 +5,10 @@
 use std::time::Instant;
 
 use super::{Client, Ctx, Op, is_cache_step};
-use crate::wire::{CacheCodec, Codec, Decoded, Reply};
-use crate::workload::WritePolicy;
 use crate::stats::{ErrorKind, Leg, Outcome};
+use crate::wire::{CacheCodec, Codec, Decoded, Reply};
 use crate::workload::OpKind;
+use crate::workload::WritePolicy;
 
 impl Ctx<'_> {
     /// Reads what arrived on the client's cache (`on_cache`) or database

@@ -4,10 +4,10 @@
 use std::time::Instant;
 
 use super::{Client, Ctx, Op, is_cache_step};
-use crate::wire::{CacheCodec, Codec, Key};
 use crate::engine::rhythm::{draw, note_lag};
-use crate::workload::WritePolicy;
 use crate::stats::{ErrorKind, Leg};
+use crate::wire::{CacheCodec, Codec, Key};
+use crate::workload::WritePolicy;
 use crate::workload::{OpKind, write_key};
 
 impl Ctx<'_> {

@@ -5,8 +5,8 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use super::{Client, Ctx, is_cache_step};
-use crate::wire::{CacheCodec, Codec};
 use crate::stats::ErrorKind;
+use crate::wire::{CacheCodec, Codec};
 
 impl Ctx<'_> {
     /// Counts a failed connect, keeping its message now and then.

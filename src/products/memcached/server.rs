@@ -91,12 +91,17 @@ mod tests {
     fn maps_memcached_settings() {
         let mut o = BTreeMap::new();
         o.insert("threads".to_string(), "2".to_string());
-        let (args, settings) = MEMCACHED.configure(&o, sz(100 << 20)).map(|c| (c.args, c.settings)).unwrap();
+        let (args, settings) = MEMCACHED
+            .configure(&o, sz(100 << 20))
+            .map(|c| (c.args, c.settings))
+            .unwrap();
         assert!(args.windows(2).any(|w| w == ["-t", "2"]));
         assert!(args.windows(2).any(|w| w == ["-m", "150"]));
         assert_eq!(settings["max-connections"], "4096");
         o.insert("bogus".into(), "1".into());
-        let e = MEMCACHED.configure(&o, sz(0)).map(|c| c.args)
+        let e = MEMCACHED
+            .configure(&o, sz(0))
+            .map(|c| c.args)
             .unwrap_err()
             .to_string();
         assert!(e.contains("bogus") && e.contains("threads"), "{e}");

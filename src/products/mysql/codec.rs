@@ -5,22 +5,8 @@
 //! the binary result set by packet headers. The protocol answers one command at a
 //! time, so the engine runs MySQL connections at pipeline 1.
 
-use std::io::{self, Read, Write};
-use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
-
-use mysql_common::auth::plugins::caching_sha2_password::scramble_sha256;
-use mysql_common::auth::plugins::mysql_native_password::scramble_native;
-use mysql_common::constants::CapabilityFlags;
-use mysql_common::io::ParseBuf;
-use mysql_common::packets::{
-    AuthPlugin, AuthSwitchRequest, ErrPacket, HandshakePacket, HandshakeResponse, StmtPacket,
-};
-use mysql_common::proto::{MyDeserialize, MySerialize};
-
 use crate::wire::{Codec, Decoded, Key, Malformed, Reply, Session};
-use crate::workload::{OpKind, Values};
+use crate::workload::OpKind;
 
 /// The prepared point select.
 pub const GET_SQL: &str = "SELECT v FROM kvlab_kv WHERE k = ?";

@@ -17,7 +17,7 @@ use mysql_common::packets::{
 };
 use mysql_common::proto::{MyDeserialize, MySerialize};
 
-use super::codec::{GET_SQL, SET_SQL, lenenc, packet};
+use super::codec::{GET_SQL, SET_SQL, packet};
 use crate::workload::Values;
 
 /// A blocking MySQL/MariaDB connection for set-up.
@@ -332,4 +332,3 @@ impl MyConn {
         self.stream
     }
 }
-

@@ -39,12 +39,9 @@ impl Server for Mariadb {
         given
             .entry("max_heap_table_size".into())
             .or_insert_with(|| format!("{}M", mib_for(sizing.data_bytes * 2, 64)));
-        database_config(
-            &given,
-            DATABASE_OWN,
-            str::to_string,
-            |k, v| vec![format!("--{k}={v}")],
-        )
+        database_config(&given, DATABASE_OWN, str::to_string, |k, v| {
+            vec![format!("--{k}={v}")]
+        })
     }
 
     fn command(&self, l: &Launch<'_>) -> Result<(Command, Login)> {

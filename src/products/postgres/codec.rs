@@ -8,20 +8,14 @@
 //! Set-up (start-up, authentication, preparing, simple queries, COPY) is in
 //! [`super::conn`].
 
-use std::io::{self, Read, Write};
-use std::net::TcpStream;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
 
 use bytes::{BufMut, BytesMut};
-use fallible_iterator::FallibleIterator;
 use postgres_protocol::IsNull;
-use postgres_protocol::authentication::{md5_hash, sasl};
 use postgres_protocol::message::{backend, frontend};
 
 use crate::wire::{Codec, Decoded, Key, Malformed, Reply};
-use crate::workload::{OpKind, Values};
+use crate::workload::OpKind;
 
 /// The prepared point select.
 pub const GET_SQL: &str = "SELECT v FROM kvlab_kv WHERE k = $1";

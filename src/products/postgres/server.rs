@@ -149,6 +149,10 @@ mod tests {
         let c = POSTGRES.configure(&BTreeMap::new(), sizing).unwrap();
         assert_eq!(c.settings["max_connections"], "1020");
         assert_eq!(c.settings["shared_buffers"], "1536MB");
-        assert!(c.args.windows(2).any(|w| w == ["-c", "max_connections=1020"]));
+        assert!(
+            c.args
+                .windows(2)
+                .any(|w| w == ["-c", "max_connections=1020"])
+        );
     }
 }
