@@ -187,8 +187,12 @@ impl TargetSection {
                 || self.cache_ttl.is_some()
                 || !self.cache_opts.is_empty()
             {
+                let caches: Vec<String> = crate::products::kinds(true)
+                    .map(|k| format!("\"{}\"", k.name()))
+                    .collect();
                 bail!(
-                    "write_policy, cache_ttl and cache_opts need cache = \"redis\" (or valkey, memcached, a URL)"
+                    "write_policy, cache_ttl and cache_opts need cache = {} (or a URL)",
+                    crate::products::or_list(&caches)
                 );
             }
             return Ok(None);
@@ -239,4 +243,15 @@ pub struct Sweep {
     /// accepts them, e.g. `io-threads`, `threads`, `query_cache_type`).
     #[serde(default)]
     pub server: BTreeMap<String, Vec<toml::Value>>,
+}
+
+/// The label of a target section.
+pub fn label(t: &TargetSection) -> String {
+    t.name.clone().unwrap_or_else(|| {
+        t.target
+            .split("://")
+            .next()
+            .unwrap_or(&t.target)
+            .to_string()
+    })
 }

@@ -4,8 +4,9 @@
 //!
 //! # Layout
 //!
-//! - `file`: the file as written — [`StudyFile`] and its sections, with defaults.
-//! - `parse`: [`load()`] and [`parse()`] a study, check it, [`label`] its targets.
+//! - `file`: the file as written — [`StudyFile`] and its sections, with
+//!   defaults; [`label`] of a target.
+//! - `parse`: [`load()`] and [`parse()`] a study and check it.
 //! - `expand`: [`expand()`] a study into [`Point`]s; [`swept_axes`], [`main_axis`].
 //! - [`exec`]: run the points, record and read back the results.
 
@@ -15,5 +16,5 @@ mod file;
 mod parse;
 
 pub use expand::{Point, expand, main_axis, swept_axes};
-pub use file::{Goal, LoadSection, StudyFile, Sweep, TargetSection, WorkloadSection};
-pub use parse::{label, load, parse};
+pub use file::{Goal, LoadSection, StudyFile, Sweep, TargetSection, WorkloadSection, label};
+pub use parse::{load, parse};

@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{Result, anyhow, bail};
 
 use super::expand::expand;
-use super::file::{StudyFile, TargetSection};
+use super::file::{StudyFile, label};
 use crate::plan::TargetSpec;
 
 /// Reads and checks a study file; errors name the file, the line and the fix.
@@ -60,7 +60,10 @@ fn line_of(text: &str, needle: &str) -> usize {
 fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
     let at = |needle: &str| format!("{origin}:{}", line_of(text, needle));
     if s.targets.is_empty() {
-        bail!("{origin}: no [[target]]; add at least one, e.g. [[target]] target = \"redis\"");
+        bail!(
+            "{origin}: no [[target]]; add at least one, e.g. [[target]] target = \"{}\"",
+            crate::products::DEFAULT_TARGET
+        );
     }
     if !(s.duration.is_finite() && s.duration > 0.0) {
         bail!(
@@ -145,15 +148,4 @@ fn study_words(msg: &str) -> String {
     ]
     .iter()
     .fold(msg.to_string(), |m, (flag, key)| m.replace(flag, key))
-}
-
-/// The label of a target section.
-pub fn label(t: &TargetSection) -> String {
-    t.name.clone().unwrap_or_else(|| {
-        t.target
-            .split("://")
-            .next()
-            .unwrap_or(&t.target)
-            .to_string()
-    })
 }

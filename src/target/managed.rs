@@ -9,18 +9,17 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::connector::{Connector, ServerInfo};
 use super::endpoint::{Endpoint, Secret, is_secret_key};
 use super::osuser::{self, OsUser};
 use super::procfs::ProcUsage;
-use super::product::{Launch, Login, Product};
-use super::settings::Sizing;
+use super::product::{Connector, Launch, Login, Product, ServerInfo};
+use super::settings::{Config, Sizing};
 
 /// A running server that kvlab started and will stop.
 pub struct ManagedServer {
@@ -33,19 +32,6 @@ pub struct ManagedServer {
     /// Product and version, read from the running server.
     pub info: ServerInfo,
     login: Login,
-}
-
-/// Finds an installed program on PATH or in the usual system directories.
-pub fn find_binary(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .chain([
-            PathBuf::from("/usr/sbin"),
-            PathBuf::from("/usr/bin"),
-            PathBuf::from("/usr/local/bin"),
-        ])
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
 }
 
 fn free_port() -> Result<u16> {
@@ -119,7 +105,7 @@ impl ManagedServer {
     fn try_start(
         product: &'static dyn Product,
         bin: &Path,
-        config: &super::product::Config,
+        config: &Config,
         run_as: Option<&OsUser>,
     ) -> Result<ManagedServer> {
         let dir = tempfile::Builder::new()

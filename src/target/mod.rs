@@ -5,17 +5,16 @@
 //! and kvlab's table in general. Names no product: those live in `products/`.
 //!
 //! # Layout
-//! - [`product`]: the narrow traits a product folder implements.
-//! - [`connector`]: address + credentials → connections, probe, one-line errors.
+//! - [`product`]: the narrow traits a product folder implements, and the
+//!   connector (a product + address + credentials → connections, probe, errors).
 //! - [`endpoint`]: a server's address and password, secret settings, table options.
 //! - [`managed`]: start, wait for, measure and stop a server kvlab runs.
 //! - [`settings`]: `--server-opt` syntax, sizing and the checks all products share.
-//! - [`osuser`]: the system user a managed database runs as.
+//! - [`osuser`]: installed programs, and the system user a managed database runs as.
 //! - [`procfs`]: CPU and memory of server processes from /proc.
 //! - [`counters`]: the server's own request counters.
 //! - [`table`]: kvlab's table on a database: marker, reuse, parallel load.
 
-pub mod connector;
 pub mod counters;
 pub mod endpoint;
 pub mod managed;
@@ -25,11 +24,13 @@ pub mod product;
 pub mod settings;
 pub mod table;
 
-pub use connector::{Connector, ServerInfo};
 pub use counters::ServerCounters;
 pub use endpoint::{Endpoint, SchemaOptions, Secret, is_secret_key};
-pub use managed::{ManagedServer, find_binary};
+pub use managed::ManagedServer;
+pub use osuser::find_binary;
 pub use procfs::{ProcUsage, proc_tree_usage, proc_usage};
-pub use product::{Cache, CacheMemory, Config, Database, Launch, Login, Product, Role, Server};
-pub use settings::{Sizing, parse_opt};
+pub use product::{
+    Cache, CacheMemory, Connector, Database, Launch, Login, Product, Role, Server, ServerInfo,
+};
+pub use settings::{Config, Sizing, parse_opt};
 pub use table::{DataSpec, LoadResult};

@@ -1,10 +1,11 @@
-//! System users for managed servers: a database must not run as root, so when
-//! kvlab runs as root it runs the server (and its set-up tools) as the
-//! product's unprivileged system user, owning kvlab's temporary directory.
+//! The system a managed server runs on: its installed programs, and its users
+//! (a database must not run as root, so when kvlab runs as root it runs the
+//! server and its set-up tools as the product's unprivileged system user,
+//! owning kvlab's temporary directory).
 
 use std::ffi::CString;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
@@ -101,4 +102,17 @@ pub fn run_tool(mut cmd: Command, what: &str) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Finds an installed program on PATH or in the usual system directories.
+pub fn find_binary(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .chain([
+            PathBuf::from("/usr/sbin"),
+            PathBuf::from("/usr/bin"),
+            PathBuf::from("/usr/local/bin"),
+        ])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
 }

@@ -1,25 +1,27 @@
 //! The narrow interfaces a product implements so that generic code can drive it
 //! without naming it: [`Product`] (identity, URLs, connections, counters),
-//! [`Server`] (how kvlab runs it), and one data role, [`Cache`] or [`Database`].
+//! [`Server`] (how kvlab runs it), and one data role, [`Cache`] or [`Database`];
+//! and the [`Connector`] that holds a product with the address and credentials
+//! of one of its servers (the two refer to each other, so they share a file).
 //! The registry in `products/` lists the implementations; codecs, the only part
 //! on the hot path, are dispatched statically there, never through these traits.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::io;
-use std::net::TcpStream;
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
-use super::connector::{Connector, ServerInfo};
 use super::counters::ServerCounters;
-use super::endpoint::SchemaOptions;
-use super::osuser::OsUser;
+use super::endpoint::{Endpoint, SchemaOptions};
+use super::osuser::{OsUser, find_binary};
 use super::procfs::{ProcUsage, proc_usage};
-use super::settings::Sizing;
+use super::settings::{Config, Sizing};
 use super::table::{DataSpec, LoadResult};
 use crate::error::UsageError;
 use crate::progress::RunOptions;
@@ -155,17 +157,6 @@ pub struct Login {
     pub database: Option<String>,
 }
 
-/// A managed server's settings, as command-line arguments and as recorded.
-#[derive(Clone, Debug, Default)]
-pub struct Config {
-    /// Arguments after the binary.
-    pub args: Vec<String>,
-    /// Settings as recorded in results (secrets masked).
-    pub settings: BTreeMap<String, String>,
-    /// A password the settings set for clients (e.g. `requirepass`).
-    pub password: Option<String>,
-}
-
 /// How kvlab runs a product: binary, settings (`--server-opt`), command line,
 /// readiness and resource use.
 pub trait Server: Sync {
@@ -175,7 +166,7 @@ pub trait Server: Sync {
     fn package(&self) -> &'static str;
     /// Where the binary is installed, if it is.
     fn find(&self) -> Option<PathBuf> {
-        super::managed::find_binary(self.binary())
+        find_binary(self.binary())
     }
     /// The system user the server runs as when kvlab runs as root (`None`:
     /// kvlab's own user; such servers refuse `--server-opt os-user`).
@@ -209,4 +200,153 @@ pub trait Server: Sync {
     fn usage(&self, pid: u32) -> Option<ProcUsage> {
         proc_usage(pid)
     }
+}
+
+/// What kvlab learned about a server when it first connected.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct ServerInfo {
+    /// Product as reported by the server (`redis`, `valkey`, `memcached`).
+    pub product: String,
+    /// Version string as reported by the server.
+    pub version: String,
+}
+
+/// How to open a ready-to-use connection to a target: address and credentials.
+#[derive(Clone)]
+pub struct Connector {
+    /// The product spoken.
+    pub product: &'static dyn Product,
+    /// Resolved address.
+    pub addr: SocketAddr,
+    /// Name used in messages, e.g. `redis://127.0.0.1:6379` (no password).
+    pub display: String,
+    /// User name, if any.
+    pub user: Option<String>,
+    /// Password, if any (never printed).
+    pub password: Option<String>,
+    /// Database name, if any.
+    pub database: Option<String>,
+}
+
+impl fmt::Debug for Connector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connector")
+            .field("product", &self.product.name())
+            .field("addr", &self.addr)
+            .field("display", &self.display)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connector {
+    /// A connector for `endpoint` of `product`, resolving its host name once.
+    pub fn new(product: impl Into<&'static dyn Product>, endpoint: &Endpoint) -> Result<Connector> {
+        let product: &'static dyn Product = product.into();
+        let display = endpoint.display_url(product);
+        let addr = (endpoint.host.as_str(), endpoint.port)
+            .to_socket_addrs()
+            .with_context(|| format!("cannot resolve host '{}' of {display}", endpoint.host))?
+            .next()
+            .with_context(|| format!("host '{}' of {display} has no address", endpoint.host))?;
+        Ok(Connector {
+            product,
+            addr,
+            display,
+            user: endpoint.user.clone(),
+            password: endpoint.password.as_ref().map(|p| p.expose().to_string()),
+            database: endpoint.database.clone(),
+        })
+    }
+
+    /// A TCP connection (`TCP_NODELAY`) with read and write timeouts, for set-up.
+    pub fn tcp(&self, timeout: Duration) -> io::Result<TcpStream> {
+        let s = TcpStream::connect_timeout(&self.addr, timeout)?;
+        s.set_nodelay(true)?;
+        s.set_read_timeout(Some(timeout))?;
+        s.set_write_timeout(Some(timeout))?;
+        Ok(s)
+    }
+
+    /// Opens a TCP connection (`TCP_NODELAY`) ready for the engine: authenticated
+    /// and, on databases, with kvlab's statements prepared; all within `timeout`.
+    pub fn connect(&self, timeout: Duration) -> io::Result<(TcpStream, Session)> {
+        self.product.connect(self, timeout)
+    }
+
+    /// Connects once, checks the server speaks the expected protocol, and reads its
+    /// version. Fails with a one-line message within about `timeout`.
+    pub fn probe(&self, timeout: Duration) -> Result<ServerInfo> {
+        self.product.probe(self, timeout)
+    }
+
+    /// The server's own request counters now.
+    pub fn counters(&self) -> Result<ServerCounters> {
+        self.product.counters(self)
+    }
+
+    /// A one-line error for a connection that could not be opened (or whose
+    /// login was refused): what to check.
+    pub fn connect_error(&self, e: io::Error) -> anyhow::Error {
+        match e.kind() {
+            io::ErrorKind::PermissionDenied => anyhow::anyhow!(
+                "{}: {e}; check the user and password in --target",
+                self.display
+            ),
+            _ => anyhow::anyhow!(
+                "cannot connect to {}: {e}; is the server running and is the port right?",
+                self.display
+            ),
+        }
+    }
+
+    /// A one-line error for a failed set-up session on a server whose protocol
+    /// starts with a handshake (the server speaks first): what to check.
+    pub fn setup_error(&self, e: io::Error) -> anyhow::Error {
+        let what = self.product.title();
+        match e.kind() {
+            io::ErrorKind::PermissionDenied => anyhow::anyhow!(
+                "{}: {e}; check the user and password in --target",
+                self.display
+            ),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => anyhow::anyhow!(
+                "{} does not answer as a {what} server should: no reply in time; check the scheme and port of --target",
+                self.display
+            ),
+            io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => anyhow::anyhow!(
+                "{} does not answer as a {what} server should: {e}; check the scheme and port of --target",
+                self.display
+            ),
+            io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::HostUnreachable
+            | io::ErrorKind::NetworkUnreachable => anyhow::anyhow!(
+                "cannot connect to {}: {e}; is the server running and is the port right?",
+                self.display
+            ),
+            _ => anyhow::anyhow!("{}: {e}", self.display),
+        }
+    }
+
+    /// A one-line error for a server that accepted the connection but did not
+    /// answer the probe as the product should.
+    pub fn probe_error(&self, e: anyhow::Error, waited: Duration) -> anyhow::Error {
+        let e = if is_timeout(&e) {
+            anyhow::anyhow!("no reply within {waited:.0?}")
+        } else {
+            e
+        };
+        anyhow::anyhow!(
+            "{} does not answer as a {} server should: {e:#}; check the scheme and port of --target",
+            self.display,
+            self.product.title()
+        )
+    }
+}
+
+fn is_timeout(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<io::Error>().is_some_and(|e| {
+        matches!(
+            e.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        )
+    })
 }

@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use anyhow::{Result, bail};
 
 use super::endpoint::is_secret_key;
-use super::product::Config;
 
 /// What a managed server must be sized for.
 #[derive(Clone, Copy, Debug, Default)]
@@ -17,6 +16,17 @@ pub struct Sizing {
     pub data_bytes: u64,
     /// Connections the run will open.
     pub connections: usize,
+}
+
+/// A managed server's settings, as command-line arguments and as recorded.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    /// Arguments after the binary.
+    pub args: Vec<String>,
+    /// Settings as recorded in results (secrets masked).
+    pub settings: BTreeMap<String, String>,
+    /// A password the settings set for clients (e.g. `requirepass`).
+    pub password: Option<String>,
 }
 
 /// MiB for 1.5x `data_bytes`, at least `floor`.

@@ -77,8 +77,8 @@ impl Server for Memcached {
 
 #[cfg(test)]
 mod tests {
+    use super::super::MEMCACHED;
     use super::*;
-    use crate::products::memcached::MEMCACHED;
 
     fn sz(data_bytes: u64) -> Sizing {
         Sizing {

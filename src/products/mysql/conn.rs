@@ -18,6 +18,7 @@ use mysql_common::packets::{
 use mysql_common::proto::{MyDeserialize, MySerialize};
 
 use super::codec::{GET_SQL, SET_SQL, packet};
+use crate::target::Connector;
 use crate::workload::Values;
 
 /// A blocking MySQL/MariaDB connection for set-up.
@@ -331,4 +332,12 @@ impl MyConn {
     pub fn into_stream(self) -> TcpStream {
         self.stream
     }
+}
+
+/// Opens a set-up session on `c`.
+pub fn open(c: &Connector, timeout: Duration) -> io::Result<MyConn> {
+    let s = c.tcp(timeout)?;
+    let user = c.user.as_deref().unwrap_or("root");
+    let db = c.database.as_deref().unwrap_or("");
+    MyConn::start(s, user, c.password.as_deref(), db)
 }

@@ -23,7 +23,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 pub use codec::{GET_SQL, MAX_VALUE, MyCodec, SET_SQL};
-pub use conn::MyConn;
+pub use conn::{MyConn, open};
 
 use crate::error::UsageError;
 use crate::progress::RunOptions;
@@ -38,14 +38,6 @@ pub struct Mariadb;
 
 /// The MariaDB/MySQL product.
 pub static MARIADB: Mariadb = Mariadb;
-
-/// Opens a set-up session on `c`.
-pub fn open(c: &Connector, timeout: Duration) -> io::Result<MyConn> {
-    let s = c.tcp(timeout)?;
-    let user = c.user.as_deref().unwrap_or("root");
-    let db = c.database.as_deref().unwrap_or("");
-    MyConn::start(s, user, c.password.as_deref(), db)
-}
 
 impl Product for Mariadb {
     fn name(&self) -> &'static str {

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::{Mariadb, open};
+use super::Mariadb;
+use super::conn::open;
 use crate::target::osuser::{OsUser, run_tool};
 use crate::target::settings::{DATABASE_OWN, database_config, mib_for};
 use crate::target::{Config, Connector, Launch, Login, Server, Sizing, find_binary};
@@ -151,8 +152,8 @@ fn bootstrap_mariadb(
 
 #[cfg(test)]
 mod tests {
+    use super::super::MARIADB;
     use super::*;
-    use crate::products::mysql::MARIADB;
 
     #[test]
     fn passes_settings_and_refuses_its_own() {

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 
 use super::codec::MAX_VALUE;
 use super::conn::MyConn;
-use super::open;
+use super::conn::open;
 use crate::progress::{RunOptions, note};
 use crate::target::table::{MARK, TableState, VALUES_MARK, announce, figures_state, parallel_load};
 use crate::target::{Connector, DataSpec, LoadResult};

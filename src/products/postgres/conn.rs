@@ -13,6 +13,7 @@ use postgres_protocol::authentication::{md5_hash, sasl};
 use postgres_protocol::message::{backend, frontend};
 
 use super::codec::{BYTEA_OID, GET_SQL, INT8_OID, SET_SQL};
+use crate::target::Connector;
 use crate::workload::Values;
 
 /// A blocking connection for set-up: start-up, authentication, simple queries,
@@ -310,4 +311,12 @@ impl PgConn {
 /// Quotes `s` as an SQL string literal.
 pub fn literal(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
+}
+
+/// Opens a set-up session on `c` (not prepared for the engine).
+pub fn open(c: &Connector, timeout: Duration) -> io::Result<PgConn> {
+    let s = c.tcp(timeout)?;
+    let user = c.user.as_deref().unwrap_or("postgres");
+    let db = c.database.as_deref().unwrap_or("postgres");
+    PgConn::start(s, user, c.password.as_deref(), db)
 }

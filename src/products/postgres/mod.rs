@@ -23,7 +23,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 pub use codec::{GET_SQL, PgCodec, SET_SQL};
-pub use conn::{PgConn, literal};
+pub use conn::{PgConn, literal, open};
 
 use crate::progress::RunOptions;
 use crate::target::{
@@ -36,14 +36,6 @@ pub struct Postgres;
 
 /// The PostgreSQL product.
 pub static POSTGRES: Postgres = Postgres;
-
-/// Opens a set-up session on `c` (not prepared for the engine).
-pub fn open(c: &Connector, timeout: Duration) -> io::Result<PgConn> {
-    let s = c.tcp(timeout)?;
-    let user = c.user.as_deref().unwrap_or("postgres");
-    let db = c.database.as_deref().unwrap_or("postgres");
-    PgConn::start(s, user, c.password.as_deref(), db)
-}
 
 impl Product for Postgres {
     fn name(&self) -> &'static str {

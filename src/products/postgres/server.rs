@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::{Postgres, open};
+use super::Postgres;
+use super::conn::open;
 use crate::target::osuser::{OsUser, as_user, run_tool};
 use crate::target::settings::{DATABASE_OWN, database_config, mib_for};
 use crate::target::{
@@ -137,8 +138,8 @@ fn init_postgres(data: &Path, user: Option<&OsUser>) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::POSTGRES;
     use super::*;
-    use crate::products::postgres::POSTGRES;
 
     #[test]
     fn sizes_for_the_data() {

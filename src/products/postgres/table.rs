@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use super::conn::PgConn;
-use super::open;
+use super::conn::open;
 use crate::progress::{RunOptions, note};
 use crate::target::table::{MARK, TableState, VALUES_MARK, announce, figures_state, parallel_load};
 use crate::target::{Connector, DataSpec, LoadResult};

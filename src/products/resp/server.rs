@@ -72,8 +72,8 @@ impl Server for RespProduct {
 
 #[cfg(test)]
 mod tests {
+    use super::super::REDIS;
     use super::*;
-    use crate::products::resp::REDIS;
 
     fn sz(data_bytes: u64) -> Sizing {
         Sizing {
