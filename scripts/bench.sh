@@ -10,9 +10,13 @@
 #
 # Workload: 50 connections, 1M keys x 256 B, GET only, pipeline 1 and 16; every
 # client on one thread (redis-benchmark and memtier -t 1 are single-threaded).
+#
+# KVLAB_BASE=/path/to/an/older/kvlab adds that binary's runs right after each
+# kvlab run (rows "base…"), to show a change of kvlab's own figures, interleaved.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KVLAB=${KVLAB:-target/release/kvlab}
+KVLAB_BASE=${KVLAB_BASE:-}
 ROUNDS=${ROUNDS:-3}
 KEYS=${KEYS:-1000000}
 N1=${N1:-400000}      # requests per run at pipeline 1
@@ -58,7 +62,17 @@ record() { # tool pipeline requests "cpu wall"
 
 kvlab_run() { # url pipeline requests [extra...]
   local url=$1 p=$2 n=$3; shift 3
-  "$KVLAB" run --target "$url" --no-load --warmup 0 --requests "$n" --connections 50 --threads 1 --pipeline "$p" "$@"
+  "${BIN:-$KVLAB}" run --target "$url" --no-load --warmup 0 --requests "$n" --connections 50 --threads 1 --pipeline "$p" "$@"
+}
+
+# kvlab_rec name pipeline requests url [extra...]: records kvlab's run, then the
+# baseline binary's (KVLAB_BASE) right after it.
+kvlab_rec() {
+  local name=$1 p=$2 n=$3; shift 3
+  record "$name" "$p" "$n" "$(cpu_of kvlab_run "$1" "$p" "$n" "${@:2}")"
+  if [ -n "$KVLAB_BASE" ]; then
+    record "base${name#kvlab}" "$p" "$n" "$(BIN=$KVLAB_BASE cpu_of kvlab_run "$1" "$p" "$n" "${@:2}")"
+  fi
 }
 
 REDIS=$(serve redis)
@@ -96,7 +110,7 @@ rounds() {
       if [ "$name" = redis ]; then
         record redis-benchmark "$P" "$N" "$(cpu_of redis-benchmark -p "$port" -t get -n "$N" -r "$KEYS" -d 256 -c 50 -P "$P" -q)"
       fi
-      record "kvlab$suffix" "$P" "$N" "$(cpu_of kvlab_run "$url" "$P" "$N" --keys "$KEYS")"
+      kvlab_rec "kvlab$suffix" "$P" "$N" "$url" --keys "$KEYS"
       if [ -n "$MEMTIER" ]; then
         per=$((N / 50))
         record "memtier$suffix" "$P" $((per * 50)) "$(cpu_of "$MEMTIER" -p "$port" --protocol="$proto" --ratio=0:1 \
@@ -117,7 +131,7 @@ rounds redis "$REDIS" redis
 # (stale-read detection); memtier writes fixed data and checks nothing.
 for round in $(seq "$ROUNDS"); do
   echo "bench: round $round, redis SET:GET 1:4"
-  record "kvlab-1:4" 1 "$N1" "$(cpu_of kvlab_run "$REDIS" 1 "$N1" --keys "$KEYS" --ratio 1:4)"
+  kvlab_rec "kvlab-1:4" 1 "$N1" "$REDIS" --keys "$KEYS" --ratio 1:4
   if [ -n "$MEMTIER" ]; then
     per=$((N1 / 50))
     record "memtier-1:4" 1 $((per * 50)) "$(cpu_of "$MEMTIER" -p "$PORT" --protocol=redis --ratio=1:4 \
@@ -145,7 +159,7 @@ if [ "${BENCH_SQL:-1}" = 1 ]; then
   for round in $(seq "$ROUNDS"); do
     echo "bench: round $round, postgres"
     record pgbench-postgres 1 "$NSQL" "$(cpu_of pgbench -h 127.0.0.1 -p "$PGPORT" -U postgres -S -M prepared -c 50 -j 1 -t $((NSQL / 50)) postgres)"
-    record kvlab-postgres 1 "$NSQL" "$(cpu_of kvlab_run "$PG" 1 "$NSQL" --keys "$KEYS")"
+    kvlab_rec kvlab-postgres 1 "$NSQL" "$PG" --keys "$KEYS"
     record sysbench-postgres 1 "$NSQL" "$(cpu_of sysbench oltp_point_select "${SB_PG[@]}" --threads=50 --events="$NSQL" --time=0 --point-selects=1 run)"
   done
 
@@ -157,7 +171,7 @@ if [ "${BENCH_SQL:-1}" = 1 ]; then
   sysbench oltp_point_select "${SB_MY[@]}" prepare > /dev/null 2>&1
   for round in $(seq "$ROUNDS"); do
     echo "bench: round $round, mariadb"
-    record kvlab-mariadb 1 "$NSQL" "$(cpu_of kvlab_run "$MY" 1 "$NSQL" --keys "$KEYS")"
+    kvlab_rec kvlab-mariadb 1 "$NSQL" "$MY" --keys "$KEYS"
     record sysbench-mariadb 1 "$NSQL" "$(cpu_of sysbench oltp_point_select "${SB_MY[@]}" --threads=50 --events="$NSQL" --time=0 --point-selects=1 run)"
   done
 fi

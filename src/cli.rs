@@ -33,7 +33,7 @@ pub enum Command {
     /// Write report.html and report.md from study results files.
     Report(ReportArgs),
     /// A quick study over the managed caches and databases.
-    #[command(about = format!("A quick study over managed {}", products::or_list(&TargetKind::ALL.map(TargetKind::name))))]
+    #[command(about = format!("A quick study over managed {}", products::all_names(", ")))]
     Demo(DemoArgs),
     /// Find the highest rate a target sustains with p99 under a limit.
     Capacity(Box<CapacityArgs>),
