@@ -210,30 +210,6 @@ pub const CAPACITY_EXAMPLE: &str = "kvlab capacity --target redis --p99-ms 1 --d
 pub const SERVE_EXAMPLE: &str =
     "kvlab serve --target redis --server-opt io-threads=2   # prints redis://127.0.0.1:PORT";
 
-/// Binds `$c` to the codec of `$kind` (values of `$size` bytes) in `$body`.
-macro_rules! with_codec {
-    ($kind:expr, $size:expr, $c:ident => $body:expr) => {
-        match $kind {
-            TargetKind::Redis | TargetKind::Valkey => {
-                let $c = resp::Resp;
-                $body
-            }
-            TargetKind::Memcached => {
-                let $c = memcached::Memcache;
-                $body
-            }
-            TargetKind::Postgres => {
-                let $c = postgres::PgCodec::new($size);
-                $body
-            }
-            TargetKind::Mariadb => {
-                let $c = mysql::MyCodec::new($size);
-                $body
-            }
-        }
-    };
-}
-
 /// Binds `$c` to the codec of cache `$kind` in `$body`; `$else` for a database.
 macro_rules! with_cache_codec {
     ($kind:expr, $c:ident => $body:expr, $else:expr) => {
@@ -247,6 +223,23 @@ macro_rules! with_cache_codec {
                 $body
             }
             TargetKind::Postgres | TargetKind::Mariadb => $else,
+        }
+    };
+}
+
+/// Binds `$c` to the codec of `$kind` (values of `$size` bytes) in `$body`.
+macro_rules! with_codec {
+    ($kind:expr, $size:expr, $c:ident => $body:expr) => {
+        match $kind {
+            TargetKind::Postgres => {
+                let $c = postgres::PgCodec::new($size);
+                $body
+            }
+            TargetKind::Mariadb => {
+                let $c = mysql::MyCodec::new($size);
+                $body
+            }
+            cache => with_cache_codec!(cache, $c => $body, unreachable!("databases are matched above")),
         }
     };
 }

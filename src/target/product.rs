@@ -284,6 +284,21 @@ impl Connector {
         self.product.counters(self)
     }
 
+    /// Probes a server whose protocol starts with a client request: connects
+    /// (authenticated), then lets `ask` identify it on the connection within
+    /// `timeout`; failures become one-line errors.
+    pub fn probe_with(
+        &self,
+        timeout: Duration,
+        ask: impl FnOnce(&mut &TcpStream) -> Result<ServerInfo>,
+    ) -> Result<ServerInfo> {
+        let (s, _) = self.connect(timeout).map_err(|e| self.connect_error(e))?;
+        s.set_read_timeout(Some(timeout))?;
+        s.set_write_timeout(Some(timeout))?;
+        let started = Instant::now();
+        ask(&mut &s).map_err(|e| self.probe_error(e, started.elapsed()))
+    }
+
     /// A one-line error for a connection that could not be opened (or whose
     /// login was refused): what to check.
     pub fn connect_error(&self, e: io::Error) -> anyhow::Error {

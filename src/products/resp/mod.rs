@@ -13,7 +13,7 @@ pub mod server;
 
 use std::io;
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Result;
 
@@ -109,11 +109,7 @@ impl Product for RespProduct {
     }
 
     fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo> {
-        let (s, _) = c.connect(timeout).map_err(|e| c.connect_error(e))?;
-        s.set_read_timeout(Some(timeout))?;
-        s.set_write_timeout(Some(timeout))?;
-        let started = Instant::now();
-        codec::probe(&mut &s).map_err(|e| c.probe_error(e, started.elapsed()))
+        c.probe_with(timeout, |s| codec::probe(s))
     }
 
     fn counters(&self, c: &Connector) -> Result<ServerCounters> {
