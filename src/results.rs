@@ -245,7 +245,7 @@ impl TargetInfo {
             product: info.product.clone(),
             version: info.version.clone(),
             managed: server.is_some(),
-            url: endpoint.display_url(kind),
+            url: endpoint.display_url(kind.scheme()),
             settings: server.map(|s| s.settings.clone()).unwrap_or_default(),
             pid: server.map(|s| s.pid()),
         }

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use mio::{Events, Poll, Registry, Token};
 use rand::rngs::SmallRng;
 
+use super::clock::{StartLine, Timing, first_tick, thread_busy_ns};
 use super::pacer::{PreciseTimer, ScheduleReport};
-use super::{StartLine, Timing, first_tick, thread_busy_ns};
 use crate::consistency::VersionBoard;
 use crate::workload::{KeyGen, OpKind, OpMix};
 

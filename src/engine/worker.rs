@@ -16,10 +16,11 @@ use std::time::{Duration, Instant};
 use mio::{Events, Token};
 use rand::rngs::SmallRng;
 
+use super::clock::{StartLine, Timing};
 use super::link::Link;
 use super::pacer::{Pacer, ScheduleReport};
 use super::rhythm::{Phase, Rhythm, TIMER, draw, note_lag, open_poll, unsent};
-use super::{Spec, StartLine, Tick, Timing};
+use super::spec::{Spec, Tick};
 use crate::stats::{Counts, ErrorKind, Outcome, Recorder};
 use crate::wire::{Codec, Decoded, Key, Reply};
 use crate::workload::{KeyGen, OpKind, OpMix, Values, write_key};

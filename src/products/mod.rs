@@ -312,7 +312,7 @@ mod tests {
         assert_eq!(e.user.as_deref(), Some("bob"));
         assert_eq!(e.password.as_ref().unwrap().expose(), "s@cret");
         assert_eq!(
-            e.display_url(TargetKind::Valkey),
+            e.display_url(TargetKind::Valkey.scheme()),
             "valkey://bob:***@127.0.0.1:7000"
         );
         let t: TargetSpec = "memcached://localhost".parse().unwrap();
@@ -325,7 +325,7 @@ mod tests {
         let e = t.external.unwrap();
         assert_eq!((e.port, e.database.as_deref()), (5432, Some("shop")));
         assert_eq!(
-            e.display_url(TargetKind::Postgres),
+            e.display_url(TargetKind::Postgres.scheme()),
             "postgres://app:***@db.local:5432/shop"
         );
         let t: TargetSpec = "mysql://root@127.0.0.1:3307/kv".parse().unwrap();

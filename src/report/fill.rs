@@ -1,8 +1,8 @@
 //! The memory-efficiency part of a report (`mode = "fill"`): items each target
 //! holds per GiB, as verdict lines, a table and a chart.
 
-use super::Table;
 use super::chart::{Chart, Series, short};
+use super::table::Table;
 use crate::fill::FillResult;
 use crate::study::exec::StudyResult;
 

@@ -3,7 +3,8 @@
 
 use std::fmt::Write as _;
 
-use super::{Report, Table, chart};
+use super::table::Table;
+use super::{Report, chart};
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")

@@ -2,7 +2,8 @@
 
 use std::fmt::Write as _;
 
-use super::{Report, Table};
+use super::Report;
+use super::table::Table;
 
 /// A Markdown table.
 pub fn table(t: &Table) -> String {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::aside;
+use super::figures::{self, AsideFigures, StaleFigures};
 use crate::results::RunResult;
 use crate::stats::{Percentiles, decode_histogram, new_histogram};
 use crate::study::exec::StudyResult;
@@ -39,9 +39,9 @@ pub struct Row {
     /// Read-write ratio label.
     pub ratio: String,
     /// Cache-aside figures, when the target had a cache in front.
-    pub aside: Option<aside::AsideFigures>,
+    pub aside: Option<AsideFigures>,
     /// Stale reads, when tracked.
-    pub stale: Option<aside::StaleFigures>,
+    pub stale: Option<StaleFigures>,
 }
 
 /// A target and its swept values: what merges across repetitions and files.
@@ -101,8 +101,8 @@ pub fn rows(results: &[StudyResult]) -> Vec<Row> {
                     .collect(),
                 saturated: runs.iter().any(|r| r.client_saturated),
                 ratio: runs[0].config.workload.ratio.to_string(),
-                aside: aside::figures(runs),
-                stale: aside::stale_figures(runs),
+                aside: figures::figures(runs),
+                stale: figures::stale_figures(runs),
             }
         })
         .collect()

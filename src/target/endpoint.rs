@@ -6,8 +6,6 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::Product;
-
 /// Whether a server setting holds a secret (its value is never printed or stored).
 pub fn is_secret_key(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
@@ -43,8 +41,7 @@ pub struct Endpoint {
 
 impl Endpoint {
     /// The URL with the password masked, safe to print and store.
-    pub fn display_url(&self, product: impl Into<&'static dyn Product>) -> String {
-        let product: &'static dyn Product = product.into();
+    pub fn display_url(&self, scheme: &str) -> String {
         let auth = match (&self.user, &self.password) {
             (Some(u), Some(_)) => format!("{u}:***@"),
             (None, Some(_)) => ":***@".to_string(),
@@ -56,12 +53,7 @@ impl Endpoint {
             .as_ref()
             .map(|d| format!("/{d}"))
             .unwrap_or_default();
-        format!(
-            "{}://{auth}{}:{}{db}",
-            product.schemes()[0],
-            self.host,
-            self.port
-        )
+        format!("{}://{auth}{}:{}{db}", scheme, self.host, self.port)
     }
 }
 

@@ -242,7 +242,7 @@ impl Connector {
     /// A connector for `endpoint` of `product`, resolving its host name once.
     pub fn new(product: impl Into<&'static dyn Product>, endpoint: &Endpoint) -> Result<Connector> {
         let product: &'static dyn Product = product.into();
-        let display = endpoint.display_url(product);
+        let display = endpoint.display_url(product.schemes()[0]);
         let addr = (endpoint.host.as_str(), endpoint.port)
             .to_socket_addrs()
             .with_context(|| format!("cannot resolve host '{}' of {display}", endpoint.host))?

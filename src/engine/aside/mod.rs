@@ -28,11 +28,13 @@ use anyhow::Result;
 use mio::{Events, Token};
 use rand::rngs::SmallRng;
 
+use super::clock::{StartLine, Timing};
 use super::link::Link;
 use super::pacer::{Pacer, ScheduleReport};
 use super::rhythm::{Phase, Rhythm, TIMER, open_poll, unsent};
+use super::run::{Work, execute_with};
+use super::spec::{AsideSpec, EngineReport, Observer, Spec, Tick};
 use super::worker::{ConnPlan, Links, WorkerReport};
-use super::{AsideSpec, EngineReport, Observer, Spec, StartLine, Tick, Timing, execute_with};
 use crate::stats::{Counts, ErrorKind, Leg, Recorder};
 use crate::wire::{CacheCodec, Codec};
 use crate::workload::{KeyGen, OpKind, OpMix, Values};
@@ -55,7 +57,7 @@ fn work<'a, K: CacheCodec, D: Codec>(
     db: D,
     spec: &'a Spec,
     aside: &'a AsideSpec,
-) -> impl super::Work + 'a {
+) -> impl Work + 'a {
     move |plans, seed, links, start| {
         run(
             Codecs {

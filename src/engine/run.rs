@@ -1,0 +1,267 @@
+//! Running one point: T worker threads at one start line, their per-second
+//! ticks merged into the timeline and shown to the [`Observer`], and their
+//! reports merged into one [`EngineReport`].
+
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::Arc;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use hdrhistogram::Histogram;
+
+use super::clock::{StartLine, Timing};
+use super::pacer::ScheduleReport;
+use super::spec::{EngineReport, Observer, Second, Spec, Tick};
+use super::worker;
+use crate::stats::{Counts, Percentiles, Recorder, new_histogram};
+use crate::wire::Codec;
+use crate::workload::{KeyGen, Stop, slice_of};
+
+/// Runs one point with `codec` to its end (or until `shutdown`), reporting to
+/// `observer`. The registry picks the codec of the point's product.
+pub fn execute_with_codec<C: Codec>(
+    codec: C,
+    spec: &Spec,
+    shutdown: &AtomicBool,
+    observer: &mut dyn Observer,
+) -> Result<EngineReport> {
+    execute_with(spec, shutdown, observer, plain(codec, spec))
+}
+
+/// The work of one thread: its connections' plans, its seed, its links to the
+/// caller and the start line → its report.
+pub(crate) trait Work:
+    Fn(Vec<worker::ConnPlan>, u64, worker::Links<'_>, StartLine) -> io::Result<worker::WorkerReport>
+    + Sync
+{
+}
+impl<F> Work for F where
+    F: Fn(
+            Vec<worker::ConnPlan>,
+            u64,
+            worker::Links<'_>,
+            StartLine,
+        ) -> io::Result<worker::WorkerReport>
+        + Sync
+{
+}
+
+fn plain<C: Codec>(codec: C, spec: &Spec) -> impl Work + '_ {
+    move |plans, seed, links, start| worker::run(codec.clone(), spec, plans, seed, links, start)
+}
+
+/// Runs one point: spawns the threads, each doing `work` on its share of the
+/// connections, and merges what they report.
+pub(crate) fn execute_with(
+    spec: &Spec,
+    shutdown: &AtomicBool,
+    observer: &mut dyn Observer,
+    work: impl Work,
+) -> Result<EngineReport> {
+    let work = &work;
+    let threads = spec.threads.clamp(1, spec.connections.max(1));
+    let (tx, rx) = mpsc::channel::<Tick>();
+    // Start line: workers open their connections (counted in `opened`), report
+    // `ready`, and wait for the clock, so everyone starts at the same instant.
+    let opened = Arc::new(AtomicUsize::new(0));
+    let ready = Arc::new(AtomicUsize::new(0));
+    let clock: Arc<OnceLock<Timing>> = Arc::new(OnceLock::new());
+    let release = AtomicBool::new(false);
+    let release = &release;
+
+    std::thread::scope(|scope| -> Result<EngineReport> {
+        let mut handles = Vec::with_capacity(threads);
+        for t in 0..threads {
+            let plans: Vec<worker::ConnPlan> = (t..spec.connections)
+                .step_by(threads)
+                .map(|i| worker::ConnPlan {
+                    index: i,
+                    keys: KeyGen::new(spec.distribution, spec.keys, i, spec.connections),
+                    quota: match spec.stop {
+                        Stop::Requests(n) => {
+                            let (a, b) = slice_of(n, i, spec.connections);
+                            Some(b - a)
+                        }
+                        Stop::Duration(_) => None,
+                    },
+                })
+                .collect();
+            let (tx, ready, clock, opened) = (
+                tx.clone(),
+                Arc::clone(&ready),
+                Arc::clone(&clock),
+                Arc::clone(&opened),
+            );
+            let seed = spec.seed.wrapping_add(t as u64 * 0x9e37_79b9_7f4a_7c15);
+            let h = std::thread::Builder::new()
+                .name(format!("kvlab-worker-{t}"))
+                .spawn_scoped(scope, move || {
+                    let links = worker::Links {
+                        shutdown,
+                        ticks: tx,
+                        opened: &opened,
+                        release,
+                    };
+                    work(plans, seed, links, StartLine { ready, clock })
+                })
+                .context("cannot start a worker thread")?;
+            handles.push(h);
+        }
+        drop(tx);
+        while ready.load(Ordering::SeqCst) < threads {
+            std::thread::sleep(Duration::from_millis(50));
+            observer.connecting(opened.load(Ordering::Relaxed), spec.connections);
+        }
+        let timing = Timing::new(Instant::now(), spec.warmup, spec.stop);
+        let _ = clock.set(timing);
+        observer.started(spec.warmup);
+        let mut seconds: BTreeMap<i64, (Counts, Histogram<u64>, Counts)> = BTreeMap::new();
+        let mut measure_started = false;
+        let mut last_shown = i64::MIN;
+        let mut running = new_histogram();
+        loop {
+            let now = Instant::now();
+            if !measure_started && now >= timing.measure_start {
+                measure_started = true;
+                observer.measure_started();
+            }
+            let wait = if measure_started {
+                Duration::from_millis(200)
+            } else {
+                timing
+                    .measure_start
+                    .saturating_duration_since(now)
+                    .min(Duration::from_millis(200))
+            };
+            match rx.recv_timeout(wait) {
+                Ok(tick) => {
+                    let e = seconds
+                        .entry(tick.second)
+                        .or_insert_with(|| (Counts::default(), new_histogram(), Counts::default()));
+                    e.0.add(&tick.measured.counts);
+                    let _ = e.1.add(&tick.measured.latency);
+                    e.2.add(&tick.warmup);
+                    let _ = running.add(&tick.measured.latency);
+                    // Show the newest complete second once most workers reported it.
+                    if tick.second > last_shown
+                        && let Some((&s, v)) = seconds.range(..tick.second).next_back()
+                        && s > last_shown
+                    {
+                        last_shown = s;
+                        let elapsed = (timing.measure_start
+                            + Duration::from_secs((s + 1).max(0) as u64))
+                        .saturating_duration_since(timing.t0);
+                        let p99 = v.1.value_at_quantile(0.99) as f64 / 1000.0;
+                        observer.second(
+                            elapsed,
+                            v.0.requests() + v.2.requests(),
+                            p99,
+                            v.0.error_total() + v.2.error_total(),
+                        );
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        if !measure_started {
+            observer.measure_started();
+        }
+        observer.measure_ended();
+        release.store(true, Ordering::SeqCst);
+        let mut reports = Vec::with_capacity(threads);
+        for h in handles {
+            let r = h
+                .join()
+                .map_err(|_| anyhow::anyhow!("a worker thread panicked"))?
+                .context("a worker's event loop failed")?;
+            reports.push(r);
+        }
+        Ok(merge(
+            spec,
+            reports,
+            seconds,
+            shutdown.load(std::sync::atomic::Ordering::Relaxed),
+        ))
+    })
+}
+
+fn merge(
+    spec: &Spec,
+    reports: Vec<worker::WorkerReport>,
+    seconds: BTreeMap<i64, (Counts, Histogram<u64>, Counts)>,
+    interrupted: bool,
+) -> EngineReport {
+    let mut measured = Recorder::default();
+    let mut warmup = Counts::default();
+    let mut schedule = ScheduleReport::default();
+    let (mut cf, mut rc, mut last_err, mut est) = (0, 0, None, 0);
+    let mut window = Duration::ZERO;
+    let mut busy = Some(0u64);
+    let mut leg_requests = [0u64; 5];
+    for r in &reports {
+        for (a, b) in leg_requests.iter_mut().zip(r.leg_requests) {
+            *a += b;
+        }
+        measured.add(&r.measured);
+        warmup.add(&r.warmup);
+        schedule.merge(&r.schedule);
+        cf += r.connect_failures;
+        rc += r.reconnects;
+        est += r.established;
+        if r.last_connect_error.is_some() {
+            last_err.clone_from(&r.last_connect_error);
+        }
+        window = window.max(r.window);
+        busy = busy.zip(r.busy_ns).map(|(a, b)| a + b);
+    }
+    let client_busy =
+        busy.map(|b| b as f64 / (window.as_nanos().max(1) as f64 * reports.len().max(1) as f64));
+    // The drain after the deadline belongs to the last full second.
+    let last_full = match spec.stop {
+        Stop::Duration(d) => Some((d.ceil() as i64 - 1).max(0)),
+        Stop::Requests(_) => None,
+    };
+    let mut folded: BTreeMap<i64, (Counts, Histogram<u64>)> = BTreeMap::new();
+    for (s, (c, h, _)) in seconds.into_iter().filter(|(s, _)| *s >= 0) {
+        let s = last_full.map_or(s, |l| s.min(l));
+        let e = folded
+            .entry(s)
+            .or_insert_with(|| (Counts::default(), new_histogram()));
+        e.0.add(&c);
+        let _ = e.1.add(&h);
+    }
+    let timeline = folded
+        .into_iter()
+        .map(|(second, (c, h))| {
+            let p = Percentiles::of(&h);
+            Second {
+                second,
+                requests: c.requests(),
+                errors: c.error_total(),
+                timeouts: c.error(crate::stats::ErrorKind::Timeout),
+                misses: c.misses,
+                p50_us: p.p50,
+                p99_us: p.p99,
+            }
+        })
+        .collect();
+    EngineReport {
+        measured,
+        warmup,
+        timeline,
+        window,
+        schedule: spec.rate.map(|_| schedule),
+        connect_failures: cf,
+        reconnects: rc,
+        established: est,
+        last_connect_error: last_err,
+        client_busy,
+        interrupted,
+        leg_requests,
+    }
+}

@@ -1,0 +1,138 @@
+//! What one point is and what it gives back: the resolved [`Spec`] the workers
+//! run, the per-second [`Tick`] each worker hands over, the [`Observer`] that
+//! watches a run, and the merged [`EngineReport`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::pacer::ScheduleReport;
+use crate::stats::{Counts, Recorder};
+use crate::target::Connector;
+use crate::workload::{KeyDistribution, OpMix, Stop, Values, WritePolicy};
+
+/// One point, resolved: everything the workers need.
+#[derive(Clone, Debug)]
+pub struct Spec {
+    /// How to open connections.
+    pub connector: Connector,
+    /// Key prefix bytes.
+    pub key_prefix: Vec<u8>,
+    /// Value generator/verifier.
+    pub values: Values,
+    /// Key count.
+    pub keys: u64,
+    /// Key distribution.
+    pub distribution: KeyDistribution,
+    /// GET/SET mix.
+    pub mix: OpMix,
+    /// Total connections.
+    pub connections: usize,
+    /// Worker threads.
+    pub threads: usize,
+    /// In-flight requests per connection.
+    pub pipeline: usize,
+    /// Warm-up before measuring.
+    pub warmup: Duration,
+    /// End of the measured phase.
+    pub stop: Stop,
+    /// Open-loop total rate, if paced.
+    pub rate: Option<f64>,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Seed for the workers' random generators.
+    pub seed: u64,
+    /// Expiry of written keys, seconds (0: never; caches only).
+    pub ttl_s: u32,
+    /// Versions of written values, when stale reads are measured.
+    pub board: Option<Arc<crate::consistency::VersionBoard>>,
+    /// Cache-aside: the cache in front of `connector` (the database).
+    pub aside: Option<AsideSpec>,
+}
+
+/// The cache of a cache-aside point.
+#[derive(Clone, Debug)]
+pub struct AsideSpec {
+    /// How to open cache connections.
+    pub cache: Connector,
+    /// What writes do to the cache.
+    pub policy: WritePolicy,
+    /// Expiry of cache entries, seconds (0: never).
+    pub ttl_s: u32,
+}
+
+/// One worker's second of the run.
+pub struct Tick {
+    /// Second index from the start of measuring (negative: warm-up).
+    pub second: i64,
+    /// Measured requests that finished in this second.
+    pub measured: Recorder,
+    /// Warm-up requests that finished in this second.
+    pub warmup: Counts,
+}
+
+/// One second of the timeline.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Second {
+    /// Seconds since measuring began.
+    pub second: i64,
+    /// Requests that finished in this second.
+    pub requests: u64,
+    /// Errors among them.
+    pub errors: u64,
+    /// Timeouts among the errors.
+    pub timeouts: u64,
+    /// Misses.
+    pub misses: u64,
+    /// 50th percentile latency, µs.
+    pub p50_us: f64,
+    /// 99th percentile latency, µs.
+    pub p99_us: f64,
+}
+
+/// Live view of a run, for progress display and for sampling resources.
+pub trait Observer {
+    /// Connections opened (or attempted) so far, of `total`.
+    fn connecting(&mut self, _done: usize, _total: usize) {}
+    /// All connections are open and the load starts now.
+    fn started(&mut self, _warmup: Duration) {}
+    /// The measured phase begins now.
+    fn measure_started(&mut self) {}
+    /// A second finished: its requests (measured or warm-up) and p99 so far.
+    fn second(&mut self, _elapsed: Duration, _requests: u64, _p99_us: f64, _errors: u64) {}
+    /// All workers stopped.
+    fn measure_ended(&mut self) {}
+}
+
+/// An [`Observer`] that shows nothing.
+pub struct Quiet;
+impl Observer for Quiet {}
+
+/// What a point measured.
+pub struct EngineReport {
+    /// Measured requests: counts and latency.
+    pub measured: Recorder,
+    /// Warm-up requests (counts only).
+    pub warmup: Counts,
+    /// Seconds of the measured phase.
+    pub timeline: Vec<Second>,
+    /// Length of the measured window.
+    pub window: Duration,
+    /// Schedule keeping (open loop).
+    pub schedule: Option<ScheduleReport>,
+    /// Failed connection attempts.
+    pub connect_failures: u64,
+    /// Connections re-established mid-run.
+    pub reconnects: u64,
+    /// Connections open when the load started.
+    pub established: usize,
+    /// Last connection error message, if any.
+    pub last_connect_error: Option<String>,
+    /// Fraction of the window the workers were running or runnable (0..1), if known.
+    pub client_busy: Option<f64>,
+    /// Stopped early by the shutdown flag.
+    pub interrupted: bool,
+    /// Cache-aside: steps sent per leg over warm-up and measured phase.
+    pub leg_requests: [u64; 5],
+}
