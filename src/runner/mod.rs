@@ -3,8 +3,8 @@
 //! server's counters, and assemble the [`RunResult`].
 //!
 //! # Layout
-//! - [`observe`]: samples of client and server resources at the window's edges.
-//! - [`assemble`]: the result and its problems.
+//! - `observe`: samples of client and server resources at the window's edges.
+//! - `assemble`: the result and its problems.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -3,7 +3,7 @@
 //! its CPU and memory from /proc, and stops exactly the process it started when
 //! dropped (also on error and Ctrl-C). Never kills anything by name. What differs
 //! per product (binary, settings, command line, bootstrap) comes from its
-//! [`Server`] implementation.
+//! [`Server`](super::Server) implementation.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -40,7 +40,7 @@ fn free_port() -> Result<u16> {
 }
 
 impl ManagedServer {
-    /// Starts `product` with `opts` (checked by its [`Server::configure`]),
+    /// Starts `product` with `opts` (checked by its [`Server::configure`](super::Server::configure)),
     /// sized for `sizing`. Returns once the server answers its protocol.
     pub fn start(
         product: impl Into<&'static dyn Product>,

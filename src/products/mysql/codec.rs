@@ -13,7 +13,7 @@ pub const GET_SQL: &str = "SELECT v FROM kvlab_kv WHERE k = ?";
 /// The prepared upsert.
 pub const SET_SQL: &str =
     "INSERT INTO kvlab_kv (k, v) VALUES (?, ?) ON DUPLICATE KEY UPDATE v = VALUES(v)";
-/// Largest value the MySQL driver sends (one protocol packet).
+/// Largest value kvlab sends to MySQL/MariaDB (one protocol packet).
 pub const MAX_VALUE: usize = (1 << 24) - 64;
 
 /// The MySQL codec: `COM_STMT_EXECUTE` templates for one value size.
