@@ -90,12 +90,13 @@ pub fn summary(r: &RunResult) -> String {
     };
     let _ = writeln!(
         s,
-        "  latency µs ({from}): p50 {}  p90 {}  p99 {}  p99.9 {}  p99.99 {}  max {}  mean {}",
+        "  latency µs ({from}): p50 {}  p90 {}  p99 {}  p99.9 {}  p99.99 {}  p99.999 {}  max {}  mean {}",
         num(l.p50),
         num(l.p90),
         num(l.p99),
         num(l.p999),
         num(l.p9999),
+        num(l.p99999),
         num(l.max),
         num(l.mean)
     );

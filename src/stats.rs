@@ -290,6 +290,9 @@ pub struct Percentiles {
     pub p999: f64,
     /// 99.99th percentile.
     pub p9999: f64,
+    /// 99.999th percentile (results written before it existed read as 0).
+    #[serde(default)]
+    pub p99999: f64,
     /// Largest value.
     pub max: f64,
 }
@@ -308,6 +311,7 @@ impl Percentiles {
             p99: us(h.value_at_quantile(0.99)),
             p999: us(h.value_at_quantile(0.999)),
             p9999: us(h.value_at_quantile(0.9999)),
+            p99999: us(h.value_at_quantile(0.99999)),
             max: us(h.max()),
         }
     }

@@ -61,6 +61,7 @@ pub fn build(results: &[StudyResult]) -> Report {
             "p50 µs",
             "p99 µs",
             "p99.9 µs",
+            "p99.999 µs",
             "errors",
             "server CPU µs/req",
             "client CPU µs/req",
@@ -92,6 +93,7 @@ pub fn build(results: &[StudyResult]) -> Report {
             format!("{:.0}", r.latency.p50),
             format!("{:.0}", r.latency.p99),
             format!("{:.0}", r.latency.p999),
+            format!("{:.0}", r.latency.p99999),
             r.errors.to_string(),
             r.server_us.map_or("-".into(), |u| format!("{u:.1}")),
             format!("{:.1}", r.client_us),
@@ -158,6 +160,7 @@ pub fn build(results: &[StudyResult]) -> Report {
                 (2.0, r.latency.p99),
                 (3.0, r.latency.p999),
                 (4.0, r.latency.p9999),
+                (5.0, r.latency.p99999),
             ],
             color: target_order(&rows).iter().position(|t| *t == r.target),
             dashed: false,
@@ -170,7 +173,7 @@ pub fn build(results: &[StudyResult]) -> Report {
             y_label: "latency (µs)".into(),
             series: spectrum,
             x_categories: Some(
-                ["p50", "p90", "p99", "p99.9", "p99.99"]
+                ["p50", "p90", "p99", "p99.9", "p99.99", "p99.999"]
                     .map(String::from)
                     .to_vec(),
             ),
