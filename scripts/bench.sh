@@ -145,6 +145,21 @@ echo "bench: managed memcached at $MC; loading $KEYS keys"
 memtier_fill "${MC##*:}" memcache_text
 rounds memcached "$MC" memcache_text
 
+# Tarantool (memtx, IPROTO): no peer tool speaks it here, so kvlab alone, in the
+# same rounds as the caches' figures above (redis is the yardstick).
+if command -v tarantool > /dev/null; then
+  TT=$(serve tarantool)
+  echo "bench: managed tarantool at $TT; loading $KEYS keys"
+  "$KVLAB" run --target "$TT" --keys "$KEYS" --requests 1 --warmup 0 > /dev/null
+  for round in $(seq "$ROUNDS"); do
+    for P in 1 16; do
+      N=$([ "$P" = 1 ] && echo "$N1" || echo "$N16")
+      echo "bench: round $round, tarantool, pipeline $P"
+      record kvlab-tarantool "$P" "$N" "$(cpu_of kvlab_run "$TT" "$P" "$N" --keys "$KEYS")"
+    done
+  done
+fi
+
 # Databases: kvlab beside pgbench -S -M prepared and sysbench oltp_point_select,
 # against the same kvlab-managed servers, 50 connections, 1M rows, point reads.
 if [ "${BENCH_SQL:-1}" = 1 ]; then

@@ -17,6 +17,7 @@ declare -A MAIN_PKGS=(
   [mariadb]=mariadb-client
   [mariadb-install-db]=mariadb-server
   [sysbench]=sysbench
+  [tarantool]=tarantool
 )
 # binary -> package (bookworm-backports)
 declare -A BPO_PKGS=(
@@ -63,7 +64,7 @@ if [ ${#missing_bpo[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends -t bookworm-backports $(printf '%s\n' "${missing_bpo[@]}" | sort -u)
 fi
 # Debian's packages start system-wide services; kvlab starts its own servers.
-for svc in redis-server memcached valkey-server postgresql mariadb; do
+for svc in redis-server memcached valkey-server postgresql mariadb tarantool; do
   $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true
 done
 echo "deps: done"

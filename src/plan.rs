@@ -194,7 +194,7 @@ impl FromStr for TargetSpec {
             ));
         }
         let path = url.path().trim_start_matches('/');
-        let database = if kind.is_sql() {
+        let database = if product.url_database() {
             if path.is_empty() || path.contains('/') {
                 return Err(UsageError::bad(
                     "--target",

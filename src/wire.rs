@@ -27,12 +27,22 @@ pub enum Reply {
 pub enum Decoded {
     /// The buffer does not yet hold a whole reply: read more. Not an error.
     Incomplete,
-    /// A whole reply of `len` bytes.
+    /// A whole reply of `len` bytes to the oldest request in flight.
     Frame {
         /// Bytes the reply occupies at the front of the buffer.
         len: usize,
         /// What it says.
         reply: Reply,
+    },
+    /// A whole reply of `len` bytes to the request sent with `tag` (protocols
+    /// that may answer out of order); decoded as that tag's operation.
+    Tagged {
+        /// Bytes the reply occupies at the front of the buffer.
+        len: usize,
+        /// What it says.
+        reply: Reply,
+        /// The tag of the request it answers ([`Key::tag`]).
+        tag: u32,
     },
 }
 
@@ -47,6 +57,27 @@ pub struct Key<'a> {
     pub id: u64,
     /// `prefix` + decimal id.
     pub name: &'a [u8],
+    /// The request's number on its connection, unique among those in flight,
+    /// with the operation in the low bit ([`tag_op`]); protocols whose replies
+    /// may come out of order send it (as a sync or stream id) and hand it back
+    /// in [`Decoded::Tagged`]. Others ignore it.
+    pub tag: u32,
+}
+
+/// The tag of the `n`th request of a connection doing `op`.
+#[inline]
+pub fn tag_of(n: u32, op: OpKind) -> u32 {
+    (n << 1) | u32::from(op == OpKind::Set)
+}
+
+/// The operation a tag was made for.
+#[inline]
+pub fn tag_op(tag: u32) -> OpKind {
+    if tag & 1 == 1 {
+        OpKind::Set
+    } else {
+        OpKind::Get
+    }
 }
 
 /// A sans-IO request encoder and reply decoder. Cloned once per worker.
@@ -62,7 +93,9 @@ pub trait Codec: Clone + Send + Sync + 'static {
         let _ = ttl_s;
         self.encode_set(key, value, out);
     }
-    /// Decodes the reply to a request of kind `op` from the front of `buf`.
+    /// Decodes the reply from the front of `buf`: to the oldest request in
+    /// flight, of kind `op` ([`Decoded::Frame`]), or, for protocols that may
+    /// answer out of order, to the request its tag names ([`Decoded::Tagged`]).
     fn decode(&self, op: OpKind, buf: &[u8]) -> Result<Decoded, Malformed>;
     /// This codec for a connection with `session` (default: unchanged).
     fn bind(&self, session: &Session) -> Self {
@@ -92,6 +125,12 @@ pub enum Session {
         get: u32,
         /// Id of the prepared SET.
         set: u32,
+    },
+    /// Id of kvlab's table on this server (for protocols that address tables by
+    /// number, e.g. a Tarantool space).
+    Table {
+        /// The table's id.
+        id: u32,
     },
 }
 

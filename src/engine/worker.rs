@@ -22,7 +22,7 @@ use super::pacer::{Pacer, ScheduleReport};
 use super::rhythm::{Phase, Rhythm, TIMER, draw, note_lag, open_poll, unsent};
 use super::spec::{Spec, Tick};
 use crate::stats::{Counts, ErrorKind, Outcome, Recorder};
-use crate::wire::{Codec, Decoded, Key, Reply};
+use crate::wire::{Codec, Decoded, Key, Reply, tag_of};
 use crate::workload::{KeyGen, OpKind, OpMix, Values, write_key};
 
 /// What one connection of this worker is to do.
@@ -62,6 +62,8 @@ pub struct WorkerReport {
 
 struct InFlight {
     op: OpKind,
+    /// The tag it was sent with (matches out-of-order replies).
+    tag: u32,
     key: u64,
     /// SET: the version written; GET: the newest completed version at send.
     version: u64,
@@ -74,6 +76,8 @@ struct Conn<C> {
     /// The connection, its buffers and its codec (bound to its session).
     link: Link<C>,
     inflight: VecDeque<InFlight>,
+    /// Number of the next request on this connection (its tag).
+    next: u32,
     index: usize,
     keys: KeyGen,
     quota: Option<u64>,
@@ -154,6 +158,7 @@ pub fn run<C: Codec>(
                 now,
             ),
             inflight: VecDeque::with_capacity(spec.pipeline),
+            next: 0,
             index: p.index,
             keys: p.keys,
             quota: p.quota,
@@ -395,9 +400,12 @@ impl<C: Codec> Ctx<'_, C> {
             &mut self.rng,
         );
         write_key(&self.spec.key_prefix, key, &mut self.key);
+        let tag = tag_of(c.next, op);
+        c.next = c.next.wrapping_add(1) & (u32::MAX >> 1);
         let k = Key {
             id: key,
             name: &self.key,
+            tag,
         };
         match op {
             OpKind::Get => c.link.codec.encode_get(k, &mut c.link.wbuf),
@@ -418,6 +426,7 @@ impl<C: Codec> Ctx<'_, C> {
         }
         c.inflight.push_back(InFlight {
             op,
+            tag,
             key,
             version,
             intended,
@@ -511,32 +520,17 @@ impl<C: Codec> Ctx<'_, C> {
                 c.link.rend = 0;
                 return true;
             }
-            let Some(f) = c.inflight.front() else {
+            let Some(front) = c.inflight.front() else {
                 return false; // a reply nobody asked for
             };
-            match c.link.codec.decode(f.op, buf) {
+            let (len, reply, at) = match c.link.codec.decode(front.op, buf) {
                 Ok(Decoded::Incomplete) => return true,
-                Ok(Decoded::Frame { len, reply }) => {
-                    let mut got = None;
-                    let outcome = match (f.op, reply) {
-                        (OpKind::Get, Reply::Value(r)) => {
-                            match self.values.verify(f.key, &buf[r]) {
-                                Some(v) => {
-                                    got = Some(v);
-                                    Outcome::Hit
-                                }
-                                None => Outcome::Error(ErrorKind::WrongValue),
-                            }
-                        }
-                        (OpKind::Get, Reply::Nil) => Outcome::Miss,
-                        (OpKind::Set, Reply::Stored) => Outcome::Stored,
-                        (_, Reply::ServerError) => Outcome::Error(ErrorKind::Server),
-                        _ => Outcome::Error(ErrorKind::Protocol),
-                    };
-                    c.link.rstart += len;
-                    let f = c.inflight.pop_front().expect("front exists");
-                    self.inflight -= 1;
-                    self.count(&f, outcome, Some(now), got);
+                Ok(Decoded::Frame { len, reply }) => (len, reply, 0),
+                Ok(Decoded::Tagged { len, reply, tag }) => {
+                    match c.inflight.iter().position(|f| f.tag == tag) {
+                        Some(at) => (len, reply, at),
+                        None => return false, // a reply nobody asked for
+                    }
                 }
                 Err(_) => {
                     let f = c.inflight.pop_front().expect("front exists");
@@ -544,7 +538,30 @@ impl<C: Codec> Ctx<'_, C> {
                     self.count(&f, Outcome::Error(ErrorKind::Protocol), None, None);
                     return false;
                 }
+            };
+            let f = if at == 0 {
+                c.inflight.pop_front()
+            } else {
+                c.inflight.remove(at)
             }
+            .expect("in flight");
+            let mut got = None;
+            let outcome = match (f.op, reply) {
+                (OpKind::Get, Reply::Value(r)) => match self.values.verify(f.key, &buf[r]) {
+                    Some(v) => {
+                        got = Some(v);
+                        Outcome::Hit
+                    }
+                    None => Outcome::Error(ErrorKind::WrongValue),
+                },
+                (OpKind::Get, Reply::Nil) => Outcome::Miss,
+                (OpKind::Set, Reply::Stored) => Outcome::Stored,
+                (_, Reply::ServerError) => Outcome::Error(ErrorKind::Server),
+                _ => Outcome::Error(ErrorKind::Protocol),
+            };
+            c.link.rstart += len;
+            self.inflight -= 1;
+            self.count(&f, outcome, Some(now), got);
         }
     }
 

@@ -15,11 +15,13 @@
 //! - [`memcached`]: memcached (text protocol).
 //! - [`postgres`]: PostgreSQL (wire protocol v3).
 //! - [`mysql`]: MariaDB and MySQL (client/server protocol).
+//! - [`tarantool`]: Tarantool (IPROTO).
 
 pub mod memcached;
 pub mod mysql;
 pub mod postgres;
 pub mod resp;
+pub mod tarantool;
 
 use std::sync::atomic::AtomicBool;
 
@@ -43,16 +45,19 @@ pub enum TargetKind {
     Postgres,
     /// MariaDB or MySQL (client/server protocol), managed binary `mariadbd`.
     Mariadb,
+    /// Tarantool (IPROTO), managed binary `tarantool`.
+    Tarantool,
 }
 
 impl TargetKind {
     /// Every product, in the order help texts list them.
-    pub const ALL: [TargetKind; 5] = [
+    pub const ALL: [TargetKind; 6] = [
         TargetKind::Redis,
         TargetKind::Valkey,
         TargetKind::Memcached,
         TargetKind::Postgres,
         TargetKind::Mariadb,
+        TargetKind::Tarantool,
     ];
 
     /// The product's implementation.
@@ -63,6 +68,7 @@ impl TargetKind {
             TargetKind::Memcached => &memcached::MEMCACHED,
             TargetKind::Postgres => &postgres::POSTGRES,
             TargetKind::Mariadb => &mysql::MARIADB,
+            TargetKind::Tarantool => &tarantool::TARANTOOL,
         }
     }
 
@@ -222,7 +228,7 @@ macro_rules! with_cache_codec {
                 let $c = memcached::Memcache;
                 $body
             }
-            TargetKind::Postgres | TargetKind::Mariadb => $else,
+            TargetKind::Postgres | TargetKind::Mariadb | TargetKind::Tarantool => $else,
         }
     };
 }
@@ -237,6 +243,10 @@ macro_rules! with_codec {
             }
             TargetKind::Mariadb => {
                 let $c = mysql::MyCodec::new($size);
+                $body
+            }
+            TargetKind::Tarantool => {
+                let $c = tarantool::TtCodec::new($size);
                 $body
             }
             cache => with_cache_codec!(cache, $c => $body, unreachable!("databases are matched above")),

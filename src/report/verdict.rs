@@ -154,11 +154,20 @@ fn cache_against_database(best: &[&Row]) -> Option<String> {
         d.target
     );
     if let (Some(cu), Some(du)) = (c.server_us, d.server_us) {
-        let _ = write!(
-            s,
-            " and spent {:.1}x less server CPU per request",
-            du / cu.max(1e-9)
-        );
+        // "0.8x less" reads wrong: say which side spent more, and how much.
+        if du >= cu {
+            let _ = write!(
+                s,
+                " and spent {:.1}x less server CPU per request",
+                du / cu.max(1e-9)
+            );
+        } else {
+            let _ = write!(
+                s,
+                " and spent {:.1}x more server CPU per request",
+                cu / du.max(1e-9)
+            );
+        }
     }
     s.push('.');
     Some(s)
@@ -176,7 +185,13 @@ pub(super) fn caveats(results: &[StudyResult], rows: &[Row]) -> Vec<String> {
     } else if ratios.iter().all(|r| r.as_str() == "0:1") {
         caveats.push("Read-only point lookups (SET:GET 0:1): writes, invalidation and consistency were not measured (studies/cache-aside.toml measures them).".into());
     } else if rows.iter().all(|r| r.aside.is_none()) {
-        caveats.push(format!("Mixed load (SET:GET {}); the cost of keeping a cache consistent with its database was not measured here (studies/cache-aside.toml measures it).", ratios[0]));
+        let mut mixes: Vec<&str> = Vec::new();
+        for r in &ratios {
+            if !mixes.contains(&r.as_str()) {
+                mixes.push(r);
+            }
+        }
+        caveats.push(format!("Mixed load (SET:GET {}); the cost of keeping a cache consistent with its database was not measured here (studies/cache-aside.toml measures it).", mixes.join(", ")));
     }
     if rows.iter().any(|r| r.saturated) {
         caveats.push("Some points saturated kvlab's own threads: their figures describe the client or CPU contention, not the server.".into());

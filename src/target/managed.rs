@@ -125,6 +125,7 @@ impl ManagedServer {
             data: &data,
             port,
             run_as,
+            config,
         })?;
         if login.password.is_none() {
             login.password.clone_from(&config.password);

@@ -52,6 +52,11 @@ pub trait Product: Sync + Send + 'static {
     }
     /// A URL of a running server, for help texts.
     fn example_url(&self) -> &'static str;
+    /// Whether a URL must name a database (`/DBNAME`) and a user; by default,
+    /// databases do.
+    fn url_database(&self) -> bool {
+        matches!(self.role(), Role::Database(_))
+    }
     /// Whether it is a cache or a database, with that role's operations.
     fn role(&self) -> Role<'_>;
     /// Whether more than one request may be in flight on a connection.
@@ -144,6 +149,8 @@ pub struct Launch<'a> {
     pub port: u16,
     /// The system user to run as, if not kvlab's own.
     pub run_as: Option<&'a OsUser>,
+    /// The settings [`Server::configure`] made.
+    pub config: &'a Config,
 }
 
 /// The login kvlab uses on a managed server.
@@ -306,6 +313,12 @@ impl Connector {
             io::ErrorKind::PermissionDenied => anyhow::anyhow!(
                 "{}: {e}; check the user and password in --target",
                 self.display
+            ),
+            // The login itself got a reply that is not this protocol's.
+            io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => anyhow::anyhow!(
+                "{} does not answer as a {} server should: {e}; check the scheme and port of --target",
+                self.display,
+                self.product.title()
             ),
             _ => anyhow::anyhow!(
                 "cannot connect to {}: {e}; is the server running and is the port right?",

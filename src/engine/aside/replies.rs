@@ -68,7 +68,8 @@ impl Ctx<'_> {
                     self.finish(c, Outcome::Error(ErrorKind::Protocol), now);
                     return self.broke(c, on_cache, now);
                 }
-                Ok(Decoded::Frame { len, reply }) => {
+                // One step is in flight per connection: a tagged reply is its.
+                Ok(Decoded::Frame { len, reply } | Decoded::Tagged { len, reply, .. }) => {
                     // The reply's bytes stay in the buffer until the next read.
                     let start = if on_cache {
                         c.cache.rstart += len;

@@ -6,7 +6,7 @@ use std::time::Instant;
 use super::{Client, Ctx, Op, is_cache_step};
 use crate::engine::rhythm::{draw, note_lag};
 use crate::stats::{ErrorKind, Leg};
-use crate::wire::{CacheCodec, Codec, Key};
+use crate::wire::{CacheCodec, Codec, Key, tag_of};
 use crate::workload::WritePolicy;
 use crate::workload::{OpKind, write_key};
 
@@ -109,9 +109,15 @@ impl Ctx<'_> {
         }
         self.leg_requests[step as usize] += 1;
         write_key(&self.spec.key_prefix, op.key, &mut self.key);
+        let kind = if matches!(step, Leg::CacheGet | Leg::DbGet) {
+            OpKind::Get
+        } else {
+            OpKind::Set
+        };
         let k = Key {
             id: op.key,
             name: &self.key,
+            tag: tag_of(0, kind),
         };
         let ttl = self.aside.ttl_s;
         match step {

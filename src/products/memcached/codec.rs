@@ -178,7 +178,11 @@ mod tests {
 
     #[test]
     fn encodes_and_decodes_cache_aside_commands() {
-        let k = Key { id: 1, name: b"k1" };
+        let k = Key {
+            id: 1,
+            name: b"k1",
+            tag: 0,
+        };
         let mut out = Vec::new();
         Memcache.encode_set_ttl(k, b"vv", 30, &mut out);
         assert_eq!(out, b"set k1 0 30 2\r\nvv\r\n");
@@ -213,12 +217,21 @@ mod tests {
             Key {
                 id: 1,
                 name: b"k:1",
+                tag: 0,
             },
             &mut out,
         );
         assert_eq!(out, b"get k:1\r\n");
         out.clear();
-        Memcache.encode_set(Key { id: 0, name: b"k" }, b"vv", &mut out);
+        Memcache.encode_set(
+            Key {
+                id: 0,
+                name: b"k",
+                tag: 0,
+            },
+            b"vv",
+            &mut out,
+        );
         assert_eq!(out, b"set k 0 0 2\r\nvv\r\n");
     }
 

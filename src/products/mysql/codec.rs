@@ -122,7 +122,7 @@ impl Codec for MyCodec {
     fn bind(&self, session: &Session) -> Self {
         match *session {
             Session::Statements { get, set } => self.for_statements(get, set),
-            Session::Plain => self.clone(),
+            _ => self.clone(),
         }
     }
 
@@ -245,6 +245,7 @@ mod tests {
             Key {
                 id: 0x0102,
                 name: b"",
+                tag: 0,
             },
             &mut out,
         );
@@ -253,7 +254,15 @@ mod tests {
         assert_eq!(&out[out.len() - 8..], &0x0102i64.to_le_bytes());
         out.clear();
         let v = vec![b'q'; 300];
-        m.encode_set(Key { id: 5, name: b"" }, &v, &mut out);
+        m.encode_set(
+            Key {
+                id: 5,
+                name: b"",
+                tag: 0,
+            },
+            &v,
+            &mut out,
+        );
         assert_eq!(&out[5..9], &9u32.to_le_bytes());
         assert_eq!(&out[20..28], &5i64.to_le_bytes());
         assert_eq!(&out[28..31], &[0xfc, 0x2c, 0x01]);

@@ -199,12 +199,27 @@ mod tests {
     fn templates_carry_key_and_value() {
         let pg = PgCodec::new(4);
         let mut out = Vec::new();
-        pg.encode_get(Key { id: 258, name: b"" }, &mut out);
+        pg.encode_get(
+            Key {
+                id: 258,
+                name: b"",
+                tag: 0,
+            },
+            &mut out,
+        );
         assert_eq!(out[0], b'B');
         assert!(out.windows(8).any(|w| w == 258i64.to_be_bytes()));
         assert!(out.ends_with(&[b'S', 0, 0, 0, 4]));
         out.clear();
-        pg.encode_set(Key { id: 7, name: b"" }, b"wxyz", &mut out);
+        pg.encode_set(
+            Key {
+                id: 7,
+                name: b"",
+                tag: 0,
+            },
+            b"wxyz",
+            &mut out,
+        );
         assert!(
             out.windows(12)
                 .any(|w| w[..8] == 7i64.to_be_bytes() && w[8..] == 4i32.to_be_bytes())

@@ -248,7 +248,11 @@ mod tests {
 
     #[test]
     fn encodes_and_decodes_cache_aside_commands() {
-        let k = Key { id: 1, name: b"k1" };
+        let k = Key {
+            id: 1,
+            name: b"k1",
+            tag: 0,
+        };
         let mut out = Vec::new();
         Resp.encode_set_ttl(k, b"v", 30, &mut out);
         assert_eq!(
@@ -293,12 +297,21 @@ mod tests {
             Key {
                 id: 1,
                 name: b"k:1",
+                tag: 0,
             },
             &mut out,
         );
         assert_eq!(out, b"*2\r\n$3\r\nGET\r\n$3\r\nk:1\r\n");
         out.clear();
-        Resp.encode_set(Key { id: 0, name: b"k" }, b"vv", &mut out);
+        Resp.encode_set(
+            Key {
+                id: 0,
+                name: b"k",
+                tag: 0,
+            },
+            b"vv",
+            &mut out,
+        );
         assert_eq!(out, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\nvv\r\n");
     }
 

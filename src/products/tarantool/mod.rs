@@ -1,0 +1,147 @@
+//! Tarantool over IPROTO. Everything kvlab knows of it lives here: the
+//! `tarantool://` URL, the codec (SELECT/REPLACE/DELETE by primary key, many in
+//! flight per connection, matched by sync id), the set-up session (greeting,
+//! CHAP-SHA1, EVAL), the managed server (a Lua init), kvlab's space (memtx or
+//! vinyl, loaded by pipelined REPLACEs) and the server's own counters
+//! (`box.stat()`).
+//!
+//! # Layout
+//! - [`codec`]: the sans-IO IPROTO codec.
+//! - [`conn`]: the blocking set-up session.
+//! - [`server`]: the managed server.
+//! - [`table`]: kvlab's space: check, load, reset, size.
+
+pub mod codec;
+pub mod conn;
+pub mod server;
+pub mod table;
+
+use std::io;
+use std::net::TcpStream;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+pub use codec::TtCodec;
+pub use conn::{TtConn, open};
+
+use crate::error::UsageError;
+use crate::progress::RunOptions;
+use crate::target::{
+    Connector, DataSpec, Database, LoadResult, Product, Role, SchemaOptions, Server,
+    ServerCounters, ServerInfo,
+};
+use crate::wire::Session;
+
+/// Tarantool (`tarantool`).
+pub struct Tarantool;
+
+/// The Tarantool product.
+pub static TARANTOOL: Tarantool = Tarantool;
+
+/// The id of kvlab's space, from a session.
+pub fn space_id(c: &mut TtConn) -> io::Result<Option<u32>> {
+    let r = c.eval("local s = box.space.kvlab_kv return s and s.id", vec![])?;
+    Ok(r.first().and_then(rmpv::Value::as_u64).map(|v| v as u32))
+}
+
+impl Product for Tarantool {
+    fn name(&self) -> &'static str {
+        "tarantool"
+    }
+    fn title(&self) -> &'static str {
+        "Tarantool"
+    }
+    fn schemes(&self) -> &'static [&'static str] {
+        &["tarantool"]
+    }
+    fn default_port(&self) -> u16 {
+        3301
+    }
+    fn example_url(&self) -> &'static str {
+        "tarantool://[user:pass@]host:3301"
+    }
+    fn url_database(&self) -> bool {
+        false
+    }
+    fn role(&self) -> Role<'_> {
+        Role::Database(self)
+    }
+
+    fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(TcpStream, Session)> {
+        let mut conn = open(c, timeout)?;
+        let id = space_id(&mut conn)?.ok_or_else(|| {
+            io::Error::other("kvlab's space kvlab_kv does not exist (load the data first)")
+        })?;
+        conn.set_timeout(None)?;
+        Ok((conn.into_stream(), Session::Table { id }))
+    }
+
+    fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo> {
+        let conn = open(c, timeout).map_err(|e| c.setup_error(e))?;
+        Ok(ServerInfo {
+            product: "tarantool".into(),
+            version: conn.version,
+        })
+    }
+
+    /// `box.stat()`: SELECT and REPLACE requests since the server started (set-up
+    /// uses EVAL, which is counted apart).
+    fn counters(&self, c: &Connector) -> Result<ServerCounters> {
+        let mut conn = open(c, Duration::from_secs(5))?;
+        let r = conn
+            .eval(
+                "local s = box.stat() return s.SELECT.total, s.REPLACE.total",
+                vec![],
+            )
+            .context("cannot read box.stat()")?;
+        let num = |i: usize| r.get(i).and_then(rmpv::Value::as_u64).unwrap_or(0);
+        Ok(ServerCounters {
+            gets: num(0),
+            sets: num(1),
+            hits: 0,
+            misses: 0,
+            exact: true,
+        })
+    }
+
+    fn server(&self) -> &dyn Server {
+        self
+    }
+}
+
+impl Database for Tarantool {
+    fn schema_options(&self) -> &'static [&'static str] {
+        &["table_engine"]
+    }
+
+    fn check_schema(&self, schema: &SchemaOptions) -> Result<(), UsageError> {
+        match schema.table_engine.as_deref() {
+            None | Some("memtx") | Some("vinyl") => Ok(()),
+            Some(e) => Err(UsageError::bad(
+                "--table-engine",
+                format!("unknown Tarantool engine '{e}'"),
+                "use memtx or vinyl",
+            )),
+        }
+    }
+
+    fn prepare(
+        &self,
+        c: &Connector,
+        data: &DataSpec,
+        opts: RunOptions,
+        shutdown: &AtomicBool,
+    ) -> Result<Option<LoadResult>> {
+        table::prepare(c, data, opts, shutdown)
+    }
+
+    fn reset_versions(&self, c: &Connector) -> Result<()> {
+        table::reset_versions(c)
+    }
+
+    fn table_bytes(&self, c: &Connector) -> Result<u64> {
+        table::table_bytes(c)
+    }
+}
