@@ -173,7 +173,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_load: bool,
     /// Storage engine of kvlab's table (databases that have engines).
-    #[arg(long, value_name = "ENGINE", help = schema_help("table_engine", "storage engine of kvlab's table, innodb or memory"))]
+    #[arg(long, value_name = "ENGINE", help = schema_help("table_engine", "storage engine of kvlab's table"))]
     pub table_engine: Option<String>,
     /// Create kvlab's table UNLOGGED (databases that have such tables).
     #[arg(long, help = schema_help("unlogged", "create kvlab's table UNLOGGED"))]
@@ -277,7 +277,7 @@ impl RunArgs {
         target.schema.table_engine = self.table_engine.as_ref().map(|e| e.to_ascii_lowercase());
         target.schema.unlogged = self.unlogged;
         target.schema.recreate = self.recreate;
-        check_schema(&target)?;
+        target.check_schema()?;
         let positive = |flag: &'static str, v: f64, fix: &str| {
             if v.is_finite() && v > 0.0 {
                 Ok(v)
@@ -414,53 +414,17 @@ impl RunArgs {
     }
 }
 
-/// The help of a table option: `what`, and the databases that take it.
+/// The help of a table option: `what`, and the databases that take it (with
+/// their engines, for `table_engine`).
 fn schema_help(option: &str, what: &str) -> String {
-    let takers: Vec<&str> = products::kinds(false)
-        .filter(|k| takes(*k, option))
-        .map(|k| k.product().title())
+    let takers: Vec<String> = products::kinds(false)
+        .filter(|k| k.takes(option))
+        .map(|k| match k.product().role() {
+            Role::Database(d) if option == "table_engine" => {
+                format!("{} ({})", k.product().title(), d.table_engines().join("|"))
+            }
+            _ => k.product().title().to_string(),
+        })
         .collect();
     format!("{}: {what}", products::or_list(&takers))
-}
-
-/// Whether databases of `kind` take table option `option`.
-fn takes(kind: TargetKind, option: &str) -> bool {
-    match kind.product().role() {
-        Role::Database(d) => d.schema_options().contains(&option),
-        Role::Cache(_) => false,
-    }
-}
-
-/// Checks the table options of `target` against what its product takes.
-pub fn check_schema(target: &TargetSpec) -> Result<(), UsageError> {
-    let s = &target.schema;
-    let given = [
-        ("table_engine", "--table-engine", s.table_engine.is_some()),
-        ("unlogged", "--unlogged", s.unlogged),
-    ];
-    for (option, flag, set) in given {
-        if set && !takes(target.kind, option) {
-            let takers: Vec<TargetKind> = products::kinds(false)
-                .filter(|k| takes(*k, option))
-                .collect();
-            let titles: Vec<&str> = takers.iter().map(|k| k.product().title()).collect();
-            let names: Vec<&str> = takers.iter().map(|k| k.name()).collect();
-            return Err(UsageError::bad(
-                flag,
-                format!("applies to {} targets only", products::or_list(&titles)),
-                format!("drop it or use --target {}", names.join("|")),
-            ));
-        }
-    }
-    if s.recreate && !target.kind.is_sql() {
-        return Err(UsageError::bad(
-            "--recreate",
-            "applies to database targets only",
-            "drop it",
-        ));
-    }
-    match target.kind.product().role() {
-        Role::Database(d) => d.check_schema(s),
-        Role::Cache(_) => Ok(()),
-    }
 }

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::UsageError;
 use crate::products;
 pub use crate::products::TargetKind;
+use crate::target::Role;
 pub use crate::target::{Endpoint, SchemaOptions, Secret, is_secret_key};
 pub use crate::workload::params::{KeyDistribution, Ratio, Stop, WritePolicy};
 
@@ -235,6 +236,42 @@ impl FromStr for TargetSpec {
             server_opts: BTreeMap::new(),
             schema: SchemaOptions::default(),
         })
+    }
+}
+
+impl TargetSpec {
+    /// Checks the table options against what the product takes.
+    pub fn check_schema(&self) -> Result<(), UsageError> {
+        let target = self;
+        let s = &target.schema;
+        let given = [
+            ("table_engine", "--table-engine", s.table_engine.is_some()),
+            ("unlogged", "--unlogged", s.unlogged),
+        ];
+        for (option, flag, set) in given {
+            if set && !target.kind.takes(option) {
+                let takers: Vec<TargetKind> =
+                    products::kinds(false).filter(|k| k.takes(option)).collect();
+                let titles: Vec<&str> = takers.iter().map(|k| k.product().title()).collect();
+                let names: Vec<&str> = takers.iter().map(|k| k.name()).collect();
+                return Err(UsageError::bad(
+                    flag,
+                    format!("applies to {} targets only", products::or_list(&titles)),
+                    format!("drop it or use --target {}", names.join("|")),
+                ));
+            }
+        }
+        if s.recreate && !target.kind.is_sql() {
+            return Err(UsageError::bad(
+                "--recreate",
+                "applies to database targets only",
+                "drop it",
+            ));
+        }
+        match target.kind.product().role() {
+            Role::Database(d) => d.check_schema(s),
+            Role::Cache(_) => Ok(()),
+        }
     }
 }
 

@@ -96,6 +96,15 @@ impl TargetKind {
         self.product().schemes()[0]
     }
 
+    /// Whether this kind's table takes option `option` (a `SchemaOptions`
+    /// field name, e.g. `unlogged`).
+    pub fn takes(self, option: &str) -> bool {
+        match self.product().role() {
+            Role::Database(d) => d.schema_options().contains(&option),
+            Role::Cache(_) => false,
+        }
+    }
+
     /// The kind a managed-target name (or alias) means.
     pub fn named(name: &str) -> Option<TargetKind> {
         TargetKind::ALL

@@ -109,10 +109,14 @@ fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
     }
     let mut names = std::collections::BTreeSet::new();
     for t in &s.targets {
-        let spec: TargetSpec = t
+        let mut spec: TargetSpec = t
             .target
             .parse()
             .map_err(|e| anyhow!("{}: {e}", at(&t.target)))?;
+        spec.schema.table_engine = t.table_engine.clone();
+        spec.schema.unlogged = t.unlogged;
+        spec.check_schema()
+            .map_err(|e| anyhow!("{}: {}", at(&t.target), study_words(&e.to_string())))?;
         if spec.external.is_some() && (!t.server_opts.is_empty() || !s.sweep.server.is_empty()) {
             bail!(
                 "{}: server settings apply only to servers kvlab starts; drop them or use a bare kind",
@@ -143,6 +147,8 @@ fn study_words(msg: &str) -> String {
         ("--background-writes", "workload.background_writes"),
         ("--no-load", "workload.load = false"),
         ("--pipeline", "load.pipeline"),
+        ("--table-engine", "table_engine"),
+        ("--unlogged", "unlogged"),
         ("--target", "target"),
         ("--cache", "cache"),
     ]

@@ -117,10 +117,22 @@ pub trait Database: Sync {
     fn schema_options(&self) -> &'static [&'static str] {
         &[]
     }
+    /// The storage engines kvlab's table may use (`--table-engine`), the
+    /// default first; empty when the database has no choice.
+    fn table_engines(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Checks the table options against what this database supports.
     fn check_schema(&self, schema: &SchemaOptions) -> Result<(), UsageError> {
-        let _ = schema;
-        Ok(())
+        let engines = self.table_engines();
+        match schema.table_engine.as_deref() {
+            Some(e) if !engines.contains(&e) => Err(UsageError::bad(
+                "--table-engine",
+                format!("unknown engine '{e}'"),
+                format!("use {}", engines.join(" or ")),
+            )),
+            _ => Ok(()),
+        }
     }
     /// Makes sure kvlab's table holds the data (checked, reused, created or
     /// reloaded); returns the load's figures when it loaded.

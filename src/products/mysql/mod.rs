@@ -17,7 +17,6 @@ pub mod table;
 
 use std::io;
 use std::net::TcpStream;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -25,12 +24,7 @@ use anyhow::Result;
 pub use codec::{GET_SQL, MAX_VALUE, MyCodec, SET_SQL};
 pub use conn::{MyConn, open};
 
-use crate::error::UsageError;
-use crate::progress::RunOptions;
-use crate::target::{
-    Connector, DataSpec, Database, LoadResult, Product, Role, SchemaOptions, Server,
-    ServerCounters, ServerInfo,
-};
+use crate::target::{Connector, Product, Role, Server, ServerCounters, ServerInfo};
 use crate::wire::Session;
 
 /// MariaDB (managed `mariadbd`) or MySQL (by URL).
@@ -111,40 +105,5 @@ impl Product for Mariadb {
 
     fn server(&self) -> &dyn Server {
         self
-    }
-}
-
-impl Database for Mariadb {
-    fn schema_options(&self) -> &'static [&'static str] {
-        &["table_engine"]
-    }
-
-    fn check_schema(&self, schema: &SchemaOptions) -> Result<(), UsageError> {
-        match schema.table_engine.as_deref() {
-            None | Some("innodb") | Some("memory") => Ok(()),
-            Some(e) => Err(UsageError::bad(
-                "--table-engine",
-                format!("unknown engine '{e}'"),
-                "use innodb or memory",
-            )),
-        }
-    }
-
-    fn prepare(
-        &self,
-        c: &Connector,
-        data: &DataSpec,
-        opts: RunOptions,
-        shutdown: &AtomicBool,
-    ) -> Result<Option<LoadResult>> {
-        table::prepare(c, data, opts, shutdown)
-    }
-
-    fn reset_versions(&self, c: &Connector) -> Result<()> {
-        table::reset_versions(c)
-    }
-
-    fn table_bytes(&self, c: &Connector) -> Result<u64> {
-        table::table_bytes(c)
     }
 }

@@ -17,7 +17,6 @@ pub mod table;
 
 use std::io;
 use std::net::TcpStream;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -25,10 +24,7 @@ use anyhow::{Context, Result};
 pub use codec::{GET_SQL, PgCodec, SET_SQL};
 pub use conn::{PgConn, literal, open};
 
-use crate::progress::RunOptions;
-use crate::target::{
-    Connector, DataSpec, Database, LoadResult, Product, Role, Server, ServerCounters, ServerInfo,
-};
+use crate::target::{Connector, Product, Role, Server, ServerCounters, ServerInfo};
 use crate::wire::Session;
 
 /// PostgreSQL (`postgres`, initialised by `initdb`).
@@ -105,29 +101,5 @@ impl Product for Postgres {
 
     fn server(&self) -> &dyn Server {
         self
-    }
-}
-
-impl Database for Postgres {
-    fn schema_options(&self) -> &'static [&'static str] {
-        &["unlogged"]
-    }
-
-    fn prepare(
-        &self,
-        c: &Connector,
-        data: &DataSpec,
-        opts: RunOptions,
-        shutdown: &AtomicBool,
-    ) -> Result<Option<LoadResult>> {
-        table::prepare(c, data, opts, shutdown)
-    }
-
-    fn reset_versions(&self, c: &Connector) -> Result<()> {
-        table::reset_versions(c)
-    }
-
-    fn table_bytes(&self, c: &Connector) -> Result<u64> {
-        table::table_bytes(c)
     }
 }

@@ -18,7 +18,6 @@ pub mod table;
 
 use std::io;
 use std::net::TcpStream;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -26,12 +25,7 @@ use anyhow::{Context, Result};
 pub use codec::TtCodec;
 pub use conn::{TtConn, open};
 
-use crate::error::UsageError;
-use crate::progress::RunOptions;
-use crate::target::{
-    Connector, DataSpec, Database, LoadResult, Product, Role, SchemaOptions, Server,
-    ServerCounters, ServerInfo,
-};
+use crate::target::{Connector, Product, Role, Server, ServerCounters, ServerInfo};
 use crate::wire::Session;
 
 /// Tarantool (`tarantool`).
@@ -108,40 +102,5 @@ impl Product for Tarantool {
 
     fn server(&self) -> &dyn Server {
         self
-    }
-}
-
-impl Database for Tarantool {
-    fn schema_options(&self) -> &'static [&'static str] {
-        &["table_engine"]
-    }
-
-    fn check_schema(&self, schema: &SchemaOptions) -> Result<(), UsageError> {
-        match schema.table_engine.as_deref() {
-            None | Some("memtx") | Some("vinyl") => Ok(()),
-            Some(e) => Err(UsageError::bad(
-                "--table-engine",
-                format!("unknown Tarantool engine '{e}'"),
-                "use memtx or vinyl",
-            )),
-        }
-    }
-
-    fn prepare(
-        &self,
-        c: &Connector,
-        data: &DataSpec,
-        opts: RunOptions,
-        shutdown: &AtomicBool,
-    ) -> Result<Option<LoadResult>> {
-        table::prepare(c, data, opts, shutdown)
-    }
-
-    fn reset_versions(&self, c: &Connector) -> Result<()> {
-        table::reset_versions(c)
-    }
-
-    fn table_bytes(&self, c: &Connector) -> Result<u64> {
-        table::table_bytes(c)
     }
 }

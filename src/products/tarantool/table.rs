@@ -10,11 +10,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use rmpv::Value;
 
+use super::Tarantool;
 use super::conn::{TtConn, open};
 use super::space_id;
 use crate::progress::{RunOptions, note};
 use crate::target::table::{MARK, TableState, VALUES_MARK, announce, figures_state, parallel_load};
-use crate::target::{Connector, DataSpec, LoadResult};
+use crate::target::{Connector, DataSpec, Database, LoadResult};
 
 /// What kvlab's space looks like: whether it exists, its marker, engine, rows,
 /// smallest and largest key, and the engine the managed server was told to use.
@@ -51,121 +52,6 @@ fn int(v: Option<&Value>) -> i64 {
     v.and_then(Value::as_i64).unwrap_or(-2)
 }
 
-/// Makes sure kvlab's space holds the data: checked, reused, created or
-/// reloaded with pipelined REPLACEs on parallel connections.
-pub fn prepare(
-    connector: &Connector,
-    data: &DataSpec,
-    opts: RunOptions,
-    shutdown: &AtomicBool,
-) -> Result<Option<LoadResult>> {
-    let keys = data.keys;
-    let vsize = data.values.size();
-    let mut c = open(connector, Duration::from_secs(10))
-        .map_err(|e| anyhow::anyhow!("{}: {e}", connector.display))?;
-    c.set_timeout(None)?;
-    let r = c
-        .eval(INSPECT, vec![])
-        .with_context(|| format!("{}: cannot inspect kvlab's space (the user needs read, write and execute on the universe)", connector.display))?;
-    let engine = data
-        .schema
-        .table_engine
-        .clone()
-        .unwrap_or_else(|| text(r.get(6)).if_empty("memtx"));
-    let exists = r.first().and_then(Value::as_bool).unwrap_or(false);
-    let mark = format!("{MARK} (value_size={vsize}, {VALUES_MARK})");
-    let state = if !exists {
-        TableState::Absent
-    } else {
-        let found = text(r.get(1));
-        if !found.starts_with(MARK) {
-            bail!(
-                "space kvlab_kv in {} exists but is not kvlab's (kvlab_meta does not mark it); kvlab will not touch it: use another server",
-                connector.display
-            );
-        }
-        if data.schema.recreate || found != mark || text(r.get(2)) != engine {
-            TableState::Reload
-        } else {
-            // Rows, smallest and largest key; the marker vouches for the size.
-            let v = vsize.to_string();
-            let row = vec![
-                Some(int(r.get(3)).to_string()),
-                Some(int(r.get(4)).to_string()),
-                Some(int(r.get(5)).to_string()),
-                Some(v.clone()),
-                Some(v),
-            ];
-            figures_state(&[row], keys, vsize, data.load)
-        }
-    };
-    match announce(state, opts, &connector.display, keys, vsize) {
-        TableState::Reusable => return Ok(None),
-        TableState::Reload => {
-            c.eval("box.space.kvlab_kv:drop()", vec![])?;
-        }
-        TableState::Absent => {}
-    }
-    c.eval(
-        CREATE,
-        vec![Value::from(engine.as_str()), Value::from(mark)],
-    )
-    .with_context(|| format!("{}: cannot create kvlab's space", connector.display))?;
-    let space = space_id(&mut c)?.context("kvlab's space vanished after it was created")?;
-    if !data.load {
-        return Ok(None);
-    }
-    note(
-        opts,
-        format!(
-            "kvlab: loading {keys} rows of {vsize} B into space kvlab_kv ({engine}) with pipelined REPLACEs"
-        ),
-    );
-    let started = Instant::now();
-    let loaders = (data.threads * 2).clamp(2, 4).min(keys as usize);
-    parallel_load(keys, loaders, opts, shutdown, |start, end, done| {
-        let mut lc: TtConn = open(connector, Duration::from_secs(10))?;
-        lc.set_timeout(None)?;
-        lc.replace_rows(space, &data.values, start, end, done, shutdown)?;
-        Ok(())
-    })
-    .context("loading kvlab_kv with REPLACE failed")?;
-    Ok(Some(LoadResult::of(keys, started.elapsed().as_secs_f64())))
-}
-
-/// Sets every value of kvlab's space back to version 0 (only rows that differ).
-pub fn reset_versions(db: &Connector) -> Result<()> {
-    let mut c = open(db, Duration::from_secs(10))?;
-    c.set_timeout(None)?;
-    c.eval(
-        r#"
-local s, zero, keys = box.space.kvlab_kv, string.rep('0', 16), {}
-for _, t in s:pairs() do
-    local v = t[2]
-    if #v >= 32 and v:sub(17, 32) ~= zero then table.insert(keys, t[1]) end
-end
-for _, k in ipairs(keys) do
-    local v = s:get{k}[2]
-    s:replace{k, v:sub(1, 16) .. zero .. v:sub(33)}
-end
-return #keys
-"#,
-        vec![],
-    )?;
-    Ok(())
-}
-
-/// Bytes of kvlab's space with its primary index.
-pub fn table_bytes(db: &Connector) -> Result<u64> {
-    let r = open(db, Duration::from_secs(5))?.eval(
-        "local s = box.space.kvlab_kv return s:bsize() + s.index[0]:bsize()",
-        vec![],
-    )?;
-    r.first()
-        .and_then(Value::as_u64)
-        .context("cannot read the size of kvlab_kv")
-}
-
 /// `""` replaced by a default.
 trait IfEmpty {
     fn if_empty(self, default: &str) -> String;
@@ -178,5 +64,130 @@ impl IfEmpty for String {
         } else {
             self
         }
+    }
+}
+
+impl Database for Tarantool {
+    fn schema_options(&self) -> &'static [&'static str] {
+        &["table_engine"]
+    }
+    fn table_engines(&self) -> &'static [&'static str] {
+        &["memtx", "vinyl"]
+    }
+
+    /// Makes sure kvlab's space holds the data: checked, reused, created or
+    /// reloaded with pipelined REPLACEs on parallel connections.
+    fn prepare(
+        &self,
+        connector: &Connector,
+        data: &DataSpec,
+        opts: RunOptions,
+        shutdown: &AtomicBool,
+    ) -> Result<Option<LoadResult>> {
+        let keys = data.keys;
+        let vsize = data.values.size();
+        let mut c = open(connector, Duration::from_secs(10))
+            .map_err(|e| anyhow::anyhow!("{}: {e}", connector.display))?;
+        c.set_timeout(None)?;
+        let r = c
+            .eval(INSPECT, vec![])
+            .with_context(|| format!("{}: cannot inspect kvlab's space (the user needs read, write and execute on the universe)", connector.display))?;
+        let engine = data
+            .schema
+            .table_engine
+            .clone()
+            .unwrap_or_else(|| text(r.get(6)).if_empty("memtx"));
+        let exists = r.first().and_then(Value::as_bool).unwrap_or(false);
+        let mark = format!("{MARK} (value_size={vsize}, {VALUES_MARK})");
+        let state = if !exists {
+            TableState::Absent
+        } else {
+            let found = text(r.get(1));
+            if !found.starts_with(MARK) {
+                bail!(
+                    "space kvlab_kv in {} exists but is not kvlab's (kvlab_meta does not mark it); kvlab will not touch it: use another server",
+                    connector.display
+                );
+            }
+            if data.schema.recreate || found != mark || text(r.get(2)) != engine {
+                TableState::Reload
+            } else {
+                // Rows, smallest and largest key; the marker vouches for the size.
+                let v = vsize.to_string();
+                let row = vec![
+                    Some(int(r.get(3)).to_string()),
+                    Some(int(r.get(4)).to_string()),
+                    Some(int(r.get(5)).to_string()),
+                    Some(v.clone()),
+                    Some(v),
+                ];
+                figures_state(&[row], keys, vsize, data.load)
+            }
+        };
+        match announce(state, opts, &connector.display, keys, vsize) {
+            TableState::Reusable => return Ok(None),
+            TableState::Reload => {
+                c.eval("box.space.kvlab_kv:drop()", vec![])?;
+            }
+            TableState::Absent => {}
+        }
+        c.eval(
+            CREATE,
+            vec![Value::from(engine.as_str()), Value::from(mark)],
+        )
+        .with_context(|| format!("{}: cannot create kvlab's space", connector.display))?;
+        let space = space_id(&mut c)?.context("kvlab's space vanished after it was created")?;
+        if !data.load {
+            return Ok(None);
+        }
+        note(
+            opts,
+            format!(
+                "kvlab: loading {keys} rows of {vsize} B into space kvlab_kv ({engine}) with pipelined REPLACEs"
+            ),
+        );
+        let started = Instant::now();
+        let loaders = (data.threads * 2).clamp(2, 4).min(keys as usize);
+        parallel_load(keys, loaders, opts, shutdown, |start, end, done| {
+            let mut lc: TtConn = open(connector, Duration::from_secs(10))?;
+            lc.set_timeout(None)?;
+            lc.replace_rows(space, &data.values, start, end, done, shutdown)?;
+            Ok(())
+        })
+        .context("loading kvlab_kv with REPLACE failed")?;
+        Ok(Some(LoadResult::of(keys, started.elapsed().as_secs_f64())))
+    }
+
+    /// Sets every value of kvlab's space back to version 0 (only rows that differ).
+    fn reset_versions(&self, db: &Connector) -> Result<()> {
+        let mut c = open(db, Duration::from_secs(10))?;
+        c.set_timeout(None)?;
+        c.eval(
+            r#"
+    local s, zero, keys = box.space.kvlab_kv, string.rep('0', 16), {}
+    for _, t in s:pairs() do
+        local v = t[2]
+        if #v >= 32 and v:sub(17, 32) ~= zero then table.insert(keys, t[1]) end
+    end
+    for _, k in ipairs(keys) do
+        local v = s:get{k}[2]
+        s:replace{k, v:sub(1, 16) .. zero .. v:sub(33)}
+    end
+    return #keys
+    "#,
+            vec![],
+        )?;
+        Ok(())
+    }
+
+    /// Bytes of kvlab's space with its primary index.
+    fn table_bytes(&self, db: &Connector) -> Result<u64> {
+        let r = open(db, Duration::from_secs(5))?.eval(
+            "local s = box.space.kvlab_kv return s:bsize() + s.index[0]:bsize()",
+            vec![],
+        )?;
+        r.first()
+            .and_then(Value::as_u64)
+            .context("cannot read the size of kvlab_kv")
     }
 }
