@@ -15,7 +15,7 @@ use hdrhistogram::Histogram;
 
 use super::clock::{StartLine, Timing};
 use super::pacer::ScheduleReport;
-use super::spec::{EngineReport, Observer, Second, Spec, Tick};
+use super::spec::{ConnPlan, EngineReport, Links, Observer, Second, Spec, Tick, WorkerReport};
 use super::worker;
 use crate::stats::{Counts, Percentiles, Recorder, new_histogram};
 use crate::wire::Codec;
@@ -35,18 +35,11 @@ pub fn execute_with_codec<C: Codec>(
 /// The work of one thread: its connections' plans, its seed, its links to the
 /// caller and the start line → its report.
 pub(crate) trait Work:
-    Fn(Vec<worker::ConnPlan>, u64, worker::Links<'_>, StartLine) -> io::Result<worker::WorkerReport>
-    + Sync
+    Fn(Vec<ConnPlan>, u64, Links<'_>, StartLine) -> io::Result<WorkerReport> + Sync
 {
 }
 impl<F> Work for F where
-    F: Fn(
-            Vec<worker::ConnPlan>,
-            u64,
-            worker::Links<'_>,
-            StartLine,
-        ) -> io::Result<worker::WorkerReport>
-        + Sync
+    F: Fn(Vec<ConnPlan>, u64, Links<'_>, StartLine) -> io::Result<WorkerReport> + Sync
 {
 }
 
@@ -76,9 +69,9 @@ pub(crate) fn execute_with(
     std::thread::scope(|scope| -> Result<EngineReport> {
         let mut handles = Vec::with_capacity(threads);
         for t in 0..threads {
-            let plans: Vec<worker::ConnPlan> = (t..spec.connections)
+            let plans: Vec<ConnPlan> = (t..spec.connections)
                 .step_by(threads)
-                .map(|i| worker::ConnPlan {
+                .map(|i| ConnPlan {
                     index: i,
                     keys: KeyGen::new(spec.distribution, spec.keys, i, spec.connections),
                     quota: match spec.stop {
@@ -100,7 +93,7 @@ pub(crate) fn execute_with(
             let h = std::thread::Builder::new()
                 .name(format!("kvlab-worker-{t}"))
                 .spawn_scoped(scope, move || {
-                    let links = worker::Links {
+                    let links = Links {
                         shutdown,
                         ticks: tx,
                         opened: &opened,
@@ -192,7 +185,7 @@ pub(crate) fn execute_with(
 
 fn merge(
     spec: &Spec,
-    reports: Vec<worker::WorkerReport>,
+    reports: Vec<WorkerReport>,
     seconds: BTreeMap<i64, (Counts, Histogram<u64>, Counts)>,
     interrupted: bool,
 ) -> EngineReport {

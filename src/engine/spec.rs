@@ -1,8 +1,11 @@
 //! What one point is and what it gives back: the resolved [`Spec`] the workers
-//! run, the per-second [`Tick`] each worker hands over, the [`Observer`] that
-//! watches a run, and the merged [`EngineReport`].
+//! run, each worker's share ([`ConnPlan`]) and links to the caller ([`Links`]),
+//! the per-second [`Tick`] each worker hands over, the [`Observer`] that
+//! watches a run, a worker's [`WorkerReport`] and the merged [`EngineReport`].
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::mpsc::Sender;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -10,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::pacer::ScheduleReport;
 use crate::stats::{Counts, Recorder};
 use crate::target::Connector;
-use crate::workload::{KeyDistribution, OpMix, Stop, Values, WritePolicy};
+use crate::workload::{KeyDistribution, KeyGen, OpMix, Stop, Values, WritePolicy};
 
 /// One point, resolved: everything the workers need.
 #[derive(Clone, Debug)]
@@ -135,4 +138,52 @@ pub struct EngineReport {
     pub interrupted: bool,
     /// Cache-aside: steps sent per leg over warm-up and measured phase.
     pub leg_requests: [u64; 5],
+}
+
+/// What one connection of this worker is to do.
+pub struct ConnPlan {
+    /// Index among all connections of the run.
+    pub index: usize,
+    /// Its key generator.
+    pub keys: KeyGen,
+    /// Measured requests it may issue (`None`: until the deadline).
+    pub quota: Option<u64>,
+}
+
+/// What a worker hands back when it ends.
+pub struct WorkerReport {
+    /// Measured requests.
+    pub measured: Recorder,
+    /// Requests issued during warm-up.
+    pub warmup: Counts,
+    /// Schedule keeping (open loop only).
+    pub schedule: ScheduleReport,
+    /// Connection attempts that failed.
+    pub connect_failures: u64,
+    /// Connections re-established after a failure.
+    pub reconnects: u64,
+    /// Connections open when the load started.
+    pub established: usize,
+    /// The last connection error seen, if any.
+    pub last_connect_error: Option<String>,
+    /// Nanoseconds this thread ran or waited to run during the measured window.
+    pub busy_ns: Option<u64>,
+    /// Length of the measured window as this worker saw it.
+    pub window: Duration,
+    /// Cache-aside: steps sent per leg over warm-up and measured phase (as
+    /// [`crate::stats::Leg::ALL`]), for the servers' counters.
+    pub leg_requests: [u64; 5],
+}
+
+/// What a worker shares with the thread that runs the point.
+pub struct Links<'a> {
+    /// Set to stop early (Ctrl-C).
+    pub shutdown: &'a AtomicBool,
+    /// Where the once-a-second snapshots go.
+    pub ticks: Sender<Tick>,
+    /// Connections opened (or attempted) so far, for progress.
+    pub opened: &'a AtomicUsize,
+    /// Set once the end of the run has been sampled: connections may close
+    /// (closing 1000 database sessions costs the server CPU that is not the run's).
+    pub release: &'a AtomicBool,
 }

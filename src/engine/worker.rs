@@ -9,7 +9,7 @@
 
 use std::collections::VecDeque;
 use std::io::{self, Read};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
@@ -20,45 +20,10 @@ use super::clock::{StartLine, Timing};
 use super::link::Link;
 use super::pacer::{Pacer, ScheduleReport};
 use super::rhythm::{Phase, Rhythm, TIMER, draw, note_lag, open_poll, unsent};
-use super::spec::{Spec, Tick};
+use super::spec::{ConnPlan, Links, Spec, Tick, WorkerReport};
 use crate::stats::{Counts, ErrorKind, Outcome, Recorder};
 use crate::wire::{Codec, Decoded, Key, Reply, tag_of};
 use crate::workload::{KeyGen, OpKind, OpMix, Values, write_key};
-
-/// What one connection of this worker is to do.
-pub struct ConnPlan {
-    /// Index among all connections of the run.
-    pub index: usize,
-    /// Its key generator.
-    pub keys: KeyGen,
-    /// Measured requests it may issue (`None`: until the deadline).
-    pub quota: Option<u64>,
-}
-
-/// What a worker hands back when it ends.
-pub struct WorkerReport {
-    /// Measured requests.
-    pub measured: Recorder,
-    /// Requests issued during warm-up.
-    pub warmup: Counts,
-    /// Schedule keeping (open loop only).
-    pub schedule: ScheduleReport,
-    /// Connection attempts that failed.
-    pub connect_failures: u64,
-    /// Connections re-established after a failure.
-    pub reconnects: u64,
-    /// Connections open when the load started.
-    pub established: usize,
-    /// The last connection error seen, if any.
-    pub last_connect_error: Option<String>,
-    /// Nanoseconds this thread ran or waited to run during the measured window.
-    pub busy_ns: Option<u64>,
-    /// Length of the measured window as this worker saw it.
-    pub window: Duration,
-    /// Cache-aside: steps sent per leg over warm-up and measured phase (as
-    /// [`crate::stats::Leg::ALL`]), for the servers' counters.
-    pub leg_requests: [u64; 5],
-}
 
 struct InFlight {
     op: OpKind,
@@ -110,19 +75,6 @@ struct Ctx<'a, C: Codec> {
     attempts_left: u32,
     last_connect_error: Option<String>,
     draining: bool,
-}
-
-/// What a worker shares with the thread that runs the point.
-pub struct Links<'a> {
-    /// Set to stop early (Ctrl-C).
-    pub shutdown: &'a AtomicBool,
-    /// Where the once-a-second snapshots go.
-    pub ticks: Sender<Tick>,
-    /// Connections opened (or attempted) so far, for progress.
-    pub opened: &'a AtomicUsize,
-    /// Set once the end of the run has been sampled: connections may close
-    /// (closing 1000 database sessions costs the server CPU that is not the run's).
-    pub release: &'a AtomicBool,
 }
 
 /// Runs one worker to the end of its drain and returns its report.
