@@ -242,14 +242,13 @@ impl FromStr for TargetSpec {
 impl TargetSpec {
     /// Checks the table options against what the product takes.
     pub fn check_schema(&self) -> Result<(), UsageError> {
-        let target = self;
-        let s = &target.schema;
+        let s = &self.schema;
         let given = [
             ("table_engine", "--table-engine", s.table_engine.is_some()),
             ("unlogged", "--unlogged", s.unlogged),
         ];
         for (option, flag, set) in given {
-            if set && !target.kind.takes(option) {
+            if set && !self.kind.takes(option) {
                 let takers: Vec<TargetKind> =
                     products::kinds(false).filter(|k| k.takes(option)).collect();
                 let titles: Vec<&str> = takers.iter().map(|k| k.product().title()).collect();
@@ -261,14 +260,14 @@ impl TargetSpec {
                 ));
             }
         }
-        if s.recreate && !target.kind.is_sql() {
+        if s.recreate && !self.kind.is_sql() {
             return Err(UsageError::bad(
                 "--recreate",
                 "applies to database targets only",
                 "drop it",
             ));
         }
-        match target.kind.product().role() {
+        match self.kind.product().role() {
             Role::Database(d) => d.check_schema(s),
             Role::Cache(_) => Ok(()),
         }

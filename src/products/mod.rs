@@ -179,30 +179,28 @@ pub fn all_names(sep: &str) -> String {
     TargetKind::ALL.map(TargetKind::name).join(sep)
 }
 
+/// Every product's example URL: `redis://127.0.0.1:6379, …`.
+fn example_urls() -> String {
+    TargetKind::ALL
+        .map(|k| k.product().example_url())
+        .join(", ")
+}
+
 /// How to write a target, for error messages.
 pub fn target_fix() -> String {
-    let all: Vec<&str> = TargetKind::ALL.iter().map(|k| k.name()).collect();
-    let urls: Vec<&str> = TargetKind::ALL
-        .iter()
-        .map(|k| k.product().example_url())
-        .collect();
     format!(
         "use {} (a server kvlab starts) or a URL such as {}",
-        or_list(&all),
-        urls.join(", ")
+        or_list(&TargetKind::ALL.map(TargetKind::name)),
+        example_urls()
     )
 }
 
 /// The `--target` help: every name and URL form.
 pub fn target_help() -> String {
-    let urls: Vec<&str> = TargetKind::ALL
-        .iter()
-        .map(|k| k.product().example_url())
-        .collect();
     format!(
         "{} (kvlab starts the server), or a URL: {}",
         all_names(" | "),
-        urls.join(", ")
+        example_urls()
     )
 }
 
@@ -255,7 +253,7 @@ macro_rules! with_codec {
                 $body
             }
             TargetKind::Tarantool => {
-                let $c = tarantool::TtCodec::new($size);
+                let $c = tarantool::TtCodec::new();
                 $body
             }
             cache => with_cache_codec!(cache, $c => $body, unreachable!("databases are matched above")),

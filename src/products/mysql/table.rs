@@ -38,7 +38,7 @@ impl Database for Mariadb {
         let engine = schema
             .table_engine
             .clone()
-            .unwrap_or_else(|| "innodb".into());
+            .unwrap_or_else(|| self.table_engines()[0].into());
         if vsize > MAX_VALUE {
             bail!(
                 "--value-size: MySQL targets take values up to {MAX_VALUE} bytes; choose a smaller value size"

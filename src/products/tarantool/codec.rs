@@ -92,10 +92,16 @@ fn put_bin_header(n: usize, out: &mut Vec<u8>) {
     }
 }
 
+impl Default for TtCodec {
+    fn default() -> TtCodec {
+        TtCodec::new()
+    }
+}
+
 impl TtCodec {
-    /// Request templates up to the key (space id 0 until bound).
-    pub fn new(value_size: usize) -> TtCodec {
-        let _ = value_size;
+    /// Request templates up to the key (space id 0 until bound); values of
+    /// any size follow their own length.
+    pub fn new() -> TtCodec {
         // SELECT {space: S, index: 0, limit: 1, offset: 0, iterator: EQ, key: [k]}
         let mut get = Vec::new();
         header(SELECT, &mut get);
@@ -423,7 +429,7 @@ mod tests {
 
     #[test]
     fn requests_carry_tag_space_and_key() {
-        let c = TtCodec::new(4).for_space(512);
+        let c = TtCodec::new().for_space(512);
         let mut out = Vec::new();
         let k = Key {
             id: 0x0102,
@@ -455,7 +461,7 @@ mod tests {
 
     #[test]
     fn decodes_tagged_replies() {
-        let c = TtCodec::new(3);
+        let c = TtCodec::new();
         // A GET hit: DATA [[9, bin "abc"]].
         let r = reply(
             0,
@@ -506,7 +512,7 @@ mod tests {
 
     #[test]
     fn partial_and_malformed_replies() {
-        let c = TtCodec::new(3);
+        let c = TtCodec::new();
         let r = reply(
             0,
             2,

@@ -189,7 +189,7 @@ impl TtConn {
         shutdown: &AtomicBool,
     ) -> io::Result<()> {
         const BATCH: u64 = 256;
-        let codec = TtCodec::new(values.size()).for_space(space);
+        let codec = TtCodec::new().for_space(space);
         let (mut out, mut value) = (Vec::new(), Vec::new());
         let mut buf = vec![0u8; 1 << 20];
         let mut k = start;

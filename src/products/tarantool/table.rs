@@ -21,7 +21,7 @@ use crate::target::{Connector, DataSpec, Database, LoadResult};
 /// smallest and largest key, and the engine the managed server was told to use.
 const INSPECT: &str = r#"
 local s, m = box.space.kvlab_kv, box.space.kvlab_meta
-local default = rawget(_G, 'kvlab_engine') or 'memtx'
+local default = rawget(_G, 'kvlab_engine') or ''
 if s == nil then return false, '', '', 0, -1, -1, default end
 local mark = m and m:get{'kvlab_kv'}
 mark = mark and mark[2] or ''
@@ -52,21 +52,6 @@ fn int(v: Option<&Value>) -> i64 {
     v.and_then(Value::as_i64).unwrap_or(-2)
 }
 
-/// `""` replaced by a default.
-trait IfEmpty {
-    fn if_empty(self, default: &str) -> String;
-}
-
-impl IfEmpty for String {
-    fn if_empty(self, default: &str) -> String {
-        if self.is_empty() {
-            default.to_string()
-        } else {
-            self
-        }
-    }
-}
-
 impl Database for Tarantool {
     fn schema_options(&self) -> &'static [&'static str] {
         &["table_engine"]
@@ -92,11 +77,12 @@ impl Database for Tarantool {
         let r = c
             .eval(INSPECT, vec![])
             .with_context(|| format!("{}: cannot inspect kvlab's space (the user needs read, write and execute on the universe)", connector.display))?;
-        let engine = data
-            .schema
-            .table_engine
-            .clone()
-            .unwrap_or_else(|| text(r.get(6)).if_empty("memtx"));
+        let engine = data.schema.table_engine.clone().unwrap_or_else(|| {
+            // The managed server's `engine=`, else the default engine.
+            Some(text(r.get(6)))
+                .filter(|e| !e.is_empty())
+                .unwrap_or_else(|| self.table_engines()[0].into())
+        });
         let exists = r.first().and_then(Value::as_bool).unwrap_or(false);
         let mark = format!("{MARK} (value_size={vsize}, {VALUES_MARK})");
         let state = if !exists {
