@@ -6,9 +6,11 @@ KVLAB := target/release/kvlab
 
 all: build
 
-## deps: install missing servers and tools from Debian's packages (valkey from bookworm-backports)
+## deps: install missing servers and tools from Debian's packages (valkey from bookworm-backports),
+## and fetch Cassandra's jars from Maven Central into ~/.cache/kvlab (outside the repository)
 deps:
 	@bash scripts/deps.sh
+	@bash scripts/cassandra-jars.sh
 
 ## build: the release binary target/release/kvlab
 build:

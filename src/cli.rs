@@ -178,6 +178,9 @@ pub struct RunArgs {
     /// Create kvlab's table UNLOGGED (databases that have such tables).
     #[arg(long, help = schema_help("unlogged", "create kvlab's table UNLOGGED"))]
     pub unlogged: bool,
+    /// Consistency level of every request (databases that have levels).
+    #[arg(long, value_name = "LEVEL", help = consistency_help())]
+    pub consistency: Option<String>,
     /// Databases: drop and reload kvlab's own table even if it looks right.
     #[arg(long)]
     pub recreate: bool,
@@ -277,6 +280,7 @@ impl RunArgs {
         target.schema.table_engine = self.table_engine.as_ref().map(|e| e.to_ascii_lowercase());
         target.schema.unlogged = self.unlogged;
         target.schema.recreate = self.recreate;
+        target.consistency.clone_from(&self.consistency);
         target.check_schema()?;
         let positive = |flag: &'static str, v: f64, fix: &str| {
             if v.is_finite() && v > 0.0 {
@@ -427,4 +431,25 @@ fn schema_help(option: &str, what: &str) -> String {
         })
         .collect();
     format!("{}: {what}", products::or_list(&takers))
+}
+
+/// The `--consistency` help: the products that have levels, with the levels.
+fn consistency_help() -> String {
+    let takers: Vec<String> = crate::products::TargetKind::ALL
+        .into_iter()
+        .filter_map(|k| {
+            let levels = k.product().consistency_levels();
+            (!levels.is_empty()).then(|| {
+                format!(
+                    "{} ({}; default one)",
+                    k.product().title(),
+                    levels.join("|")
+                )
+            })
+        })
+        .collect();
+    format!(
+        "{}: consistency level of every request",
+        products::or_list(&takers)
+    )
 }

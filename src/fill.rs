@@ -60,7 +60,8 @@ pub fn fill(
         (None, Some(s)) => s.endpoint(),
         (None, None) => bail!("no server to fill"),
     };
-    let connector = Connector::new(kind, &endpoint)?;
+    let connector =
+        Connector::new(kind, &endpoint)?.with_consistency(plan.target.consistency.clone());
     let vsize = plan.workload.value_size;
     if kind.is_sql() {
         // Load the keys through the normal path, then ask for the table's size.
@@ -71,16 +72,16 @@ pub fn fill(
         p.load.warmup_s = 0.0;
         runner::measure(&p, server, opts, shutdown)?;
         let keys = p.workload.keys;
-        let size = match connector.product.role() {
-            Role::Database(db) => db.table_bytes(&connector)?,
-            Role::Cache(_) => bail!("not a database"),
+        let Role::Database(db) = connector.product.role() else {
+            bail!("not a database");
         };
+        let size = db.table_bytes(&connector)?;
         return Ok(result(
             vsize,
             keys,
             keys,
             size,
-            "table + indexes",
+            db.size_basis(),
             "all keys loaded",
         ));
     }

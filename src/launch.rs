@@ -43,7 +43,7 @@ pub fn start_managed(
         opts,
         format!(
             "kvlab: started {} {} (pid {}) on 127.0.0.1:{} in {}",
-            s.binary(),
+            s.info.product,
             s.info.version,
             s.pid(),
             s.endpoint().port,

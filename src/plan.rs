@@ -128,6 +128,10 @@ pub struct TargetSpec {
     /// How kvlab's table is made (databases only).
     #[serde(default)]
     pub schema: SchemaOptions,
+    /// The consistency level requests ask for (`--consistency`), for products
+    /// that have levels; `None`: the product's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<String>,
 }
 
 impl FromStr for TargetSpec {
@@ -143,6 +147,7 @@ impl FromStr for TargetSpec {
                 external: None,
                 server_opts: BTreeMap::new(),
                 schema: SchemaOptions::default(),
+                consistency: None,
             });
         }
         let Some((scheme, _)) = s.split_once("://") else {
@@ -215,6 +220,15 @@ impl FromStr for TargetSpec {
                 ));
             }
             Some(decode(path))
+        } else if let Some(what) = product.url_namespace().filter(|_| !path.is_empty()) {
+            if path.contains('/') {
+                return Err(UsageError::bad(
+                    "--target",
+                    format!("unexpected path '/{path}' in the URL"),
+                    format!("end it with at most one /{}", what.to_ascii_uppercase()),
+                ));
+            }
+            Some(decode(path))
         } else if !path.is_empty() {
             return Err(UsageError::bad(
                 "--target",
@@ -235,13 +249,37 @@ impl FromStr for TargetSpec {
             }),
             server_opts: BTreeMap::new(),
             schema: SchemaOptions::default(),
+            consistency: None,
         })
     }
 }
 
 impl TargetSpec {
-    /// Checks the table options against what the product takes.
+    /// Checks the table options and the consistency level against what the
+    /// product takes.
     pub fn check_schema(&self) -> Result<(), UsageError> {
+        if let Some(level) = &self.consistency {
+            let levels = self.kind.product().consistency_levels();
+            if levels.is_empty() {
+                let takers: Vec<TargetKind> = TargetKind::ALL
+                    .into_iter()
+                    .filter(|k| !k.product().consistency_levels().is_empty())
+                    .collect();
+                let titles: Vec<&str> = takers.iter().map(|k| k.product().title()).collect();
+                return Err(UsageError::bad(
+                    "--consistency",
+                    format!("applies to {} targets only", products::or_list(&titles)),
+                    "drop it",
+                ));
+            }
+            if !levels.contains(&level.to_ascii_lowercase().as_str()) {
+                return Err(UsageError::bad(
+                    "--consistency",
+                    format!("unknown level '{level}'"),
+                    format!("use {}", levels.join("|")),
+                ));
+            }
+        }
         let s = &self.schema;
         let given = [
             ("table_engine", "--table-engine", s.table_engine.is_some()),

@@ -97,6 +97,10 @@ pub trait Codec: Clone + Send + Sync + 'static {
     /// flight, of kind `op` ([`Decoded::Frame`]), or, for protocols that may
     /// answer out of order, to the request its tag names ([`Decoded::Tagged`]).
     fn decode(&self, op: OpKind, buf: &[u8]) -> Result<Decoded, Malformed>;
+    /// The bits of a [`Key::tag`] the protocol carries: a [`Decoded::Tagged`]
+    /// reply names the request whose tag, masked by this, equals its tag.
+    /// Requests in flight on a connection must stay below `(TAG_MASK + 1) / 2`.
+    const TAG_MASK: u32 = u32::MAX;
     /// This codec for a connection with `session` (default: unchanged).
     fn bind(&self, session: &Session) -> Self {
         let _ = session;
@@ -127,11 +131,45 @@ pub enum Session {
         set: u32,
     },
     /// Id of kvlab's table on this server (for protocols that address tables by
-    /// number, e.g. a Tarantool space).
+    /// number).
     Table {
         /// The table's id.
         id: u32,
     },
+    /// Ids of kvlab's GET and SET statements as the server named them when
+    /// they were prepared, and the consistency level requests ask for.
+    Prepared {
+        /// Id of the prepared GET.
+        get: StatementId,
+        /// Id of the prepared SET.
+        set: StatementId,
+        /// The protocol's code of the consistency level.
+        level: u16,
+    },
+}
+
+/// A server-chosen statement id of up to 32 bytes, kept inline (`Copy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatementId {
+    len: u8,
+    bytes: [u8; 32],
+}
+
+impl StatementId {
+    /// The id `bytes`; `None` when longer than 32 bytes.
+    pub fn new(bytes: &[u8]) -> Option<StatementId> {
+        let mut id = StatementId {
+            len: u8::try_from(bytes.len()).ok().filter(|&n| n <= 32)?,
+            bytes: [0; 32],
+        };
+        id.bytes[..bytes.len()].copy_from_slice(bytes);
+        Some(id)
+    }
+
+    /// Its bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
 }
 
 /// Sends `req` and reads until `frame_len` reports a whole reply; returns its bytes.

@@ -479,7 +479,7 @@ impl<C: Codec> Ctx<'_, C> {
                 Ok(Decoded::Incomplete) => return true,
                 Ok(Decoded::Frame { len, reply }) => (len, reply, 0),
                 Ok(Decoded::Tagged { len, reply, tag }) => {
-                    match c.inflight.iter().position(|f| f.tag == tag) {
+                    match c.inflight.iter().position(|f| f.tag & C::TAG_MASK == tag) {
                         Some(at) => (len, reply, at),
                         None => return false, // a reply nobody asked for
                     }

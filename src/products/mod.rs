@@ -16,7 +16,9 @@
 //! - [`postgres`]: PostgreSQL (wire protocol v3).
 //! - [`mysql`]: MariaDB and MySQL (client/server protocol).
 //! - [`tarantool`]: Tarantool (IPROTO).
+//! - [`cql`]: Cassandra and other CQL stores (CQL native protocol v4).
 
+pub mod cql;
 pub mod memcached;
 pub mod mysql;
 pub mod postgres;
@@ -47,17 +49,20 @@ pub enum TargetKind {
     Mariadb,
     /// Tarantool (IPROTO), managed binary `tarantool`.
     Tarantool,
+    /// Cassandra or another CQL store (CQL v4), managed from Cassandra's jars.
+    Cassandra,
 }
 
 impl TargetKind {
     /// Every product, in the order help texts list them.
-    pub const ALL: [TargetKind; 6] = [
+    pub const ALL: [TargetKind; 7] = [
         TargetKind::Redis,
         TargetKind::Valkey,
         TargetKind::Memcached,
         TargetKind::Postgres,
         TargetKind::Mariadb,
         TargetKind::Tarantool,
+        TargetKind::Cassandra,
     ];
 
     /// The product's implementation.
@@ -69,6 +74,7 @@ impl TargetKind {
             TargetKind::Postgres => &postgres::POSTGRES,
             TargetKind::Mariadb => &mysql::MARIADB,
             TargetKind::Tarantool => &tarantool::TARANTOOL,
+            TargetKind::Cassandra => &cql::CASSANDRA,
         }
     }
 
@@ -235,7 +241,10 @@ macro_rules! with_cache_codec {
                 let $c = memcached::Memcache;
                 $body
             }
-            TargetKind::Postgres | TargetKind::Mariadb | TargetKind::Tarantool => $else,
+            TargetKind::Postgres
+            | TargetKind::Mariadb
+            | TargetKind::Tarantool
+            | TargetKind::Cassandra => $else,
         }
     };
 }
@@ -254,6 +263,10 @@ macro_rules! with_codec {
             }
             TargetKind::Tarantool => {
                 let $c = tarantool::TtCodec::new();
+                $body
+            }
+            TargetKind::Cassandra => {
+                let $c = cql::CqlCodec::default();
                 $body
             }
             cache => with_cache_codec!(cache, $c => $body, unreachable!("databases are matched above")),

@@ -56,6 +56,14 @@ pub(super) fn assemble(
             product.title()
         ));
     }
+    if plan.load.pipeline > product.max_pipeline() {
+        problems.push(format!(
+            "--pipeline {} was run as {}: the {} protocol has no more request ids per connection",
+            plan.load.pipeline,
+            product.max_pipeline(),
+            product.title()
+        ));
+    }
     if c.error_total() > 0 {
         let kinds: Vec<String> = ErrorKind::ALL
             .iter()

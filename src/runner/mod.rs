@@ -75,7 +75,8 @@ pub fn measure_with(
         (None, Some(s)) => s.endpoint(),
         (None, None) => unreachable!("a managed target has a server"),
     };
-    let connector = Connector::new(kind, &endpoint)?;
+    let connector =
+        Connector::new(kind, &endpoint)?.with_consistency(plan.target.consistency.clone());
     let info = match server {
         Some(s) => s.info.clone(),
         None => {
@@ -108,7 +109,7 @@ pub fn measure_with(
         threads: plan.load.threads,
         // Some protocols answer one command at a time on a connection.
         pipeline: if product.pipelines() {
-            plan.load.pipeline
+            plan.load.pipeline.min(product.max_pipeline())
         } else {
             1
         },

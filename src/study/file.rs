@@ -158,12 +158,15 @@ pub struct TargetSection {
     /// Settings of a managed server.
     #[serde(default)]
     pub server_opts: BTreeMap<String, String>,
-    /// MariaDB table engine.
+    /// Storage engine of kvlab's table (databases that have engines).
     #[serde(default)]
     pub table_engine: Option<String>,
-    /// PostgreSQL UNLOGGED table.
+    /// UNLOGGED table (databases that have them).
     #[serde(default)]
     pub unlogged: bool,
+    /// Consistency level of requests (databases that have levels).
+    #[serde(default)]
+    pub consistency: Option<String>,
     /// Cache-aside: a cache in front of this database (`redis`, `valkey`,
     /// `memcached` or a URL); each point starts a fresh managed cache.
     #[serde(default)]

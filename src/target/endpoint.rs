@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 /// Whether a server setting holds a secret (its value is never printed or stored).
 pub fn is_secret_key(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
-    k.contains("pass") || k.contains("secret") || k.contains("auth")
+    let auth = k.contains("auth") && !k.contains("authenticator") && !k.contains("authorizer");
+    k.contains("pass") || k.contains("secret") || auth
 }
 
 /// Options of kvlab's own table on a database target.

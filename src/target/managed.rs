@@ -52,8 +52,8 @@ impl ManagedServer {
         let name = server.binary();
         let bin = server.find().with_context(|| {
             format!(
-                "'{name}' is not installed; run `make deps` (or apt-get install {}), or give --target a URL of a running server",
-                server.package()
+                "{}, or give --target a URL of a running server",
+                server.missing()
             )
         })?;
         let mut opts = opts.clone();
@@ -170,7 +170,8 @@ impl ManagedServer {
 
     fn wait_ready(&mut self, log: &Path) -> Result<ServerInfo> {
         let connector = Connector::new(self.product, &self.endpoint())?;
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let wait = self.product.server().start_timeout();
+        let deadline = Instant::now() + wait;
         let name = self.product.server().binary();
         {
             let child = &mut self.child;
@@ -193,7 +194,10 @@ impl ManagedServer {
             match connector.probe(Duration::from_millis(500)) {
                 Ok(info) => return Ok(info),
                 Err(e) if Instant::now() >= deadline => {
-                    return Err(e.context(format!("managed {name} did not become ready in 30 s")));
+                    return Err(e.context(format!(
+                        "managed {name} did not become ready in {} s",
+                        wait.as_secs()
+                    )));
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(20)),
             }

@@ -57,11 +57,25 @@ pub trait Product: Sync + Send + 'static {
     fn url_database(&self) -> bool {
         matches!(self.role(), Role::Database(_))
     }
+    /// What a URL's optional path names (e.g. a keyspace), for products whose
+    /// URLs may have one without naming a database.
+    fn url_namespace(&self) -> Option<&'static str> {
+        None
+    }
     /// Whether it is a cache or a database, with that role's operations.
     fn role(&self) -> Role<'_>;
     /// Whether more than one request may be in flight on a connection.
     fn pipelines(&self) -> bool {
         true
+    }
+    /// The most requests the protocol lets be in flight on a connection.
+    fn max_pipeline(&self) -> usize {
+        usize::MAX
+    }
+    /// The consistency levels requests may ask for (`--consistency`), in
+    /// lower case; empty when the product has none to choose.
+    fn consistency_levels(&self) -> Vec<&'static str> {
+        Vec::new()
     }
     /// Fails unless `prefix` can start this product's keys.
     fn check_prefix(&self, prefix: &str) -> Result<()> {
@@ -147,6 +161,10 @@ pub trait Database: Sync {
     fn reset_versions(&self, c: &Connector) -> Result<()>;
     /// Bytes of kvlab's table with its indexes.
     fn table_bytes(&self, c: &Connector) -> Result<u64>;
+    /// What [`Database::table_bytes`] measures, for reports.
+    fn size_basis(&self) -> &'static str {
+        "table + indexes"
+    }
 }
 
 /// How a managed server is launched: the paths and port kvlab chose.
@@ -183,6 +201,18 @@ pub trait Server: Sync {
     fn binary(&self) -> &'static str;
     /// The Debian package that installs it.
     fn package(&self) -> &'static str;
+    /// What is missing, and how to install it, when [`Server::find`] finds nothing.
+    fn missing(&self) -> String {
+        format!(
+            "'{}' is not installed; run `make deps` (or apt-get install {})",
+            self.binary(),
+            self.package()
+        )
+    }
+    /// How long it may take from start to answering its protocol.
+    fn start_timeout(&self) -> Duration {
+        Duration::from_secs(30)
+    }
     /// Where the binary is installed, if it is.
     fn find(&self) -> Option<PathBuf> {
         find_binary(self.binary())
@@ -243,8 +273,10 @@ pub struct Connector {
     pub user: Option<String>,
     /// Password, if any (never printed).
     pub password: Option<String>,
-    /// Database name, if any.
+    /// Database name (or keyspace), if any.
     pub database: Option<String>,
+    /// The consistency level requests ask for, where the product has levels.
+    pub consistency: Option<String>,
 }
 
 impl fmt::Debug for Connector {
@@ -274,7 +306,15 @@ impl Connector {
             user: endpoint.user.clone(),
             password: endpoint.password.as_ref().map(|p| p.expose().to_string()),
             database: endpoint.database.clone(),
+            consistency: None,
         })
+    }
+
+    /// This connector, asking for consistency level `level` where the product
+    /// has levels.
+    pub fn with_consistency(mut self, level: Option<String>) -> Connector {
+        self.consistency = level;
+        self
     }
 
     /// A TCP connection (`TCP_NODELAY`) with read and write timeouts, for set-up.

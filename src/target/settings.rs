@@ -27,6 +27,9 @@ pub struct Config {
     pub settings: BTreeMap<String, String>,
     /// A password the settings set for clients (e.g. `requirepass`).
     pub password: Option<String>,
+    /// Settings for a configuration file the product writes (unmasked, never
+    /// recorded; `settings` holds what results show).
+    pub entries: BTreeMap<String, String>,
 }
 
 /// MiB for 1.5x `data_bytes`, at least `floor`.

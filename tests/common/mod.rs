@@ -23,6 +23,7 @@ pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
             external: Some(endpoint),
             server_opts: BTreeMap::new(),
             schema: Default::default(),
+            consistency: None,
         },
         workload: Workload {
             keys: 2_000,

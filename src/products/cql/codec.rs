@@ -1,0 +1,533 @@
+//! The CQL native protocol (v4) codec: EXECUTE of kvlab's two prepared
+//! statements over byte buffers. Requests are copied from per-connection
+//! templates with the stream id, key and value patched in; replies are walked
+//! without allocating. Every request carries the low 15 bits of its tag as the
+//! frame's stream id and every reply is matched by it ([`Decoded::Tagged`]):
+//! a node answers requests in the order they finish.
+
+use std::ops::Range;
+
+use crate::wire::{Codec, Decoded, Key, Malformed, Reply, Session, StatementId, tag_op};
+use crate::workload::OpKind;
+
+/// Protocol version of requests (v4).
+pub const VERSION: u8 = 0x04;
+/// Bytes of a frame header: version, flags, stream, opcode, length.
+pub const HEADER: usize = 9;
+/// Opcode ERROR.
+pub const ERROR: u8 = 0x00;
+/// Opcode STARTUP.
+pub const STARTUP: u8 = 0x01;
+/// Opcode READY.
+pub const READY: u8 = 0x02;
+/// Opcode AUTHENTICATE.
+pub const AUTHENTICATE: u8 = 0x03;
+/// Opcode QUERY.
+pub const QUERY: u8 = 0x07;
+/// Opcode RESULT.
+pub const RESULT: u8 = 0x08;
+/// Opcode PREPARE.
+pub const PREPARE: u8 = 0x09;
+/// Opcode EXECUTE.
+pub const EXECUTE: u8 = 0x0A;
+/// Opcode AUTH_RESPONSE.
+pub const AUTH_RESPONSE: u8 = 0x0F;
+/// Opcode AUTH_SUCCESS.
+pub const AUTH_SUCCESS: u8 = 0x10;
+
+/// RESULT kind Void (a write).
+const VOID: i32 = 1;
+/// RESULT kind Rows.
+const ROWS: i32 = 2;
+/// EXECUTE flags: values follow.
+const WITH_VALUES: u8 = 0x01;
+/// EXECUTE flags: the reply's rows carry no column metadata.
+const SKIP_METADATA: u8 = 0x02;
+
+/// The consistency levels by name, with their protocol codes.
+pub const LEVELS: &[(&str, u16)] = &[
+    ("any", 0x0000),
+    ("one", 0x0001),
+    ("two", 0x0002),
+    ("three", 0x0003),
+    ("quorum", 0x0004),
+    ("all", 0x0005),
+    ("local_quorum", 0x0006),
+    ("each_quorum", 0x0007),
+    ("serial", 0x0008),
+    ("local_serial", 0x0009),
+    ("local_one", 0x000A),
+];
+
+/// The protocol code of consistency level `name` (any case).
+pub fn level(name: &str) -> Option<u16> {
+    LEVELS
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|&(_, c)| c)
+}
+
+/// The CQL codec for kvlab's prepared GET and SET (bound per connection).
+#[derive(Clone, Debug, Default)]
+pub struct CqlCodec {
+    get: Vec<u8>,
+    set: Vec<u8>,
+}
+
+/// Appends a frame header with `opcode`; stream and length are patched later.
+pub fn header(opcode: u8, out: &mut Vec<u8>) {
+    out.extend_from_slice(&[VERSION, 0, 0, 0, opcode, 0, 0, 0, 0]);
+}
+
+/// Writes the stream id and the body length of the frame that starts at `at`.
+#[inline]
+pub fn patch(out: &mut [u8], at: usize, stream: u16) {
+    let len = (out.len() - at - HEADER) as u32;
+    out[at + 2..at + 4].copy_from_slice(&stream.to_be_bytes());
+    out[at + 5..at + HEADER].copy_from_slice(&len.to_be_bytes());
+}
+
+/// An EXECUTE template up to the first value's bytes: id, consistency, flags,
+/// `values` values, and the length of the first (an 8-byte bigint).
+fn template(id: &StatementId, level: u16, flags: u8, values: u16) -> Vec<u8> {
+    let mut t = Vec::with_capacity(64);
+    header(EXECUTE, &mut t);
+    let id = id.as_bytes();
+    t.extend_from_slice(&(id.len() as u16).to_be_bytes());
+    t.extend_from_slice(id);
+    t.extend_from_slice(&level.to_be_bytes());
+    t.push(flags);
+    t.extend_from_slice(&values.to_be_bytes());
+    t.extend_from_slice(&8i32.to_be_bytes());
+    t
+}
+
+impl CqlCodec {
+    /// The codec for statements `get` and `set` at consistency `level`.
+    pub fn prepared(get: &StatementId, set: &StatementId, level: u16) -> CqlCodec {
+        CqlCodec {
+            get: template(get, level, WITH_VALUES | SKIP_METADATA, 1),
+            set: template(set, level, WITH_VALUES, 2),
+        }
+    }
+
+    #[inline]
+    fn put(template: &[u8], key: Key<'_>, out: &mut Vec<u8>) -> usize {
+        let at = out.len();
+        out.extend_from_slice(template);
+        out.extend_from_slice(&(key.id as i64).to_be_bytes());
+        at
+    }
+}
+
+impl Codec for CqlCodec {
+    /// Stream ids are 15 bits.
+    const TAG_MASK: u32 = 0x7fff;
+
+    #[inline]
+    fn encode_get(&self, key: Key<'_>, out: &mut Vec<u8>) {
+        let at = Self::put(&self.get, key, out);
+        patch(out, at, (key.tag & Self::TAG_MASK) as u16);
+    }
+
+    #[inline]
+    fn encode_set(&self, key: Key<'_>, value: &[u8], out: &mut Vec<u8>) {
+        let at = Self::put(&self.set, key, out);
+        out.extend_from_slice(&(value.len() as i32).to_be_bytes());
+        out.extend_from_slice(value);
+        patch(out, at, (key.tag & Self::TAG_MASK) as u16);
+    }
+
+    fn decode(&self, _op: OpKind, buf: &[u8]) -> Result<Decoded, Malformed> {
+        let Some(f) = frame(buf)? else {
+            return Ok(Decoded::Incomplete);
+        };
+        if f.stream < 0 {
+            return Err(Malformed("an event frame kvlab did not ask for"));
+        }
+        let tag = f.stream as u32;
+        let reply = match f.opcode {
+            ERROR => Reply::ServerError,
+            RESULT => result(buf, f.body, tag_op(tag))?,
+            _ => return Err(Malformed("unexpected CQL opcode in a reply")),
+        };
+        Ok(Decoded::Tagged {
+            len: f.len,
+            reply,
+            tag,
+        })
+    }
+
+    fn bind(&self, session: &Session) -> Self {
+        match session {
+            Session::Prepared { get, set, level } => CqlCodec::prepared(get, set, *level),
+            _ => self.clone(),
+        }
+    }
+}
+
+/// One whole frame at the front of a buffer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// Bytes it occupies.
+    pub len: usize,
+    /// Its stream id.
+    pub stream: i16,
+    /// Its opcode.
+    pub opcode: u8,
+    /// Where its body starts (after tracing id, warnings and custom payload),
+    /// up to `len`.
+    pub body: Range<usize>,
+}
+
+/// The whole frame at the front of `buf`; `None` while incomplete.
+pub fn frame(buf: &[u8]) -> Result<Option<Frame>, Malformed> {
+    match buf.first() {
+        None => return Ok(None),
+        Some(0x84) => {}
+        Some(v) if v & 0x80 != 0 && (0x81..=0x86).contains(v) => {
+            return Err(Malformed("a CQL reply of another protocol version"));
+        }
+        Some(_) => return Err(Malformed("not a CQL reply")),
+    }
+    if buf.len() < HEADER {
+        return Ok(None);
+    }
+    let flags = buf[1];
+    let stream = i16::from_be_bytes([buf[2], buf[3]]);
+    let opcode = buf[4];
+    let len = u32::from_be_bytes([buf[5], buf[6], buf[7], buf[8]]) as usize;
+    if len > 256 << 20 {
+        return Err(Malformed("CQL frame length out of range"));
+    }
+    if flags & 0x01 != 0 {
+        return Err(Malformed("a compressed CQL frame kvlab did not ask for"));
+    }
+    let total = HEADER + len;
+    if buf.len() < total {
+        return Ok(None);
+    }
+    let mut r = Reader {
+        buf: &buf[..total],
+        pos: HEADER,
+    };
+    if flags & 0x02 != 0 {
+        r.take(16)?; // tracing id
+    }
+    if flags & 0x08 != 0 {
+        let n = r.short()?; // warnings
+        for _ in 0..n {
+            r.string()?;
+        }
+    }
+    if flags & 0x04 != 0 {
+        let n = r.short()?; // custom payload
+        for _ in 0..n {
+            r.string()?;
+            r.bytes()?;
+        }
+    }
+    Ok(Some(Frame {
+        len: total,
+        stream,
+        opcode,
+        body: r.pos..total,
+    }))
+}
+
+/// A RESULT body's meaning for a request doing `op`.
+fn result(buf: &[u8], body: Range<usize>, op: OpKind) -> Result<Reply, Malformed> {
+    let mut r = Reader {
+        buf: &buf[..body.end],
+        pos: body.start,
+    };
+    match (r.int()?, op) {
+        (VOID, OpKind::Set) => Ok(Reply::Stored),
+        (ROWS, OpKind::Get) => {
+            let columns = skip_metadata(&mut r)?;
+            if columns != 1 {
+                return Err(Malformed("a GET's rows have more than one column"));
+            }
+            match r.int()? {
+                0 => Ok(Reply::Nil),
+                _ => match r.bytes()? {
+                    Some(v) => Ok(Reply::Value(v)),
+                    None => Ok(Reply::Value(r.pos..r.pos)),
+                },
+            }
+        }
+        _ => Err(Malformed("a CQL result of the wrong kind")),
+    }
+}
+
+/// Skips a Rows result's metadata; returns its number of columns.
+pub(super) fn skip_metadata(r: &mut Reader<'_>) -> Result<usize, Malformed> {
+    let flags = r.int()?;
+    let columns = usize::try_from(r.int()?).map_err(|_| Malformed("negative column count"))?;
+    if flags & 0x02 != 0 {
+        r.bytes()?; // paging state
+    }
+    if flags & 0x04 == 0 {
+        let global = flags & 0x01 != 0;
+        if global {
+            r.string()?;
+            r.string()?;
+        }
+        for _ in 0..columns {
+            if !global {
+                r.string()?;
+                r.string()?;
+            }
+            r.string()?;
+            r.option()?;
+        }
+    }
+    Ok(columns)
+}
+
+/// A cursor over a CQL body; running past its end is malformed (frames are
+/// whole before they are read).
+pub(super) struct Reader<'a> {
+    /// The bytes, up to the frame's end.
+    pub buf: &'a [u8],
+    /// The next byte to read.
+    pub pos: usize,
+}
+
+const SHORT: Malformed = Malformed("truncated CQL body");
+
+impl Reader<'_> {
+    /// The next `n` bytes' range.
+    #[inline]
+    pub fn take(&mut self, n: usize) -> Result<Range<usize>, Malformed> {
+        let end = self.pos.checked_add(n).ok_or(SHORT)?;
+        if end > self.buf.len() {
+            return Err(SHORT);
+        }
+        let at = self.pos;
+        self.pos = end;
+        Ok(at..end)
+    }
+
+    /// A `[short]`.
+    #[inline]
+    pub fn short(&mut self) -> Result<u16, Malformed> {
+        let r = self.take(2)?;
+        Ok(u16::from_be_bytes([
+            self.buf[r.start],
+            self.buf[r.start + 1],
+        ]))
+    }
+
+    /// An `[int]`.
+    #[inline]
+    pub fn int(&mut self) -> Result<i32, Malformed> {
+        let r = self.take(4)?;
+        let b = &self.buf[r];
+        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// A `[string]`: its bytes' range.
+    pub fn string(&mut self) -> Result<Range<usize>, Malformed> {
+        let n = self.short()?;
+        self.take(usize::from(n))
+    }
+
+    /// A `[bytes]`: its range, `None` for null.
+    #[inline]
+    pub fn bytes(&mut self) -> Result<Option<Range<usize>>, Malformed> {
+        let n = self.int()?;
+        if n < 0 {
+            return Ok(None);
+        }
+        self.take(n as usize).map(Some)
+    }
+
+    /// A `[short bytes]`.
+    pub fn short_bytes(&mut self) -> Result<Range<usize>, Malformed> {
+        let n = self.short()?;
+        self.take(usize::from(n))
+    }
+
+    /// An `[option]` (a column type), skipped.
+    fn option(&mut self) -> Result<(), Malformed> {
+        match self.short()? {
+            0x0000 => {
+                self.string()?; // custom type's class
+            }
+            0x0020 | 0x0022 => self.option()?, // list, set
+            0x0021 => {
+                self.option()?; // map
+                self.option()?;
+            }
+            0x0001..=0x0015 => {}
+            _ => return Err(Malformed("a column type kvlab does not read")),
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::tag_of;
+
+    fn reply(stream: i16, opcode: u8, flags: u8, body: &[u8]) -> Vec<u8> {
+        let mut out = vec![0x84, flags];
+        out.extend_from_slice(&stream.to_be_bytes());
+        out.push(opcode);
+        out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        out.extend_from_slice(body);
+        out
+    }
+
+    fn rows(cells: &[Option<&[u8]>]) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&ROWS.to_be_bytes());
+        b.extend_from_slice(&4i32.to_be_bytes()); // no metadata
+        b.extend_from_slice(&1i32.to_be_bytes());
+        b.extend_from_slice(&(cells.len() as i32).to_be_bytes());
+        for c in cells {
+            match c {
+                Some(v) => {
+                    b.extend_from_slice(&(v.len() as i32).to_be_bytes());
+                    b.extend_from_slice(v);
+                }
+                None => b.extend_from_slice(&(-1i32).to_be_bytes()),
+            }
+        }
+        b
+    }
+
+    fn codec() -> CqlCodec {
+        let id = StatementId::new(&[7; 16]).unwrap();
+        let id2 = StatementId::new(&[9; 16]).unwrap();
+        CqlCodec::prepared(&id, &id2, level("quorum").unwrap())
+    }
+
+    #[test]
+    fn requests_carry_stream_id_statement_and_key() {
+        let c = codec();
+        let mut out = Vec::new();
+        let tag = tag_of(20_000, OpKind::Get);
+        c.encode_get(
+            Key {
+                id: 0x0102,
+                name: b"",
+                tag,
+            },
+            &mut out,
+        );
+        assert_eq!(out[0], VERSION);
+        assert_eq!(out[4], EXECUTE);
+        let stream = u16::from_be_bytes([out[2], out[3]]);
+        assert_eq!(u32::from(stream), tag & 0x7fff);
+        let len = u32::from_be_bytes(out[5..9].try_into().unwrap()) as usize;
+        assert_eq!(len, out.len() - HEADER);
+        assert_eq!(&out[9..11], &[0, 16]);
+        assert_eq!(&out[11..27], &[7; 16]);
+        assert_eq!(&out[27..29], &[0, 4], "QUORUM");
+        assert_eq!(out[29], WITH_VALUES | SKIP_METADATA);
+        assert!(out.ends_with(&[0, 1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 1, 2]));
+        let at = out.len();
+        c.encode_set(
+            Key {
+                id: 3,
+                name: b"",
+                tag: tag_of(5, OpKind::Set),
+            },
+            b"xyz",
+            &mut out,
+        );
+        assert!(out.ends_with(&[
+            0, 2, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 3, b'x', b'y', b'z'
+        ]));
+        let len = u32::from_be_bytes(out[at + 5..at + 9].try_into().unwrap()) as usize;
+        assert_eq!(len, out.len() - at - HEADER);
+        assert_eq!(&out[at + 11..at + 27], &[9; 16]);
+    }
+
+    #[test]
+    fn decodes_rows_void_and_errors_by_stream() {
+        let c = codec();
+        let r = reply(4, RESULT, 0, &rows(&[Some(b"abc")]));
+        match c.decode(OpKind::Set, &r).unwrap() {
+            Decoded::Tagged {
+                len,
+                reply: Reply::Value(v),
+                tag: 4,
+            } => {
+                assert_eq!(len, r.len());
+                assert_eq!(&r[v], b"abc");
+            }
+            other => panic!("{other:?}"),
+        }
+        let r = reply(6, RESULT, 0, &rows(&[]));
+        assert!(matches!(
+            c.decode(OpKind::Get, &r),
+            Ok(Decoded::Tagged {
+                reply: Reply::Nil,
+                tag: 6,
+                ..
+            })
+        ));
+        let r = reply(7, RESULT, 0, &VOID.to_be_bytes());
+        assert!(matches!(
+            c.decode(OpKind::Get, &r),
+            Ok(Decoded::Tagged {
+                reply: Reply::Stored,
+                tag: 7,
+                ..
+            })
+        ));
+        let mut err = 0x1100i32.to_be_bytes().to_vec();
+        err.extend_from_slice(&[0, 2, b'n', b'o']);
+        let r = reply(9, ERROR, 0, &err);
+        assert!(matches!(
+            c.decode(OpKind::Get, &r),
+            Ok(Decoded::Tagged {
+                reply: Reply::ServerError,
+                tag: 9,
+                ..
+            })
+        ));
+        // A warning list before the body.
+        let mut body = vec![0, 1, 0, 2, b'h', b'i'];
+        body.extend(rows(&[Some(b"v")]));
+        let r = reply(2, RESULT, 0x08, &body);
+        match c.decode(OpKind::Get, &r).unwrap() {
+            Decoded::Tagged {
+                reply: Reply::Value(v),
+                ..
+            } => assert_eq!(&r[v], b"v"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn partial_and_malformed_replies() {
+        let c = codec();
+        let r = reply(2, RESULT, 0, &rows(&[Some(b"abc")]));
+        for cut in 0..r.len() {
+            assert_eq!(c.decode(OpKind::Get, &r[..cut]), Ok(Decoded::Incomplete));
+        }
+        assert!(c.decode(OpKind::Get, b"+OK\r\n").is_err());
+        assert!(c.decode(OpKind::Get, b"ERROR\r\n").is_err());
+        assert!(c.decode(OpKind::Get, &reply(-1, 0x0C, 0, &[])).is_err());
+        // A write's Void where a read was sent.
+        assert!(
+            c.decode(OpKind::Get, &reply(2, RESULT, 0, &VOID.to_be_bytes()))
+                .is_err()
+        );
+        let mut short = rows(&[Some(b"abc")]);
+        short.truncate(short.len() - 1);
+        assert!(c.decode(OpKind::Get, &reply(2, RESULT, 0, &short)).is_err());
+    }
+
+    #[test]
+    fn consistency_levels_by_name() {
+        assert_eq!(level("ONE"), Some(1));
+        assert_eq!(level("local_quorum"), Some(6));
+        assert_eq!(level("most"), None);
+    }
+}

@@ -1,0 +1,314 @@
+//! A blocking CQL session for set-up, never on the hot path: OPTIONS, STARTUP,
+//! PasswordAuthenticator's SASL PLAIN, simple QUERYs, PREPARE, and pipelined
+//! INSERTs for the bulk load.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use super::codec::{
+    AUTH_RESPONSE, AUTH_SUCCESS, AUTHENTICATE, CqlCodec, ERROR, HEADER, PREPARE, QUERY, READY,
+    RESULT, Reader, STARTUP, frame, header, patch, skip_metadata,
+};
+use crate::target::Connector;
+use crate::wire::{Codec, Decoded, Key, Malformed, Reply, StatementId, tag_of};
+use crate::workload::{OpKind, Values};
+
+/// Opcode OPTIONS.
+const OPTIONS: u8 = 0x05;
+/// Opcode SUPPORTED.
+const SUPPORTED: u8 = 0x06;
+/// Error code of refused credentials.
+const BAD_CREDENTIALS: i32 = 0x0100;
+
+/// One row of a set-up query: each cell's bytes (`None`: null).
+pub type Row = Vec<Option<Vec<u8>>>;
+
+/// A set-up session.
+pub struct CqlConn {
+    stream: TcpStream,
+    /// Whether the server said it is ScyllaDB (its OPTIONS name shards).
+    pub scylla: bool,
+}
+
+fn invalid(m: Malformed) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, m.0)
+}
+
+/// Appends a `[string]`.
+fn put_string(s: &str, out: &mut Vec<u8>) {
+    out.extend_from_slice(&(s.len() as u16).to_be_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// Opens a set-up session on `c`, logged in as its user when it has one.
+pub fn open(c: &Connector, timeout: Duration) -> io::Result<CqlConn> {
+    let s = c.tcp(timeout)?;
+    CqlConn::start(s, c.user.as_deref(), c.password.as_deref())
+}
+
+/// The text of a cell (empty for null or not UTF-8).
+pub fn text(cell: Option<&Option<Vec<u8>>>) -> String {
+    cell.and_then(Option::as_deref)
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The value of a bigint cell.
+pub fn bigint(cell: Option<&Option<Vec<u8>>>) -> Option<i64> {
+    let b = cell?.as_deref()?;
+    Some(i64::from_be_bytes(b.try_into().ok()?))
+}
+
+impl CqlConn {
+    /// Asks for the server's options, starts protocol v4 on `stream` and logs
+    /// in `user` with `password` if the server asks for it.
+    pub fn start(
+        stream: TcpStream,
+        user: Option<&str>,
+        password: Option<&str>,
+    ) -> io::Result<CqlConn> {
+        let mut c = CqlConn {
+            stream,
+            scylla: false,
+        };
+        let (op, body) = c.call(OPTIONS, &[])?;
+        if op == SUPPORTED {
+            c.scylla = body.windows(6).any(|w| w == b"SCYLLA");
+        }
+        let mut startup = Vec::new();
+        startup.extend_from_slice(&1u16.to_be_bytes());
+        put_string("CQL_VERSION", &mut startup);
+        put_string("3.0.0", &mut startup);
+        match c.call(STARTUP, &startup)?.0 {
+            READY => Ok(c),
+            AUTHENTICATE => {
+                let (Some(user), Some(password)) = (user, password) else {
+                    return Err(io::Error::new(
+                        io::ErrorKind::PermissionDenied,
+                        "the server needs a user and password: cql://USER:PASS@host:port",
+                    ));
+                };
+                let token = format!("\0{user}\0{password}");
+                let mut b = (token.len() as i32).to_be_bytes().to_vec();
+                b.extend_from_slice(token.as_bytes());
+                match c.call(AUTH_RESPONSE, &b)?.0 {
+                    AUTH_SUCCESS => Ok(c),
+                    _ => Err(io::Error::new(
+                        io::ErrorKind::PermissionDenied,
+                        "the server asked for more than a password (SASL PLAIN)",
+                    )),
+                }
+            }
+            _ => Err(invalid(Malformed("unexpected reply to STARTUP"))),
+        }
+    }
+
+    /// A session on a connection that is already started and logged in.
+    pub fn resume(stream: TcpStream) -> CqlConn {
+        CqlConn {
+            stream,
+            scylla: false,
+        }
+    }
+
+    /// Sends one request on stream 0 and returns the reply's opcode and body;
+    /// an ERROR reply becomes an error with the server's message (refused
+    /// credentials: `PermissionDenied`).
+    fn call(&mut self, opcode: u8, body: &[u8]) -> io::Result<(u8, Vec<u8>)> {
+        let mut req = Vec::with_capacity(HEADER + body.len());
+        header(opcode, &mut req);
+        req.extend_from_slice(body);
+        patch(&mut req, 0, 0);
+        self.stream.write_all(&req)?;
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 16384];
+        let f = loop {
+            if let Some(f) = frame(&buf).map_err(invalid)? {
+                break f;
+            }
+            let n = self.stream.read(&mut chunk)?;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the server closed the connection",
+                ));
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        let body = buf[f.body].to_vec();
+        if f.opcode == ERROR {
+            let mut r = Reader { buf: &body, pos: 0 };
+            let code = r.int().map_err(invalid)?;
+            let msg = r
+                .string()
+                .map(|m| String::from_utf8_lossy(&body[m]).into_owned())
+                .unwrap_or_default();
+            let kind = if code == BAD_CREDENTIALS {
+                io::ErrorKind::PermissionDenied
+            } else {
+                io::ErrorKind::Other
+            };
+            return Err(io::Error::new(
+                kind,
+                format!("{msg} (CQL error 0x{code:04x})"),
+            ));
+        }
+        Ok((f.opcode, body))
+    }
+
+    /// Runs `cql` at consistency ONE; returns its rows (none for other results).
+    pub fn query(&mut self, cql: &str) -> io::Result<Vec<Row>> {
+        let mut b = (cql.len() as u32).to_be_bytes().to_vec();
+        b.extend_from_slice(cql.as_bytes());
+        b.extend_from_slice(&1u16.to_be_bytes());
+        b.push(0);
+        let (op, body) = self.call(QUERY, &b)?;
+        if op != RESULT {
+            return Err(invalid(Malformed("unexpected reply to QUERY")));
+        }
+        rows(&body).map_err(invalid)
+    }
+
+    /// Prepares `cql`; returns the statement's id.
+    pub fn prepare(&mut self, cql: &str) -> io::Result<StatementId> {
+        let mut b = (cql.len() as u32).to_be_bytes().to_vec();
+        b.extend_from_slice(cql.as_bytes());
+        let (op, body) = self.call(PREPARE, &b)?;
+        let mut r = Reader { buf: &body, pos: 0 };
+        if op != RESULT || r.int().map_err(invalid)? != 4 {
+            return Err(invalid(Malformed("unexpected reply to PREPARE")));
+        }
+        let id = r.short_bytes().map_err(invalid)?;
+        StatementId::new(&body[id]).ok_or_else(|| invalid(Malformed("statement id over 32 bytes")))
+    }
+
+    /// Sets the socket's read and write timeouts.
+    pub fn set_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        self.stream.set_read_timeout(t)?;
+        self.stream.set_write_timeout(t)
+    }
+
+    /// The socket, for the engine.
+    pub fn into_stream(self) -> TcpStream {
+        self.stream
+    }
+
+    /// INSERTs keys `start..end` (version 0) with `codec`, 256 in flight; adds
+    /// each batch to `done`. Fails on the first refused write.
+    pub fn insert_rows(
+        &mut self,
+        codec: &CqlCodec,
+        values: &Values,
+        (start, end): (u64, u64),
+        done: &AtomicU64,
+        shutdown: &AtomicBool,
+    ) -> io::Result<()> {
+        const BATCH: u64 = 256;
+        let (mut out, mut value) = (Vec::new(), Vec::new());
+        let mut buf = vec![0u8; 1 << 20];
+        let mut k = start;
+        while k < end {
+            if shutdown.load(Ordering::Relaxed) {
+                return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted"));
+            }
+            let n = BATCH.min(end - k);
+            out.clear();
+            for (i, key) in (k..k + n).enumerate() {
+                value.clear();
+                values.write_version(key, 0, &mut value);
+                let tag = tag_of(i as u32, OpKind::Set);
+                codec.encode_set(
+                    Key {
+                        id: key,
+                        name: b"",
+                        tag,
+                    },
+                    &value,
+                    &mut out,
+                );
+            }
+            self.stream.write_all(&out)?;
+            let (mut filled, mut replies) = (0usize, 0u64);
+            while replies < n {
+                let mut at = 0;
+                while at < filled {
+                    match codec
+                        .decode(OpKind::Set, &buf[at..filled])
+                        .map_err(invalid)?
+                    {
+                        Decoded::Incomplete => break,
+                        Decoded::Tagged { len, reply, .. } | Decoded::Frame { len, reply } => {
+                            if reply != Reply::Stored {
+                                return Err(io::Error::other(format!(
+                                    "the node refused an INSERT: {}",
+                                    error_message(&buf[at..filled])
+                                )));
+                            }
+                            at += len;
+                            replies += 1;
+                        }
+                    }
+                }
+                buf.copy_within(at..filled, 0);
+                filled -= at;
+                if replies == n {
+                    break;
+                }
+                if filled == buf.len() {
+                    buf.resize(buf.len() * 2, 0);
+                }
+                let r = self.stream.read(&mut buf[filled..])?;
+                if r == 0 {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the server closed the connection while loading",
+                    ));
+                }
+                filled += r;
+            }
+            done.fetch_add(n, Ordering::Relaxed);
+            k += n;
+        }
+        Ok(())
+    }
+}
+
+/// The message of the ERROR frame at the front of `buf`.
+fn error_message(buf: &[u8]) -> String {
+    let Ok(Some(f)) = frame(buf) else {
+        return "an unreadable reply".into();
+    };
+    let mut r = Reader {
+        buf: &buf[..f.body.end],
+        pos: f.body.start,
+    };
+    match (r.int(), r.string()) {
+        (Ok(code), Ok(m)) => format!(
+            "{} (CQL error 0x{code:04x})",
+            String::from_utf8_lossy(&r.buf[m])
+        ),
+        _ => "an unreadable error".into(),
+    }
+}
+
+/// The rows of a RESULT body (none for Void, SetKeyspace, SchemaChange).
+fn rows(body: &[u8]) -> Result<Vec<Row>, Malformed> {
+    let mut r = Reader { buf: body, pos: 0 };
+    if r.int()? != 2 {
+        return Ok(Vec::new());
+    }
+    let columns = skip_metadata(&mut r)?;
+    let n = usize::try_from(r.int()?).map_err(|_| Malformed("negative row count"))?;
+    let mut out = Vec::with_capacity(n.min(4096));
+    for _ in 0..n {
+        let mut row = Vec::with_capacity(columns);
+        for _ in 0..columns {
+            row.push(r.bytes()?.map(|c| body[c].to_vec()));
+        }
+        out.push(row);
+    }
+    Ok(out)
+}

@@ -1,0 +1,145 @@
+//! Cassandra and other CQL stores (ScyllaDB speaks the same protocol) over the
+//! CQL native protocol v4. Everything kvlab knows of them lives here: the
+//! `cql://` URL (its path names the keyspace), the codec (prepared EXECUTEs,
+//! many streams in flight per connection, matched by stream id), the set-up
+//! session (STARTUP, SASL PLAIN, PREPARE), the managed node (a JVM started
+//! from the Cassandra jars `make deps` fetched), kvlab's table (loaded by
+//! pipelined INSERTs) and the node's own counters (`system_views`).
+//!
+//! # Layout
+//! - [`codec`]: the sans-IO codec (EXECUTE templates, RESULT walker).
+//! - [`conn`]: the blocking set-up session.
+//! - [`server`]: the managed node (`cassandra.yaml`, JVM options).
+//! - [`table`]: kvlab's keyspace and table: check, load, reset, size.
+
+pub mod codec;
+pub mod conn;
+pub mod server;
+pub mod table;
+
+use std::io;
+use std::net::TcpStream;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+pub use codec::CqlCodec;
+pub use conn::{CqlConn, open};
+
+use crate::target::{Connector, Product, Role, Server, ServerCounters, ServerInfo};
+use crate::wire::Session;
+
+/// Cassandra (managed, from its jars) or any CQL store (by URL).
+pub struct Cassandra;
+
+/// The Cassandra/CQL product.
+pub static CASSANDRA: Cassandra = Cassandra;
+
+/// The keyspace kvlab uses unless the URL names one.
+pub const KEYSPACE: &str = "kvlab";
+
+/// The keyspace of `c` (the URL's path, else `kvlab`), checked to be a plain
+/// CQL identifier.
+pub fn keyspace(c: &Connector) -> io::Result<&str> {
+    let ks = c.database.as_deref().unwrap_or(KEYSPACE);
+    let plain = !ks.is_empty()
+        && ks.len() <= 48
+        && ks.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if plain {
+        Ok(ks)
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "keyspace '{ks}' is not a plain CQL name; use letters, digits and _ (at most 48)"
+            ),
+        ))
+    }
+}
+
+/// The protocol code of `c`'s consistency level (ONE unless given).
+fn consistency(c: &Connector) -> u16 {
+    c.consistency.as_deref().and_then(codec::level).unwrap_or(1)
+}
+
+impl Product for Cassandra {
+    fn name(&self) -> &'static str {
+        "cassandra"
+    }
+    fn title(&self) -> &'static str {
+        "Cassandra/CQL"
+    }
+    fn schemes(&self) -> &'static [&'static str] {
+        &["cql", "cassandra", "scylla"]
+    }
+    fn default_port(&self) -> u16 {
+        9042
+    }
+    fn example_url(&self) -> &'static str {
+        "cql://[user:pass@]host:9042[/keyspace]"
+    }
+    fn url_database(&self) -> bool {
+        false
+    }
+    fn url_namespace(&self) -> Option<&'static str> {
+        Some("keyspace")
+    }
+    fn role(&self) -> Role<'_> {
+        Role::Database(self)
+    }
+    fn consistency_levels(&self) -> Vec<&'static str> {
+        codec::LEVELS.iter().map(|&(n, _)| n).collect()
+    }
+    /// Stream ids are 15 bits.
+    fn max_pipeline(&self) -> usize {
+        16_384
+    }
+
+    fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(TcpStream, Session)> {
+        let mut conn = open(c, timeout)?;
+        let ks = keyspace(c)?;
+        let get = conn.prepare(&format!("SELECT v FROM {ks}.kvlab_kv WHERE k = ?"))?;
+        let set = conn.prepare(&format!("INSERT INTO {ks}.kvlab_kv (k, v) VALUES (?, ?)"))?;
+        conn.set_timeout(None)?;
+        let level = consistency(c);
+        Ok((conn.into_stream(), Session::Prepared { get, set, level }))
+    }
+
+    fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo> {
+        let mut conn = open(c, timeout).map_err(|e| c.setup_error(e))?;
+        keyspace(c).map_err(|e| anyhow::anyhow!("{}: {e}", c.display))?;
+        let rows = conn
+            .query("SELECT release_version FROM system.local")
+            .map_err(|e| c.setup_error(e))?;
+        Ok(ServerInfo {
+            product: if conn.scylla { "scylla" } else { "cassandra" }.into(),
+            version: conn::text(rows.first().and_then(|r| r.first())),
+        })
+    }
+
+    /// The node's local reads and writes of kvlab's table
+    /// (`system_views.local_read_latency` and `local_write_latency`).
+    fn counters(&self, c: &Connector) -> Result<ServerCounters> {
+        let mut conn = open(c, Duration::from_secs(5))?;
+        let ks = keyspace(c)?;
+        let mut count = |view: &str| -> Result<u64> {
+            let rows = conn
+                .query(&format!(
+                    "SELECT count FROM system_views.{view} WHERE keyspace_name = '{ks}' AND table_name = 'kvlab_kv'"
+                ))
+                .with_context(|| format!("cannot read system_views.{view}"))?;
+            Ok(conn::bigint(rows.first().and_then(|r| r.first())).unwrap_or(0) as u64)
+        };
+        Ok(ServerCounters {
+            gets: count("local_read_latency")?,
+            sets: count("local_write_latency")?,
+            hits: 0,
+            misses: 0,
+            exact: true,
+        })
+    }
+
+    fn server(&self) -> &dyn Server {
+        self
+    }
+}

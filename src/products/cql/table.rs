@@ -1,0 +1,217 @@
+//! kvlab's table on a CQL store: keyspace `kvlab` (or the URL's; created with
+//! SimpleStrategy, RF 1, when absent, never dropped) and table
+//! `kvlab_kv (k bigint PRIMARY KEY, v blob)`, marked as kvlab's by its comment,
+//! which also records a finished load. Reused when the comment says it holds
+//! the right data, else dropped (only kvlab's) and loaded by pipelined
+//! prepared INSERTs on parallel connections; versions reset by loading again;
+//! its size on disk after a flush.
+
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use super::conn::{CqlConn, bigint, open, text};
+use super::{Cassandra, CqlCodec, keyspace};
+use crate::progress::{RunOptions, note};
+use crate::target::table::{MARK, TableState, VALUES_MARK, announce, parallel_load};
+use crate::target::{Connector, DataSpec, Database, LoadResult};
+use crate::wire::Codec;
+use crate::workload::Values;
+
+/// A set-up session with no timeout (schema changes and flushes take a while).
+fn session(c: &Connector) -> Result<CqlConn> {
+    let conn =
+        open(c, Duration::from_secs(10)).map_err(|e| anyhow::anyhow!("{}: {e}", c.display))?;
+    conn.set_timeout(Some(Duration::from_secs(120)))?;
+    Ok(conn)
+}
+
+/// Loads keys `0..keys` with pipelined INSERTs on `loaders` connections.
+fn load(c: &Connector, data: &DataSpec, opts: RunOptions, shutdown: &AtomicBool) -> Result<()> {
+    let loaders = (data.threads * 2)
+        .clamp(2, 8)
+        .min(data.keys.max(1) as usize);
+    // The load writes at ONE whatever level the run asks for.
+    let c = &c.clone().with_consistency(None);
+    parallel_load(data.keys, loaders, opts, shutdown, |start, end, done| {
+        let (stream, session) = c.connect(Duration::from_secs(10))?;
+        let codec = CqlCodec::default().bind(&session);
+        let mut lc = CqlConn::resume(stream);
+        lc.insert_rows(&codec, &data.values, (start, end), done, shutdown)?;
+        Ok(())
+    })
+    .context("loading kvlab_kv with INSERT failed")
+}
+
+impl Database for Cassandra {
+    /// Makes sure kvlab's table holds the data: checked, reused, created or
+    /// reloaded.
+    fn prepare(
+        &self,
+        connector: &Connector,
+        data: &DataSpec,
+        opts: RunOptions,
+        shutdown: &AtomicBool,
+    ) -> Result<Option<LoadResult>> {
+        let (keys, vsize) = (data.keys, data.values.size());
+        let ks = keyspace(connector)?;
+        let mut c = session(connector)?;
+        let q = |c: &mut CqlConn, cql: &str| {
+            c.query(cql)
+                .with_context(|| format!("{}: `{cql}` failed", connector.display))
+        };
+        let found = q(
+            &mut c,
+            &format!(
+                "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = '{ks}'"
+            ),
+        )?;
+        if found.is_empty() {
+            note(
+                opts,
+                format!("kvlab: creating keyspace {ks} (SimpleStrategy, replication_factor 1)"),
+            );
+            q(
+                &mut c,
+                &format!(
+                    "CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
+                ),
+            )?;
+        }
+        let table = q(
+            &mut c,
+            &format!(
+                "SELECT comment FROM system_schema.tables WHERE keyspace_name = '{ks}' AND table_name = 'kvlab_kv'"
+            ),
+        )?;
+        let mark = format!("{MARK} (value_size={vsize}, {VALUES_MARK})");
+        let loaded = format!("{mark} keys={keys}");
+        let state = match table.first() {
+            None => TableState::Absent,
+            Some(row) => {
+                let comment = text(row.first());
+                if !comment.starts_with(MARK) {
+                    bail!(
+                        "table {ks}.kvlab_kv in {} exists but is not kvlab's (its comment lacks kvlab's mark); kvlab will not touch it: name another keyspace in the URL (cql://host:port/KEYSPACE)",
+                        connector.display
+                    );
+                }
+                let fits = comment == loaded || (!data.load && comment.starts_with(&mark));
+                if fits && !data.schema.recreate {
+                    TableState::Reusable
+                } else {
+                    TableState::Reload
+                }
+            }
+        };
+        match announce(state, opts, &connector.display, keys, vsize) {
+            TableState::Reusable => return Ok(None),
+            TableState::Reload => {
+                q(&mut c, &format!("DROP TABLE {ks}.kvlab_kv"))?;
+            }
+            TableState::Absent => {}
+        }
+        q(
+            &mut c,
+            // Uncompressed: kvlab's synthetic values compress far better than
+            // real data would, and no other target compresses them.
+            &format!(
+                "CREATE TABLE {ks}.kvlab_kv (k bigint PRIMARY KEY, v blob) WITH comment = '{mark}' AND compression = {{'enabled': 'false'}}"
+            ),
+        )?;
+        if !data.load {
+            return Ok(None);
+        }
+        note(
+            opts,
+            format!(
+                "kvlab: loading {keys} rows of {vsize} B into {ks}.kvlab_kv with pipelined prepared INSERTs"
+            ),
+        );
+        let started = Instant::now();
+        load(connector, data, opts, shutdown)?;
+        let took = started.elapsed().as_secs_f64();
+        q(
+            &mut c,
+            &format!("ALTER TABLE {ks}.kvlab_kv WITH comment = '{loaded}'"),
+        )?;
+        Ok(Some(LoadResult::of(keys, took)))
+    }
+
+    /// Writes every row again at version 0 (a CQL store has no cheap scan for
+    /// the rows that changed).
+    fn reset_versions(&self, c: &Connector) -> Result<()> {
+        let mut s = session(c)?;
+        let ks = keyspace(c)?;
+        let rows = s.query(&format!(
+            "SELECT comment FROM system_schema.tables WHERE keyspace_name = '{ks}' AND table_name = 'kvlab_kv'"
+        ))?;
+        let comment = text(rows.first().and_then(|r| r.first()));
+        let keys: u64 = comment
+            .rsplit_once(" keys=")
+            .and_then(|(_, k)| k.parse().ok())
+            .context("kvlab_kv's comment does not say how many keys it holds; load it again")?;
+        let values = Values::new(
+            comment
+                .split_once("value_size=")
+                .and_then(|(_, r)| r.split(',').next()?.parse().ok())
+                .context("kvlab_kv's comment does not give the value size")?,
+        );
+        let data = DataSpec {
+            keys,
+            values,
+            threads: 2,
+            schema: Default::default(),
+            load: true,
+            managed: false,
+        };
+        let quiet = RunOptions {
+            progress: false,
+            notes: false,
+        };
+        load(c, &data, quiet, &AtomicBool::new(false))
+    }
+
+    /// Bytes of kvlab's table on disk once its memtables are flushed: CQL has
+    /// no FLUSH, so kvlab sets the table's `memtable_flush_period_in_ms` for a
+    /// moment and waits until `system_views.disk_usage` (whole MiB) settles.
+    fn table_bytes(&self, c: &Connector) -> Result<u64> {
+        let mut s = session(c)?;
+        let ks = keyspace(c)?;
+        s.query(&format!(
+            "ALTER TABLE {ks}.kvlab_kv WITH memtable_flush_period_in_ms = 1000"
+        ))?;
+        let usage = format!(
+            "SELECT mebibytes FROM system_views.disk_usage WHERE keyspace_name = '{ks}' AND table_name = 'kvlab_kv'"
+        );
+        let deadline = Instant::now() + Duration::from_secs(90);
+        let (mut last, mut same) = (0, 0);
+        while Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(500));
+            let rows = s
+                .query(&usage)
+                .context("cannot read system_views.disk_usage")?;
+            let mib = bigint(rows.first().and_then(|r| r.first())).unwrap_or(0);
+            same = if mib > 0 && mib == last { same + 1 } else { 0 };
+            last = mib;
+            if same >= 4 {
+                break;
+            }
+        }
+        s.query(&format!(
+            "ALTER TABLE {ks}.kvlab_kv WITH memtable_flush_period_in_ms = 0"
+        ))?;
+        if same < 4 {
+            bail!(
+                "{}: kvlab_kv's size on disk did not settle within 90 s of a flush",
+                c.display
+            );
+        }
+        Ok((last as u64) << 20)
+    }
+
+    fn size_basis(&self) -> &'static str {
+        "uncompressed SSTables on disk after a flush (whole MiB)"
+    }
+}
