@@ -179,6 +179,16 @@ pub(super) fn caveats(results: &[StudyResult], rows: &[Row]) -> Vec<String> {
     if let Some(m) = results.first().map(|r| &r.machine) {
         caveats.push(format!("Client and server shared one machine: {} cores of {} with {} MiB, kernel {}; on separate machines both sides would get more CPU.", m.cores, m.cpu, m.memory_mib, m.kernel));
     }
+    for r in results {
+        for t in &r.study.targets {
+            if let Some(note) = &t.note {
+                let c = format!("{}: {note}.", crate::study::label(t));
+                if !caveats.contains(&c) {
+                    caveats.push(c);
+                }
+            }
+        }
+    }
     let ratios: Vec<&String> = rows.iter().map(|r| &r.ratio).collect();
     if ratios.is_empty() {
         caveats.push("Memory was measured against each cache's configured limit and each table's on-disk size; a database also needs memory for its buffer pool to serve that table.".into());

@@ -22,7 +22,8 @@ use crate::products;
 use crate::progress::Progress;
 use crate::results::{CounterCheck, RunResult, TargetInfo};
 use crate::stats::Leg;
-use crate::target::{Connector, ManagedServer};
+use crate::target::table::TABLE;
+use crate::target::{Connector, ManagedServer, Role};
 use crate::workload::{OpMix, Values};
 use assemble::assemble;
 use observe::RunObserver;
@@ -83,10 +84,16 @@ pub fn measure_with(
             let info = connector.probe(Duration::from_secs(4))?;
             note(
                 opts,
-                format!(
-                    "kvlab: {} is {} {}; kvlab writes only keys under the prefix '{}' and never flushes a server it did not start",
-                    connector.display, info.product, info.version, plan.workload.key_prefix
-                ),
+                match product.role() {
+                    Role::Cache(_) => format!(
+                        "kvlab: {} is {} {}; kvlab writes only keys under the prefix '{}' and never flushes a server it did not start",
+                        connector.display, info.product, info.version, plan.workload.key_prefix
+                    ),
+                    Role::Database(_) => format!(
+                        "kvlab: {} is {} {}; kvlab writes only its own table {TABLE} and never drops or empties anything it did not create",
+                        connector.display, info.product, info.version
+                    ),
+                },
             );
             info
         }

@@ -153,6 +153,10 @@ impl Default for LoadSection {
 pub struct TargetSection {
     /// Label in the report (default: the kind).
     pub name: Option<String>,
+    /// What the report should say about this target (e.g. what it stands in
+    /// for).
+    #[serde(default)]
+    pub note: Option<String>,
     /// `redis`, `valkey`, `memcached`, `postgres`, `mariadb` (managed) or a URL.
     pub target: String,
     /// Settings of a managed server.
