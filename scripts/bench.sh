@@ -7,6 +7,8 @@
 #
 # Databases (BENCH_SQL=0 skips them): kvlab beside pgbench -S -M prepared and
 # sysbench oltp_point_select on managed PostgreSQL and MariaDB, 50 connections.
+# Tarantool and Cassandra (BENCH_CQL=0 skips it; NCQL requests per run): kvlab
+# alone, no peer tool for them being packaged here.
 #
 # Workload: 50 connections, 1M keys x 256 B, GET only, pipeline 1 and 16; every
 # client on one thread (redis-benchmark and memtier -t 1 are single-threaded).
@@ -43,7 +45,7 @@ trap cleanup EXIT
 serve() { # kind -> URL on stdout; the server is kvlab-managed and stopped at exit
   "$KVLAB" serve --target "$1" > "$WORK/$1.url" 2> "$WORK/$1.log" &
   echo $! >> "$WORK/pids"
-  for _ in $(seq 100); do [ -s "$WORK/$1.url" ] && break; sleep 0.1; done
+  for _ in $(seq 900); do [ -s "$WORK/$1.url" ] && break; sleep 0.1; done
   cat "$WORK/$1.url"
 }
 
@@ -156,6 +158,22 @@ if command -v tarantool > /dev/null; then
       N=$([ "$P" = 1 ] && echo "$N1" || echo "$N16")
       echo "bench: round $round, tarantool, pipeline $P"
       record kvlab-tarantool "$P" "$N" "$(cpu_of kvlab_run "$TT" "$P" "$N" --keys "$KEYS")"
+    done
+  done
+fi
+
+# Cassandra (CQL v4, a managed node from the jars `make deps` fetched): no peer
+# tool is packaged here (cassandra-stress ships only in Cassandra's tarball), so
+# kvlab alone, 50 connections, read-only, pipeline 1 and 16.
+if [ "${BENCH_CQL:-1}" = 1 ]; then
+  NCQL=${NCQL:-60000}
+  CQ=$(serve cassandra)
+  echo "bench: managed cassandra at $CQ; loading $KEYS keys"
+  "$KVLAB" run --target "$CQ" --keys "$KEYS" --requests 1 --warmup 0 > /dev/null
+  for round in $(seq "$ROUNDS"); do
+    for P in 1 16; do
+      echo "bench: round $round, cassandra, pipeline $P"
+      record kvlab-cassandra "$P" "$NCQL" "$(cpu_of kvlab_run "$CQ" "$P" "$NCQL" --keys "$KEYS")"
     done
   done
 fi

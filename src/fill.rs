@@ -75,15 +75,8 @@ pub fn fill(
         let Role::Database(db) = connector.product.role() else {
             bail!("not a database");
         };
-        let size = db.table_bytes(&connector)?;
-        return Ok(result(
-            vsize,
-            keys,
-            keys,
-            size,
-            db.size_basis(),
-            "all keys loaded",
-        ));
+        let (size, basis) = db.table_size(&connector)?;
+        return Ok(result(vsize, keys, keys, size, basis, "all keys loaded"));
     }
     // Caches: batches of new keys (a new prefix per batch) until evictions start,
     // writes fail, or the cap is reached.

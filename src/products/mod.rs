@@ -368,6 +368,31 @@ mod tests {
     }
 
     #[test]
+    fn cql_urls_name_an_optional_keyspace_and_a_consistency_level() {
+        let t: TargetSpec = "cql://app:pw@10.0.0.9/shop".parse().unwrap();
+        assert_eq!(t.kind, TargetKind::Cassandra);
+        let e = t.external.as_ref().unwrap();
+        assert_eq!((e.port, e.database.as_deref()), (9042, Some("shop")));
+        let t: TargetSpec = "scylla://h:19042".parse().unwrap();
+        assert_eq!(t.external.unwrap().database, None);
+        assert!("cassandra://h/a/b".parse::<TargetSpec>().is_err());
+        assert!("redis://h/ks".parse::<TargetSpec>().is_err());
+        let mut t: TargetSpec = "cassandra".parse().unwrap();
+        t.consistency = Some("LOCAL_QUORUM".into());
+        assert!(t.check_schema().is_ok());
+        t.consistency = Some("most".into());
+        let e = t.check_schema().unwrap_err().to_string();
+        assert!(
+            e.contains("unknown level 'most'") && e.contains("quorum"),
+            "{e}"
+        );
+        let mut t: TargetSpec = "redis".parse().unwrap();
+        t.consistency = Some("one".into());
+        let e = t.check_schema().unwrap_err().to_string();
+        assert!(e.contains("Cassandra/CQL targets only"), "{e}");
+    }
+
+    #[test]
     fn secrets_never_serialize() {
         let t: TargetSpec = "redis://:hunter2@h:1".parse().unwrap();
         let json = serde_json::to_string(&t).unwrap();

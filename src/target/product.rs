@@ -159,12 +159,8 @@ pub trait Database: Sync {
     ) -> Result<Option<LoadResult>>;
     /// Sets every value of kvlab's table back to version 0.
     fn reset_versions(&self, c: &Connector) -> Result<()>;
-    /// Bytes of kvlab's table with its indexes.
-    fn table_bytes(&self, c: &Connector) -> Result<u64>;
-    /// What [`Database::table_bytes`] measures, for reports.
-    fn size_basis(&self) -> &'static str {
-        "table + indexes"
-    }
+    /// Bytes kvlab's table takes, and what they are (e.g. "table + indexes").
+    fn table_size(&self, c: &Connector) -> Result<(u64, &'static str)>;
 }
 
 /// How a managed server is launched: the paths and port kvlab chose.

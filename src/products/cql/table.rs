@@ -176,7 +176,7 @@ impl Database for Cassandra {
     /// Bytes of kvlab's table on disk once its memtables are flushed: CQL has
     /// no FLUSH, so kvlab sets the table's `memtable_flush_period_in_ms` for a
     /// moment and waits until `system_views.disk_usage` (whole MiB) settles.
-    fn table_bytes(&self, c: &Connector) -> Result<u64> {
+    fn table_size(&self, c: &Connector) -> Result<(u64, &'static str)> {
         let mut s = session(c)?;
         let ks = keyspace(c)?;
         s.query(&format!(
@@ -208,10 +208,9 @@ impl Database for Cassandra {
                 c.display
             );
         }
-        Ok((last as u64) << 20)
-    }
-
-    fn size_basis(&self) -> &'static str {
-        "uncompressed SSTables on disk after a flush (whole MiB)"
+        Ok((
+            (last as u64) << 20,
+            "uncompressed SSTables on disk after a flush (whole MiB)",
+        ))
     }
 }

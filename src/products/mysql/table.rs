@@ -130,10 +130,11 @@ impl Database for Mariadb {
     }
 
     /// Bytes of kvlab's table with its indexes.
-    fn table_bytes(&self, db: &Connector) -> Result<u64> {
+    fn table_size(&self, db: &Connector) -> Result<(u64, &'static str)> {
         open(db, Duration::from_secs(5))?
             .query_one("SELECT DATA_LENGTH + INDEX_LENGTH FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'kvlab_kv'")?
             .and_then(|v| v.parse().ok())
             .context("cannot read the size of kvlab_kv")
+            .map(|b| (b, "table + indexes"))
     }
 }

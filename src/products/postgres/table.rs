@@ -126,10 +126,11 @@ impl Database for Postgres {
     }
 
     /// Bytes of kvlab's table with its index.
-    fn table_bytes(&self, db: &Connector) -> Result<u64> {
+    fn table_size(&self, db: &Connector) -> Result<(u64, &'static str)> {
         open(db, Duration::from_secs(5))?
             .query_one("SELECT pg_total_relation_size('kvlab_kv')")?
             .and_then(|v| v.parse().ok())
             .context("cannot read the size of kvlab_kv")
+            .map(|b| (b, "table + indexes"))
     }
 }

@@ -166,14 +166,36 @@ impl Database for Tarantool {
         Ok(())
     }
 
-    /// Bytes of kvlab's space with its primary index.
-    fn table_bytes(&self, db: &Connector) -> Result<u64> {
+    /// Bytes of memtx memory kvlab's space takes: the arena in use
+    /// (`box.slab.info().arena_used`: tuples and indexes with the allocator's
+    /// overhead) when no other user space holds data; else, and for vinyl, the
+    /// space's and its index's own bytes.
+    fn table_size(&self, db: &Connector) -> Result<(u64, &'static str)> {
         let r = open(db, Duration::from_secs(5))?.eval(
-            "local s = box.space.kvlab_kv return s:bsize() + s.index[0]:bsize()",
+            r#"
+    local s = box.space.kvlab_kv
+    local own = s:bsize() + s.index[0]:bsize()
+    if s.engine ~= 'memtx' then return own, 'vinyl space + index bytes' end
+    for _, o in box.space._space:pairs(512, {iterator = 'GE'}) do
+        local name = o[3]
+        if name ~= 'kvlab_kv' and name ~= 'kvlab_meta' and box.space[name]
+            and box.space[name].engine == 'memtx' and box.space[name]:bsize() > 0 then
+            return own, 'memtx space + index bytes'
+        end
+    end
+    return box.slab.info().arena_used, 'memtx arena in use (box.slab.info)'
+    "#,
             vec![],
         )?;
-        r.first()
+        let bytes = r
+            .first()
             .and_then(Value::as_u64)
-            .context("cannot read the size of kvlab_kv")
+            .context("cannot read the size of kvlab_kv")?;
+        let basis = match r.get(1).and_then(Value::as_str) {
+            Some("vinyl space + index bytes") => "vinyl space + index bytes",
+            Some("memtx space + index bytes") => "memtx space + index bytes",
+            _ => "memtx arena in use (box.slab.info)",
+        };
+        Ok((bytes, basis))
     }
 }
