@@ -53,6 +53,14 @@ pub fn summary(r: &RunResult) -> String {
         "  load:     {} connections on {} threads, pipeline {}, {shape}, {:.1} s measured after {} s warm-up",
         c.load.connections, c.load.threads, c.load.pipeline, r.duration_s, c.load.warmup_s
     );
+    if !c.target.kind.product().consistency_levels().is_empty() {
+        let level = c.target.consistency.as_deref().unwrap_or("one");
+        let _ = writeln!(
+            s,
+            "  consistency: {} on every request",
+            level.to_ascii_uppercase()
+        );
+    }
     if !t.settings.is_empty() {
         let set: Vec<String> = t.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(s, "  server settings: {}", set.join(" "));

@@ -39,14 +39,14 @@ pub static CASSANDRA: Cassandra = Cassandra;
 pub const KEYSPACE: &str = "kvlab";
 
 /// The keyspace of `c` (the URL's path, else `kvlab`), checked to be a plain
-/// CQL identifier.
-pub fn keyspace(c: &Connector) -> io::Result<&str> {
+/// CQL identifier, in lower case as CQL folds unquoted names.
+pub fn keyspace(c: &Connector) -> io::Result<String> {
     let ks = c.database.as_deref().unwrap_or(KEYSPACE);
     let plain = !ks.is_empty()
         && ks.len() <= 48
         && ks.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
     if plain {
-        Ok(ks)
+        Ok(ks.to_ascii_lowercase())
     } else {
         Err(io::Error::new(
             io::ErrorKind::InvalidInput,
