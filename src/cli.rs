@@ -58,10 +58,16 @@ pub struct CapacityArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
   kvlab study studies/s0.toml
-  kvlab study studies/s2.toml --out /tmp/s2")]
+  kvlab study s2 --out /tmp/s2             # a built-in study, by name
+  kvlab study s0 --scale original --dry-run")]
 pub struct StudyArgs {
-    /// The study file (TOML); see studies/ for annotated examples.
+    /// The study file (TOML; see studies/ for annotated examples), or the name
+    /// of a built-in study (s0, s1, s2, s3, s3-read, s4, tarantool, cache-aside, demo).
     pub file: PathBuf,
+    /// `quick`: as written, scaled for a small machine; `original`: the
+    /// published study's parameters (its `[original]` tables).
+    #[arg(long, value_enum, default_value = "quick")]
+    pub scale: crate::study::Scale,
     /// Output directory [default: the study's `output`, else results/NAME].
     #[arg(long)]
     pub out: Option<PathBuf>,

@@ -85,7 +85,7 @@ pub fn run(cli: cli::Cli, shutdown: Arc<AtomicBool>) -> Result<()> {
         }
         cli::Command::Serve(args) => serve(&args.to_target()?, &shutdown),
         cli::Command::Study(args) => {
-            let study = study::load(&args.file)?;
+            let study = study::load(&args.file, args.scale)?;
             let out = args
                 .out
                 .clone()
@@ -203,12 +203,21 @@ fn run_study(
 ) -> Result<()> {
     let points = study::expand(s)?;
     println!(
-        "kvlab study {}: {} points over {} target(s), about {:.0} s of load",
+        "kvlab study {}{}: {} points over {} target(s), about {:.0} s of load",
         s.name,
+        if s.scale.is_some() {
+            " at the original's scale"
+        } else {
+            ""
+        },
         points.len(),
         s.targets.len(),
         points.len() as f64 * (s.duration + s.warmup)
     );
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for c in study::core_caveats(s, cores) {
+        eprintln!("kvlab: warning: {c}");
+    }
     if dry_run {
         for p in &points {
             let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k}={v}")).collect();

@@ -410,3 +410,25 @@ fn bad_study_files_and_results_give_one_line_errors() {
         "{text}"
     );
 }
+
+#[test]
+fn built_in_studies_run_by_name_and_at_the_original_scale() {
+    let out = kvlab()
+        .args(["study", "s2", "--scale", "original", "--dry-run"])
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("at the original's scale"), "{stdout}");
+    assert!(stdout.contains("keys=10000000"), "{stdout}");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores < 16 {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("io-threads up to 16"), "{stderr}");
+    }
+    let err = fails(&["study", "s3", "--scale", "original"]);
+    assert!(err.contains("no [original] section"), "{err}");
+    let err = fails(&["study", "s99"]);
+    assert!(err.contains("built-in study (s0, s1"), "{err}");
+}

@@ -180,6 +180,17 @@ pub(super) fn caveats(results: &[StudyResult], rows: &[Row]) -> Vec<String> {
         caveats.push(format!("Client and server shared one machine: {} cores of {} with {} MiB, kernel {}; on separate machines both sides would get more CPU.", m.cores, m.cpu, m.memory_mib, m.kernel));
     }
     for r in results {
+        for c in crate::study::core_caveats(&r.study, r.machine.cores) {
+            if !caveats.contains(&c) {
+                caveats.push(c);
+            }
+        }
+        if r.study.scale.is_some() {
+            let c = "Run at the original study's scale (--scale original).".to_string();
+            if !caveats.contains(&c) {
+                caveats.push(c);
+            }
+        }
         for t in &r.study.targets {
             if let Some(note) = &t.note {
                 let c = format!("{}: {note}.", crate::study::label(t));

@@ -55,6 +55,22 @@ pub struct StudyFile {
     /// Axes to sweep: each a list of values.
     #[serde(default)]
     pub sweep: Sweep,
+    /// The published study's own parameters, laid over the rest by
+    /// `--scale original` (tables such as `[original.workload]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original: Option<toml::Table>,
+    /// `original` when the study ran at the published scale (set by kvlab).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<String>,
+}
+
+/// The scale a study runs at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scale {
+    /// As written: scaled for a small machine.
+    Quick,
+    /// The published study's parameters (its `[original]` tables).
+    Original,
 }
 
 fn d_duration() -> f64 {

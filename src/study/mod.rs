@@ -6,15 +6,21 @@
 //!
 //! - `file`: the file as written — [`StudyFile`] and its sections, with
 //!   defaults; [`label`] of a target.
-//! - `parse`: [`load()`] and [`parse()`] a study and check it.
+//! - `parse`: [`load()`] and [`parse()`] a study (at a [`Scale`]) and check it.
+//! - `builtin`: the studies built into the binary (`kvlab study s0`).
+//! - `cores`: caveats for sweeps that need more cores than the machine has.
 //! - `expand`: [`expand()`] a study into [`Point`]s; [`swept_axes`], [`main_axis`].
 //! - [`exec`]: run the points, record and read back the results.
 
+mod builtin;
+mod cores;
 pub mod exec;
 mod expand;
 mod file;
 mod parse;
 
+pub use builtin::{BUILTIN, builtin};
+pub use cores::core_caveats;
 pub use expand::{Point, expand, main_axis, swept_axes};
-pub use file::{Goal, LoadSection, StudyFile, Sweep, TargetSection, WorkloadSection, label};
-pub use parse::{load, parse};
+pub use file::{Goal, LoadSection, Scale, StudyFile, Sweep, TargetSection, WorkloadSection, label};
+pub use parse::{load, parse, parse_scaled};

@@ -5,20 +5,39 @@ use std::path::Path;
 
 use anyhow::{Result, anyhow, bail};
 
+use super::builtin::{builtin, names};
 use super::expand::expand;
-use super::file::{StudyFile, label};
+use super::file::{Scale, StudyFile, label};
 use crate::plan::TargetSpec;
 
-/// Reads and checks a study file; errors name the file, the line and the fix.
-pub fn load(path: &Path) -> Result<StudyFile> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| anyhow!("{}: cannot read the study file: {e}", path.display()))?;
-    parse(&text, &path.display().to_string())
+/// Reads and checks a study file, or the built-in study of that name when no
+/// such file exists, at `scale`; errors name the file, the line and the fix.
+pub fn load(path: &Path, scale: Scale) -> Result<StudyFile> {
+    if !path.exists()
+        && let Some(name) = path.to_str()
+        && let Some(text) = builtin(name)
+    {
+        return parse_scaled(text, &format!("built-in study {name}"), scale);
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        anyhow!(
+            "{}: cannot read the study file: {e}; give a file or a built-in study ({})",
+            path.display(),
+            names()
+        )
+    })?;
+    parse_scaled(&text, &path.display().to_string(), scale)
 }
 
-/// Parses study text; `origin` names it in errors.
+/// Parses study text at its written (quick) scale; `origin` names it in errors.
 pub fn parse(text: &str, origin: &str) -> Result<StudyFile> {
-    let study: StudyFile = toml::from_str(text).map_err(|e| {
+    parse_scaled(text, origin, Scale::Quick)
+}
+
+/// Parses study text at `scale`: `Scale::Original` lays the file's
+/// `[original]` tables over the rest (the published study's parameters).
+pub fn parse_scaled(text: &str, origin: &str, scale: Scale) -> Result<StudyFile> {
+    let mut study: StudyFile = toml::from_str(text).map_err(|e| {
         let msg = e.message().trim().replace('\n', " ");
         // An unknown key's span may cover its whole table: point at the key.
         let key_line = msg
@@ -45,8 +64,42 @@ pub fn parse(text: &str, origin: &str) -> Result<StudyFile> {
             None => anyhow!("{origin}: {msg}{fix}"),
         }
     })?;
+    let original = study.original.take();
+    if scale == Scale::Original {
+        let Some(original) = original else {
+            bail!(
+                "{origin}: the study has no [original] section, so it runs only at the scale written; drop --scale original"
+            );
+        };
+        let mut v = toml::Value::try_from(&study)
+            .map_err(|e| anyhow!("{origin}: cannot apply [original]: {e}"))?;
+        overlay(&mut v, toml::Value::Table(original));
+        study = v.try_into().map_err(|e: toml::de::Error| {
+            anyhow!("{origin}: [original]: {}", e.message().trim())
+        })?;
+        study.scale = Some("original".into());
+    } else {
+        study.original = original;
+    }
     check(&study, text, origin)?;
     Ok(study)
+}
+
+/// Lays `top` over `base`: tables key by key, anything else replaced.
+fn overlay(base: &mut toml::Value, top: toml::Value) {
+    match (base, top) {
+        (toml::Value::Table(b), toml::Value::Table(t)) => {
+            for (k, v) in t {
+                match b.get_mut(&k) {
+                    Some(old) => overlay(old, v),
+                    None => {
+                        b.insert(k, v);
+                    }
+                }
+            }
+        }
+        (b, t) => *b = t,
+    }
 }
 
 /// The line (from 1) of the first line of `text` containing `needle`; 1 if none.

@@ -240,6 +240,11 @@ pub trait Server: Sync {
         let _ = (c, keys);
         Vec::new()
     }
+    /// Its settings that set how many threads serve requests (e.g.
+    /// `io-threads`), for warnings about sweeps beyond the machine's cores.
+    fn thread_settings(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// CPU and memory of the server process `pid` (and its children, where the
     /// product runs one process per connection).
     fn usage(&self, pid: u32) -> Option<ProcUsage> {

@@ -35,6 +35,9 @@ impl Server for Memcached {
     fn package(&self) -> &'static str {
         "memcached"
     }
+    fn thread_settings(&self) -> &'static [&'static str] {
+        &["threads"]
+    }
 
     fn configure(&self, opts: &BTreeMap<String, String>, sizing: Sizing) -> Result<Config> {
         let mut given = opts.clone();

@@ -21,6 +21,9 @@ impl Server for RespProduct {
     fn package(&self) -> &'static str {
         self.package
     }
+    fn thread_settings(&self) -> &'static [&'static str] {
+        &["io-threads"]
+    }
 
     fn configure(&self, opts: &BTreeMap<String, String>, _sizing: Sizing) -> Result<Config> {
         let mut config = Config {

@@ -1,0 +1,86 @@
+//! Caveats for a study whose sweep needs more cores than the machine has: more
+//! client threads, or more server threads (a product's thread settings such
+//! as `io-threads`), than there are cores to run them.
+
+use super::file::StudyFile;
+use crate::plan::TargetSpec;
+
+/// A whole number from a setting's value (`4` or `"4"`).
+fn number(v: &toml::Value) -> Option<u64> {
+    v.as_integer()
+        .and_then(|i| u64::try_from(i).ok())
+        .or_else(|| v.as_str()?.parse().ok())
+}
+
+/// What `s` cannot show on a machine with `cores` cores, one sentence each.
+pub fn core_caveats(s: &StudyFile, cores: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let client = s.sweep.threads.iter().copied().chain(s.load.threads).max();
+    if let Some(n) = client.filter(|&n| n > cores) {
+        out.push(format!(
+            "kvlab's client threads go up to {n} on a machine with {cores} cores: threads beyond {cores} share the cores, so those points measure contention, not the extra threads."
+        ));
+    }
+    for t in &s.targets {
+        let Ok(spec) = t.target.parse::<TargetSpec>() else {
+            continue;
+        };
+        if spec.external.is_some() {
+            continue; // another machine's cores
+        }
+        for key in spec.kind.product().server().thread_settings() {
+            let given = t.server_opts.get(*key).and_then(|v| v.parse().ok());
+            let swept = s
+                .sweep
+                .server
+                .get(*key)
+                .into_iter()
+                .flatten()
+                .filter_map(number);
+            let Some(max) = given.into_iter().chain(swept).max() else {
+                continue;
+            };
+            if max as usize > cores {
+                let c = format!(
+                    "{}: {key} up to {max} on a machine with {cores} cores, shared with kvlab: server threads beyond {cores} cannot add throughput here, so the sweep cannot show what they add with more cores.",
+                    spec.kind.name()
+                );
+                if !out.contains(&c) {
+                    out.push(c);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::study::parse;
+
+    #[test]
+    fn warns_of_threads_beyond_the_cores() {
+        let s = parse(
+            r#"
+name = "t"
+[load]
+threads = 2
+[[target]]
+target = "redis"
+[[target]]
+target = "memcached"
+[sweep.server]
+io-threads = [1, 2, 8]
+"#,
+            "t.toml",
+        )
+        .unwrap();
+        let c = core_caveats(&s, 2);
+        assert_eq!(c.len(), 1, "memcached's setting is threads: {c:?}");
+        assert!(c[0].starts_with("redis: io-threads up to 8 on a machine with 2 cores"));
+        assert!(core_caveats(&s, 16).is_empty());
+        let c = core_caveats(&s, 1);
+        assert!(c[0].contains("client threads go up to 2"), "{c:?}");
+    }
+}
