@@ -53,34 +53,3 @@ pub fn core_caveats(s: &StudyFile, cores: usize) -> Vec<String> {
     }
     out
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::study::parse;
-
-    #[test]
-    fn warns_of_threads_beyond_the_cores() {
-        let s = parse(
-            r#"
-name = "t"
-[load]
-threads = 2
-[[target]]
-target = "redis"
-[[target]]
-target = "memcached"
-[sweep.server]
-io-threads = [1, 2, 8]
-"#,
-            "t.toml",
-        )
-        .unwrap();
-        let c = core_caveats(&s, 2);
-        assert_eq!(c.len(), 1, "memcached's setting is threads: {c:?}");
-        assert!(c[0].starts_with("redis: io-threads up to 8 on a machine with 2 cores"));
-        assert!(core_caveats(&s, 16).is_empty());
-        let c = core_caveats(&s, 1);
-        assert!(c[0].contains("client threads go up to 2"), "{c:?}");
-    }
-}
