@@ -2,6 +2,7 @@
 //! is kvlab's, whether an existing table can be reused or must be reloaded, and
 //! a parallel loader with progress. The products' folders hold the SQL.
 
+use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -10,7 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use super::endpoint::SchemaOptions;
 use crate::progress::{Progress, RunOptions, note};
-use crate::workload::{Values, slice_of};
+use crate::wire::{Codec, Decoded, Key, Reply, tag_of};
+use crate::workload::{OpKind, Values, slice_of};
 
 /// The name of kvlab's table on every database.
 pub const TABLE: &str = "kvlab_kv";
@@ -112,6 +114,80 @@ pub fn parallel_load(
         bail!("interrupted while loading the data; nothing was measured");
     }
     results.into_iter().collect()
+}
+
+/// SETs keys `start..end` (version 0) over `stream` with `codec`, 256 in
+/// flight, for protocols that pipeline their writes; adds each batch to
+/// `done`. The first refused write fails the load with `refused(its reply)`.
+pub fn load_pipelined<C: Codec, S: Read + Write>(
+    stream: &mut S,
+    codec: &C,
+    values: &Values,
+    (start, end): (u64, u64),
+    done: &AtomicU64,
+    shutdown: &AtomicBool,
+    refused: impl Fn(&[u8]) -> String,
+) -> io::Result<()> {
+    const BATCH: u64 = 256;
+    let invalid = |why: &str| io::Error::new(io::ErrorKind::InvalidData, why.to_string());
+    let (mut out, mut value) = (Vec::new(), Vec::new());
+    let mut buf = vec![0u8; 1 << 20];
+    let mut k = start;
+    while k < end {
+        if shutdown.load(Ordering::Relaxed) {
+            return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted"));
+        }
+        let n = BATCH.min(end - k);
+        out.clear();
+        for (i, key) in (k..k + n).enumerate() {
+            value.clear();
+            values.write_version(key, 0, &mut value);
+            let tag = tag_of(i as u32, OpKind::Set);
+            let key = Key {
+                id: key,
+                name: b"",
+                tag,
+            };
+            codec.encode_set(key, &value, &mut out);
+        }
+        stream.write_all(&out)?;
+        let (mut filled, mut replies) = (0usize, 0u64);
+        while replies < n {
+            let mut at = 0;
+            while at < filled {
+                let bytes = &buf[at..filled];
+                match codec.decode(OpKind::Set, bytes).map_err(|m| invalid(m.0))? {
+                    Decoded::Incomplete => break,
+                    Decoded::Tagged { len, reply, .. } | Decoded::Frame { len, reply } => {
+                        if reply != Reply::Stored {
+                            return Err(io::Error::other(refused(bytes)));
+                        }
+                        at += len;
+                        replies += 1;
+                    }
+                }
+            }
+            buf.copy_within(at..filled, 0);
+            filled -= at;
+            if replies == n {
+                break;
+            }
+            if filled == buf.len() {
+                buf.resize(buf.len() * 2, 0);
+            }
+            let r = stream.read(&mut buf[filled..])?;
+            if r == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the server closed the connection while loading",
+                ));
+            }
+            filled += r;
+        }
+        done.fetch_add(n, Ordering::Relaxed);
+        k += n;
+    }
+    Ok(())
 }
 
 /// Says what is about to happen to kvlab's table, and returns that state.

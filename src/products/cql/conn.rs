@@ -4,7 +4,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::Duration;
 
 use super::codec::{
@@ -12,8 +12,9 @@ use super::codec::{
     RESULT, Reader, STARTUP, frame, header, patch, skip_metadata,
 };
 use crate::target::Connector;
-use crate::wire::{Codec, Decoded, Key, Malformed, Reply, StatementId, tag_of};
-use crate::workload::{OpKind, Values};
+use crate::target::table::load_pipelined;
+use crate::wire::{Malformed, StatementId};
+use crate::workload::Values;
 
 /// Opcode OPTIONS.
 const OPTIONS: u8 = 0x05;
@@ -202,77 +203,19 @@ impl CqlConn {
         &mut self,
         codec: &CqlCodec,
         values: &Values,
-        (start, end): (u64, u64),
+        keys: (u64, u64),
         done: &AtomicU64,
         shutdown: &AtomicBool,
     ) -> io::Result<()> {
-        const BATCH: u64 = 256;
-        let (mut out, mut value) = (Vec::new(), Vec::new());
-        let mut buf = vec![0u8; 1 << 20];
-        let mut k = start;
-        while k < end {
-            if shutdown.load(Ordering::Relaxed) {
-                return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted"));
-            }
-            let n = BATCH.min(end - k);
-            out.clear();
-            for (i, key) in (k..k + n).enumerate() {
-                value.clear();
-                values.write_version(key, 0, &mut value);
-                let tag = tag_of(i as u32, OpKind::Set);
-                codec.encode_set(
-                    Key {
-                        id: key,
-                        name: b"",
-                        tag,
-                    },
-                    &value,
-                    &mut out,
-                );
-            }
-            self.stream.write_all(&out)?;
-            let (mut filled, mut replies) = (0usize, 0u64);
-            while replies < n {
-                let mut at = 0;
-                while at < filled {
-                    match codec
-                        .decode(OpKind::Set, &buf[at..filled])
-                        .map_err(invalid)?
-                    {
-                        Decoded::Incomplete => break,
-                        Decoded::Tagged { len, reply, .. } | Decoded::Frame { len, reply } => {
-                            if reply != Reply::Stored {
-                                return Err(io::Error::other(format!(
-                                    "the node refused an INSERT: {}",
-                                    error_message(&buf[at..filled])
-                                )));
-                            }
-                            at += len;
-                            replies += 1;
-                        }
-                    }
-                }
-                buf.copy_within(at..filled, 0);
-                filled -= at;
-                if replies == n {
-                    break;
-                }
-                if filled == buf.len() {
-                    buf.resize(buf.len() * 2, 0);
-                }
-                let r = self.stream.read(&mut buf[filled..])?;
-                if r == 0 {
-                    return Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "the server closed the connection while loading",
-                    ));
-                }
-                filled += r;
-            }
-            done.fetch_add(n, Ordering::Relaxed);
-            k += n;
-        }
-        Ok(())
+        load_pipelined(
+            &mut self.stream,
+            codec,
+            values,
+            keys,
+            done,
+            shutdown,
+            |reply| format!("the node refused an INSERT: {}", error_message(reply)),
+        )
     }
 }
 
