@@ -34,7 +34,8 @@ pub struct ManagedServer {
     login: Login,
 }
 
-fn free_port() -> Result<u16> {
+/// A loopback port that is free now (a server may still take it first).
+pub fn free_port() -> Result<u16> {
     let l = TcpListener::bind("127.0.0.1:0").context("cannot find a free loopback port")?;
     Ok(l.local_addr()?.port())
 }

@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,6 +17,7 @@ use anyhow::{Context, Result};
 
 use super::Cassandra;
 use super::conn::{open, text};
+use crate::target::managed::free_port;
 use crate::target::settings::{bad_number, refuse_own, shown};
 use crate::target::{Config, Connector, Launch, Login, Server, Sizing};
 
@@ -144,11 +144,6 @@ fn version_key(d: &Path) -> Vec<u64> {
         .collect()
 }
 
-fn free_port() -> Result<u16> {
-    let l = TcpListener::bind("127.0.0.1:0").context("cannot find a free loopback port")?;
-    Ok(l.local_addr()?.port())
-}
-
 impl Server for Cassandra {
     fn binary(&self) -> &'static str {
         "java"
@@ -194,9 +189,7 @@ impl Server for Cassandra {
                 config.settings.insert(k.clone(), shown(k, v));
             }
         }
-        config
-            .entries
-            .insert("kvlab_heap_mb".into(), heap.to_string());
+        // The heap: a JVM flag, not a yaml key; results show it as memory-mb.
         config.settings.insert("memory-mb".into(), heap.to_string());
         Ok(config)
     }
@@ -228,13 +221,11 @@ impl Server for Cassandra {
         );
         let heap = l
             .config
-            .entries
-            .get("kvlab_heap_mb")
+            .settings
+            .get("memory-mb")
             .map_or("1024", String::as_str);
         for (k, v) in &l.config.entries {
-            if k != "kvlab_heap_mb" {
-                let _ = writeln!(yaml, "{k}: {v}");
-            }
+            let _ = writeln!(yaml, "{k}: {v}");
         }
         std::fs::write(dir.join("cassandra.yaml"), yaml).context("cannot write cassandra.yaml")?;
         std::fs::write(dir.join("logback.xml"), LOGBACK).context("cannot write logback.xml")?;
@@ -322,7 +313,8 @@ mod tests {
         o.insert("concurrent_reads".to_string(), "64".to_string());
         o.insert("num_tokens".to_string(), "4".to_string());
         let c = CASSANDRA.configure(&o, Sizing::default()).unwrap();
-        assert_eq!(c.entries["kvlab_heap_mb"], "768");
+        assert_eq!(c.settings["memory-mb"], "768");
+        assert!(!c.entries.contains_key("memory-mb"), "not a yaml key");
         assert_eq!(c.entries["concurrent_reads"], "64");
         assert_eq!(c.entries["num_tokens"], "4", "a user's value wins");
         assert_eq!(c.settings["memory-mb"], "768");
