@@ -63,6 +63,7 @@ pub fn fill(
     let connector =
         Connector::new(kind, &endpoint)?.with_consistency(plan.target.consistency.clone());
     let vsize = plan.workload.value_size;
+    let topology = connector.topology()?.map(std::sync::Arc::new);
     if kind.is_sql() {
         // Load the keys through the normal path, then ask for the table's size.
         // At most 100,000 rows: enough to size the per-row overhead.
@@ -115,6 +116,7 @@ pub fn fill(
             ttl_s: 0,
             board: None,
             aside: None,
+            topology: topology.clone(),
         };
         let r = products::execute(&spec, shutdown, &mut Quiet)?;
         written += r.measured.counts.stored;

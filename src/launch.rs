@@ -39,17 +39,22 @@ pub fn start_managed(
         );
     }
     let s = ManagedServer::start(kind, &target.server_opts, sizing)?;
-    note(
-        opts,
-        format!(
-            "kvlab: started {} {} (pid {}) on 127.0.0.1:{} in {}",
+    let pids = s.pids();
+    let started = match pids.len() {
+        1 => format!(
+            "kvlab: started {} {} (pid {}) on 127.0.0.1:{}",
+            s.info.product, s.info.version, pids[0], s.endpoint().port,
+        ),
+        n => format!(
+            "kvlab: started {} {} as {n} processes (pids {}) joined as one {}, seed 127.0.0.1:{}",
             s.info.product,
             s.info.version,
-            s.pid(),
+            pids.iter().map(u32::to_string).collect::<Vec<_>>().join(" "),
+            kind.name(),
             s.endpoint().port,
-            s.dir().display()
         ),
-    );
+    };
+    note(opts, format!("{started} in {}", s.dir().display()));
     Ok(Some(s))
 }
 

@@ -245,6 +245,13 @@ pub fn summary(r: &RunResult) -> String {
             cc.server.gets, cc.server.sets, cc.kvlab_gets, cc.kvlab_sets
         );
     }
+    if let Some(sh) = &r.connections.sharded {
+        let _ = writeln!(
+            s,
+            "  sharded: {} nodes; redirects followed: MOVED {}, ASK {}",
+            sh.nodes, sh.moved, sh.ask
+        );
+    }
     if r.connections.failures > 0 || r.connections.reconnects > 0 {
         let _ = writeln!(
             s,

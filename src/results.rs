@@ -216,6 +216,20 @@ pub struct ConnectionReport {
     pub reconnects: u64,
     /// Last connection error, if any.
     pub last_error: Option<String>,
+    /// Sharded targets: the nodes and the redirects followed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharded: Option<ShardReport>,
+}
+
+/// How a sharded target routed the measured requests.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ShardReport {
+    /// Nodes serving slots when the run began.
+    pub nodes: usize,
+    /// Measured requests a node redirected for good (MOVED): the slot map changed.
+    pub moved: u64,
+    /// Measured requests a node redirected for once (ASK): the slot was migrating.
+    pub ask: u64,
 }
 
 /// kvlab's counts beside the server's, over warm-up and measured phase.

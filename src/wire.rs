@@ -20,6 +20,17 @@ pub enum Reply {
     Stored,
     /// The server answered with an error (e.g. `-OOM`, `SERVER_ERROR`).
     ServerError,
+    /// A sharded server says another node serves the key's slot: for good
+    /// (`ask == false`, e.g. `-MOVED`) or for this one request (`-ASK`), which
+    /// is then sent there after [`Codec::encode_asking`].
+    Redirect {
+        /// The key's slot.
+        slot: u16,
+        /// The range of the input holding the node's `host:port`.
+        to: Range<usize>,
+        /// Only this request goes there (the slot is being migrated).
+        ask: bool,
+    },
 }
 
 /// Result of trying to decode one reply from the front of a buffer.
@@ -105,6 +116,20 @@ pub trait Codec: Clone + Send + Sync + 'static {
     fn bind(&self, session: &Session) -> Self {
         let _ = session;
         self.clone()
+    }
+    /// Sharded protocols: the slot of key `name`, which decides the node that
+    /// serves it (see [`crate::target::Topology`]). Called only on sharded
+    /// targets.
+    #[inline]
+    fn slot(&self, name: &[u8]) -> u16 {
+        let _ = name;
+        0
+    }
+    /// Sharded protocols: appends the request that makes the next one be served
+    /// during a slot's migration (after a [`Reply::Redirect`] with `ask`); its
+    /// reply decodes as a SET's [`Reply::Stored`].
+    fn encode_asking(&self, out: &mut Vec<u8>) {
+        let _ = out;
     }
 }
 

@@ -14,13 +14,14 @@
 //! - [`run`]: threads, ticks and the merge.
 //! - [`worker`]: the plain hot loop; [`aside`]: the cache-aside hot loop.
 //! - [`rhythm`]: what both loops share; `link`: one connection; [`pacer`]: the
-//!   open-loop schedule.
+//!   open-loop schedule; `route`: the node of each request on a sharded target.
 
 pub mod aside;
 pub mod clock;
 mod link;
 pub mod pacer;
 pub mod rhythm;
+mod route;
 pub mod run;
 pub mod spec;
 pub mod worker;

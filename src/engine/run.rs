@@ -196,7 +196,10 @@ fn merge(
     let mut window = Duration::ZERO;
     let mut busy = Some(0u64);
     let mut leg_requests = [0u64; 5];
+    let mut redirects = [0u64; 2];
     for r in &reports {
+        redirects[0] += r.redirects[0];
+        redirects[1] += r.redirects[1];
         for (a, b) in leg_requests.iter_mut().zip(r.leg_requests) {
             *a += b;
         }
@@ -256,5 +259,7 @@ fn merge(
         client_busy,
         interrupted,
         leg_requests,
+        redirects,
+        nodes: spec.topology.as_ref().map(|t| t.nodes.len()),
     }
 }

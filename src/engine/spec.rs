@@ -52,6 +52,8 @@ pub struct Spec {
     pub board: Option<Arc<crate::consistency::VersionBoard>>,
     /// Cache-aside: the cache in front of `connector` (the database).
     pub aside: Option<AsideSpec>,
+    /// Sharded targets: the node serving each slot when the point began.
+    pub topology: Option<Arc<crate::target::Topology>>,
 }
 
 /// The cache of a cache-aside point.
@@ -138,6 +140,11 @@ pub struct EngineReport {
     pub interrupted: bool,
     /// Cache-aside: steps sent per leg over warm-up and measured phase.
     pub leg_requests: [u64; 5],
+    /// Sharded targets: measured requests redirected for good (MOVED) and
+    /// for once (ASK).
+    pub redirects: [u64; 2],
+    /// Sharded targets: the nodes serving slots when the point began.
+    pub nodes: Option<usize>,
 }
 
 /// What one connection of this worker is to do.
@@ -173,6 +180,8 @@ pub struct WorkerReport {
     /// Cache-aside: steps sent per leg over warm-up and measured phase (as
     /// [`crate::stats::Leg::ALL`]), for the servers' counters.
     pub leg_requests: [u64; 5],
+    /// Measured requests redirected for good (MOVED) and for once (ASK).
+    pub redirects: [u64; 2],
 }
 
 /// What a worker shares with the thread that runs the point.

@@ -11,7 +11,7 @@
 //! [`TargetKind::product`], and its codec in the dispatch macros below.
 //!
 //! # Layout
-//! - [`resp`]: Redis and Valkey (RESP).
+//! - [`resp`]: Redis and Valkey (RESP), single servers and clusters.
 //! - [`memcached`]: memcached (text protocol).
 //! - [`postgres`]: PostgreSQL (wire protocol v3).
 //! - [`mysql`]: MariaDB and MySQL (client/server protocol).
@@ -41,6 +41,12 @@ pub enum TargetKind {
     Redis,
     /// Valkey (RESP), managed binary `valkey-server`.
     Valkey,
+    /// Redis Cluster (RESP, slot-routed), managed as N `redis-server` nodes.
+    #[serde(rename = "redis-cluster")]
+    RedisCluster,
+    /// Valkey Cluster (RESP, slot-routed), managed as N `valkey-server` nodes.
+    #[serde(rename = "valkey-cluster")]
+    ValkeyCluster,
     /// Memcached (text protocol), managed binary `memcached`.
     Memcached,
     /// PostgreSQL (wire protocol v3), managed binaries `initdb` + `postgres`.
@@ -55,9 +61,11 @@ pub enum TargetKind {
 
 impl TargetKind {
     /// Every product, in the order help texts list them.
-    pub const ALL: [TargetKind; 7] = [
+    pub const ALL: [TargetKind; 9] = [
         TargetKind::Redis,
         TargetKind::Valkey,
+        TargetKind::RedisCluster,
+        TargetKind::ValkeyCluster,
         TargetKind::Memcached,
         TargetKind::Postgres,
         TargetKind::Mariadb,
@@ -70,6 +78,8 @@ impl TargetKind {
         match self {
             TargetKind::Redis => &resp::REDIS,
             TargetKind::Valkey => &resp::VALKEY,
+            TargetKind::RedisCluster => &resp::REDIS_CLUSTER,
+            TargetKind::ValkeyCluster => &resp::VALKEY_CLUSTER,
             TargetKind::Memcached => &memcached::MEMCACHED,
             TargetKind::Postgres => &postgres::POSTGRES,
             TargetKind::Mariadb => &mysql::MARIADB,
@@ -217,6 +227,7 @@ pub const DEFAULT_TARGET: &str = "redis";
 pub const RUN_EXAMPLES: &str = "Examples:
   kvlab run --target redis --duration 10
   kvlab run --target valkey --server-opt io-threads=4 --pipeline 16
+  kvlab run --target redis-cluster --server-opt shards=3 --pipeline 16
   kvlab run --target memcached --server-opt threads=2 --ratio 1:9
   kvlab run --target redis://:secret@10.0.0.5:6379 --key-prefix bench: --json out.json
   kvlab run --target redis --rate 20000 --duration 30
@@ -233,7 +244,10 @@ pub const SERVE_EXAMPLE: &str =
 macro_rules! with_cache_codec {
     ($kind:expr, $c:ident => $body:expr, $else:expr) => {
         match $kind {
-            TargetKind::Redis | TargetKind::Valkey => {
+            TargetKind::Redis
+            | TargetKind::Valkey
+            | TargetKind::RedisCluster
+            | TargetKind::ValkeyCluster => {
                 let $c = resp::Resp;
                 $body
             }
@@ -328,7 +342,10 @@ mod tests {
             let json = serde_json::to_string(&k).unwrap();
             assert_eq!(json, format!("\"{}\"", k.name()));
         }
-        assert_eq!(names(true), "redis, valkey or memcached");
+        assert_eq!(
+            names(true),
+            "redis, valkey, redis-cluster, valkey-cluster or memcached"
+        );
     }
     #[test]
     fn parses_targets() {

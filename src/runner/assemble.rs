@@ -152,6 +152,11 @@ pub(super) fn assemble(
             failures: r.connect_failures,
             reconnects: r.reconnects,
             last_error: r.last_connect_error,
+            sharded: r.nodes.map(|nodes| crate::results::ShardReport {
+                nodes,
+                moved: r.redirects[0],
+                ask: r.redirects[1],
+            }),
         },
         server_counters,
         timeline: r.timeline,

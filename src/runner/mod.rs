@@ -100,6 +100,10 @@ pub fn measure_with(
     };
 
     let values = Values::new(plan.workload.value_size);
+    let topology = match product.sharded() {
+        true => connector.topology()?.map(std::sync::Arc::new),
+        false => None,
+    };
     let cache = match &plan.cache {
         Some(a) => Some(Cache::open(a, plan, opts, cache_server)?),
         None => None,
@@ -128,6 +132,7 @@ pub fn measure_with(
         ttl_s: 0,
         board: None,
         aside: None,
+        topology,
     };
 
     let load = crate::dataset::prepare(&base, plan, server.is_some(), opts, shutdown)?;

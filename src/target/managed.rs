@@ -3,13 +3,16 @@
 //! its CPU and memory from /proc, and stops exactly the process it started when
 //! dropped (also on error and Ctrl-C). Never kills anything by name. What differs
 //! per product (binary, settings, command line, bootstrap) comes from its
-//! [`Server`](super::Server) implementation.
+//! [`Server`](super::Server) implementation. A target of several processes (a
+//! cluster's nodes) runs each in its own subdirectory on its own port; they are
+//! joined by [`Server::join`](super::Server::join), measured together and
+//! stopped together.
 
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -24,8 +27,8 @@ use super::settings::{Config, Sizing};
 /// A running server that kvlab started and will stop.
 pub struct ManagedServer {
     product: &'static dyn Product,
-    child: Child,
-    port: u16,
+    /// Its processes (one, or a cluster's nodes) and their ports.
+    nodes: Vec<(Child, u16)>,
     dir: tempfile::TempDir,
     /// Effective settings (secrets masked), as recorded in results.
     pub settings: BTreeMap<String, String>,
@@ -116,88 +119,136 @@ impl ManagedServer {
         if let Some(u) = run_as {
             osuser::give_dir(dir.path(), u)?;
         }
-        let port = free_port()?;
-        let log_path = dir.path().join("server.log");
-        let log = File::create(&log_path)?;
-        let data = dir.path().join("data");
-        let (mut cmd, mut login) = product.server().command(&Launch {
-            binary: bin,
-            dir: dir.path(),
-            data: &data,
-            port,
-            run_as,
-            config,
-        })?;
-        if login.password.is_none() {
-            login.password.clone_from(&config.password);
-        }
-        cmd.args(&config.args)
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            // Its own process group, so a terminal's Ctrl-C reaches kvlab only and
-            // kvlab stops the server in order.
-            .process_group(0);
-        // SAFETY: prctl is async-signal-safe; the server dies if kvlab is killed.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-        let child = cmd
-            .spawn()
-            .with_context(|| format!("cannot start {}", bin.display()))?;
+        let count = product.server().processes(config);
         let mut server = ManagedServer {
             product,
-            child,
-            port,
+            nodes: Vec::with_capacity(count),
             dir,
             settings: config.settings.clone(),
             info: ServerInfo {
                 product: product.name().into(),
                 version: String::new(),
             },
-            login,
+            login: Login::default(),
         };
+        let mut logs = Vec::with_capacity(count);
+        for i in 0..count {
+            let dir = match count {
+                1 => server.dir.path().to_path_buf(),
+                _ => {
+                    let d = server.dir.path().join(format!("node{i}"));
+                    std::fs::create_dir(&d).context("cannot create a node directory")?;
+                    if let Some(u) = run_as {
+                        osuser::give_dir(&d, u)?;
+                    }
+                    d
+                }
+            };
+            let (port, aux_port) = (free_port()?, free_port()?);
+            let log_path = dir.join("server.log");
+            let log = File::create(&log_path)?;
+            let data = dir.join("data");
+            let (mut cmd, login) = product.server().command(&Launch {
+                binary: bin,
+                dir: &dir,
+                data: &data,
+                port,
+                aux_port,
+                run_as,
+                config,
+            })?;
+            if i == 0 {
+                server.login = login;
+                if server.login.password.is_none() {
+                    server.login.password.clone_from(&config.password);
+                }
+            }
+            cmd.args(&config.args)
+                .current_dir(&dir)
+                .stdin(Stdio::null())
+                .stdout(log.try_clone()?)
+                .stderr(log)
+                // Its own process group, so a terminal's Ctrl-C reaches kvlab only and
+                // kvlab stops the server in order.
+                .process_group(0);
+            // SAFETY: prctl is async-signal-safe; the server dies if kvlab is killed.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
+            let child = cmd
+                .spawn()
+                .with_context(|| format!("cannot start {}", bin.display()))?;
+            server.nodes.push((child, port));
+            logs.push(log_path);
+        }
         if let Some(u) = run_as {
             server.settings.insert("os-user".into(), u.name.clone());
         }
-        server.info = server.wait_ready(&log_path)?;
+        server.info = server.wait_ready(&logs, config)?;
         server.read_effective_settings();
         Ok(server)
     }
 
-    fn wait_ready(&mut self, log: &Path) -> Result<ServerInfo> {
-        let connector = Connector::new(self.product, &self.endpoint())?;
+    fn wait_ready(&mut self, logs: &[PathBuf], config: &Config) -> Result<ServerInfo> {
         let wait = self.product.server().start_timeout();
         let deadline = Instant::now() + wait;
         let name = self.product.server().binary();
         {
-            let child = &mut self.child;
-            let mut alive = || matches!(child.try_wait(), Ok(None));
+            let nodes = &mut self.nodes;
+            let mut alive = || {
+                nodes
+                    .iter_mut()
+                    .all(|(c, _)| matches!(c.try_wait(), Ok(None)))
+            };
             if let Err(e) = self
                 .product
                 .server()
                 .bootstrap(self.dir.path(), deadline, &mut alive)
             {
-                return Err(e.context(log_tail(log)));
+                return Err(e.context(log_tail(&logs[0])));
             }
         }
+        let mut connectors = Vec::with_capacity(self.nodes.len());
+        let mut info = None;
+        for (i, log) in logs.iter().enumerate() {
+            let c = Connector::new(self.product, &self.endpoint_of(i))?;
+            info = Some(self.wait_node(i, &c, log, deadline)?);
+            connectors.push(c);
+        }
+        if connectors.len() > 1 {
+            self.product
+                .server()
+                .join(&connectors, config, deadline)
+                .with_context(|| format!("managed {name} nodes did not form one target"))?;
+        }
+        Ok(info.expect("at least one process"))
+    }
+
+    /// Waits until process `i` answers its protocol on `c`.
+    fn wait_node(
+        &mut self,
+        i: usize,
+        c: &Connector,
+        log: &Path,
+        deadline: Instant,
+    ) -> Result<ServerInfo> {
+        let name = self.product.server().binary();
         loop {
-            if let Some(status) = self.child.try_wait()? {
+            if let Some(status) = self.nodes[i].0.try_wait()? {
                 let tail = log_tail(log);
                 bail!(
                     "managed {name} exited at start ({status}): {tail}; check the --server-opt values"
                 );
             }
-            match connector.probe(Duration::from_millis(500)) {
+            match c.probe(Duration::from_millis(500)) {
                 Ok(info) => return Ok(info),
                 Err(e) if Instant::now() >= deadline => {
                     return Err(e.context(format!(
                         "managed {name} did not become ready in {} s",
-                        wait.as_secs()
+                        self.product.server().start_timeout().as_secs()
                     )));
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(20)),
@@ -229,21 +280,25 @@ impl ManagedServer {
     /// Pins the server's processes and threads (and, through inheritance, the
     /// ones it starts later) to `cpus`.
     pub fn pin(&self, cpus: &[usize]) -> Result<()> {
-        let pid = self.pid();
-        let mut ids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
-            .map(|d| {
-                d.flatten()
-                    .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let children =
-            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-        ids.extend(
-            children
-                .split_whitespace()
-                .filter_map(|c| c.parse::<u32>().ok()),
-        );
+        let mut ids: Vec<u32> = Vec::new();
+        for pid in self.pids() {
+            ids.extend(
+                std::fs::read_dir(format!("/proc/{pid}/task"))
+                    .map(|d| {
+                        d.flatten()
+                            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                            .collect::<Vec<_>>()
+                    })
+                    .unwrap_or_default(),
+            );
+            let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+                .unwrap_or_default();
+            ids.extend(
+                children
+                    .split_whitespace()
+                    .filter_map(|c| c.parse::<u32>().ok()),
+            );
+        }
         // SAFETY: cpu_set_t is plain data; sched_setaffinity reads it.
         unsafe {
             let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -261,11 +316,16 @@ impl ManagedServer {
         Ok(())
     }
 
-    /// Where to reach it.
+    /// Where to reach it (its first process, a cluster's seed node).
     pub fn endpoint(&self) -> Endpoint {
+        self.endpoint_of(0)
+    }
+
+    /// Where to reach its process `i`.
+    pub fn endpoint_of(&self, i: usize) -> Endpoint {
         Endpoint {
             host: "127.0.0.1".into(),
-            port: self.port,
+            port: self.nodes[i].1,
             user: self.login.user.clone(),
             password: self.login.password.clone().map(Secret),
             database: self.login.database.clone(),
@@ -282,9 +342,14 @@ impl ManagedServer {
         self.product.server().binary()
     }
 
-    /// The server's process id.
+    /// The server's process id (its first process).
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.nodes[0].0.id()
+    }
+
+    /// The process ids of all its processes.
+    pub fn pids(&self) -> Vec<u32> {
+        self.nodes.iter().map(|(c, _)| c.id()).collect()
     }
 
     /// Its temporary directory.
@@ -294,31 +359,47 @@ impl ManagedServer {
 
     /// CPU and peak memory used so far (the whole process tree where the
     /// product runs one process per connection).
+    /// Summed over its processes (a cluster's nodes).
     pub fn usage(&self) -> Option<ProcUsage> {
-        self.product.server().usage(self.pid())
+        let mut sum = ProcUsage::default();
+        for pid in self.pids() {
+            let u = self.product.server().usage(pid)?;
+            sum.cpu_s += u.cpu_s;
+            sum.peak_rss_kb += u.peak_rss_kb;
+        }
+        Some(sum)
     }
 
-    /// Whether the process still runs.
+    /// Whether every process still runs.
     pub fn running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        self.nodes
+            .iter_mut()
+            .all(|(c, _)| matches!(c.try_wait(), Ok(None)))
     }
 
-    /// Stops the server now (SIGTERM, then SIGKILL after 5 s) and reaps it.
+    /// Stops the server now (SIGTERM to each process, then SIGKILL after 5 s)
+    /// and reaps it.
     pub fn stop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            // SAFETY: the pid is our unreaped child, so it cannot have been reused.
-            unsafe {
-                libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        for (child, _) in self.nodes.iter_mut() {
+            if let Ok(None) = child.try_wait() {
+                // SAFETY: the pid is our unreaped child, so it cannot have been reused.
+                unsafe {
+                    libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+                }
             }
-            let deadline = Instant::now() + Duration::from_secs(5);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for (child, _) in self.nodes.iter_mut() {
             while Instant::now() < deadline {
-                if let Ok(Some(_)) = self.child.try_wait() {
-                    return;
+                if !matches!(child.try_wait(), Ok(None)) {
+                    break;
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+            if let Ok(None) = child.try_wait() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
         }
     }
 }

@@ -14,6 +14,7 @@
 //! - [`procfs`]: CPU and memory of server processes from /proc.
 //! - [`counters`]: the server's own request counters.
 //! - [`table`]: kvlab's table on a database: marker, reuse, parallel load.
+//! - [`topology`]: sharded targets: the node serving each slot.
 
 pub mod counters;
 pub mod endpoint;
@@ -23,6 +24,7 @@ pub mod procfs;
 pub mod product;
 pub mod settings;
 pub mod table;
+pub mod topology;
 
 pub use counters::ServerCounters;
 pub use endpoint::{Endpoint, SchemaOptions, Secret, is_secret_key};
@@ -34,3 +36,4 @@ pub use product::{
 };
 pub use settings::{Config, Sizing, parse_opt};
 pub use table::{DataSpec, LoadResult};
+pub use topology::Topology;

@@ -23,6 +23,7 @@ use super::osuser::{OsUser, find_binary};
 use super::procfs::{ProcUsage, proc_usage};
 use super::settings::{Config, Sizing};
 use super::table::{DataSpec, LoadResult};
+use super::topology::Topology;
 use crate::error::UsageError;
 use crate::progress::RunOptions;
 use crate::wire::Session;
@@ -90,6 +91,16 @@ pub trait Product: Sync + Send + 'static {
     fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo>;
     /// The server's own request counters, over a fresh connection.
     fn counters(&self, c: &Connector) -> Result<ServerCounters>;
+    /// Whether keys are spread over nodes by slot ([`Product::topology`]).
+    fn sharded(&self) -> bool {
+        false
+    }
+    /// Sharded products: the node serving each slot, as the servers report it
+    /// now (`None`: one server serves every key).
+    fn topology(&self, c: &Connector) -> Result<Option<Topology>> {
+        let _ = c;
+        Ok(None)
+    }
     /// How kvlab runs it as a managed server.
     fn server(&self) -> &dyn Server;
 }
@@ -173,6 +184,9 @@ pub struct Launch<'a> {
     pub data: &'a Path,
     /// The loopback port to listen on.
     pub port: u16,
+    /// A second free loopback port, for servers that listen on two (e.g. a
+    /// cluster bus).
+    pub aux_port: u16,
     /// The system user to run as, if not kvlab's own.
     pub run_as: Option<&'a OsUser>,
     /// The settings [`Server::configure`] made.
@@ -233,6 +247,19 @@ pub trait Server: Sync {
         alive: &mut dyn FnMut() -> bool,
     ) -> Result<()> {
         let _ = (dir, deadline, alive);
+        Ok(())
+    }
+    /// How many server processes one managed target runs (e.g. the nodes of
+    /// a cluster); each gets its own directory and port.
+    fn processes(&self, config: &Config) -> usize {
+        let _ = config;
+        1
+    }
+    /// Work after every process answers and before the target is probed:
+    /// joins the `nodes` of a multi-process target into one (e.g. a cluster),
+    /// by `deadline`.
+    fn join(&self, nodes: &[Connector], config: &Config, deadline: Instant) -> Result<()> {
+        let _ = (nodes, config, deadline);
         Ok(())
     }
     /// The values the running server reports for `keys` (effective settings).
@@ -309,6 +336,19 @@ impl Connector {
             database: endpoint.database.clone(),
             consistency: None,
         })
+    }
+
+    /// The same login at another node of the same target (sharded targets).
+    pub fn at(&self, addr: SocketAddr) -> Connector {
+        let mut c = self.clone();
+        c.display = format!("{} node {addr}", self.display);
+        c.addr = addr;
+        c
+    }
+
+    /// The server's slot map, for sharded products (`None` otherwise).
+    pub fn topology(&self) -> Result<Option<Topology>> {
+        self.product.topology(self)
     }
 
     /// This connector, asking for consistency level `level` where the product

@@ -315,6 +315,7 @@ fn run<K: CacheCodec, D: Codec>(
         busy_ns: rhythm.busy_ns(),
         window: window_end.saturating_duration_since(timing.measure_start),
         leg_requests: cx.leg_requests,
+        redirects: [0; 2],
     })
 }
 

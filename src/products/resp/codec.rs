@@ -15,6 +15,44 @@ use crate::workload::OpKind;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Resp;
 
+/// Hash slots of a Redis/Valkey Cluster.
+pub const SLOTS: usize = 16384;
+
+const CRC16: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_XMODEM);
+
+/// The cluster hash slot of `key`: CRC16 (XMODEM) of the key, or of its hash
+/// tag (the bytes between the first `{` and the next `}`, when not empty),
+/// modulo 16384.
+#[inline]
+pub fn hash_slot(key: &[u8]) -> u16 {
+    let mut k = key;
+    if let Some(open) = key.iter().position(|&b| b == b'{')
+        && let Some(len) = key[open + 1..].iter().position(|&b| b == b'}')
+        && len > 0
+    {
+        k = &key[open + 1..open + 1 + len];
+    }
+    CRC16.checksum(k) & (SLOTS as u16 - 1)
+}
+
+/// A `-MOVED slot host:port` or `-ASK slot host:port` error line (without
+/// `-` and CRLF), starting at offset 1 of the reply.
+fn redirect(line: &[u8]) -> Option<Reply> {
+    let (ask, rest) = if let Some(r) = line.strip_prefix(b"MOVED ") {
+        (false, r)
+    } else {
+        (true, line.strip_prefix(b"ASK ")?)
+    };
+    let sp = rest.iter().position(|&b| b == b' ')?;
+    let slot = u16::try_from(parse_usize(&rest[..sp])?).ok()?;
+    let start = 1 + (line.len() - rest.len()) + sp + 1;
+    Some(Reply::Redirect {
+        slot,
+        to: start..1 + line.len(),
+        ask,
+    })
+}
+
 #[inline]
 fn push_bulk(out: &mut Vec<u8>, data: &[u8]) {
     let mut b = itoa::Buffer::new();
@@ -76,7 +114,7 @@ impl Codec for Resp {
         let line = &buf[1..eol - 2];
         let frame = |reply| Ok(Decoded::Frame { len: eol, reply });
         match (first, op) {
-            (b'-', _) => frame(Reply::ServerError),
+            (b'-', _) => frame(redirect(line).unwrap_or(Reply::ServerError)),
             (b'+', OpKind::Set) if line == b"OK" => frame(Reply::Stored),
             (b'_', OpKind::Get) if line.is_empty() => frame(Reply::Nil),
             (b'$', OpKind::Get) => {
@@ -101,6 +139,15 @@ impl Codec for Resp {
             }
             _ => Err(Malformed("not a RESP reply")),
         }
+    }
+
+    #[inline]
+    fn slot(&self, name: &[u8]) -> u16 {
+        hash_slot(name)
+    }
+
+    fn encode_asking(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"*1\r\n$6\r\nASKING\r\n");
     }
 }
 
@@ -287,6 +334,51 @@ mod tests {
         assert!(
             Resp.decode(OpKind::Get, b"\r\n").is_err(),
             "an empty line is no reply"
+        );
+    }
+
+    #[test]
+    fn routes_keys_to_cluster_slots() {
+        // Values from the Redis Cluster specification and `CLUSTER KEYSLOT`.
+        assert_eq!(hash_slot(b"123456789"), 0x31c3);
+        assert_eq!(hash_slot(b"foo"), 12182);
+        assert_eq!(hash_slot(b"{user1000}.following"), hash_slot(b"user1000"));
+        assert_eq!(hash_slot(b"foo{}{bar}"), hash_slot(b"foo{}{bar}"));
+        assert_ne!(hash_slot(b"foo{}{bar}"), hash_slot(b"bar"));
+        assert_eq!(hash_slot(b"foo{{bar}}zap"), hash_slot(b"{bar"));
+        let mut out = Vec::new();
+        Resp.encode_asking(&mut out);
+        assert_eq!(out, b"*1\r\n$6\r\nASKING\r\n");
+    }
+
+    #[test]
+    fn decodes_redirects() {
+        let b = b"-MOVED 3999 127.0.0.1:6381\r\n";
+        let Ok(Decoded::Frame { len, reply }) = dec(OpKind::Get, b) else {
+            panic!("not a frame")
+        };
+        assert_eq!(len, b.len());
+        let Reply::Redirect { slot, to, ask } = reply else {
+            panic!("not a redirect")
+        };
+        assert_eq!((slot, ask), (3999, false));
+        assert_eq!(&b[to], b"127.0.0.1:6381");
+        let b = b"-ASK 12 10.0.0.2:7000\r\n";
+        let Ok(Decoded::Frame {
+            reply: Reply::Redirect { slot, to, ask },
+            ..
+        }) = dec(OpKind::Set, b)
+        else {
+            panic!("not a redirect")
+        };
+        assert_eq!((slot, ask), (12, true));
+        assert_eq!(&b[to], b"10.0.0.2:7000");
+        assert_eq!(
+            dec(OpKind::Get, b"-MOVED x\r\n"),
+            Ok(Decoded::Frame {
+                len: 10,
+                reply: Reply::ServerError
+            })
         );
     }
 

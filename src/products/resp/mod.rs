@@ -7,7 +7,12 @@
 //! # Layout
 //! - [`codec`]: the sans-IO RESP codec and blocking helpers (command, INFO).
 //! - [`server`]: `--server-opt` → `redis-server`/`valkey-server` command line.
+//! - [`cluster`]: Redis/Valkey Cluster: the slot map, counters summed over the
+//!   primaries.
+//! - [`cluster_server`]: a managed cluster: N nodes joined, slots assigned.
 
+pub mod cluster;
+pub mod cluster_server;
 pub mod codec;
 pub mod server;
 
@@ -17,7 +22,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-pub use codec::{Resp, bulk_payload, command, encode_command, frame_len, info_field};
+pub use cluster::{REDIS_CLUSTER, VALKEY_CLUSTER};
+pub use codec::{Resp, bulk_payload, command, encode_command, frame_len, hash_slot, info_field};
 
 use crate::target::{
     Cache, CacheMemory, Connector, Product, Role, Server, ServerCounters, ServerInfo,
@@ -82,37 +88,69 @@ impl Product for RespProduct {
     }
 
     fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(TcpStream, Session)> {
-        let s = TcpStream::connect_timeout(&c.addr, timeout)?;
-        s.set_nodelay(true)?;
-        if let Some(pass) = &c.password {
-            s.set_read_timeout(Some(timeout))?;
-            s.set_write_timeout(Some(timeout))?;
-            let mut args: Vec<&[u8]> = vec![b"AUTH"];
-            if let Some(u) = &c.user {
-                args.push(u.as_bytes());
-            }
-            args.push(pass.as_bytes());
-            let reply = command(&mut &s, &args)?;
-            if !reply.starts_with(b"+OK") {
-                return Err(io::Error::new(
-                    io::ErrorKind::PermissionDenied,
-                    format!(
-                        "authentication failed: {}",
-                        String::from_utf8_lossy(reply.trim_ascii())
-                    ),
-                ));
-            }
-            s.set_read_timeout(None)?;
-            s.set_write_timeout(None)?;
-        }
-        Ok((s, Session::Plain))
+        Ok((open(c, timeout)?, Session::Plain))
     }
 
     fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo> {
-        c.probe_with(timeout, |s| codec::probe(s))
+        c.probe_with(timeout, |s| {
+            let info = codec::probe(s)?;
+            if cluster::cluster_enabled(s)? {
+                anyhow::bail!(
+                    "it is a cluster node (cluster_enabled:1); use {}-cluster://HOST:PORT to run against the whole cluster",
+                    self.name
+                );
+            }
+            Ok(info)
+        })
     }
 
     fn counters(&self, c: &Connector) -> Result<ServerCounters> {
+        node_counters(c)
+    }
+
+    fn server(&self) -> &dyn Server {
+        self
+    }
+}
+
+impl Cache for RespProduct {
+    fn memory(&self, c: &Connector) -> Result<CacheMemory> {
+        node_memory(c)
+    }
+}
+
+/// A TCP connection to the server `c` names, authenticated when `c` has a
+/// password (`AUTH [user] password`).
+pub(crate) fn open(c: &Connector, timeout: Duration) -> io::Result<TcpStream> {
+    let s = TcpStream::connect_timeout(&c.addr, timeout)?;
+    s.set_nodelay(true)?;
+    if let Some(pass) = &c.password {
+        s.set_read_timeout(Some(timeout))?;
+        s.set_write_timeout(Some(timeout))?;
+        let mut args: Vec<&[u8]> = vec![b"AUTH"];
+        if let Some(u) = &c.user {
+            args.push(u.as_bytes());
+        }
+        args.push(pass.as_bytes());
+        let reply = command(&mut &s, &args)?;
+        if !reply.starts_with(b"+OK") {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "authentication failed: {}",
+                    String::from_utf8_lossy(reply.trim_ascii())
+                ),
+            ));
+        }
+        s.set_read_timeout(None)?;
+        s.set_write_timeout(None)?;
+    }
+    Ok(s)
+}
+
+/// One server's GET and SET calls, hits and misses (`INFO commandstats`, `INFO stats`).
+pub(crate) fn node_counters(c: &Connector) -> Result<ServerCounters> {
+    {
         let mut info = Info::open(c)?;
         let cmd = info.section(b"commandstats")?;
         let st = info.section(b"stats")?;
@@ -137,14 +175,11 @@ impl Product for RespProduct {
             exact: true,
         })
     }
-
-    fn server(&self) -> &dyn Server {
-        self
-    }
 }
 
-impl Cache for RespProduct {
-    fn memory(&self, c: &Connector) -> Result<CacheMemory> {
+/// One server's items, memory limit and evictions (`INFO`).
+pub(crate) fn node_memory(c: &Connector) -> Result<CacheMemory> {
+    {
         let mut info = Info::open(c)?;
         let (mem, stats, ks) = (
             info.section(b"memory")?,
@@ -171,18 +206,20 @@ impl Cache for RespProduct {
 }
 
 /// A set-up connection that reads `INFO` sections.
-struct Info(TcpStream);
+pub(crate) struct Info(TcpStream);
 
 impl Info {
-    fn open(c: &Connector) -> Result<Info> {
-        let (s, _) = c.connect(Duration::from_secs(5)).map_err(|e| {
+    /// Connects to the server `c` names, for its counters.
+    pub(crate) fn open(c: &Connector) -> Result<Info> {
+        let s = open(c, Duration::from_secs(5)).map_err(|e| {
             anyhow::anyhow!("cannot connect to {} to read its counters: {e}", c.display)
         })?;
         s.set_read_timeout(Some(Duration::from_secs(5)))?;
         Ok(Info(s))
     }
 
-    fn section(&mut self, name: &[u8]) -> Result<String> {
+    /// `INFO name` as text.
+    pub(crate) fn section(&mut self, name: &[u8]) -> Result<String> {
         let frame = command(&mut &self.0, &[b"INFO", name])?;
         Ok(String::from_utf8_lossy(bulk_payload(&frame)?).into_owned())
     }

@@ -1,0 +1,104 @@
+//! A connection's sockets: opening a leg to a node, backing off after a failed
+//! attempt, reconnecting, timing out, and failing what was in flight when a
+//! socket broke. Runs at the start, every few milliseconds and on a redirect to
+//! a node the connection has not reached yet; never per request.
+
+use std::collections::VecDeque;
+use std::io;
+use std::time::{Duration, Instant};
+
+use super::{Conn, Ctx, Leg, MAX_LEGS, token};
+use crate::engine::link::Link;
+use crate::stats::{ErrorKind, Outcome};
+use crate::wire::Codec;
+
+impl<C: Codec> Ctx<'_, C> {
+    /// Adds the legs of connection `i` up to node `node` and opens the new ones;
+    /// `false` when `node` is beyond what a connection may reach.
+    pub(super) fn add_leg(&mut self, c: &mut Conn<C>, i: usize, node: usize, now: Instant) -> bool {
+        if node >= MAX_LEGS {
+            return false;
+        }
+        while c.legs.len() <= node {
+            let l = c.legs.len();
+            c.legs.push(Leg {
+                link: Link::new(
+                    self.codec.clone(),
+                    token(i, l),
+                    self.buffers.0,
+                    self.buffers.1,
+                    now,
+                ),
+                inflight: VecDeque::with_capacity(self.spec.pipeline),
+            });
+            self.connect(c, l, now);
+        }
+        true
+    }
+
+    /// Opens leg `l` (blocking, bounded).
+    pub(super) fn connect(&mut self, c: &mut Conn<C>, l: usize, now: Instant) {
+        let t = self.spec.timeout.min(Duration::from_secs(2));
+        let leg = &mut c.legs[l];
+        leg.link.codec = self.codec.clone();
+        if let Err(e) = leg.link.open(self.router.connector(l), &self.registry, t) {
+            self.connect_failed(c, l, now, e);
+        }
+    }
+
+    fn connect_failed(&mut self, c: &mut Conn<C>, l: usize, now: Instant, e: io::Error) {
+        self.connect_failures += 1;
+        if self.last_connect_error.is_none() || self.connect_failures % 1000 == 1 {
+            self.last_connect_error = Some(e.to_string());
+        }
+        // Back off: a server refusing connections is not hammered with more.
+        let link = &mut c.legs[l].link;
+        link.fails = link.fails.saturating_add(1);
+        link.retry_at = now + Duration::from_millis(100 << link.fails.min(6));
+    }
+
+    /// Timeouts and reconnection; runs every few milliseconds, not per request.
+    pub(super) fn housekeep(&mut self, c: &mut Conn<C>, i: usize, now: Instant) {
+        for l in 0..c.legs.len() {
+            if c.legs[l].link.stream.is_none() {
+                if !self.draining
+                    && !c.refused
+                    && self.attempts_left > 0
+                    && now >= c.legs[l].link.retry_at
+                {
+                    self.attempts_left -= 1;
+                    self.connect(c, l, now);
+                    if c.legs[l].link.stream.is_some() {
+                        self.reconnects += 1;
+                        if self.pacer.is_none() {
+                            self.refill(c, i, now);
+                            self.flush(c, now);
+                        }
+                    }
+                }
+                continue;
+            }
+            if let Some(f) = c.legs[l].inflight.front()
+                && now.saturating_duration_since(f.sent) > self.spec.timeout
+            {
+                self.fail_all(c, l, ErrorKind::Timeout);
+                self.close(c, l, now);
+            }
+        }
+    }
+
+    /// Closes leg `l`, failing what it had in flight.
+    pub(super) fn close(&mut self, c: &mut Conn<C>, l: usize, now: Instant) {
+        self.fail_all(c, l, ErrorKind::Disconnect);
+        c.legs[l].link.close(now);
+    }
+
+    /// Counts everything in flight on leg `l` as failed with `kind`.
+    pub(super) fn fail_all(&mut self, c: &mut Conn<C>, l: usize, kind: ErrorKind) {
+        while let Some(f) = c.legs[l].inflight.pop_front() {
+            c.inflight -= 1;
+            self.inflight -= 1;
+            self.count(&f, Outcome::Error(kind), None, None);
+        }
+    }
+}

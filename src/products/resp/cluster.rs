@@ -1,0 +1,251 @@
+//! Redis/Valkey Cluster as a target: `redis-cluster://host:port` names one
+//! seed node; kvlab reads the slot map from it (`CLUSTER NODES`), routes every
+//! request to the primary serving its key's hash slot (the engine follows
+//! MOVED and ASK), and sums the server counters and memory over the primaries.
+//! The managed cluster is in [`super::cluster_server`].
+
+use std::io;
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use super::codec::{self, SLOTS, bulk_payload, command, info_field};
+use super::{REDIS, RespProduct, VALKEY, node_counters, node_memory, open};
+use crate::target::{
+    Cache, CacheMemory, Connector, Product, Role, Server, ServerCounters, ServerInfo, Topology,
+};
+use crate::wire::Session;
+
+/// A RESP product in cluster mode.
+pub struct ClusterProduct {
+    pub(super) base: &'static RespProduct,
+    name: &'static str,
+    schemes: &'static [&'static str],
+    example: &'static str,
+}
+
+/// Redis Cluster (`redis-server` nodes with `cluster-enabled yes`).
+pub static REDIS_CLUSTER: ClusterProduct = ClusterProduct {
+    base: &REDIS,
+    name: "redis-cluster",
+    schemes: &["redis-cluster"],
+    example: "redis-cluster://127.0.0.1:7000",
+};
+
+/// Valkey Cluster (`valkey-server` nodes with `cluster-enabled yes`).
+pub static VALKEY_CLUSTER: ClusterProduct = ClusterProduct {
+    base: &VALKEY,
+    name: "valkey-cluster",
+    schemes: &["valkey-cluster"],
+    example: "valkey-cluster://127.0.0.1:7000",
+};
+
+impl Product for ClusterProduct {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn title(&self) -> &'static str {
+        "Redis/Valkey Cluster"
+    }
+    fn schemes(&self) -> &'static [&'static str] {
+        self.schemes
+    }
+    fn default_port(&self) -> u16 {
+        6379
+    }
+    fn example_url(&self) -> &'static str {
+        self.example
+    }
+    fn role(&self) -> Role<'_> {
+        Role::Cache(self)
+    }
+    fn sharded(&self) -> bool {
+        true
+    }
+
+    fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(TcpStream, Session)> {
+        Ok((open(c, timeout)?, Session::Plain))
+    }
+
+    fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo> {
+        c.probe_with(timeout, |s| {
+            let info = codec::probe(s)?;
+            if !cluster_enabled(s)? {
+                bail!("it is not in cluster mode (cluster_enabled:0); use redis:// or valkey:// for a single server");
+            }
+            Ok(info)
+        })
+    }
+
+    fn counters(&self, c: &Connector) -> Result<ServerCounters> {
+        let mut sum = ServerCounters {
+            gets: 0,
+            sets: 0,
+            hits: 0,
+            misses: 0,
+            exact: true,
+        };
+        for node in primaries(c)? {
+            let n = node_counters(&node)?;
+            sum.gets += n.gets;
+            sum.sets += n.sets;
+            sum.hits += n.hits;
+            sum.misses += n.misses;
+        }
+        Ok(sum)
+    }
+
+    fn topology(&self, c: &Connector) -> Result<Option<Topology>> {
+        let t = read_topology(c)?;
+        let missing = t.unassigned();
+        if missing > 0 {
+            bail!(
+                "{}: the cluster serves {} of {SLOTS} slots; assign the rest (CLUSTER ADDSLOTS) or wait for cluster_state:ok",
+                c.display,
+                SLOTS - missing
+            );
+        }
+        Ok(Some(t))
+    }
+
+    fn server(&self) -> &dyn Server {
+        self
+    }
+}
+
+impl Cache for ClusterProduct {
+    fn memory(&self, c: &Connector) -> Result<CacheMemory> {
+        let mut sum = CacheMemory::default();
+        for node in primaries(c)? {
+            let m = node_memory(&node)?;
+            sum.items += m.items;
+            sum.limit += m.limit;
+            sum.evictions += m.evictions;
+        }
+        Ok(sum)
+    }
+}
+
+/// Whether the server on `s` runs in cluster mode (`INFO cluster`).
+pub(crate) fn cluster_enabled(s: &mut &TcpStream) -> Result<bool> {
+    let frame = command(s, &[b"INFO", b"cluster"])?;
+    let text = String::from_utf8_lossy(bulk_payload(&frame)?).into_owned();
+    Ok(info_field(&text, "cluster_enabled").as_deref() == Some("1"))
+}
+
+/// Connectors to every primary serving slots.
+fn primaries(c: &Connector) -> Result<Vec<Connector>> {
+    Ok(read_topology(c)?
+        .nodes
+        .iter()
+        .map(|&a| c.at(a))
+        .collect())
+}
+
+/// The slot map as the seed node `c` reports it.
+pub(crate) fn read_topology(c: &Connector) -> Result<Topology> {
+    let text = cluster_nodes(c)?;
+    parse_nodes(&text, c.addr)
+}
+
+/// `CLUSTER NODES` of the node `c` names.
+pub(crate) fn cluster_nodes(c: &Connector) -> Result<String> {
+    let s = open(c, Duration::from_secs(5))
+        .map_err(|e| anyhow::anyhow!("cannot connect to {}: {e}", c.display))?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let frame = command(&mut &s, &[b"CLUSTER", b"NODES"])?;
+    let payload = bulk_payload(&frame).with_context(|| format!("{}: CLUSTER NODES", c.display))?;
+    Ok(String::from_utf8_lossy(payload).into_owned())
+}
+
+/// One line of `CLUSTER NODES`.
+pub(crate) struct NodeLine {
+    /// Its address (`seed`'s host when the node does not know its own yet).
+    pub addr: SocketAddr,
+    /// A primary (not a replica), not failed.
+    pub primary: bool,
+    /// Slot ranges it serves (migrations in brackets skipped).
+    pub slots: Vec<(usize, usize)>,
+}
+
+/// Parses `CLUSTER NODES` lines.
+pub(crate) fn node_lines(text: &str, seed: SocketAddr) -> Result<Vec<NodeLine>> {
+    let mut out = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 8 {
+            bail!("unexpected CLUSTER NODES line: {line}");
+        }
+        let hostport = f[1].split(['@', ',']).next().unwrap_or_default();
+        let (host, port) = hostport
+            .rsplit_once(':')
+            .with_context(|| format!("no address in CLUSTER NODES line: {line}"))?;
+        let port: u16 = port
+            .parse()
+            .with_context(|| format!("bad port in CLUSTER NODES line: {line}"))?;
+        let ip = if host.is_empty() {
+            seed.ip()
+        } else {
+            host.parse()
+                .with_context(|| format!("bad address in CLUSTER NODES line: {line}"))?
+        };
+        let flags: Vec<&str> = f[2].split(',').collect();
+        let primary = flags.contains(&"master")
+            && !flags
+                .iter()
+                .any(|x| matches!(*x, "fail" | "handshake" | "noaddr"));
+        let mut slots = Vec::new();
+        for s in f[8..].iter().filter(|s| !s.starts_with('[')) {
+            let (a, b) = s.split_once('-').unwrap_or((s, s));
+            match (a.parse::<usize>(), b.parse::<usize>()) {
+                (Ok(a), Ok(b)) if a <= b && b < SLOTS => slots.push((a, b)),
+                _ => bail!("bad slot range '{s}' in CLUSTER NODES"),
+            }
+        }
+        out.push(NodeLine {
+            addr: SocketAddr::new(ip, port),
+            primary,
+            slots,
+        });
+    }
+    Ok(out)
+}
+
+fn parse_nodes(text: &str, seed: SocketAddr) -> Result<Topology> {
+    let mut t = Topology::new(SLOTS);
+    for n in node_lines(text, seed)? {
+        if n.primary {
+            for (a, b) in n.slots {
+                t.assign(a, b, n.addr);
+            }
+        }
+    }
+    Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_slot_map_from_cluster_nodes() {
+        let text = "\
+07c3 127.0.0.1:30004@31004 slave e7d1 0 1426238317239 4 connected
+67ed 127.0.0.1:30002@31002,node-2 master - 0 1426238316232 2 connected 5461-10922
+292f 127.0.0.1:30003@31003 master - 0 1426238318243 3 connected 10923-16383 [10922-<-67ed]
+e7d1 :30001@31001 myself,master - 0 0 1 connected 0-5459 5460
+";
+        let seed: SocketAddr = "127.0.0.1:30001".parse().unwrap();
+        let t = parse_nodes(text, seed).unwrap();
+        assert_eq!(t.unassigned(), 0);
+        assert_eq!(t.nodes.len(), 3);
+        assert_eq!(t.nodes[usize::from(t.slots[0])], seed);
+        assert_eq!(t.nodes[usize::from(t.slots[5460])], seed);
+        assert_eq!(t.nodes[usize::from(t.slots[5461])].port(), 30002);
+        assert_eq!(t.nodes[usize::from(t.slots[16383])].port(), 30003);
+        assert!(parse_nodes("x y", seed).is_err());
+        let failed = "a 127.0.0.1:1@2 master,fail - 0 0 1 connected 0-16383\n";
+        assert_eq!(parse_nodes(failed, seed).unwrap().unassigned(), SLOTS);
+    }
+}
