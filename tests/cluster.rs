@@ -1,0 +1,155 @@
+//! Redis/Valkey Cluster, started through kvlab's managed-server code: requests
+//! are routed by slot and counted exactly against the primaries' own
+//! counters; a slot migrated while a run is going is followed (ASK, then
+//! MOVED) with no error; a cluster node addressed as a single server, and a
+//! single server addressed as a cluster, are refused with one line.
+
+mod common;
+
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use common::{alive, measure, measure_err, plan, server, server_with};
+use kvlab::plan::{Ratio, Stop, TargetKind};
+use kvlab::products::resp::{bulk_payload, command, hash_slot};
+use kvlab::runner::{RunOptions, run};
+use kvlab::target::Connector;
+
+/// Sends one command to the node at `addr` and returns its raw reply.
+fn cmd(addr: SocketAddr, args: &[&[u8]]) -> Vec<u8> {
+    let s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    command(&mut &s, args).unwrap()
+}
+
+fn ok(addr: SocketAddr, args: &[&[u8]]) {
+    let r = cmd(addr, args);
+    assert!(r.starts_with(b"+OK"), "{}", String::from_utf8_lossy(&r));
+}
+
+fn node_id(addr: SocketAddr) -> String {
+    let r = cmd(addr, &[b"CLUSTER", b"MYID"]);
+    String::from_utf8_lossy(bulk_payload(&r).unwrap()).into_owned()
+}
+
+#[test]
+fn cluster_counts_agree_over_the_primaries() {
+    let s = server(TargetKind::RedisCluster);
+    let pids = s.pids();
+    assert_eq!(pids.len(), 3, "three primaries by default");
+    let mut p = plan(TargetKind::RedisCluster, s.endpoint());
+    p.workload.ratio = Ratio { set: 1, get: 3 };
+    p.load.pipeline = 8;
+    let r = measure(&p);
+    assert_eq!(r.errors, 0, "{r:#?}");
+    assert_eq!(r.misses, 0);
+    assert_eq!(r.requests, 20_000);
+    let cc = r.server_counters.as_ref().unwrap();
+    assert!(cc.agrees(), "{cc:#?}");
+    assert_eq!(cc.server.sets, r.warmup.sets + r.sets);
+    let sh = r.connections.sharded.as_ref().unwrap();
+    assert_eq!((sh.nodes, sh.moved, sh.ask), (3, 0, 0));
+    // Every primary served its share of the keys.
+    let c = Connector::new(TargetKind::RedisCluster, &s.endpoint()).unwrap();
+    let t = c.topology().unwrap().unwrap();
+    for node in &t.nodes {
+        let info = cmd(*node, &[b"INFO", b"keyspace"]);
+        let text = String::from_utf8_lossy(bulk_payload(&info).unwrap()).into_owned();
+        let keys: u64 = text
+            .split("keys=")
+            .nth(1)
+            .and_then(|x| x.split(',').next())
+            .and_then(|x| x.parse().ok())
+            .unwrap_or(0);
+        assert!((500..=850).contains(&keys), "{node}: {keys} of 2000 keys");
+    }
+    assert!(s.usage().unwrap().cpu_s > 0.0, "CPU summed over the nodes");
+    drop(s);
+    for pid in pids {
+        assert!(!alive(pid), "node {pid} still running");
+    }
+}
+
+#[test]
+fn a_slot_migrated_during_the_run_is_followed() {
+    let s = server_with(
+        TargetKind::ValkeyCluster,
+        &[("shards", "2"), ("replicas", "1")],
+        100,
+    );
+    assert_eq!(s.pids().len(), 4);
+    let mut p = plan(TargetKind::ValkeyCluster, s.endpoint());
+    // A hash tag puts every key in one slot, so that migrating it moves them all.
+    p.workload.key_prefix = "{mig}:".into();
+    p.workload.ratio = Ratio { set: 1, get: 4 };
+    let _ = measure(&p);
+    p.workload.load = false;
+    p.load.warmup_s = 0.0;
+    p.load.stop = Stop::Duration(4.0);
+    p.load.connections = 8;
+    let runner = std::thread::spawn(move || {
+        let stop = AtomicBool::new(false);
+        run(&p, RunOptions::default(), &stop).unwrap()
+    });
+
+    let c = Connector::new(TargetKind::ValkeyCluster, &s.endpoint()).unwrap();
+    let t = c.topology().unwrap().unwrap();
+    let slot = hash_slot(b"mig");
+    let from = t.nodes[usize::from(t.slots[usize::from(slot)])];
+    let to = *t.nodes.iter().find(|n| **n != from).unwrap();
+    let (from_id, to_id) = (node_id(from), node_id(to));
+    let slot_s = slot.to_string();
+    let sl = slot_s.as_bytes();
+    std::thread::sleep(Duration::from_millis(1200));
+    ok(to, &[b"CLUSTER", b"SETSLOT", sl, b"IMPORTING", from_id.as_bytes()]);
+    ok(from, &[b"CLUSTER", b"SETSLOT", sl, b"MIGRATING", to_id.as_bytes()]);
+    let port = to.port().to_string();
+    let mut moved_keys = 0;
+    loop {
+        let r = cmd(from, &[b"CLUSTER", b"GETKEYSINSLOT", sl, b"50"]);
+        let text = String::from_utf8_lossy(&r).into_owned();
+        let keys: Vec<&str> = text
+            .split("\r\n")
+            .skip(1)
+            .filter(|l| !l.starts_with('$') && !l.is_empty())
+            .collect();
+        if keys.is_empty() {
+            break;
+        }
+        let mut args: Vec<&[u8]> = vec![b"MIGRATE", b"127.0.0.1", port.as_bytes(), b"", b"0"];
+        args.extend([b"5000".as_slice(), b"KEYS"]);
+        args.extend(keys.iter().map(|k| k.as_bytes()));
+        ok(from, &args);
+        moved_keys += keys.len();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(moved_keys, 2_000);
+    for n in [from, to] {
+        ok(n, &[b"CLUSTER", b"SETSLOT", sl, b"NODE", to_id.as_bytes()]);
+    }
+
+    let r = runner.join().unwrap();
+    assert_eq!(r.errors, 0, "{:?}", r.errors_by_kind);
+    assert_eq!(r.misses, 0);
+    assert!(r.valid, "{:?}", r.problems);
+    let sh = r.connections.sharded.as_ref().unwrap();
+    assert!(sh.ask > 0 && sh.moved > 0, "{sh:?}");
+    let cc = r.server_counters.as_ref().unwrap();
+    assert!(cc.agrees(), "{cc:#?}");
+    assert_eq!(cc.server.gets + cc.server.sets, r.requests);
+    let c = r.consistency.as_ref().unwrap();
+    assert_eq!(c.stale_reads, 0, "{c:?}");
+}
+
+#[test]
+fn single_servers_and_cluster_nodes_are_not_confused() {
+    let cluster = server_with(TargetKind::RedisCluster, &[("shards", "1")], 10);
+    let e = measure_err(&plan(TargetKind::Redis, cluster.endpoint()));
+    assert!(e.contains("redis-cluster://"), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+    let single = server(TargetKind::Redis);
+    let e = measure_err(&plan(TargetKind::RedisCluster, single.endpoint()));
+    assert!(e.contains("not in cluster mode"), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+}
