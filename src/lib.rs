@@ -385,7 +385,11 @@ fn serve(target: &plan::TargetSpec, shutdown: &AtomicBool) -> Result<()> {
         "kvlab: {} {} (pid {}) in {}; Ctrl-C stops it",
         s.info.product,
         s.info.version,
-        s.pid(),
+        s.pids()
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(" "),
         s.dir().display()
     );
     while !shutdown.load(std::sync::atomic::Ordering::SeqCst) {

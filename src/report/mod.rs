@@ -3,6 +3,7 @@
 //! Repetitions and files merge by histogram, never by averaging percentiles.
 
 pub mod aside;
+mod baseline;
 pub mod chart;
 mod figures;
 pub mod fill;
@@ -49,6 +50,7 @@ pub fn build(results: &[StudyResult]) -> Report {
     let description = study.map(|s| s.description.clone()).unwrap_or_default();
     let fill = fill::section(results);
     let (mut verdict, best) = verdict::verdict(results, &rows, axis.as_deref(), fill.as_ref());
+    verdict.extend(baseline::lines(results, &rows));
     let mut caveats = verdict::caveats(results, &rows);
 
     let axis_name = axis.clone().unwrap_or_else(|| "connections".into());

@@ -10,6 +10,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("s3-read", include_str!("../../studies/s3-read.toml")),
     ("s4", include_str!("../../studies/s4.toml")),
     ("tarantool", include_str!("../../studies/tarantool.toml")),
+    ("cluster", include_str!("../../studies/cluster.toml")),
     (
         "cache-aside",
         include_str!("../../studies/cache-aside.toml"),

@@ -1,6 +1,7 @@
 //! Caveats for a study whose sweep needs more cores than the machine has: more
 //! client threads, or more server threads (a product's thread settings such
-//! as `io-threads`), than there are cores to run them.
+//! as `io-threads`), or more server processes (a cluster's nodes), than there
+//! are cores to run them.
 
 use super::file::StudyFile;
 use crate::plan::TargetSpec;
@@ -27,6 +28,16 @@ pub fn core_caveats(s: &StudyFile, cores: usize) -> Vec<String> {
         };
         if spec.external.is_some() {
             continue; // another machine's cores
+        }
+        let server = spec.kind.product().server();
+        if let Ok(config) = server.configure(&t.server_opts, Default::default()) {
+            let n = server.processes(&config);
+            if n > cores {
+                out.push(format!(
+                    "{}: {n} server processes on a machine with {cores} cores, shared with kvlab: they contend for the cores, so these points show what the topology costs, not the throughput it adds with more cores.",
+                    crate::study::label(t)
+                ));
+            }
         }
         for key in spec.kind.product().server().thread_settings() {
             let given = t.server_opts.get(*key).and_then(|v| v.parse().ok());

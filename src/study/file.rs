@@ -52,6 +52,10 @@ pub struct StudyFile {
     /// The systems to compare.
     #[serde(rename = "target")]
     pub targets: Vec<TargetSection>,
+    /// The target (by name) every other one is compared with in the report,
+    /// point by point (e.g. a single server against clusters of it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
     /// Axes to sweep: each a list of values.
     #[serde(default)]
     pub sweep: Sweep,

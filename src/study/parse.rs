@@ -187,6 +187,14 @@ fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
             );
         }
     }
+    if let Some(b) = &s.baseline
+        && !names.contains(b)
+    {
+        bail!(
+            "{origin}: baseline = \"{b}\" names no target; use one of {}",
+            names.iter().cloned().collect::<Vec<_>>().join(", ")
+        );
+    }
     // Every point must make a valid plan: expand once to surface errors early.
     expand(s).map_err(|e| anyhow!("{origin}: {}", study_words(&format!("{e:#}"))))?;
     Ok(())

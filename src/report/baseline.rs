@@ -1,0 +1,114 @@
+//! Each target against the study's baseline target (`baseline = "NAME"` in
+//! the study file): at every set of swept values both ran without errors, how
+//! its throughput, p99 latency and server CPU per request compare. This is how
+//! a report says what a topology (a cluster, a pooler) changed.
+
+use super::chart::short;
+use super::rows::Row;
+use crate::study::exec::StudyResult;
+
+/// One sentence per target other than the baseline, in target order.
+pub(super) fn lines(results: &[StudyResult], rows: &[Row]) -> Vec<String> {
+    let Some(base) = results.first().and_then(|r| r.study.baseline.clone()) else {
+        return Vec::new();
+    };
+    let mut targets: Vec<&str> = Vec::new();
+    for r in rows {
+        if r.target != base && !targets.contains(&r.target.as_str()) {
+            targets.push(&r.target);
+        }
+    }
+    let mut out = Vec::new();
+    for t in targets {
+        let pairs: Vec<(&Row, &Row)> = rows
+            .iter()
+            .filter(|r| r.target == t && r.errors == 0 && r.rps > 0.0)
+            .filter_map(|r| {
+                let b = rows.iter().find(|b| {
+                    b.target == base && b.params == r.params && b.errors == 0 && b.rps > 0.0
+                })?;
+                Some((r, b))
+            })
+            .collect();
+        if pairs.is_empty() {
+            out.push(format!(
+                "{t} against {base}: no set of swept values where both ran without errors."
+            ));
+            continue;
+        }
+        let thr: Vec<f64> = pairs.iter().map(|(r, b)| r.rps / b.rps).collect();
+        let p99: Vec<f64> = pairs
+            .iter()
+            .filter(|(r, b)| r.latency.p99 > 0.0 && b.latency.p99 > 0.0)
+            .map(|(r, b)| r.latency.p99 / b.latency.p99)
+            .collect();
+        let cpu: Vec<f64> = pairs
+            .iter()
+            .filter_map(|(r, b)| Some(r.server_us? / b.server_us.filter(|x| *x > 0.0)?))
+            .collect();
+        let (lo, hi) = (min(&thr), max(&thr));
+        let at = |v: f64| {
+            let i = thr.iter().position(|x| *x == v).unwrap_or(0);
+            let (r, b) = pairs[i];
+            format!(
+                "{} vs {} req/s at {}",
+                short(r.rps),
+                short(b.rps),
+                params(r)
+            )
+        };
+        let mut s = format!(
+            "{t} against {base}: throughput {} over {} point{} (lowest {}: {}; highest {}: {})",
+            range(lo, hi),
+            pairs.len(),
+            if pairs.len() == 1 { "" } else { "s" },
+            x(lo),
+            at(lo),
+            x(hi),
+            at(hi)
+        );
+        if !p99.is_empty() {
+            s.push_str(&format!(", p99 latency {}", range(min(&p99), max(&p99))));
+        }
+        if !cpu.is_empty() {
+            s.push_str(&format!(
+                ", server CPU per request {}",
+                range(min(&cpu), max(&cpu))
+            ));
+        }
+        s.push('.');
+        out.push(s);
+    }
+    out
+}
+
+fn params(r: &Row) -> String {
+    if r.params.is_empty() {
+        return "the study's settings".into();
+    }
+    r.params
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn min(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+fn max(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+}
+
+fn x(v: f64) -> String {
+    format!("{v:.2}x")
+}
+
+fn range(lo: f64, hi: f64) -> String {
+    if (hi - lo).abs() < 0.005 {
+        x(lo)
+    } else {
+        format!("{}–{}", x(lo), x(hi))
+    }
+}
