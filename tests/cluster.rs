@@ -145,6 +145,8 @@ fn a_slot_migrated_during_the_run_is_followed() {
 #[test]
 fn single_servers_and_cluster_nodes_are_not_confused() {
     let cluster = server_with(TargetKind::RedisCluster, &[("shards", "1")], 10);
+    let r = measure(&plan(TargetKind::RedisCluster, cluster.endpoint()));
+    assert_eq!((r.errors, r.connections.sharded.unwrap().nodes), (0, 1));
     let e = measure_err(&plan(TargetKind::Redis, cluster.endpoint()));
     assert!(e.contains("redis-cluster://"), "{e}");
     assert_eq!(e.lines().count(), 1, "{e}");

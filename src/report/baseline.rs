@@ -4,7 +4,7 @@
 //! a report says what a topology (a cluster, a pooler) changed.
 
 use super::chart::short;
-use super::rows::Row;
+use super::rows::{Row, varies};
 use crate::study::exec::StudyResult;
 
 /// One sentence per target other than the baseline, in target order.
@@ -54,7 +54,7 @@ pub(super) fn lines(results: &[StudyResult], rows: &[Row]) -> Vec<String> {
                 "{} vs {} req/s at {}",
                 short(r.rps),
                 short(b.rps),
-                params(r)
+                params(r, rows)
             )
         };
         let mut s = format!(
@@ -82,15 +82,19 @@ pub(super) fn lines(results: &[StudyResult], rows: &[Row]) -> Vec<String> {
     out
 }
 
-fn params(r: &Row) -> String {
-    if r.params.is_empty() {
-        return "the study's settings".into();
-    }
-    r.params
+/// The swept values of `r` (those that vary among `rows`).
+fn params(r: &Row, rows: &[Row]) -> String {
+    let v: Vec<String> = r
+        .params
         .iter()
+        .filter(|(k, _)| varies(rows, k))
         .map(|(k, v)| format!("{k} {v}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect();
+    if v.is_empty() {
+        "the study's settings".into()
+    } else {
+        v.join(", ")
+    }
 }
 
 fn min(v: &[f64]) -> f64 {

@@ -218,12 +218,10 @@ impl ManagedServer {
             info = Some(self.wait_node(i, &c, log, deadline)?);
             connectors.push(c);
         }
-        if connectors.len() > 1 {
-            self.product
-                .server()
-                .join(&connectors, config, deadline)
-                .with_context(|| format!("managed {name} nodes did not form one target"))?;
-        }
+        self.product
+            .server()
+            .join(&connectors, config, deadline)
+            .with_context(|| format!("managed {name} did not form one target"))?;
         Ok(info.expect("at least one process"))
     }
 

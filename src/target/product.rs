@@ -255,9 +255,8 @@ pub trait Server: Sync {
         let _ = config;
         1
     }
-    /// Work after every process answers and before the target is probed:
-    /// joins the `nodes` of a multi-process target into one (e.g. a cluster),
-    /// by `deadline`.
+    /// Work after every process answers, before the target is used: e.g.
+    /// joins the `nodes` into one cluster and assigns its slots, by `deadline`.
     fn join(&self, nodes: &[Connector], config: &Config, deadline: Instant) -> Result<()> {
         let _ = (nodes, config, deadline);
         Ok(())
