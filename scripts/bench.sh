@@ -9,6 +9,8 @@
 # sysbench oltp_point_select on managed PostgreSQL and MariaDB, 50 connections.
 # Tarantool and Cassandra (BENCH_CQL=0 skips it; NCQL requests per run): kvlab
 # alone, no peer tool for them being packaged here.
+# Redis Cluster (BENCH_CLUSTER=0 skips it): kvlab's slot routing beside
+# redis-benchmark --cluster on a kvlab-managed cluster of 3 primaries.
 #
 # Workload: 50 connections, 1M keys x 256 B, GET only, pipeline 1 and 16; every
 # client on one thread (redis-benchmark and memtier -t 1 are single-threaded).
@@ -140,6 +142,27 @@ for round in $(seq "$ROUNDS"); do
       --key-pattern=R:R --key-maximum="$KEYS" -d 256 -c 50 -t 1 --pipeline=1 -n "$per" --hide-histogram)"
   fi
 done
+
+# Redis Cluster, 3 primaries (kvlab-managed). redis-benchmark --cluster gives
+# each client one node and tags its keys with that node's slot; kvlab's 50
+# clients each reach every node and route each key by its slot. Both read keys
+# they loaded: kvlab its own, redis-benchmark 15 x KEYS random SETs over its
+# 3 x KEYS tagged keys (~99% present).
+if [ "${BENCH_CLUSTER:-1}" = 1 ]; then
+  CL=$(serve redis-cluster)
+  CLPORT=${CL##*:}
+  echo "bench: managed redis-cluster at $CL; loading $KEYS keys for kvlab and redis-benchmark"
+  "$KVLAB" run --target "$CL" --keys "$KEYS" --requests 1 --warmup 0 > /dev/null
+  redis-benchmark --cluster -p "$CLPORT" -t set -n $((KEYS * 15)) -r "$KEYS" -d 256 -P 64 -q > /dev/null
+  for round in $(seq "$ROUNDS"); do
+    for P in 1 16; do
+      N=$([ "$P" = 1 ] && echo "$N1" || echo "$N16")
+      echo "bench: round $round, redis-cluster, pipeline $P"
+      record redis-benchmark-cluster "$P" "$N" "$(cpu_of redis-benchmark --cluster -p "$CLPORT" -t get -n "$N" -r "$KEYS" -d 256 -c 50 -P "$P" -q)"
+      kvlab_rec kvlab-cluster "$P" "$N" "$CL" --keys "$KEYS"
+    done
+  done
+fi
 
 MC=$(serve memcached)
 echo "bench: managed memcached at $MC; loading $KEYS keys"
