@@ -116,7 +116,7 @@ impl Cache {
             opts,
             format!("kvlab: filling the cache {}", self.connector.display),
         );
-        crate::dataset::load_cache(&spec, opts, shutdown)?;
+        crate::dataset::load_cache(&spec, self.server.is_some(), opts, shutdown)?;
         Ok(())
     }
 

@@ -26,7 +26,7 @@ pub fn prepare(
     shutdown: &AtomicBool,
 ) -> Result<Option<LoadResult>> {
     match base.connector.product.role() {
-        Role::Cache(_) if plan.workload.load => load_cache(base, opts, shutdown).map(Some),
+        Role::Cache(_) if plan.workload.load => load_cache(base, managed, opts, shutdown).map(Some),
         Role::Cache(_) => Ok(None),
         Role::Database(db) => {
             let data = DataSpec {
@@ -43,8 +43,18 @@ pub fn prepare(
 }
 
 /// Writes every key once (version 0), pipelined, into the cache `base` names;
-/// fails unless every write was stored.
-pub fn load_cache(base: &Spec, opts: RunOptions, shutdown: &AtomicBool) -> Result<LoadResult> {
+/// fails unless every write was stored and kept (no eviction while loading).
+/// `managed`: kvlab started the server (for the hint on what to change).
+pub fn load_cache(
+    base: &Spec,
+    managed: bool,
+    opts: RunOptions,
+    shutdown: &AtomicBool,
+) -> Result<LoadResult> {
+    let Role::Cache(cache) = base.connector.product.role() else {
+        bail!("{} is not a cache", base.connector.display);
+    };
+    let evicted_before = cache.memory(&base.connector).ok().map(|m| m.evictions);
     let keys = base.keys;
     let pipeline = (1_048_576 / (base.values.size() + 64)).clamp(1, 128);
     let spec = Spec {
@@ -85,10 +95,7 @@ pub fn load_cache(base: &Spec, opts: RunOptions, shutdown: &AtomicBool) -> Resul
             .filter(|k| c.error(**k) > 0)
             .map(|k| format!("{} {}", k.name(), c.error(*k)))
             .collect();
-        let hint = match base.connector.product.role() {
-            Role::Cache(c) => c.load_hint(base.values.size()),
-            Role::Database(_) => "",
-        };
+        let hint = cache.load_hint(base.values.size(), managed);
         bail!(
             "loading the data failed: {} of {keys} keys stored ({}){}; {hint}",
             c.stored,
@@ -100,6 +107,17 @@ pub fn load_cache(base: &Spec, opts: RunOptions, shutdown: &AtomicBool) -> Resul
             r.last_connect_error
                 .map(|e| format!("; last connection error: {e}"))
                 .unwrap_or_default()
+        );
+    }
+    let evicted_after = cache.memory(&base.connector).ok().map(|m| m.evictions);
+    if let (Some(a), Some(b)) = (evicted_before, evicted_after)
+        && b > a
+    {
+        bail!(
+            "loading the data failed: {} evicted {} keys while kvlab stored {keys}: its memory limit holds less than the data; {}",
+            base.connector.display,
+            b - a,
+            cache.load_hint(base.values.size(), managed)
         );
     }
     Ok(LoadResult::of(keys, seconds))

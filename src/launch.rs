@@ -43,13 +43,19 @@ pub fn start_managed(
     let started = match pids.len() {
         1 => format!(
             "kvlab: started {} {} (pid {}) on 127.0.0.1:{}",
-            s.info.product, s.info.version, pids[0], s.endpoint().port,
+            s.info.product,
+            s.info.version,
+            pids[0],
+            s.endpoint().port,
         ),
         n => format!(
             "kvlab: started {} {} as {n} processes (pids {}) joined as one {}, seed 127.0.0.1:{}",
             s.info.product,
             s.info.version,
-            pids.iter().map(u32::to_string).collect::<Vec<_>>().join(" "),
+            pids.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(" "),
             kind.name(),
             s.endpoint().port,
         ),

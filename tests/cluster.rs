@@ -102,8 +102,14 @@ fn a_slot_migrated_during_the_run_is_followed() {
     let slot_s = slot.to_string();
     let sl = slot_s.as_bytes();
     std::thread::sleep(Duration::from_millis(1200));
-    ok(to, &[b"CLUSTER", b"SETSLOT", sl, b"IMPORTING", from_id.as_bytes()]);
-    ok(from, &[b"CLUSTER", b"SETSLOT", sl, b"MIGRATING", to_id.as_bytes()]);
+    ok(
+        to,
+        &[b"CLUSTER", b"SETSLOT", sl, b"IMPORTING", from_id.as_bytes()],
+    );
+    ok(
+        from,
+        &[b"CLUSTER", b"SETSLOT", sl, b"MIGRATING", to_id.as_bytes()],
+    );
     let port = to.port().to_string();
     let mut moved_keys = 0;
     loop {

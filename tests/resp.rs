@@ -164,7 +164,27 @@ fn a_password_protected_server_needs_and_hides_the_password() {
         .unwrap()
         .probe(Duration::from_secs(2))
         .unwrap_err();
-    assert!(format!("{err:#}").contains("NOAUTH"), "{err:#}");
+    let err = format!("{err:#}");
+    assert!(err.contains("needs a password"), "{err}");
+    assert!(err.contains("redis://:PASSWORD@127.0.0.1:"), "{err}");
+}
+
+#[test]
+fn a_full_external_redis_names_its_own_setting() {
+    let mut opts = std::collections::BTreeMap::new();
+    opts.insert("memory-mb".to_string(), "3".to_string());
+    let s =
+        kvlab::target::ManagedServer::start(TargetKind::Redis, &opts, Default::default()).unwrap();
+    let mut p = plan(TargetKind::Redis, s.endpoint());
+    p.workload.keys = 20_000;
+    p.workload.value_size = 1000;
+    let e = common::measure_err(&p);
+    assert!(e.contains("keys stored (server_error"), "{e}");
+    assert!(e.contains("CONFIG SET maxmemory"), "{e}");
+    assert!(
+        !e.contains("--server-opt"),
+        "not for a server kvlab did not start: {e}"
+    );
 }
 
 #[test]

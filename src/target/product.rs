@@ -129,10 +129,15 @@ pub struct CacheMemory {
 pub trait Cache: Sync {
     /// Items held, memory limit and evictions, from the server's own report.
     fn memory(&self, c: &Connector) -> Result<CacheMemory>;
-    /// The hint for a load that could not store every key of `value_size` bytes.
-    fn load_hint(&self, value_size: usize) -> &'static str {
+    /// The hint for a load that could not store (or keep) every key of
+    /// `value_size` bytes; `managed`: kvlab started the server, so
+    /// `--server-opt` sets its limits (else the server's own settings do).
+    fn load_hint(&self, value_size: usize, managed: bool) -> String {
         let _ = value_size;
-        "is the server's memory limit large enough (--server-opt memory-mb=…)?"
+        match managed {
+            true => "raise the server's memory limit (--server-opt memory-mb=…) or load fewer --keys".into(),
+            false => "raise the server's memory limit (its own setting, e.g. maxmemory) or load fewer --keys".into(),
+        }
     }
 }
 

@@ -99,12 +99,14 @@ impl Cache for Memcached {
         })
     }
 
-    fn load_hint(&self, value_size: usize) -> &'static str {
-        if value_size > 1_000_000 {
-            "memcached stores items of at most 1 MiB by default: raise it with --server-opt item-size-max=4m or lower --value-size"
-        } else {
-            "is the server's memory limit large enough (--server-opt memory-mb=…)?"
+    fn load_hint(&self, value_size: usize, managed: bool) -> String {
+        match (value_size > 1_000_000, managed) {
+            (true, true) => "memcached stores items of at most 1 MiB by default: raise it with --server-opt item-size-max=4m or lower --value-size",
+            (true, false) => "memcached stores items of at most 1 MiB by default: start it with -I 4m or lower --value-size",
+            (false, true) => "raise memcached's memory limit (--server-opt memory-mb=…) or load fewer --keys",
+            (false, false) => "raise memcached's memory limit (start it with -m MEGABYTES) or load fewer --keys",
         }
+        .into()
     }
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-use super::codec::{self, SLOTS, bulk_payload, command, info_field};
+use super::codec::{SLOTS, bulk_payload, command, info_field};
 use super::{REDIS, RespProduct, VALKEY, node_counters, node_memory, open};
 use crate::target::{
     Cache, CacheMemory, Connector, Product, Role, Server, ServerCounters, ServerInfo, Topology,
@@ -69,13 +69,7 @@ impl Product for ClusterProduct {
     }
 
     fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo> {
-        c.probe_with(timeout, |s| {
-            let info = codec::probe(s)?;
-            if !cluster_enabled(s)? {
-                bail!("it is not in cluster mode (cluster_enabled:0); use redis:// or valkey:// for a single server");
-            }
-            Ok(info)
-        })
+        super::probe(c, timeout, true, self.base.name)
     }
 
     fn counters(&self, c: &Connector) -> Result<ServerCounters> {
@@ -125,6 +119,9 @@ impl Cache for ClusterProduct {
         }
         Ok(sum)
     }
+    fn load_hint(&self, value_size: usize, managed: bool) -> String {
+        super::load_hint(value_size, managed)
+    }
 }
 
 /// Whether the server on `s` runs in cluster mode (`INFO cluster`).
@@ -136,11 +133,7 @@ pub(crate) fn cluster_enabled(s: &mut &TcpStream) -> Result<bool> {
 
 /// Connectors to every primary serving slots.
 fn primaries(c: &Connector) -> Result<Vec<Connector>> {
-    Ok(read_topology(c)?
-        .nodes
-        .iter()
-        .map(|&a| c.at(a))
-        .collect())
+    Ok(read_topology(c)?.nodes.iter().map(|&a| c.at(a)).collect())
 }
 
 /// The slot map as the seed node `c` reports it.

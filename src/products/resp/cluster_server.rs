@@ -43,7 +43,9 @@ impl Server for ClusterProduct {
                 .ok()
                 .filter(|n| (1..=MAX_SHARDS).contains(n))
                 .with_context(|| {
-                    format!("--server-opt shards={v}: use a number of primaries from 1 to {MAX_SHARDS}")
+                    format!(
+                        "--server-opt shards={v}: use a number of primaries from 1 to {MAX_SHARDS}"
+                    )
                 })?,
         };
         let replicas = match rest.remove("replicas").as_deref() {
@@ -63,7 +65,9 @@ impl Server for ClusterProduct {
         }
         let mut config = self.base.configure(&rest, sizing)?;
         config.settings.insert("shards".into(), shards.to_string());
-        config.settings.insert("replicas".into(), replicas.to_string());
+        config
+            .settings
+            .insert("replicas".into(), replicas.to_string());
         Ok(config)
     }
 
@@ -74,9 +78,14 @@ impl Server for ClusterProduct {
 
     fn command(&self, l: &Launch<'_>) -> Result<(Command, Login)> {
         let (mut cmd, login) = self.base.command(l)?;
-        cmd.args(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"])
-            .args(["--cluster-node-timeout", "5000", "--cluster-port"])
-            .arg(l.aux_port.to_string());
+        cmd.args([
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+        ])
+        .args(["--cluster-node-timeout", "5000", "--cluster-port"])
+        .arg(l.aux_port.to_string());
         Ok((cmd, login))
     }
 
@@ -86,13 +95,22 @@ impl Server for ClusterProduct {
         for n in &nodes[1..] {
             let (ip, port) = (n.addr.ip().to_string(), n.addr.port().to_string());
             let bus = bus_port(n)?;
-            let meet: [&[u8]; 5] = [b"CLUSTER", b"MEET", ip.as_bytes(), port.as_bytes(), bus.as_bytes()];
+            let meet: [&[u8]; 5] = [
+                b"CLUSTER",
+                b"MEET",
+                ip.as_bytes(),
+                port.as_bytes(),
+                bus.as_bytes(),
+            ];
             ok(first, &meet)?;
         }
         for (i, n) in nodes.iter().take(shards).enumerate() {
             let (a, b) = (i * SLOTS / shards, (i + 1) * SLOTS / shards - 1);
             let (a, b) = (a.to_string(), b.to_string());
-            ok(n, &[b"CLUSTER", b"ADDSLOTSRANGE", a.as_bytes(), b.as_bytes()])?;
+            ok(
+                n,
+                &[b"CLUSTER", b"ADDSLOTSRANGE", a.as_bytes(), b.as_bytes()],
+            )?;
         }
         // Every node must know every other before a replica can follow its primary.
         wait(deadline, "every node to know the others", || {
@@ -215,7 +233,10 @@ mod tests {
             let mut o = BTreeMap::new();
             o.insert(k.to_string(), v.to_string());
             let e = REDIS_CLUSTER.configure(&o, Sizing::default()).unwrap_err();
-            assert!(e.to_string().contains(&format!("--server-opt {k}={v}")), "{e}");
+            assert!(
+                e.to_string().contains(&format!("--server-opt {k}={v}")),
+                "{e}"
+            );
         }
         let mut o = BTreeMap::new();
         o.insert("cluster-enabled".to_string(), "no".to_string());

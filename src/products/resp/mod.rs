@@ -92,16 +92,7 @@ impl Product for RespProduct {
     }
 
     fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo> {
-        c.probe_with(timeout, |s| {
-            let info = codec::probe(s)?;
-            if cluster::cluster_enabled(s)? {
-                anyhow::bail!(
-                    "it is a cluster node (cluster_enabled:1); use {}-cluster://HOST:PORT to run against the whole cluster",
-                    self.name
-                );
-            }
-            Ok(info)
-        })
+        probe(c, timeout, false, self.name)
     }
 
     fn counters(&self, c: &Connector) -> Result<ServerCounters> {
@@ -117,6 +108,53 @@ impl Cache for RespProduct {
     fn memory(&self, c: &Connector) -> Result<CacheMemory> {
         node_memory(c)
     }
+    fn load_hint(&self, value_size: usize, managed: bool) -> String {
+        load_hint(value_size, managed)
+    }
+}
+
+/// What to change when a load was refused (`-OOM`) or evicted.
+pub(crate) fn load_hint(_value_size: usize, managed: bool) -> String {
+    match managed {
+        true => "raise the server's maxmemory (--server-opt memory-mb=…) or load fewer --keys",
+        false => "raise the server's maxmemory (CONFIG SET maxmemory …, or maxmemory in its redis.conf) or load fewer --keys",
+    }
+    .into()
+}
+
+/// Probes a RESP server: its version, and whether it runs in cluster mode as
+/// the scheme said (`cluster`); a server that wants a password says how to
+/// give one. `family`: `redis` or `valkey`, for the scheme in messages.
+pub(crate) fn probe(
+    c: &Connector,
+    timeout: Duration,
+    cluster: bool,
+    family: &str,
+) -> Result<ServerInfo> {
+    let r = c.probe_with(timeout, |s| {
+        let info = codec::probe(s)?;
+        match (cluster::cluster_enabled(s)?, cluster) {
+            (true, false) => anyhow::bail!(
+                "it is a cluster node (cluster_enabled:1); use {family}-cluster://HOST:PORT to run against the whole cluster"
+            ),
+            (false, true) => anyhow::bail!(
+                "it is not in cluster mode (cluster_enabled:0); use {family}:// for a single server"
+            ),
+            _ => Ok(info),
+        }
+    });
+    r.map_err(|e| {
+        if format!("{e:#}").contains("NOAUTH") {
+            let scheme = c.product.schemes()[0];
+            anyhow::anyhow!(
+                "{} needs a password: give it in the URL, {scheme}://:PASSWORD@{} (or {scheme}://USER:PASSWORD@… for an ACL user)",
+                c.display,
+                c.addr
+            )
+        } else {
+            e
+        }
+    })
 }
 
 /// A TCP connection to the server `c` names, authenticated when `c` has a
