@@ -1,5 +1,7 @@
 //! The server's own request counters, as each product reports them (read by the
-//! product), taken before and after a run so kvlab's counts can be checked.
+//! product), taken before and after a run so kvlab's counts can be checked; and
+//! the CPU and memory a server reports of itself, for servers kvlab did not
+//! start (whose processes it cannot see).
 
 use serde::{Deserialize, Serialize};
 
@@ -35,4 +37,22 @@ impl ServerCounters {
             exact: self.exact && before.exact,
         }
     }
+}
+
+/// The CPU and memory a server reports of itself (e.g. `INFO cpu`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReportedUsage {
+    /// User plus system CPU seconds since it started.
+    pub cpu_s: f64,
+    /// The memory it reports, bytes, if any.
+    pub memory_bytes: Option<u64>,
+}
+
+/// Where a product's [`ReportedUsage`] comes from, for results and messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UsageReport {
+    /// Where the CPU figure comes from, e.g. `INFO cpu (used_cpu_user + used_cpu_sys)`.
+    pub cpu: &'static str,
+    /// What the memory figure is, e.g. `INFO memory used_memory_rss`.
+    pub memory: Option<&'static str>,
 }

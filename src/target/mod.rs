@@ -26,7 +26,7 @@ pub mod settings;
 pub mod table;
 pub mod topology;
 
-pub use counters::ServerCounters;
+pub use counters::{ReportedUsage, ServerCounters, UsageReport};
 pub use endpoint::{Endpoint, SchemaOptions, Secret, is_secret_key};
 pub use managed::ManagedServer;
 pub use osuser::find_binary;

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::counters::ServerCounters;
+use super::counters::{ReportedUsage, ServerCounters, UsageReport};
 use super::endpoint::{Endpoint, SchemaOptions};
 use super::osuser::{OsUser, find_binary};
 use super::procfs::{ProcUsage, proc_usage};
@@ -91,6 +91,15 @@ pub trait Product: Sync + Send + 'static {
     fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo>;
     /// The server's own request counters, over a fresh connection.
     fn counters(&self, c: &Connector) -> Result<ServerCounters>;
+    /// Where the server reports its own CPU and memory (`None`: it does not).
+    fn usage_report(&self) -> Option<UsageReport> {
+        None
+    }
+    /// The CPU and memory the server reports of itself now, over a fresh
+    /// connection (for servers kvlab did not start); see [`Product::usage_report`].
+    fn reported_usage(&self, c: &Connector) -> Result<ReportedUsage> {
+        anyhow::bail!("{} does not report its CPU use", c.display)
+    }
     /// Whether keys are spread over nodes by slot ([`Product::topology`]).
     fn sharded(&self) -> bool {
         false
@@ -348,6 +357,11 @@ impl Connector {
         c.display = format!("{} node {addr}", self.display);
         c.addr = addr;
         c
+    }
+
+    /// The CPU and memory the server reports of itself now.
+    pub fn reported_usage(&self) -> Result<ReportedUsage> {
+        self.product.reported_usage(self)
     }
 
     /// The server's slot map, for sharded products (`None` otherwise).

@@ -146,3 +146,28 @@ pub fn measure_err(plan: &RunPlan) -> String {
         Err(e) => format!("{e:#}"),
     }
 }
+
+/// Runs a 2 s load against the managed `server` as an external target and
+/// checks that the CPU it reports of itself agrees with /proc within 5%.
+pub fn cpu_sources_agree(kind: TargetKind, server: &ManagedServer) {
+    let c = kvlab::target::Connector::new(kind, &server.endpoint()).unwrap();
+    let mut p = plan(kind, server.endpoint());
+    p.load.stop = Stop::Duration(2.0);
+    p.load.pipeline = 1;
+    p.load.connections = 8;
+    let _ = measure(&p); // loads the keys, so the next run reads hits
+    p.workload.load = false;
+    let (proc0, rep0) = (server.usage().unwrap(), c.reported_usage().unwrap());
+    let r = measure(&p);
+    let (proc1, rep1) = (server.usage().unwrap(), c.reported_usage().unwrap());
+    let (by_proc, by_report) = (proc1.cpu_s - proc0.cpu_s, rep1.cpu_s - rep0.cpu_s);
+    assert!(by_proc > 0.3, "{kind:?}: the server worked ({by_proc} s)");
+    let diff = (by_report - by_proc).abs() / by_proc;
+    assert!(
+        diff < 0.05,
+        "{kind:?}: /proc {by_proc:.3} s vs its own report {by_report:.3} s"
+    );
+    // The run against it, as a server kvlab did not start, used the report.
+    assert!(r.server_cpu_s.is_some_and(|s| s > 0.0), "{kind:?}");
+    assert!(rep1.memory_bytes.is_some_and(|b| b > 0), "{kind:?}");
+}

@@ -18,7 +18,8 @@ use anyhow::{Context, Result, bail};
 pub use codec::{Memcache, stats};
 
 use crate::target::{
-    Cache, CacheMemory, Connector, Product, Role, Server, ServerCounters, ServerInfo,
+    Cache, CacheMemory, Connector, Product, ReportedUsage, Role, Server, ServerCounters,
+    ServerInfo, UsageReport,
 };
 use crate::wire::Session;
 
@@ -81,6 +82,29 @@ impl Product for Memcached {
             hits: num(&st, "get_hits"),
             misses: num(&st, "get_misses"),
             exact: true,
+        })
+    }
+
+    fn usage_report(&self) -> Option<UsageReport> {
+        Some(UsageReport {
+            cpu: "stats (rusage_user + rusage_system)",
+            memory: Some("stats bytes (item memory)"),
+        })
+    }
+
+    fn reported_usage(&self, c: &Connector) -> Result<ReportedUsage> {
+        let st = read_stats(c).context("cannot read its stats")?;
+        let f = |k: &str| {
+            st.iter()
+                .find(|(n, _)| n == k)
+                .and_then(|(_, v)| v.parse::<f64>().ok())
+        };
+        let (Some(user), Some(sys)) = (f("rusage_user"), f("rusage_system")) else {
+            anyhow::bail!("{}: stats has no rusage_user/rusage_system", c.display);
+        };
+        Ok(ReportedUsage {
+            cpu_s: user + sys,
+            memory_bytes: Some(num(&st, "bytes")),
         })
     }
 

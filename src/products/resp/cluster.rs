@@ -13,7 +13,8 @@ use anyhow::{Context, Result, bail};
 use super::codec::{SLOTS, bulk_payload, command, info_field};
 use super::{REDIS, RespProduct, VALKEY, node_counters, node_memory, open};
 use crate::target::{
-    Cache, CacheMemory, Connector, Product, Role, Server, ServerCounters, ServerInfo, Topology,
+    Cache, CacheMemory, Connector, Product, ReportedUsage, Role, Server, ServerCounters,
+    ServerInfo, Topology, UsageReport,
 };
 use crate::wire::Session;
 
@@ -86,6 +87,25 @@ impl Product for ClusterProduct {
             sum.sets += n.sets;
             sum.hits += n.hits;
             sum.misses += n.misses;
+        }
+        Ok(sum)
+    }
+
+    fn usage_report(&self) -> Option<UsageReport> {
+        Some(super::USAGE_REPORT)
+    }
+
+    fn reported_usage(&self, c: &Connector) -> Result<ReportedUsage> {
+        // Every node's process, replicas included, as for a managed cluster.
+        let text = cluster_nodes(c)?;
+        let mut sum = ReportedUsage {
+            cpu_s: 0.0,
+            memory_bytes: Some(0),
+        };
+        for n in node_lines(&text, c.addr)? {
+            let u = super::node_usage(&c.at(n.addr))?;
+            sum.cpu_s += u.cpu_s;
+            sum.memory_bytes = sum.memory_bytes.zip(u.memory_bytes).map(|(a, b)| a + b);
         }
         Ok(sum)
     }

@@ -26,7 +26,8 @@ pub use cluster::{REDIS_CLUSTER, VALKEY_CLUSTER};
 pub use codec::{Resp, bulk_payload, command, encode_command, frame_len, hash_slot, info_field};
 
 use crate::target::{
-    Cache, CacheMemory, Connector, Product, Role, Server, ServerCounters, ServerInfo,
+    Cache, CacheMemory, Connector, Product, ReportedUsage, Role, Server, ServerCounters,
+    ServerInfo, UsageReport,
 };
 use crate::wire::Session;
 
@@ -97,6 +98,14 @@ impl Product for RespProduct {
 
     fn counters(&self, c: &Connector) -> Result<ServerCounters> {
         node_counters(c)
+    }
+
+    fn usage_report(&self) -> Option<UsageReport> {
+        Some(USAGE_REPORT)
+    }
+
+    fn reported_usage(&self, c: &Connector) -> Result<ReportedUsage> {
+        node_usage(c)
     }
 
     fn server(&self) -> &dyn Server {
@@ -213,6 +222,26 @@ pub(crate) fn node_counters(c: &Connector) -> Result<ServerCounters> {
             exact: true,
         })
     }
+}
+
+/// Where a RESP server reports its CPU and memory.
+pub(crate) const USAGE_REPORT: UsageReport = UsageReport {
+    cpu: "INFO cpu (used_cpu_user + used_cpu_sys)",
+    memory: Some("INFO memory used_memory_rss"),
+};
+
+/// One server's CPU seconds and resident memory, as it reports them.
+pub(crate) fn node_usage(c: &Connector) -> Result<ReportedUsage> {
+    let mut info = Info::open(c)?;
+    let (cpu, mem) = (info.section(b"cpu")?, info.section(b"memory")?);
+    let f = |t: &str, k: &str| info_field(t, k).and_then(|v| v.parse::<f64>().ok());
+    let (Some(user), Some(sys)) = (f(&cpu, "used_cpu_user"), f(&cpu, "used_cpu_sys")) else {
+        anyhow::bail!("{}: INFO cpu has no used_cpu_user/used_cpu_sys", c.display);
+    };
+    Ok(ReportedUsage {
+        cpu_s: user + sys,
+        memory_bytes: f(&mem, "used_memory_rss").map(|b| b as u64),
+    })
 }
 
 /// One server's items, memory limit and evictions (`INFO`).

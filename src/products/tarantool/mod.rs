@@ -25,7 +25,9 @@ use anyhow::{Context, Result};
 pub use codec::TtCodec;
 pub use conn::{TtConn, open};
 
-use crate::target::{Connector, Product, Role, Server, ServerCounters, ServerInfo};
+use crate::target::{
+    Connector, Product, ReportedUsage, Role, Server, ServerCounters, ServerInfo, UsageReport,
+};
 use crate::wire::Session;
 
 /// Tarantool (`tarantool`).
@@ -97,6 +99,29 @@ impl Product for Tarantool {
             hits: 0,
             misses: 0,
             exact: true,
+        })
+    }
+
+    fn usage_report(&self) -> Option<UsageReport> {
+        Some(UsageReport {
+            cpu: "os.clock() (the process's CPU time, as Tarantool's Lua reports it)",
+            memory: Some("box.slab.info().arena_used + box.info.memory().lua"),
+        })
+    }
+
+    fn reported_usage(&self, c: &Connector) -> Result<ReportedUsage> {
+        let mut conn = open(c, Duration::from_secs(5))?;
+        let r = conn
+            .eval(
+                "return os.clock(), box.slab.info().arena_used + box.info.memory().lua",
+                vec![],
+            )
+            .context("cannot read os.clock()")?;
+        let cpu = r.first().and_then(rmpv::Value::as_f64);
+        let mem = r.get(1).and_then(|v| v.as_u64().or(v.as_f64().map(|f| f as u64)));
+        Ok(ReportedUsage {
+            cpu_s: cpu.with_context(|| format!("{}: os.clock() gave no number", c.display))?,
+            memory_bytes: mem,
         })
     }
 
