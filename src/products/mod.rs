@@ -249,16 +249,17 @@ macro_rules! with_cache_codec {
     };
 }
 
-/// Binds `$c` to the codec of `$kind` (values of `$size` bytes) in `$body`.
+/// Binds `$c` to the codec of `$kind` (for the values and query mode of
+/// `$spec`) in `$body`.
 macro_rules! with_codec {
-    ($kind:expr, $size:expr, $c:ident => $body:expr) => {
+    ($kind:expr, $spec:expr, $c:ident => $body:expr) => {
         match $kind {
             TargetKind::Postgres => {
-                let $c = postgres::PgCodec::new($size);
+                let $c = postgres::PgCodec::for_connector($spec.values.size(), &$spec.connector);
                 $body
             }
             TargetKind::Mariadb => {
-                let $c = mysql::MyCodec::new($size);
+                let $c = mysql::MyCodec::new($spec.values.size());
                 $body
             }
             TargetKind::Tarantool => {
@@ -284,8 +285,7 @@ pub fn execute(
     if let Some(a) = &spec.aside {
         return execute_aside(spec, a, shutdown, observer);
     }
-    let size = spec.values.size();
-    with_codec!(TargetKind::of(spec.connector.product), size, c => {
+    with_codec!(TargetKind::of(spec.connector.product), spec, c => {
         engine::execute_with_codec(c, spec, shutdown, observer)
     })
 }
@@ -296,13 +296,12 @@ fn execute_aside(
     shutdown: &AtomicBool,
     observer: &mut dyn Observer,
 ) -> Result<EngineReport> {
-    let size = spec.values.size();
     let db = TargetKind::of(spec.connector.product);
     if !db.is_sql() {
         bail!("cache-aside needs a database behind the cache");
     }
     with_cache_codec!(TargetKind::of(aside.cache.product), cache => {
-        with_codec!(db, size, d => {
+        with_codec!(db, spec, d => {
             engine::aside::execute_with_codecs(cache, d, spec, aside, shutdown, observer)
         })
     }, bail!("cache-aside needs {} as the cache", names(true)))

@@ -77,6 +77,11 @@ pub trait Product: Sync + Send + 'static {
     fn consistency_levels(&self) -> Vec<&'static str> {
         Vec::new()
     }
+    /// The query modes requests may use (`--query-mode`), the default first;
+    /// empty when the product has one way to send a request.
+    fn query_modes(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Fails unless `prefix` can start this product's keys.
     fn check_prefix(&self, prefix: &str) -> Result<()> {
         let _ = prefix;
@@ -278,6 +283,9 @@ pub struct Connector {
     pub database: Option<String>,
     /// The consistency level requests ask for, where the product has levels.
     pub consistency: Option<String>,
+    /// The query mode requests use, where the product has modes (`None`: its
+    /// default).
+    pub query_mode: Option<String>,
 }
 
 impl fmt::Debug for Connector {
@@ -308,6 +316,7 @@ impl Connector {
             password: endpoint.password.as_ref().map(|p| p.expose().to_string()),
             database: endpoint.database.clone(),
             consistency: None,
+            query_mode: None,
         })
     }
 
@@ -315,6 +324,13 @@ impl Connector {
     /// has levels.
     pub fn with_consistency(mut self, level: Option<String>) -> Connector {
         self.consistency = level;
+        self
+    }
+
+    /// This connector, sending requests in query mode `mode` where the
+    /// product has modes.
+    pub fn with_query_mode(mut self, mode: Option<String>) -> Connector {
+        self.query_mode = mode;
         self
     }
 
