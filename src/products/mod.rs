@@ -17,10 +17,12 @@
 //! - [`mysql`]: MariaDB and MySQL (client/server protocol).
 //! - [`tarantool`]: Tarantool (IPROTO).
 //! - [`cql`]: Cassandra and other CQL stores (CQL native protocol v4).
+//! - [`pgbouncer`]: PgBouncer, a pooler kvlab runs in front of PostgreSQL.
 
 pub mod cql;
 pub mod memcached;
 pub mod mysql;
+pub mod pgbouncer;
 pub mod postgres;
 pub mod resp;
 pub mod tarantool;
@@ -31,7 +33,24 @@ use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{self, AsideSpec, EngineReport, Observer, Spec};
-use crate::target::{Product, Role};
+use crate::target::{Pooler, Product, Role};
+
+/// The poolers kvlab can start in front of a managed database (`--pooler`).
+pub static POOLERS: [&dyn Pooler; 1] = [&pgbouncer::PGBOUNCER];
+
+/// The pooler called `name`.
+pub fn pooler(name: &str) -> Option<&'static dyn Pooler> {
+    POOLERS.iter().copied().find(|p| p.name() == name)
+}
+
+/// The poolers' names joined by `sep`.
+pub fn pooler_names(sep: &str) -> String {
+    POOLERS
+        .iter()
+        .map(|p| p.name())
+        .collect::<Vec<_>>()
+        .join(sep)
+}
 
 /// The product a target is: decides the protocol and, when managed, the binary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -17,6 +17,7 @@ use anyhow::{Context, Result, bail};
 
 use super::endpoint::{Endpoint, Secret, is_secret_key};
 use super::osuser::{self, OsUser};
+use super::pooler::ManagedPooler;
 use super::procfs::ProcUsage;
 use super::product::{Connector, Launch, Login, Product, ServerInfo};
 use super::settings::{Config, Sizing};
@@ -32,6 +33,8 @@ pub struct ManagedServer {
     /// Product and version, read from the running server.
     pub info: ServerInfo,
     login: Login,
+    run_as: Option<OsUser>,
+    pooler: Option<ManagedPooler>,
 }
 
 /// A loopback port that is free now (a server may still take it first).
@@ -160,6 +163,8 @@ impl ManagedServer {
                 version: String::new(),
             },
             login,
+            run_as: run_as.cloned(),
+            pooler: None,
         };
         if let Some(u) = run_as {
             server.settings.insert("os-user".into(), u.name.clone());
@@ -303,23 +308,46 @@ impl ManagedServer {
         matches!(self.child.try_wait(), Ok(None))
     }
 
-    /// Stops the server now (SIGTERM, then SIGKILL after 5 s) and reaps it.
+    /// The system user it runs as, if not kvlab's own.
+    pub fn run_as(&self) -> Option<&OsUser> {
+        self.run_as.as_ref()
+    }
+
+    /// Puts `pooler` in front of it: clients of the run connect through it;
+    /// it stops before the server does.
+    pub fn attach_pooler(&mut self, pooler: ManagedPooler) {
+        self.pooler = Some(pooler);
+    }
+
+    /// The pooler in front of it, if any.
+    pub fn pooler(&self) -> Option<&ManagedPooler> {
+        self.pooler.as_ref()
+    }
+
+    /// Stops the server now (its pooler first; SIGTERM, then SIGKILL after
+    /// 5 s) and reaps it.
     pub fn stop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            // SAFETY: the pid is our unreaped child, so it cannot have been reused.
-            unsafe {
-                libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
-            }
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = self.child.try_wait() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+        self.pooler = None;
+        stop_child(&mut self.child);
+    }
+}
+
+/// Stops `child` if it still runs (SIGTERM, then SIGKILL after 5 s) and reaps it.
+pub(super) fn stop_child(child: &mut Child) {
+    if let Ok(None) = child.try_wait() {
+        // SAFETY: the pid is our unreaped child, so it cannot have been reused.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
         }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }
 
@@ -329,7 +357,8 @@ impl Drop for ManagedServer {
     }
 }
 
-fn log_tail(log: &Path) -> String {
+/// The last lines of a server's log, on one line.
+pub(super) fn log_tail(log: &Path) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let lines: Vec<&str> = text
         .lines()

@@ -82,6 +82,12 @@ pub trait Product: Sync + Send + 'static {
     fn query_modes(&self) -> &'static [&'static str] {
         &[]
     }
+    /// Round trips a new connection's set-up sends in `query_mode` beyond its
+    /// login (e.g. preparing statements): a pooler counts them as queries.
+    fn set_up_round_trips(&self, query_mode: Option<&str>) -> u64 {
+        let _ = query_mode;
+        0
+    }
     /// Fails unless `prefix` can start this product's keys.
     fn check_prefix(&self, prefix: &str) -> Result<()> {
         let _ = prefix;

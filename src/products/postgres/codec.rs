@@ -427,7 +427,10 @@ mod tests {
         r.extend(get_reply(Some(b"abc")));
         assert!(matches!(
             pg.decode(OpKind::Get, &r),
-            Ok(Decoded::Frame { reply: Reply::Value(_), .. })
+            Ok(Decoded::Frame {
+                reply: Reply::Value(_),
+                ..
+            })
         ));
     }
 

@@ -58,6 +58,10 @@ impl Product for Postgres {
     fn query_modes(&self) -> &'static [&'static str] {
         &QueryMode::NAMES
     }
+    /// Preparing kvlab's two statements is one `Sync`.
+    fn set_up_round_trips(&self, query_mode: Option<&str>) -> u64 {
+        u64::from(QueryMode::named(query_mode) == Some(QueryMode::Prepared))
+    }
 
     fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(TcpStream, Session)> {
         let mut conn = open(c, timeout)?;
