@@ -182,7 +182,12 @@ fn topology(rows: &[Row]) -> Vec<String> {
             continue;
         };
         let at = |r: &Row| {
-            let v: Vec<String> = r.params.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let v: Vec<String> = r
+                .params
+                .iter()
+                .filter(|(k, _)| varies(rows, k))
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
             v.join(", ")
         };
         let mut s = format!(
