@@ -62,7 +62,7 @@ pub struct CapacityArgs {
   kvlab study s0 --scale original --dry-run")]
 pub struct StudyArgs {
     /// The study file (TOML; see studies/ for annotated examples), or the name
-    /// of a built-in study (s0, s1, s2, s3, s3-read, s4, tarantool, cache-aside, demo).
+    /// of a built-in study (s0, s1, s2, s3, s3-read, s4, tarantool, cache-aside, demo, pooler).
     pub file: PathBuf,
     /// `quick`: as written, scaled for a small machine; `original`: the
     /// published study's parameters (its `[original]` tables).

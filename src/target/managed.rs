@@ -7,7 +7,6 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Stdio};
@@ -18,6 +17,8 @@ use anyhow::{Context, Result, bail};
 use super::endpoint::{Endpoint, Secret, is_secret_key};
 use super::osuser::{self, OsUser};
 use super::pooler::ManagedPooler;
+pub use super::process::free_port;
+use super::process::{log_tail, stop_child};
 use super::procfs::ProcUsage;
 use super::product::{Connector, Launch, Login, Product, ServerInfo};
 use super::settings::{Config, Sizing};
@@ -35,12 +36,6 @@ pub struct ManagedServer {
     login: Login,
     run_as: Option<OsUser>,
     pooler: Option<ManagedPooler>,
-}
-
-/// A loopback port that is free now (a server may still take it first).
-pub fn free_port() -> Result<u16> {
-    let l = TcpListener::bind("127.0.0.1:0").context("cannot find a free loopback port")?;
-    Ok(l.local_addr()?.port())
 }
 
 impl ManagedServer {
@@ -332,43 +327,8 @@ impl ManagedServer {
     }
 }
 
-/// Stops `child` if it still runs (SIGTERM, then SIGKILL after 5 s) and reaps it.
-pub(super) fn stop_child(child: &mut Child) {
-    if let Ok(None) = child.try_wait() {
-        // SAFETY: the pid is our unreaped child, so it cannot have been reused.
-        unsafe {
-            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
-        }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-}
-
 impl Drop for ManagedServer {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-/// The last lines of a server's log, on one line.
-pub(super) fn log_tail(log: &Path) -> String {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let lines: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    let tail = lines[lines.len().saturating_sub(3)..].join(" | ");
-    if tail.is_empty() {
-        "no output".into()
-    } else {
-        tail
     }
 }

@@ -13,6 +13,7 @@
 //! - [`osuser`]: installed programs, and the system user a managed database runs as.
 //! - [`pooler`]: the interface of a connection pooler kvlab runs in front of a
 //!   managed database, and its process.
+//! - [`process`]: free ports, log tails, stopping one child process.
 //! - [`procfs`]: CPU and memory of server processes from /proc.
 //! - [`counters`]: the server's own request counters.
 //! - [`table`]: kvlab's table on a database: marker, reuse, parallel load.
@@ -22,6 +23,7 @@ pub mod endpoint;
 pub mod managed;
 pub mod osuser;
 pub mod pooler;
+pub mod process;
 pub mod procfs;
 pub mod product;
 pub mod settings;

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use super::endpoint::{Endpoint, Secret};
-use super::managed::{free_port, log_tail, stop_child};
 use super::osuser::{self, OsUser, find_binary};
+use super::process::{free_port, log_tail, stop_child};
 use super::procfs::{ProcUsage, proc_usage};
 use super::product::{Login, Product};
 use crate::error::UsageError;
