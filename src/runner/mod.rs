@@ -241,8 +241,40 @@ pub fn measure_with(
         server_counters,
     );
     result.problems.extend(counters_note);
+    if let Some(b) = &background
+        && b.errors > 0
+    {
+        result
+            .problems
+            .push(format!("the background writer had {} errors", b.errors));
+    }
+    result.background = background;
+    result.problems.extend(board_note);
+    if base.board.is_none() {
+        result.consistency = None;
+    }
+    if let Some(a) = aside {
+        if let Some(cc) = &a.cache_counters
+            && cc.exclusive
+            && !cc.agrees()
+        {
+            result.problems.push(format!(
+                "the cache counted GET {} / SET {} but kvlab sent GET {} / SET {}",
+                cc.server.gets, cc.server.sets, cc.kvlab_gets, cc.kvlab_sets
+            ));
+        }
+        // Both servers' CPU is the price of a request through the cache.
+        if let (Some(d), Some(c)) = (a.db_cpu_s, a.cache_cpu_s) {
+            result.server_cpu_s = Some(d + c);
+            result.server_cpu_us_per_request =
+                (result.requests > 0).then(|| (d + c) * 1e6 / result.requests as f64);
+        }
+        result.cache_aside = Some(a);
+    }
     if let Some(p) = pooler {
-        let sent = report_requests(&result, bg_sets);
+        // What reached the database: every request, or the cache's misses and
+        // the writes in cache-aside; its CPU joins the database's.
+        let sent = kvlab_gets + kvlab_sets;
         let opened = result.connections.established as u64 + result.connections.reconnects;
         let counters =
             pooler_before
@@ -279,44 +311,8 @@ pub fn measure_with(
             counters,
         });
     }
-    if let Some(b) = &background
-        && b.errors > 0
-    {
-        result
-            .problems
-            .push(format!("the background writer had {} errors", b.errors));
-    }
-    result.background = background;
-    result.problems.extend(board_note);
-    if base.board.is_none() {
-        result.consistency = None;
-    }
-    if let Some(a) = aside {
-        if let Some(cc) = &a.cache_counters
-            && cc.exclusive
-            && !cc.agrees()
-        {
-            result.problems.push(format!(
-                "the cache counted GET {} / SET {} but kvlab sent GET {} / SET {}",
-                cc.server.gets, cc.server.sets, cc.kvlab_gets, cc.kvlab_sets
-            ));
-        }
-        // Both servers' CPU is the price of a request through the cache.
-        if let (Some(d), Some(c)) = (a.db_cpu_s, a.cache_cpu_s) {
-            result.server_cpu_s = Some(d + c);
-            result.server_cpu_us_per_request =
-                (result.requests > 0).then(|| (d + c) * 1e6 / result.requests as f64);
-        }
-        result.cache_aside = Some(a);
-    }
     drop(cache);
     Ok(result)
-}
-
-/// Requests kvlab sent over warm-up and measured phase (and the background
-/// writer's `bg_sets`).
-fn report_requests(r: &RunResult, bg_sets: u64) -> u64 {
-    r.warmup.gets + r.warmup.sets + r.gets + r.sets + bg_sets
 }
 
 /// The version board of a run that writes, or why stale reads are not measured.
