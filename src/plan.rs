@@ -319,10 +319,19 @@ impl TargetSpec {
                 "drop it",
             ));
         }
-        Ok(Some((
-            pooler,
-            pooler.configure(&self.pooler_opts, connections)?,
-        )))
+        let settings = pooler.configure(&self.pooler_opts, connections)?;
+        if let Some(why) = self
+            .query_mode
+            .as_deref()
+            .and_then(|m| pooler.query_mode_problem(&settings, &m.to_ascii_lowercase()))
+        {
+            return Err(UsageError::bad(
+                "--query-mode",
+                why,
+                "use --query-mode extended or simple, or leave it out",
+            ));
+        }
+        Ok(Some((pooler, settings)))
     }
 
     /// The query mode requests use: the one asked for, else the one the

@@ -489,6 +489,20 @@ fn pooler_and_query_mode_errors_are_one_line() {
             "--pooler: pgbouncer does not stand in front of Redis",
         ),
         (
+            &[
+                "run",
+                "--target",
+                "postgres",
+                "--pooler",
+                "pgbouncer",
+                "--pooler-opt",
+                "pool_mode=transaction",
+                "--query-mode",
+                "prepared",
+            ],
+            "--query-mode: named prepared statements do not survive pgbouncer 1.18's pool_mode=transaction",
+        ),
+        (
             &["run", "--target", "redis", "--query-mode", "simple"],
             "--query-mode: applies to PostgreSQL targets only",
         ),

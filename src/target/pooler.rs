@@ -84,6 +84,16 @@ pub trait Pooler: Sync + Send + 'static {
         let _ = settings;
         None
     }
+    /// Why requests in query mode `mode` cannot work behind it with
+    /// `settings`, if they cannot.
+    fn query_mode_problem(
+        &self,
+        settings: &BTreeMap<String, String>,
+        mode: &str,
+    ) -> Option<String> {
+        let _ = (settings, mode);
+        None
+    }
     /// Writes its configuration into the launch directory and returns the
     /// command that runs it in the foreground, and the login clients use.
     fn command(&self, launch: &PoolerLaunch<'_>) -> Result<(Command, Login)>;

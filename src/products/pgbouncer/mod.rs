@@ -81,6 +81,19 @@ impl Pooler for PgBouncer {
         }
     }
 
+    fn query_mode_problem(
+        &self,
+        settings: &BTreeMap<String, String>,
+        mode: &str,
+    ) -> Option<String> {
+        let pooling = settings.get("pool_mode").map_or("session", String::as_str);
+        (mode == "prepared" && pooling != "session").then(|| {
+            format!(
+                "named prepared statements do not survive pgbouncer 1.18's pool_mode={pooling} (the next request may get another server connection)"
+            )
+        })
+    }
+
     fn command(&self, l: &PoolerLaunch<'_>) -> Result<(Command, Login)> {
         let user = l.backend.user.clone().unwrap_or_else(|| "postgres".into());
         let auth = l.dir.join("userlist.txt");
