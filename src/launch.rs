@@ -27,6 +27,11 @@ pub fn start_managed(
     }
     raise_fd_limit(plan.load.connections);
     let pooler = target.pooler_settings(plan.load.connections)?;
+    if let Some((p, s)) = &pooler {
+        // The pooler (which inherits kvlab's limit) holds a socket per client
+        // and per server connection.
+        raise_fd_limit(plan.load.connections + p.server_connections(s));
+    }
     let sizing = Sizing {
         data_bytes: data_bytes(plan),
         // The pooler's server connections must fit too.
