@@ -18,6 +18,7 @@ declare -A MAIN_PKGS=(
   [mariadb-install-db]=mariadb-server
   [sysbench]=sysbench
   [tarantool]=tarantool
+  [pgbouncer]=pgbouncer
 )
 # binary -> package (bookworm-backports)
 declare -A BPO_PKGS=(
@@ -28,7 +29,8 @@ declare -A BPO_PKGS=(
 missing_main=()
 missing_bpo=()
 for bin in "${!MAIN_PKGS[@]}"; do
-  command -v "$bin" >/dev/null 2>&1 || missing_main+=("${MAIN_PKGS[$bin]}")
+  # /usr/sbin (pgbouncer) is off a plain user's PATH.
+  command -v "$bin" >/dev/null 2>&1 || [ -x "/usr/sbin/$bin" ] || missing_main+=("${MAIN_PKGS[$bin]}")
 done
 for bin in "${!BPO_PKGS[@]}"; do
   command -v "$bin" >/dev/null 2>&1 || missing_bpo+=("${BPO_PKGS[$bin]}")
@@ -64,7 +66,7 @@ if [ ${#missing_bpo[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends -t bookworm-backports $(printf '%s\n' "${missing_bpo[@]}" | sort -u)
 fi
 # Debian's packages start system-wide services; kvlab starts its own servers.
-for svc in redis-server memcached valkey-server postgresql mariadb tarantool; do
+for svc in redis-server memcached valkey-server postgresql mariadb tarantool pgbouncer; do
   $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true
 done
 echo "deps: done"

@@ -62,7 +62,7 @@ pub struct CapacityArgs {
   kvlab study s0 --scale original --dry-run")]
 pub struct StudyArgs {
     /// The study file (TOML; see studies/ for annotated examples), or the name
-    /// of a built-in study (s0, s1, s2, s3, s3-read, s4, tarantool, cache-aside, demo).
+    /// of a built-in study (s0, s1, s2, s3, s3-read, s4, tarantool, cache-aside, demo, pooler).
     pub file: PathBuf,
     /// `quick`: as written, scaled for a small machine; `original`: the
     /// published study's parameters (its `[original]` tables).
@@ -187,6 +187,15 @@ pub struct RunArgs {
     /// Consistency level of every request (databases that have levels).
     #[arg(long, value_name = "LEVEL", help = consistency_help())]
     pub consistency: Option<String>,
+    /// How requests are sent (databases that have modes).
+    #[arg(long, value_name = "MODE", help = query_mode_help())]
+    pub query_mode: Option<String>,
+    /// A connection pooler kvlab starts in front of the managed database.
+    #[arg(long, value_name = "POOLER", help = format!("A connection pooler kvlab starts in front of the managed database: {} (any other pooler: its URL as --target)", products::pooler_names(" | ")))]
+    pub pooler: Option<String>,
+    /// Setting for the pooler, KEY=VALUE (repeatable), e.g. pool_mode=transaction.
+    #[arg(long = "pooler-opt", value_name = "KEY=VALUE", value_parser = parse_opt)]
+    pub pooler_opt: Vec<(String, String)>,
     /// Databases: drop and reload kvlab's own table even if it looks right.
     #[arg(long)]
     pub recreate: bool,
@@ -287,6 +296,9 @@ impl RunArgs {
         target.schema.unlogged = self.unlogged;
         target.schema.recreate = self.recreate;
         target.consistency.clone_from(&self.consistency);
+        target.query_mode = self.query_mode.as_ref().map(|m| m.to_ascii_lowercase());
+        target.pooler.clone_from(&self.pooler);
+        target.pooler_opts = self.pooler_opt.iter().cloned().collect();
         target.check_schema()?;
         let positive = |flag: &'static str, v: f64, fix: &str| {
             if v.is_finite() && v > 0.0 {
@@ -437,6 +449,28 @@ fn schema_help(option: &str, what: &str) -> String {
         })
         .collect();
     format!("{}: {what}", products::or_list(&takers))
+}
+
+/// The `--query-mode` help: the products that have modes, with the modes.
+fn query_mode_help() -> String {
+    let takers: Vec<String> = crate::products::TargetKind::ALL
+        .into_iter()
+        .filter_map(|k| {
+            let modes = k.product().query_modes();
+            (!modes.is_empty()).then(|| {
+                format!(
+                    "{} ({}; default {})",
+                    k.product().title(),
+                    modes.join("|"),
+                    modes[0]
+                )
+            })
+        })
+        .collect();
+    format!(
+        "{}: how requests are sent (as pgbench's -M); a transaction-pooling --pooler needs the unnamed statement, so it defaults to extended there",
+        products::or_list(&takers)
+    )
 }
 
 /// The `--consistency` help: the products that have levels, with the levels.

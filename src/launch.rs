@@ -1,11 +1,12 @@
-//! Starting the managed servers a plan asks for (its target, its cache), sized
-//! for the plan's data and connections, with a note of what was started.
+//! Starting the managed servers a plan asks for (its target, its cache, a
+//! pooler in front of the target), sized for the plan's data and connections,
+//! with a note of what was started.
 
 use anyhow::Result;
 
 use crate::plan::{RunPlan, TargetSpec};
 use crate::progress::{RunOptions, note};
-use crate::target::{ManagedServer, Sizing};
+use crate::target::{ManagedPooler, ManagedServer, Sizing};
 
 /// Bytes of data `plan` stores (keys, values, overhead), for sizing servers.
 pub fn data_bytes(plan: &RunPlan) -> u64 {
@@ -25,9 +26,19 @@ pub fn start_managed(
         return Ok(None);
     }
     raise_fd_limit(plan.load.connections);
+    let pooler = target.pooler_settings(plan.load.connections)?;
+    if let Some((p, s)) = &pooler {
+        // The pooler (which inherits kvlab's limit) holds a socket per client
+        // and per server connection.
+        raise_fd_limit(plan.load.connections + p.server_connections(s));
+    }
     let sizing = Sizing {
         data_bytes: data_bytes(plan),
-        connections: plan.load.connections,
+        // The pooler's server connections must fit too.
+        connections: plan
+            .load
+            .connections
+            .max(pooler.as_ref().map_or(0, |(p, s)| p.server_connections(s))),
     };
     if let Some(u) = ManagedServer::os_user(kind, &target.server_opts) {
         note(
@@ -38,7 +49,7 @@ pub fn start_managed(
             ),
         );
     }
-    let s = ManagedServer::start(kind, &target.server_opts, sizing)?;
+    let mut s = ManagedServer::start(kind, &target.server_opts, sizing)?;
     let pids = s.pids();
     let started = match pids.len() {
         1 => format!(
@@ -61,6 +72,25 @@ pub fn start_managed(
         ),
     };
     note(opts, format!("{started} in {}", s.dir().display()));
+    if let Some((pooler, settings)) = pooler {
+        let p = ManagedPooler::start(pooler, &settings, &s.endpoint(), s.run_as())?;
+        note(
+            opts,
+            format!(
+                "kvlab: started {} {} (pid {}) on 127.0.0.1:{} in front of it, {}",
+                pooler.name(),
+                p.version,
+                p.pid(),
+                p.endpoint().port,
+                settings
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+        );
+        s.attach_pooler(p);
+    }
     Ok(Some(s))
 }
 

@@ -61,9 +61,16 @@ pub fn summary(r: &RunResult) -> String {
             level.to_ascii_uppercase()
         );
     }
+    if let Some(mode) = &r.query_mode {
+        let _ = writeln!(s, "  query mode: {mode}");
+    }
     if !t.settings.is_empty() {
         let set: Vec<String> = t.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(s, "  server settings: {}", set.join(" "));
+    }
+    if let Some(p) = &r.pooler {
+        let set: Vec<String> = p.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(s, "  pooler:   {} {}, {}", p.name, p.version, set.join(" "));
     }
     if let Some(l) = &r.load {
         let _ = writeln!(
@@ -229,6 +236,16 @@ pub fn summary(r: &RunResult) -> String {
             num(r.server_peak_rss_kb.unwrap_or(0) as f64 / 1024.0)
         );
     }
+    if let Some(p) = &r.pooler
+        && let (Some(cpu), Some(per)) = (p.pooler_cpu_s, p.pooler_cpu_us_per_request)
+    {
+        let _ = writeln!(
+            s,
+            "    of which pooler {cpu:.2} s, {} µs/request, peak RSS {} MiB",
+            num(per),
+            num(p.pooler_peak_rss_kb.unwrap_or(0) as f64 / 1024.0)
+        );
+    }
     if let Some(cc) = &r.server_counters {
         let verdict = if cc.agrees() && !cc.server.exact {
             "agree within 0.1% (table statistics, not exact counters)".to_string()
@@ -250,6 +267,25 @@ pub fn summary(r: &RunResult) -> String {
             s,
             "  sharded: {} nodes; redirects followed: MOVED {}, ASK {}",
             sh.nodes, sh.moved, sh.ask
+        );
+    }
+    if let Some(pc) = r.pooler.as_ref().and_then(|p| p.counters.as_ref()) {
+        let setup = if pc.set_up_queries > 0 {
+            format!(" + {} set-up round trips", pc.set_up_queries)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            s,
+            "  pooler counters (warm-up + run): {} queries, {} transactions, kvlab sent {}{setup}: {}",
+            pc.pooler.queries,
+            pc.pooler.transactions,
+            pc.kvlab_requests,
+            match (pc.agrees(), pc.exact) {
+                (true, true) => "agree",
+                (true, false) => "at most, as pipelined requests merge in its count",
+                (false, _) => "DISAGREE",
+            }
         );
     }
     if r.connections.failures > 0 || r.connections.reconnects > 0 {

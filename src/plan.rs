@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::UsageError;
 use crate::products;
 pub use crate::products::TargetKind;
-use crate::target::Role;
 pub use crate::target::{Endpoint, SchemaOptions, Secret, is_secret_key};
+use crate::target::{Pooler, Role};
 pub use crate::workload::params::{KeyDistribution, Ratio, Stop, WritePolicy};
 
 /// Everything one measured run needs, grouped by concern.
@@ -115,6 +115,9 @@ impl RunPlan {
     }
 }
 
+/// A pooler and its checked settings.
+pub type PoolerSettings = (&'static dyn Pooler, BTreeMap<String, String>);
+
 /// Which server a run drives.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TargetSpec {
@@ -132,6 +135,16 @@ pub struct TargetSpec {
     /// that have levels; `None`: the product's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consistency: Option<String>,
+    /// How requests are sent (`--query-mode`), for products that have modes;
+    /// `None`: the default (or what the pooler in front needs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_mode: Option<String>,
+    /// A pooler kvlab starts in front of the managed server (`--pooler`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pooler: Option<String>,
+    /// The pooler's settings (`--pooler-opt KEY=VALUE`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pooler_opts: BTreeMap<String, String>,
 }
 
 impl FromStr for TargetSpec {
@@ -148,6 +161,9 @@ impl FromStr for TargetSpec {
                 server_opts: BTreeMap::new(),
                 schema: SchemaOptions::default(),
                 consistency: None,
+                query_mode: None,
+                pooler: None,
+                pooler_opts: BTreeMap::new(),
             });
         }
         let Some((scheme, _)) = s.split_once("://") else {
@@ -250,14 +266,120 @@ impl FromStr for TargetSpec {
             server_opts: BTreeMap::new(),
             schema: SchemaOptions::default(),
             consistency: None,
+            query_mode: None,
+            pooler: None,
+            pooler_opts: BTreeMap::new(),
         })
     }
 }
 
 impl TargetSpec {
-    /// Checks the table options and the consistency level against what the
-    /// product takes.
+    /// The pooler in front and its settings with kvlab's defaults for
+    /// `connections` clients, checked; `None` without `--pooler`.
+    pub fn pooler_settings(
+        &self,
+        connections: usize,
+    ) -> Result<Option<PoolerSettings>, UsageError> {
+        let Some(name) = &self.pooler else {
+            if !self.pooler_opts.is_empty() {
+                return Err(UsageError::bad(
+                    "--pooler-opt",
+                    "applies only to a pooler kvlab starts",
+                    format!("add --pooler {}", products::pooler_names("|")),
+                ));
+            }
+            return Ok(None);
+        };
+        let pooler = products::pooler(name).ok_or_else(|| {
+            UsageError::bad(
+                "--pooler",
+                format!("unknown pooler '{name}'"),
+                format!(
+                    "use {} (any other pooler: give its postgres:// URL as --target)",
+                    products::pooler_names("|")
+                ),
+            )
+        })?;
+        if self.external.is_some() {
+            return Err(UsageError::bad(
+                "--pooler",
+                "kvlab starts a pooler only in front of a server it starts",
+                "with a URL target run your own pooler and give its URL as --target",
+            ));
+        }
+        let product = self.kind.product();
+        if !pooler.fronts(product) {
+            return Err(UsageError::bad(
+                "--pooler",
+                format!(
+                    "{} does not stand in front of {}",
+                    pooler.name(),
+                    product.title()
+                ),
+                "drop it",
+            ));
+        }
+        let settings = pooler.configure(&self.pooler_opts, connections)?;
+        if let Some(why) = self
+            .query_mode
+            .as_deref()
+            .and_then(|m| pooler.query_mode_problem(&settings, &m.to_ascii_lowercase()))
+        {
+            return Err(UsageError::bad(
+                "--query-mode",
+                why,
+                "use --query-mode extended or simple, or leave it out",
+            ));
+        }
+        Ok(Some((pooler, settings)))
+    }
+
+    /// The query mode requests use: the one asked for, else the one the
+    /// pooler in front needs, else the product's default; `None` for products
+    /// without modes.
+    pub fn query_mode_used(&self) -> Option<String> {
+        let modes = self.kind.product().query_modes();
+        if modes.is_empty() {
+            return None;
+        }
+        if let Some(m) = &self.query_mode {
+            return Some(m.to_ascii_lowercase());
+        }
+        let needed = self
+            .pooler_settings(0)
+            .ok()
+            .flatten()
+            .and_then(|(p, s)| p.query_mode(&s))
+            .filter(|m| modes.contains(m));
+        Some(needed.unwrap_or(modes[0]).to_string())
+    }
+
+    /// Checks the table options, the consistency level, the query mode and
+    /// the pooler against what the product takes.
     pub fn check_schema(&self) -> Result<(), UsageError> {
+        if let Some(mode) = &self.query_mode {
+            let modes = self.kind.product().query_modes();
+            if modes.is_empty() {
+                let takers: Vec<&str> = TargetKind::ALL
+                    .into_iter()
+                    .filter(|k| !k.product().query_modes().is_empty())
+                    .map(|k| k.product().title())
+                    .collect();
+                return Err(UsageError::bad(
+                    "--query-mode",
+                    format!("applies to {} targets only", products::or_list(&takers)),
+                    "drop it",
+                ));
+            }
+            if !modes.contains(&mode.to_ascii_lowercase().as_str()) {
+                return Err(UsageError::bad(
+                    "--query-mode",
+                    format!("unknown mode '{mode}'"),
+                    format!("use {}", modes.join("|")),
+                ));
+            }
+        }
+        self.pooler_settings(0)?;
         if let Some(level) = &self.consistency {
             let levels = self.kind.product().consistency_levels();
             if levels.is_empty() {

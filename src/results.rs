@@ -13,7 +13,7 @@ use crate::engine::pacer::ScheduleReport;
 use crate::plan::RunPlan;
 use crate::stats::{Counts, Percentiles};
 pub use crate::target::LoadResult;
-use crate::target::{Endpoint, ManagedServer, ServerCounters, ServerInfo};
+use crate::target::{Endpoint, ManagedServer, PoolerCounters, ServerCounters, ServerInfo};
 
 /// Version of this JSON layout.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -98,10 +98,68 @@ pub struct RunResult {
     /// Cache-aside runs: the cache, hit ratio, database reads saved, each leg.
     #[serde(default)]
     pub cache_aside: Option<AsideReport>,
+    /// The query mode requests used, for products that have modes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_mode: Option<String>,
+    /// The pooler kvlab ran in front of the server: its CPU (also in
+    /// `server_cpu_s`) and its own counters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pooler: Option<PoolerReport>,
     /// Latency histogram (HdrHistogram V2 deflate, base64, nanoseconds).
     pub histogram: String,
     /// Service-time histogram, same encoding (paced runs only).
     pub service_histogram: Option<String>,
+}
+
+/// The pooler in front of the server (`--pooler`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PoolerReport {
+    /// Its name (`--pooler`).
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// Its settings, kvlab's defaults included.
+    pub settings: BTreeMap<String, String>,
+    /// Its process id (stopped when the run ended).
+    pub pid: u32,
+    /// Its CPU seconds during the window (included in `server_cpu_s`).
+    pub pooler_cpu_s: Option<f64>,
+    /// Its CPU µs per finished request.
+    pub pooler_cpu_us_per_request: Option<f64>,
+    /// Its peak resident memory, KiB.
+    pub pooler_peak_rss_kb: Option<u64>,
+    /// What it counted over warm-up and measured phase, beside kvlab's count.
+    pub counters: Option<PoolerCounterCheck>,
+}
+
+/// The pooler's own counters beside what kvlab sent through it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PoolerCounterCheck {
+    /// What the pooler counted (deltas).
+    pub pooler: PoolerCounters,
+    /// Requests kvlab sent through it (warm-up + measured).
+    pub kvlab_requests: u64,
+    /// Set-up round trips of the connections kvlab opened meanwhile (e.g.
+    /// preparing statements), which the pooler counts as queries too.
+    pub set_up_queries: u64,
+    /// Whether the pooler counts each request (pipeline 1): it counts a
+    /// query per round trip it sees start and end, so requests pipelined on a
+    /// connection merge and it counts fewer.
+    #[serde(default)]
+    pub exact: bool,
+}
+
+impl PoolerCounterCheck {
+    /// Whether the pooler counted exactly kvlab's requests and set-up (at
+    /// most that many when requests were pipelined).
+    pub fn agrees(&self) -> bool {
+        let sent = self.kvlab_requests + self.set_up_queries;
+        if self.exact {
+            self.pooler.queries == sent
+        } else {
+            self.pooler.queries <= sent
+        }
+    }
 }
 
 /// The fixed-rate writer that ran beside the measured load (`--background-writes`).

@@ -432,3 +432,88 @@ fn built_in_studies_run_by_name_and_at_the_original_scale() {
     let err = fails(&["study", "s99"]);
     assert!(err.contains("built-in study (s0, s1"), "{err}");
 }
+
+#[test]
+fn pooler_and_query_mode_errors_are_one_line() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "run",
+                "--target",
+                "postgres://u:p@127.0.0.1:1/db",
+                "--pooler",
+                "pgbouncer",
+            ],
+            "--pooler: kvlab starts a pooler only in front of a server it starts",
+        ),
+        (
+            &[
+                "run",
+                "--target",
+                "postgres",
+                "--pooler",
+                "pgbouncer",
+                "--pooler-opt",
+                "pool_mode=txn",
+            ],
+            "--pooler-opt: unknown pool_mode 'txn'",
+        ),
+        (
+            &[
+                "run",
+                "--target",
+                "postgres",
+                "--pooler",
+                "pgbouncer",
+                "--pooler-opt",
+                "poolsize=3",
+            ],
+            "--pooler-opt: unknown pgbouncer setting 'poolsize'",
+        ),
+        (
+            &[
+                "run",
+                "--target",
+                "postgres",
+                "--pooler-opt",
+                "pool_mode=session",
+            ],
+            "--pooler-opt: applies only to a pooler kvlab starts",
+        ),
+        (
+            &["run", "--target", "postgres", "--pooler", "odyssey"],
+            "--pooler: unknown pooler 'odyssey'",
+        ),
+        (
+            &["run", "--target", "redis", "--pooler", "pgbouncer"],
+            "--pooler: pgbouncer does not stand in front of Redis",
+        ),
+        (
+            &[
+                "run",
+                "--target",
+                "postgres",
+                "--pooler",
+                "pgbouncer",
+                "--pooler-opt",
+                "pool_mode=transaction",
+                "--query-mode",
+                "prepared",
+            ],
+            "--query-mode: named prepared statements do not survive pgbouncer 1.18's pool_mode=transaction",
+        ),
+        (
+            &["run", "--target", "redis", "--query-mode", "simple"],
+            "--query-mode: applies to PostgreSQL targets only",
+        ),
+        (
+            &["run", "--target", "postgres", "--query-mode", "fast"],
+            "--query-mode: unknown mode 'fast'; use prepared|extended|simple",
+        ),
+    ];
+    for (args, says) in cases {
+        let err = fails(args);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}

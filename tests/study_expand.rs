@@ -120,3 +120,25 @@ io-threads = [1, 2, 8]
     let c = kvlab::study::core_caveats(&s, 1);
     assert!(c[0].contains("client threads go up to 2"), "{c:?}");
 }
+
+#[test]
+fn pooled_targets_carry_their_pooler_and_query_mode() {
+    let text = "name = \"p\"\n[[target]]\ntarget = \"postgres\"\n[[target]]\nname = \"tx\"\ntarget = \"postgres\"\npooler = \"pgbouncer\"\npooler_opts = { pool_mode = \"transaction\" }\n";
+    let s = parse(text, "p.toml").unwrap();
+    let p = expand(&s).unwrap();
+    assert_eq!(p[0].plan.target.pooler, None);
+    assert_eq!(
+        p[0].plan.target.query_mode_used().as_deref(),
+        Some("prepared")
+    );
+    let t = &p[1].plan.target;
+    assert_eq!(t.pooler.as_deref(), Some("pgbouncer"));
+    assert_eq!(t.pooler_opts["pool_mode"], "transaction");
+    assert_eq!(t.query_mode_used().as_deref(), Some("extended"));
+    let bad = text.replace("\"transaction\"", "\"txn\"");
+    let e = parse(&bad, "p.toml").unwrap_err().to_string();
+    assert!(
+        e.starts_with("p.toml:") && e.contains("pooler_opts: unknown pool_mode 'txn'"),
+        "{e}"
+    );
+}

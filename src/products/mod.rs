@@ -17,10 +17,12 @@
 //! - [`mysql`]: MariaDB and MySQL (client/server protocol).
 //! - [`tarantool`]: Tarantool (IPROTO).
 //! - [`cql`]: Cassandra and other CQL stores (CQL native protocol v4).
+//! - [`pgbouncer`]: PgBouncer, a pooler kvlab runs in front of PostgreSQL.
 
 pub mod cql;
 pub mod memcached;
 pub mod mysql;
+pub mod pgbouncer;
 pub mod postgres;
 pub mod resp;
 pub mod tarantool;
@@ -31,7 +33,24 @@ use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{self, AsideSpec, EngineReport, Observer, Spec};
-use crate::target::{Product, Role};
+use crate::target::{Pooler, Product, Role};
+
+/// The poolers kvlab can start in front of a managed database (`--pooler`).
+pub static POOLERS: [&dyn Pooler; 1] = [&pgbouncer::PGBOUNCER];
+
+/// The pooler called `name`.
+pub fn pooler(name: &str) -> Option<&'static dyn Pooler> {
+    POOLERS.iter().copied().find(|p| p.name() == name)
+}
+
+/// The poolers' names joined by `sep`.
+pub fn pooler_names(sep: &str) -> String {
+    POOLERS
+        .iter()
+        .map(|p| p.name())
+        .collect::<Vec<_>>()
+        .join(sep)
+}
 
 /// The product a target is: decides the protocol and, when managed, the binary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -263,16 +282,17 @@ macro_rules! with_cache_codec {
     };
 }
 
-/// Binds `$c` to the codec of `$kind` (values of `$size` bytes) in `$body`.
+/// Binds `$c` to the codec of `$kind` (for the values and query mode of
+/// `$spec`) in `$body`.
 macro_rules! with_codec {
-    ($kind:expr, $size:expr, $c:ident => $body:expr) => {
+    ($kind:expr, $spec:expr, $c:ident => $body:expr) => {
         match $kind {
             TargetKind::Postgres => {
-                let $c = postgres::PgCodec::new($size);
+                let $c = postgres::PgCodec::for_connector($spec.values.size(), &$spec.connector);
                 $body
             }
             TargetKind::Mariadb => {
-                let $c = mysql::MyCodec::new($size);
+                let $c = mysql::MyCodec::new($spec.values.size());
                 $body
             }
             TargetKind::Tarantool => {
@@ -298,8 +318,7 @@ pub fn execute(
     if let Some(a) = &spec.aside {
         return execute_aside(spec, a, shutdown, observer);
     }
-    let size = spec.values.size();
-    with_codec!(TargetKind::of(spec.connector.product), size, c => {
+    with_codec!(TargetKind::of(spec.connector.product), spec, c => {
         engine::execute_with_codec(c, spec, shutdown, observer)
     })
 }
@@ -310,13 +329,12 @@ fn execute_aside(
     shutdown: &AtomicBool,
     observer: &mut dyn Observer,
 ) -> Result<EngineReport> {
-    let size = spec.values.size();
     let db = TargetKind::of(spec.connector.product);
     if !db.is_sql() {
         bail!("cache-aside needs a database behind the cache");
     }
     with_cache_codec!(TargetKind::of(aside.cache.product), cache => {
-        with_codec!(db, size, d => {
+        with_codec!(db, spec, d => {
             engine::aside::execute_with_codecs(cache, d, spec, aside, shutdown, observer)
         })
     }, bail!("cache-aside needs {} as the cache", names(true)))

@@ -32,6 +32,9 @@ pub struct Row {
     pub server_us: Option<f64>,
     /// Client CPU µs per request.
     pub client_us: f64,
+    /// The pooler in front of the server, if any, and its CPU µs per request
+    /// (part of `server_us`), when known.
+    pub pooler: Option<(String, Option<f64>)>,
     /// Per-second throughput of the first repetition.
     pub timeline: Vec<(f64, f64)>,
     /// Whether any repetition saturated the client.
@@ -82,6 +85,10 @@ pub fn rows(results: &[StudyResult]) -> Vec<Row> {
             let dur: f64 = runs.iter().map(|r| r.duration_s).sum();
             let requests: u64 = runs.iter().map(|r| r.requests).sum();
             let server: Option<f64> = runs.iter().map(|r| r.server_cpu_s).sum();
+            let pooler_cpu: Option<f64> = runs
+                .iter()
+                .map(|r| r.pooler.as_ref().and_then(|p| p.pooler_cpu_s))
+                .sum();
             Row {
                 target: key.0.clone(),
                 product: runs[0].target.product.clone(),
@@ -94,6 +101,12 @@ pub fn rows(results: &[StudyResult]) -> Vec<Row> {
                 server_us: server.map(|s| s * 1e6 / requests.max(1) as f64),
                 client_us: runs.iter().map(|r| r.client_cpu_s).sum::<f64>() * 1e6
                     / requests.max(1) as f64,
+                pooler: runs[0].pooler.as_ref().map(|p| {
+                    (
+                        p.name.clone(),
+                        pooler_cpu.map(|c| c * 1e6 / requests.max(1) as f64),
+                    )
+                }),
                 timeline: runs[0]
                     .timeline
                     .iter()

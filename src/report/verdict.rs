@@ -73,6 +73,14 @@ pub(super) fn verdict<'a>(
                 "; it spent {:.2} server CPU cores per 100k req/s",
                 us * 0.1
             );
+            if let Some((name, Some(p))) = &top.pooler {
+                let _ = write!(
+                    s,
+                    " ({name} {:.0}% of it, {:.1} µs/request)",
+                    p * 100.0 / us.max(1e-9),
+                    p
+                );
+            }
         }
         if let Some(ms) = goal.p99_ms {
             match mine
@@ -133,7 +141,71 @@ pub(super) fn verdict<'a>(
     if let Some(line) = cache_against_database(&best) {
         verdict.insert(0, line);
     }
+    verdict.extend(topology(rows));
     (verdict, best)
+}
+
+/// What a pooler in front changed: each pooled target against the same
+/// product reached directly, at the same swept values.
+fn topology(rows: &[Row]) -> Vec<String> {
+    let mut out = Vec::new();
+    let pooled: Vec<String> = super::rows::target_order(rows)
+        .into_iter()
+        .filter(|t| rows.iter().any(|r| &r.target == t && r.pooler.is_some()))
+        .collect();
+    for t in pooled {
+        let mine: Vec<&Row> = rows.iter().filter(|r| r.target == t).collect();
+        let Some(direct) = rows
+            .iter()
+            .find(|r| r.pooler.is_none() && r.aside.is_none() && r.product == mine[0].product)
+            .map(|r| r.target.clone())
+        else {
+            continue;
+        };
+        let pairs: Vec<(&Row, &Row)> = mine
+            .iter()
+            .filter_map(|p| {
+                rows.iter()
+                    .find(|d| d.target == direct && d.params == p.params)
+                    .map(|d| (*p, d))
+            })
+            .filter(|(p, d)| p.errors == 0 && d.errors == 0)
+            .collect();
+        let (Some(lo), Some(hi)) = (
+            pairs
+                .iter()
+                .min_by(|a, b| (a.0.rps / a.1.rps).total_cmp(&(b.0.rps / b.1.rps))),
+            pairs
+                .iter()
+                .max_by(|a, b| (a.0.rps / a.1.rps).total_cmp(&(b.0.rps / b.1.rps))),
+        ) else {
+            continue;
+        };
+        let at = |r: &Row| {
+            let v: Vec<String> = r
+                .params
+                .iter()
+                .filter(|(k, _)| varies(rows, k))
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            v.join(", ")
+        };
+        let mut s = format!(
+            "Topology: {t} against {direct} at the same load: throughput {:.2}x ({}) to {:.2}x ({}), p99 {} µs against {} µs at the latter",
+            lo.0.rps / lo.1.rps.max(1e-9),
+            at(lo.0),
+            hi.0.rps / hi.1.rps.max(1e-9),
+            at(hi.0),
+            short(hi.0.latency.p99),
+            short(hi.1.latency.p99)
+        );
+        if let (Some(p), Some(d)) = (hi.0.server_us, hi.1.server_us) {
+            let _ = write!(s, "; server CPU per request {:.2}x there", p / d.max(1e-9));
+        }
+        s.push('.');
+        out.push(s);
+    }
+    out
 }
 
 /// The best cache against the best database (without a cache in front), when

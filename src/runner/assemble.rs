@@ -165,6 +165,8 @@ pub(super) fn assemble(
         cache_aside: None,
         histogram: encode_histogram(&r.measured.latency),
         service_histogram: paced.then(|| encode_histogram(&r.measured.service)),
+        query_mode: plan.target.query_mode_used(),
+        pooler: None,
     }
 }
 

@@ -76,8 +76,19 @@ pub fn measure_with(
         (None, Some(s)) => s.endpoint(),
         (None, None) => unreachable!("a managed target has a server"),
     };
-    let connector =
-        Connector::new(kind, &endpoint)?.with_consistency(plan.target.consistency.clone());
+    let query_mode = plan.target.query_mode_used();
+    let connector = Connector::new(kind, &endpoint)?
+        .with_consistency(plan.target.consistency.clone())
+        .with_query_mode(query_mode.clone());
+    // Requests go through the pooler in front, if any; set-up and the
+    // server's counters go to the server itself.
+    let pooler = server.and_then(ManagedServer::pooler);
+    let engine_connector = match pooler {
+        Some(p) => Connector::new(kind, &p.endpoint())?
+            .with_consistency(plan.target.consistency.clone())
+            .with_query_mode(query_mode.clone()),
+        None => connector.clone(),
+    };
     let info = match server {
         Some(s) => s.info.clone(),
         None => {
@@ -141,11 +152,13 @@ pub fn measure_with(
         base.aside = Some(c.spec());
     }
     base.board = board;
+    base.connector = engine_connector;
     if shutdown.load(Ordering::SeqCst) {
         bail!("interrupted before measuring; nothing was measured");
     }
     let cache_before = cache.as_ref().and_then(|c| c.counters());
 
+    let pooler_before = pooler.and_then(|p| p.counters().ok());
     let before = connector.counters();
     let counters_note = before
         .as_ref()
@@ -192,6 +205,7 @@ pub fn measure_with(
     })?;
     obs.progress.finish();
     let after = connector.counters().ok();
+    let pooler_after = pooler.and_then(|p| p.counters().ok());
     let bg_sets = background.as_ref().map_or(0, |b| b.measured.counts.sets);
     let (kvlab_gets, kvlab_sets) = if cache.is_some() {
         // Only reads the cache missed and every write reach the database.
@@ -261,6 +275,46 @@ pub fn measure_with(
                 (result.requests > 0).then(|| (d + c) * 1e6 / result.requests as f64);
         }
         result.cache_aside = Some(a);
+    }
+    if let Some(p) = pooler {
+        // What reached the database: every request, or the cache's misses and
+        // the writes in cache-aside; its CPU joins the database's.
+        let sent = kvlab_gets + kvlab_sets;
+        let opened = result.connections.established as u64 + result.connections.reconnects;
+        let counters =
+            pooler_before
+                .zip(pooler_after)
+                .map(|(b, a)| crate::results::PoolerCounterCheck {
+                    pooler: a.since(&b),
+                    kvlab_requests: sent,
+                    set_up_queries: opened * product.set_up_round_trips(query_mode.as_deref()),
+                    exact: base.pipeline == 1,
+                });
+        if let Some(c) = counters.as_ref().filter(|c| !c.agrees()) {
+            result.problems.push(format!(
+                "the pooler counted {} queries but kvlab sent {} requests and {} set-up round trips",
+                c.pooler.queries, c.kvlab_requests, c.set_up_queries
+            ));
+        }
+        let used = obs.pooler_use();
+        let cpu = used.map(|u| u.0);
+        if let (Some(s), Some(c)) = (result.server_cpu_s, cpu) {
+            result.server_cpu_s = Some(s + c);
+            result.server_cpu_us_per_request =
+                (result.requests > 0).then(|| (s + c) * 1e6 / result.requests as f64);
+        }
+        result.pooler = Some(crate::results::PoolerReport {
+            name: p.pooler().name().to_string(),
+            version: p.version.clone(),
+            settings: p.settings.clone(),
+            pid: p.pid(),
+            pooler_cpu_s: cpu,
+            pooler_cpu_us_per_request: cpu
+                .filter(|_| result.requests > 0)
+                .map(|c| c * 1e6 / result.requests as f64),
+            pooler_peak_rss_kb: used.map(|u| u.1),
+            counters,
+        });
     }
     drop(cache);
     Ok(result)

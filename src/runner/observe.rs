@@ -17,6 +17,8 @@ pub(super) struct Sample {
     pub server: Option<ProcUsage>,
     /// The managed cache's use (cache-aside).
     pub cache: Option<ProcUsage>,
+    /// The use of the pooler in front of the server.
+    pub pooler: Option<ProcUsage>,
 }
 
 /// The engine observer of a measured run: progress, and resource samples at
@@ -44,7 +46,18 @@ impl RunObserver<'_> {
             client_cpu_s: self_cpu_s(),
             server: self.server.and_then(ManagedServer::usage),
             cache: self.cache.and_then(ManagedServer::usage),
+            pooler: self
+                .server
+                .and_then(ManagedServer::pooler)
+                .and_then(|p| p.usage()),
         }
+    }
+
+    /// CPU seconds and peak memory (KiB) of the pooler over the window.
+    pub fn pooler_use(&self) -> Option<(f64, u64)> {
+        let (a, b) = self.at_start.zip(self.at_end)?;
+        let (a, b) = (a.pooler?, b.pooler?);
+        Some(((b.cpu_s - a.cpu_s).max(0.0), b.peak_rss_kb))
     }
 
     /// CPU seconds the server and the cache spent between the window's samples.

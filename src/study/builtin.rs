@@ -16,6 +16,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../studies/cache-aside.toml"),
     ),
     ("demo", include_str!("../../studies/demo.toml")),
+    ("pooler", include_str!("../../studies/pooler.toml")),
 ];
 
 /// The text of the built-in study `name`.

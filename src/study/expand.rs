@@ -139,7 +139,7 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
                                             unlogged: t.unlogged,
                                             recreate: false,
                                         };
-                                        target.consistency.clone_from(&t.consistency);
+                                        t.apply_request_options(&mut target);
                                         let mut params = BTreeMap::new();
                                         for (k, v) in combo {
                                             target.server_opts.insert(k.clone(), v.clone());

@@ -191,6 +191,15 @@ pub struct TargetSection {
     /// Consistency level of requests (databases that have levels).
     #[serde(default)]
     pub consistency: Option<String>,
+    /// How requests are sent (databases that have query modes).
+    #[serde(default)]
+    pub query_mode: Option<String>,
+    /// A pooler kvlab starts in front of this managed database.
+    #[serde(default)]
+    pub pooler: Option<String>,
+    /// The pooler's settings (e.g. `{ pool_mode = "transaction" }`).
+    #[serde(default)]
+    pub pooler_opts: BTreeMap<String, String>,
     /// Cache-aside: a cache in front of this database (`redis`, `valkey`,
     /// `memcached` or a URL); each point starts a fresh managed cache.
     #[serde(default)]
@@ -207,6 +216,14 @@ pub struct TargetSection {
 }
 
 impl TargetSection {
+    /// Sets `spec`'s consistency level, query mode and pooler from this target.
+    pub(super) fn apply_request_options(&self, spec: &mut TargetSpec) {
+        spec.consistency.clone_from(&self.consistency);
+        spec.query_mode = self.query_mode.as_ref().map(|m| m.to_ascii_lowercase());
+        spec.pooler.clone_from(&self.pooler);
+        spec.pooler_opts.clone_from(&self.pooler_opts);
+    }
+
     /// The cache-aside part of this target's plans, if it has a cache.
     pub(super) fn cache_aside(&self) -> Result<Option<crate::plan::CacheAside>> {
         let Some(c) = &self.cache else {

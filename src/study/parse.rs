@@ -168,7 +168,7 @@ fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
             .map_err(|e| anyhow!("{}: {e}", at(&t.target)))?;
         spec.schema.table_engine = t.table_engine.clone();
         spec.schema.unlogged = t.unlogged;
-        spec.consistency.clone_from(&t.consistency);
+        t.apply_request_options(&mut spec);
         spec.check_schema()
             .map_err(|e| anyhow!("{}: {}", at(&t.target), study_words(&e.to_string())))?;
         if spec.external.is_some() && (!t.server_opts.is_empty() || !s.sweep.server.is_empty()) {
@@ -212,6 +212,9 @@ fn study_words(msg: &str) -> String {
         ("--table-engine", "table_engine"),
         ("--unlogged", "unlogged"),
         ("--consistency", "consistency"),
+        ("--query-mode", "query_mode"),
+        ("--pooler-opt", "pooler_opts"),
+        ("--pooler", "pooler"),
         ("--target", "target"),
         ("--cache", "cache"),
     ]

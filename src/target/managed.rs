@@ -10,7 +10,6 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -20,6 +19,9 @@ use anyhow::{Context, Result, bail};
 
 use super::endpoint::{Endpoint, Secret, is_secret_key};
 use super::osuser::{self, OsUser};
+use super::pooler::ManagedPooler;
+pub use super::process::free_port;
+use super::process::log_tail;
 use super::procfs::ProcUsage;
 use super::product::{Connector, Launch, Login, Product, ServerInfo};
 use super::settings::{Config, Sizing};
@@ -35,12 +37,8 @@ pub struct ManagedServer {
     /// Product and version, read from the running server.
     pub info: ServerInfo,
     login: Login,
-}
-
-/// A loopback port that is free now (a server may still take it first).
-pub fn free_port() -> Result<u16> {
-    let l = TcpListener::bind("127.0.0.1:0").context("cannot find a free loopback port")?;
-    Ok(l.local_addr()?.port())
+    run_as: Option<OsUser>,
+    pooler: Option<ManagedPooler>,
 }
 
 impl ManagedServer {
@@ -130,6 +128,8 @@ impl ManagedServer {
                 version: String::new(),
             },
             login: Login::default(),
+            run_as: run_as.cloned(),
+            pooler: None,
         };
         let mut logs = Vec::with_capacity(count);
         for i in 0..count {
@@ -375,9 +375,26 @@ impl ManagedServer {
             .all(|(c, _)| matches!(c.try_wait(), Ok(None)))
     }
 
-    /// Stops the server now (SIGTERM to each process, then SIGKILL after 5 s)
-    /// and reaps it.
+    /// The system user it runs as, if not kvlab's own.
+    pub fn run_as(&self) -> Option<&OsUser> {
+        self.run_as.as_ref()
+    }
+
+    /// Puts `pooler` in front of it: clients of the run connect through it;
+    /// it stops before the server does.
+    pub fn attach_pooler(&mut self, pooler: ManagedPooler) {
+        self.pooler = Some(pooler);
+    }
+
+    /// The pooler in front of it, if any.
+    pub fn pooler(&self) -> Option<&ManagedPooler> {
+        self.pooler.as_ref()
+    }
+
+    /// Stops the server now (its pooler first; then SIGTERM to each process,
+    /// SIGKILL after 5 s) and reaps it.
     pub fn stop(&mut self) {
+        self.pooler = None;
         for (child, _) in self.nodes.iter_mut() {
             if let Ok(None) = child.try_wait() {
                 // SAFETY: the pid is our unreaped child, so it cannot have been reused.
@@ -405,20 +422,5 @@ impl ManagedServer {
 impl Drop for ManagedServer {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-fn log_tail(log: &Path) -> String {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let lines: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    let tail = lines[lines.len().saturating_sub(3)..].join(" | ");
-    if tail.is_empty() {
-        "no output".into()
-    } else {
-        tail
     }
 }

@@ -11,6 +11,9 @@
 //! - [`managed`]: start, wait for, measure and stop a server kvlab runs.
 //! - [`settings`]: `--server-opt` syntax, sizing and the checks all products share.
 //! - [`osuser`]: installed programs, and the system user a managed database runs as.
+//! - [`pooler`]: the interface of a connection pooler kvlab runs in front of a
+//!   managed database, and its process.
+//! - [`process`]: free ports, log tails, stopping one child process.
 //! - [`procfs`]: CPU and memory of server processes from /proc.
 //! - [`counters`]: the server's own request counters.
 //! - [`table`]: kvlab's table on a database: marker, reuse, parallel load.
@@ -20,6 +23,8 @@ pub mod counters;
 pub mod endpoint;
 pub mod managed;
 pub mod osuser;
+pub mod pooler;
+pub mod process;
 pub mod procfs;
 pub mod product;
 pub mod settings;
@@ -30,6 +35,7 @@ pub use counters::{ReportedUsage, ServerCounters, UsageReport};
 pub use endpoint::{Endpoint, SchemaOptions, Secret, is_secret_key};
 pub use managed::ManagedServer;
 pub use osuser::find_binary;
+pub use pooler::{ManagedPooler, Pooler, PoolerCounters, PoolerLaunch};
 pub use procfs::{ProcUsage, proc_tree_usage, proc_usage};
 pub use product::{
     Cache, CacheMemory, Connector, Database, Launch, Login, Product, Role, Server, ServerInfo,

@@ -78,6 +78,17 @@ pub trait Product: Sync + Send + 'static {
     fn consistency_levels(&self) -> Vec<&'static str> {
         Vec::new()
     }
+    /// The query modes requests may use (`--query-mode`), the default first;
+    /// empty when the product has one way to send a request.
+    fn query_modes(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Round trips a new connection's set-up sends in `query_mode` beyond its
+    /// login (e.g. preparing statements): a pooler counts them as queries.
+    fn set_up_round_trips(&self, query_mode: Option<&str>) -> u64 {
+        let _ = query_mode;
+        0
+    }
     /// Fails unless `prefix` can start this product's keys.
     fn check_prefix(&self, prefix: &str) -> Result<()> {
         let _ = prefix;
@@ -318,6 +329,9 @@ pub struct Connector {
     pub database: Option<String>,
     /// The consistency level requests ask for, where the product has levels.
     pub consistency: Option<String>,
+    /// The query mode requests use, where the product has modes (`None`: its
+    /// default).
+    pub query_mode: Option<String>,
 }
 
 impl fmt::Debug for Connector {
@@ -348,6 +362,7 @@ impl Connector {
             password: endpoint.password.as_ref().map(|p| p.expose().to_string()),
             database: endpoint.database.clone(),
             consistency: None,
+            query_mode: None,
         })
     }
 
@@ -373,6 +388,13 @@ impl Connector {
     /// has levels.
     pub fn with_consistency(mut self, level: Option<String>) -> Connector {
         self.consistency = level;
+        self
+    }
+
+    /// This connector, sending requests in query mode `mode` where the
+    /// product has modes.
+    pub fn with_query_mode(mut self, mode: Option<String>) -> Connector {
+        self.query_mode = mode;
         self
     }
 

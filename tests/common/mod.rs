@@ -24,6 +24,9 @@ pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
             server_opts: BTreeMap::new(),
             schema: Default::default(),
             consistency: None,
+            query_mode: None,
+            pooler: None,
+            pooler_opts: Default::default(),
         },
         workload: Workload {
             keys: 2_000,

@@ -5,6 +5,9 @@
 //! upsert; both are copied from templates built once by `postgres-protocol` with
 //! the key (and value) patched in, so a request costs a memcpy. Each request ends
 //! with its own Sync, so up to P requests can be in flight on one connection.
+//! The other [`QueryMode`]s are templates too: `Parse Bind Execute Sync` on the
+//! unnamed statement, or one simple `Query` with the key's digits and the value
+//! patched into the SQL text.
 //! Set-up (start-up, authentication, preparing, simple queries, COPY) is in
 //! [`super::conn`].
 
@@ -33,6 +36,7 @@ pub(super) const BYTEA_OID: u32 = 17;
 #[derive(Clone, Debug)]
 pub struct PgCodec {
     t: Arc<Templates>,
+    simple: bool,
 }
 
 #[derive(Debug)]
@@ -56,49 +60,160 @@ fn find(hay: &[u8], needle: &[u8]) -> usize {
         .expect("sentinel present in template")
 }
 
-impl PgCodec {
-    /// Templates for values of `value_size` bytes.
-    pub fn new(value_size: usize) -> PgCodec {
-        let ser = |p: Param,
-                   buf: &mut BytesMut|
-         -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
-            match p {
-                Param::Key => buf.put_i64(SENTINEL),
-                Param::Value(n) => buf.put_bytes(0xab, n),
-            }
-            Ok(IsNull::No)
-        };
-        let mut b = BytesMut::new();
-        let bound = frontend::bind("", "kvlab_get", [1], [Param::Key], ser, [1], &mut b);
-        assert!(bound.is_ok(), "bind encodes");
-        frontend::execute("", 0, &mut b).expect("execute encodes");
-        frontend::sync(&mut b);
-        let get = b.to_vec();
-        let get_key = find(&get, &SENTINEL.to_be_bytes());
-        let mut b = BytesMut::new();
-        let params = [Param::Key, Param::Value(value_size)];
-        let bound = frontend::bind("", "kvlab_set", [1, 1], params, ser, [1], &mut b);
-        assert!(bound.is_ok(), "bind encodes");
-        frontend::execute("", 0, &mut b).expect("execute encodes");
-        frontend::sync(&mut b);
-        let set = b.to_vec();
-        let set_key = find(&set, &SENTINEL.to_be_bytes());
-        let set_val = set_key + 8 + 4;
-        debug_assert!(
-            set[set_val..set_val + value_size]
-                .iter()
-                .all(|&x| x == 0xab)
-        );
-        PgCodec {
-            t: Arc::new(Templates {
-                get,
-                get_key,
-                set,
-                set_key,
-                set_val,
-                vlen: value_size,
-            }),
+/// How requests reach the server (`--query-mode`, as pgbench's `-M`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueryMode {
+    /// Named statements prepared once per connection; each request is
+    /// `Bind Execute Sync`.
+    Prepared,
+    /// The unnamed statement: each request is `Parse Bind Execute Sync` (what
+    /// a transaction-pooling pooler passes on to any server connection).
+    Extended,
+    /// The simple query protocol: each request is one `Query` with the key
+    /// (and value) written into the SQL text; values come back as text.
+    Simple,
+}
+
+impl QueryMode {
+    /// The modes by name, the default first.
+    pub const NAMES: [&'static str; 3] = ["prepared", "extended", "simple"];
+
+    /// The mode called `name` (`None`: the default, prepared).
+    pub fn named(name: Option<&str>) -> Option<QueryMode> {
+        match name.unwrap_or("prepared") {
+            "prepared" => Some(QueryMode::Prepared),
+            "extended" => Some(QueryMode::Extended),
+            "simple" => Some(QueryMode::Simple),
+            _ => None,
         }
+    }
+}
+
+/// The simple-mode point select; `encode(v, 'escape')` gives the value's own
+/// bytes as text for the letters and digits kvlab's values are made of (any
+/// other byte would come back escaped and fail verification).
+const SIMPLE_GET: &str = "SELECT encode(v, 'escape') FROM kvlab_kv WHERE k = ";
+/// How `pg_stat_statements` records [`SIMPLE_GET`] (constants replaced).
+pub const SIMPLE_GET_STAT: &str = "SELECT encode(v, $1) FROM kvlab_kv WHERE k = $2";
+/// Decimal digits of a key in simple mode (leading zeros; `i64::MAX` has 19).
+const KEY_DIGITS: usize = 19;
+
+/// Writes `v` as exactly `out.len()` decimal digits (leading zeros).
+#[inline]
+fn put_digits(out: &mut [u8], mut v: u64) {
+    for b in out.iter_mut().rev() {
+        *b = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+}
+
+impl PgCodec {
+    /// Templates for values of `value_size` bytes, prepared statements.
+    pub fn new(value_size: usize) -> PgCodec {
+        PgCodec::with_mode(value_size, QueryMode::Prepared)
+    }
+
+    /// The codec for values of `value_size` bytes in `c`'s query mode
+    /// (prepared when it names none; the mode was checked with the plan).
+    pub fn for_connector(value_size: usize, c: &crate::target::Connector) -> PgCodec {
+        let mode = QueryMode::named(c.query_mode.as_deref()).unwrap_or(QueryMode::Prepared);
+        PgCodec::with_mode(value_size, mode)
+    }
+
+    /// Templates for values of `value_size` bytes in query mode `mode`.
+    pub fn with_mode(value_size: usize, mode: QueryMode) -> PgCodec {
+        let t = match mode {
+            QueryMode::Simple => simple_templates(value_size),
+            QueryMode::Prepared | QueryMode::Extended => {
+                bound_templates(value_size, mode == QueryMode::Extended)
+            }
+        };
+        PgCodec {
+            t: Arc::new(t),
+            simple: mode == QueryMode::Simple,
+        }
+    }
+}
+
+/// `[Parse] Bind Execute Sync` templates with the key and value as binary
+/// parameters.
+fn bound_templates(value_size: usize, unnamed: bool) -> Templates {
+    let ser = |p: Param,
+               buf: &mut BytesMut|
+     -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match p {
+            Param::Key => buf.put_i64(SENTINEL),
+            Param::Value(n) => buf.put_bytes(0xab, n),
+        }
+        Ok(IsNull::No)
+    };
+    let (get_name, set_name) = if unnamed {
+        ("", "")
+    } else {
+        ("kvlab_get", "kvlab_set")
+    };
+    let mut b = BytesMut::new();
+    if unnamed {
+        frontend::parse("", GET_SQL, [INT8_OID], &mut b).expect("parse encodes");
+    }
+    let bound = frontend::bind("", get_name, [1], [Param::Key], ser, [1], &mut b);
+    assert!(bound.is_ok(), "bind encodes");
+    frontend::execute("", 0, &mut b).expect("execute encodes");
+    frontend::sync(&mut b);
+    let get = b.to_vec();
+    let get_key = find(&get, &SENTINEL.to_be_bytes());
+    let mut b = BytesMut::new();
+    if unnamed {
+        frontend::parse("", SET_SQL, [INT8_OID, BYTEA_OID], &mut b).expect("parse encodes");
+    }
+    let params = [Param::Key, Param::Value(value_size)];
+    let bound = frontend::bind("", set_name, [1, 1], params, ser, [1], &mut b);
+    assert!(bound.is_ok(), "bind encodes");
+    frontend::execute("", 0, &mut b).expect("execute encodes");
+    frontend::sync(&mut b);
+    let set = b.to_vec();
+    let set_key = find(&set, &SENTINEL.to_be_bytes());
+    let set_val = set_key + 8 + 4;
+    debug_assert!(
+        set[set_val..set_val + value_size]
+            .iter()
+            .all(|&x| x == 0xab)
+    );
+    Templates {
+        get,
+        get_key,
+        set,
+        set_key,
+        set_val,
+        vlen: value_size,
+    }
+}
+
+/// `Query` templates: the key as [`KEY_DIGITS`] digits, the value as a string
+/// literal (kvlab's values are letters and digits, so it needs no escaping).
+fn simple_templates(value_size: usize) -> Templates {
+    let zeros = "0".repeat(KEY_DIGITS);
+    let get_sql = format!("{SIMPLE_GET}{zeros}");
+    let set_sql = SET_SQL.replace(
+        "($1, $2)",
+        &format!("({zeros}, '{}')", "\u{1}".repeat(value_size)),
+    );
+    let mut b = BytesMut::new();
+    frontend::query(&get_sql, &mut b).expect("query encodes");
+    let get = b.to_vec();
+    let get_key = 5 + SIMPLE_GET.len();
+    let mut b = BytesMut::new();
+    frontend::query(&set_sql, &mut b).expect("query encodes");
+    let set = b.to_vec();
+    let set_key = 5 + set_sql.find(&zeros).expect("key in the template");
+    let set_val = set_key + KEY_DIGITS + 3;
+    Templates {
+        get,
+        get_key,
+        set,
+        set_key,
+        set_val,
+        vlen: value_size,
     }
 }
 
@@ -108,7 +223,11 @@ impl Codec for PgCodec {
         let t = &*self.t;
         let at = out.len() + t.get_key;
         out.extend_from_slice(&t.get);
-        out[at..at + 8].copy_from_slice(&(key.id as i64).to_be_bytes());
+        if self.simple {
+            put_digits(&mut out[at..at + KEY_DIGITS], key.id);
+        } else {
+            out[at..at + 8].copy_from_slice(&(key.id as i64).to_be_bytes());
+        }
     }
 
     #[inline]
@@ -116,7 +235,12 @@ impl Codec for PgCodec {
         let t = &*self.t;
         let base = out.len();
         out.extend_from_slice(&t.set);
-        out[base + t.set_key..base + t.set_key + 8].copy_from_slice(&(key.id as i64).to_be_bytes());
+        let k = base + t.set_key;
+        if self.simple {
+            put_digits(&mut out[k..k + KEY_DIGITS], key.id);
+        } else {
+            out[k..k + 8].copy_from_slice(&(key.id as i64).to_be_bytes());
+        }
         let n = value.len().min(t.vlen);
         out[base + t.set_val..base + t.set_val + n].copy_from_slice(&value[..n]);
     }
@@ -132,7 +256,7 @@ impl Codec for PgCodec {
                 Ok(None) => return Ok(Decoded::Incomplete),
                 Err(_) => return Err(Malformed("bad PostgreSQL message length")),
             };
-            if !b"2CNSAnDEZ".contains(&header.tag()) {
+            if !b"12TCNSAnDEZ".contains(&header.tag()) {
                 return Err(Malformed("unexpected PostgreSQL message"));
             }
             let end = pos + 1 + header.len() as usize;
@@ -141,7 +265,7 @@ impl Codec for PgCodec {
             }
             let body = &buf[pos + 5..end];
             match header.tag() {
-                b'2' | b'C' | b'N' | b'S' | b'A' | b'n' => {}
+                b'1' | b'2' | b'T' | b'C' | b'N' | b'S' | b'A' | b'n' => {}
                 b'D' => {
                     // Int16 column count, then Int32 length (-1: NULL) and bytes.
                     if body.len() < 6 || body[..2] != [0, 1] {
@@ -268,6 +392,46 @@ mod tests {
                 reply: Reply::Stored
             })
         );
+    }
+
+    #[test]
+    fn other_modes_carry_key_and_value() {
+        let key = |id| Key {
+            id,
+            name: b"",
+            tag: 0,
+        };
+        let pg = PgCodec::with_mode(4, QueryMode::Simple);
+        let mut out = Vec::new();
+        pg.encode_get(key(1234), &mut out);
+        assert_eq!(out[0], b'Q');
+        let sql = std::str::from_utf8(&out[5..out.len() - 1]).unwrap();
+        assert_eq!(sql, format!("{SIMPLE_GET}0000000000000001234"));
+        out.clear();
+        pg.encode_set(key(9), b"wxyz", &mut out);
+        let sql = std::str::from_utf8(&out[5..out.len() - 1]).unwrap();
+        assert_eq!(
+            sql,
+            SET_SQL.replace("($1, $2)", "(0000000000000000009, 'wxyz')")
+        );
+        let pg = PgCodec::with_mode(4, QueryMode::Extended);
+        out.clear();
+        pg.encode_get(key(258), &mut out);
+        assert_eq!(out[0], b'P');
+        assert!(out.windows(GET_SQL.len()).any(|w| w == GET_SQL.as_bytes()));
+        assert!(out.windows(8).any(|w| w == 258i64.to_be_bytes()));
+        assert!(out.ends_with(&[b'S', 0, 0, 0, 4]));
+        // A simple query's reply: RowDescription, DataRow, CommandComplete.
+        let mut r = msg(b'1', b"");
+        r.extend(msg(b'T', b"\0\x01encode\0"));
+        r.extend(get_reply(Some(b"abc")));
+        assert!(matches!(
+            pg.decode(OpKind::Get, &r),
+            Ok(Decoded::Frame {
+                reply: Reply::Value(_),
+                ..
+            })
+        ));
     }
 
     #[test]

@@ -16,6 +16,9 @@ use super::codec::{BYTEA_OID, GET_SQL, INT8_OID, SET_SQL};
 use crate::target::Connector;
 use crate::workload::Values;
 
+/// Rows of a simple query, as text (`None`: NULL).
+pub type Rows = Vec<Vec<Option<String>>>;
+
 /// A blocking connection for set-up: start-up, authentication, simple queries,
 /// preparing kvlab's statements and COPY.
 pub struct PgConn {
@@ -168,6 +171,13 @@ impl PgConn {
 
     /// Runs `sql` with the simple query protocol; returns the rows as text.
     pub fn query(&mut self, sql: &str) -> io::Result<Vec<Vec<Option<String>>>> {
+        Ok(self.query_named(sql)?.1)
+    }
+
+    /// Runs `sql` with the simple query protocol; returns the column names
+    /// and the rows as text.
+    pub fn query_named(&mut self, sql: &str) -> io::Result<(Vec<String>, Rows)> {
+        let mut names = Vec::new();
         let mut out = BytesMut::new();
         frontend::query(sql, &mut out)?;
         self.stream.write_all(&out)?;
@@ -175,6 +185,12 @@ impl PgConn {
         let mut err = None;
         loop {
             match self.read_message()? {
+                backend::Message::RowDescription(d) => {
+                    let mut fields = d.fields();
+                    while let Some(f) = fields.next()? {
+                        names.push(f.name().to_string());
+                    }
+                }
                 backend::Message::DataRow(r) => {
                     let buf = r.buffer();
                     let mut row = Vec::new();
@@ -188,7 +204,7 @@ impl PgConn {
                 backend::Message::CopyInResponse(_) => {
                     return Err(io::Error::other("unexpected COPY in a simple query"));
                 }
-                backend::Message::ReadyForQuery(_) => return err.map_or(Ok(rows), Err),
+                backend::Message::ReadyForQuery(_) => return err.map_or(Ok((names, rows)), Err),
                 _ => {}
             }
         }

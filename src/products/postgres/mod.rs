@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-pub use codec::{GET_SQL, PgCodec, SET_SQL};
+pub use codec::{GET_SQL, PgCodec, QueryMode, SET_SQL, SIMPLE_GET_STAT};
 pub use conn::{PgConn, literal, open};
 
 use crate::target::{Connector, Product, Role, Server, ServerCounters, ServerInfo};
@@ -55,10 +55,19 @@ impl Product for Postgres {
     fn role(&self) -> Role<'_> {
         Role::Database(self)
     }
+    fn query_modes(&self) -> &'static [&'static str] {
+        &QueryMode::NAMES
+    }
+    /// Preparing kvlab's two statements is one `Sync`.
+    fn set_up_round_trips(&self, query_mode: Option<&str>) -> u64 {
+        u64::from(QueryMode::named(query_mode) == Some(QueryMode::Prepared))
+    }
 
     fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(TcpStream, Session)> {
         let mut conn = open(c, timeout)?;
-        conn.prepare_kv()?;
+        if QueryMode::named(c.query_mode.as_deref()) == Some(QueryMode::Prepared) {
+            conn.prepare_kv()?;
+        }
         conn.set_timeout(None)?;
         Ok((conn.into_stream(), Session::Plain))
     }
@@ -71,14 +80,16 @@ impl Product for Postgres {
         })
     }
 
-    /// Executions of kvlab's two statements from `pg_stat_statements`. Without
+    /// Executions of kvlab's two statements from `pg_stat_statements` (in any
+    /// query mode: a simple query's constants are recorded as parameters). Without
     /// that extension there is no exact per-statement counter (table statistics
     /// lag and mix the upsert's index probes with reads), so this fails.
     fn counters(&self, c: &Connector) -> Result<ServerCounters> {
         let mut conn = open(c, Duration::from_secs(5))?;
         let q = format!(
-            "SELECT coalesce(sum(calls) FILTER (WHERE query = {}), 0), coalesce(sum(calls) FILTER (WHERE query = {}), 0) FROM pg_stat_statements",
+            "SELECT coalesce(sum(calls) FILTER (WHERE query IN ({}, {})), 0), coalesce(sum(calls) FILTER (WHERE query = {}), 0) FROM pg_stat_statements",
             literal(GET_SQL),
+            literal(SIMPLE_GET_STAT),
             literal(SET_SQL)
         );
         let rows = conn

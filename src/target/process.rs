@@ -1,0 +1,50 @@
+//! Child processes kvlab starts (servers, poolers): a free loopback port, the
+//! tail of a process's log for errors, and stopping exactly one child.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+/// A loopback port that is free now (a server may still take it first).
+pub fn free_port() -> Result<u16> {
+    let l = TcpListener::bind("127.0.0.1:0").context("cannot find a free loopback port")?;
+    Ok(l.local_addr()?.port())
+}
+
+/// Stops `child` if it still runs (SIGTERM, then SIGKILL after 5 s) and reaps it.
+pub fn stop_child(child: &mut Child) {
+    if let Ok(None) = child.try_wait() {
+        // SAFETY: the pid is our unreaped child, so it cannot have been reused.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+/// The last lines of a server's log, on one line.
+pub fn log_tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let tail = lines[lines.len().saturating_sub(3)..].join(" | ");
+    if tail.is_empty() {
+        "no output".into()
+    } else {
+        tail
+    }
+}
