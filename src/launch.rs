@@ -30,7 +30,17 @@ pub fn start_managed(
     if let Some((p, s)) = &pooler {
         // The pooler (which inherits kvlab's limit) holds a socket per client
         // and per server connection.
-        raise_fd_limit(plan.load.connections + p.server_connections(s));
+        let sockets = plan.load.connections + p.server_connections(s);
+        raise_fd_limit(sockets);
+        let limit = fd_limit();
+        if limit < sockets as u64 + 64 {
+            note(
+                opts,
+                format!(
+                    "kvlab: the open-file limit ({limit}) is below the {sockets} sockets the pooler may hold; raise the hard limit (ulimit -Hn) or expect refused connections"
+                ),
+            );
+        }
     }
     let sizing = Sizing {
         data_bytes: data_bytes(plan),
@@ -92,6 +102,19 @@ pub fn start_managed(
         s.attach_pooler(p);
     }
     Ok(Some(s))
+}
+
+/// The open-file limit now (soft).
+fn fd_limit() -> u64 {
+    // SAFETY: getrlimit writes the struct we pass.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+            lim.rlim_cur
+        } else {
+            u64::MAX
+        }
+    }
 }
 
 /// Raises the open-file limit to what `connections` need (up to the hard limit).

@@ -315,3 +315,51 @@ pub(super) fn caveats(results: &[StudyResult], rows: &[Row]) -> Vec<String> {
     }
     caveats
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(target: &str, pooler: bool, connections: &str, rps: f64, server_us: f64) -> Row {
+        Row {
+            target: target.into(),
+            product: "db".into(),
+            cache: false,
+            params: [("connections".to_string(), connections.to_string())].into(),
+            rps,
+            latency: Default::default(),
+            errors: 0,
+            requests: 1000,
+            server_us: Some(server_us),
+            client_us: 10.0,
+            pooler: pooler.then(|| ("pooler".to_string(), Some(20.0))),
+            timeline: Vec::new(),
+            saturated: false,
+            ratio: "0:1".into(),
+            aside: None,
+            stale: None,
+        }
+    }
+
+    #[test]
+    fn topology_compares_a_pooled_target_with_the_direct_one() {
+        let rows = [
+            row("direct", false, "50", 40_000.0, 25.0),
+            row("direct", false, "500", 20_000.0, 70.0),
+            row("pooled", true, "50", 16_000.0, 60.0),
+            row("pooled", true, "500", 24_000.0, 63.0),
+        ];
+        let lines = topology(&rows);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with("Topology: pooled against direct at the same load: throughput 0.40x (connections 50) to 1.20x (connections 500)"),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[0].contains("server CPU per request 0.90x there"),
+            "{}",
+            lines[0]
+        );
+    }
+}
