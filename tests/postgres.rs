@@ -127,4 +127,16 @@ fn refused_connections_are_counted_and_the_run_goes_on() {
     assert!(r.connections.established < 30, "{:?}", r.connections);
     assert_eq!(r.errors, 0);
     assert!(r.server_cpu_s.is_none());
+    // A fixed number of requests ends too (the refused connections' share is
+    // not made, and the result says so) instead of waiting for them forever.
+    p.load.stop = Stop::Requests(3_000);
+    let r = measure(&p);
+    assert!(r.requests < 3_000 && r.requests > 0, "{}", r.requests);
+    assert!(
+        r.problems
+            .iter()
+            .any(|m| m.contains("of the 3000 requests asked for")),
+        "{:?}",
+        r.problems
+    );
 }

@@ -5,13 +5,8 @@
 
 use super::chart::short;
 use super::rows::{Row, varies};
-use crate::study::exec::StudyResult;
-
-/// One sentence per target other than the baseline, in target order.
-pub(super) fn lines(results: &[StudyResult], rows: &[Row]) -> Vec<String> {
-    let Some(base) = results.first().and_then(|r| r.study.baseline.clone()) else {
-        return Vec::new();
-    };
+/// One sentence per target other than `base`, in target order.
+pub(super) fn lines(base: &str, rows: &[Row]) -> Vec<String> {
     let mut targets: Vec<&str> = Vec::new();
     for r in rows {
         if r.target != base && !targets.contains(&r.target.as_str()) {
@@ -114,5 +109,53 @@ fn range(lo: f64, hi: f64) -> String {
         x(lo)
     } else {
         format!("{}–{}", x(lo), x(hi))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(target: &str, connections: &str, rps: f64, server_us: f64) -> Row {
+        Row {
+            target: target.into(),
+            product: "db".into(),
+            cache: false,
+            params: [("connections".to_string(), connections.to_string())].into(),
+            rps,
+            latency: Default::default(),
+            errors: 0,
+            requests: 1000,
+            server_us: Some(server_us),
+            client_us: 10.0,
+            pooler: None,
+            timeline: Vec::new(),
+            saturated: false,
+            ratio: "0:1".into(),
+            aside: None,
+            stale: None,
+        }
+    }
+
+    #[test]
+    fn compares_every_target_with_the_baseline_point_by_point() {
+        let rows = [
+            row("direct", "50", 40_000.0, 25.0),
+            row("direct", "500", 20_000.0, 70.0),
+            row("pooled", "50", 16_000.0, 60.0),
+            row("pooled", "500", 24_000.0, 63.0),
+        ];
+        let l = lines("direct", &rows);
+        assert_eq!(l.len(), 1, "{l:?}");
+        assert!(
+            l[0].starts_with("pooled against direct: throughput 0.40x–1.20x over 2 points (lowest 0.40x: 16k vs 40k req/s at connections 50; highest 1.20x: 24k vs 20k req/s at connections 500)"),
+            "{}",
+            l[0]
+        );
+        assert!(
+            l[0].contains("server CPU per request 0.90x–2.40x"),
+            "{}",
+            l[0]
+        );
     }
 }

@@ -50,7 +50,9 @@ pub fn build(results: &[StudyResult]) -> Report {
     let description = study.map(|s| s.description.clone()).unwrap_or_default();
     let fill = fill::section(results);
     let (mut verdict, best) = verdict::verdict(results, &rows, axis.as_deref(), fill.as_ref());
-    verdict.extend(baseline::lines(results, &rows));
+    if let Some(base) = study.and_then(|s| s.baseline.as_deref()) {
+        verdict.extend(baseline::lines(base, &rows));
+    }
     let mut caveats = verdict::caveats(results, &rows);
 
     let axis_name = axis.clone().unwrap_or_else(|| "connections".into());

@@ -141,71 +141,7 @@ pub(super) fn verdict<'a>(
     if let Some(line) = cache_against_database(&best) {
         verdict.insert(0, line);
     }
-    verdict.extend(topology(rows));
     (verdict, best)
-}
-
-/// What a pooler in front changed: each pooled target against the same
-/// product reached directly, at the same swept values.
-fn topology(rows: &[Row]) -> Vec<String> {
-    let mut out = Vec::new();
-    let pooled: Vec<String> = super::rows::target_order(rows)
-        .into_iter()
-        .filter(|t| rows.iter().any(|r| &r.target == t && r.pooler.is_some()))
-        .collect();
-    for t in pooled {
-        let mine: Vec<&Row> = rows.iter().filter(|r| r.target == t).collect();
-        let Some(direct) = rows
-            .iter()
-            .find(|r| r.pooler.is_none() && r.aside.is_none() && r.product == mine[0].product)
-            .map(|r| r.target.clone())
-        else {
-            continue;
-        };
-        let pairs: Vec<(&Row, &Row)> = mine
-            .iter()
-            .filter_map(|p| {
-                rows.iter()
-                    .find(|d| d.target == direct && d.params == p.params)
-                    .map(|d| (*p, d))
-            })
-            .filter(|(p, d)| p.errors == 0 && d.errors == 0)
-            .collect();
-        let (Some(lo), Some(hi)) = (
-            pairs
-                .iter()
-                .min_by(|a, b| (a.0.rps / a.1.rps).total_cmp(&(b.0.rps / b.1.rps))),
-            pairs
-                .iter()
-                .max_by(|a, b| (a.0.rps / a.1.rps).total_cmp(&(b.0.rps / b.1.rps))),
-        ) else {
-            continue;
-        };
-        let at = |r: &Row| {
-            let v: Vec<String> = r
-                .params
-                .iter()
-                .filter(|(k, _)| varies(rows, k))
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect();
-            v.join(", ")
-        };
-        let mut s = format!(
-            "Topology: {t} against {direct} at the same load: throughput {:.2}x ({}) to {:.2}x ({}), p99 {} µs against {} µs at the latter",
-            lo.0.rps / lo.1.rps.max(1e-9),
-            at(lo.0),
-            hi.0.rps / hi.1.rps.max(1e-9),
-            at(hi.0),
-            short(hi.0.latency.p99),
-            short(hi.1.latency.p99)
-        );
-        if let (Some(p), Some(d)) = (hi.0.server_us, hi.1.server_us) {
-            let _ = write!(s, "; server CPU per request {:.2}x there", p / d.max(1e-9));
-        }
-        s.push('.');
-        out.push(s);
-    }
-    out
 }
 
 /// The best cache against the best database (without a cache in front), when
@@ -314,52 +250,4 @@ pub(super) fn caveats(results: &[StudyResult], rows: &[Row]) -> Vec<String> {
         caveats.push("The study was interrupted: only finished points are shown.".into());
     }
     caveats
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn row(target: &str, pooler: bool, connections: &str, rps: f64, server_us: f64) -> Row {
-        Row {
-            target: target.into(),
-            product: "db".into(),
-            cache: false,
-            params: [("connections".to_string(), connections.to_string())].into(),
-            rps,
-            latency: Default::default(),
-            errors: 0,
-            requests: 1000,
-            server_us: Some(server_us),
-            client_us: 10.0,
-            pooler: pooler.then(|| ("pooler".to_string(), Some(20.0))),
-            timeline: Vec::new(),
-            saturated: false,
-            ratio: "0:1".into(),
-            aside: None,
-            stale: None,
-        }
-    }
-
-    #[test]
-    fn topology_compares_a_pooled_target_with_the_direct_one() {
-        let rows = [
-            row("direct", false, "50", 40_000.0, 25.0),
-            row("direct", false, "500", 20_000.0, 70.0),
-            row("pooled", true, "50", 16_000.0, 60.0),
-            row("pooled", true, "500", 24_000.0, 63.0),
-        ];
-        let lines = topology(&rows);
-        assert_eq!(lines.len(), 1, "{lines:?}");
-        assert!(
-            lines[0].starts_with("Topology: pooled against direct at the same load: throughput 0.40x (connections 50) to 1.20x (connections 500)"),
-            "{}",
-            lines[0]
-        );
-        assert!(
-            lines[0].contains("server CPU per request 0.90x there"),
-            "{}",
-            lines[0]
-        );
-    }
 }

@@ -92,6 +92,18 @@ pub(super) fn assemble(
     if c.requests() == 0 {
         problems.push("no request finished in the measured window".to_string());
     }
+    if let crate::workload::Stop::Requests(n) = plan.load.stop
+        && c.requests() < n
+        && !r.interrupted
+    {
+        problems.push(format!(
+            "made {} of the {n} requests asked for: {} of {} connections were open at the start ({}), and a connection the server refused or kept dropping makes none of its share",
+            c.requests(),
+            r.established,
+            plan.load.connections,
+            r.last_connect_error.as_deref().unwrap_or("no connection error recorded")
+        ));
+    }
     if let Some(cc) = &server_counters
         && cc.exclusive
         && !cc.agrees()

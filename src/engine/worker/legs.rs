@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::time::{Duration, Instant};
 
-use super::{Conn, Ctx, Leg, MAX_LEGS, token};
+use super::{Conn, Ctx, GIVE_UP, Leg, MAX_LEGS, token};
 use crate::engine::link::Link;
 use crate::stats::{ErrorKind, Outcome};
 use crate::wire::Codec;
@@ -30,6 +30,8 @@ impl<C: Codec> Ctx<'_, C> {
                     now,
                 ),
                 inflight: VecDeque::with_capacity(self.spec.pipeline),
+                served: false,
+                streak: 0,
             });
             self.connect(c, l, now);
         }
@@ -41,6 +43,7 @@ impl<C: Codec> Ctx<'_, C> {
         let t = self.spec.timeout.min(Duration::from_secs(2));
         let leg = &mut c.legs[l];
         leg.link.codec = self.codec.clone();
+        leg.served = false;
         if let Err(e) = leg.link.open(self.router.connector(l), &self.registry, t) {
             self.connect_failed(c, l, now, e);
         }
@@ -52,14 +55,29 @@ impl<C: Codec> Ctx<'_, C> {
             self.last_connect_error = Some(e.to_string());
         }
         // Back off: a server refusing connections is not hammered with more.
-        let link = &mut c.legs[l].link;
-        link.fails = link.fails.saturating_add(1);
-        link.retry_at = now + Duration::from_millis(100 << link.fails.min(6));
+        let leg = &mut c.legs[l];
+        leg.streak += 1;
+        leg.link.fails = leg.link.fails.saturating_add(1);
+        leg.link.retry_at = now + Duration::from_millis(100 << leg.link.fails.min(6));
+    }
+
+    /// Gives up connection `c` after [`GIVE_UP`] failed attempts in a row on a
+    /// leg: it is not retried and its share of `--requests` is dropped.
+    fn give_up(&mut self, c: &mut Conn<C>) {
+        c.refused = true;
+        if let Some(q) = c.quota.replace(0)
+            && let Some(t) = self.quota_left.as_mut()
+        {
+            *t -= q;
+        }
     }
 
     /// Timeouts and reconnection; runs every few milliseconds, not per request.
     pub(super) fn housekeep(&mut self, c: &mut Conn<C>, i: usize, now: Instant) {
         for l in 0..c.legs.len() {
+            if c.legs[l].streak >= GIVE_UP && !c.refused {
+                self.give_up(c);
+            }
             if c.legs[l].link.stream.is_none() {
                 if !self.draining
                     && !c.refused
@@ -87,10 +105,18 @@ impl<C: Codec> Ctx<'_, C> {
         }
     }
 
-    /// Closes leg `l`, failing what it had in flight.
+    /// Closes leg `l`, failing what it had in flight. A socket closed before
+    /// it served anything counts as a failed attempt (backed off).
     pub(super) fn close(&mut self, c: &mut Conn<C>, l: usize, now: Instant) {
         self.fail_all(c, l, ErrorKind::Disconnect);
-        c.legs[l].link.close(now);
+        let leg = &mut c.legs[l];
+        leg.link.close(now);
+        if leg.served {
+            leg.streak = 0;
+        } else {
+            leg.streak += 1;
+            leg.link.retry_at = now + Duration::from_millis(100 << leg.streak.min(6));
+        }
     }
 
     /// Counts everything in flight on leg `l` as failed with `kind`.

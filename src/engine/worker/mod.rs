@@ -64,7 +64,16 @@ struct InFlight {
 struct Leg<C> {
     link: Link<C>,
     inflight: VecDeque<InFlight>,
+    /// A request succeeded since the socket was opened.
+    served: bool,
+    /// Attempts in a row that failed: not opened, or closed before serving.
+    streak: u32,
 }
+
+/// Attempts in a row after which a connection is given up (about 20 s of
+/// back-off): a server that accepts and then drops it (e.g. Redis's
+/// `maxclients`) must not keep a `--requests` run waiting.
+const GIVE_UP: u32 = 8;
 
 struct Conn<C> {
     /// One per node the connection reached (one on a plain target).
@@ -198,6 +207,12 @@ pub fn run<C: Codec>(
         opened.fetch_add(1, Ordering::Relaxed);
     }
     let established = conns.iter().filter(|c| !c.refused).count();
+    // `--requests`: a connection refused at the start makes none of its share
+    // (the result shows how many were open; a load then stores fewer keys and
+    // fails), so the run does not wait for it forever.
+    for c in conns.iter_mut().filter(|c| c.refused) {
+        c.quota = c.quota.map(|_| 0);
+    }
     cx.quota_left = conns.iter().map(|c| c.quota).sum();
     let timing = start.wait();
     cx.timing = timing;

@@ -151,6 +151,9 @@ impl<C: Codec> Ctx<'_, C> {
                 _ => Then::Count(Outcome::Error(ErrorKind::Protocol), None),
             };
             leg.link.rstart += len;
+            if let Then::Count(Outcome::Hit | Outcome::Miss | Outcome::Stored, _) = then {
+                leg.served = true;
+            }
             c.inflight -= 1;
             self.inflight -= 1;
             match then {

@@ -118,7 +118,9 @@ impl Product for Tarantool {
             )
             .context("cannot read os.clock()")?;
         let cpu = r.first().and_then(rmpv::Value::as_f64);
-        let mem = r.get(1).and_then(|v| v.as_u64().or(v.as_f64().map(|f| f as u64)));
+        let mem = r
+            .get(1)
+            .and_then(|v| v.as_u64().or(v.as_f64().map(|f| f as u64)));
         Ok(ReportedUsage {
             cpu_s: cpu.with_context(|| format!("{}: os.clock() gave no number", c.display))?,
             memory_bytes: mem,
