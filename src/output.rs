@@ -228,13 +228,37 @@ pub fn summary(r: &RunResult) -> String {
             .map(|b| format!(", workers busy {:.0}%", b * 100.0))
             .unwrap_or_default()
     );
-    if let (Some(cpu), Some(per)) = (r.server_cpu_s, r.server_cpu_us_per_request) {
-        let _ = writeln!(
-            s,
-            "  server CPU  {cpu:.2} s, {} µs/request, peak RSS {} MiB",
-            num(per),
-            num(r.server_peak_rss_kb.unwrap_or(0) as f64 / 1024.0)
-        );
+    match (r.server_cpu_s, r.server_cpu_us_per_request) {
+        (Some(cpu), Some(per)) => {
+            let source = match r.server_cpu_source.as_deref() {
+                Some("proc") | None => String::new(),
+                Some(src) => format!(", as the server reports it ({src})"),
+            };
+            let memory = match (&r.server_peak_rss_kb, &r.server_reported_memory) {
+                (Some(kb), _) => format!(", peak RSS {} MiB", num(*kb as f64 / 1024.0)),
+                (None, Some(m)) => {
+                    format!(
+                        "; memory {} MiB ({})",
+                        num(m.bytes as f64 / 1048576.0),
+                        m.source
+                    )
+                }
+                (None, None) => String::new(),
+            };
+            let _ = writeln!(
+                s,
+                "  server CPU  {cpu:.2} s, {} µs/request{source}{memory}",
+                num(per)
+            );
+        }
+        _ if r.cache_aside.is_none() && !r.target.managed => {
+            let _ = writeln!(
+                s,
+                "  server CPU  not known: {} does not report its own CPU use; run it through kvlab (a managed --target) to measure it from /proc",
+                r.target.product
+            );
+        }
+        _ => {}
     }
     if let Some(p) = &r.pooler
         && let (Some(cpu), Some(per)) = (p.pooler_cpu_s, p.pooler_cpu_us_per_request)

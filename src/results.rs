@@ -79,6 +79,14 @@ pub struct RunResult {
     pub server_cpu_us_per_request: Option<f64>,
     /// Server peak resident memory, KiB (managed servers only).
     pub server_peak_rss_kb: Option<u64>,
+    /// Where `server_cpu_s` comes from: `proc` (a server kvlab started, from
+    /// /proc) or the server's own report (e.g. `INFO cpu used_cpu_user + …`); `null` when
+    /// neither is available (a server kvlab did not start that reports none).
+    #[serde(default)]
+    pub server_cpu_source: Option<String>,
+    /// The memory a server kvlab did not start reports of itself at the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_reported_memory: Option<ReportedMemory>,
     /// The data load before measuring, if any.
     pub load: Option<LoadResult>,
     /// Requests issued during warm-up.
@@ -160,6 +168,15 @@ impl PoolerCounterCheck {
             self.pooler.queries <= sent
         }
     }
+}
+
+/// Memory as a server reports it (servers kvlab did not start).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ReportedMemory {
+    /// Bytes.
+    pub bytes: u64,
+    /// What the figure is, e.g. `INFO memory used_memory_rss`.
+    pub source: String,
 }
 
 /// The fixed-rate writer that ran beside the measured load (`--background-writes`).

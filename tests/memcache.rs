@@ -21,7 +21,11 @@ fn counts_agree_with_stats() {
     assert_eq!(r.requests, 20_000);
     assert_eq!((r.errors, r.misses), (0, 0));
     assert!(r.valid);
-    assert!(r.server_cpu_s.is_none(), "external target: no server CPU");
+    // A server kvlab did not start: its CPU as memcached reports it.
+    assert_eq!(
+        r.server_cpu_source.as_deref(),
+        Some("stats rusage_user + rusage_system")
+    );
     let pid = s.pid();
     drop(s);
     assert!(!alive(pid));
@@ -69,4 +73,10 @@ fn a_full_memcached_fails_the_load_clearly() {
     let stop = std::sync::atomic::AtomicBool::new(false);
     let r = kvlab::runner::run(&p, kvlab::runner::RunOptions::default(), &stop).unwrap();
     assert!(r.misses > 0 && !r.valid);
+}
+
+#[test]
+fn an_external_memcached_reports_its_own_cpu_as_proc_sees_it() {
+    let s = server(TargetKind::Memcached);
+    common::cpu_sources_agree(TargetKind::Memcached, &s);
 }

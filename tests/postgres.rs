@@ -126,7 +126,9 @@ fn refused_connections_are_counted_and_the_run_goes_on() {
     assert!(r.requests > 1_000, "{}", r.requests);
     assert!(r.connections.established < 30, "{:?}", r.connections);
     assert_eq!(r.errors, 0);
-    assert!(r.server_cpu_s.is_none());
+    assert!(r.server_cpu_s.is_none() && r.server_cpu_source.is_none());
+    let summary = kvlab::output::summary(&r);
+    assert!(summary.contains("server CPU  not known"), "{summary}");
     // A fixed number of requests ends too (the refused connections' share is
     // not made, and the result says so) instead of waiting for them forever.
     p.load.stop = Stop::Requests(3_000);

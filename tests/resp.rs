@@ -246,3 +246,9 @@ fn an_external_server_keeps_foreign_keys_and_gets_only_prefixed_ones() {
             .all(|k| k.starts_with("bench:") || *k == "foreign")
     );
 }
+
+#[test]
+fn an_external_redis_reports_its_own_cpu_as_proc_sees_it() {
+    let s = server(TargetKind::Redis);
+    common::cpu_sources_agree(TargetKind::Redis, &s);
+}

@@ -101,3 +101,9 @@ fn a_bad_password_and_the_wrong_protocol_fail_fast() {
     let err = measure_err(&plan(TargetKind::Redis, s.endpoint()));
     assert!(err.contains("Redis/Valkey"), "{err}");
 }
+
+#[test]
+fn an_external_tarantool_reports_its_own_cpu_as_proc_sees_it() {
+    let s = common::server(TargetKind::Tarantool);
+    common::cpu_sources_agree(TargetKind::Tarantool, &s);
+}

@@ -34,6 +34,17 @@ pub(super) fn assemble(
         .map(|(a, b)| b.cpu_s - a.cpu_s)
         .filter(|d| *d > 0.0 || c.requests() == 0);
     let cpu_unknown = server_use.is_some() && server_cpu_s.is_none();
+    // A server kvlab did not start: what it reports of itself, if anything.
+    let report = plan.target.kind.product().usage_report();
+    let reported = obs.reported_use();
+    let (server_cpu_s, server_cpu_source) = match (server_cpu_s, reported, report) {
+        (Some(s), _, _) => (Some(s), Some("proc".to_string())),
+        (None, Some((cpu, _)), Some(rep)) => (Some(cpu), Some(rep.cpu.to_string())),
+        _ => (None, None),
+    };
+    let server_memory = reported
+        .and_then(|(_, m)| m)
+        .zip(report.and_then(|r| r.memory));
     let per_req = |cpu: f64| {
         if c.requests() > 0 {
             cpu * 1e6 / c.requests() as f64
@@ -156,6 +167,11 @@ pub(super) fn assemble(
         server_cpu_s,
         server_cpu_us_per_request: server_cpu_s.map(per_req),
         server_peak_rss_kb: end.and_then(|e| e.server).map(|_| obs.server_peak_kb),
+        server_cpu_source,
+        server_reported_memory: server_memory.map(|(bytes, what)| crate::results::ReportedMemory {
+            bytes,
+            source: what.to_string(),
+        }),
         load,
         warmup: r.warmup,
         connections: ConnectionReport {

@@ -1,12 +1,13 @@
 //! What a run samples while it goes: the progress line, and the CPU and memory
 //! of kvlab itself and of the managed servers at the edges of the measured
-//! window (an engine [`Observer`]).
+//! window (an engine [`Observer`]); for a server kvlab did not start, what the
+//! server reports of itself, sampled at the same edges.
 
 use std::time::Duration;
 
 use crate::engine::Observer;
 use crate::progress::Progress;
-use crate::target::{ManagedServer, ProcUsage};
+use crate::target::{Connector, ManagedServer, ProcUsage, ReportedUsage};
 
 /// Resources used so far, at one instant.
 #[derive(Clone, Copy)]
@@ -19,6 +20,8 @@ pub(super) struct Sample {
     pub cache: Option<ProcUsage>,
     /// The use of the pooler in front of the server.
     pub pooler: Option<ProcUsage>,
+    /// What a server kvlab did not start reports of its own use.
+    pub reported: Option<ReportedUsage>,
 }
 
 /// The engine observer of a measured run: progress, and resource samples at
@@ -30,6 +33,8 @@ pub(super) struct RunObserver<'a> {
     pub server: Option<&'a ManagedServer>,
     /// A managed cache in front of the server (cache-aside).
     pub cache: Option<&'a ManagedServer>,
+    /// A server kvlab did not start that reports its own CPU use.
+    pub reporting: Option<&'a Connector>,
     /// Largest server memory seen at any sample.
     pub server_peak_kb: u64,
     /// Sample when measuring began.
@@ -50,7 +55,16 @@ impl RunObserver<'_> {
                 .server
                 .and_then(ManagedServer::pooler)
                 .and_then(|p| p.usage()),
+            reported: self.reporting.and_then(|c| c.reported_usage().ok()),
         }
+    }
+
+    /// CPU seconds a server kvlab did not start reported spending over the
+    /// window, and the memory it reported at the end (bytes).
+    pub fn reported_use(&self) -> Option<(f64, Option<u64>)> {
+        let (a, b) = self.at_start.zip(self.at_end)?;
+        let (a, b) = (a.reported?, b.reported?);
+        Some(((b.cpu_s - a.cpu_s).max(0.0), b.memory_bytes))
     }
 
     /// CPU seconds and peak memory (KiB) of the pooler over the window.

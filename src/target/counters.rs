@@ -51,7 +51,7 @@ pub struct ReportedUsage {
 /// Where a product's [`ReportedUsage`] comes from, for results and messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UsageReport {
-    /// Where the CPU figure comes from, e.g. `INFO cpu (used_cpu_user + used_cpu_sys)`.
+    /// Where the CPU figure comes from, e.g. `INFO cpu used_cpu_user + used_cpu_sys`.
     pub cpu: &'static str,
     /// What the memory figure is, e.g. `INFO memory used_memory_rss`.
     pub memory: Option<&'static str>,

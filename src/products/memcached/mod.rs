@@ -87,8 +87,8 @@ impl Product for Memcached {
 
     fn usage_report(&self) -> Option<UsageReport> {
         Some(UsageReport {
-            cpu: "stats (rusage_user + rusage_system)",
-            memory: Some("stats bytes (item memory)"),
+            cpu: "stats rusage_user + rusage_system",
+            memory: Some("stats bytes, the items' memory"),
         })
     }
 

@@ -226,7 +226,7 @@ pub(crate) fn node_counters(c: &Connector) -> Result<ServerCounters> {
 
 /// Where a RESP server reports its CPU and memory.
 pub(crate) const USAGE_REPORT: UsageReport = UsageReport {
-    cpu: "INFO cpu (used_cpu_user + used_cpu_sys)",
+    cpu: "INFO cpu used_cpu_user + used_cpu_sys",
     memory: Some("INFO memory used_memory_rss"),
 };
 

@@ -104,7 +104,7 @@ impl Product for Tarantool {
 
     fn usage_report(&self) -> Option<UsageReport> {
         Some(UsageReport {
-            cpu: "os.clock() (the process's CPU time, as Tarantool's Lua reports it)",
+            cpu: "os.clock(), the process's CPU time",
             memory: Some("box.slab.info().arena_used + box.info.memory().lua"),
         })
     }
