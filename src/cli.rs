@@ -62,7 +62,8 @@ pub struct CapacityArgs {
   kvlab study s0 --scale original --dry-run")]
 pub struct StudyArgs {
     /// The study file (TOML; see studies/ for annotated examples), or the name
-    /// of a built-in study (s0, s1, s2, s3, s3-read, s4, tarantool, cache-aside, demo, pooler).
+    /// of a built-in study (s0, s1, s2, s3, s3-read, s4, tarantool, cluster,
+    /// pooler, cache-aside, demo).
     pub file: PathBuf,
     /// `quick`: as written, scaled for a small machine; `original`: the
     /// published study's parameters (its `[original]` tables).

@@ -295,8 +295,9 @@ impl TargetSpec {
                 "--pooler",
                 format!("unknown pooler '{name}'"),
                 format!(
-                    "use {} (any other pooler: give its postgres:// URL as --target)",
-                    products::pooler_names("|")
+                    "use {} (any other pooler: give its URL as --target, e.g. {})",
+                    products::pooler_names("|"),
+                    self.kind.product().example_url()
                 ),
             )
         })?;
