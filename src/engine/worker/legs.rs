@@ -29,7 +29,7 @@ impl<C: Codec> Ctx<'_, C> {
                     self.buffers.1,
                     now,
                 ),
-                inflight: VecDeque::with_capacity(self.spec.pipeline),
+                inflight: VecDeque::with_capacity(self.spec.pipeline * 2),
                 served: false,
                 streak: 0,
             });

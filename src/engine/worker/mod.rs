@@ -274,7 +274,10 @@ pub fn run<C: Codec>(
                     cx.issue_due(c, i, p, now);
                     cx.flush(c, Instant::now());
                 }
-                if c.ready() && c.inflight < spec.pipeline && cx.may_issue(c, c.due) {
+                if c.ready()
+                    && c.inflight < requests::depth(spec.pipeline, c)
+                    && cx.may_issue(c, c.due)
+                {
                     wake = wake.min(c.due);
                 }
             }

@@ -15,6 +15,14 @@ use crate::workload::{OpKind, write_key};
 /// Redirects after which a request counts as a server error (a loop).
 const MAX_HOPS: u8 = 5;
 
+/// Requests a connection may have in flight: `--pipeline` per node it
+/// reaches (one on a plain target), as a cluster client pipelines to each
+/// node (memtier_benchmark's cluster mode does the same).
+#[inline]
+pub(super) fn depth<C>(pipeline: usize, c: &Conn<C>) -> usize {
+    pipeline * c.legs.len().max(1)
+}
+
 /// Where a node sent a request.
 pub(super) struct Hop {
     /// The key's slot.
@@ -140,14 +148,15 @@ impl<C: Codec> Ctx<'_, C> {
         if !c.ready() {
             return;
         }
-        while c.inflight < self.spec.pipeline && self.may_issue(c, now) {
+        while c.inflight < depth(self.spec.pipeline, c) && self.may_issue(c, now) {
             self.issue(c, i, now, now);
         }
     }
 
     /// Open loop: send every request whose intended time has come, as the pipeline allows.
     pub(super) fn issue_due(&mut self, c: &mut Conn<C>, i: usize, p: Pacer, now: Instant) {
-        while c.due <= now && c.inflight < self.spec.pipeline && self.may_issue(c, c.due) {
+        while c.due <= now && c.inflight < depth(self.spec.pipeline, c) && self.may_issue(c, c.due)
+        {
             note_lag(&mut self.schedule, now - c.due);
             let due = c.due;
             self.issue(c, i, due, now);
