@@ -6,7 +6,7 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use crate::engine::{AsideSpec, EngineReport, Spec};
 use crate::launch::start_managed;
@@ -39,18 +39,6 @@ impl Cache {
         started: Option<ManagedServer>,
     ) -> Result<Cache> {
         let kind = aside.cache.kind;
-        if kind.product().sharded() {
-            bail!(
-                "--cache {}: a cache-aside run needs a single cache server (a sharded cache is not supported there yet); use {}",
-                kind.name(),
-                crate::products::or_list(
-                    &crate::products::kinds(true)
-                        .filter(|k| !k.product().sharded())
-                        .map(|k| k.name())
-                        .collect::<Vec<_>>()
-                )
-            );
-        }
         kind.product()
             .check_prefix(&plan.workload.key_prefix)
             .map_err(|e| anyhow::anyhow!("{e:#} (of the cache)"))?;

@@ -68,6 +68,24 @@ impl RunPlan {
                 format!("use {}", products::names(true)),
             ));
         }
+        if c.cache.kind.product().sharded() {
+            return Err(UsageError::bad(
+                "--cache",
+                format!(
+                    "{}: a cache-aside run needs a single cache server (a sharded cache is not supported there yet)",
+                    c.cache.kind.name()
+                ),
+                format!(
+                    "use {}",
+                    products::or_list(
+                        &products::kinds(true)
+                            .filter(|k| !k.product().sharded())
+                            .map(|k| k.name())
+                            .collect::<Vec<_>>()
+                    )
+                ),
+            ));
+        }
         if !self.target.kind.is_sql() {
             return Err(UsageError::bad(
                 "--cache",

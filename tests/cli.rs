@@ -517,3 +517,48 @@ fn pooler_and_query_mode_errors_are_one_line() {
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }
 }
+
+#[test]
+fn cluster_errors_are_one_line() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "run",
+                "--target",
+                "redis-cluster",
+                "--server-opt",
+                "shards=0",
+            ],
+            "--server-opt shards=0: use a number of primaries from 1 to 64",
+        ),
+        (
+            &[
+                "run",
+                "--target",
+                "valkey-cluster",
+                "--server-opt",
+                "replicas=2",
+            ],
+            "--server-opt replicas=2: use 0 or 1",
+        ),
+        (
+            &[
+                "run",
+                "--target",
+                "redis-cluster",
+                "--server-opt",
+                "cluster-enabled=no",
+            ],
+            "cluster-enabled",
+        ),
+        (
+            &["run", "--target", "postgres", "--cache", "redis-cluster"],
+            "a cache-aside run needs a single cache server",
+        ),
+    ];
+    for (args, says) in cases {
+        let err = fails(args);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}
