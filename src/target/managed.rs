@@ -9,10 +9,8 @@
 //! stopped together.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -21,7 +19,7 @@ use super::endpoint::{Endpoint, Secret, is_secret_key};
 use super::osuser::{self, OsUser};
 use super::pooler::ManagedPooler;
 pub use super::process::free_port;
-use super::process::log_tail;
+use super::process::{log_tail, spawn_owned};
 use super::procfs::ProcUsage;
 use super::product::{Connector, Launch, Login, Product, ServerInfo};
 use super::settings::{Config, Sizing};
@@ -146,7 +144,6 @@ impl ManagedServer {
             };
             let (port, aux_port) = (free_port()?, free_port()?);
             let log_path = dir.join("server.log");
-            let log = File::create(&log_path)?;
             let data = dir.join("data");
             let (mut cmd, login) = product.server().command(&Launch {
                 binary: bin,
@@ -163,24 +160,8 @@ impl ManagedServer {
                     server.login.password.clone_from(&config.password);
                 }
             }
-            cmd.args(&config.args)
-                .current_dir(&dir)
-                .stdin(Stdio::null())
-                .stdout(log.try_clone()?)
-                .stderr(log)
-                // Its own process group, so a terminal's Ctrl-C reaches kvlab only and
-                // kvlab stops the server in order.
-                .process_group(0);
-            // SAFETY: prctl is async-signal-safe; the server dies if kvlab is killed.
-            unsafe {
-                cmd.pre_exec(|| {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    Ok(())
-                });
-            }
-            let child = cmd
-                .spawn()
-                .with_context(|| format!("cannot start {}", bin.display()))?;
+            cmd.args(&config.args);
+            let child = spawn_owned(&mut cmd, &dir, &log_path, bin)?;
             server.nodes.push((child, port));
             logs.push(log_path);
         }

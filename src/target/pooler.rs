@@ -5,17 +5,15 @@
 //! stopping exactly the pid it started. Names no pooler.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
 use super::endpoint::{Endpoint, Secret};
 use super::osuser::{self, OsUser, find_binary};
-use super::process::{free_port, log_tail, stop_child};
+use super::process::{free_port, log_tail, spawn_owned, stop_child};
 use super::procfs::{ProcUsage, proc_usage};
 use super::product::{Login, Product};
 use crate::error::UsageError;
@@ -170,22 +168,7 @@ impl ManagedPooler {
         }
         osuser::as_user(&mut cmd, run_as);
         let log_path = dir.path().join("pooler.log");
-        let log = File::create(&log_path)?;
-        cmd.current_dir(dir.path())
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .process_group(0);
-        // SAFETY: prctl is async-signal-safe; the pooler dies if kvlab is killed.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-        let child = cmd
-            .spawn()
-            .with_context(|| format!("cannot start {}", bin.display()))?;
+        let child = spawn_owned(&mut cmd, dir.path(), &log_path, bin)?;
         let mut p = ManagedPooler {
             pooler,
             child,

@@ -1,9 +1,12 @@
-//! Child processes kvlab starts (servers, poolers): a free loopback port, the
-//! tail of a process's log for errors, and stopping exactly one child.
+//! Child processes kvlab starts (servers, poolers): a free loopback port,
+//! spawning one that kvlab owns, the tail of a process's log for errors, and
+//! stopping exactly one child.
 
+use std::fs::File;
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::Child;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -12,6 +15,27 @@ use anyhow::{Context, Result};
 pub fn free_port() -> Result<u16> {
     let l = TcpListener::bind("127.0.0.1:0").context("cannot find a free loopback port")?;
     Ok(l.local_addr()?.port())
+}
+
+/// Spawns `cmd` in `dir` with its output in the file `log`, in its own process
+/// group (a terminal's Ctrl-C reaches kvlab only, which stops it in order),
+/// and killed if kvlab dies. `bin` names it in the error.
+pub fn spawn_owned(cmd: &mut Command, dir: &Path, log: &Path, bin: &Path) -> Result<Child> {
+    let log = File::create(log)?;
+    cmd.current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .process_group(0);
+    // SAFETY: prctl is async-signal-safe; the child dies if kvlab is killed.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    cmd.spawn()
+        .with_context(|| format!("cannot start {}", bin.display()))
 }
 
 /// Stops `child` if it still runs (SIGTERM, then SIGKILL after 5 s) and reaps it.

@@ -55,10 +55,7 @@ impl<C: Codec> Ctx<'_, C> {
             self.last_connect_error = Some(e.to_string());
         }
         // Back off: a server refusing connections is not hammered with more.
-        let leg = &mut c.legs[l];
-        leg.streak += 1;
-        leg.link.fails = leg.link.fails.saturating_add(1);
-        leg.link.retry_at = now + Duration::from_millis(100 << leg.link.fails.min(6));
+        c.legs[l].failed(now);
     }
 
     /// Gives up connection `c` after [`GIVE_UP`] failed attempts in a row on a
@@ -114,8 +111,7 @@ impl<C: Codec> Ctx<'_, C> {
         if leg.served {
             leg.streak = 0;
         } else {
-            leg.streak += 1;
-            leg.link.retry_at = now + Duration::from_millis(100 << leg.streak.min(6));
+            leg.failed(now);
         }
     }
 
@@ -126,5 +122,14 @@ impl<C: Codec> Ctx<'_, C> {
             self.inflight -= 1;
             self.count(&f, Outcome::Error(kind), None, None);
         }
+    }
+}
+
+impl<C> Leg<C> {
+    /// One more failed attempt in a row: the next waits 0.2 s, 0.4 s, … up
+    /// to 6.4 s.
+    fn failed(&mut self, now: Instant) {
+        self.streak += 1;
+        self.link.retry_at = now + Duration::from_millis(100 << self.streak.min(6));
     }
 }
