@@ -136,6 +136,9 @@ pub struct RunArgs {
     /// threads=2, memory-mb=4096.
     #[arg(long = "server-opt", value_name = "KEY=VALUE", value_parser = parse_opt)]
     pub server_opt: Vec<(String, String)>,
+    /// TLS to the target.
+    #[command(flatten)]
+    pub tls: TlsArgs,
     /// Number of distinct keys.
     #[arg(long, default_value_t = 1_000_000, value_name = "N")]
     pub keys: u64,
@@ -226,6 +229,78 @@ pub struct RunArgs {
     pub cache_ttl: u32,
 }
 
+/// TLS to the target (`--tls*`).
+#[derive(Debug, Args, Default)]
+pub struct TlsArgs {
+    /// Speak TLS to the target (also implied by rediss://, sslmode=, ssl-mode=
+    /// and the other --tls flags); on a server kvlab starts: --server-opt tls=on.
+    #[arg(long)]
+    pub tls: bool,
+    /// CA certificates (PEM) to verify the server with, instead of the system's.
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    /// Client certificate (PEM), for servers that ask for one.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// The name the server's certificate must carry, when not the URL's host.
+    #[arg(long, value_name = "NAME")]
+    pub tls_server_name: Option<String>,
+    /// Do not verify the server's certificate (printed in the summary).
+    #[arg(long)]
+    pub tls_insecure: bool,
+}
+
+impl TlsArgs {
+    fn any(&self) -> bool {
+        self.tls
+            || self.tls_ca.is_some()
+            || self.tls_cert.is_some()
+            || self.tls_server_name.is_some()
+            || self.tls_insecure
+    }
+
+    /// Applies the flags to `t`: a URL target's TLS options, or `tls=on`
+    /// for a server kvlab starts.
+    pub fn apply(&self, t: &mut TargetSpec) -> Result<(), UsageError> {
+        if !self.any() {
+            return Ok(());
+        }
+        let Some(ep) = t.external.as_mut() else {
+            if self.tls_ca.is_some()
+                || self.tls_cert.is_some()
+                || self.tls_server_name.is_some()
+                || self.tls_insecure
+            {
+                return Err(UsageError::bad(
+                    "--tls-ca/--tls-cert/--tls-server-name/--tls-insecure",
+                    "a server kvlab starts gets a throwaway CA that kvlab trusts itself",
+                    "give only --tls (or --server-opt tls=on), or a URL target",
+                ));
+            }
+            t.server_opts.insert("tls".into(), "on".into());
+            return Ok(());
+        };
+        let tls = ep.tls.get_or_insert_with(Default::default);
+        if let Some(ca) = &self.tls_ca {
+            tls.ca = Some(ca.clone());
+        }
+        if let (Some(c), Some(k)) = (&self.tls_cert, &self.tls_key) {
+            tls.cert = Some(c.clone());
+            tls.key = Some(k.clone());
+        }
+        if let Some(n) = &self.tls_server_name {
+            tls.server_name = Some(n.clone());
+        }
+        if self.tls_insecure {
+            tls.verify = crate::transport::Verify::None;
+        }
+        Ok(())
+    }
+}
+
 impl RunArgs {
     /// The cache-aside part of the plan, checked against the rest of the flags.
     fn cache_aside(&self) -> Result<Option<CacheAside>, UsageError> {
@@ -293,6 +368,7 @@ impl RunArgs {
             ));
         }
         target.server_opts = self.server_opt.iter().cloned().collect();
+        self.tls.apply(&mut target)?;
         target.schema.table_engine = self.table_engine.as_ref().map(|e| e.to_ascii_lowercase());
         target.schema.unlogged = self.unlogged;
         target.schema.recreate = self.recreate;

@@ -56,7 +56,8 @@ pub fn load_cache(
     };
     let evicted_before = cache.memory(&base.connector).ok().map(|m| m.evictions);
     let keys = base.keys;
-    let pipeline = (1_048_576 / (base.values.size() + 64)).clamp(1, 128);
+    let window = cache.load_window(base.connector.tls());
+    let pipeline = (window / (base.values.size() + 64)).clamp(1, 128);
     let spec = Spec {
         distribution: KeyDistribution::Sequential,
         mix: OpMix::new(Ratio { set: 1, get: 0 }),

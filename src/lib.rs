@@ -9,6 +9,7 @@
 //! - [`wire`]: the sans-IO codec interface every protocol implements.
 //! - [`target`]: what every target shares: endpoint, connector, the product traits,
 //!   managed server processes, /proc usage, counters, kvlab's table in general.
+//! - [`transport`]: TCP or unix sockets, plain or TLS (rustls), and throwaway certificates.
 //! - [`products`]: the registry and one folder per product family (codec, set-up,
 //!   managed server, counters, data loading).
 //! - [`engine`]: runs one point on T threads; [`engine::worker`] and [`engine::aside`] are the hot loops; [`engine::pacer`] the open-loop schedule.
@@ -45,6 +46,7 @@ pub mod runner;
 pub mod stats;
 pub mod study;
 pub mod target;
+pub mod transport;
 pub mod wire;
 pub mod workload;
 

@@ -35,6 +35,9 @@ pub fn summary(r: &RunResult) -> String {
         if t.managed { "managed, " } else { "" },
         t.url
     );
+    if let Some(line) = t.transport.as_ref().and_then(|x| x.describe()) {
+        let _ = writeln!(s, "  transport: {line}");
+    }
     let shape = match c.load.rate {
         Some(rate) => format!("open loop at {} req/s", num(rate)),
         None => "closed loop".to_string(),

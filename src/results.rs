@@ -14,6 +14,7 @@ use crate::plan::RunPlan;
 use crate::stats::{Counts, Percentiles};
 pub use crate::target::LoadResult;
 use crate::target::{Endpoint, ManagedServer, PoolerCounters, ServerCounters, ServerInfo};
+use crate::transport::TransportInfo;
 
 /// Version of this JSON layout.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -276,6 +277,9 @@ pub struct TargetInfo {
     pub settings: BTreeMap<String, String>,
     /// Process id of a managed server (stopped when the run ended).
     pub pid: Option<u32>,
+    /// How the run's connections reached it: socket, TLS version and cipher.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<TransportInfo>,
 }
 
 /// Connection trouble during the run.
@@ -337,6 +341,7 @@ impl TargetInfo {
             url: endpoint.display_url(kind.scheme()),
             settings: server.map(|s| s.settings.clone()).unwrap_or_default(),
             pid: server.map(|s| s.pid()),
+            transport: None,
         }
     }
 }

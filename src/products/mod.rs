@@ -147,12 +147,18 @@ impl TargetKind {
             .find(|k| k.name() == name || k.product().aliases().contains(&name))
     }
 
-    /// The kind a URL scheme means: `Ok(None)` for an unknown scheme, `Err` with
-    /// (problem, fix) for one a product refuses (e.g. TLS).
-    pub fn of_scheme(scheme: &str) -> Result<Option<TargetKind>, (&'static str, &'static str)> {
+    /// The kind a URL scheme means and whether the scheme turns TLS on:
+    /// `Ok(None)` for an unknown scheme, `Err` with (problem, fix) for one a
+    /// product refuses.
+    pub fn of_scheme(
+        scheme: &str,
+    ) -> Result<Option<(TargetKind, bool)>, (&'static str, &'static str)> {
         for k in TargetKind::ALL {
             if k.product().schemes().contains(&scheme) {
-                return Ok(Some(k));
+                return Ok(Some((k, false)));
+            }
+            if k.product().tls_schemes().contains(&scheme) {
+                return Ok(Some((k, true)));
             }
             if let Some((_, problem, fix)) = k
                 .product()

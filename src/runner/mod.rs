@@ -110,6 +110,9 @@ pub fn measure_with(
         }
     };
 
+    let transport = engine_connector
+        .transport_info(Duration::from_secs(5))
+        .map_err(|e| engine_connector.connect_error(e))?;
     let values = Values::new(plan.workload.value_size);
     let topology = match product.sharded() {
         true => connector.topology()?.map(std::sync::Arc::new),
@@ -236,7 +239,8 @@ pub fn measure_with(
         latency_us: crate::stats::Percentiles::of(&b.measured.latency),
     });
 
-    let target = TargetInfo::of(kind, &info, &endpoint, server);
+    let mut target = TargetInfo::of(kind, &info, &endpoint, server);
+    target.transport = Some(transport);
     let mut result = assemble(
         plan,
         target,

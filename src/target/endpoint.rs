@@ -6,6 +6,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::transport::TlsOptions;
+use std::path::PathBuf;
+
 /// Whether a server setting holds a secret (its value is never printed or stored).
 pub fn is_secret_key(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
@@ -38,6 +41,12 @@ pub struct Endpoint {
     /// Database name (SQL targets).
     #[serde(default)]
     pub database: Option<String>,
+    /// A unix socket to connect to instead of `host:port`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<PathBuf>,
+    /// TLS, if the connection uses it (from the URL or the `--tls*` flags).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsOptions>,
 }
 
 impl Endpoint {
@@ -54,7 +63,10 @@ impl Endpoint {
             .as_ref()
             .map(|d| format!("/{d}"))
             .unwrap_or_default();
-        format!("{}://{auth}{}:{}{db}", scheme, self.host, self.port)
+        match &self.socket {
+            Some(path) => format!("{scheme}+unix://{auth}{}{db}", path.display()),
+            None => format!("{}://{auth}{}:{}{db}", scheme, self.host, self.port),
+        }
     }
 }
 

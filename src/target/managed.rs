@@ -23,6 +23,8 @@ use super::process::{log_tail, spawn_owned};
 use super::procfs::ProcUsage;
 use super::product::{Connector, Launch, Login, Product, ServerInfo};
 use super::settings::{Config, Sizing};
+use crate::transport::certs::TlsFiles;
+use crate::transport::{TlsOptions, TlsStart};
 
 /// A running server that kvlab started and will stop.
 pub struct ManagedServer {
@@ -37,6 +39,27 @@ pub struct ManagedServer {
     login: Login,
     run_as: Option<OsUser>,
     pooler: Option<ManagedPooler>,
+    /// How clients reach it: TLS certificates, unix sockets.
+    access: Access,
+}
+
+/// The managed server's own transport settings (`--server-opt tls=on`,
+/// `socket=on`), taken out before the product sees the settings.
+#[derive(Clone, Debug, Default)]
+struct Access {
+    tls: Option<TlsFiles>,
+    socket: bool,
+    /// Each process's socket path (when `socket`).
+    sockets: Vec<PathBuf>,
+}
+
+/// Takes `key` (`on`/`off`) out of `opts`.
+fn switch(opts: &mut BTreeMap<String, String>, key: &str) -> Result<bool> {
+    match opts.remove(key).as_deref() {
+        None | Some("off") => Ok(false),
+        Some("on") => Ok(true),
+        Some(v) => bail!("--server-opt {key}={v}: give {key}=on or {key}=off"),
+    }
 }
 
 impl ManagedServer {
@@ -64,7 +87,34 @@ impl ManagedServer {
                 product.name()
             );
         }
-        let config = server.configure(&opts, sizing)?;
+        let tls = switch(&mut opts, "tls")?;
+        let socket = switch(&mut opts, "socket")?;
+        if tls {
+            if let TlsStart::Unsupported(why) = product.tls_start() {
+                bail!("--server-opt tls=on: {why}; remove it");
+            }
+            if let Err(why) = server.serves_tls() {
+                bail!("--server-opt tls=on: {why}; remove it");
+            }
+        }
+        if tls && socket {
+            bail!(
+                "--server-opt tls=on and socket=on: servers speak plain on a unix socket; choose one"
+            );
+        }
+        if socket && !product.unix_sockets() {
+            bail!(
+                "--server-opt socket=on: a managed {} listens on TCP only; remove it",
+                product.name()
+            );
+        }
+        let mut config = server.configure(&opts, sizing)?;
+        for (key, on) in [("tls", tls), ("socket", socket)] {
+            if on {
+                config.settings.insert(key.into(), "on".into());
+            }
+        }
+        let config = config;
         let run_as = match server.system_user() {
             Some(default) => osuser::run_as(os_user.as_deref(), default)?,
             None => None,
@@ -72,7 +122,7 @@ impl ManagedServer {
         let mut last_err = None;
         // A port found free can be taken before the server binds it: retry.
         for _ in 0..3 {
-            match Self::try_start(product, &bin, &config, run_as.as_ref()) {
+            match Self::try_start(product, &bin, &config, run_as.as_ref(), (tls, socket)) {
                 Ok(s) => return Ok(s),
                 Err(e) => {
                     let text = format!("{e:#}");
@@ -107,6 +157,7 @@ impl ManagedServer {
         bin: &Path,
         config: &Config,
         run_as: Option<&OsUser>,
+        (tls, socket): (bool, bool),
     ) -> Result<ManagedServer> {
         let dir = tempfile::Builder::new()
             .prefix("kvlab-")
@@ -114,6 +165,19 @@ impl ManagedServer {
             .context("cannot create a temporary directory")?;
         if let Some(u) = run_as {
             osuser::give_dir(dir.path(), u)?;
+        }
+        let mut access = Access {
+            socket,
+            ..Access::default()
+        };
+        if tls {
+            let files = TlsFiles::generate(dir.path(), "kvlab throwaway CA")?;
+            if let Some(u) = run_as {
+                for f in files.all() {
+                    osuser::give_dir(f, u)?;
+                }
+            }
+            access.tls = Some(files);
         }
         let count = product.server().processes(config);
         let mut server = ManagedServer {
@@ -128,6 +192,7 @@ impl ManagedServer {
             login: Login::default(),
             run_as: run_as.cloned(),
             pooler: None,
+            access,
         };
         let mut logs = Vec::with_capacity(count);
         for i in 0..count {
@@ -145,6 +210,7 @@ impl ManagedServer {
             let (port, aux_port) = (free_port()?, free_port()?);
             let log_path = dir.join("server.log");
             let data = dir.join("data");
+            let sock = product.server().socket_path(&dir, port);
             let (mut cmd, login) = product.server().command(&Launch {
                 binary: bin,
                 dir: &dir,
@@ -153,7 +219,10 @@ impl ManagedServer {
                 aux_port,
                 run_as,
                 config,
+                tls: server.access.tls.as_ref(),
+                socket: server.access.socket.then_some(sock.as_path()),
             })?;
+            server.access.sockets.push(sock);
             if i == 0 {
                 server.login = login;
                 if server.login.password.is_none() {
@@ -308,7 +377,17 @@ impl ManagedServer {
             user: self.login.user.clone(),
             password: self.login.password.clone().map(Secret),
             database: self.login.database.clone(),
+            socket: self.access.socket.then(|| self.access.sockets[i].clone()),
+            tls: self.access.tls.as_ref().map(|f| TlsOptions {
+                ca: Some(f.ca.clone()),
+                ..TlsOptions::default()
+            }),
         }
+    }
+
+    /// The certificates it serves TLS with (`--server-opt tls=on`).
+    pub fn tls_files(&self) -> Option<&TlsFiles> {
+        self.access.tls.as_ref()
     }
 
     /// The product it is.

@@ -206,6 +206,8 @@ impl ManagedPooler {
     /// Where clients reach it (the database's login, through the pooler).
     pub fn endpoint(&self) -> Endpoint {
         Endpoint {
+            socket: None,
+            tls: None,
             host: "127.0.0.1".into(),
             port: self.port,
             user: self.login.user.clone(),

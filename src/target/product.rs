@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io;
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
@@ -26,6 +26,8 @@ use super::table::{DataSpec, LoadResult};
 use super::topology::Topology;
 use crate::error::UsageError;
 use crate::progress::RunOptions;
+use crate::transport::certs::TlsFiles;
+use crate::transport::{Stream, TlsClient, TlsStart, Transport, TransportInfo};
 use crate::wire::Session;
 
 /// A product kvlab can drive: what it is called, how its URLs look, how a
@@ -41,6 +43,20 @@ pub trait Product: Sync + Send + 'static {
     }
     /// URL schemes naming a server of this product; the first is shown in URLs.
     fn schemes(&self) -> &'static [&'static str];
+    /// URL schemes naming a server of this product over TLS (`rediss`).
+    fn tls_schemes(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// The URL options (`?key=value`) it reads, for messages.
+    fn url_options(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Applies URL option `key=value` to `ep` (TLS settings, a socket);
+    /// `Ok(false)`: not one of its options.
+    fn url_option(&self, key: &str, value: &str, ep: &mut Endpoint) -> Result<bool, UsageError> {
+        let _ = (key, value, ep);
+        Ok(false)
+    }
     /// Schemes refused with a reason: (scheme, problem, fix).
     fn refused_schemes(&self) -> &'static [(&'static str, &'static str, &'static str)] {
         &[]
@@ -94,9 +110,18 @@ pub trait Product: Sync + Send + 'static {
         let _ = prefix;
         Ok(())
     }
+    /// When its connections turn to TLS (by default from the first byte).
+    fn tls_start(&self) -> TlsStart {
+        TlsStart::Immediate
+    }
+    /// Whether a managed server of it can listen on a unix socket
+    /// (`--server-opt socket=on`) and URLs may name one.
+    fn unix_sockets(&self) -> bool {
+        true
+    }
     /// Opens a connection ready for the engine: authenticated and, where the
     /// protocol needs it, with kvlab's statements prepared.
-    fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(TcpStream, Session)>;
+    fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(Stream, Session)>;
     /// Connects once, checks the protocol, and reads the server's version.
     /// Fails with a one-line message within about `timeout`.
     fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo>;
@@ -149,6 +174,12 @@ pub struct CacheMemory {
 pub trait Cache: Sync {
     /// Items held, memory limit and evictions, from the server's own report.
     fn memory(&self, c: &Connector) -> Result<CacheMemory>;
+    /// The bytes of SETs a load keeps in flight on one connection (`tls`:
+    /// over TLS); 1 MiB unless the server cannot take that many.
+    fn load_window(&self, tls: bool) -> usize {
+        let _ = tls;
+        1 << 20
+    }
     /// The hint for a load that could not store (or keep) every key of
     /// `value_size` bytes; `managed`: kvlab started the server, so
     /// `--server-opt` sets its limits (else the server's own settings do).
@@ -216,6 +247,12 @@ pub struct Launch<'a> {
     pub run_as: Option<&'a OsUser>,
     /// The settings [`Server::configure`] made.
     pub config: &'a Config,
+    /// Certificates to serve TLS with (`--server-opt tls=on`): TLS only,
+    /// no plain port, where the server can.
+    pub tls: Option<&'a TlsFiles>,
+    /// The unix socket to listen on (`--server-opt socket=on`), from
+    /// [`Server::socket_path`].
+    pub socket: Option<&'a Path>,
 }
 
 /// The login kvlab uses on a managed server.
@@ -272,6 +309,16 @@ pub trait Server: Sync {
         alive: &mut dyn FnMut() -> bool,
     ) -> Result<()> {
         let _ = (dir, deadline, alive);
+        Ok(())
+    }
+    /// The unix socket a managed server in `dir` on `port` listens on.
+    fn socket_path(&self, dir: &Path, port: u16) -> PathBuf {
+        let _ = port;
+        dir.join("server.sock")
+    }
+    /// Whether a managed server can serve TLS (`--server-opt tls=on`);
+    /// `Err(why)` where kvlab cannot set it up.
+    fn serves_tls(&self) -> Result<(), &'static str> {
         Ok(())
     }
     /// How many server processes one managed target runs (e.g. the nodes of
@@ -332,6 +379,8 @@ pub struct Connector {
     /// The query mode requests use, where the product has modes (`None`: its
     /// default).
     pub query_mode: Option<String>,
+    /// The socket and TLS its connections use.
+    pub transport: Transport,
 }
 
 impl fmt::Debug for Connector {
@@ -349,11 +398,26 @@ impl Connector {
     pub fn new(product: impl Into<&'static dyn Product>, endpoint: &Endpoint) -> Result<Connector> {
         let product: &'static dyn Product = product.into();
         let display = endpoint.display_url(product.schemes()[0]);
-        let addr = (endpoint.host.as_str(), endpoint.port)
-            .to_socket_addrs()
-            .with_context(|| format!("cannot resolve host '{}' of {display}", endpoint.host))?
-            .next()
-            .with_context(|| format!("host '{}' of {display} has no address", endpoint.host))?;
+        let addr = match endpoint.socket {
+            Some(_) => SocketAddr::from(([127, 0, 0, 1], endpoint.port)),
+            None => (endpoint.host.as_str(), endpoint.port)
+                .to_socket_addrs()
+                .with_context(|| format!("cannot resolve host '{}' of {display}", endpoint.host))?
+                .next()
+                .with_context(|| format!("host '{}' of {display} has no address", endpoint.host))?,
+        };
+        let tls = match &endpoint.tls {
+            Some(_) if endpoint.socket.is_some() => anyhow::bail!(
+                "--tls: servers speak plain on a unix socket; drop --tls (and TLS settings in the URL) or connect to host:port"
+            ),
+            Some(opts) => {
+                if let TlsStart::Unsupported(why) = product.tls_start() {
+                    anyhow::bail!("--tls: {why}; use a plain connection");
+                }
+                Some(TlsClient::new(opts, &endpoint.host)?)
+            }
+            None => None,
+        };
         Ok(Connector {
             product,
             addr,
@@ -363,6 +427,10 @@ impl Connector {
             database: endpoint.database.clone(),
             consistency: None,
             query_mode: None,
+            transport: Transport {
+                unix: endpoint.socket.clone(),
+                tls,
+            },
         })
     }
 
@@ -398,18 +466,52 @@ impl Connector {
         self
     }
 
-    /// A TCP connection (`TCP_NODELAY`) with read and write timeouts, for set-up.
-    pub fn tcp(&self, timeout: Duration) -> io::Result<TcpStream> {
-        let s = TcpStream::connect_timeout(&self.addr, timeout)?;
-        s.set_nodelay(true)?;
-        s.set_read_timeout(Some(timeout))?;
-        s.set_write_timeout(Some(timeout))?;
+    /// A connection with read and write timeouts, for set-up: TCP
+    /// (`TCP_NODELAY`) or the unix socket, and TLS already negotiated when the
+    /// product's TLS starts with the first byte.
+    pub fn open(&self, timeout: Duration) -> io::Result<Stream> {
+        let mut s = self.transport.dial(&self.addr, timeout)?;
+        if self.product.tls_start() == TlsStart::Immediate {
+            self.start_tls(&mut s)?;
+        }
         Ok(s)
     }
 
-    /// Opens a TCP connection (`TCP_NODELAY`) ready for the engine: authenticated
-    /// and, on databases, with kvlab's statements prepared; all within `timeout`.
-    pub fn connect(&self, timeout: Duration) -> io::Result<(TcpStream, Session)> {
+    /// The plain connection before any TLS, for products that negotiate it.
+    pub fn dial(&self, timeout: Duration) -> io::Result<Stream> {
+        self.transport.dial(&self.addr, timeout)
+    }
+
+    /// Turns `s` to TLS when this target uses TLS (else leaves it plain).
+    pub fn start_tls(&self, s: &mut Stream) -> io::Result<()> {
+        match &self.transport.tls {
+            Some(t) => s.start_tls(t),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether connections use TLS.
+    pub fn tls(&self) -> bool {
+        self.transport.tls.is_some()
+    }
+
+    /// Opens one connection and reports how it reached the server (socket,
+    /// TLS version and cipher), for results.
+    pub fn transport_info(&self, timeout: Duration) -> io::Result<TransportInfo> {
+        let tls = match &self.transport.tls {
+            Some(t) => Some((self.connect(timeout)?.0.tls_info(), t.verify)),
+            None => None,
+        };
+        Ok(TransportInfo {
+            socket: self.transport.kind().into(),
+            verify: tls.as_ref().map(|t| t.1),
+            tls: tls.and_then(|t| t.0),
+        })
+    }
+
+    /// Opens a connection ready for the engine: authenticated and, on
+    /// databases, with kvlab's statements prepared; all within `timeout`.
+    pub fn connect(&self, timeout: Duration) -> io::Result<(Stream, Session)> {
         self.product.connect(self, timeout)
     }
 
@@ -430,18 +532,21 @@ impl Connector {
     pub fn probe_with(
         &self,
         timeout: Duration,
-        ask: impl FnOnce(&mut &TcpStream) -> Result<ServerInfo>,
+        ask: impl FnOnce(&mut Stream) -> Result<ServerInfo>,
     ) -> Result<ServerInfo> {
-        let (s, _) = self.connect(timeout).map_err(|e| self.connect_error(e))?;
-        s.set_read_timeout(Some(timeout))?;
-        s.set_write_timeout(Some(timeout))?;
+        let (mut s, _) = self.connect(timeout).map_err(|e| self.connect_error(e))?;
+        s.set_timeout(Some(timeout))?;
         let started = Instant::now();
-        ask(&mut &s).map_err(|e| self.probe_error(e, started.elapsed()))
+        ask(&mut s).map_err(|e| self.probe_error(e, started.elapsed()))
     }
 
     /// A one-line error for a connection that could not be opened (or whose
     /// login was refused): what to check.
     pub fn connect_error(&self, e: io::Error) -> anyhow::Error {
+        if let Some(why) = crate::transport::tls::explain(&e) {
+            return anyhow::anyhow!("{}: {why}", self.display);
+        }
+        let tls = self.tls_hint();
         match e.kind() {
             io::ErrorKind::PermissionDenied => anyhow::anyhow!(
                 "{}: {e}; check the user and password in --target",
@@ -449,7 +554,12 @@ impl Connector {
             ),
             // The login itself got a reply that is not this protocol's.
             io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => anyhow::anyhow!(
-                "{} does not answer as a {} server should: {e}; check the scheme and port of --target",
+                "{} does not answer as a {} server should: {e}; check the scheme and port of --target{tls}",
+                self.display,
+                self.product.title()
+            ),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => anyhow::anyhow!(
+                "{} does not answer as a {} server should: no reply in time; check the scheme and port of --target{tls}",
                 self.display,
                 self.product.title()
             ),
@@ -463,6 +573,10 @@ impl Connector {
     /// A one-line error for a failed set-up session on a server whose protocol
     /// starts with a handshake (the server speaks first): what to check.
     pub fn setup_error(&self, e: io::Error) -> anyhow::Error {
+        if let Some(why) = crate::transport::tls::explain(&e) {
+            return anyhow::anyhow!("{}: {why}", self.display);
+        }
+        let tls = self.tls_hint();
         let what = self.product.title();
         match e.kind() {
             io::ErrorKind::PermissionDenied => anyhow::anyhow!(
@@ -470,11 +584,11 @@ impl Connector {
                 self.display
             ),
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => anyhow::anyhow!(
-                "{} does not answer as a {what} server should: no reply in time; check the scheme and port of --target",
+                "{} does not answer as a {what} server should: no reply in time; check the scheme and port of --target{tls}",
                 self.display
             ),
             io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => anyhow::anyhow!(
-                "{} does not answer as a {what} server should: {e}; check the scheme and port of --target",
+                "{} does not answer as a {what} server should: {e}; check the scheme and port of --target{tls}",
                 self.display
             ),
             io::ErrorKind::ConnectionRefused
@@ -496,10 +610,21 @@ impl Connector {
             e
         };
         anyhow::anyhow!(
-            "{} does not answer as a {} server should: {e:#}; check the scheme and port of --target",
+            "{} does not answer as a {} server should: {e:#}; check the scheme and port of --target{}",
             self.display,
-            self.product.title()
+            self.product.title(),
+            self.tls_hint()
         )
+    }
+
+    /// The other half of a TLS mix-up, for messages about a server that
+    /// does not answer as expected.
+    fn tls_hint(&self) -> &'static str {
+        match (self.tls(), self.product.tls_start()) {
+            (_, TlsStart::Unsupported(_)) => "",
+            (true, _) => " (a plain port? then drop --tls)",
+            (false, _) => " (a TLS port? then add --tls)",
+        }
     }
 }
 

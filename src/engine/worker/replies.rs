@@ -3,7 +3,7 @@
 //! redirect, and counting the outcome and its latency into the worker's
 //! recorder, handed over once a second.
 
-use std::io::{self, Read};
+use std::io;
 use std::sync::mpsc::Sender;
 use std::time::Instant;
 
@@ -27,29 +27,16 @@ impl<C: Codec> Ctx<'_, C> {
     pub(super) fn on_readable(&mut self, c: &mut Conn<C>, i: usize, l: usize, now: Instant) {
         loop {
             let link = &mut c.legs[l].link;
-            if link.rend == link.rbuf.len() {
-                if link.rstart > 0 {
-                    link.rbuf.copy_within(link.rstart..link.rend, 0);
-                    link.rend -= link.rstart;
-                    link.rstart = 0;
-                } else {
-                    // One reply larger than the buffer: grow (rare, not per request).
-                    let n = link.rbuf.len() * 2;
-                    link.rbuf.resize(n, 0);
-                }
-            }
-            let Some(s) = link.stream.as_mut() else {
+            if link.stream.is_none() {
                 return;
-            };
-            let space = link.rbuf.len() - link.rend;
-            match s.read(&mut link.rbuf[link.rend..]) {
-                Ok(0) => return self.close(c, l, now),
-                Ok(n) => {
-                    link.rend += n;
+            }
+            match link.read_some() {
+                Ok((0, _)) => return self.close(c, l, now),
+                Ok((_, more)) => {
                     if !self.parse(c, i, l, now) {
                         return self.close(c, l, now);
                     }
-                    if n < space {
+                    if !more {
                         break;
                     }
                 }

@@ -168,10 +168,7 @@ impl<C: Codec> Ctx<'_, C> {
     pub(super) fn flush(&mut self, c: &mut Conn<C>, now: Instant) {
         for l in 0..c.legs.len() {
             let link = &mut c.legs[l].link;
-            if link.stream.is_some()
-                && link.wpos < link.wbuf.len()
-                && link.flush(&self.registry).is_err()
-            {
+            if link.stream.is_some() && link.has_output() && link.flush(&self.registry).is_err() {
                 self.close(c, l, now);
             }
         }

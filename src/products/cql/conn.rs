@@ -3,7 +3,6 @@
 //! INSERTs for the bulk load.
 
 use std::io::{self, Read, Write};
-use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::Duration;
 
@@ -13,6 +12,7 @@ use super::codec::{
 };
 use crate::target::Connector;
 use crate::target::table::load_pipelined;
+use crate::transport::Stream;
 use crate::wire::{Malformed, StatementId};
 use crate::workload::Values;
 
@@ -28,7 +28,7 @@ pub type Row = Vec<Option<Vec<u8>>>;
 
 /// A set-up session.
 pub struct CqlConn {
-    stream: TcpStream,
+    stream: Stream,
     /// Whether the server said it is ScyllaDB (its OPTIONS name shards).
     pub scylla: bool,
 }
@@ -45,7 +45,7 @@ fn put_string(s: &str, out: &mut Vec<u8>) {
 
 /// Opens a set-up session on `c`, logged in as its user when it has one.
 pub fn open(c: &Connector, timeout: Duration) -> io::Result<CqlConn> {
-    let s = c.tcp(timeout)?;
+    let s = c.open(timeout)?;
     CqlConn::start(s, c.user.as_deref(), c.password.as_deref())
 }
 
@@ -67,7 +67,7 @@ impl CqlConn {
     /// Asks for the server's options, starts protocol v4 on `stream` and logs
     /// in `user` with `password` if the server asks for it.
     pub fn start(
-        stream: TcpStream,
+        stream: Stream,
         user: Option<&str>,
         password: Option<&str>,
     ) -> io::Result<CqlConn> {
@@ -108,7 +108,7 @@ impl CqlConn {
     }
 
     /// A session on a connection that is already started and logged in.
-    pub fn resume(stream: TcpStream) -> CqlConn {
+    pub fn resume(stream: Stream) -> CqlConn {
         CqlConn {
             stream,
             scylla: false,
@@ -188,12 +188,11 @@ impl CqlConn {
 
     /// Sets the socket's read and write timeouts.
     pub fn set_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.stream.set_read_timeout(t)?;
-        self.stream.set_write_timeout(t)
+        self.stream.set_timeout(t)
     }
 
     /// The socket, for the engine.
-    pub fn into_stream(self) -> TcpStream {
+    pub fn into_stream(self) -> Stream {
         self.stream
     }
 

@@ -18,7 +18,6 @@ pub mod server;
 pub mod table;
 
 use std::io;
-use std::net::TcpStream;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -27,6 +26,7 @@ pub use codec::CqlCodec;
 pub use conn::{CqlConn, open};
 
 use crate::target::{Connector, Product, Role, Server, ServerCounters, ServerInfo};
+use crate::transport::Stream;
 use crate::wire::Session;
 
 /// Cassandra (managed, from its jars) or any CQL store (by URL).
@@ -84,6 +84,10 @@ impl Product for Cassandra {
     fn url_namespace(&self) -> Option<&'static str> {
         Some("keyspace")
     }
+    /// Cassandra's native port has no unix socket.
+    fn unix_sockets(&self) -> bool {
+        false
+    }
     fn role(&self) -> Role<'_> {
         Role::Database(self)
     }
@@ -95,7 +99,7 @@ impl Product for Cassandra {
         16_384
     }
 
-    fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(TcpStream, Session)> {
+    fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(Stream, Session)> {
         let mut conn = open(c, timeout)?;
         let ks = keyspace(c)?;
         let get = conn.prepare(&format!("SELECT v FROM {ks}.kvlab_kv WHERE k = ?"))?;

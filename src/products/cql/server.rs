@@ -227,6 +227,15 @@ impl Server for Cassandra {
         for (k, v) in &l.config.entries {
             let _ = writeln!(yaml, "{k}: {v}");
         }
+        if let Some(f) = l.tls {
+            // The native port takes TLS (and, `optional`, plain clients too:
+            // Cassandra tells them apart by their first bytes).
+            let _ = writeln!(
+                yaml,
+                "client_encryption_options:\n  enabled: true\n  optional: true\n  require_client_auth: false\n  ssl_context_factory:\n    class_name: org.apache.cassandra.security.PEMBasedSslContextFactory\n  keystore: {}",
+                f.combined.display()
+            );
+        }
         std::fs::write(dir.join("cassandra.yaml"), yaml).context("cannot write cassandra.yaml")?;
         std::fs::write(dir.join("logback.xml"), LOGBACK).context("cannot write logback.xml")?;
         let mut cmd = Command::new(l.binary);

@@ -10,7 +10,6 @@ pub mod codec;
 pub mod server;
 
 use std::io;
-use std::net::TcpStream;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -21,6 +20,7 @@ use crate::target::{
     Cache, CacheMemory, Connector, Product, ReportedUsage, Role, Server, ServerCounters,
     ServerInfo, UsageReport,
 };
+use crate::transport::Stream;
 use crate::wire::Session;
 
 /// Memcached (`memcached`).
@@ -64,9 +64,9 @@ impl Product for Memcached {
         Ok(())
     }
 
-    fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(TcpStream, Session)> {
-        let s = TcpStream::connect_timeout(&c.addr, timeout)?;
-        s.set_nodelay(true)?;
+    fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(Stream, Session)> {
+        let s = c.open(timeout)?;
+        s.set_timeout(None)?;
         Ok((s, Session::Plain))
     }
 
@@ -123,6 +123,13 @@ impl Cache for Memcached {
         })
     }
 
+    /// memcached 1.6's TLS stalls a connection whose requests in flight
+    /// exceed its 16 KiB read buffer (what OpenSSL decrypted beyond it waits
+    /// for more bytes on the socket): over TLS a load keeps under that.
+    fn load_window(&self, tls: bool) -> usize {
+        if tls { 8 << 10 } else { 1 << 20 }
+    }
+
     fn load_hint(&self, value_size: usize, managed: bool) -> String {
         match (value_size > 1_000_000, managed) {
             (true, true) => "memcached stores items of at most 1 MiB by default: raise it with --server-opt item-size-max=4m or lower --value-size",
@@ -136,11 +143,10 @@ impl Cache for Memcached {
 
 /// `stats` over a fresh connection.
 fn read_stats(c: &Connector) -> Result<Vec<(String, String)>> {
-    let (s, _) = c
-        .connect(Duration::from_secs(5))
+    let mut s = c
+        .open(Duration::from_secs(5))
         .with_context(|| format!("cannot connect to {}", c.display))?;
-    s.set_read_timeout(Some(Duration::from_secs(5)))?;
-    stats(&mut &s)
+    stats(&mut s)
 }
 
 /// The number `name` of `stats` (0 when absent).

@@ -68,9 +68,22 @@ impl Server for Memcached {
 
     fn command(&self, l: &Launch<'_>) -> Result<(Command, Login)> {
         let mut cmd = Command::new(l.binary);
-        cmd.arg("-p")
-            .arg(l.port.to_string())
-            .args(["-l", "127.0.0.1", "-U", "0"]);
+        match l.socket {
+            // memcached on a unix socket listens on nothing else.
+            Some(path) => cmd.arg("-s").arg(path).args(["-a", "0700"]),
+            None => cmd
+                .arg("-p")
+                .arg(l.port.to_string())
+                .args(["-l", "127.0.0.1"]),
+        };
+        cmd.args(["-U", "0"]);
+        if let Some(f) = l.tls {
+            cmd.arg("-Z").arg("-o").arg(format!(
+                "ssl_chain_cert={},ssl_key={}",
+                f.cert.display(),
+                f.key.display()
+            ));
+        }
         if is_root() {
             cmd.args(["-u", "root"]);
         }

@@ -4,7 +4,6 @@
 //! the `mysql_common` crate's packets.
 
 use std::io::{self, Read, Write};
-use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -19,11 +18,12 @@ use mysql_common::proto::{MyDeserialize, MySerialize};
 
 use super::codec::{GET_SQL, SET_SQL, packet};
 use crate::target::Connector;
+use crate::transport::Stream;
 use crate::workload::Values;
 
 /// A blocking MySQL/MariaDB connection for set-up.
 pub struct MyConn {
-    stream: TcpStream,
+    stream: Stream,
     caps: CapabilityFlags,
     /// Version string the server sent in its greeting.
     pub server_version: String,
@@ -100,12 +100,14 @@ impl MyConn {
         Ok((h[3], body))
     }
 
-    /// Connects on `stream`: greeting, authentication, default database.
+    /// Connects on `stream`: greeting, TLS when `tls` uses it (the
+    /// `CLIENT_SSL` request), authentication, default database.
     pub fn start(
-        stream: TcpStream,
+        stream: Stream,
         user: &str,
         password: Option<&str>,
         database: &str,
+        tls: &Connector,
     ) -> io::Result<MyConn> {
         let mut c = MyConn {
             stream,
@@ -140,6 +142,24 @@ impl MyConn {
             | CapabilityFlags::CLIENT_LONG_FLAG
             | CapabilityFlags::CLIENT_TRANSACTIONS;
         c.caps = wanted & hs.capabilities();
+        let mut seq = 1;
+        if tls.tls() {
+            if !hs.capabilities().contains(CapabilityFlags::CLIENT_SSL) {
+                return Err(other(
+                    "the server does not accept TLS (it has no ssl certificate configured); use ssl-mode=DISABLED and no --tls, or configure its ssl",
+                ));
+            }
+            c.caps |= CapabilityFlags::CLIENT_SSL;
+            // SSLRequest: capabilities, max packet, charset, 23 zero bytes.
+            let mut req = Vec::with_capacity(32);
+            req.extend_from_slice(&c.caps.bits().to_le_bytes());
+            req.extend_from_slice(&(1u32 << 24).to_le_bytes());
+            req.push(45); // utf8mb4_general_ci
+            req.extend_from_slice(&[0; 23]);
+            c.stream.write_all(&packet(1, &req))?;
+            tls.start_tls(&mut c.stream)?;
+            seq = 2;
+        }
         let plugin = hs
             .auth_plugin_name_ref()
             .unwrap_or(b"mysql_native_password")
@@ -160,7 +180,7 @@ impl MyConn {
         );
         let mut body = Vec::new();
         resp.serialize(&mut body);
-        c.stream.write_all(&packet(1, &body))?;
+        c.stream.write_all(&packet(seq, &body))?;
         loop {
             let (seq, p) = c.read_packet()?;
             match p.first() {
@@ -174,6 +194,12 @@ impl MyConn {
                     c.stream.write_all(&packet(seq.wrapping_add(1), &data))?;
                 }
                 Some(0x01) if p.get(1) == Some(&3) => {} // caching_sha2 fast auth: OK follows
+                Some(0x01) if p.get(1) == Some(&4) && tls.tls() => {
+                    // Full authentication: over TLS the password goes as is.
+                    let mut clear = password.as_bytes().to_vec();
+                    clear.push(0);
+                    c.stream.write_all(&packet(seq.wrapping_add(1), &clear))?;
+                }
                 Some(0x01) => {
                     return Err(io::Error::new(
                         io::ErrorKind::PermissionDenied,
@@ -324,20 +350,19 @@ impl MyConn {
 
     /// Sets read and write timeouts of the socket.
     pub fn set_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.stream.set_read_timeout(t)?;
-        self.stream.set_write_timeout(t)
+        self.stream.set_timeout(t)
     }
 
     /// The socket, for the engine once set-up is done.
-    pub fn into_stream(self) -> TcpStream {
+    pub fn into_stream(self) -> Stream {
         self.stream
     }
 }
 
 /// Opens a set-up session on `c`.
 pub fn open(c: &Connector, timeout: Duration) -> io::Result<MyConn> {
-    let s = c.tcp(timeout)?;
+    let s = c.dial(timeout)?;
     let user = c.user.as_deref().unwrap_or("root");
     let db = c.database.as_deref().unwrap_or("");
-    MyConn::start(s, user, c.password.as_deref(), db)
+    MyConn::start(s, user, c.password.as_deref(), db, c)
 }

@@ -16,7 +16,6 @@ pub mod server;
 pub mod table;
 
 use std::io;
-use std::net::TcpStream;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -25,6 +24,7 @@ pub use codec::{GET_SQL, MAX_VALUE, MyCodec, SET_SQL};
 pub use conn::{MyConn, open};
 
 use crate::target::{Connector, Product, Role, Server, ServerCounters, ServerInfo};
+use crate::transport::{Stream, TlsStart};
 use crate::wire::Session;
 
 /// MariaDB (managed `mariadbd`) or MySQL (by URL).
@@ -60,7 +60,11 @@ impl Product for Mariadb {
         false
     }
 
-    fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(TcpStream, Session)> {
+    fn tls_start(&self) -> TlsStart {
+        TlsStart::Negotiated
+    }
+
+    fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(Stream, Session)> {
         let mut conn = open(c, timeout)?;
         let (get, set) = conn.prepare_ids()?;
         conn.set_timeout(None)?;

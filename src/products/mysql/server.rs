@@ -4,7 +4,7 @@
 //! connections, and kvlab's own login created through the socket.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -56,6 +56,11 @@ impl Server for Mariadb {
             // Its own tmpdir: servers side by side collide on temporary table names in /tmp.
             .arg(format!("--tmpdir={}", l.dir.display()))
             .args(["--bind-address=127.0.0.1", "--skip-name-resolve"]);
+        if let Some(f) = l.tls {
+            cmd.arg(format!("--ssl-cert={}", f.cert.display()));
+            cmd.arg(format!("--ssl-key={}", f.key.display()));
+            cmd.arg(format!("--ssl-ca={}", f.ca.display()));
+        }
         if let Some(u) = l.run_as {
             cmd.arg(format!("--user={}", u.name));
         }
@@ -66,6 +71,11 @@ impl Server for Mariadb {
             database: Some(database.to_string()),
         };
         Ok((cmd, login))
+    }
+
+    /// It listens on `DIR/mysqld.sock` anyway (the bootstrap uses it).
+    fn socket_path(&self, dir: &Path, _port: u16) -> PathBuf {
+        dir.join("mysqld.sock")
     }
 
     fn bootstrap(

@@ -11,7 +11,7 @@
 pub mod config;
 
 use std::collections::BTreeMap;
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::ToSocketAddrs;
 use std::process::Command;
 use std::time::Duration;
 
@@ -20,6 +20,7 @@ use anyhow::{Context, Result};
 use super::postgres::PgConn;
 use crate::error::UsageError;
 use crate::target::{Endpoint, Login, Pooler, PoolerCounters, PoolerLaunch, Product};
+use crate::transport::Transport;
 
 /// PgBouncer.
 pub struct PgBouncer;
@@ -36,9 +37,7 @@ fn admin(at: &Endpoint, timeout: Duration) -> Result<PgConn> {
         .to_socket_addrs()?
         .next()
         .context("no address")?;
-    let s = TcpStream::connect_timeout(&addr, timeout)?;
-    s.set_read_timeout(Some(timeout))?;
-    s.set_write_timeout(Some(timeout))?;
+    let s = Transport::default().dial(&addr, timeout)?;
     let user = at.user.as_deref().unwrap_or("postgres");
     let password = at.password.as_ref().map(|p| p.expose());
     PgConn::start(s, user, password, ADMIN_DB)

@@ -3,7 +3,6 @@
 //! preparing kvlab's statements, and COPY for the bulk load.
 
 use std::io::{self, Read, Write};
-use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -14,6 +13,7 @@ use postgres_protocol::message::{backend, frontend};
 
 use super::codec::{BYTEA_OID, GET_SQL, INT8_OID, SET_SQL};
 use crate::target::Connector;
+use crate::transport::Stream;
 use crate::workload::Values;
 
 /// Rows of a simple query, as text (`None`: NULL).
@@ -22,7 +22,7 @@ pub type Rows = Vec<Vec<Option<String>>>;
 /// A blocking connection for set-up: start-up, authentication, simple queries,
 /// preparing kvlab's statements and COPY.
 pub struct PgConn {
-    stream: TcpStream,
+    stream: Stream,
     buf: BytesMut,
     /// `server_version` as reported at start-up.
     pub server_version: String,
@@ -51,7 +51,7 @@ impl PgConn {
     /// Opens a session on `stream` as `user` in `database` (trust, password,
     /// MD5 and SCRAM-SHA-256 authentication).
     pub fn start(
-        stream: TcpStream,
+        stream: Stream,
         user: &str,
         password: Option<&str>,
         database: &str,
@@ -314,12 +314,11 @@ impl PgConn {
 
     /// Sets read and write timeouts of the underlying socket.
     pub fn set_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.stream.set_read_timeout(t)?;
-        self.stream.set_write_timeout(t)
+        self.stream.set_timeout(t)
     }
 
     /// The socket, for the engine once set-up is done.
-    pub fn into_stream(self) -> TcpStream {
+    pub fn into_stream(self) -> Stream {
         self.stream
     }
 }
@@ -331,8 +330,31 @@ pub fn literal(s: &str) -> String {
 
 /// Opens a set-up session on `c` (not prepared for the engine).
 pub fn open(c: &Connector, timeout: Duration) -> io::Result<PgConn> {
-    let s = c.tcp(timeout)?;
+    let mut s = c.dial(timeout)?;
+    if c.tls() {
+        ssl_request(&mut s)?;
+        c.start_tls(&mut s)?;
+    }
     let user = c.user.as_deref().unwrap_or("postgres");
     let db = c.database.as_deref().unwrap_or("postgres");
     PgConn::start(s, user, c.password.as_deref(), db)
+}
+
+/// Asks the server to turn to TLS (`SSLRequest`); fails when it will not.
+fn ssl_request(s: &mut Stream) -> io::Result<()> {
+    let mut buf = BytesMut::new();
+    frontend::ssl_request(&mut buf);
+    s.write_all(&buf)?;
+    let mut reply = [0u8; 1];
+    s.read_exact(&mut reply)?;
+    match reply[0] {
+        b'S' => Ok(()),
+        b'N' => Err(io::Error::other(
+            "the server does not accept TLS (its ssl setting is off); use sslmode=disable and no --tls, or turn ssl on",
+        )),
+        other => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("unexpected reply {other:#04x} to SSLRequest"),
+        )),
+    }
 }

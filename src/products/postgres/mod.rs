@@ -16,7 +16,6 @@ pub mod server;
 pub mod table;
 
 use std::io;
-use std::net::TcpStream;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -25,6 +24,7 @@ pub use codec::{GET_SQL, PgCodec, QueryMode, SET_SQL, SIMPLE_GET_STAT};
 pub use conn::{PgConn, literal, open};
 
 use crate::target::{Connector, Product, Role, Server, ServerCounters, ServerInfo};
+use crate::transport::{Stream, TlsStart};
 use crate::wire::Session;
 
 /// PostgreSQL (`postgres`, initialised by `initdb`).
@@ -63,7 +63,11 @@ impl Product for Postgres {
         u64::from(QueryMode::named(query_mode) == Some(QueryMode::Prepared))
     }
 
-    fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(TcpStream, Session)> {
+    fn tls_start(&self) -> TlsStart {
+        TlsStart::Negotiated
+    }
+
+    fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(Stream, Session)> {
         let mut conn = open(c, timeout)?;
         if QueryMode::named(c.query_mode.as_deref()) == Some(QueryMode::Prepared) {
             conn.prepare_kv()?;

@@ -64,6 +64,13 @@ impl Server for Postgres {
             .arg("-k")
             .arg(l.dir)
             .args(["-c", "listen_addresses=127.0.0.1"]);
+        if let Some(f) = l.tls {
+            cmd.args(["-c", "ssl=on"]);
+            cmd.arg("-c")
+                .arg(format!("ssl_cert_file={}", f.cert.display()));
+            cmd.arg("-c")
+                .arg(format!("ssl_key_file={}", f.key.display()));
+        }
         as_user(&mut cmd, l.run_as);
         let login = Login {
             user: Some("postgres".to_string()),
@@ -71,6 +78,11 @@ impl Server for Postgres {
             database: Some("postgres".to_string()),
         };
         Ok((cmd, login))
+    }
+
+    /// `-k DIR` makes it listen on `DIR/.s.PGSQL.PORT` anyway.
+    fn socket_path(&self, dir: &Path, port: u16) -> PathBuf {
+        dir.join(format!(".s.PGSQL.{port}"))
     }
 
     fn effective_settings(&self, c: &Connector, keys: &[String]) -> Vec<(String, String)> {

@@ -5,7 +5,7 @@
 //! The managed cluster is in [`super::cluster_server`].
 
 use std::io;
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -16,6 +16,7 @@ use crate::target::{
     Cache, CacheMemory, Connector, Product, ReportedUsage, Role, Server, ServerCounters,
     ServerInfo, Topology, UsageReport,
 };
+use crate::transport::Stream;
 use crate::wire::Session;
 
 /// A RESP product in cluster mode.
@@ -65,7 +66,7 @@ impl Product for ClusterProduct {
         true
     }
 
-    fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(TcpStream, Session)> {
+    fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(Stream, Session)> {
         Ok((open(c, timeout)?, Session::Plain))
     }
 
@@ -145,7 +146,7 @@ impl Cache for ClusterProduct {
 }
 
 /// Whether the server on `s` runs in cluster mode (`INFO cluster`).
-pub(crate) fn cluster_enabled(s: &mut &TcpStream) -> Result<bool> {
+pub(crate) fn cluster_enabled(s: &mut Stream) -> Result<bool> {
     let frame = command(s, &[b"INFO", b"cluster"])?;
     let text = String::from_utf8_lossy(bulk_payload(&frame)?).into_owned();
     Ok(info_field(&text, "cluster_enabled").as_deref() == Some("1"))
@@ -166,8 +167,9 @@ pub(crate) fn read_topology(c: &Connector) -> Result<Topology> {
 pub(crate) fn cluster_nodes(c: &Connector) -> Result<String> {
     let s = open(c, Duration::from_secs(5))
         .map_err(|e| anyhow::anyhow!("cannot connect to {}: {e}", c.display))?;
-    s.set_read_timeout(Some(Duration::from_secs(5)))?;
-    let frame = command(&mut &s, &[b"CLUSTER", b"NODES"])?;
+    let mut s = s;
+    s.set_timeout(Some(Duration::from_secs(5)))?;
+    let frame = command(&mut s, &[b"CLUSTER", b"NODES"])?;
     let payload = bulk_payload(&frame).with_context(|| format!("{}: CLUSTER NODES", c.display))?;
     Ok(String::from_utf8_lossy(payload).into_owned())
 }

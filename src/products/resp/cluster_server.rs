@@ -6,7 +6,6 @@
 //! waits until every node reports `cluster_state:ok` with every slot served.
 
 use std::collections::BTreeMap;
-use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -17,6 +16,7 @@ use super::codec::{SLOTS, bulk_payload, command, info_field};
 use super::open;
 use crate::target::settings::refuse_own;
 use crate::target::{Config, Connector, Launch, Login, Server, Sizing};
+use crate::transport::Stream;
 
 /// Settings kvlab sets itself on a cluster node.
 const OWN: &[&str] = &["cluster-enabled", "cluster-config-file", "cluster-port"];
@@ -157,16 +157,16 @@ fn layout(config: &Config) -> (usize, usize) {
     (get("shards", 3).max(1), get("replicas", 0))
 }
 
-fn connect(n: &Connector) -> Result<TcpStream> {
+fn connect(n: &Connector) -> Result<Stream> {
     let s = open(n, Duration::from_secs(5))
         .map_err(|e| anyhow::anyhow!("cannot connect to {}: {e}", n.display))?;
-    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    s.set_timeout(Some(Duration::from_secs(5)))?;
     Ok(s)
 }
 
 /// The cluster bus port of node `n` (`CONFIG GET cluster-port`).
 fn bus_port(n: &Connector) -> Result<String> {
-    let reply = command(&mut &connect(n)?, &[b"CONFIG", b"GET", b"cluster-port"])?;
+    let reply = command(&mut connect(n)?, &[b"CONFIG", b"GET", b"cluster-port"])?;
     // *2 $12 cluster-port $N port
     let text = String::from_utf8_lossy(&reply).into_owned();
     text.split("\r\n")
@@ -179,7 +179,7 @@ fn bus_port(n: &Connector) -> Result<String> {
 
 /// Sends `args` to node `n` and fails unless it answers `+OK`.
 fn ok(n: &Connector, args: &[&[u8]]) -> Result<()> {
-    let reply = command(&mut &connect(n)?, args)?;
+    let reply = command(&mut connect(n)?, args)?;
     if !reply.starts_with(b"+OK") {
         bail!(
             "{} {}: {}",
@@ -193,7 +193,7 @@ fn ok(n: &Connector, args: &[&[u8]]) -> Result<()> {
 
 /// The text of a bulk-string reply to `args` on node `n`.
 fn reply_text(n: &Connector, args: &[&[u8]]) -> Result<String> {
-    let frame = command(&mut &connect(n)?, args)?;
+    let frame = command(&mut connect(n)?, args)?;
     Ok(String::from_utf8_lossy(bulk_payload(&frame)?).into_owned())
 }
 

@@ -17,7 +17,6 @@ pub mod codec;
 pub mod server;
 
 use std::io;
-use std::net::TcpStream;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -29,12 +28,14 @@ use crate::target::{
     Cache, CacheMemory, Connector, Product, ReportedUsage, Role, Server, ServerCounters,
     ServerInfo, UsageReport,
 };
+use crate::transport::Stream;
 use crate::wire::Session;
 
 /// A RESP server product: Redis or Valkey.
 pub struct RespProduct {
     name: &'static str,
     schemes: &'static [&'static str],
+    tls_schemes: &'static [&'static str],
     refused: &'static [(&'static str, &'static str, &'static str)],
     example: &'static str,
     binary: &'static str,
@@ -45,11 +46,8 @@ pub struct RespProduct {
 pub static REDIS: RespProduct = RespProduct {
     name: "redis",
     schemes: &["redis"],
-    refused: &[(
-        "rediss",
-        "TLS (rediss://) is not supported",
-        "use redis:// on a plain TCP port",
-    )],
+    tls_schemes: &["rediss"],
+    refused: &[],
     example: "redis://127.0.0.1:6379",
     binary: "redis-server",
     package: "redis-server",
@@ -59,6 +57,7 @@ pub static REDIS: RespProduct = RespProduct {
 pub static VALKEY: RespProduct = RespProduct {
     name: "valkey",
     schemes: &["valkey"],
+    tls_schemes: &["valkeys"],
     refused: &[],
     example: "valkey://127.0.0.1:6379",
     binary: "valkey-server",
@@ -75,6 +74,9 @@ impl Product for RespProduct {
     fn schemes(&self) -> &'static [&'static str] {
         self.schemes
     }
+    fn tls_schemes(&self) -> &'static [&'static str] {
+        self.tls_schemes
+    }
     fn refused_schemes(&self) -> &'static [(&'static str, &'static str, &'static str)] {
         self.refused
     }
@@ -88,7 +90,7 @@ impl Product for RespProduct {
         Role::Cache(self)
     }
 
-    fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(TcpStream, Session)> {
+    fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(Stream, Session)> {
         Ok((open(c, timeout)?, Session::Plain))
     }
 
@@ -166,20 +168,17 @@ pub(crate) fn probe(
     })
 }
 
-/// A TCP connection to the server `c` names, authenticated when `c` has a
-/// password (`AUTH [user] password`).
-pub(crate) fn open(c: &Connector, timeout: Duration) -> io::Result<TcpStream> {
-    let s = TcpStream::connect_timeout(&c.addr, timeout)?;
-    s.set_nodelay(true)?;
+/// A connection to the server `c` names (TLS if it uses TLS), authenticated
+/// when `c` has a password (`AUTH [user] password`).
+pub(crate) fn open(c: &Connector, timeout: Duration) -> io::Result<Stream> {
+    let mut s = c.open(timeout)?;
     if let Some(pass) = &c.password {
-        s.set_read_timeout(Some(timeout))?;
-        s.set_write_timeout(Some(timeout))?;
         let mut args: Vec<&[u8]> = vec![b"AUTH"];
         if let Some(u) = &c.user {
             args.push(u.as_bytes());
         }
         args.push(pass.as_bytes());
-        let reply = command(&mut &s, &args)?;
+        let reply = command(&mut s, &args)?;
         if !reply.starts_with(b"+OK") {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
@@ -189,9 +188,8 @@ pub(crate) fn open(c: &Connector, timeout: Duration) -> io::Result<TcpStream> {
                 ),
             ));
         }
-        s.set_read_timeout(None)?;
-        s.set_write_timeout(None)?;
     }
+    s.set_timeout(None)?;
     Ok(s)
 }
 
@@ -273,7 +271,7 @@ pub(crate) fn node_memory(c: &Connector) -> Result<CacheMemory> {
 }
 
 /// A set-up connection that reads `INFO` sections.
-pub(crate) struct Info(TcpStream);
+pub(crate) struct Info(Stream);
 
 impl Info {
     /// Connects to the server `c` names, for its counters.
@@ -281,13 +279,13 @@ impl Info {
         let s = open(c, Duration::from_secs(5)).map_err(|e| {
             anyhow::anyhow!("cannot connect to {} to read its counters: {e}", c.display)
         })?;
-        s.set_read_timeout(Some(Duration::from_secs(5)))?;
+        s.set_timeout(Some(Duration::from_secs(5)))?;
         Ok(Info(s))
     }
 
     /// `INFO name` as text.
     pub(crate) fn section(&mut self, name: &[u8]) -> Result<String> {
-        let frame = command(&mut &self.0, &[b"INFO", name])?;
+        let frame = command(&mut self.0, &[b"INFO", name])?;
         Ok(String::from_utf8_lossy(bulk_payload(&frame)?).into_owned())
     }
 }

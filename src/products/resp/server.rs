@@ -54,21 +54,37 @@ impl Server for RespProduct {
 
     fn command(&self, l: &Launch<'_>) -> Result<(Command, Login)> {
         let mut cmd = Command::new(l.binary);
-        cmd.arg("--port")
-            .arg(l.port.to_string())
-            .args([
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--daemonize",
-                "no",
-            ])
-            .args(["--protected-mode", "no", "--logfile", ""])
-            .arg("--dir")
-            .arg(l.dir);
+        match l.tls {
+            // TLS only: the port speaks TLS, no plain port (cluster bus too).
+            Some(f) => {
+                cmd.arg("--tls-port").arg(l.port.to_string());
+                cmd.args(["--port", "0", "--tls-auth-clients", "no"]);
+                cmd.args(["--tls-cluster", "yes", "--tls-replication", "yes"]);
+                cmd.arg("--tls-cert-file").arg(&f.cert);
+                cmd.arg("--tls-key-file").arg(&f.key);
+                cmd.arg("--tls-ca-cert-file").arg(&f.ca);
+            }
+            None => {
+                cmd.arg("--port").arg(l.port.to_string());
+            }
+        }
+        if let Some(path) = l.socket {
+            cmd.arg("--unixsocket").arg(path);
+            cmd.args(["--unixsocketperm", "700"]);
+        }
+        cmd.args([
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--daemonize",
+            "no",
+        ])
+        .args(["--protected-mode", "no", "--logfile", ""])
+        .arg("--dir")
+        .arg(l.dir);
         Ok((cmd, Login::default()))
     }
 }

@@ -3,7 +3,6 @@
 //! batches for the bulk load.
 
 use std::io::{self, Read, Write};
-use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::Duration;
 
@@ -14,11 +13,12 @@ use sha1::{Digest, Sha1};
 use super::codec::{AUTH, EVAL, TtCodec, frame};
 use crate::target::Connector;
 use crate::target::table::load_pipelined;
+use crate::transport::Stream;
 use crate::workload::Values;
 
 /// A set-up session.
 pub struct TtConn {
-    stream: TcpStream,
+    stream: Stream,
     sync: u64,
     /// Version from the greeting, e.g. `2.6.0`.
     pub version: String,
@@ -30,14 +30,14 @@ fn invalid(msg: impl Into<String>) -> io::Error {
 
 /// Opens a set-up session on `c`, logged in as its user (guest without one).
 pub fn open(c: &Connector, timeout: Duration) -> io::Result<TtConn> {
-    let s = c.tcp(timeout)?;
+    let s = c.open(timeout)?;
     TtConn::start(s, c.user.as_deref(), c.password.as_deref())
 }
 
 impl TtConn {
     /// Reads the greeting on `stream` and authenticates `user` with `password`.
     pub fn start(
-        mut stream: TcpStream,
+        mut stream: Stream,
         user: Option<&str>,
         password: Option<&str>,
     ) -> io::Result<TtConn> {
@@ -168,12 +168,11 @@ impl TtConn {
 
     /// Sets the socket's read and write timeouts.
     pub fn set_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.stream.set_read_timeout(t)?;
-        self.stream.set_write_timeout(t)
+        self.stream.set_timeout(t)
     }
 
     /// The socket, for the engine.
-    pub fn into_stream(self) -> TcpStream {
+    pub fn into_stream(self) -> Stream {
         self.stream
     }
 

@@ -17,7 +17,6 @@ pub mod server;
 pub mod table;
 
 use std::io;
-use std::net::TcpStream;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -28,6 +27,7 @@ pub use conn::{TtConn, open};
 use crate::target::{
     Connector, Product, ReportedUsage, Role, Server, ServerCounters, ServerInfo, UsageReport,
 };
+use crate::transport::{Stream, TlsStart};
 use crate::wire::Session;
 
 /// Tarantool (`tarantool`).
@@ -61,11 +61,14 @@ impl Product for Tarantool {
     fn url_database(&self) -> bool {
         false
     }
+    fn tls_start(&self) -> TlsStart {
+        TlsStart::Unsupported("Tarantool speaks TLS only in its Enterprise edition")
+    }
     fn role(&self) -> Role<'_> {
         Role::Database(self)
     }
 
-    fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(TcpStream, Session)> {
+    fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(Stream, Session)> {
         let mut conn = open(c, timeout)?;
         let id = space_id(&mut conn)?.ok_or_else(|| {
             io::Error::other("kvlab's space kvlab_kv does not exist (load the data first)")

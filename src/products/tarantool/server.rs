@@ -99,7 +99,10 @@ impl Server for Tarantool {
         std::fs::write(&init, INIT).context("cannot write the Tarantool init script")?;
         let mut cmd = Command::new(l.binary);
         cmd.arg(&init)
-            .arg(format!("listen=127.0.0.1:{}", l.port))
+            .arg(match l.socket {
+                Some(path) => format!("listen=unix/:{}", path.display()),
+                None => format!("listen=127.0.0.1:{}", l.port),
+            })
             .arg(format!("work_dir={}", l.dir.display()));
         let login = Login {
             user: l.config.password.as_ref().map(|_| USER.to_string()),

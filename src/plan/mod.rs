@@ -2,7 +2,6 @@
 //! hard (load). Plain serde structs, built by `cli` and later by study files.
 
 use std::collections::BTreeMap;
-use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
@@ -12,6 +11,8 @@ pub use crate::products::TargetKind;
 pub use crate::target::{Endpoint, SchemaOptions, Secret, is_secret_key};
 use crate::target::{Pooler, Role};
 pub use crate::workload::params::{KeyDistribution, Ratio, Stop, WritePolicy};
+
+mod url;
 
 /// Everything one measured run needs, grouped by concern.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -163,132 +164,6 @@ pub struct TargetSpec {
     /// The pooler's settings (`--pooler-opt KEY=VALUE`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pooler_opts: BTreeMap<String, String>,
-}
-
-impl FromStr for TargetSpec {
-    type Err = UsageError;
-
-    /// Parses a product name (a server kvlab starts) or a URL of a running
-    /// server, `SCHEME://[user:pass@]host[:port][/db]`, by the registry's rules.
-    fn from_str(s: &str) -> Result<Self, UsageError> {
-        let fix = products::target_fix();
-        if let Some(kind) = TargetKind::named(s) {
-            return Ok(TargetSpec {
-                kind,
-                external: None,
-                server_opts: BTreeMap::new(),
-                schema: SchemaOptions::default(),
-                consistency: None,
-                query_mode: None,
-                pooler: None,
-                pooler_opts: BTreeMap::new(),
-            });
-        }
-        let Some((scheme, _)) = s.split_once("://") else {
-            return Err(UsageError::bad(
-                "--target",
-                format!("unknown target '{s}'"),
-                fix,
-            ));
-        };
-        let kind = match TargetKind::of_scheme(scheme) {
-            Ok(Some(k)) => k,
-            Ok(None) => {
-                return Err(UsageError::bad(
-                    "--target",
-                    format!("unsupported scheme '{scheme}://'"),
-                    fix,
-                ));
-            }
-            Err((problem, refused_fix)) => {
-                return Err(UsageError::bad("--target", problem, refused_fix));
-            }
-        };
-        let product = kind.product();
-        let url = url::Url::parse(s).map_err(|e| {
-            UsageError::bad("--target", format!("cannot parse URL: {e}"), fix.clone())
-        })?;
-        let host = url
-            .host_str()
-            .filter(|h| !h.is_empty())
-            .ok_or_else(|| UsageError::bad("--target", "the URL has no host", fix.clone()))?
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_string();
-        let port = url.port().unwrap_or(product.default_port());
-        let decode = |p: &str| {
-            url::form_urlencoded::parse(format!("x={p}").as_bytes())
-                .next()
-                .map(|(_, v)| v.into_owned())
-                .unwrap_or_default()
-        };
-        let user = Some(url.username()).filter(|u| !u.is_empty()).map(decode);
-        let password = url.password().map(|p| Secret(decode(p)));
-        if let Some(why) = product.refuses_login()
-            && (user.is_some() || password.is_some())
-        {
-            return Err(UsageError::bad(
-                "--target",
-                format!("{}:// URLs take no user or password ({why})", kind.scheme()),
-                "remove the user:pass@ part",
-            ));
-        }
-        let path = url.path().trim_start_matches('/');
-        let database = if product.url_database() {
-            if path.is_empty() || path.contains('/') {
-                return Err(UsageError::bad(
-                    "--target",
-                    "the URL names no database",
-                    format!(
-                        "end it with /DBNAME, e.g. {}://user:pass@host:{}/mydb",
-                        kind.scheme(),
-                        product.default_port()
-                    ),
-                ));
-            }
-            if user.is_none() {
-                return Err(UsageError::bad(
-                    "--target",
-                    "the URL names no user",
-                    "write scheme://USER:PASS@host:port/db",
-                ));
-            }
-            Some(decode(path))
-        } else if let Some(what) = product.url_namespace().filter(|_| !path.is_empty()) {
-            if path.contains('/') {
-                return Err(UsageError::bad(
-                    "--target",
-                    format!("unexpected path '/{path}' in the URL"),
-                    format!("end it with at most one /{}", what.to_ascii_uppercase()),
-                ));
-            }
-            Some(decode(path))
-        } else if !path.is_empty() {
-            return Err(UsageError::bad(
-                "--target",
-                format!("unexpected path '/{path}' in the URL"),
-                "give only scheme://[user:pass@]host:port",
-            ));
-        } else {
-            None
-        };
-        Ok(TargetSpec {
-            kind,
-            external: Some(Endpoint {
-                host,
-                port,
-                user,
-                password,
-                database,
-            }),
-            server_opts: BTreeMap::new(),
-            schema: SchemaOptions::default(),
-            consistency: None,
-            query_mode: None,
-            pooler: None,
-            pooler_opts: BTreeMap::new(),
-        })
-    }
 }
 
 impl TargetSpec {

@@ -1,0 +1,183 @@
+//! `--target` as text: a product name (a server kvlab starts) or a URL of a
+//! running server, `SCHEME://[user:pass@]host[:port][/db][?options]`, by the
+//! registry's rules. A TLS scheme (`rediss://`) turns TLS on; `SCHEME+unix://`
+//! names a unix socket by its path; products read their own URL options
+//! (`?sslmode=`, `?host=/dir`, `?socket=`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use super::{TargetKind, TargetSpec};
+use crate::error::UsageError;
+use crate::products;
+use crate::target::{Endpoint, SchemaOptions, Secret};
+use crate::transport::TlsOptions;
+
+impl TargetSpec {
+    /// A target kvlab starts.
+    pub fn managed(kind: TargetKind) -> TargetSpec {
+        TargetSpec {
+            kind,
+            external: None,
+            server_opts: BTreeMap::new(),
+            schema: SchemaOptions::default(),
+            consistency: None,
+            query_mode: None,
+            pooler: None,
+            pooler_opts: BTreeMap::new(),
+        }
+    }
+}
+
+fn bad(problem: impl Into<String>, fix: impl Into<String>) -> UsageError {
+    UsageError::bad("--target", problem, fix)
+}
+
+/// `%`-decodes one URL part.
+fn decode(p: &str) -> String {
+    url::form_urlencoded::parse(format!("x={p}").as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
+}
+
+impl FromStr for TargetSpec {
+    type Err = UsageError;
+
+    fn from_str(s: &str) -> Result<Self, UsageError> {
+        let fix = products::target_fix();
+        if let Some(kind) = TargetKind::named(s) {
+            return Ok(TargetSpec::managed(kind));
+        }
+        let Some((scheme, rest)) = s.split_once("://") else {
+            return Err(bad(format!("unknown target '{s}'"), fix));
+        };
+        let (base, unix) = match scheme.strip_suffix("+unix") {
+            Some(b) => (b, true),
+            None => (scheme, false),
+        };
+        let (kind, tls) = match TargetKind::of_scheme(base) {
+            Ok(Some(k)) => k,
+            Ok(None) => return Err(bad(format!("unsupported scheme '{scheme}://'"), fix)),
+            Err((problem, refused_fix)) => return Err(bad(problem, refused_fix)),
+        };
+        let product = kind.product();
+        if unix && (!product.unix_sockets() || product.url_database() || tls) {
+            return Err(bad(
+                format!("{scheme}:// is not a URL form kvlab knows"),
+                format!(
+                    "name a unix socket as {}",
+                    "redis+unix:///path/to.sock, memcached+unix:///path, tarantool+unix:///path, postgres://user@/db?host=/dir or mysql://user@localhost/db?socket=/path"
+                ),
+            ));
+        }
+        // libpq and redis+unix allow an empty host (`user@/db`): read it as localhost.
+        let text = match rest.split_once('@') {
+            Some((auth, tail)) if tail.starts_with('/') || tail.starts_with('?') => {
+                format!("{scheme}://{auth}@localhost{tail}")
+            }
+            _ => s.to_string(),
+        };
+        let url = url::Url::parse(&text)
+            .map_err(|e| bad(format!("cannot parse URL: {e}"), fix.clone()))?;
+        let host = url
+            .host_str()
+            .filter(|h| !h.is_empty())
+            .or(unix.then_some("localhost"))
+            .ok_or_else(|| bad("the URL has no host", fix.clone()))?
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        let port = url.port().unwrap_or(product.default_port());
+        let user = Some(url.username()).filter(|u| !u.is_empty()).map(decode);
+        let password = url.password().map(|p| Secret(decode(p)));
+        if let Some(why) = product.refuses_login()
+            && (user.is_some() || password.is_some())
+        {
+            return Err(bad(
+                format!("{}:// URLs take no user or password ({why})", kind.scheme()),
+                "remove the user:pass@ part",
+            ));
+        }
+        let path = url.path();
+        let (socket, path) = match unix {
+            true if path.len() > 1 => (Some(PathBuf::from(decode(path))), ""),
+            true => {
+                return Err(bad(
+                    "the URL names no socket",
+                    format!("write {scheme}:///path/to/the.sock"),
+                ));
+            }
+            false => (None, path.trim_start_matches('/')),
+        };
+        let database = database(kind, path)?;
+        if product.url_database() && user.is_none() {
+            return Err(bad(
+                "the URL names no user",
+                "write scheme://USER:PASS@host:port/db",
+            ));
+        }
+        let mut ep = Endpoint {
+            host,
+            port,
+            user,
+            password,
+            database,
+            socket,
+            tls: tls.then(TlsOptions::default),
+        };
+        for (key, value) in url.query_pairs() {
+            match product.url_option(&key, &value, &mut ep) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Err(bad(
+                        format!("unknown URL option '{key}'"),
+                        match product.url_options() {
+                            [] => "remove the ?… part".to_string(),
+                            known => format!("use {}", products::or_list(known)),
+                        },
+                    ));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let mut t = TargetSpec::managed(kind);
+        t.external = Some(ep);
+        Ok(t)
+    }
+}
+
+/// The database (or namespace) a URL's path names, by the product's rules.
+fn database(kind: TargetKind, path: &str) -> Result<Option<String>, UsageError> {
+    let product = kind.product();
+    if product.url_database() {
+        if path.is_empty() || path.contains('/') {
+            return Err(bad(
+                "the URL names no database",
+                format!(
+                    "end it with /DBNAME, e.g. {}://user:pass@host:{}/mydb",
+                    kind.scheme(),
+                    product.default_port()
+                ),
+            ));
+        }
+        return Ok(Some(decode(path)));
+    }
+    match product.url_namespace() {
+        Some(what) if !path.is_empty() => {
+            if path.contains('/') {
+                return Err(bad(
+                    format!("unexpected path '/{path}' in the URL"),
+                    format!("end it with at most one /{}", what.to_ascii_uppercase()),
+                ));
+            }
+            Ok(Some(decode(path)))
+        }
+        _ if !path.is_empty() => Err(bad(
+            format!("unexpected path '/{path}' in the URL"),
+            "give only scheme://[user:pass@]host:port",
+        )),
+        _ => Ok(None),
+    }
+}
