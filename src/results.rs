@@ -338,7 +338,7 @@ impl TargetInfo {
             product: info.product.clone(),
             version: info.version.clone(),
             managed: server.is_some(),
-            url: endpoint.display_url(kind.scheme()),
+            url: endpoint.display_for(kind.product()),
             settings: server.map(|s| s.settings.clone()).unwrap_or_default(),
             pid: server.map(|s| s.pid()),
             transport: None,

@@ -80,3 +80,13 @@ fn an_external_memcached_reports_its_own_cpu_as_proc_sees_it() {
     let s = server(TargetKind::Memcached);
     common::cpu_sources_agree(TargetKind::Memcached, &s);
 }
+
+#[test]
+fn memcached_over_tls_counts_agree() {
+    common::transport_counts_agree(TargetKind::Memcached, &[("tls", "on")], |_, _| {});
+}
+
+#[test]
+fn memcached_over_a_unix_socket_counts_agree() {
+    common::transport_counts_agree(TargetKind::Memcached, &[("socket", "on")], |_, _| {});
+}

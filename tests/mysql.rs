@@ -104,3 +104,36 @@ fn refused_connections_are_counted_and_the_run_goes_on() {
     assert!(e.contains("Too many connections"), "{e}");
     assert!(r.requests > 1_000 && r.errors == 0, "{r:?}");
 }
+
+/// The endpoint a `mysql://` URL names.
+fn from_url(url: &str) -> kvlab::plan::Endpoint {
+    let t: kvlab::plan::TargetSpec = url.parse().unwrap_or_else(|e| panic!("{url}: {e}"));
+    t.external.unwrap()
+}
+
+#[test]
+fn mariadb_over_tls_from_ssl_mode_counts_agree() {
+    common::transport_counts_agree(TargetKind::Mariadb, &[("tls", "on")], |ep, s| {
+        let ca = s.tls_files().unwrap().ca.display().to_string();
+        let (user, pass) = (ep.user.clone().unwrap(), ep.password.clone().unwrap());
+        *ep = from_url(&format!(
+            "mysql://{user}:{}@127.0.0.1:{}/{}?ssl-mode=VERIFY_IDENTITY&ssl-ca={ca}",
+            pass.expose(),
+            ep.port,
+            ep.database.clone().unwrap()
+        ));
+    });
+}
+
+#[test]
+fn mariadb_over_a_unix_socket_counts_agree() {
+    common::transport_counts_agree(TargetKind::Mariadb, &[("socket", "on")], |ep, _| {
+        let (user, pass) = (ep.user.clone().unwrap(), ep.password.clone().unwrap());
+        *ep = from_url(&format!(
+            "mysql://{user}:{}@localhost/{}?socket={}",
+            pass.expose(),
+            ep.database.clone().unwrap(),
+            ep.socket.clone().unwrap().display()
+        ));
+    });
+}

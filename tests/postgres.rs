@@ -142,3 +142,43 @@ fn refused_connections_are_counted_and_the_run_goes_on() {
         r.problems
     );
 }
+
+/// The endpoint a `postgres://` URL names.
+fn from_url(url: &str) -> kvlab::plan::Endpoint {
+    let t: kvlab::plan::TargetSpec = url.parse().unwrap_or_else(|e| panic!("{url}: {e}"));
+    t.external.unwrap()
+}
+
+#[test]
+fn postgres_over_tls_from_libpq_url_settings_counts_agree() {
+    let opts = [("tls", "on"), PGSS];
+    let r = common::transport_counts_agree(TargetKind::Postgres, &opts, |ep, s| {
+        sql(
+            &Connector::new(TargetKind::Postgres, &s.endpoint()).unwrap(),
+            "CREATE EXTENSION pg_stat_statements",
+        );
+        let ca = s.tls_files().unwrap().ca.display().to_string();
+        *ep = from_url(&format!(
+            "postgres://postgres@127.0.0.1:{}/postgres?sslmode=verify-full&sslrootcert={ca}",
+            ep.port
+        ));
+    });
+    let t = r.target.transport.unwrap();
+    assert_eq!(t.verify, Some(kvlab::transport::Verify::Full));
+}
+
+#[test]
+fn postgres_over_a_unix_socket_from_host_dir_counts_agree() {
+    let opts = [("socket", "on"), PGSS];
+    common::transport_counts_agree(TargetKind::Postgres, &opts, |ep, s| {
+        sql(
+            &Connector::new(TargetKind::Postgres, &s.endpoint()).unwrap(),
+            "CREATE EXTENSION pg_stat_statements",
+        );
+        *ep = from_url(&format!(
+            "postgres://postgres@/postgres?host={}&port={}",
+            s.dir().display(),
+            ep.port
+        ));
+    });
+}

@@ -252,3 +252,59 @@ fn an_external_redis_reports_its_own_cpu_as_proc_sees_it() {
     let s = server(TargetKind::Redis);
     common::cpu_sources_agree(TargetKind::Redis, &s);
 }
+
+#[test]
+fn redis_over_tls_counts_agree_and_the_result_names_the_cipher() {
+    let r = common::transport_counts_agree(TargetKind::Redis, &[("tls", "on")], |_, _| {});
+    assert!(r.target.url.starts_with("rediss://"), "{}", r.target.url);
+}
+
+#[test]
+fn an_external_rediss_url_with_its_ca_counts_agree() {
+    common::transport_counts_agree(TargetKind::Valkey, &[("tls", "on")], |ep, s| {
+        // As a user gives it: valkeys://127.0.0.1:PORT --tls-ca FILE.
+        let url = format!("valkeys://127.0.0.1:{}", ep.port);
+        let mut t: kvlab::plan::TargetSpec = url.parse().unwrap();
+        let mut e = t.external.take().unwrap();
+        e.tls.as_mut().unwrap().ca = Some(s.tls_files().unwrap().ca.clone());
+        *ep = e;
+    });
+}
+
+#[test]
+fn redis_over_a_unix_socket_counts_agree() {
+    common::transport_counts_agree(TargetKind::Redis, &[("socket", "on")], |_, _| {});
+}
+
+#[test]
+fn a_certificate_of_an_unknown_ca_is_refused_naming_tls_ca() {
+    let s = common::server_with(TargetKind::Redis, &[("tls", "on")], 10);
+    let other = tempfile::tempdir().unwrap();
+    let stranger = kvlab::transport::certs::TlsFiles::generate(other.path(), "another CA").unwrap();
+    let mut ep = s.endpoint();
+    ep.tls.as_mut().unwrap().ca = Some(stranger.ca.clone());
+    let e = common::measure_err(&plan(TargetKind::Redis, ep));
+    assert!(e.contains("--tls-ca"), "{e}");
+    assert!(!e.contains('\n'), "one line: {e}");
+}
+
+#[test]
+fn plain_and_tls_mix_ups_fail_within_5_s_and_say_so() {
+    let tls = common::server_with(TargetKind::Redis, &[("tls", "on")], 10);
+    let plain = server(TargetKind::Redis);
+    // A plain client on the TLS port.
+    let mut ep = tls.endpoint();
+    ep.tls = None;
+    let t0 = std::time::Instant::now();
+    let e = common::measure_err(&plan(TargetKind::Redis, ep));
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert!(e.contains("add --tls"), "{e}");
+    // A TLS client on the plain port.
+    let mut ep = plain.endpoint();
+    ep.tls = Some(Default::default());
+    let t0 = std::time::Instant::now();
+    let e = common::measure_err(&plan(TargetKind::Redis, ep));
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert!(e.contains("drop --tls"), "{e}");
+    assert!(!e.contains('\n'), "one line: {e}");
+}

@@ -107,3 +107,8 @@ fn an_external_tarantool_reports_its_own_cpu_as_proc_sees_it() {
     let s = common::server(TargetKind::Tarantool);
     common::cpu_sources_agree(TargetKind::Tarantool, &s);
 }
+
+#[test]
+fn tarantool_over_a_unix_socket_counts_agree() {
+    common::transport_counts_agree(TargetKind::Tarantool, &[("socket", "on")], |_, _| {});
+}

@@ -201,6 +201,18 @@ impl TargetSpec {
                 "with a URL target run your own pooler and give its URL as --target",
             ));
         }
+        if let Some(k) = ["tls", "socket"]
+            .into_iter()
+            .find(|k| self.server_opts.get(*k).is_some_and(|v| v == "on"))
+        {
+            return Err(UsageError::bad(
+                "--pooler",
+                format!(
+                    "clients reach kvlab's pooler over plain TCP, so --server-opt {k}=on would not be what they use"
+                ),
+                format!("drop --server-opt {k}=on, or run without --pooler"),
+            ));
+        }
         let product = self.kind.product();
         if !pooler.fronts(product) {
             return Err(UsageError::bad(

@@ -110,9 +110,6 @@ pub fn measure_with(
         }
     };
 
-    let transport = engine_connector
-        .transport_info(Duration::from_secs(5))
-        .map_err(|e| engine_connector.connect_error(e))?;
     let values = Values::new(plan.workload.value_size);
     let topology = match product.sharded() {
         true => connector.topology()?.map(std::sync::Arc::new),
@@ -150,6 +147,10 @@ pub fn measure_with(
     };
 
     let load = crate::dataset::prepare(&base, plan, server.is_some(), opts, shutdown)?;
+    // After the load: a database's connections need kvlab's table.
+    let transport = engine_connector
+        .transport_info(Duration::from_secs(5))
+        .map_err(|e| engine_connector.connect_error(e))?;
     if let Some(c) = &cache {
         c.prepare(&base, opts, shutdown)?;
         base.aside = Some(c.spec());

@@ -50,6 +50,16 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
+    /// The URL with the password masked for a server of `product`: its TLS
+    /// scheme (`rediss://`) when TLS is on and it has one.
+    pub fn display_for(&self, product: &dyn crate::target::Product) -> String {
+        let scheme = match (&self.tls, product.tls_schemes().first()) {
+            (Some(_), Some(s)) => s,
+            _ => product.schemes()[0],
+        };
+        self.display_url(scheme)
+    }
+
     /// The URL with the password masked, safe to print and store.
     pub fn display_url(&self, scheme: &str) -> String {
         let auth = match (&self.user, &self.password) {

@@ -8,6 +8,7 @@
 //! - [`product`]: the narrow traits a product folder implements, and the
 //!   connector (a product + address + credentials → connections, probe, errors).
 //! - [`endpoint`]: a server's address and password, secret settings, table options.
+//! - [`diagnose`]: one-line errors for failed connections (logins, ports, TLS mix-ups).
 //! - [`managed`]: start, wait for, measure and stop a server kvlab runs.
 //! - [`settings`]: `--server-opt` syntax, sizing and the checks all products share.
 //! - [`osuser`]: installed programs, and the system user a managed database runs as.
@@ -20,6 +21,7 @@
 //! - [`topology`]: sharded targets: the node serving each slot.
 
 pub mod counters;
+pub mod diagnose;
 pub mod endpoint;
 pub mod managed;
 pub mod osuser;

@@ -397,7 +397,7 @@ impl Connector {
     /// A connector for `endpoint` of `product`, resolving its host name once.
     pub fn new(product: impl Into<&'static dyn Product>, endpoint: &Endpoint) -> Result<Connector> {
         let product: &'static dyn Product = product.into();
-        let display = endpoint.display_url(product.schemes()[0]);
+        let display = endpoint.display_for(product);
         let addr = match endpoint.socket {
             Some(_) => SocketAddr::from(([127, 0, 0, 1], endpoint.port)),
             None => (endpoint.host.as_str(), endpoint.port)
@@ -539,100 +539,4 @@ impl Connector {
         let started = Instant::now();
         ask(&mut s).map_err(|e| self.probe_error(e, started.elapsed()))
     }
-
-    /// A one-line error for a connection that could not be opened (or whose
-    /// login was refused): what to check.
-    pub fn connect_error(&self, e: io::Error) -> anyhow::Error {
-        if let Some(why) = crate::transport::tls::explain(&e) {
-            return anyhow::anyhow!("{}: {why}", self.display);
-        }
-        let tls = self.tls_hint();
-        match e.kind() {
-            io::ErrorKind::PermissionDenied => anyhow::anyhow!(
-                "{}: {e}; check the user and password in --target",
-                self.display
-            ),
-            // The login itself got a reply that is not this protocol's.
-            io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => anyhow::anyhow!(
-                "{} does not answer as a {} server should: {e}; check the scheme and port of --target{tls}",
-                self.display,
-                self.product.title()
-            ),
-            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => anyhow::anyhow!(
-                "{} does not answer as a {} server should: no reply in time; check the scheme and port of --target{tls}",
-                self.display,
-                self.product.title()
-            ),
-            _ => anyhow::anyhow!(
-                "cannot connect to {}: {e}; is the server running and is the port right?",
-                self.display
-            ),
-        }
-    }
-
-    /// A one-line error for a failed set-up session on a server whose protocol
-    /// starts with a handshake (the server speaks first): what to check.
-    pub fn setup_error(&self, e: io::Error) -> anyhow::Error {
-        if let Some(why) = crate::transport::tls::explain(&e) {
-            return anyhow::anyhow!("{}: {why}", self.display);
-        }
-        let tls = self.tls_hint();
-        let what = self.product.title();
-        match e.kind() {
-            io::ErrorKind::PermissionDenied => anyhow::anyhow!(
-                "{}: {e}; check the user and password in --target",
-                self.display
-            ),
-            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => anyhow::anyhow!(
-                "{} does not answer as a {what} server should: no reply in time; check the scheme and port of --target{tls}",
-                self.display
-            ),
-            io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => anyhow::anyhow!(
-                "{} does not answer as a {what} server should: {e}; check the scheme and port of --target{tls}",
-                self.display
-            ),
-            io::ErrorKind::ConnectionRefused
-            | io::ErrorKind::HostUnreachable
-            | io::ErrorKind::NetworkUnreachable => anyhow::anyhow!(
-                "cannot connect to {}: {e}; is the server running and is the port right?",
-                self.display
-            ),
-            _ => anyhow::anyhow!("{}: {e}", self.display),
-        }
-    }
-
-    /// A one-line error for a server that accepted the connection but did not
-    /// answer the probe as the product should.
-    pub fn probe_error(&self, e: anyhow::Error, waited: Duration) -> anyhow::Error {
-        let e = if is_timeout(&e) {
-            anyhow::anyhow!("no reply within {waited:.0?}")
-        } else {
-            e
-        };
-        anyhow::anyhow!(
-            "{} does not answer as a {} server should: {e:#}; check the scheme and port of --target{}",
-            self.display,
-            self.product.title(),
-            self.tls_hint()
-        )
-    }
-
-    /// The other half of a TLS mix-up, for messages about a server that
-    /// does not answer as expected.
-    fn tls_hint(&self) -> &'static str {
-        match (self.tls(), self.product.tls_start()) {
-            (_, TlsStart::Unsupported(_)) => "",
-            (true, _) => " (a plain port? then drop --tls)",
-            (false, _) => " (a TLS port? then add --tls)",
-        }
-    }
-}
-
-fn is_timeout(e: &anyhow::Error) -> bool {
-    e.downcast_ref::<io::Error>().is_some_and(|e| {
-        matches!(
-            e.kind(),
-            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-        )
-    })
 }

@@ -174,3 +174,38 @@ pub fn cpu_sources_agree(kind: TargetKind, server: &ManagedServer) {
     assert!(r.server_cpu_s.is_some_and(|s| s > 0.0), "{kind:?}");
     assert!(rep1.memory_bytes.is_some_and(|b| b > 0), "{kind:?}");
 }
+
+/// Starts `kind` with `opts` (e.g. `tls=on`, `socket=on`), runs a load
+/// against it as a server kvlab did not start, with its endpoint changed by
+/// `edit` (e.g. a URL's options), and checks the counts agree with the
+/// server's own, nothing failed, and the result says how it was reached.
+/// Returns the result.
+pub fn transport_counts_agree(
+    kind: TargetKind,
+    opts: &[(&str, &str)],
+    edit: impl FnOnce(&mut Endpoint, &ManagedServer),
+) -> RunResult {
+    let s = server_with(kind, opts, 20);
+    let mut ep = s.endpoint();
+    edit(&mut ep, &s);
+    let mut p = plan(kind, ep);
+    p.workload.ratio = Ratio { set: 1, get: 3 };
+    p.load.pipeline = 8;
+    let r = measure(&p);
+    assert_eq!(r.errors, 0, "{kind:?} {opts:?}: {:?}", r.errors_by_kind);
+    assert_eq!(r.misses, 0);
+    assert_eq!(r.requests, 20_000);
+    assert!(r.valid, "{:?}", r.problems);
+    let check = r.server_counters.as_ref().expect("the server's counters");
+    assert!(check.agrees(), "{kind:?} {opts:?}: {check:?}");
+    let t = r.target.transport.clone().expect("transport recorded");
+    let tls = opts.contains(&("tls", "on"));
+    assert_eq!(t.tls.is_some(), tls, "{t:?}");
+    if let Some(info) = &t.tls {
+        assert!(info.version.starts_with("TLS 1."), "{info:?}");
+        assert!(!info.cipher.is_empty() && info.cipher != "?", "{info:?}");
+    }
+    let unix = opts.contains(&("socket", "on"));
+    assert_eq!(t.socket, if unix { "unix" } else { "tcp" }, "{t:?}");
+    r
+}

@@ -71,7 +71,7 @@ impl Product for Memcached {
     }
 
     fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo> {
-        c.probe_with(timeout, |s| codec::probe(s))
+        c.probe_with(timeout, codec::probe)
     }
 
     fn counters(&self, c: &Connector) -> Result<ServerCounters> {

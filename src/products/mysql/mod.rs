@@ -9,11 +9,13 @@
 //! - [`conn`]: the blocking set-up session (handshake, auth, queries, INSERT).
 //! - [`server`]: the managed server (`mariadb-install-db`, kvlab's login).
 //! - [`table`]: kvlab's table: check, load, reset, size.
+//! - [`url`]: the URL options (TLS modes and files, the unix socket).
 
 pub mod codec;
 pub mod conn;
 pub mod server;
 pub mod table;
+pub mod url;
 
 use std::io;
 use std::time::Duration;
@@ -23,7 +25,8 @@ use anyhow::Result;
 pub use codec::{GET_SQL, MAX_VALUE, MyCodec, SET_SQL};
 pub use conn::{MyConn, open};
 
-use crate::target::{Connector, Product, Role, Server, ServerCounters, ServerInfo};
+use crate::error::UsageError;
+use crate::target::{Connector, Endpoint, Product, Role, Server, ServerCounters, ServerInfo};
 use crate::transport::{Stream, TlsStart};
 use crate::wire::Session;
 
@@ -60,6 +63,12 @@ impl Product for Mariadb {
         false
     }
 
+    fn url_options(&self) -> &'static [&'static str] {
+        url::OPTIONS
+    }
+    fn url_option(&self, key: &str, value: &str, ep: &mut Endpoint) -> Result<bool, UsageError> {
+        url::option(key, value, ep)
+    }
     fn tls_start(&self) -> TlsStart {
         TlsStart::Negotiated
     }

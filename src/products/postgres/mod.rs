@@ -9,11 +9,13 @@
 //! - [`conn`]: the blocking set-up session (auth, queries, COPY).
 //! - [`server`]: the managed server.
 //! - [`table`]: kvlab's table: check, load, reset, size.
+//! - [`url`]: the URL options (TLS modes and files, the unix socket).
 
 pub mod codec;
 pub mod conn;
 pub mod server;
 pub mod table;
+pub mod url;
 
 use std::io;
 use std::time::Duration;
@@ -23,7 +25,8 @@ use anyhow::{Context, Result};
 pub use codec::{GET_SQL, PgCodec, QueryMode, SET_SQL, SIMPLE_GET_STAT};
 pub use conn::{PgConn, literal, open};
 
-use crate::target::{Connector, Product, Role, Server, ServerCounters, ServerInfo};
+use crate::error::UsageError;
+use crate::target::{Connector, Endpoint, Product, Role, Server, ServerCounters, ServerInfo};
 use crate::transport::{Stream, TlsStart};
 use crate::wire::Session;
 
@@ -63,6 +66,12 @@ impl Product for Postgres {
         u64::from(QueryMode::named(query_mode) == Some(QueryMode::Prepared))
     }
 
+    fn url_options(&self) -> &'static [&'static str] {
+        url::OPTIONS
+    }
+    fn url_option(&self, key: &str, value: &str, ep: &mut Endpoint) -> Result<bool, UsageError> {
+        url::option(key, value, ep)
+    }
     fn tls_start(&self) -> TlsStart {
         TlsStart::Negotiated
     }
