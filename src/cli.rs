@@ -240,10 +240,10 @@ pub struct TlsArgs {
     #[arg(long, value_name = "FILE")]
     pub tls_ca: Option<PathBuf>,
     /// Client certificate (PEM), for servers that ask for one.
-    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    #[arg(long, value_name = "FILE")]
     pub tls_cert: Option<PathBuf>,
     /// The client certificate's private key (PEM).
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    #[arg(long, value_name = "FILE")]
     pub tls_key: Option<PathBuf>,
     /// The name the server's certificate must carry, when not the URL's host.
     #[arg(long, value_name = "NAME")]
@@ -265,8 +265,15 @@ impl TlsArgs {
     /// Applies the flags to `t`: a URL target's TLS options, or `tls=on`
     /// for a server kvlab starts.
     pub fn apply(&self, t: &mut TargetSpec) -> Result<(), UsageError> {
-        if !self.any() {
+        if !self.any() && self.tls_key.is_none() {
             return Ok(());
+        }
+        if self.tls_cert.is_some() != self.tls_key.is_some() {
+            return Err(UsageError::bad(
+                "--tls-cert/--tls-key",
+                "a client certificate needs its key and a key its certificate",
+                "give both --tls-cert FILE and --tls-key FILE",
+            ));
         }
         let Some(ep) = t.external.as_mut() else {
             if self.tls_ca.is_some()

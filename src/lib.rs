@@ -381,8 +381,24 @@ fn serve(target: &plan::TargetSpec, shutdown: &AtomicBool) -> Result<()> {
         .as_ref()
         .map(|d| format!("/{d}"))
         .unwrap_or_default();
-    println!("{}://{auth}{}:{}{db}", target.kind.scheme(), e.host, e.port);
+    let product = target.kind.product();
+    let scheme = match (&e.tls, product.tls_schemes().first()) {
+        (Some(_), Some(s)) => s,
+        _ => product.schemes()[0],
+    };
+    println!("{scheme}://{auth}{}:{}{db}", e.host, e.port);
     std::io::stdout().flush()?;
+    if let Some(f) = s.tls_files() {
+        eprintln!(
+            "kvlab: it speaks TLS only, with a throwaway CA: give kvlab --tls-ca {} (client certificate: {} and {})",
+            f.ca.display(),
+            f.client_cert.display(),
+            f.client_key.display()
+        );
+    }
+    if let Some(sock) = &e.socket {
+        eprintln!("kvlab: it listens on the unix socket {}", sock.display());
+    }
     eprintln!(
         "kvlab: {} {} (pid {}) in {}; Ctrl-C stops it",
         s.info.product,

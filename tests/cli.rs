@@ -562,3 +562,72 @@ fn cluster_errors_are_one_line() {
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }
 }
+
+#[test]
+fn tls_and_socket_errors_are_one_line() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", "--target", "redis", "--tls-ca", "/tmp/ca.pem"],
+            "a server kvlab starts gets a throwaway CA",
+        ),
+        (
+            &["run", "--target", "redis://127.0.0.1:1", "--tls-cert", "/x"],
+            "--tls-key",
+        ),
+        (
+            &[
+                "run",
+                "--target",
+                "rediss://127.0.0.1:1",
+                "--tls-ca",
+                "/nonexistent/ca.pem",
+            ],
+            "--tls-ca /nonexistent/ca.pem: cannot read PEM certificates",
+        ),
+        (
+            &["run", "--target", "tarantool", "--server-opt", "tls=on"],
+            "Enterprise",
+        ),
+        (
+            &["run", "--target", "tarantool://127.0.0.1:1", "--tls"],
+            "Enterprise",
+        ),
+        (
+            &["run", "--target", "redis", "--server-opt", "tls=yes"],
+            "--server-opt tls=yes: give tls=on or tls=off",
+        ),
+        (
+            &["run", "--target", "cassandra", "--server-opt", "socket=on"],
+            "listens on TCP only",
+        ),
+        (
+            &["run", "--target", "postgres://u@h/db?sslmode=prefer"],
+            "sslmode=prefer falls back to plain",
+        ),
+        (
+            &["run", "--target", "postgres://u@h/db?ssl=true"],
+            "unknown URL option 'ssl'",
+        ),
+        (
+            &["run", "--target", "mysql://u@h/db?ssl-mode=PREFERRED"],
+            "ssl-mode=PREFERRED falls back to plain",
+        ),
+        (
+            &["run", "--target", "redis+unix:///nonexistent/kvlab.sock"],
+            "no unix socket there",
+        ),
+        (
+            &["run", "--target", "redis+unix:///tmp/x.sock", "--tls"],
+            "servers speak plain on a unix socket",
+        ),
+        (
+            &["run", "--target", "postgres+unix:///tmp/x"],
+            "postgres://user@/db?host=/dir",
+        ),
+    ];
+    for (args, says) in cases {
+        let err = fails(args);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}

@@ -31,6 +31,10 @@ impl Connector {
                 self.display,
                 self.product.title()
             ),
+            io::ErrorKind::NotFound if self.transport.unix.is_some() => anyhow::anyhow!(
+                "cannot connect to {}: no unix socket there; is the server running and is the path right?",
+                self.display
+            ),
             _ => anyhow::anyhow!(
                 "cannot connect to {}: {e}; is the server running and is the port right?",
                 self.display
