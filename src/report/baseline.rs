@@ -1,20 +1,19 @@
-//! Each target against the study's baseline target (`baseline = "NAME"` in
-//! the study file): at every set of swept values both ran without errors, how
-//! its throughput, p99 latency and server CPU per request compare. This is how
-//! a report says what a topology (a cluster, a pooler) changed.
+//! Each target against its baseline target (`baseline = "NAME"` in the study
+//! file, or in the target's own table): at every set of swept values both ran
+//! without errors, how its throughput, p99 latency and client and server CPU
+//! per request compare. This is how a report says what a topology (a
+//! cluster, a pooler) or a transport (TLS, a unix socket) changed.
 
 use super::chart::short;
 use super::rows::{Row, varies};
-/// One sentence per target other than `base`, in target order.
-pub(super) fn lines(base: &str, rows: &[Row]) -> Vec<String> {
-    let mut targets: Vec<&str> = Vec::new();
-    for r in rows {
-        if r.target != base && !targets.contains(&r.target.as_str()) {
-            targets.push(&r.target);
-        }
-    }
+/// One sentence per (target, baseline) pair, in the order given.
+pub(super) fn lines(pairs: &[(String, String)], rows: &[Row]) -> Vec<String> {
     let mut out = Vec::new();
-    for t in targets {
+    for (t, base) in pairs {
+        let (t, base) = (t.as_str(), base.as_str());
+        if !rows.iter().any(|r| r.target == t) {
+            continue;
+        }
         let pairs: Vec<(&Row, &Row)> = rows
             .iter()
             .filter(|r| r.target == t && r.errors == 0 && r.rps > 0.0)
@@ -69,6 +68,17 @@ pub(super) fn lines(base: &str, rows: &[Row]) -> Vec<String> {
             s.push_str(&format!(
                 ", server CPU per request {}",
                 range(min(&cpu), max(&cpu))
+            ));
+        }
+        let client: Vec<f64> = pairs
+            .iter()
+            .filter(|(_, b)| b.client_us > 0.0)
+            .map(|(r, b)| r.client_us / b.client_us)
+            .collect();
+        if !client.is_empty() {
+            s.push_str(&format!(
+                ", client CPU per request {}",
+                range(min(&client), max(&client))
             ));
         }
         s.push('.');

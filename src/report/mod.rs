@@ -50,8 +50,8 @@ pub fn build(results: &[StudyResult]) -> Report {
     let description = study.map(|s| s.description.clone()).unwrap_or_default();
     let fill = fill::section(results);
     let (mut verdict, best) = verdict::verdict(results, &rows, axis.as_deref(), fill.as_ref());
-    if let Some(base) = study.and_then(|s| s.baseline.as_deref()) {
-        verdict.extend(baseline::lines(base, &rows));
+    if let Some(s) = study {
+        verdict.extend(baseline::lines(&s.comparisons(), &rows));
     }
     let mut caveats = verdict::caveats(results, &rows);
 

@@ -17,6 +17,8 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ),
     ("demo", include_str!("../../studies/demo.toml")),
     ("pooler", include_str!("../../studies/pooler.toml")),
+    ("tls", include_str!("../../studies/tls.toml")),
+    ("socket", include_str!("../../studies/socket.toml")),
 ];
 
 /// The text of the built-in study `name`.

@@ -179,6 +179,11 @@ pub struct TargetSection {
     pub note: Option<String>,
     /// `redis`, `valkey`, `memcached`, `postgres`, `mariadb` (managed) or a URL.
     pub target: String,
+    /// The target (by name) this one is compared with in the report, point
+    /// by point (e.g. the same server without TLS); the study's `baseline`
+    /// when not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
     /// Settings of a managed server.
     #[serde(default)]
     pub server_opts: BTreeMap<String, String>,
@@ -213,6 +218,20 @@ pub struct TargetSection {
     /// Cache-aside: settings of the managed cache.
     #[serde(default)]
     pub cache_opts: BTreeMap<String, String>,
+}
+
+impl StudyFile {
+    /// Each target compared with a baseline, and that baseline, by name.
+    pub fn comparisons(&self) -> Vec<(String, String)> {
+        self.targets
+            .iter()
+            .filter_map(|t| {
+                let base = t.baseline.as_ref().or(self.baseline.as_ref())?;
+                let name = label(t);
+                (name != *base).then(|| (name, base.clone()))
+            })
+            .collect()
+    }
 }
 
 impl TargetSection {
