@@ -11,6 +11,8 @@
 # alone, no peer tool for them being packaged here.
 # Redis Cluster (BENCH_CLUSTER=0 skips it): kvlab's slot routing beside
 # redis-benchmark --cluster on a kvlab-managed cluster of 3 primaries.
+# TLS (BENCH_TLS=0 skips it): kvlab (rustls) beside redis-benchmark --tls
+# (OpenSSL) on a kvlab-managed redis speaking TLS only, both verifying its CA.
 #
 # Workload: 50 connections, 1M keys x 256 B, GET only, pipeline 1 and 16; every
 # client on one thread (redis-benchmark and memtier -t 1 are single-threaded).
@@ -160,6 +162,27 @@ if [ "${BENCH_CLUSTER:-1}" = 1 ]; then
       echo "bench: round $round, redis-cluster, pipeline $P"
       record redis-benchmark-cluster "$P" "$N" "$(cpu_of redis-benchmark --cluster -p "$CLPORT" -t get -n "$N" -r "$KEYS" -d 256 -c 50 -P "$P" -q)"
       kvlab_rec kvlab-cluster "$P" "$N" "$CL" --keys "$KEYS"
+    done
+  done
+fi
+
+# TLS: a second managed redis, TLS only (--server-opt tls=on, throwaway CA).
+if [ "${BENCH_TLS:-1}" = 1 ]; then
+  "$KVLAB" serve --target redis --server-opt tls=on > "$WORK/tls.url" 2> "$WORK/tls.log" &
+  echo $! >> "$WORK/pids"
+  for _ in $(seq 900); do [ -s "$WORK/tls.url" ] && break; sleep 0.1; done
+  TLSURL=$(cat "$WORK/tls.url")
+  TLSPORT=${TLSURL##*:}
+  CA=$(sed -n 's/.*--tls-ca \([^ ]*\).*/\1/p' "$WORK/tls.log")
+  echo "bench: managed redis with TLS at $TLSURL (CA $CA); loading $KEYS keys"
+  "$KVLAB" run --target "$TLSURL" --tls-ca "$CA" --keys "$KEYS" --requests 1 --warmup 0 > /dev/null
+  redis-benchmark --tls --cacert "$CA" -p "$TLSPORT" -t set -n $((KEYS * 5)) -r "$KEYS" -d 256 -P 64 -q > /dev/null
+  for round in $(seq "$ROUNDS"); do
+    for P in 1 16; do
+      N=$([ "$P" = 1 ] && echo "$N1" || echo "$N16")
+      echo "bench: round $round, redis TLS, pipeline $P"
+      record redis-benchmark-tls "$P" "$N" "$(cpu_of redis-benchmark --tls --cacert "$CA" -p "$TLSPORT" -t get -n "$N" -r "$KEYS" -d 256 -c 50 -P "$P" -q)"
+      kvlab_rec kvlab-tls "$P" "$N" "$TLSURL" --keys "$KEYS" --tls-ca "$CA"
     done
   done
 fi

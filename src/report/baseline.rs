@@ -155,7 +155,7 @@ mod tests {
             row("pooled", "50", 16_000.0, 60.0),
             row("pooled", "500", 24_000.0, 63.0),
         ];
-        let l = lines("direct", &rows);
+        let l = lines(&[("pooled".into(), "direct".into())], &rows);
         assert_eq!(l.len(), 1, "{l:?}");
         assert!(
             l[0].starts_with("pooled against direct: throughput 0.40x–1.20x over 2 points (lowest 0.40x: 16k vs 40k req/s at connections 50; highest 1.20x: 24k vs 20k req/s at connections 500)"),
@@ -167,5 +167,7 @@ mod tests {
             "{}",
             l[0]
         );
+        assert!(l[0].contains("client CPU per request 1.00x"), "{}", l[0]);
+        assert!(lines(&[("absent".into(), "direct".into())], &rows).is_empty());
     }
 }
