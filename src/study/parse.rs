@@ -187,11 +187,11 @@ fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
             );
         }
     }
-    for b in s
+    if let Some(b) = s
         .baseline
         .iter()
         .chain(s.targets.iter().filter_map(|t| t.baseline.as_ref()))
-        .filter(|b| !names.contains(*b))
+        .find(|b| !names.contains(*b))
     {
         bail!(
             "{origin}: baseline = \"{b}\" names no target; use one of {}",
