@@ -5,6 +5,9 @@
 //! order), every write lands, misses and corrupt values are detected, an
 //! unmeetable consistency level fails every request honestly, a bad password
 //! and the wrong protocol fail fast with one line, and a fill sizes the table.
+//! The node speaks TLS (`tls=on`: kvlab's throwaway CA; Cassandra's
+//! `optional` native port serves plain clients too), so the checks run over
+//! TLS, and one plain client is served beside them.
 
 mod common;
 
@@ -20,14 +23,29 @@ const KIND: TargetKind = TargetKind::Cassandra;
 
 #[test]
 fn cassandra_node() {
-    let node = server_with(KIND, &[("authenticator", "PasswordAuthenticator")], 20);
+    let opts = [("authenticator", "PasswordAuthenticator"), ("tls", "on")];
+    let node = server_with(KIND, &opts, 20);
     let e = node.endpoint();
     assert_eq!(e.user.as_deref(), Some("cassandra"));
+    assert!(e.tls.is_some());
     counts_agree_with_the_node_and_every_write_lands(&e);
+    a_plain_client_is_served_too(&e);
     misses_and_corruption_are_detected(&e);
     an_unmet_consistency_level_fails_every_request(&e);
     a_bad_password_and_the_wrong_protocol_fail_fast(&node);
     a_fill_sizes_the_table(&node);
+}
+
+fn a_plain_client_is_served_too(e: &Endpoint) {
+    let mut plain = e.clone();
+    plain.tls = None;
+    let mut p = plan(KIND, plain);
+    p.workload.load = false;
+    p.load.stop = kvlab::plan::Stop::Requests(2_000);
+    let r = measure(&p);
+    assert_eq!((r.errors, r.misses), (0, 0), "{:?}", r.problems);
+    let t = r.target.transport.unwrap();
+    assert!(t.tls.is_none(), "{t:?}");
 }
 
 fn session(e: &Endpoint) -> cql::CqlConn {
@@ -49,6 +67,11 @@ fn counts_agree_with_the_node_and_every_write_lands(e: &Endpoint) {
     assert_eq!(cc.server.gets, r.warmup.gets + r.gets);
     assert_eq!(cc.server.sets, r.warmup.sets + r.sets);
     assert!(r.valid, "{:?}", r.problems);
+    let t = r.target.transport.clone().unwrap();
+    assert!(
+        t.tls.is_some_and(|i| i.version.starts_with("TLS 1.")),
+        "over TLS"
+    );
     // Every write made one version: the versions in the table add up.
     let rows = session(e).query("SELECT v FROM kvlab.kvlab_kv").unwrap();
     assert_eq!(rows.len(), 2_000);
