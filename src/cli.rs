@@ -144,7 +144,7 @@ impl ServeArgs {
 
 /// Flags of `kvlab run`.
 #[derive(Debug, Args)]
-#[command(allow_negative_numbers = true, after_help = products::RUN_EXAMPLES)]
+#[command(allow_negative_numbers = true, args_override_self = true, after_help = products::RUN_EXAMPLES)]
 pub struct RunArgs {
     /// The target: a product kvlab starts, or a URL of a running server (the
     /// help lists the registry's names and URL forms).

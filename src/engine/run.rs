@@ -127,6 +127,7 @@ pub(crate) fn execute_with(
                     deadline: Some(now),
                 });
                 drop(rx);
+                release.store(true, Ordering::SeqCst);
                 for h in handles {
                     let _ = h.join();
                 }

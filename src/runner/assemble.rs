@@ -91,8 +91,13 @@ pub(super) fn assemble(
     }
     if plan.workload.load && c.misses > 0 {
         problems.push(format!(
-            "{} GETs missed although every key was loaded (evictions or another client?)",
-            c.misses
+            "{} GETs missed although every key was loaded ({}evictions or another client?)",
+            c.misses,
+            if plan.load.shard.is_some() {
+                "a client of this sharded run that did not load its slice, "
+            } else {
+                ""
+            }
         ));
     }
     if !plan.workload.load && c.gets > 0 && c.misses * 2 > c.gets {

@@ -208,7 +208,10 @@ pub fn merge(parts: &[(String, RunResult)]) -> Result<RunResult> {
             }
         })
         .collect();
-    for c in &m.clients {
+    // Missing clients first: they explain the others' misses.
+    let mut clients: Vec<&ClientReport> = m.clients.iter().collect();
+    clients.sort_by_key(|c| c.status != "missing");
+    for c in clients {
         for p in &c.problems {
             m.problems.push(format!("client {}: {p}", c.shard));
         }
@@ -456,3 +459,6 @@ fn per_request(cpu_s: f64, requests: u64) -> f64 {
         0.0
     }
 }
+
+#[cfg(test)]
+mod tests;
