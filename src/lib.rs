@@ -130,6 +130,11 @@ pub fn run(cli: cli::Cli, shutdown: Arc<AtomicBool>) -> Result<()> {
             if args.run.rate.is_some() {
                 bail!("--rate: kvlab capacity chooses the rates itself; drop --rate");
             }
+            if args.run.shard.is_some() || args.run.start_at.is_some() {
+                bail!(
+                    "--shard/--start-at: kvlab capacity runs one client through many runs; drop them (or run `kvlab run --shard` at chosen rates and merge)"
+                );
+            }
             if plan.load.stop == plan::Stop::Duration(10.0) && args.run.duration.is_none() {
                 plan.load.stop = plan::Stop::Duration(5.0);
             }
