@@ -176,7 +176,8 @@ pub fn merge(parts: &[(String, RunResult)]) -> Result<RunResult> {
         .iter()
         .filter_map(|r| r.background.clone())
         .reduce(|mut a, b| {
-            a.target_rps += b.target_rps;
+            // Each client records the whole run's rate and writes its part.
+            a.target_rps = a.target_rps.max(b.target_rps);
             a.writes += b.writes;
             a.errors += b.errors;
             a.rps += b.rps;

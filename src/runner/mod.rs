@@ -194,7 +194,9 @@ pub fn measure_with(
                 rate: Some(rate / shard.map_or(1.0, |s| s.count as f64)),
                 seed: base.seed ^ 0xb6,
                 share: Share::all(1),
-                start_at: None,
+                // With a start instant, the writer begins with the measured
+                // phase (every client's data is loaded by then).
+                start_at: base.start_at,
                 ..base.clone()
             };
             let stop = &bg_stop;
