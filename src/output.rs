@@ -80,7 +80,8 @@ pub fn summary(r: &RunResult) -> String {
     let t = &r.target;
     let _ = writeln!(
         s,
-        "kvlab run: {} {} ({}{})",
+        "kvlab {}: {} {} ({}{})",
+        if r.clients.is_empty() { "run" } else { "merge" },
         t.product,
         t.version,
         if t.managed { "managed, " } else { "" },

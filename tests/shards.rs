@@ -316,6 +316,69 @@ fn a_client_not_ready_in_time_fails_rather_than_start_late() {
     assert!(t.elapsed() < Duration::from_secs(30));
 }
 
+#[test]
+fn requests_and_rate_are_split_so_the_clients_make_exactly_the_run() {
+    let s = server(TargetKind::Redis);
+    let url = format!("redis://127.0.0.1:{}", s.endpoint().port);
+    let dir = tempfile::tempdir().unwrap();
+    let run = |tag: &str, load: &[&str]| -> RunResult {
+        let start_at = (now_ms() + 3_000).to_string();
+        let pods: Vec<_> = (0..3)
+            .map(|i| {
+                let json = dir.path().join(format!("{tag}-{i}.json"));
+                let mut args: Vec<String> = [
+                    "run",
+                    "--target",
+                    &url,
+                    "--keys",
+                    "3001",
+                    "--connections",
+                    "7",
+                    "--warmup",
+                    "0.5",
+                    "--threads",
+                    "1",
+                    "--shard",
+                    &format!("{i}/3"),
+                    "--start-at",
+                    &start_at,
+                    "--json",
+                    &json.display().to_string(),
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+                args.extend(load.iter().map(|s| s.to_string()));
+                kvlab(&args).output_async()
+            })
+            .collect();
+        for (i, p) in pods.into_iter().enumerate() {
+            ok(&p.join(), &format!("client {i}/3"));
+        }
+        let parts: Vec<(String, RunResult)> = (0..3)
+            .map(|i| {
+                let f = dir.path().join(format!("{tag}-{i}.json"));
+                (f.display().to_string(), read(&f))
+            })
+            .collect();
+        kvlab::merge::merge(&parts).unwrap()
+    };
+    // 7 connections over 3 clients (3 + 2 + 2), 10,001 requests over them.
+    let m = run("requests", &["--requests", "10001"]);
+    assert_eq!(m.requests, 10_001, "{:?}", m.problems);
+    assert_eq!(m.load.as_ref().unwrap().keys, 3001, "every key loaded once");
+    assert_eq!(m.connections.established, 7);
+    let parts: Vec<u64> = m.clients.iter().map(|c| c.requests).collect();
+    assert_eq!(parts.iter().sum::<u64>(), 10_001);
+    assert!(parts.iter().all(|p| *p > 2_000), "{parts:?}");
+    // One schedule of 3,000 req/s over all 7 connections.
+    let m = run("rate", &["--rate", "3000", "--duration", "2", "--no-load"]);
+    let rps = m.requests as f64 / m.duration_s;
+    assert!((rps - 3000.0).abs() < 150.0, "{rps} req/s of 3000");
+    assert_eq!(m.schedule.unwrap().target_rps, 3000.0);
+    assert!(m.valid, "{:?}", m.problems);
+}
+
 /// Running a command while others run.
 trait Async {
     fn output_async(self) -> Pending;

@@ -141,7 +141,10 @@ pub(crate) fn execute_with(
         let window_start = SystemTime::now() + timing.measure_start.duration_since(Instant::now());
         let window_start = spec.start_at.unwrap_or(window_start);
         let _ = clock.set(timing);
-        observer.started(spec.warmup);
+        match margin {
+            Some(left) => observer.waiting(left, spec.warmup),
+            None => observer.started(spec.warmup),
+        }
         let mut late = Duration::ZERO;
         let mut seconds: BTreeMap<i64, (Counts, Histogram<u64>, Counts)> = BTreeMap::new();
         let mut measure_started = false;

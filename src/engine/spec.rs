@@ -134,6 +134,12 @@ pub trait Observer {
     fn connecting(&mut self, _done: usize, _total: usize) {}
     /// All connections are open and the load starts now.
     fn started(&mut self, _warmup: Duration) {}
+    /// All connections are open; the load starts in `left` (a start instant
+    /// set ahead), then warms up for `warmup`.
+    fn waiting(&mut self, left: Duration, warmup: Duration) {
+        let _ = left;
+        self.started(warmup);
+    }
     /// The measured phase begins now.
     fn measure_started(&mut self) {}
     /// A second finished: its requests (measured or warm-up) and p99 so far.
