@@ -564,81 +564,38 @@ fn cluster_errors_are_one_line() {
 }
 
 #[test]
-fn bad_shard_start_and_merge_input_name_the_flag_and_the_fix() {
-    let url = "redis://127.0.0.1:1";
-    let past = "2020-01-01T00:00:00Z";
-    let cases: &[(&[&str], &str)] = &[
-        (&["run", "--target", url, "--shard", "2/2"], "--shard"),
-        (&["run", "--target", url, "--shard", "0/0"], "--shard"),
-        (&["run", "--target", url, "--shard", "x"], "--shard"),
-        (&["run", "--target", "redis", "--shard", "0/2"], "--shard"),
+fn bad_shard_and_start_name_the_flag_and_the_fix() {
+    let cases = [
+        ("--target redis://127.0.0.1:1 --shard 2/2", "--shard"),
+        ("--target redis://127.0.0.1:1 --shard 0/0", "--shard"),
+        ("--target redis://127.0.0.1:1 --shard x", "--shard"),
+        ("--target redis --shard 0/2", "--shard"),
         (
-            &[
-                "run",
-                "--target",
-                url,
-                "--shard",
-                "0/8",
-                "--connections",
-                "4",
-            ],
+            "--target redis://127.0.0.1:1 --shard 0/8 --connections 4",
             "--connections",
         ),
         (
-            &["run", "--target", url, "--shard", "0/4", "--requests", "3"],
+            "--target redis://127.0.0.1:1 --shard 0/4 --requests 3",
             "--requests",
         ),
         (
-            &[
-                "run",
-                "--target",
-                "postgres://a:b@127.0.0.1:1/db",
-                "--shard",
-                "0/2",
-            ],
+            "--target postgres://a:b@127.0.0.1:1/db --shard 0/2",
             "--no-load",
         ),
-        (&["run", "--target", url, "--start-at", past], "--start-at"),
         (
-            &["run", "--target", url, "--start-at", "soon"],
+            "--target redis://127.0.0.1:1 --start-at 2020-01-01T00:00:00Z",
             "--start-at",
         ),
+        ("--target redis://127.0.0.1:1 --start-at soon", "--start-at"),
         (
-            &["run", "--target", url, "--start-at", "1767225600"],
+            "--target redis://127.0.0.1:1 --start-at 1767225600",
             "--start-at",
         ),
     ];
-    for (args, flag) in cases {
-        let err = fails(args);
-        assert!(err.contains(flag), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
-    }
-    // Merge: a file that is not a kvlab run result, or no result of a client.
-    let dir = tempfile::tempdir().unwrap();
-    let text = dir.path().join("notes.json");
-    std::fs::write(&text, "hello").unwrap();
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let study = fixtures.join("study.json");
-    let client = fixtures.join("client-result.json");
-    let mut other =
-        serde_json::from_slice::<serde_json::Value>(&std::fs::read(&client).unwrap()).unwrap();
-    other["shard"]["index"] = 1.into();
-    other["config"]["workload"]["value_size"] = 512.into();
-    let other_path = dir.path().join("other.json");
-    std::fs::write(&other_path, other.to_string()).unwrap();
-    let p = |x: &Path| x.display().to_string();
-    let cases: Vec<(Vec<String>, &str)> = vec![
-        (vec![p(&text)], "not a kvlab result"),
-        (vec![p(&study)], "not a kvlab run result"),
-        (vec![p(&client), p(&other_path)], "value_size"),
-        (vec![p(&client), p(&client)], "twice"),
-    ];
-    for (files, what) in cases {
-        let mut args = vec!["merge".to_string()];
-        args.extend(files);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    for (line, flag) in cases {
+        let args: Vec<&str> = std::iter::once("run").chain(line.split(' ')).collect();
         let err = fails(&args);
-        assert!(err.contains(what), "{args:?}: {err}");
+        assert!(err.contains(flag), "{args:?}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
     }
 }

@@ -1,7 +1,8 @@
 //! Sharded runs on one machine: N kvlab processes started with the very
 //! arguments of the Kubernetes Job in `deploy/kubernetes/` (so the recipe
 //! cannot rot) drive one managed redis; `kvlab merge` gives one result whose
-//! requests equal the server's own counters, and a client that fails shows.
+//! requests equal the server's own counters, and a client that fails shows;
+//! merge input that is not the clients of one run is refused in one line.
 
 mod common;
 
@@ -377,6 +378,46 @@ fn requests_and_rate_are_split_so_the_clients_make_exactly_the_run() {
     assert!((rps - 3000.0).abs() < 150.0, "{rps} req/s of 3000");
     assert_eq!(m.schedule.unwrap().target_rps, 3000.0);
     assert!(m.valid, "{:?}", m.problems);
+}
+
+#[test]
+fn merge_input_that_is_not_one_run_is_refused_in_one_line() {
+    let fails = |args: &[&str]| {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let out = kvlab(&args).output().unwrap();
+        assert!(!out.status.success(), "{args:?} should fail");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!err.contains("panicked"), "{err}");
+        err
+    };
+    // Merge: a file that is not a kvlab run result, or no result of a client.
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("notes.json");
+    std::fs::write(&text, "hello").unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let study = fixtures.join("study.json");
+    let client = fixtures.join("client-result.json");
+    let mut other =
+        serde_json::from_slice::<serde_json::Value>(&std::fs::read(&client).unwrap()).unwrap();
+    other["shard"]["index"] = 1.into();
+    other["config"]["workload"]["value_size"] = 512.into();
+    let other_path = dir.path().join("other.json");
+    std::fs::write(&other_path, other.to_string()).unwrap();
+    let p = |x: &Path| x.display().to_string();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec![p(&text)], "not a kvlab result"),
+        (vec![p(&study)], "not a kvlab run result"),
+        (vec![p(&client), p(&other_path)], "value_size"),
+        (vec![p(&client), p(&client)], "twice"),
+    ];
+    for (files, what) in cases {
+        let mut args = vec!["merge".to_string()];
+        args.extend(files);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let err = fails(&args);
+        assert!(err.contains(what), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
 }
 
 /// Running a command while others run.
