@@ -136,6 +136,7 @@ impl Cache {
             kvlab_gets: sent(Leg::CacheGet),
             kvlab_sets: cache_sets,
             exclusive: self.server.is_some(),
+            raw: None,
         });
         AsideReport {
             cache: self.info.clone(),

@@ -37,6 +37,22 @@ pub enum Command {
     Demo(DemoArgs),
     /// Find the highest rate a target sustains with p99 under a limit.
     Capacity(Box<CapacityArgs>),
+    /// Merge the results of the clients of one sharded run (`kvlab run
+    /// --shard I/N`) into one result, exactly (histograms merged, never averaged).
+    Merge(MergeArgs),
+}
+
+/// Flags of `kvlab merge`.
+#[derive(Debug, Args)]
+#[command(after_help = "Example:
+  kvlab merge shard-0.json shard-1.json --json all.json")]
+pub struct MergeArgs {
+    /// The clients' result files (`kvlab run --shard I/N --json FILE`).
+    #[arg(required = true)]
+    pub results: Vec<PathBuf>,
+    /// Write the merged result as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 /// Flags of `kvlab capacity`: those of `kvlab run` (but `--rate`) and the goal.
@@ -80,7 +96,9 @@ pub struct StudyArgs {
 /// Flags of `kvlab report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Results files written by `kvlab study` (several merge).
+    /// Results files written by `kvlab study` (several merge), or the
+    /// results of the clients of one sharded run (`kvlab run --shard`),
+    /// which are merged and summarised as `kvlab merge` does.
     #[arg(required = true)]
     pub results: Vec<PathBuf>,
     /// Directory for report.html and report.md [default: that of the first file].
@@ -126,7 +144,7 @@ impl ServeArgs {
 
 /// Flags of `kvlab run`.
 #[derive(Debug, Args)]
-#[command(allow_negative_numbers = true, after_help = products::RUN_EXAMPLES)]
+#[command(allow_negative_numbers = true, args_override_self = true, after_help = products::RUN_EXAMPLES)]
 pub struct RunArgs {
     /// The target: a product kvlab starts, or a URL of a running server (the
     /// help lists the registry's names and URL forms).
@@ -182,6 +200,16 @@ pub struct RunArgs {
     /// Do not load the keys before measuring.
     #[arg(long)]
     pub no_load: bool,
+    /// This process is client I of N of one run (0 <= I < N): connections,
+    /// --rate and --requests are the whole run's, split over the N clients;
+    /// each loads its slice of the keys; key draws stay over all keys.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// Start the measured phase at this wall-clock instant (Unix milliseconds
+    /// or RFC 3339); connecting, loading and warm-up happen before it, and a
+    /// client not ready in time fails rather than start late.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
     /// Storage engine of kvlab's table (databases that have engines).
     #[arg(long, value_name = "ENGINE", help = schema_help("table_engine", "storage engine of kvlab's table"))]
     pub table_engine: Option<String>,
@@ -361,6 +389,54 @@ fn cores() -> usize {
 }
 
 impl RunArgs {
+    /// `--shard` and `--start-at`, checked against the target and the load.
+    fn sharding(
+        &self,
+        target: &TargetSpec,
+        cache: bool,
+        stop: Stop,
+    ) -> Result<(Option<crate::shard::Shard>, Option<u64>), UsageError> {
+        let start_at = match &self.start_at {
+            Some(s) => {
+                let ms = crate::shard::parse_start_at(s)?;
+                crate::shard::check_start_at(ms, self.warmup, std::time::SystemTime::now())?;
+                Some(ms)
+            }
+            None => None,
+        };
+        let Some(s) = &self.shard else {
+            return Ok((None, start_at));
+        };
+        let shard: crate::shard::Shard = s.parse()?;
+        if target.external.is_none() {
+            return Err(UsageError::bad(
+                "--shard",
+                "the clients of one run must drive one server, and a managed target gives each its own",
+                "start it once (kvlab serve --target NAME) and give its URL as --target",
+            ));
+        }
+        if cache {
+            return Err(UsageError::bad(
+                "--shard",
+                "cache-aside runs cannot be split over clients yet",
+                "drop --shard or --cache",
+            ));
+        }
+        if target.kind.is_sql() && !self.no_load {
+            return Err(UsageError::bad(
+                "--shard",
+                "the clients of a database run cannot share the load of kvlab's table",
+                "load it once with a run without --shard (e.g. --requests 1), then start the clients with --no-load",
+            ));
+        }
+        let requests = match stop {
+            Stop::Requests(n) => Some(n),
+            Stop::Duration(_) => None,
+        };
+        shard.check(self.connections, requests)?;
+        Ok((Some(shard), start_at))
+    }
+
     /// Checks every flag and builds the plan.
     pub fn to_plan(&self) -> Result<RunPlan, UsageError> {
         let mut target: TargetSpec = self.target.parse()?;
@@ -485,6 +561,8 @@ impl RunArgs {
         let ratio: Ratio = self.ratio.parse()?;
         let distribution: KeyDistribution = self.key_distribution.parse()?;
         let cache = self.cache_aside()?;
+        let (shard, start_at_ms) = self.sharding(&target, cache.is_some(), stop)?;
+        let threads = threads.min(crate::shard::local_connections(shard, self.connections));
         let plan = RunPlan {
             cache,
             target,
@@ -513,6 +591,8 @@ impl RunArgs {
                 warmup_s: self.warmup,
                 rate,
                 timeout_s: self.timeout,
+                shard,
+                start_at_ms,
             },
         };
         plan.check_cache()?;

@@ -7,13 +7,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 
+use crate::engine::Share;
 use crate::engine::{Observer, Spec};
 use crate::plan::RunPlan;
 use crate::products;
 use crate::progress::{Progress, RunOptions, note};
+use crate::shard::Shard;
 use crate::stats::ErrorKind;
 use crate::target::{DataSpec, LoadResult, Role};
-use crate::workload::{KeyDistribution, OpMix, Ratio, Stop};
+use crate::workload::{KeyDistribution, OpMix, Ratio, Stop, slice_of};
 
 /// Prepares the data set for `plan`: loads it unless `--no-load` (databases
 /// then still get an empty table, so reads miss rather than fail). `managed`:
@@ -26,7 +28,9 @@ pub fn prepare(
     shutdown: &AtomicBool,
 ) -> Result<Option<LoadResult>> {
     match base.connector.product.role() {
-        Role::Cache(_) if plan.workload.load => load_cache(base, managed, opts, shutdown).map(Some),
+        Role::Cache(_) if plan.workload.load => {
+            load_cache_part(base, plan.load.shard, managed, opts, shutdown).map(Some)
+        }
         Role::Cache(_) => Ok(None),
         Role::Database(db) => {
             let data = DataSpec {
@@ -51,32 +55,71 @@ pub fn load_cache(
     opts: RunOptions,
     shutdown: &AtomicBool,
 ) -> Result<LoadResult> {
+    load_cache_part(base, None, managed, opts, shutdown)
+}
+
+/// [`load_cache`] of one client's slice of the keys (`shard`; all keys
+/// when `None`): the clients' slices are contiguous and cover every key once.
+pub fn load_cache_part(
+    base: &Spec,
+    shard: Option<Shard>,
+    managed: bool,
+    opts: RunOptions,
+    shutdown: &AtomicBool,
+) -> Result<LoadResult> {
     let Role::Cache(cache) = base.connector.product.role() else {
         bail!("{} is not a cache", base.connector.display);
     };
     let evicted_before = cache.memory(&base.connector).ok().map(|m| m.evictions);
-    let keys = base.keys;
     let window = cache.load_window(base.connector.tls());
     let pipeline = (window / (base.values.size() + 64)).clamp(1, 128);
+    // Loaders: each client opens the same number (taken from what all
+    // clients share), numbered over all clients, each writing its own slice.
+    let (loaders, share) = match shard {
+        None => {
+            let n = base
+                .connections
+                .min(base.threads * 4)
+                .min(base.keys as usize)
+                .max(1);
+            (n, Share::all(n))
+        }
+        Some(s) => {
+            let n = (base.share.total / s.count).clamp(1, 16);
+            let share = Share {
+                first: s.index * n,
+                total: s.count * n,
+            };
+            (n, share)
+        }
+    };
+    let first = slice_of(base.keys, share.first, share.total).0;
+    let last = slice_of(base.keys, share.first + loaders, share.total).0;
+    let keys = last - first;
     let spec = Spec {
         distribution: KeyDistribution::Sequential,
         mix: OpMix::new(Ratio { set: 1, get: 0 }),
-        connections: base
-            .connections
-            .min(base.threads * 4)
-            .min(keys as usize)
-            .max(1),
+        connections: loaders,
+        threads: base.threads.min(loaders),
         pipeline,
         warmup: Duration::ZERO,
-        stop: Stop::Requests(keys),
+        stop: Stop::Requests(base.keys),
         rate: None,
         board: None,
         aside: None,
+        share,
+        start_at: None,
         ..base.clone()
     };
     note(
         opts,
-        format!("kvlab: loading {keys} keys of {} B", base.values.size()),
+        match shard {
+            None => format!("kvlab: loading {keys} keys of {} B", base.values.size()),
+            Some(s) => format!(
+                "kvlab: client {s} loading its slice of the keys, ids {first}..{last} ({keys} keys of {} B)",
+                base.values.size()
+            ),
+        },
     );
     let mut obs = LoadObserver {
         progress: Progress::counter("load", keys, opts.progress),

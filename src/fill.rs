@@ -117,6 +117,8 @@ pub fn fill(
             board: None,
             aside: None,
             topology: topology.clone(),
+            share: crate::engine::Share::all(8),
+            start_at: None,
         };
         let r = products::execute(&spec, shutdown, &mut Quiet)?;
         written += r.measured.counts.stored;

@@ -23,6 +23,8 @@
 //! - [`capacity`]: the highest rate within a p99 limit, by bisection over `--rate`.
 //! - [`fill`]: memory efficiency: items a cache holds per GiB, bytes per row of a database.
 //! - [`study`]: study files, their expansion into points, and running them.
+//! - [`shard`]: sharded runs: `--shard I/N` and `--start-at`, a client's part of the load.
+//! - [`merge`]: one exact result from the results of a sharded run's clients.
 //! - [`results`]: the result as data (JSON).
 //! - [`output`]: progress display and the human summary.
 //! - [`report`]: study results -> verdict, tables and SVG charts as Markdown and HTML.
@@ -36,6 +38,7 @@ pub mod engine;
 pub mod error;
 pub mod fill;
 pub mod launch;
+pub mod merge;
 pub mod output;
 pub mod plan;
 pub mod products;
@@ -43,6 +46,7 @@ pub mod progress;
 pub mod report;
 pub mod results;
 pub mod runner;
+pub mod shard;
 pub mod stats;
 pub mod study;
 pub mod target;
@@ -95,6 +99,15 @@ pub fn run(cli: cli::Cli, shutdown: Arc<AtomicBool>) -> Result<()> {
                 .unwrap_or_else(|| std::path::PathBuf::from("results").join(&study.name));
             run_study(&study, &out, args.dry_run, &shutdown)
         }
+        cli::Command::Merge(args) => {
+            if let Some(path) = &args.json {
+                check_writable(path)?;
+            }
+            merged(&merge::merge_files(&args.results)?, args.json.as_deref())
+        }
+        cli::Command::Report(args) if merge::file_is_run_result(&args.results[0]) => {
+            merged(&merge::merge_files(&args.results)?, None)
+        }
         cli::Command::Report(args) => {
             let results: Vec<study::exec::StudyResult> = args
                 .results
@@ -118,6 +131,11 @@ pub fn run(cli: cli::Cli, shutdown: Arc<AtomicBool>) -> Result<()> {
             }
             if args.run.rate.is_some() {
                 bail!("--rate: kvlab capacity chooses the rates itself; drop --rate");
+            }
+            if args.run.shard.is_some() || args.run.start_at.is_some() {
+                bail!(
+                    "--shard/--start-at: kvlab capacity runs one client through many runs; drop them (or run `kvlab run --shard` at chosen rates and merge)"
+                );
             }
             if plan.load.stop == plan::Stop::Duration(10.0) && args.run.duration.is_none() {
                 plan.load.stop = plan::Stop::Duration(5.0);
@@ -191,6 +209,25 @@ pub fn run(cli: cli::Cli, shutdown: Arc<AtomicBool>) -> Result<()> {
             run_study(&study, &args.out, false, &shutdown)
         }
     }
+}
+
+/// Prints (and writes, with `json`) a merged result; an invalid one is an error.
+fn merged(result: &results::RunResult, json: Option<&std::path::Path>) -> Result<()> {
+    print!("{}", output::summary(result));
+    if let Some(path) = json {
+        result.write_json(path)?;
+        eprintln!("kvlab: wrote {}", path.display());
+    }
+    if !result.valid {
+        bail!(
+            "the merged run is not a valid measurement: {}",
+            result
+                .problems
+                .first()
+                .map_or("no requests finished", String::as_str)
+        );
+    }
+    Ok(())
 }
 
 /// The built-in demo study.

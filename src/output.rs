@@ -22,6 +22,57 @@ fn num(x: f64) -> String {
     }
 }
 
+/// The lines of a sharded run: this client's part and start, or, merged,
+/// every client's.
+fn sharding(r: &RunResult) -> String {
+    let mut s = String::new();
+    let c = &r.config.load;
+    if let Some(sh) = r.shard {
+        let conns = crate::shard::local_connections(Some(sh), c.connections);
+        let _ = writeln!(
+            s,
+            "  client:   {sh} of a sharded run: {conns} of its {} connections{}",
+            c.connections,
+            match c.stop {
+                crate::workload::Stop::Requests(n) => {
+                    let (a, b) = sh.part(n);
+                    format!(", about {} of its {n} requests", b - a)
+                }
+                crate::workload::Stop::Duration(_) => String::new(),
+            }
+        );
+    }
+    if let Some(st) = r.start {
+        let _ = writeln!(
+            s,
+            "  start:    at {} (Unix ms): ready {:.0} ms ahead of the warm-up, measuring began {:.2} ms late",
+            st.at_unix_ms, st.margin_ms, st.late_ms
+        );
+    }
+    if !r.clients.is_empty() {
+        let _ = writeln!(s, "  merged from {} clients:", r.clients.len());
+        for cl in &r.clients {
+            let _ = writeln!(
+                s,
+                "    {:>5} {:<8} {:>10} requests, {} req/s{}{}",
+                cl.shard.to_string(),
+                cl.status,
+                cl.requests,
+                num(cl.throughput_rps),
+                cl.start_late_ms
+                    .map(|l| format!(", started {l:.2} ms late"))
+                    .unwrap_or_default(),
+                if cl.client_saturated {
+                    ", SATURATED"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    s
+}
+
 /// The human summary of one run.
 pub fn summary(r: &RunResult) -> String {
     let mut s = String::new();
@@ -29,7 +80,8 @@ pub fn summary(r: &RunResult) -> String {
     let t = &r.target;
     let _ = writeln!(
         s,
-        "kvlab run: {} {} ({}{})",
+        "kvlab {}: {} {} ({}{})",
+        if r.clients.is_empty() { "run" } else { "merge" },
         t.product,
         t.version,
         if t.managed { "managed, " } else { "" },
@@ -75,6 +127,7 @@ pub fn summary(r: &RunResult) -> String {
         let set: Vec<String> = p.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(s, "  pooler:   {} {}, {}", p.name, p.version, set.join(" "));
     }
+    s.push_str(&sharding(r));
     if let Some(l) = &r.load {
         let _ = writeln!(
             s,

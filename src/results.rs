@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::Second;
 use crate::engine::pacer::ScheduleReport;
 use crate::plan::RunPlan;
+use crate::shard::Shard;
 use crate::stats::{Counts, Percentiles};
 pub use crate::target::LoadResult;
 use crate::target::{Endpoint, ManagedServer, PoolerCounters, ServerCounters, ServerInfo};
@@ -114,10 +115,70 @@ pub struct RunResult {
     /// `server_cpu_s`) and its own counters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pooler: Option<PoolerReport>,
+    /// The client of a sharded run this result is (`--shard I/N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+    /// The measured phase on the wall clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Window>,
+    /// How the run kept its `--start-at`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<StartKept>,
+    /// A merged result (`kvlab merge`): each client's part, failed or
+    /// missing clients included.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<ClientReport>,
     /// Latency histogram (HdrHistogram V2 deflate, base64, nanoseconds).
     pub histogram: String,
     /// Service-time histogram, same encoding (paced runs only).
     pub service_histogram: Option<String>,
+}
+
+/// A span of wall-clock time, Unix milliseconds.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Window {
+    /// When it began.
+    pub start_unix_ms: f64,
+    /// When it ended.
+    pub end_unix_ms: f64,
+}
+
+/// How a client kept its wall-clock start (`--start-at`).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct StartKept {
+    /// The instant asked for, Unix milliseconds.
+    pub at_unix_ms: u64,
+    /// How late after it this client saw its measured phase begin, ms.
+    pub late_ms: f64,
+    /// How long before its warm-up had to begin it was ready (data loaded,
+    /// every connection open), ms: the slack the start instant left.
+    pub margin_ms: f64,
+}
+
+/// One client of a merged sharded run.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ClientReport {
+    /// Which client.
+    pub shard: Shard,
+    /// `ok`, `invalid` (its result has problems) or `missing` (no result:
+    /// the client failed before writing one).
+    pub status: String,
+    /// Its measured requests.
+    pub requests: u64,
+    /// Its successful requests per second of its own window.
+    pub throughput_rps: f64,
+    /// Its measured phase on the wall clock.
+    pub window: Option<Window>,
+    /// How late it began after `--start-at`, ms.
+    pub start_late_ms: Option<f64>,
+    /// Fraction of its window its worker threads were busy.
+    pub client_busy: Option<f64>,
+    /// Its threads had no idle time: its part describes the client host.
+    pub client_saturated: bool,
+    /// Its CPU seconds during its window.
+    pub client_cpu_s: f64,
+    /// Its problems, as its own result listed them.
+    pub problems: Vec<String>,
 }
 
 /// The pooler in front of the server (`--pooler`).
@@ -322,6 +383,10 @@ pub struct CounterCheck {
     pub kvlab_sets: u64,
     /// Other clients may add to an external server's counters.
     pub exclusive: bool,
+    /// The server's counters before and after (the clients of a sharded
+    /// run), so that a merge takes them once over every client's window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<[ServerCounters; 2]>,
 }
 
 impl TargetInfo {

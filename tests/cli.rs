@@ -631,3 +631,40 @@ fn tls_and_socket_errors_are_one_line() {
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }
 }
+
+#[test]
+fn bad_shard_and_start_name_the_flag_and_the_fix() {
+    let cases = [
+        ("--target redis://127.0.0.1:1 --shard 2/2", "--shard"),
+        ("--target redis://127.0.0.1:1 --shard 0/0", "--shard"),
+        ("--target redis://127.0.0.1:1 --shard x", "--shard"),
+        ("--target redis --shard 0/2", "--shard"),
+        (
+            "--target redis://127.0.0.1:1 --shard 0/8 --connections 4",
+            "--connections",
+        ),
+        (
+            "--target redis://127.0.0.1:1 --shard 0/4 --requests 3",
+            "--requests",
+        ),
+        (
+            "--target postgres://a:b@127.0.0.1:1/db --shard 0/2",
+            "--no-load",
+        ),
+        (
+            "--target redis://127.0.0.1:1 --start-at 2020-01-01T00:00:00Z",
+            "--start-at",
+        ),
+        ("--target redis://127.0.0.1:1 --start-at soon", "--start-at"),
+        (
+            "--target redis://127.0.0.1:1 --start-at 1767225600",
+            "--start-at",
+        ),
+    ];
+    for (line, flag) in cases {
+        let args: Vec<&str> = std::iter::once("run").chain(line.split(' ')).collect();
+        let err = fails(&args);
+        assert!(err.contains(flag), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+}

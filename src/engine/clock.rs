@@ -2,7 +2,7 @@
 //! instants of warm-up, measuring and deadline, the once-a-second tick, and a
 //! thread's busy time.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -52,14 +52,23 @@ pub struct StartLine {
 }
 
 impl StartLine {
-    /// Reports this worker ready and waits for the common start.
-    pub fn wait(self) -> Timing {
+    /// Reports this worker ready and waits for the common start: until the
+    /// clock is set, then until its `t0` (a start set ahead in time), or
+    /// until `shutdown`.
+    pub fn wait(self, shutdown: &AtomicBool) -> Timing {
         self.ready.fetch_add(1, Ordering::SeqCst);
-        loop {
+        let t = loop {
             if let Some(t) = self.clock.get() {
-                return *t;
+                break *t;
             }
             std::thread::sleep(Duration::from_micros(200));
+        };
+        loop {
+            let left = t.t0.saturating_duration_since(Instant::now());
+            if left.is_zero() || shutdown.load(Ordering::Relaxed) {
+                return t;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(50)));
         }
     }
 }

@@ -28,4 +28,4 @@ pub mod worker;
 
 pub use clock::{StartLine, Timing};
 pub use run::execute_with_codec;
-pub use spec::{AsideSpec, EngineReport, Observer, Quiet, Second, Spec, Tick};
+pub use spec::{AsideSpec, EngineReport, Observer, Quiet, Second, Share, Spec, StartReport, Tick};

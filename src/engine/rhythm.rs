@@ -13,6 +13,7 @@ use super::clock::{StartLine, Timing, first_tick, thread_busy_ns};
 use super::pacer::{PreciseTimer, ScheduleReport};
 use crate::consistency::VersionBoard;
 use crate::workload::{KeyGen, OpKind, OpMix};
+use std::sync::atomic::AtomicBool;
 
 /// The token of the pacing timer; connections use small tokens.
 pub const TIMER: Token = Token(usize::MAX - 1);
@@ -27,7 +28,8 @@ pub fn open_poll(start: StartLine) -> Result<(Poll, Registry, StartLine), io::Er
     match polled {
         Ok((p, r)) => Ok((p, r, start)),
         Err(e) => {
-            start.wait();
+            // Nothing to wait for: the worker fails at once.
+            start.wait(&AtomicBool::new(true));
             Err(e)
         }
     }

@@ -8,16 +8,18 @@ use std::sync::Arc;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
 
 use super::clock::{StartLine, Timing};
 use super::pacer::ScheduleReport;
-use super::spec::{ConnPlan, EngineReport, Links, Observer, Second, Spec, Tick, WorkerReport};
+use super::spec::{
+    ConnPlan, EngineReport, Links, Observer, Second, Spec, StartReport, Tick, WorkerReport,
+};
 use super::worker;
-use crate::stats::{Counts, Percentiles, Recorder, new_histogram};
+use crate::stats::{Counts, Percentiles, Recorder, encode_histogram, new_histogram};
 use crate::wire::Codec;
 use crate::workload::{KeyGen, Stop, slice_of};
 
@@ -69,14 +71,18 @@ pub(crate) fn execute_with(
     std::thread::scope(|scope| -> Result<EngineReport> {
         let mut handles = Vec::with_capacity(threads);
         for t in 0..threads {
+            // Connections are numbered over the whole run (every client
+            // process), so quotas, schedule offsets and key slices add up.
+            let share = spec.share;
             let plans: Vec<ConnPlan> = (t..spec.connections)
                 .step_by(threads)
+                .map(|i| share.first + i)
                 .map(|i| ConnPlan {
                     index: i,
-                    keys: KeyGen::new(spec.distribution, spec.keys, i, spec.connections),
+                    keys: KeyGen::new(spec.distribution, spec.keys, i, share.total),
                     quota: match spec.stop {
                         Stop::Requests(n) => {
-                            let (a, b) = slice_of(n, i, spec.connections);
+                            let (a, b) = slice_of(n, i, share.total);
                             Some(b - a)
                         }
                         Stop::Duration(_) => None,
@@ -109,9 +115,37 @@ pub(crate) fn execute_with(
             std::thread::sleep(Duration::from_millis(50));
             observer.connecting(opened.load(Ordering::Relaxed), spec.connections);
         }
-        let timing = Timing::new(Instant::now(), spec.warmup, spec.stop);
+        let (timing, margin) = match start_instant(spec) {
+            Ok(t) => t,
+            Err(late) => {
+                // Too late to start with the others: release the workers at
+                // once (their deadline has passed), then fail.
+                let now = Instant::now();
+                let _ = clock.set(Timing {
+                    t0: now,
+                    measure_start: now,
+                    deadline: Some(now),
+                });
+                drop(rx);
+                release.store(true, Ordering::SeqCst);
+                for h in handles {
+                    let _ = h.join();
+                }
+                anyhow::bail!(
+                    "--start-at: this client was ready {:.0} ms after its {:.1} s warm-up had to begin; give a --start-at further ahead (or a shorter --warmup)",
+                    late.as_secs_f64() * 1e3,
+                    spec.warmup.as_secs_f64()
+                );
+            }
+        };
+        let window_start = SystemTime::now() + timing.measure_start.duration_since(Instant::now());
+        let window_start = spec.start_at.unwrap_or(window_start);
         let _ = clock.set(timing);
-        observer.started(spec.warmup);
+        match margin {
+            Some(left) => observer.waiting(left, spec.warmup),
+            None => observer.started(spec.warmup),
+        }
+        let mut late = Duration::ZERO;
         let mut seconds: BTreeMap<i64, (Counts, Histogram<u64>, Counts)> = BTreeMap::new();
         let mut measure_started = false;
         let mut last_shown = i64::MIN;
@@ -120,6 +154,7 @@ pub(crate) fn execute_with(
             let now = Instant::now();
             if !measure_started && now >= timing.measure_start {
                 measure_started = true;
+                late = now - timing.measure_start;
                 observer.measure_started();
             }
             let wait = if measure_started {
@@ -174,13 +209,39 @@ pub(crate) fn execute_with(
                 .context("a worker's event loop failed")?;
             reports.push(r);
         }
-        Ok(merge(
+        let mut report = merge(
             spec,
             reports,
             seconds,
             shutdown.load(std::sync::atomic::Ordering::Relaxed),
-        ))
+        );
+        report.window_start = window_start;
+        report.start = margin.map(|margin| StartReport { late, margin });
+        Ok(report)
     })
+}
+
+/// The clock of a point whose connections are open now: it starts at once,
+/// or, with a wall-clock start instant, its warm-up begins `warmup` before
+/// that instant (with how long ahead of then the connections were open).
+/// `Err`: how late this process is for that.
+fn start_instant(spec: &Spec) -> Result<(Timing, Option<Duration>), Duration> {
+    let now = Instant::now();
+    let Some(at) = spec.start_at else {
+        return Ok((Timing::new(now, spec.warmup, spec.stop), None));
+    };
+    let wall = SystemTime::now();
+    match at.duration_since(wall) {
+        Ok(ahead) if ahead >= spec.warmup => {
+            let margin = ahead - spec.warmup;
+            Ok((
+                Timing::new(now + margin, spec.warmup, spec.stop),
+                Some(margin),
+            ))
+        }
+        Ok(ahead) => Err(spec.warmup - ahead),
+        Err(past) => Err(past.duration() + spec.warmup),
+    }
 }
 
 fn merge(
@@ -243,6 +304,7 @@ fn merge(
                 misses: c.misses,
                 p50_us: p.p50,
                 p99_us: p.p99,
+                histogram: Some(encode_histogram(&h)),
             }
         })
         .collect();
@@ -261,5 +323,7 @@ fn merge(
         leg_requests,
         redirects,
         nodes: spec.topology.as_ref().map(|t| t.nodes.len()),
+        window_start: SystemTime::now(),
+        start: None,
     }
 }

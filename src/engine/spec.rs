@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::mpsc::Sender;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
@@ -54,6 +54,34 @@ pub struct Spec {
     pub aside: Option<AsideSpec>,
     /// Sharded targets: the node serving each slot when the point began.
     pub topology: Option<Arc<crate::target::Topology>>,
+    /// Which of the run's connections this process opens (all of them unless
+    /// the run is split over several client processes).
+    pub share: Share,
+    /// The wall-clock instant the measured phase starts (warm-up begins
+    /// `warmup` before it); `None`: as soon as every connection is open.
+    pub start_at: Option<SystemTime>,
+}
+
+/// This process's part of a run whose connections several client processes
+/// split: connections `first..first + Spec::connections` of `total`. Quotas,
+/// the open-loop schedule and sequential key slices are taken over all
+/// `total`, so the parts together make the run the flags describe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Share {
+    /// Index, among all the run's connections, of this process's first one.
+    pub first: usize,
+    /// All the run's connections, over every client process.
+    pub total: usize,
+}
+
+impl Share {
+    /// The whole run of `connections` in one process.
+    pub fn all(connections: usize) -> Share {
+        Share {
+            first: 0,
+            total: connections,
+        }
+    }
 }
 
 /// The cache of a cache-aside point.
@@ -94,6 +122,10 @@ pub struct Second {
     pub p50_us: f64,
     /// 99th percentile latency, µs.
     pub p99_us: f64,
+    /// The second's latency histogram (HdrHistogram V2 deflate, base64, ns),
+    /// kept in the results of a sharded run so their timelines merge exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
 }
 
 /// Live view of a run, for progress display and for sampling resources.
@@ -102,6 +134,12 @@ pub trait Observer {
     fn connecting(&mut self, _done: usize, _total: usize) {}
     /// All connections are open and the load starts now.
     fn started(&mut self, _warmup: Duration) {}
+    /// All connections are open; the load starts in `left` (a start instant
+    /// set ahead), then warms up for `warmup`.
+    fn waiting(&mut self, left: Duration, warmup: Duration) {
+        let _ = left;
+        self.started(warmup);
+    }
     /// The measured phase begins now.
     fn measure_started(&mut self) {}
     /// A second finished: its requests (measured or warm-up) and p99 so far.
@@ -145,6 +183,21 @@ pub struct EngineReport {
     pub redirects: [u64; 2],
     /// Sharded targets: the nodes serving slots when the point began.
     pub nodes: Option<usize>,
+    /// Wall-clock start of the measured phase.
+    pub window_start: SystemTime,
+    /// With a start instant: how long after it this process saw its measured
+    /// phase begin, and how long before the warm-up had to begin every
+    /// connection was open.
+    pub start: Option<StartReport>,
+}
+
+/// How a run with a wall-clock start instant kept it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StartReport {
+    /// How late the measured phase began after the start instant.
+    pub late: Duration,
+    /// How long before the warm-up had to begin every connection was open.
+    pub margin: Duration,
 }
 
 /// What one connection of this worker is to do.

@@ -384,4 +384,11 @@ pub struct LoadShape {
     pub rate: Option<f64>,
     /// Seconds a request may wait for its reply before it counts as a timeout.
     pub timeout_s: f64,
+    /// This process is one client of a run split over several (`--shard I/N`):
+    /// the figures above are the whole run's; this client makes its part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shard::Shard>,
+    /// Wall-clock start of the measured phase, Unix milliseconds (`--start-at`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at_ms: Option<u64>,
 }

@@ -6,6 +6,7 @@ use super::observe::{RunObserver, self_peak_rss_kb};
 use crate::engine::EngineReport;
 use crate::plan::RunPlan;
 use crate::results::{ConnectionReport, CounterCheck, RunResult, TargetInfo};
+use crate::shard::unix_ms;
 use crate::stats::{ErrorKind, Percentiles, encode_histogram};
 use crate::target::LoadResult;
 
@@ -90,8 +91,13 @@ pub(super) fn assemble(
     }
     if plan.workload.load && c.misses > 0 {
         problems.push(format!(
-            "{} GETs missed although every key was loaded (evictions or another client?)",
-            c.misses
+            "{} GETs missed although every key was loaded ({}evictions or another client?)",
+            c.misses,
+            if plan.load.shard.is_some() {
+                "a client of this sharded run that did not load its slice, "
+            } else {
+                ""
+            }
         ));
     }
     if !plan.workload.load && c.gets > 0 && c.misses * 2 > c.gets {
@@ -103,7 +109,13 @@ pub(super) fn assemble(
     if c.requests() == 0 {
         problems.push("no request finished in the measured window".to_string());
     }
-    if let crate::workload::Stop::Requests(n) = plan.load.stop
+    if let crate::workload::Stop::Requests(total) = plan.load.stop
+        && let n = plan.load.shard.map_or(total, |s| {
+            let share = s.connections(plan.load.connections);
+            let local = crate::shard::local_connections(Some(s), plan.load.connections);
+            let at = |i: usize| crate::workload::slice_of(total, i, share.total).0;
+            at(share.first + local) - at(share.first)
+        })
         && c.requests() < n
         && !r.interrupted
     {
@@ -187,7 +199,17 @@ pub(super) fn assemble(
             }),
         },
         server_counters,
-        timeline: r.timeline,
+        // Per-second histograms only where a merge needs them.
+        timeline: r
+            .timeline
+            .into_iter()
+            .map(|mut s| {
+                if plan.load.shard.is_none() {
+                    s.histogram = None;
+                }
+                s
+            })
+            .collect(),
         background: None,
         consistency: plan_writes(plan).then(|| consistency_report(&r.measured)),
         cache_aside: None,
@@ -195,6 +217,21 @@ pub(super) fn assemble(
         service_histogram: paced.then(|| encode_histogram(&r.measured.service)),
         query_mode: plan.target.query_mode_used(),
         pooler: None,
+        shard: plan.load.shard,
+        window: Some(crate::results::Window {
+            start_unix_ms: unix_ms(r.window_start),
+            end_unix_ms: unix_ms(r.window_start + r.window),
+        }),
+        start: plan
+            .load
+            .start_at_ms
+            .zip(r.start)
+            .map(|(at, s)| crate::results::StartKept {
+                at_unix_ms: at,
+                late_ms: s.late.as_secs_f64() * 1e3,
+                margin_ms: s.margin.as_secs_f64() * 1e3,
+            }),
+        clients: Vec::new(),
     }
 }
 

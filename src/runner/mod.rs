@@ -15,7 +15,7 @@ mod assemble;
 mod observe;
 
 use crate::cacheaside::Cache;
-use crate::engine::{self, Spec};
+use crate::engine::{self, Share, Spec};
 use crate::launch::raise_fd_limit;
 use crate::plan::RunPlan;
 use crate::products;
@@ -120,6 +120,8 @@ pub fn measure_with(
         None => None,
     };
     let (board, board_note) = version_board(plan);
+    let shard = plan.load.shard;
+    let total_conns = plan.load.connections;
     let mut base = Spec {
         connector: connector.clone(),
         key_prefix: plan.workload.key_prefix.as_bytes().to_vec(),
@@ -127,7 +129,7 @@ pub fn measure_with(
         keys: plan.workload.keys,
         distribution: plan.workload.distribution,
         mix: OpMix::new(plan.workload.ratio),
-        connections: plan.load.connections,
+        connections: crate::shard::local_connections(shard, total_conns),
         threads: plan.load.threads,
         // Some protocols answer one command at a time on a connection.
         pipeline: if product.pipelines() {
@@ -139,11 +141,13 @@ pub fn measure_with(
         stop: plan.load.stop,
         rate: plan.load.rate,
         timeout: Duration::from_secs_f64(plan.load.timeout_s),
-        seed: plan.workload.seed,
+        seed: shard.map_or(plan.workload.seed, |s| s.seed(plan.workload.seed)),
         ttl_s: 0,
         board: None,
         aside: None,
         topology,
+        share: shard.map_or(Share::all(total_conns), |s| s.connections(total_conns)),
+        start_at: plan.load.start_at_ms.map(crate::shard::instant_of),
     };
 
     let load = crate::dataset::prepare(&base, plan, server.is_some(), opts, shutdown)?;
@@ -190,8 +194,13 @@ pub fn measure_with(
                 pipeline: 1,
                 warmup: Duration::ZERO,
                 stop: crate::workload::Stop::Duration(1e9),
-                rate: Some(rate),
+                // Each client of a sharded run writes its part of the rate.
+                rate: Some(rate / shard.map_or(1.0, |s| s.count as f64)),
                 seed: base.seed ^ 0xb6,
+                share: Share::all(1),
+                // With a start instant, the writer begins with the measured
+                // phase (every client's data is loaded by then).
+                start_at: base.start_at,
                 ..base.clone()
             };
             let stop = &bg_stop;
@@ -227,6 +236,8 @@ pub fn measure_with(
         kvlab_gets,
         kvlab_sets,
         exclusive: server.is_some(),
+        // A merge of the clients' results takes the server's counters once.
+        raw: shard.map(|_| [b, a]),
     });
     let aside = cache.as_ref().map(|c| {
         let (db_cpu, cache_cpu) = obs.cpu_deltas();
@@ -337,6 +348,12 @@ fn version_board(
     let writes = plan.workload.ratio.set > 0 || plan.workload.background_writes.is_some();
     if !writes {
         return (None, None);
+    }
+    if plan.load.shard.is_some() {
+        return (
+            None,
+            Some("stale reads were not measured: the clients of a sharded run do not share the versions they write".into()),
+        );
     }
     if plan.workload.value_size < crate::workload::VERSIONED_SIZE {
         return (

@@ -99,6 +99,13 @@ impl Observer for RunObserver<'_> {
                 .message(format!("warming up for {:.0?}", warmup));
         }
     }
+    fn waiting(&mut self, left: Duration, warmup: Duration) {
+        self.progress.message(format!(
+            "ready; the load starts in {:.1} s for --start-at, then warms up for {:.0?}",
+            left.as_secs_f64(),
+            warmup
+        ));
+    }
     fn measure_started(&mut self) {
         let s = self.sample();
         self.track_peak(&s);

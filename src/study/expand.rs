@@ -183,6 +183,8 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
                                                 warmup_s: s.warmup,
                                                 rate,
                                                 timeout_s: s.load.timeout,
+                                                shard: None,
+                                                start_at_ms: None,
                                             },
                                         };
                                         plan.check_cache()

@@ -46,6 +46,8 @@ pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
             warmup_s: 0.2,
             rate: None,
             timeout_s: 5.0,
+            shard: None,
+            start_at_ms: None,
         },
     }
 }

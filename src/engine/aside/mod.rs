@@ -175,7 +175,7 @@ fn run<K: CacheCodec, D: Codec>(
         spec,
         aside,
         timing: Timing::placeholder(now),
-        pacer: spec.rate.map(|r| Pacer::new(r, spec.connections)),
+        pacer: spec.rate.map(|r| Pacer::new(r, spec.share.total)),
         mix: spec.mix,
         values: &spec.values,
         rng: crate::workload::rng(seed),
@@ -212,7 +212,7 @@ fn run<K: CacheCodec, D: Codec>(
     }
     let established = clients.iter().filter(|c| !c.refused).count();
     cx.quota_left = clients.iter().filter(|c| !c.refused).map(|c| c.quota).sum();
-    let timing = start.wait();
+    let timing = start.wait(shutdown);
     cx.timing = timing;
     for c in clients.iter_mut() {
         c.due = match cx.pacer {

@@ -171,7 +171,7 @@ pub fn run<C: Codec>(
         router,
         timing: Timing::placeholder(now),
         quota_left: None,
-        pacer: spec.rate.map(|r| Pacer::new(r, spec.connections)),
+        pacer: spec.rate.map(|r| Pacer::new(r, spec.share.total)),
         mix: spec.mix,
         values: &spec.values,
         rng: crate::workload::rng(seed),
@@ -214,7 +214,7 @@ pub fn run<C: Codec>(
         c.quota = c.quota.map(|_| 0);
     }
     cx.quota_left = conns.iter().map(|c| c.quota).sum();
-    let timing = start.wait();
+    let timing = start.wait(shutdown);
     cx.timing = timing;
     for c in conns.iter_mut() {
         c.due = match cx.pacer {
