@@ -260,8 +260,9 @@ pub struct RunArgs {
 /// TLS to the target (`--tls*`).
 #[derive(Debug, Args, Default)]
 pub struct TlsArgs {
-    /// Speak TLS to the target (also implied by rediss://, sslmode=, ssl-mode=
-    /// and the other --tls flags); on a server kvlab starts: --server-opt tls=on.
+    /// Speak TLS to the target (also implied by a TLS URL scheme or URL
+    /// option, and by the other --tls flags); on a server kvlab starts:
+    /// --server-opt tls=on.
     #[arg(long)]
     pub tls: bool,
     /// CA certificates (PEM) to verify the server with, instead of the system's.

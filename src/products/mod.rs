@@ -26,6 +26,8 @@ pub mod pgbouncer;
 pub mod postgres;
 pub mod resp;
 pub mod tarantool;
+#[cfg(test)]
+mod url_tests;
 
 use std::sync::atomic::AtomicBool;
 
@@ -225,6 +227,14 @@ fn example_urls() -> String {
     TargetKind::ALL
         .map(|k| k.product().example_url())
         .join(", ")
+}
+
+/// Every product's unix-socket URL form, for messages.
+pub fn unix_url_examples() -> Vec<&'static str> {
+    TargetKind::ALL
+        .iter()
+        .filter_map(|k| k.product().unix_url_example())
+        .collect()
 }
 
 /// How to write a target, for error messages.

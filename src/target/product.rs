@@ -119,6 +119,10 @@ pub trait Product: Sync + Send + 'static {
     fn unix_sockets(&self) -> bool {
         true
     }
+    /// How a URL names a server of it on a unix socket (`None`: none does).
+    fn unix_url_example(&self) -> Option<&'static str> {
+        None
+    }
     /// Opens a connection ready for the engine: authenticated and, where the
     /// protocol needs it, with kvlab's statements prepared.
     fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(Stream, Session)>;

@@ -48,6 +48,9 @@ impl Product for Memcached {
     fn refuses_login(&self) -> Option<&'static str> {
         Some("SASL is not supported")
     }
+    fn unix_url_example(&self) -> Option<&'static str> {
+        Some("memcached+unix:///path/to.sock")
+    }
     fn example_url(&self) -> &'static str {
         "memcached://127.0.0.1:11211"
     }

@@ -52,6 +52,9 @@ impl Product for Mariadb {
     fn default_port(&self) -> u16 {
         3306
     }
+    fn unix_url_example(&self) -> Option<&'static str> {
+        Some("mysql://user:pass@localhost/db?socket=/path")
+    }
     fn example_url(&self) -> &'static str {
         "mysql://user:pass@host:3306/db"
     }

@@ -52,6 +52,9 @@ impl Product for Postgres {
     fn default_port(&self) -> u16 {
         5432
     }
+    fn unix_url_example(&self) -> Option<&'static str> {
+        Some("postgres://user@/db?host=/dir")
+    }
     fn example_url(&self) -> &'static str {
         "postgres://user:pass@host:5432/db"
     }

@@ -56,6 +56,10 @@ impl Product for ClusterProduct {
     fn default_port(&self) -> u16 {
         6379
     }
+    /// Its nodes are reached at the TCP addresses the cluster reports.
+    fn unix_sockets(&self) -> bool {
+        false
+    }
     fn example_url(&self) -> &'static str {
         self.example
     }

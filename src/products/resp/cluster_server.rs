@@ -27,6 +27,12 @@ impl Server for ClusterProduct {
     fn binary(&self) -> &'static str {
         self.base.binary()
     }
+    /// Not yet: its nodes would have to meet over a TLS cluster bus.
+    fn serves_tls(&self) -> Result<(), &'static str> {
+        Err(
+            "a managed cluster runs plain for now (an external cluster with TLS: redis-cluster:// with --tls)",
+        )
+    }
     fn package(&self) -> &'static str {
         self.base.package()
     }

@@ -86,6 +86,12 @@ impl Product for RespProduct {
     fn example_url(&self) -> &'static str {
         self.example
     }
+    fn unix_url_example(&self) -> Option<&'static str> {
+        Some(match self.name {
+            "redis" => "redis+unix:///path/to.sock",
+            _ => "valkey+unix:///path/to.sock",
+        })
+    }
     fn role(&self) -> Role<'_> {
         Role::Cache(self)
     }

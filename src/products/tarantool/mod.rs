@@ -55,6 +55,9 @@ impl Product for Tarantool {
     fn default_port(&self) -> u16 {
         3301
     }
+    fn unix_url_example(&self) -> Option<&'static str> {
+        Some("tarantool+unix:///path/to.sock")
+    }
     fn example_url(&self) -> &'static str {
         "tarantool://[user:pass@]host:3301"
     }
