@@ -423,7 +423,13 @@ fn serve(target: &plan::TargetSpec, shutdown: &AtomicBool) -> Result<()> {
         (Some(_), Some(s)) => s,
         _ => product.schemes()[0],
     };
-    println!("{scheme}://{auth}{}:{}{db}", e.host, e.port);
+    match &e.socket {
+        // A cache on a socket may listen on nothing else: give the socket URL.
+        Some(path) if !product.url_database() => {
+            println!("{scheme}+unix://{auth}{}", path.display())
+        }
+        _ => println!("{scheme}://{auth}{}:{}{db}", e.host, e.port),
+    }
     std::io::stdout().flush()?;
     if let Some(f) = s.tls_files() {
         eprintln!(
