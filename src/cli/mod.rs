@@ -1,5 +1,8 @@
 //! The command line (clap lives only here): parses flags and builds a [`RunPlan`].
 
+mod tls;
+pub use tls::TlsArgs;
+
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
@@ -255,86 +258,6 @@ pub struct RunArgs {
     /// Cache-aside: expiry of cache entries in seconds (0: never).
     #[arg(long, default_value_t = 0, value_name = "SECS")]
     pub cache_ttl: u32,
-}
-
-/// TLS to the target (`--tls*`).
-#[derive(Debug, Args, Default)]
-pub struct TlsArgs {
-    /// Speak TLS to the target (also implied by a TLS URL scheme or URL
-    /// option, and by the other --tls flags); on a server kvlab starts:
-    /// --server-opt tls=on.
-    #[arg(long)]
-    pub tls: bool,
-    /// CA certificates (PEM) to verify the server with, instead of the system's.
-    #[arg(long, value_name = "FILE")]
-    pub tls_ca: Option<PathBuf>,
-    /// Client certificate (PEM), for servers that ask for one.
-    #[arg(long, value_name = "FILE")]
-    pub tls_cert: Option<PathBuf>,
-    /// The client certificate's private key (PEM).
-    #[arg(long, value_name = "FILE")]
-    pub tls_key: Option<PathBuf>,
-    /// The name the server's certificate must carry, when not the URL's host.
-    #[arg(long, value_name = "NAME")]
-    pub tls_server_name: Option<String>,
-    /// Do not verify the server's certificate (printed in the summary).
-    #[arg(long)]
-    pub tls_insecure: bool,
-}
-
-impl TlsArgs {
-    fn any(&self) -> bool {
-        self.tls
-            || self.tls_ca.is_some()
-            || self.tls_cert.is_some()
-            || self.tls_server_name.is_some()
-            || self.tls_insecure
-    }
-
-    /// Applies the flags to `t`: a URL target's TLS options, or `tls=on`
-    /// for a server kvlab starts.
-    pub fn apply(&self, t: &mut TargetSpec) -> Result<(), UsageError> {
-        if !self.any() && self.tls_key.is_none() {
-            return Ok(());
-        }
-        if self.tls_cert.is_some() != self.tls_key.is_some() {
-            return Err(UsageError::bad(
-                "--tls-cert/--tls-key",
-                "a client certificate needs its key and a key its certificate",
-                "give both --tls-cert FILE and --tls-key FILE",
-            ));
-        }
-        let Some(ep) = t.external.as_mut() else {
-            if self.tls_ca.is_some()
-                || self.tls_cert.is_some()
-                || self.tls_server_name.is_some()
-                || self.tls_insecure
-            {
-                return Err(UsageError::bad(
-                    "--tls-ca/--tls-cert/--tls-server-name/--tls-insecure",
-                    "a server kvlab starts gets a throwaway CA that kvlab trusts itself",
-                    "give only --tls (or --server-opt tls=on), or a URL target",
-                ));
-            }
-            t.server_opts.insert("tls".into(), "on".into());
-            return Ok(());
-        };
-        let tls = ep.tls.get_or_insert_with(Default::default);
-        if let Some(ca) = &self.tls_ca {
-            tls.ca = Some(ca.clone());
-        }
-        if let (Some(c), Some(k)) = (&self.tls_cert, &self.tls_key) {
-            tls.cert = Some(c.clone());
-            tls.key = Some(k.clone());
-        }
-        if let Some(n) = &self.tls_server_name {
-            tls.server_name = Some(n.clone());
-        }
-        if self.tls_insecure {
-            tls.verify = crate::transport::Verify::None;
-        }
-        Ok(())
-    }
 }
 
 impl RunArgs {
