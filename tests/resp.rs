@@ -308,3 +308,17 @@ fn plain_and_tls_mix_ups_fail_within_5_s_and_say_so() {
     assert!(e.contains("drop --tls"), "{e}");
     assert!(!e.contains('\n'), "one line: {e}");
 }
+
+#[test]
+fn a_server_that_asks_for_a_client_certificate_gets_one_or_says_so() {
+    let opts = [("tls", "on"), ("tls-auth-clients", "yes")];
+    // kvlab's endpoint of its managed server carries its client certificate.
+    common::transport_counts_agree(TargetKind::Redis, &opts, |_, _| {});
+    let s = common::server_with(TargetKind::Redis, &opts, 10);
+    let mut ep = s.endpoint();
+    let tls = ep.tls.as_mut().unwrap();
+    (tls.cert, tls.key) = (None, None);
+    let e = common::measure_err(&plan(TargetKind::Redis, ep));
+    assert!(e.contains("--tls-cert"), "{e}");
+    assert!(!e.contains('\n'), "one line: {e}");
+}

@@ -80,6 +80,13 @@ impl Connector {
     /// A one-line error for a server that accepted the connection but did not
     /// answer the probe as the product should.
     pub fn probe_error(&self, e: anyhow::Error, waited: Duration) -> anyhow::Error {
+        // A TLS alert can come with the first reply (TLS 1.3 client auth).
+        if let Some(why) = e
+            .downcast_ref::<io::Error>()
+            .and_then(crate::transport::tls::explain)
+        {
+            return anyhow::anyhow!("{}: {why}", self.display);
+        }
         let e = if is_timeout(&e) {
             anyhow::anyhow!("no reply within {waited:.0?}")
         } else {

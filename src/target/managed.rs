@@ -378,8 +378,12 @@ impl ManagedServer {
             password: self.login.password.clone().map(Secret),
             database: self.login.database.clone(),
             socket: self.access.socket.then(|| self.access.sockets[i].clone()),
+            // kvlab's own client certificate too, for servers told to ask for
+            // one (e.g. tls-auth-clients=yes).
             tls: self.access.tls.as_ref().map(|f| TlsOptions {
                 ca: Some(f.ca.clone()),
+                cert: Some(f.client_cert.clone()),
+                key: Some(f.client_key.clone()),
                 ..TlsOptions::default()
             }),
         }
