@@ -419,10 +419,7 @@ fn serve(target: &plan::TargetSpec, shutdown: &AtomicBool) -> Result<()> {
         .map(|d| format!("/{d}"))
         .unwrap_or_default();
     let product = target.kind.product();
-    let scheme = match (&e.tls, product.tls_schemes().first()) {
-        (Some(_), Some(s)) => s,
-        _ => product.schemes()[0],
-    };
+    let scheme = e.scheme_for(product);
     match &e.socket {
         // A cache on a socket may listen on nothing else: give the socket URL.
         Some(path) if !product.url_database() => {

@@ -34,10 +34,11 @@ pub struct TlsArgs {
 }
 
 impl TlsArgs {
-    fn any(&self) -> bool {
-        self.tls
-            || self.tls_ca.is_some()
+    /// Whether a flag beyond `--tls` was given (each implies TLS).
+    fn settings(&self) -> bool {
+        self.tls_ca.is_some()
             || self.tls_cert.is_some()
+            || self.tls_key.is_some()
             || self.tls_server_name.is_some()
             || self.tls_insecure
     }
@@ -45,7 +46,7 @@ impl TlsArgs {
     /// Applies the flags to `t`: a URL target's TLS options, or `tls=on`
     /// for a server kvlab starts.
     pub fn apply(&self, t: &mut TargetSpec) -> Result<(), UsageError> {
-        if !self.any() && self.tls_key.is_none() {
+        if !self.tls && !self.settings() {
             return Ok(());
         }
         if self.tls_cert.is_some() != self.tls_key.is_some() {
@@ -56,11 +57,7 @@ impl TlsArgs {
             ));
         }
         let Some(ep) = t.external.as_mut() else {
-            if self.tls_ca.is_some()
-                || self.tls_cert.is_some()
-                || self.tls_server_name.is_some()
-                || self.tls_insecure
-            {
+            if self.settings() {
                 return Err(UsageError::bad(
                     "--tls-ca/--tls-cert/--tls-server-name/--tls-insecure",
                     "a server kvlab starts gets a throwaway CA that kvlab trusts itself",

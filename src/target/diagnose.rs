@@ -11,62 +11,18 @@ impl Connector {
     /// A one-line error for a connection that could not be opened (or whose
     /// login was refused): what to check.
     pub fn connect_error(&self, e: io::Error) -> anyhow::Error {
-        if let Some(why) = crate::transport::tls::explain(&e) {
-            return anyhow::anyhow!("{}: {why}", self.display);
-        }
-        let tls = self.tls_hint();
-        match e.kind() {
-            io::ErrorKind::PermissionDenied => anyhow::anyhow!(
-                "{}: {e}; check the user and password in --target",
-                self.display
-            ),
-            // The login itself got a reply that is not this protocol's.
-            io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => anyhow::anyhow!(
-                "{} does not answer as a {} server should: {e}; check the scheme and port of --target{tls}",
-                self.display,
-                self.product.title()
-            ),
-            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => anyhow::anyhow!(
-                "{} does not answer as a {} server should: no reply in time; check the scheme and port of --target{tls}",
-                self.display,
-                self.product.title()
-            ),
-            io::ErrorKind::NotFound if self.transport.unix.is_some() => anyhow::anyhow!(
-                "cannot connect to {}: no unix socket there; is the server running and is the path right?",
-                self.display
-            ),
-            _ => anyhow::anyhow!(
+        self.known(&e).unwrap_or_else(|| {
+            anyhow::anyhow!(
                 "cannot connect to {}: {e}; is the server running and is the port right?",
                 self.display
-            ),
-        }
+            )
+        })
     }
 
     /// A one-line error for a failed set-up session on a server whose protocol
     /// starts with a handshake (the server speaks first): what to check.
     pub fn setup_error(&self, e: io::Error) -> anyhow::Error {
-        if let Some(why) = crate::transport::tls::explain(&e) {
-            return anyhow::anyhow!("{}: {why}", self.display);
-        }
-        let tls = self.tls_hint();
-        let what = self.product.title();
-        match e.kind() {
-            io::ErrorKind::PermissionDenied => anyhow::anyhow!(
-                "{}: {e}; check the user and password in --target",
-                self.display
-            ),
-            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => anyhow::anyhow!(
-                "{} does not answer as a {what} server should: no reply in time; check the scheme and port of --target{tls}",
-                self.display
-            ),
-            io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => anyhow::anyhow!(
-                "{} does not answer as a {what} server should: {e}; check the scheme and port of --target{tls}",
-                self.display
-            ),
-            io::ErrorKind::NotFound if self.transport.unix.is_some() => anyhow::anyhow!(
-                "cannot connect to {}: no unix socket there; is the server running and is the path right?",
-                self.display
-            ),
+        self.known(&e).unwrap_or_else(|| match e.kind() {
             io::ErrorKind::ConnectionRefused
             | io::ErrorKind::HostUnreachable
             | io::ErrorKind::NetworkUnreachable => anyhow::anyhow!(
@@ -74,7 +30,36 @@ impl Connector {
                 self.display
             ),
             _ => anyhow::anyhow!("{}: {e}", self.display),
+        })
+    }
+
+    /// The failures both kinds of set-up explain alike: TLS, refused
+    /// logins, replies of another protocol, silence, a missing socket.
+    fn known(&self, e: &io::Error) -> Option<anyhow::Error> {
+        if let Some(why) = crate::transport::tls::explain(e) {
+            return Some(anyhow::anyhow!("{}: {why}", self.display));
         }
+        let (tls, what) = (self.tls_hint(), self.product.title());
+        Some(match e.kind() {
+            io::ErrorKind::PermissionDenied => anyhow::anyhow!(
+                "{}: {e}; check the user and password in --target",
+                self.display
+            ),
+            // The login itself got a reply that is not this protocol's.
+            io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => anyhow::anyhow!(
+                "{} does not answer as a {what} server should: {e}; check the scheme and port of --target{tls}",
+                self.display
+            ),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => anyhow::anyhow!(
+                "{} does not answer as a {what} server should: no reply in time; check the scheme and port of --target{tls}",
+                self.display
+            ),
+            io::ErrorKind::NotFound if self.transport.unix.is_some() => anyhow::anyhow!(
+                "cannot connect to {}: no unix socket there; is the server running and is the path right?",
+                self.display
+            ),
+            _ => return None,
+        })
     }
 
     /// A one-line error for a server that accepted the connection but did not

@@ -53,11 +53,16 @@ impl Endpoint {
     /// The URL with the password masked for a server of `product`: its TLS
     /// scheme (`rediss://`) when TLS is on and it has one.
     pub fn display_for(&self, product: &dyn crate::target::Product) -> String {
-        let scheme = match (&self.tls, product.tls_schemes().first()) {
+        self.display_url(self.scheme_for(product))
+    }
+
+    /// The scheme a URL of this endpoint of `product` shows: its TLS scheme
+    /// (`rediss`) when TLS is on and it has one, else its first.
+    pub fn scheme_for(&self, product: &dyn crate::target::Product) -> &'static str {
+        match (&self.tls, product.tls_schemes().first()) {
             (Some(_), Some(s)) => s,
             _ => product.schemes()[0],
-        };
-        self.display_url(scheme)
+        }
     }
 
     /// The URL with the password masked, safe to print and store.
