@@ -2,29 +2,32 @@
 //! threads and merges what they measured. Knows nothing of sweeps, servers or
 //! products: it is generic over the codec the registry picks.
 //!
-//! Data flow: [`execute_with_codec`] spawns workers ([`worker::run`], or the
-//! cache-aside loop in [`aside`]), each owning its connections and recorders;
-//! once a second each sends a [`Tick`] (a value, not a shared counter) that the
-//! calling thread merges into the timeline and shows through an [`Observer`]; at
-//! the end their reports merge into one [`EngineReport`].
+//! Data flow: [`execute_with_codec`] (or the cache-aside
+//! [`aside::execute_with_codecs`]) spawns T threads, each running the one
+//! [`request_loop`] with a client: [`plain`] or [`aside`]. Each thread owns its
+//! connections and its tally; once a second it sends a [`Tick`] (a value, not
+//! a shared counter) that the calling thread merges into the timeline and
+//! shows through an [`Observer`]; at the end their reports merge into one
+//! [`EngineReport`].
 //!
 //! # Layout
 //! - [`spec`]: the point ([`Spec`]), its ticks, observer and report.
 //! - [`clock`]: the start line, the run's instants, the once-a-second tick.
 //! - [`run`]: threads, ticks and the merge.
-//! - [`worker`]: the plain hot loop; [`aside`]: the cache-aside hot loop.
-//! - [`rhythm`]: what both loops share; `link`: one connection; [`pacer`]: the
-//!   open-loop schedule; `route`: the node of each request on a sharded target.
+//! - [`request_loop`]: the one hot loop (sockets, schedule, window, timeouts,
+//!   back-off, drain, accounting), generic over a [`request_loop::Client`].
+//! - [`plain`]: the client that sends one command per request (pipelined,
+//!   routed by slot on a sharded target); [`aside`]: the cache-aside client.
+//! - `pipe`: one socket with its buffers; [`pacer`]: the open-loop schedule.
 
 pub mod aside;
 pub mod clock;
-mod link;
 pub mod pacer;
-pub mod rhythm;
-mod route;
+mod pipe;
+pub mod plain;
+pub mod request_loop;
 pub mod run;
 pub mod spec;
-pub mod worker;
 
 pub use clock::{StartLine, Timing};
 pub use run::execute_with_codec;

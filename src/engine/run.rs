@@ -3,7 +3,6 @@
 //! reports merged into one [`EngineReport`].
 
 use std::collections::BTreeMap;
-use std::io;
 use std::sync::Arc;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -15,10 +14,11 @@ use hdrhistogram::Histogram;
 
 use super::clock::{StartLine, Timing};
 use super::pacer::ScheduleReport;
+use super::plain::Plain;
+use super::request_loop::{self, Client};
 use super::spec::{
     ConnPlan, EngineReport, Links, Observer, Second, Spec, StartReport, Tick, WorkerReport,
 };
-use super::worker;
 use crate::stats::{Counts, Percentiles, Recorder, encode_histogram, new_histogram};
 use crate::wire::Codec;
 use crate::workload::{KeyGen, Stop, slice_of};
@@ -31,33 +31,19 @@ pub fn execute_with_codec<C: Codec>(
     shutdown: &AtomicBool,
     observer: &mut dyn Observer,
 ) -> Result<EngineReport> {
-    execute_with(spec, shutdown, observer, plain(codec, spec))
+    execute_with(spec, shutdown, observer, || Plain::new(codec.clone(), spec))
 }
 
-/// The work of one thread: its connections' plans, its seed, its links to the
-/// caller and the start line → its report.
-pub(crate) trait Work:
-    Fn(Vec<ConnPlan>, u64, Links<'_>, StartLine) -> io::Result<WorkerReport> + Sync
-{
-}
-impl<F> Work for F where
-    F: Fn(Vec<ConnPlan>, u64, Links<'_>, StartLine) -> io::Result<WorkerReport> + Sync
-{
-}
-
-fn plain<C: Codec>(codec: C, spec: &Spec) -> impl Work + '_ {
-    move |plans, seed, links, start| worker::run(codec.clone(), spec, plans, seed, links, start)
-}
-
-/// Runs one point: spawns the threads, each doing `work` on its share of the
-/// connections, and merges what they report.
-pub(crate) fn execute_with(
+/// Runs one point: spawns the threads, each running the request loop with the
+/// client `client` makes on its share of the connections, and merges what
+/// they report.
+pub(crate) fn execute_with<Cl: Client>(
     spec: &Spec,
     shutdown: &AtomicBool,
     observer: &mut dyn Observer,
-    work: impl Work,
+    client: impl Fn() -> Cl + Sync,
 ) -> Result<EngineReport> {
-    let work = &work;
+    let client = &client;
     let threads = spec.threads.clamp(1, spec.connections.max(1));
     let (tx, rx) = mpsc::channel::<Tick>();
     // Start line: workers open their connections (counted in `opened`), report
@@ -105,7 +91,14 @@ pub(crate) fn execute_with(
                         opened: &opened,
                         release,
                     };
-                    work(plans, seed, links, StartLine { ready, clock })
+                    request_loop::run(
+                        client(),
+                        spec,
+                        plans,
+                        seed,
+                        links,
+                        StartLine { ready, clock },
+                    )
                 })
                 .context("cannot start a worker thread")?;
             handles.push(h);

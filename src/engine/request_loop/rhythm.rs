@@ -1,18 +1,14 @@
-//! What both hot loops ([`super::worker`] and [`super::aside`]) share: the
-//! rhythm of a worker's event loop (once-a-second ticks, the start of the
-//! measured window, the drain, housekeeping, the poll with its precise timer),
-//! the draw of the next operation, and the schedule's bookkeeping.
+//! The rhythm of the request loop: once-a-second ticks, the start of the
+//! measured window, the drain, housekeeping, and the poll with its precise
+//! timer.
 
 use std::io;
 use std::time::{Duration, Instant};
 
 use mio::{Events, Poll, Registry, Token};
-use rand::rngs::SmallRng;
 
-use super::clock::{StartLine, Timing, first_tick, thread_busy_ns};
-use super::pacer::{PreciseTimer, ScheduleReport};
-use crate::consistency::VersionBoard;
-use crate::workload::{KeyGen, OpKind, OpMix};
+use crate::engine::clock::{StartLine, Timing, first_tick, thread_busy_ns};
+use crate::engine::pacer::PreciseTimer;
 use std::sync::atomic::AtomicBool;
 
 /// The token of the pacing timer; connections use small tokens.
@@ -175,47 +171,62 @@ impl Rhythm {
     }
 }
 
-/// The next operation: its kind, key and version (a SET's new version, a GET's
-/// snapshot of the newest completed one; 0 without a board). A SET whose key has
-/// a write in flight draws another key, up to 8 times, then becomes a GET.
-#[inline]
-pub fn draw(
-    mix: &OpMix,
-    keys: &mut KeyGen,
-    board: Option<&VersionBoard>,
-    rng: &mut SmallRng,
-) -> (OpKind, u64, u64) {
-    let mut op = mix.next(rng);
-    let mut key = keys.next(rng);
-    let Some(b) = board else {
-        return (op, key, 0);
-    };
-    if op == OpKind::Set {
-        for _ in 0..8 {
-            if let Some(v) = b.begin_write(key) {
-                return (op, key, v);
-            }
-            key = keys.next(rng);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timing(t0: Instant, warmup_ms: u64, run_ms: u64) -> Timing {
+        let measure_start = t0 + Duration::from_millis(warmup_ms);
+        Timing {
+            t0,
+            measure_start,
+            deadline: Some(measure_start + Duration::from_millis(run_ms)),
         }
-        op = OpKind::Get;
     }
-    (op, key, b.snapshot(key))
-}
 
-/// Counts a send that left `lag` after its intended time.
-#[inline]
-pub fn note_lag(schedule: &mut ScheduleReport, lag: Duration) {
-    if lag > Duration::from_millis(1) {
-        schedule.late_requests += 1;
-        schedule.max_lag_ms = schedule.max_lag_ms.max(lag.as_secs_f64() * 1e3);
+    #[test]
+    fn the_drain_ends_when_all_is_answered_or_its_time_is_up() {
+        let poll = Poll::new().unwrap();
+        let t0 = Instant::now();
+        let mut r = Rhythm::new(&poll, timing(t0, 100, 1000), false).unwrap();
+        let drain = Duration::from_millis(50);
+        assert_eq!(r.begin(t0, false, drain, 3), Phase::Running);
+        assert!(!r.draining);
+        // The end: requests still in flight are awaited for `drain`.
+        let end = t0 + Duration::from_millis(1100);
+        assert_eq!(r.begin(end, true, drain, 3), Phase::Running);
+        assert!(r.draining);
+        assert_eq!(
+            r.begin(end + Duration::from_millis(10), false, drain, 1),
+            Phase::Running
+        );
+        assert_eq!(r.begin(end + drain, false, drain, 1), Phase::TimedOut);
+        assert_eq!(r.begin(end + drain, false, drain, 0), Phase::Done);
     }
-}
 
-/// Requests a schedule called for from `due` up to `deadline`, one per
-/// `per_conn`, that were never sent.
-pub fn unsent(due: Instant, deadline: Instant, per_conn: Duration) -> u64 {
-    if due >= deadline {
-        return 0;
+    #[test]
+    fn ticks_come_once_a_second_from_the_measured_start() {
+        let poll = Poll::new().unwrap();
+        let t0 = Instant::now();
+        let mut r = Rhythm::new(&poll, timing(t0, 0, 5000), false).unwrap();
+        let first = r.tick_second;
+        assert_eq!(r.tick_due(t0), None);
+        let next = r.next_tick;
+        assert_eq!(r.tick_due(next), Some(first));
+        assert_eq!(r.tick_due(next), None);
+        assert_eq!(r.tick_due(next + Duration::from_secs(1)), Some(first + 1));
+        assert_eq!(r.last_second(), first + 2);
     }
-    ((deadline - due).as_nanos() / per_conn.as_nanos().max(1)) as u64 + 1
+
+    #[test]
+    fn housekeeping_waits_its_period() {
+        let poll = Poll::new().unwrap();
+        let t0 = Instant::now();
+        let mut r = Rhythm::new(&poll, timing(t0, 0, 5000), false).unwrap();
+        let every = Duration::from_millis(10);
+        assert!(r.housekeeping_due(t0, every));
+        assert!(!r.housekeeping_due(t0 + Duration::from_millis(9), every));
+        assert!(r.housekeeping_due(t0 + Duration::from_millis(10), every));
+        assert!(r.wake() <= t0 + Duration::from_millis(20));
+    }
 }

@@ -1,8 +1,9 @@
-//! One engine connection with its buffers, shared by both hot loops: open
-//! (blocking, bounded), flush what is buffered, read what the socket has.
-//! Non-blocking, registered with the worker's poll; no allocation once warm
-//! (over TLS, rustls 0.23 still allocates one buffer per record it encrypts
-//! or decrypts: a pipelined batch is one record).
+//! One engine socket with its buffers, whatever the client does over it: open
+//! (blocking, bounded), flush what is buffered, read what the socket has, and
+//! the back-off of failed attempts. Non-blocking, registered with the worker's
+//! poll; no allocation once warm (over TLS, rustls 0.23 still allocates one
+//! buffer per record it encrypts or decrypts: a pipelined batch is one record).
+//! It knows no protocol: the client keeps the codec bound to its session.
 
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
@@ -12,11 +13,10 @@ use rustls::ClientConnection;
 
 use crate::target::Connector;
 use crate::transport::EngineSock;
-use crate::wire::Codec;
+use crate::wire::Session;
 
-/// One connection with its buffers and its codec (bound to its session).
-pub(crate) struct Link<C> {
-    pub(crate) codec: C,
+/// One socket of a connection with its buffers and its back-off.
+pub(crate) struct Pipe {
     pub(crate) stream: Option<EngineSock>,
     /// The TLS session over `stream`, if the target uses TLS.
     tls: Option<Box<ClientConnection>>,
@@ -25,16 +25,20 @@ pub(crate) struct Link<C> {
     pub(crate) rbuf: Vec<u8>,
     pub(crate) rstart: usize,
     pub(crate) rend: usize,
-    pub(crate) want_write: bool,
-    pub(crate) token: Token,
+    want_write: bool,
+    token: Token,
+    /// Not before this instant is it opened again.
     pub(crate) retry_at: Instant,
-    pub(crate) fails: u32,
+    /// A request succeeded since the socket was opened.
+    pub(crate) served: bool,
+    /// Attempts in a row that failed: not opened, or closed before serving.
+    pub(crate) streak: u32,
 }
 
-impl<C: Codec> Link<C> {
-    pub(crate) fn new(codec: C, token: Token, wbuf: usize, rbuf: usize, now: Instant) -> Link<C> {
-        Link {
-            codec,
+impl Pipe {
+    /// A closed socket polled as `token`, with buffers of `wbuf` and `rbuf` bytes.
+    pub(crate) fn new(token: Token, wbuf: usize, rbuf: usize, now: Instant) -> Pipe {
+        Pipe {
             stream: None,
             tls: None,
             wbuf: Vec::with_capacity(wbuf),
@@ -45,29 +49,36 @@ impl<C: Codec> Link<C> {
             want_write: false,
             token,
             retry_at: now,
-            fails: 0,
+            served: false,
+            streak: 0,
         }
     }
 
-    /// Opens the connection (blocking, bounded by `timeout`) and registers it.
+    /// Opens the socket (blocking, bounded by `timeout`) and registers it; the
+    /// session the client's codec binds to.
     pub(crate) fn open(
         &mut self,
         connector: &Connector,
         poll: &mio::Registry,
         timeout: Duration,
-    ) -> io::Result<()> {
+    ) -> io::Result<Session> {
         let (s, session) = connector.connect(timeout)?;
         let (mut s, tls) = s.into_engine()?;
         poll.register(&mut s, self.token, Interest::READABLE)?;
-        self.codec = self.codec.bind(&session);
         self.stream = Some(s);
         self.tls = tls;
-        self.fails = 0;
+        self.served = false;
         self.reset();
-        Ok(())
+        Ok(session)
     }
 
-    pub(crate) fn reset(&mut self) {
+    /// Whether the socket is open.
+    #[inline]
+    pub(crate) fn is_open(&self) -> bool {
+        self.stream.is_some()
+    }
+
+    fn reset(&mut self) {
         self.wbuf.clear();
         self.wpos = 0;
         self.rstart = 0;
@@ -75,11 +86,31 @@ impl<C: Codec> Link<C> {
         self.want_write = false;
     }
 
+    /// Closes the socket, dropping what was buffered. One that served nothing
+    /// since it was opened counts as a failed attempt (backed off).
     pub(crate) fn close(&mut self, now: Instant) {
         self.stream = None;
         self.tls = None;
         self.reset();
         self.retry_at = now;
+        if self.served {
+            self.streak = 0;
+        } else {
+            self.failed(now);
+        }
+    }
+
+    /// One more failed attempt in a row: the next waits [`backoff`] longer.
+    pub(crate) fn failed(&mut self, now: Instant) {
+        self.streak += 1;
+        self.retry_at = now + backoff(self.streak);
+    }
+
+    /// Deregisters the socket from the poll at the end of the run.
+    pub(crate) fn deregister(&mut self, registry: &mio::Registry) {
+        if let Some(mut s) = self.stream.take() {
+            let _ = registry.deregister(&mut s);
+        }
     }
 
     /// Whether bytes wait to be written: requests not yet handed over, or
@@ -111,20 +142,6 @@ impl<C: Codec> Link<C> {
             registry.reregister(s, self.token, Interest::READABLE)?;
         }
         Ok(())
-    }
-
-    /// Reads what the socket has; `Ok(false)` when the peer closed.
-    pub(crate) fn fill(&mut self) -> io::Result<bool> {
-        loop {
-            match self.read_some() {
-                Ok((0, _)) => return Ok(false),
-                Ok((_, true)) => {}
-                Ok((_, false)) => return Ok(true),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
     }
 
     /// Reads once into the free end of the read buffer (making room first):
@@ -163,6 +180,12 @@ impl<C: Codec> Link<C> {
             }
         }
     }
+}
+
+/// The wait before the next attempt after `streak` failed ones in a row: 0.2 s,
+/// 0.4 s, … up to 6.4 s (a server refusing connections is not hammered).
+pub(crate) fn backoff(streak: u32) -> Duration {
+    Duration::from_millis(100 << streak.min(6))
 }
 
 /// Writes `buf[*pos..]` to `s`; `Ok(true)` when the socket is full.
@@ -230,5 +253,27 @@ fn read_tls(s: &mut EngineSock, tls: &mut ClientConnection, buf: &mut [u8]) -> i
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_six_seconds() {
+        let ms: Vec<u128> = (1..=8).map(|n| backoff(n).as_millis()).collect();
+        assert_eq!(ms, [200, 400, 800, 1600, 3200, 6400, 6400, 6400]);
+    }
+
+    #[test]
+    fn a_socket_closed_before_serving_backs_off() {
+        let now = Instant::now();
+        let mut p = Pipe::new(Token(0), 16, 16, now);
+        p.close(now);
+        assert_eq!((p.streak, p.retry_at), (1, now + backoff(1)));
+        p.served = true;
+        p.close(now);
+        assert_eq!((p.streak, p.retry_at), (0, now));
     }
 }

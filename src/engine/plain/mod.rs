@@ -1,0 +1,152 @@
+//! The plain client: each request is one command on one socket, up to P in
+//! flight per socket (pipelined), every reply verified. On a plain target a
+//! connection is one socket; on a sharded one a socket to each node, each
+//! request going to the node that serves its key's slot (redirects followed,
+//! see `route`). The request loop ([`super::request_loop`]) does the rest.
+//!
+//! # Layout
+//! - `requests`: encoding a request onto its node's socket, redirects.
+//! - `replies`: decoding, matching (in order or by tag), verifying, counting.
+//! - `route`: the node of each request on a sharded target.
+
+mod replies;
+mod requests;
+mod route;
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use super::request_loop::{Client, Io, Request};
+use super::spec::Spec;
+use crate::stats::{ErrorKind, Outcome};
+use crate::target::Connector;
+use crate::wire::{Codec, Session};
+use route::Router;
+
+/// A request in flight on a socket.
+struct InFlight {
+    r: Request,
+    /// The tag it was sent with (matches out-of-order replies).
+    tag: u32,
+    /// Sent after an ASKING-like request whose reply comes first.
+    asking: bool,
+    /// Times it was redirected.
+    hops: u8,
+}
+
+/// One connection of the plain client: a codec bound to each socket's session
+/// and the requests in flight on it.
+pub struct PlainConn<C> {
+    codecs: Vec<C>,
+    queues: Vec<VecDeque<InFlight>>,
+    /// Requests in flight over all sockets.
+    inflight: usize,
+    /// Number of the next request on this connection (its tag).
+    next: u32,
+}
+
+/// The plain client of one worker, generic over the protocol codec.
+pub struct Plain<'a, C> {
+    codec: C,
+    spec: &'a Spec,
+    router: Router,
+    /// The key name being encoded.
+    key: Vec<u8>,
+    /// The value being written.
+    value: Vec<u8>,
+}
+
+impl<'a, C: Codec> Plain<'a, C> {
+    /// The client of one worker running `spec` with `codec`.
+    pub fn new(codec: C, spec: &'a Spec) -> Plain<'a, C> {
+        Plain {
+            codec,
+            spec,
+            router: Router::new(&spec.connector, spec.topology.as_deref()),
+            key: Vec::with_capacity(spec.key_prefix.len() + 24),
+            value: Vec::with_capacity(spec.values.size()),
+        }
+    }
+
+    /// Grows `c`'s per-socket state to `n` sockets.
+    fn grow(&self, c: &mut PlainConn<C>, n: usize) {
+        while c.codecs.len() < n {
+            c.codecs.push(self.codec.clone());
+            c.queues
+                .push(VecDeque::with_capacity(self.spec.pipeline * 2));
+        }
+    }
+}
+
+impl<C: Codec> Client for Plain<'_, C> {
+    type Conn = PlainConn<C>;
+
+    fn conn(&self) -> PlainConn<C> {
+        let mut c = PlainConn {
+            codecs: Vec::new(),
+            queues: Vec::new(),
+            inflight: 0,
+            next: 0,
+        };
+        self.grow(&mut c, self.router.nodes());
+        c
+    }
+
+    fn sockets(&self) -> usize {
+        self.router.nodes()
+    }
+
+    fn connector(&self, s: usize) -> &Connector {
+        self.router.connector(s)
+    }
+
+    fn buffers(&self) -> (usize, usize) {
+        // Room for two pipelines of replies, at least 64 KiB, at most 4 MiB unless
+        // one reply alone needs more (the buffer also grows if a reply does not fit).
+        let frame = self.spec.values.size() + 128;
+        let p = self.spec.pipeline;
+        let read = (p * frame * 2).clamp(64 * 1024, (4 << 20).max(2 * frame));
+        ((p * frame).min(4 << 20), read)
+    }
+
+    fn opened(&self, c: &mut PlainConn<C>, s: usize, session: &Session) {
+        self.grow(c, s + 1);
+        c.codecs[s] = self.codec.bind(session);
+    }
+
+    /// `--pipeline` per node a connection reaches (one on a plain target), as
+    /// a cluster client pipelines to each node (memtier_benchmark's cluster
+    /// mode does the same).
+    #[inline]
+    fn depth(&self, _: &PlainConn<C>, sockets: usize) -> usize {
+        self.spec.pipeline * sockets.max(1)
+    }
+
+    #[inline]
+    fn inflight(&self, c: &PlainConn<C>) -> usize {
+        c.inflight
+    }
+
+    #[inline]
+    fn start(&mut self, io: &mut Io<'_>, c: &mut PlainConn<C>, r: Request) {
+        self.issue(io, c, r);
+    }
+
+    #[inline]
+    fn replies(&mut self, io: &mut Io<'_>, c: &mut PlainConn<C>, s: usize, now: Instant) -> bool {
+        self.parse(io, c, s, now)
+    }
+
+    fn oldest(&self, c: &PlainConn<C>, s: usize) -> Option<Instant> {
+        c.queues.get(s)?.front().map(|f| f.r.sent)
+    }
+
+    fn fail(&mut self, io: &mut Io<'_>, c: &mut PlainConn<C>, s: usize, kind: ErrorKind) {
+        let Some(q) = c.queues.get_mut(s) else { return };
+        let now = Instant::now();
+        while let Some(f) = q.pop_front() {
+            c.inflight -= 1;
+            io.tally.finish(&f.r, Outcome::Error(kind), now, None);
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Issuing a plain request: its encoding onto the socket of the node that
+//! serves its key, and a redirected request's resend.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use super::{InFlight, Plain, PlainConn};
+use crate::engine::request_loop::{Io, MAX_SOCKETS, Request};
+use crate::stats::{ErrorKind, Outcome};
+use crate::wire::{Codec, Key, tag_of};
+use crate::workload::{OpKind, write_key};
+
+/// Redirects after which a request counts as a server error (a loop).
+const MAX_HOPS: u8 = 5;
+
+/// Where a node sent a request.
+pub(super) struct Hop {
+    /// The key's slot.
+    pub slot: u16,
+    /// The node to ask.
+    pub to: SocketAddr,
+    /// For good (the slot moved), not just for this request.
+    pub moved: bool,
+}
+
+impl<C: Codec> Plain<'_, C> {
+    /// Tags `r` and sends it to the node that serves its key.
+    #[inline]
+    pub(super) fn issue(&mut self, io: &mut Io<'_>, c: &mut PlainConn<C>, r: Request) {
+        write_key(&self.spec.key_prefix, r.key, &mut self.key);
+        let tag = tag_of(c.next, r.op);
+        c.next = c.next.wrapping_add(1) & (u32::MAX >> 1);
+        let f = InFlight {
+            r,
+            tag,
+            asking: false,
+            hops: 0,
+        };
+        let node = self.router.route(&self.codec, &self.key);
+        self.send(io, c, node, f, r.sent);
+    }
+
+    /// Encodes `f` (its key name already in `self.key`) onto the socket of
+    /// `node` and puts it in flight; counts it as failed when that socket is
+    /// down.
+    #[inline]
+    fn send(
+        &mut self,
+        io: &mut Io<'_>,
+        c: &mut PlainConn<C>,
+        node: usize,
+        f: InFlight,
+        now: Instant,
+    ) {
+        if node >= io.sockets() && !self.reach(io, c, node, now) {
+            return io
+                .tally
+                .finish(&f.r, Outcome::Error(ErrorKind::Server), now, None);
+        }
+        let Some(out) = io.out(node) else {
+            return io
+                .tally
+                .finish(&f.r, Outcome::Error(ErrorKind::Disconnect), now, None);
+        };
+        let codec = &c.codecs[node];
+        if f.asking {
+            codec.encode_asking(out);
+        }
+        let k = Key {
+            id: f.r.key,
+            name: &self.key,
+            tag: f.tag,
+        };
+        match f.r.op {
+            OpKind::Get => codec.encode_get(k, out),
+            OpKind::Set => {
+                self.value.clear();
+                self.spec
+                    .values
+                    .write_version(f.r.key, f.r.version, &mut self.value);
+                codec.encode_set_ttl(k, &self.value, self.spec.ttl_s, out);
+            }
+        }
+        c.queues[node].push_back(f);
+        c.inflight += 1;
+    }
+
+    /// Adds sockets to `c` up to `node`'s, opening the new ones (a redirect to
+    /// a node the connection has not reached yet); `false` when `node` is
+    /// beyond what a connection may reach.
+    fn reach(&mut self, io: &mut Io<'_>, c: &mut PlainConn<C>, node: usize, now: Instant) -> bool {
+        if node >= MAX_SOCKETS {
+            return false;
+        }
+        while io.sockets() <= node {
+            let s = io.sockets();
+            self.grow(c, s + 1);
+            if let Some(session) = io.add_socket(self.router.connector(s), now) {
+                c.codecs[s] = self.codec.bind(&session);
+            }
+        }
+        true
+    }
+
+    /// A node said another one serves `f`'s slot: learn it (`moved`) and send
+    /// `f` there, keeping its intended start (the redirect is part of its
+    /// latency). Rare: only while the slot map changes.
+    pub(super) fn redirect(
+        &mut self,
+        io: &mut Io<'_>,
+        c: &mut PlainConn<C>,
+        mut f: InFlight,
+        hop: Hop,
+        now: Instant,
+    ) {
+        if f.r.measured {
+            io.tally.redirects[usize::from(!hop.moved)] += 1;
+        }
+        // A target that is not sharded answers a redirect only when it is a
+        // cluster node addressed as a single server: an error, not a route.
+        if f.hops >= MAX_HOPS || !self.router.sharded() {
+            return io
+                .tally
+                .finish(&f.r, Outcome::Error(ErrorKind::Server), now, None);
+        }
+        let node = self.router.redirected(hop.slot, hop.to, hop.moved);
+        f.hops += 1;
+        f.asking = !hop.moved;
+        write_key(&self.spec.key_prefix, f.r.key, &mut self.key);
+        self.send(io, c, node, f, now);
+    }
+}

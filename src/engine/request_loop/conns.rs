@@ -1,0 +1,192 @@
+//! A connection's sockets as the loop keeps them: opening them at the start,
+//! reading what arrives and handing it to the client, flushing, timing out,
+//! closing (failing what waited), reconnecting with back-off, and giving a
+//! connection up after [`GIVE_UP`] failed attempts in a row. Runs at the
+//! start, every few milliseconds and when a socket is readable; the only
+//! per-request work here is the read and the flush.
+
+use std::io;
+use std::time::Instant;
+
+use super::{Client, Conn, GIVE_UP, Worker};
+use crate::stats::ErrorKind;
+
+impl Worker<'_> {
+    /// Opens the sockets of connection `c` (number `i`) at the start. A
+    /// connection the server refused then (e.g. too many clients) is not
+    /// retried: the run goes on with the connections it has.
+    pub(super) fn open_all<Cl: Client>(
+        &mut self,
+        client: &Cl,
+        c: &mut Conn<Cl::Conn>,
+        i: usize,
+        now: Instant,
+    ) {
+        for s in 0..client.sockets() {
+            let (mut io, state) = self.io(c, i);
+            if let Some(session) = io.add_socket(client.connector(s), now) {
+                client.opened(state, s, &session);
+            }
+        }
+        c.refused = !c.ready();
+    }
+
+    /// Marks the connections that did not open as refused; `--requests`: they
+    /// make none of their share (the result shows how many were open), so the
+    /// run does not wait for them. Returns the connections established.
+    pub(super) fn refuse_unopened<S>(&mut self, conns: &mut [Conn<S>]) -> usize {
+        for c in conns.iter_mut() {
+            c.refused |= !c.ready();
+            if c.refused {
+                c.quota = c.quota.map(|_| 0);
+            }
+        }
+        self.quota_left = conns.iter().map(|c| c.quota).sum();
+        conns.iter().filter(|c| !c.refused).count()
+    }
+
+    /// Reads what socket `s` of connection `i` has, lets the client handle
+    /// every whole reply, then issues what the schedule allows.
+    pub(super) fn on_readable<Cl: Client>(
+        &mut self,
+        client: &mut Cl,
+        c: &mut Conn<Cl::Conn>,
+        i: usize,
+        s: usize,
+        now: Instant,
+    ) {
+        loop {
+            match c.pipes[s].read_some() {
+                Ok((0, _)) => return self.close(client, c, i, s, now),
+                Ok((_, more)) => {
+                    let (mut io, state) = self.io(c, i);
+                    if !client.replies(&mut io, state, s, now) {
+                        return self.close(client, c, i, s, now);
+                    }
+                    let p = &mut c.pipes[s];
+                    if p.rstart == p.rend {
+                        p.rstart = 0;
+                        p.rend = 0;
+                    }
+                    if !more {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return self.close(client, c, i, s, now),
+            }
+        }
+        if self.pacer.is_none() {
+            let now = Instant::now();
+            self.refill(client, c, i, now);
+            self.flush(client, c, i, now);
+        } else if let Some(p) = self.pacer
+            && c.due <= now
+            && !self.draining
+            && c.ready()
+        {
+            let now = Instant::now();
+            self.issue_due(client, c, i, p, now);
+            self.flush(client, c, i, now);
+        }
+    }
+
+    /// Writes what every socket of `c` has buffered; one that broke is closed.
+    pub(super) fn flush<Cl: Client>(
+        &mut self,
+        client: &mut Cl,
+        c: &mut Conn<Cl::Conn>,
+        i: usize,
+        now: Instant,
+    ) {
+        for s in 0..c.pipes.len() {
+            let p = &mut c.pipes[s];
+            if p.is_open() && p.has_output() && p.flush(&self.net.registry).is_err() {
+                self.close(client, c, i, s, now);
+            }
+        }
+    }
+
+    /// Closes socket `s`, failing what waited on it; one closed before it
+    /// served anything counts as a failed attempt (backed off).
+    pub(super) fn close<Cl: Client>(
+        &mut self,
+        client: &mut Cl,
+        c: &mut Conn<Cl::Conn>,
+        i: usize,
+        s: usize,
+        now: Instant,
+    ) {
+        let (mut io, state) = self.io(c, i);
+        client.fail(&mut io, state, s, ErrorKind::Disconnect);
+        c.pipes[s].close(now);
+    }
+
+    /// Fails everything `c` has in flight with `kind` (the drain ran out).
+    pub(super) fn fail_all<Cl: Client>(
+        &mut self,
+        client: &mut Cl,
+        c: &mut Conn<Cl::Conn>,
+        i: usize,
+        kind: ErrorKind,
+    ) {
+        for s in 0..c.pipes.len() {
+            let (mut io, state) = self.io(c, i);
+            client.fail(&mut io, state, s, kind);
+        }
+    }
+
+    /// Gives connection `c` up: it is not retried and its share of
+    /// `--requests` is dropped.
+    fn give_up<S>(&mut self, c: &mut Conn<S>) {
+        c.refused = true;
+        if let Some(q) = c.quota.replace(0)
+            && let Some(t) = self.quota_left.as_mut()
+        {
+            *t -= q;
+        }
+    }
+
+    /// Timeouts, giving up and reconnection of connection `c`.
+    pub(super) fn housekeep<Cl: Client>(
+        &mut self,
+        client: &mut Cl,
+        c: &mut Conn<Cl::Conn>,
+        i: usize,
+        now: Instant,
+    ) {
+        for s in 0..c.pipes.len() {
+            if c.pipes[s].streak >= GIVE_UP && !c.refused {
+                self.give_up(c);
+            }
+            if !c.pipes[s].is_open() {
+                if !self.draining
+                    && !c.refused
+                    && self.attempts_left > 0
+                    && now >= c.pipes[s].retry_at
+                {
+                    self.attempts_left -= 1;
+                    let (mut io, state) = self.io(c, i);
+                    if let Some(session) = io.open(s, client.connector(s), now) {
+                        client.opened(state, s, &session);
+                        self.tally.reconnects += 1;
+                        if self.pacer.is_none() {
+                            self.refill(client, c, i, now);
+                            self.flush(client, c, i, now);
+                        }
+                    }
+                }
+                continue;
+            }
+            if client
+                .oldest(&c.state, s)
+                .is_some_and(|sent| now.saturating_duration_since(sent) > self.spec.timeout)
+            {
+                let (mut io, state) = self.io(c, i);
+                client.fail(&mut io, state, s, ErrorKind::Timeout);
+                self.close(client, c, i, s, now);
+            }
+        }
+    }
+}

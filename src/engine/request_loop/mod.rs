@@ -1,0 +1,403 @@
+//! The one request loop: one thread driving its share of the run's
+//! connections over one `mio` poll. It owns everything but what a request
+//! does on the wire: opening and re-opening sockets (with back-off, giving a
+//! connection up after [`GIVE_UP`] failed attempts in a row), the open- and
+//! closed-loop schedule, the warm-up and the measured window, timeouts,
+//! housekeeping, the drain, and the accounting of every outcome ([`Tally`]).
+//!
+//! What a connection does per request is a [`Client`] the loop is generic over
+//! (static dispatch): [`super::plain`] sends one command to the node that
+//! serves its key, [`super::aside`] runs the cache-aside steps over a cache and
+//! a database socket. A client sees the sockets and the tally through [`Io`].
+//!
+//! Per request it allocates nothing, formats nothing and takes no lock: buffers
+//! are reused, outcomes are `Copy` counters, and the only cross-thread traffic
+//! is one message per second.
+//!
+//! # Layout
+//! - `conns`: opening, watching and closing a connection's sockets.
+//! - `schedule`: whether a request may start, drawing it, refilling and pacing.
+//! - [`tally`]: counting outcomes and latency, the per-second hand-over.
+//! - [`rhythm`]: ticks, the measured window, the drain, the poll and its timer.
+
+mod conns;
+pub mod rhythm;
+mod schedule;
+pub mod tally;
+
+use std::io;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use mio::{Events, Token};
+use rand::rngs::SmallRng;
+
+use super::clock::{StartLine, Timing};
+use super::pacer::Pacer;
+use super::pipe::Pipe;
+use super::spec::{ConnPlan, Links, Spec, WorkerReport};
+use crate::stats::{ErrorKind, Recorder};
+use crate::target::Connector;
+use crate::wire::Session;
+use crate::workload::{KeyGen, OpKind, OpMix};
+use rhythm::{Phase, Rhythm, TIMER, open_poll};
+pub use tally::Tally;
+
+/// Tokens carry the connection's index above these bits and its socket below.
+const SOCKET_BITS: u32 = 8;
+/// The most sockets a connection may have (nodes of a sharded target).
+pub const MAX_SOCKETS: usize = 1 << SOCKET_BITS;
+
+/// Attempts in a row after which a connection is given up (about 20 s of
+/// back-off): a server that accepts and then drops it (e.g. Redis's
+/// `maxclients`) must not keep a `--requests` run waiting.
+pub const GIVE_UP: u32 = 8;
+
+/// Housekeeping (timeouts, reconnection) runs this often, never per request.
+const HOUSEKEEPING: Duration = Duration::from_millis(10);
+
+/// One request as the loop drew it: what the client is to do and the instants
+/// its latency is taken from.
+#[derive(Clone, Copy, Debug)]
+pub struct Request {
+    /// GET or SET.
+    pub op: OpKind,
+    /// The key's id.
+    pub key: u64,
+    /// SET: the version written; GET: the newest completed version at the start.
+    pub version: u64,
+    /// When the schedule meant it to start (latency is taken from here).
+    pub intended: Instant,
+    /// When it was first sent (service time and stale reads are taken from here).
+    pub sent: Instant,
+    /// Counted in the measured window (else in the warm-up).
+    pub measured: bool,
+}
+
+/// What a connection does per request, over the sockets the loop owns. Every
+/// request handed to [`Client::start`] ends exactly once in [`Tally::finish`].
+pub trait Client {
+    /// One connection's own state: codecs bound to its sockets, requests in flight.
+    type Conn;
+    /// A fresh connection state.
+    fn conn(&self) -> Self::Conn;
+    /// The sockets a connection opens at the start.
+    fn sockets(&self) -> usize;
+    /// The server socket `s` connects to.
+    fn connector(&self, s: usize) -> &Connector;
+    /// Buffer sizes of a new socket: write, read.
+    fn buffers(&self) -> (usize, usize);
+    /// A fresh recorder for the per-second hand-over.
+    fn recorder() -> Recorder {
+        Recorder::default()
+    }
+    /// Socket `s` of `c` was (re)opened with `session`: bind its codec.
+    fn opened(&self, c: &mut Self::Conn, s: usize, session: &Session);
+    /// Requests `c` may have in flight over `sockets` sockets.
+    fn depth(&self, c: &Self::Conn, sockets: usize) -> usize;
+    /// Requests `c` has in flight.
+    fn inflight(&self, c: &Self::Conn) -> usize;
+    /// Encodes request `r` onto `c`'s sockets (the loop flushes them).
+    fn start(&mut self, io: &mut Io<'_>, c: &mut Self::Conn, r: Request);
+    /// Handles every whole reply buffered on socket `s` (sending next steps
+    /// where a request has more); `false` when the stream is broken.
+    fn replies(&mut self, io: &mut Io<'_>, c: &mut Self::Conn, s: usize, now: Instant) -> bool;
+    /// When the oldest request still waiting on socket `s` was sent.
+    fn oldest(&self, c: &Self::Conn, s: usize) -> Option<Instant>;
+    /// Fails everything waiting on socket `s` with `kind`.
+    fn fail(&mut self, io: &mut Io<'_>, c: &mut Self::Conn, s: usize, kind: ErrorKind);
+}
+
+/// What the loop lends a client for one call: the connection's sockets and the
+/// worker's tally.
+pub struct Io<'a> {
+    /// The connection's sockets.
+    pub(crate) pipes: &'a mut Vec<Pipe>,
+    /// The worker's accounting.
+    pub tally: &'a mut Tally,
+    net: &'a Net,
+    conn: usize,
+}
+
+/// How a worker opens sockets.
+struct Net {
+    registry: mio::Registry,
+    /// Buffer sizes of a new socket: write, read.
+    buffers: (usize, usize),
+    /// Bound on one blocking connect.
+    connect_timeout: Duration,
+}
+
+impl Io<'_> {
+    /// Adds a socket to the connection and opens it to `to`; the session on
+    /// success (a failure is counted and backed off; housekeeping retries it).
+    pub fn add_socket(&mut self, to: &Connector, now: Instant) -> Option<Session> {
+        let s = self.pipes.len();
+        let (w, r) = self.net.buffers;
+        self.pipes.push(Pipe::new(token(self.conn, s), w, r, now));
+        self.open(s, to, now)
+    }
+
+    /// Opens socket `s` to `to` (blocking, bounded).
+    fn open(&mut self, s: usize, to: &Connector, now: Instant) -> Option<Session> {
+        let p = &mut self.pipes[s];
+        match p.open(to, &self.net.registry, self.net.connect_timeout) {
+            Ok(session) => Some(session),
+            Err(e) => {
+                self.tally.connect_failed(e);
+                p.failed(now);
+                None
+            }
+        }
+    }
+
+    /// The number of sockets the connection has.
+    #[inline]
+    pub fn sockets(&self) -> usize {
+        self.pipes.len()
+    }
+
+    /// Socket `s`'s write buffer, or `None` while it is down.
+    #[inline]
+    pub fn out(&mut self, s: usize) -> Option<&mut Vec<u8>> {
+        let p = &mut self.pipes[s];
+        p.is_open().then_some(&mut p.wbuf)
+    }
+
+    /// The bytes buffered on socket `s` and not yet decoded.
+    #[inline]
+    pub fn buffered(&self, s: usize) -> &[u8] {
+        let p = &self.pipes[s];
+        &p.rbuf[p.rstart..p.rend]
+    }
+
+    /// Drops the first `len` buffered bytes of socket `s` (a decoded reply).
+    #[inline]
+    pub fn consume(&mut self, s: usize, len: usize) {
+        self.pipes[s].rstart += len;
+    }
+
+    /// A request succeeded on socket `s`: its failed attempts are forgiven.
+    #[inline]
+    pub fn served(&mut self, s: usize) {
+        self.pipes[s].served = true;
+    }
+}
+
+/// One connection: its sockets, the client's state, and its schedule.
+struct Conn<S> {
+    pipes: Vec<Pipe>,
+    state: S,
+    index: usize,
+    keys: KeyGen,
+    /// Measured requests it may still issue (`None`: until the deadline).
+    quota: Option<u64>,
+    /// When its next paced request is due.
+    due: Instant,
+    /// Refused at the start or given up: never retried.
+    refused: bool,
+}
+
+impl<S> Conn<S> {
+    /// Every socket is open: requests may be issued.
+    #[inline]
+    fn ready(&self) -> bool {
+        !self.refused && !self.pipes.is_empty() && self.pipes.iter().all(Pipe::is_open)
+    }
+}
+
+/// Everything of the worker except its connections and client, so that all
+/// three can be borrowed at once.
+struct Worker<'a> {
+    spec: &'a Spec,
+    net: Net,
+    tally: Tally,
+    timing: Timing,
+    pacer: Option<Pacer>,
+    mix: OpMix,
+    rng: SmallRng,
+    quota_left: Option<u64>,
+    /// Connects housekeeping may still try in this pass (they block the thread).
+    attempts_left: u32,
+    draining: bool,
+}
+
+impl Worker<'_> {
+    /// The client's view of connection `c` (number `i`).
+    fn io<'b, S>(&'b mut self, c: &'b mut Conn<S>, i: usize) -> (Io<'b>, &'b mut S) {
+        let io = Io {
+            pipes: &mut c.pipes,
+            tally: &mut self.tally,
+            net: &self.net,
+            conn: i,
+        };
+        (io, &mut c.state)
+    }
+}
+
+/// Runs one worker with `client` to the end of its drain and returns its report.
+pub fn run<Cl: Client>(
+    mut client: Cl,
+    spec: &Spec,
+    plans: Vec<ConnPlan>,
+    seed: u64,
+    links: Links<'_>,
+    start: StartLine,
+) -> io::Result<WorkerReport> {
+    let Links {
+        shutdown,
+        ticks,
+        opened,
+        release,
+    } = links;
+    let (mut poll, registry, start) = open_poll(start)?;
+    let now = Instant::now();
+    let mut conns: Vec<Conn<Cl::Conn>> = plans
+        .into_iter()
+        .map(|p| Conn {
+            pipes: Vec::with_capacity(client.sockets()),
+            state: client.conn(),
+            index: p.index,
+            keys: p.keys,
+            quota: p.quota,
+            due: now,
+            refused: false,
+        })
+        .collect();
+    let mut w = Worker {
+        spec,
+        net: Net {
+            registry,
+            buffers: client.buffers(),
+            connect_timeout: spec.timeout.min(Duration::from_secs(2)),
+        },
+        tally: Tally::new(spec, Cl::recorder),
+        timing: Timing::placeholder(now),
+        pacer: spec.rate.map(|r| Pacer::new(r, spec.share.total)),
+        mix: spec.mix,
+        rng: crate::workload::rng(seed),
+        quota_left: None,
+        attempts_left: 0,
+        draining: false,
+    };
+    for (i, c) in conns.iter_mut().enumerate() {
+        if shutdown.load(Ordering::Relaxed) {
+            break;
+        }
+        w.open_all(&client, c, i, now);
+        opened.fetch_add(1, Ordering::Relaxed);
+    }
+    let established = w.refuse_unopened(&mut conns);
+    let timing = start.wait(shutdown);
+    w.timing = timing;
+    for c in conns.iter_mut() {
+        c.due = match w.pacer {
+            Some(p) => p.first_due(timing.t0, c.index),
+            None => timing.t0,
+        };
+    }
+
+    let mut rhythm = Rhythm::new(&poll, timing, w.pacer.is_some())?;
+    let mut events = Events::with_capacity(1024);
+    let window_end;
+
+    // Closed loop: fill every connection's pipeline to start.
+    if w.pacer.is_none() {
+        for (i, c) in conns.iter_mut().enumerate() {
+            w.refill(&mut client, c, i, timing.t0);
+            w.flush(&mut client, c, i, timing.t0);
+        }
+    }
+
+    loop {
+        let now = Instant::now();
+        let over = shutdown.load(Ordering::Relaxed)
+            || timing.deadline.is_some_and(|d| now >= d)
+            || w.quota_left == Some(0);
+        match rhythm.begin(now, over, spec.timeout, w.tally.inflight) {
+            Phase::Running => {}
+            phase => {
+                if phase == Phase::TimedOut {
+                    for (i, c) in conns.iter_mut().enumerate() {
+                        w.fail_all(&mut client, c, i, ErrorKind::Timeout);
+                    }
+                }
+                window_end = now;
+                break;
+            }
+        }
+        w.draining = rhythm.draining;
+        if let Some(second) = rhythm.tick_due(now) {
+            w.tally.send_tick(&ticks, second);
+        }
+        if rhythm.housekeeping_due(now, HOUSEKEEPING) {
+            // Re-connecting blocks this thread: at most two attempts per pass.
+            w.attempts_left = 2;
+            for (i, c) in conns.iter_mut().enumerate() {
+                w.housekeep(&mut client, c, i, now);
+            }
+        }
+        let mut wake = rhythm.wake();
+        if let Some(p) = w.pacer
+            && !w.draining
+        {
+            for (i, c) in conns.iter_mut().enumerate() {
+                if c.ready() && c.due <= now {
+                    w.issue_due(&mut client, c, i, p, now);
+                    w.flush(&mut client, c, i, Instant::now());
+                }
+                if c.ready()
+                    && client.inflight(&c.state) < client.depth(&c.state, c.pipes.len())
+                    && w.may_issue(c, c.due)
+                {
+                    wake = wake.min(c.due);
+                }
+            }
+        }
+        rhythm.poll(&mut poll, &mut events, wake)?;
+        let now = Instant::now();
+        for ev in events.iter() {
+            if ev.token() == TIMER {
+                continue;
+            }
+            let (i, s) = (
+                ev.token().0 >> SOCKET_BITS,
+                ev.token().0 & (MAX_SOCKETS - 1),
+            );
+            let Some(c) = conns.get_mut(i) else { continue };
+            if c.pipes.get(s).is_none_or(|p| !p.is_open()) {
+                continue;
+            }
+            if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                w.on_readable(&mut client, c, i, s, now);
+            }
+            w.flush(&mut client, c, i, now);
+        }
+    }
+    // Requests the schedule called for but that were never sent.
+    if let (Some(p), Some(deadline)) = (w.pacer, timing.deadline) {
+        for c in conns.iter().filter(|c| c.quota != Some(0)) {
+            w.tally.schedule.unsent += schedule::unsent(c.due, deadline, p.per_conn);
+        }
+    }
+    w.tally.send_tick(&ticks, rhythm.last_second());
+    drop(ticks); // the last worker to drop its sender ends the run for the caller
+    while !release.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    for c in conns.iter_mut() {
+        for p in c.pipes.iter_mut() {
+            p.deregister(&w.net.registry);
+        }
+    }
+    Ok(w.tally.report(
+        established,
+        rhythm.busy_ns(),
+        window_end.saturating_duration_since(timing.measure_start),
+    ))
+}
+
+/// The poll token of socket `s` of connection `conn`.
+fn token(conn: usize, s: usize) -> Token {
+    Token((conn << SOCKET_BITS) | s)
+}

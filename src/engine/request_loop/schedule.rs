@@ -1,0 +1,211 @@
+//! When a request starts and which: whether the schedule lets one start
+//! (drain, deadline, quota), the draw of its operation, key and version, the
+//! closed loop's refill, the open loop's due requests and their lateness, and
+//! the requests a schedule called for that were never sent.
+
+use std::time::{Duration, Instant};
+
+use rand::rngs::SmallRng;
+
+use super::{Client, Conn, Request, Worker};
+use crate::consistency::VersionBoard;
+use crate::engine::pacer::{Pacer, ScheduleReport};
+use crate::workload::{KeyGen, OpKind, OpMix};
+
+impl Worker<'_> {
+    /// Whether a request of `c` meant for `intended` may still start.
+    #[inline]
+    pub(super) fn may_issue<S>(&self, c: &Conn<S>, intended: Instant) -> bool {
+        may_start(
+            self.draining,
+            self.timing.deadline,
+            self.timing.measure_start,
+            c.quota,
+            intended,
+        )
+    }
+
+    /// Draws the next request of `c`, meant for `intended`, takes it from the
+    /// quotas, and hands it to the client.
+    #[inline]
+    fn issue<Cl: Client>(
+        &mut self,
+        client: &mut Cl,
+        c: &mut Conn<Cl::Conn>,
+        i: usize,
+        intended: Instant,
+        now: Instant,
+    ) {
+        // Writes to one key never overlap (see `consistency`).
+        let (op, key, version) = draw(
+            &self.mix,
+            &mut c.keys,
+            self.spec.board.as_deref(),
+            &mut self.rng,
+        );
+        let measured = intended >= self.timing.measure_start;
+        if measured && let Some(q) = c.quota.as_mut() {
+            *q -= 1;
+            if let Some(t) = self.quota_left.as_mut() {
+                *t -= 1;
+            }
+        }
+        let r = Request {
+            op,
+            key,
+            version,
+            intended,
+            sent: now,
+            measured,
+        };
+        self.tally.inflight += 1;
+        let (mut io, state) = self.io(c, i);
+        client.start(&mut io, state, r);
+    }
+
+    /// Closed loop: fills `c`'s pipeline.
+    #[inline]
+    pub(super) fn refill<Cl: Client>(
+        &mut self,
+        client: &mut Cl,
+        c: &mut Conn<Cl::Conn>,
+        i: usize,
+        now: Instant,
+    ) {
+        if !c.ready() {
+            return;
+        }
+        while client.inflight(&c.state) < client.depth(&c.state, c.pipes.len())
+            && self.may_issue(c, now)
+        {
+            self.issue(client, c, i, now, now);
+        }
+    }
+
+    /// Open loop: sends every request of `c` whose intended time has come, as
+    /// the pipeline allows.
+    pub(super) fn issue_due<Cl: Client>(
+        &mut self,
+        client: &mut Cl,
+        c: &mut Conn<Cl::Conn>,
+        i: usize,
+        p: Pacer,
+        now: Instant,
+    ) {
+        while c.due <= now
+            && client.inflight(&c.state) < client.depth(&c.state, c.pipes.len())
+            && self.may_issue(c, c.due)
+        {
+            note_lag(&mut self.tally.schedule, now - c.due);
+            let due = c.due;
+            self.issue(client, c, i, due, now);
+            c.due += p.per_conn;
+        }
+    }
+}
+
+/// Whether a request meant for `intended` may start: not while draining, not
+/// at or past the `deadline`, and in the measured window (from
+/// `measure_start`) only within the connection's `quota`.
+#[inline]
+pub fn may_start(
+    draining: bool,
+    deadline: Option<Instant>,
+    measure_start: Instant,
+    quota: Option<u64>,
+    intended: Instant,
+) -> bool {
+    if draining || deadline.is_some_and(|d| intended >= d) {
+        return false;
+    }
+    !(intended >= measure_start && quota == Some(0))
+}
+
+/// The next operation: its kind, key and version (a SET's new version, a GET's
+/// snapshot of the newest completed one; 0 without a board). A SET whose key has
+/// a write in flight draws another key, up to 8 times, then becomes a GET.
+#[inline]
+pub fn draw(
+    mix: &OpMix,
+    keys: &mut KeyGen,
+    board: Option<&VersionBoard>,
+    rng: &mut SmallRng,
+) -> (OpKind, u64, u64) {
+    let mut op = mix.next(rng);
+    let mut key = keys.next(rng);
+    let Some(b) = board else {
+        return (op, key, 0);
+    };
+    if op == OpKind::Set {
+        for _ in 0..8 {
+            if let Some(v) = b.begin_write(key) {
+                return (op, key, v);
+            }
+            key = keys.next(rng);
+        }
+        op = OpKind::Get;
+    }
+    (op, key, b.snapshot(key))
+}
+
+/// Counts a send that left `lag` after its intended time.
+#[inline]
+pub fn note_lag(schedule: &mut ScheduleReport, lag: Duration) {
+    if lag > Duration::from_millis(1) {
+        schedule.late_requests += 1;
+        schedule.max_lag_ms = schedule.max_lag_ms.max(lag.as_secs_f64() * 1e3);
+    }
+}
+
+/// Requests a schedule called for from `due` up to `deadline`, one per
+/// `per_conn`, that were never sent.
+pub fn unsent(due: Instant, deadline: Instant, per_conn: Duration) -> u64 {
+    if due >= deadline {
+        return 0;
+    }
+    ((deadline - due).as_nanos() / per_conn.as_nanos().max(1)) as u64 + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_starts_only_within_drain_deadline_and_quota() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let (measure, deadline) = (t0 + ms(100), Some(t0 + ms(200)));
+        // Warm-up ignores the quota; the measured window spends it.
+        assert!(may_start(false, deadline, measure, Some(0), t0));
+        assert!(!may_start(false, deadline, measure, Some(0), measure));
+        assert!(may_start(false, deadline, measure, Some(1), measure));
+        assert!(may_start(false, deadline, measure, None, t0 + ms(150)));
+        // Nothing at or past the deadline, nothing while draining.
+        assert!(!may_start(false, deadline, measure, None, t0 + ms(200)));
+        assert!(!may_start(true, None, measure, None, t0));
+        assert!(may_start(false, None, measure, None, t0 + ms(10_000)));
+    }
+
+    #[test]
+    fn unsent_counts_the_schedule_left_before_the_deadline() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        assert_eq!(unsent(t0 + ms(10), t0 + ms(10), ms(1)), 0);
+        assert_eq!(unsent(t0 + ms(20), t0 + ms(10), ms(1)), 0);
+        // Both ends count: due at 0, 1, …, 10 ms.
+        assert_eq!(unsent(t0, t0 + ms(10), ms(1)), 11);
+        assert_eq!(unsent(t0, t0 + ms(10), ms(4)), 3);
+    }
+
+    #[test]
+    fn only_sends_more_than_a_millisecond_late_count_as_late() {
+        let mut s = ScheduleReport::default();
+        note_lag(&mut s, Duration::from_micros(900));
+        note_lag(&mut s, Duration::from_millis(1));
+        assert_eq!(s.late_requests, 0);
+        note_lag(&mut s, Duration::from_millis(3));
+        note_lag(&mut s, Duration::from_millis(2));
+        assert_eq!(s.late_requests, 2);
+        assert_eq!(s.max_lag_ms, 3.0);
+    }
+}

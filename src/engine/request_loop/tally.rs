@@ -1,0 +1,141 @@
+//! The accounting of one worker, the same for every client: each request's
+//! outcome (hit, miss, stored, error by kind) in the warm-up or the measured
+//! window, its latency from the intended start and its service time, stale
+//! reads, connection failures, and the once-a-second hand-over of a snapshot.
+
+use std::io;
+use std::sync::Arc;
+use std::sync::mpsc::Sender;
+use std::time::{Duration, Instant};
+
+use super::Request;
+use crate::consistency::VersionBoard;
+use crate::engine::pacer::ScheduleReport;
+use crate::engine::spec::{Spec, Tick, WorkerReport};
+use crate::stats::{Counts, Outcome, Recorder};
+use crate::workload::OpKind;
+
+/// What one worker counted so far.
+pub struct Tally {
+    /// This second's measured requests.
+    pub interval: Recorder,
+    interval_warm: Counts,
+    total: Recorder,
+    warm: Counts,
+    /// Schedule keeping (open loop only).
+    pub schedule: ScheduleReport,
+    /// Requests started and not yet finished.
+    pub inflight: usize,
+    connect_failures: u64,
+    /// Sockets re-opened after a failure.
+    pub reconnects: u64,
+    last_connect_error: Option<String>,
+    /// Cache-aside: steps sent per leg (as [`crate::stats::Leg::ALL`]).
+    pub steps: [u64; 5],
+    /// Measured requests redirected for good (MOVED) and for once (ASK).
+    pub redirects: [u64; 2],
+    board: Option<Arc<VersionBoard>>,
+    paced: bool,
+    fresh: fn() -> Recorder,
+}
+
+impl Tally {
+    /// An empty tally for a worker of `spec`; `fresh` makes its recorders.
+    pub fn new(spec: &Spec, fresh: fn() -> Recorder) -> Tally {
+        Tally {
+            interval: fresh(),
+            interval_warm: Counts::default(),
+            total: fresh(),
+            warm: Counts::default(),
+            schedule: ScheduleReport {
+                target_rps: spec.rate.unwrap_or(0.0),
+                ..Default::default()
+            },
+            inflight: 0,
+            connect_failures: 0,
+            reconnects: 0,
+            last_connect_error: None,
+            steps: [0; 5],
+            redirects: [0; 2],
+            board: spec.board.clone(),
+            paced: spec.rate.is_some(),
+            fresh,
+        }
+    }
+
+    /// Ends request `r` with `outcome` at `done` (`got`: the version a read
+    /// returned): ends its write or judges its read when versions are
+    /// tracked, and counts it with its latency (errors have none).
+    #[inline]
+    pub fn finish(&mut self, r: &Request, outcome: Outcome, done: Instant, got: Option<u64>) {
+        self.inflight -= 1;
+        let get = r.op == OpKind::Get;
+        let mut stale = None;
+        if let Some(b) = &self.board {
+            if get {
+                stale = got.map(|v| b.judge(r.key, r.version, v, r.sent));
+            } else {
+                b.end_write(r.key, r.version, outcome == Outcome::Stored, done);
+            }
+        }
+        if !r.measured {
+            self.interval_warm.count(get, outcome);
+            return;
+        }
+        self.interval.counts.count(get, outcome);
+        if let Some(s) = stale {
+            self.interval.checked_read(s);
+        }
+        if !matches!(outcome, Outcome::Error(_)) {
+            let lat = done.saturating_duration_since(r.intended).as_nanos() as u64;
+            self.interval.latency.saturating_record(lat.max(1));
+            if self.paced {
+                let svc = done.saturating_duration_since(r.sent).as_nanos() as u64;
+                self.interval.service.saturating_record(svc.max(1));
+            }
+        }
+    }
+
+    /// Counts a failed connect, keeping its message now and then.
+    pub fn connect_failed(&mut self, e: io::Error) {
+        self.connect_failures += 1;
+        if self.last_connect_error.is_none() || self.connect_failures % 1000 == 1 {
+            self.last_connect_error = Some(e.to_string());
+        }
+    }
+
+    /// Hands this second's counts to the calling thread and starts afresh.
+    pub fn send_tick(&mut self, ticks: &Sender<Tick>, second: i64) {
+        let rec = std::mem::replace(&mut self.interval, (self.fresh)());
+        let warm = std::mem::take(&mut self.interval_warm);
+        self.total.add(&rec);
+        self.warm.add(&warm);
+        let _ = ticks.send(Tick {
+            second,
+            measured: rec,
+            warmup: warm,
+        });
+    }
+
+    /// The worker's report at its end.
+    pub fn report(
+        self,
+        established: usize,
+        busy_ns: Option<u64>,
+        window: Duration,
+    ) -> WorkerReport {
+        WorkerReport {
+            measured: self.total,
+            warmup: self.warm,
+            schedule: self.schedule,
+            connect_failures: self.connect_failures,
+            reconnects: self.reconnects,
+            established,
+            last_connect_error: self.last_connect_error,
+            busy_ns,
+            window,
+            leg_requests: self.steps,
+            redirects: self.redirects,
+        }
+    }
+}
