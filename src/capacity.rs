@@ -5,35 +5,11 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Result, bail};
-use serde::{Deserialize, Serialize};
 
 use crate::plan::RunPlan;
 use crate::results::RunResult;
+pub use crate::results::capacity::{Capacity, Step};
 use crate::runner::{self, RunOptions};
-
-/// One tried rate.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Step {
-    /// Requested rate (requests per second); `None`: the closed-loop bound.
-    pub rate: Option<f64>,
-    /// Whether it met the goal.
-    pub passed: bool,
-    /// Why not, if not.
-    pub reason: Option<String>,
-    /// The run.
-    pub result: RunResult,
-}
-
-/// The outcome of a search.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Capacity {
-    /// The latency limit, ms.
-    pub p99_ms: f64,
-    /// The highest passing rate, if any passed.
-    pub capacity_rps: Option<f64>,
-    /// Every run, in order.
-    pub steps: Vec<Step>,
-}
 
 /// Whether `r`, run at `rate`, met the goal; else why not.
 pub fn judge(r: &RunResult, rate: f64, p99_ms: f64) -> Result<(), String> {

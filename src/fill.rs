@@ -6,37 +6,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Result, bail};
-use serde::{Deserialize, Serialize};
 
 use crate::engine::{Quiet, Spec};
 use crate::plan::RunPlan;
 use crate::products;
 use crate::progress::RunOptions;
+pub use crate::results::fill::FillResult;
 use crate::runner;
 use crate::target::{CacheMemory, Connector, ManagedServer, Role};
 use crate::workload::{KeyDistribution, OpMix, Ratio, Stop, Values};
-
-/// What a fill found.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct FillResult {
-    /// Value size in bytes.
-    pub value_size: usize,
-    /// Keys kvlab wrote.
-    pub written: u64,
-    /// Items the server holds at the end.
-    pub items: u64,
-    /// The memory they are measured against, bytes: the cache's memory limit,
-    /// or the database table plus its indexes.
-    pub bytes: u64,
-    /// What `bytes` is.
-    pub basis: String,
-    /// Items per GiB of `bytes`.
-    pub items_per_gib: f64,
-    /// Bytes per item, all overhead included.
-    pub bytes_per_item: f64,
-    /// Why the fill stopped.
-    pub stopped_by: String,
-}
 
 /// Items, limit and evictions of the cache `c` names.
 fn cache_memory(c: &Connector) -> Result<CacheMemory> {

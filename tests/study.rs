@@ -8,8 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use kvlab::report;
+use kvlab::results::study::StudyResult;
 use kvlab::runner::RunOptions;
-use kvlab::study::{self, exec::StudyResult};
+use kvlab::study;
 
 const TINY: &str = r#"
 name = "tiny"

@@ -30,7 +30,7 @@ pub fn exec(args: &CapacityArgs, shutdown: &AtomicBool) -> Result<()> {
         progress: true,
         notes: true,
     };
-    let mut on_step = |s: &capacity::Step| {
+    let mut on_step = |s: &crate::results::capacity::Step| {
         let r = &s.result;
         let what = s
             .rate

@@ -5,17 +5,18 @@ use anyhow::Result;
 
 use super::merge::merged;
 use crate::cli::ReportArgs;
-use crate::{merge, report, study};
+use crate::results::study::StudyResult;
+use crate::{merge, report};
 
 /// Runs `kvlab report`.
 pub fn exec(args: &ReportArgs) -> Result<()> {
     if merge::file_is_run_result(&args.results[0]) {
         return merged(&merge::merge_files(&args.results)?, None);
     }
-    let results: Vec<study::exec::StudyResult> = args
+    let results: Vec<StudyResult> = args
         .results
         .iter()
-        .map(|p| study::exec::StudyResult::read(p))
+        .map(|p| StudyResult::read(p))
         .collect::<Result<_>>()?;
     let out = args.out.clone().unwrap_or_else(|| {
         args.results[0]
@@ -29,10 +30,7 @@ pub fn exec(args: &ReportArgs) -> Result<()> {
 }
 
 /// Writes report.html and report.md for `results` into `out`; returns the HTML path.
-pub fn write_report(
-    results: &[study::exec::StudyResult],
-    out: &std::path::Path,
-) -> Result<std::path::PathBuf> {
+pub fn write_report(results: &[StudyResult], out: &std::path::Path) -> Result<std::path::PathBuf> {
     std::fs::create_dir_all(out)?;
     let r = report::build(results);
     let html = out.join("report.html");

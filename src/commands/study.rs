@@ -7,6 +7,7 @@ use anyhow::Result;
 
 use super::report::write_report;
 use crate::cli::StudyArgs;
+use crate::results::study::{PointResult, StudyResult};
 use crate::{report, runner, study};
 
 /// Runs `kvlab study`.
@@ -76,7 +77,7 @@ pub fn run_study(
     };
     let total = points.len();
     let swept = study::swept_axes(s);
-    let mut on_point = |p: &study::Point, r: &study::exec::PointResult| {
+    let mut on_point = |p: &study::Point, r: &PointResult| {
         let params: Vec<String> = p
             .params
             .iter()
@@ -128,7 +129,7 @@ pub fn run_study(
     };
     let path = study::exec::run(s, out, opts, shutdown, &mut on_point)?;
     println!("kvlab: results in {}", path.display());
-    let results = vec![study::exec::StudyResult::read(&path)?];
+    let results = vec![StudyResult::read(&path)?];
     let report = write_report(&results, out)?;
     let r = report::build(&results);
     println!("\nVerdict:");

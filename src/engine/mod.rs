@@ -31,4 +31,4 @@ pub mod spec;
 
 pub use clock::{StartLine, Timing};
 pub use run::execute_with_codec;
-pub use spec::{AsideSpec, EngineReport, Observer, Quiet, Second, Share, Spec, StartReport, Tick};
+pub use spec::{AsideSpec, EngineReport, Observer, Quiet, Share, Spec, StartReport, Tick};

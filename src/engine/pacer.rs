@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
-use serde::{Deserialize, Serialize};
 
 /// The schedule of one run at a fixed total rate.
 #[derive(Clone, Copy, Debug)]
@@ -31,29 +30,6 @@ impl Pacer {
     /// Intended time of the first request of connection `conn`.
     pub fn first_due(&self, t0: Instant, conn: usize) -> Instant {
         t0 + self.global * conn as u32
-    }
-}
-
-/// How well an open-loop run kept its schedule.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
-pub struct ScheduleReport {
-    /// Requested total rate (requests per second).
-    pub target_rps: f64,
-    /// Requests sent more than 1 ms after their intended time.
-    pub late_requests: u64,
-    /// Largest gap between a request's intended and actual send, in ms.
-    pub max_lag_ms: f64,
-    /// Requests the schedule called for before the end that were never sent.
-    pub unsent: u64,
-}
-
-impl ScheduleReport {
-    /// Adds another worker's report (rates are equal; counts add; lags take the max).
-    pub fn merge(&mut self, o: &ScheduleReport) {
-        self.target_rps = self.target_rps.max(o.target_rps);
-        self.late_requests += o.late_requests;
-        self.max_lag_ms = self.max_lag_ms.max(o.max_lag_ms);
-        self.unsent += o.unsent;
     }
 }
 

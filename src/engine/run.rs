@@ -13,12 +13,10 @@ use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
 
 use super::clock::{StartLine, Timing};
-use super::pacer::ScheduleReport;
 use super::plain::Plain;
 use super::request_loop::{self, Client};
-use super::spec::{
-    ConnPlan, EngineReport, Links, Observer, Second, Spec, StartReport, Tick, WorkerReport,
-};
+use super::spec::{ConnPlan, EngineReport, Links, Observer, Spec, StartReport, Tick, WorkerReport};
+use crate::results::{ScheduleReport, Second};
 use crate::stats::{Counts, Percentiles, Recorder, encode_histogram, new_histogram};
 use crate::wire::Codec;
 use crate::workload::{KeyGen, Stop, slice_of};

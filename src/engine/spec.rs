@@ -8,9 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::mpsc::Sender;
 use std::time::{Duration, SystemTime};
 
-use serde::{Deserialize, Serialize};
-
-use super::pacer::ScheduleReport;
+use crate::results::{ScheduleReport, Second};
 use crate::stats::{Counts, Recorder};
 use crate::target::Connector;
 use crate::workload::{KeyDistribution, KeyGen, OpMix, Stop, Values, WritePolicy};
@@ -103,29 +101,6 @@ pub struct Tick {
     pub measured: Recorder,
     /// Warm-up requests that finished in this second.
     pub warmup: Counts,
-}
-
-/// One second of the timeline.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
-pub struct Second {
-    /// Seconds since measuring began.
-    pub second: i64,
-    /// Requests that finished in this second.
-    pub requests: u64,
-    /// Errors among them.
-    pub errors: u64,
-    /// Timeouts among the errors.
-    pub timeouts: u64,
-    /// Misses.
-    pub misses: u64,
-    /// 50th percentile latency, µs.
-    pub p50_us: f64,
-    /// 99th percentile latency, µs.
-    pub p99_us: f64,
-    /// The second's latency histogram (HdrHistogram V2 deflate, base64, ns),
-    /// kept in the results of a sharded run so their timelines merge exactly.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub histogram: Option<String>,
 }
 
 /// Live view of a run, for progress display and for sampling resources.

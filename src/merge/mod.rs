@@ -11,9 +11,8 @@ use anyhow::{Context, Result, anyhow, bail};
 use hdrhistogram::Histogram;
 use serde_json::Value;
 
-use crate::engine::Second;
-use crate::engine::pacer::ScheduleReport;
 use crate::results::{ClientReport, CounterCheck, RunResult, StartKept, Window};
+use crate::results::{ScheduleReport, Second};
 use crate::shard::Shard;
 use crate::stats::{Percentiles, decode_histogram, encode_histogram, new_histogram};
 use crate::target::ServerCounters;

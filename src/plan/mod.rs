@@ -12,6 +12,7 @@ pub use crate::target::{Endpoint, SchemaOptions, Secret, is_secret_key};
 use crate::target::{Pooler, Role};
 pub use crate::workload::params::{KeyDistribution, Ratio, Stop, WritePolicy};
 
+pub mod study;
 mod url;
 
 /// Everything one measured run needs, grouped by concern.

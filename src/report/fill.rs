@@ -3,8 +3,8 @@
 
 use super::chart::{Chart, Series, short};
 use super::table::Table;
-use crate::fill::FillResult;
-use crate::study::exec::StudyResult;
+use crate::results::fill::FillResult;
+use crate::results::study::StudyResult;
 
 /// The section's parts.
 pub struct Section {

@@ -14,7 +14,7 @@ mod series;
 mod table;
 mod verdict;
 
-use crate::study::exec::StudyResult;
+use crate::results::study::StudyResult;
 use chart::{Chart, Series};
 pub use figures::{AsideFigures, StaleFigures};
 pub use rows::{Row, rows};

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::chart::short;
 use super::fill;
 use super::rows::{Row, describe, varies};
-use crate::study::exec::StudyResult;
+use crate::results::study::StudyResult;
 
 /// The verdict lines of `results` and the best row of each target (per swept
 /// server setting), in target order. `axis` is the swept axis the rows are

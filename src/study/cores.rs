@@ -3,8 +3,8 @@
 //! as `io-threads`), or more server processes (a cluster's nodes), than there
 //! are cores to run them.
 
-use super::file::StudyFile;
 use crate::plan::TargetSpec;
+use crate::plan::study::StudyFile;
 
 /// A whole number from a setting's value (`4` or `"4"`).
 fn number(v: &toml::Value) -> Option<u64> {

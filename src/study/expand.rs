@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use anyhow::{Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
-use super::file::{StudyFile, label};
+use crate::plan::study::{StudyFile, label};
 use crate::plan::{
     KeyDistribution, LoadShape, Ratio, RunPlan, SchemaOptions, Stop, TargetSpec, Workload,
 };

@@ -16,11 +16,12 @@ mod builtin;
 mod cores;
 pub mod exec;
 mod expand;
-mod file;
 mod parse;
 
+pub use crate::plan::study::{
+    Goal, LoadSection, Scale, StudyFile, Sweep, TargetSection, WorkloadSection, label,
+};
 pub use builtin::{BUILTIN, builtin};
 pub use cores::core_caveats;
 pub use expand::{Point, expand, main_axis, swept_axes};
-pub use file::{Goal, LoadSection, Scale, StudyFile, Sweep, TargetSection, WorkloadSection, label};
 pub use parse::{load, parse, parse_scaled};

@@ -7,8 +7,8 @@ use anyhow::{Result, anyhow, bail};
 
 use super::builtin::{builtin, names};
 use super::expand::expand;
-use super::file::{Scale, StudyFile, label};
 use crate::plan::TargetSpec;
+use crate::plan::study::{Scale, StudyFile, label};
 
 /// Reads and checks a study file, or the built-in study of that name when no
 /// such file exists, at `scale`; errors name the file, the line and the fix.

@@ -9,7 +9,8 @@ use rand::rngs::SmallRng;
 
 use super::{Client, Conn, Request, Worker};
 use crate::consistency::VersionBoard;
-use crate::engine::pacer::{Pacer, ScheduleReport};
+use crate::engine::pacer::Pacer;
+use crate::results::ScheduleReport;
 use crate::workload::{KeyGen, OpKind, OpMix};
 
 impl Worker<'_> {

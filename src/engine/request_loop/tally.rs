@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use super::Request;
 use crate::consistency::VersionBoard;
-use crate::engine::pacer::ScheduleReport;
 use crate::engine::spec::{Spec, Tick, WorkerReport};
+use crate::results::ScheduleReport;
 use crate::stats::{Counts, Outcome, Recorder};
 use crate::workload::OpKind;
 

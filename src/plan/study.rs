@@ -236,7 +236,7 @@ impl StudyFile {
 
 impl TargetSection {
     /// Sets `spec`'s consistency level, query mode and pooler from this target.
-    pub(super) fn apply_request_options(&self, spec: &mut TargetSpec) {
+    pub(crate) fn apply_request_options(&self, spec: &mut TargetSpec) {
         spec.consistency.clone_from(&self.consistency);
         spec.query_mode = self.query_mode.as_ref().map(|m| m.to_ascii_lowercase());
         spec.pooler.clone_from(&self.pooler);
@@ -244,7 +244,7 @@ impl TargetSection {
     }
 
     /// The cache-aside part of this target's plans, if it has a cache.
-    pub(super) fn cache_aside(&self) -> Result<Option<crate::plan::CacheAside>> {
+    pub(crate) fn cache_aside(&self) -> Result<Option<crate::plan::CacheAside>> {
         let Some(c) = &self.cache else {
             if self.write_policy.is_some()
                 || self.cache_ttl.is_some()

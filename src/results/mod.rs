@@ -2,20 +2,24 @@
 //! `--json`, embedding the resolved plan, the target and its version, figures,
 //! timeline and the serialized HDR histograms (so reports can merge and re-cut).
 
+pub mod capacity;
+pub mod fill;
+pub mod study;
+pub mod timeline;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::engine::Second;
-use crate::engine::pacer::ScheduleReport;
 use crate::plan::RunPlan;
 use crate::shard::Shard;
 use crate::stats::{Counts, Percentiles};
 pub use crate::target::LoadResult;
 use crate::target::{Endpoint, ManagedServer, PoolerCounters, ServerCounters, ServerInfo};
 use crate::transport::TransportInfo;
+pub use timeline::{ScheduleReport, Second};
 
 /// Version of this JSON layout.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -1,0 +1,137 @@
+//! The results of a study run, one JSON file rewritten after every point:
+//! the study as written, the machine, each point's run (or fill, or error),
+//! and the capacity searches.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::RunResult;
+use super::capacity::Capacity;
+use super::fill::FillResult;
+use crate::plan::study::StudyFile;
+
+/// Version of the study results layout.
+pub const STUDY_SCHEMA: u32 = 1;
+
+/// The machine a study ran on.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Machine {
+    /// CPU model name.
+    pub cpu: String,
+    /// Logical CPUs.
+    pub cores: usize,
+    /// Memory in MiB.
+    pub memory_mib: u64,
+    /// Kernel release.
+    pub kernel: String,
+    /// Host name.
+    pub host: String,
+}
+
+impl Machine {
+    /// Reads this machine's description from /proc.
+    pub fn this() -> Machine {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpu = cpuinfo
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("model name")
+                    .and_then(|r| r.split(':').nth(1))
+            })
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|| "unknown".into());
+        let memory_mib = std::fs::read_to_string("/proc/meminfo")
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map_or(0, |kb| kb / 1024);
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        };
+        Machine {
+            cpu,
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            memory_mib,
+            kernel: read("/proc/sys/kernel/osrelease"),
+            host: read("/proc/sys/kernel/hostname"),
+        }
+    }
+}
+
+/// One point's outcome.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PointResult {
+    /// Position in the plan.
+    pub index: usize,
+    /// Target label.
+    pub target: String,
+    /// Repetition, from 1.
+    pub repetition: usize,
+    /// Swept axis values.
+    pub params: BTreeMap<String, String>,
+    /// The run, when it completed.
+    pub result: Option<RunResult>,
+    /// A fill's outcome (mode = "fill").
+    #[serde(default)]
+    pub fill: Option<FillResult>,
+    /// Why it did not, if it did not.
+    pub error: Option<String>,
+}
+
+/// Everything a study run produced; one JSON file.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StudyResult {
+    /// Layout version.
+    pub schema_version: u32,
+    /// kvlab's version.
+    pub kvlab_version: String,
+    /// Start, seconds since the Unix epoch.
+    pub started_unix_s: u64,
+    /// The study as written.
+    pub study: StudyFile,
+    /// Where it ran.
+    pub machine: Machine,
+    /// Points planned.
+    pub planned: usize,
+    /// Finished points (in plan order).
+    pub points: Vec<PointResult>,
+    /// Stopped by Ctrl-C.
+    pub interrupted: bool,
+    /// Capacity searches (`goal.capacity`), one per target.
+    #[serde(default)]
+    pub capacity: Vec<TargetCapacity>,
+}
+
+/// A target's highest rate within the study's p99 goal.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TargetCapacity {
+    /// Target label (with swept server settings, if any).
+    pub target: String,
+    /// The search and its runs.
+    pub search: Capacity,
+}
+
+impl StudyResult {
+    /// Writes the results atomically (temp file, rename).
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec_pretty(self)?)
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// Reads a results file.
+    pub fn read(path: &Path) -> Result<StudyResult> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a kvlab study results file", path.display()))
+    }
+}

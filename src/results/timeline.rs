@@ -1,0 +1,50 @@
+//! How a run went over time: one [`Second`] of the timeline and how well an
+//! open-loop schedule was kept ([`ScheduleReport`]).
+
+use serde::{Deserialize, Serialize};
+
+/// One second of the timeline.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Second {
+    /// Seconds since measuring began.
+    pub second: i64,
+    /// Requests that finished in this second.
+    pub requests: u64,
+    /// Errors among them.
+    pub errors: u64,
+    /// Timeouts among the errors.
+    pub timeouts: u64,
+    /// Misses.
+    pub misses: u64,
+    /// 50th percentile latency, µs.
+    pub p50_us: f64,
+    /// 99th percentile latency, µs.
+    pub p99_us: f64,
+    /// The second's latency histogram (HdrHistogram V2 deflate, base64, ns),
+    /// kept in the results of a sharded run so their timelines merge exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
+}
+
+/// How well an open-loop run kept its schedule.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ScheduleReport {
+    /// Requested total rate (requests per second).
+    pub target_rps: f64,
+    /// Requests sent more than 1 ms after their intended time.
+    pub late_requests: u64,
+    /// Largest gap between a request's intended and actual send, in ms.
+    pub max_lag_ms: f64,
+    /// Requests the schedule called for before the end that were never sent.
+    pub unsent: u64,
+}
+
+impl ScheduleReport {
+    /// Adds another worker's report (rates are equal; counts add; lags take the max).
+    pub fn merge(&mut self, o: &ScheduleReport) {
+        self.target_rps = self.target_rps.max(o.target_rps);
+        self.late_requests += o.late_requests;
+        self.max_lag_ms = self.max_lag_ms.max(o.max_lag_ms);
+        self.unsent += o.unsent;
+    }
+}
