@@ -14,7 +14,7 @@ use crate::products;
 use crate::progress::{Progress, RunOptions, note};
 use crate::shard::Shard;
 use crate::stats::ErrorKind;
-use crate::target::{DataSpec, LoadResult, Role};
+use crate::target::{DataSpec, LoadResult, Role, table};
 use crate::workload::{KeyDistribution, OpMix, Ratio, Stop, slice_of};
 
 /// Prepares the data set for `plan`: loads it unless `--no-load` (databases
@@ -41,7 +41,7 @@ pub fn prepare(
                 load: plan.workload.load,
                 managed,
             };
-            db.prepare(&base.connector, &data, opts, shutdown)
+            table::prepare(db, &base.connector, &data, opts, shutdown)
         }
     }
 }
