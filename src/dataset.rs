@@ -1,6 +1,7 @@
 //! The data set: makes sure the target holds every key with its value before a
 //! run. Caches get pipelined SETs through the engine; databases load kvlab's own
-//! table themselves (their `Database::prepare`: checked, reused or reloaded).
+//! table themselves (`target::table::prepare` over their `TableSteps`: checked,
+//! reused or reloaded).
 
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};

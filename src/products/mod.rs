@@ -136,10 +136,8 @@ impl TargetKind {
             if facts.tls_schemes.contains(&scheme) {
                 return Ok(Some((k, true)));
             }
-            if let Some((_, problem, fix)) = facts
-                .refused_schemes
-                .iter()
-                .find(|(s, _, _)| *s == scheme)
+            if let Some((_, problem, fix)) =
+                facts.refused_schemes.iter().find(|(s, _, _)| *s == scheme)
             {
                 return Err((problem, fix));
             }
@@ -303,6 +301,32 @@ mod tests {
             "redis, valkey, redis-cluster, valkey-cluster or memcached"
         );
     }
+    #[test]
+    fn every_product_declares_its_facts() {
+        for k in TargetKind::ALL {
+            let f = k.product().facts();
+            let what = format!("{k:?}");
+            assert!(!f.name.is_empty() && !f.title.is_empty(), "{what}: name");
+            assert!(!f.schemes.is_empty(), "{what}: schemes");
+            assert!(f.default_port != 0, "{what}: port");
+            assert!(f.example_url.contains("://"), "{what}: example URL");
+            assert!(!f.server.binary.is_empty(), "{what}: binary");
+            assert!(!f.server.package.is_empty(), "{what}: package");
+            assert!(f.max_pipeline >= 1, "{what}: pipeline");
+            if !k.is_sql() {
+                assert!(f.table.options.is_empty() && !f.url_database, "{what}");
+            }
+            for &o in f.table.options {
+                assert!(["unlogged", "table_engine"].contains(&o), "{what}: {o}");
+            }
+            assert_eq!(
+                f.table.options.contains(&"table_engine"),
+                !f.table.engines.is_empty(),
+                "{what}: engines"
+            );
+        }
+    }
+
     #[test]
     fn parses_targets() {
         let t: TargetSpec = "redis".parse().unwrap();

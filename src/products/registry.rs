@@ -8,8 +8,8 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::Result;
 
-use crate::engine::{self, AsideSpec, EngineReport, Observer, Spec};
 use super::TargetKind;
+use crate::engine::{self, AsideSpec, EngineReport, Observer, Spec};
 use crate::wire::{CacheCodec, Codec};
 
 /// Work done with a product's codec, whatever its concrete type.

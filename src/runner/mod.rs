@@ -177,7 +177,8 @@ pub fn measure_with(
         progress: Progress::spinner("run", opts.progress),
         server,
         cache: cache.as_ref().and_then(|c| c.server.as_ref()),
-        reporting: (server.is_none() && product.facts().usage_report.is_some()).then_some(&connector),
+        reporting: (server.is_none() && product.facts().usage_report.is_some())
+            .then_some(&connector),
         server_peak_kb: 0,
         at_start: None,
         at_end: None,

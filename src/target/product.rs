@@ -19,10 +19,10 @@ use anyhow::{Context, Result};
 
 use super::counters::{ReportedUsage, ServerCounters};
 use super::endpoint::Endpoint;
+use super::facts::Facts;
 use super::osuser::{OsUser, find_binary};
 use super::procfs::{ProcUsage, proc_usage};
 use super::settings::{Config, Sizing};
-use super::facts::Facts;
 use super::table::{DataSpec, TableSteps};
 use super::topology::Topology;
 use crate::error::UsageError;
@@ -181,8 +181,9 @@ pub struct Login {
     pub database: Option<String>,
 }
 
-/// How kvlab runs a product: binary, settings (`--server-opt`), command line,
-/// readiness and resource use.
+/// How kvlab runs a product: where its binary is, settings (`--server-opt`),
+/// command line, readiness and resource use (what it only declares, binary and
+/// package included, is [`Facts::server`]).
 pub trait Server: Sync {
     /// Where the binary ([`ServerFacts::binary`](super::facts::ServerFacts::binary))
     /// is installed, if it is.

@@ -218,12 +218,7 @@ fn announce(
 /// Reuse or reload, from `count, min(k), max(k), min(len(v)), max(len(v))` of
 /// kvlab's table: reused when it holds exactly keys `0..keys` of `vsize` bytes
 /// (or, without loading, any rows of the right size).
-fn figures_state(
-    rows: &[Vec<Option<String>>],
-    keys: u64,
-    vsize: usize,
-    load: bool,
-) -> TableState {
+fn figures_state(rows: &[Vec<Option<String>>], keys: u64, vsize: usize, load: bool) -> TableState {
     let n = |i: usize| {
         rows.first()
             .and_then(|r| r.get(i).cloned().flatten())
@@ -334,7 +329,10 @@ pub fn prepare(
     }
     note(
         opts,
-        format!("kvlab: loading {keys} rows of {vsize} B into {}", t.loading()),
+        format!(
+            "kvlab: loading {keys} rows of {vsize} B into {}",
+            t.loading()
+        ),
     );
     let started = Instant::now();
     t.load(opts, shutdown)?;

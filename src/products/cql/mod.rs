@@ -25,7 +25,9 @@ use anyhow::{Context, Result};
 pub use codec::CqlCodec;
 pub use conn::{CqlConn, open};
 
-use crate::target::{Connector, Facts, Product, Role, Server, ServerCounters, ServerFacts, ServerInfo};
+use crate::target::{
+    Connector, Facts, Product, Role, Server, ServerCounters, ServerFacts, ServerInfo,
+};
 use crate::transport::Stream;
 use crate::wire::Session;
 

@@ -9,7 +9,6 @@
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-
 use anyhow::{Context, Result, bail};
 
 use super::conn::{CqlConn, Row, bigint, open, text};
@@ -99,12 +98,13 @@ impl TableSteps for CqlTable<'_> {
     /// else only the value size.
     fn figures(&mut self) -> Result<Figures> {
         let (keys, v) = (self.data.keys, self.data.values.size().to_string());
-        let rows = (self.comment == self.loaded).then(|| {
-            (keys.to_string(), "0".to_string(), (keys as i64 - 1).to_string())
-        });
-        let (n, lo, hi) = match rows {
-            Some((n, lo, hi)) => (Some(n), Some(lo), Some(hi)),
-            None => (None, None, None),
+        let (n, lo, hi) = match self.comment == self.loaded {
+            true => (
+                Some(keys.to_string()),
+                Some("0".into()),
+                Some((keys as i64 - 1).to_string()),
+            ),
+            false => (None, None, None),
         };
         Ok(vec![n, lo, hi, Some(v.clone()), Some(v)])
     }

@@ -17,7 +17,6 @@ use crate::target::settings::{DATABASE_OWN, database_config, mib_for};
 use crate::target::{Config, Connector, Launch, Login, Server, Sizing, find_binary};
 
 impl Server for Mariadb {
-
     fn configure(&self, opts: &BTreeMap<String, String>, sizing: Sizing) -> Result<Config> {
         let mut given = opts.clone();
         let conns = (sizing.connections + 20).max(151);

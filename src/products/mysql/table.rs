@@ -56,7 +56,11 @@ impl TableSteps for MyTable<'_> {
 
     fn figures(&mut self) -> Result<Figures> {
         let mut q = self.c.query("SELECT COUNT(*), COALESCE(MIN(k), -1), COALESCE(MAX(k), -1), COALESCE(MIN(LENGTH(v)), -1), COALESCE(MAX(LENGTH(v)), -1) FROM kvlab_kv")?;
-        Ok(if q.is_empty() { Vec::new() } else { q.swap_remove(0) })
+        Ok(if q.is_empty() {
+            Vec::new()
+        } else {
+            q.swap_remove(0)
+        })
     }
 
     fn drop_table(&mut self) -> Result<()> {

@@ -48,7 +48,11 @@ impl TableSteps for PgTable<'_> {
 
     fn figures(&mut self) -> Result<Figures> {
         let mut q = self.c.query("SELECT count(*), coalesce(min(k), -1), coalesce(max(k), -1), coalesce(min(length(v)), -1), coalesce(max(length(v)), -1) FROM kvlab_kv")?;
-        Ok(if q.is_empty() { Vec::new() } else { q.swap_remove(0) })
+        Ok(if q.is_empty() {
+            Vec::new()
+        } else {
+            q.swap_remove(0)
+        })
     }
 
     fn drop_table(&mut self) -> Result<()> {
@@ -59,7 +63,11 @@ impl TableSteps for PgTable<'_> {
     /// Without its key when it is to be loaded: filled by parallel COPYs, then
     /// indexed, faster than maintaining the index row by row.
     fn create(&mut self) -> Result<()> {
-        let unlogged = if self.data.schema.unlogged { "UNLOGGED " } else { "" };
+        let unlogged = if self.data.schema.unlogged {
+            "UNLOGGED "
+        } else {
+            ""
+        };
         let pk = if self.data.load { "" } else { " PRIMARY KEY" };
         let vsize = self.data.values.size();
         self.c.query(&format!(
