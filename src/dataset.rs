@@ -1,6 +1,7 @@
 //! The data set: makes sure the target holds every key with its value before a
 //! run. Caches get pipelined SETs through the engine; databases load kvlab's own
-//! table themselves (their `Database::prepare`: checked, reused or reloaded).
+//! table themselves (`target::table::prepare` over their `TableSteps`: checked,
+//! reused or reloaded).
 
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -14,7 +15,7 @@ use crate::products;
 use crate::progress::{Progress, RunOptions, note};
 use crate::shard::Shard;
 use crate::stats::ErrorKind;
-use crate::target::{DataSpec, LoadResult, Role};
+use crate::target::{DataSpec, LoadResult, Role, table};
 use crate::workload::{KeyDistribution, OpMix, Ratio, Stop, slice_of};
 
 /// Prepares the data set for `plan`: loads it unless `--no-load` (databases
@@ -41,7 +42,7 @@ pub fn prepare(
                 load: plan.workload.load,
                 managed,
             };
-            db.prepare(&base.connector, &data, opts, shutdown)
+            table::prepare(db, &base.connector, &data, opts, shutdown)
         }
     }
 }

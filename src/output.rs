@@ -108,7 +108,8 @@ pub fn summary(r: &RunResult) -> String {
         "  load:     {} connections on {} threads, pipeline {}, {shape}, {:.1} s measured after {} s warm-up",
         c.load.connections, c.load.threads, c.load.pipeline, r.duration_s, c.load.warmup_s
     );
-    if !c.target.kind.product().consistency_levels().is_empty() {
+    let facts = c.target.kind.product().facts();
+    if !facts.consistency_levels.is_empty() {
         let level = c.target.consistency.as_deref().unwrap_or("one");
         let _ = writeln!(
             s,

@@ -287,7 +287,7 @@ impl RunArgs {
                 format!(
                     "use {} or a URL such as {}",
                     products::names(true),
-                    TargetKind::ALL[0].product().example_url()
+                    TargetKind::ALL[0].product().facts().example_url
                 ),
             ),
             other => other,
@@ -533,10 +533,11 @@ fn schema_help(option: &str, what: &str) -> String {
     let takers: Vec<String> = products::kinds(false)
         .filter(|k| k.takes(option))
         .map(|k| match k.product().role() {
-            Role::Database(d) if option == "table_engine" => {
-                format!("{} ({})", k.product().title(), d.table_engines().join("|"))
+            Role::Database(_) if option == "table_engine" => {
+                let facts = k.product().facts();
+                format!("{} ({})", facts.title, facts.table.engines.join("|"))
             }
-            _ => k.product().title().to_string(),
+            _ => k.product().facts().title.to_string(),
         })
         .collect();
     format!("{}: {what}", products::or_list(&takers))
@@ -547,11 +548,11 @@ fn query_mode_help() -> String {
     let takers: Vec<String> = crate::products::TargetKind::ALL
         .into_iter()
         .filter_map(|k| {
-            let modes = k.product().query_modes();
+            let modes = k.product().facts().query_modes;
             (!modes.is_empty()).then(|| {
                 format!(
                     "{} ({}; default {})",
-                    k.product().title(),
+                    k.product().facts().title,
                     modes.join("|"),
                     modes[0]
                 )
@@ -569,11 +570,11 @@ fn consistency_help() -> String {
     let takers: Vec<String> = crate::products::TargetKind::ALL
         .into_iter()
         .filter_map(|k| {
-            let levels = k.product().consistency_levels();
+            let levels = k.product().facts().consistency_levels;
             (!levels.is_empty()).then(|| {
                 format!(
                     "{} ({}; default one)",
-                    k.product().title(),
+                    k.product().facts().title,
                     levels.join("|")
                 )
             })

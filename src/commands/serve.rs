@@ -40,7 +40,7 @@ pub fn exec(target: &plan::TargetSpec, shutdown: &AtomicBool) -> Result<()> {
     let scheme = e.scheme_for(product);
     match &e.socket {
         // A cache on a socket may listen on nothing else: give the socket URL.
-        Some(path) if !product.url_database() => {
+        Some(path) if !product.facts().url_database => {
             println!("{scheme}+unix://{auth}{}", path.display())
         }
         _ => println!("{scheme}://{auth}{}:{}{db}", e.host, e.port),

@@ -70,7 +70,7 @@ impl RunPlan {
                 format!("use {}", products::names(true)),
             ));
         }
-        if c.cache.kind.product().sharded() {
+        if c.cache.kind.product().facts().sharded {
             return Err(UsageError::bad(
                 "--cache",
                 format!(
@@ -81,7 +81,7 @@ impl RunPlan {
                     "use {}",
                     products::or_list(
                         &products::kinds(true)
-                            .filter(|k| !k.product().sharded())
+                            .filter(|k| !k.product().facts().sharded)
                             .map(|k| k.name())
                             .collect::<Vec<_>>()
                     )
@@ -191,7 +191,7 @@ impl TargetSpec {
                 format!(
                     "use {} (any other pooler: give its URL as --target, e.g. {})",
                     products::pooler_names("|"),
-                    self.kind.product().example_url()
+                    self.kind.product().facts().example_url
                 ),
             )
         })?;
@@ -221,7 +221,7 @@ impl TargetSpec {
                 format!(
                     "{} does not stand in front of {}",
                     pooler.name(),
-                    product.title()
+                    product.facts().title
                 ),
                 "drop it",
             ));
@@ -245,7 +245,7 @@ impl TargetSpec {
     /// pooler in front needs, else the product's default; `None` for products
     /// without modes.
     pub fn query_mode_used(&self) -> Option<String> {
-        let modes = self.kind.product().query_modes();
+        let modes = self.kind.product().facts().query_modes;
         if modes.is_empty() {
             return None;
         }
@@ -265,12 +265,12 @@ impl TargetSpec {
     /// the pooler against what the product takes.
     pub fn check_schema(&self) -> Result<(), UsageError> {
         if let Some(mode) = &self.query_mode {
-            let modes = self.kind.product().query_modes();
+            let modes = self.kind.product().facts().query_modes;
             if modes.is_empty() {
                 let takers: Vec<&str> = TargetKind::ALL
                     .into_iter()
-                    .filter(|k| !k.product().query_modes().is_empty())
-                    .map(|k| k.product().title())
+                    .filter(|k| !k.product().facts().query_modes.is_empty())
+                    .map(|k| k.product().facts().title)
                     .collect();
                 return Err(UsageError::bad(
                     "--query-mode",
@@ -288,13 +288,13 @@ impl TargetSpec {
         }
         self.pooler_settings(0)?;
         if let Some(level) = &self.consistency {
-            let levels = self.kind.product().consistency_levels();
+            let levels = self.kind.product().facts().consistency_levels;
             if levels.is_empty() {
                 let takers: Vec<TargetKind> = TargetKind::ALL
                     .into_iter()
-                    .filter(|k| !k.product().consistency_levels().is_empty())
+                    .filter(|k| !k.product().facts().consistency_levels.is_empty())
                     .collect();
-                let titles: Vec<&str> = takers.iter().map(|k| k.product().title()).collect();
+                let titles: Vec<&str> = takers.iter().map(|k| k.product().facts().title).collect();
                 return Err(UsageError::bad(
                     "--consistency",
                     format!("applies to {} targets only", products::or_list(&titles)),
@@ -318,7 +318,7 @@ impl TargetSpec {
             if set && !self.kind.takes(option) {
                 let takers: Vec<TargetKind> =
                     products::kinds(false).filter(|k| k.takes(option)).collect();
-                let titles: Vec<&str> = takers.iter().map(|k| k.product().title()).collect();
+                let titles: Vec<&str> = takers.iter().map(|k| k.product().facts().title).collect();
                 let names: Vec<&str> = takers.iter().map(|k| k.name()).collect();
                 return Err(UsageError::bad(
                     flag,
@@ -335,7 +335,7 @@ impl TargetSpec {
             ));
         }
         match self.kind.product().role() {
-            Role::Database(d) => d.check_schema(s),
+            Role::Database(_) => self.kind.product().facts().table.check(s),
             Role::Cache(_) => Ok(()),
         }
     }

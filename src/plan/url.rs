@@ -63,7 +63,7 @@ impl FromStr for TargetSpec {
             Err((problem, refused_fix)) => return Err(bad(problem, refused_fix)),
         };
         let product = kind.product();
-        if unix && (!product.unix_sockets() || product.url_database() || tls) {
+        if unix && (!product.facts().unix_sockets || product.facts().url_database || tls) {
             return Err(bad(
                 format!("{scheme}:// is not a URL form kvlab knows"),
                 format!(
@@ -89,10 +89,10 @@ impl FromStr for TargetSpec {
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_string();
-        let port = url.port().unwrap_or(product.default_port());
+        let port = url.port().unwrap_or(product.facts().default_port);
         let user = Some(url.username()).filter(|u| !u.is_empty()).map(decode);
         let password = url.password().map(|p| Secret(decode(p)));
-        if let Some(why) = product.refuses_login()
+        if let Some(why) = product.facts().refuses_login
             && (user.is_some() || password.is_some())
         {
             return Err(bad(
@@ -112,7 +112,7 @@ impl FromStr for TargetSpec {
             false => (None, path.trim_start_matches('/')),
         };
         let database = database(kind, path)?;
-        if product.url_database() && user.is_none() {
+        if product.facts().url_database && user.is_none() {
             return Err(bad(
                 "the URL names no user",
                 "write scheme://USER:PASS@host:port/db",
@@ -133,7 +133,7 @@ impl FromStr for TargetSpec {
                 Ok(false) => {
                     return Err(bad(
                         format!("unknown URL option '{key}'"),
-                        match product.url_options() {
+                        match product.facts().url_options {
                             [] => "remove the ?… part".to_string(),
                             known => format!("use {}", products::or_list(known)),
                         },
@@ -151,20 +151,20 @@ impl FromStr for TargetSpec {
 /// The database (or namespace) a URL's path names, by the product's rules.
 fn database(kind: TargetKind, path: &str) -> Result<Option<String>, UsageError> {
     let product = kind.product();
-    if product.url_database() {
+    if product.facts().url_database {
         if path.is_empty() || path.contains('/') {
             return Err(bad(
                 "the URL names no database",
                 format!(
                     "end it with /DBNAME, e.g. {}://user:pass@host:{}/mydb",
                     kind.scheme(),
-                    product.default_port()
+                    product.facts().default_port
                 ),
             ));
         }
         return Ok(Some(decode(path)));
     }
-    match product.url_namespace() {
+    match product.facts().url_namespace {
         Some(what) if !path.is_empty() => {
             if path.contains('/') {
                 return Err(bad(

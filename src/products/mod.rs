@@ -6,9 +6,10 @@
 //! [`execute`], which picks the concrete codec statically (no `dyn` on the
 //! hot path).
 //!
-//! Adding a product: a folder here implementing `target::Product` (and
-//! `Server`, and `Cache` or `Database`), one [`TargetKind`] variant, its arm in
-//! [`TargetKind::product`], and its codec in the dispatch macros below.
+//! Adding a product: a folder here with its `target::Facts` and implementing
+//! `target::Product` (and `Server`, and `Cache` or `Database` with its
+//! `TableSteps`), and one entry in the `products!` list below (variant, name,
+//! product, codec).
 //!
 //! # Layout
 //! - [`resp`]: Redis and Valkey (RESP), single servers and clusters.
@@ -18,12 +19,15 @@
 //! - [`tarantool`]: Tarantool (IPROTO).
 //! - [`cql`]: Cassandra and other CQL stores (CQL native protocol v4).
 //! - [`pgbouncer`]: PgBouncer, a pooler kvlab runs in front of PostgreSQL.
+//! - `registry`: the `products!` macro behind the list, and the codec dispatch.
 
 pub mod cql;
 pub mod memcached;
 pub mod mysql;
 pub mod pgbouncer;
 pub mod postgres;
+#[macro_use]
+mod registry;
 pub mod resp;
 pub mod tarantool;
 #[cfg(test)]
@@ -34,7 +38,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{self, AsideSpec, EngineReport, Observer, Spec};
+use crate::engine::{EngineReport, Observer, Spec};
 use crate::target::{Pooler, Product, Role};
 
 /// The poolers kvlab can start in front of a managed database (`--pooler`).
@@ -54,64 +58,36 @@ pub fn pooler_names(sep: &str) -> String {
         .join(sep)
 }
 
-/// The product a target is: decides the protocol and, when managed, the binary.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TargetKind {
-    /// Redis (RESP), managed binary `redis-server`.
-    Redis,
-    /// Valkey (RESP), managed binary `valkey-server`.
-    Valkey,
-    /// Redis Cluster (RESP, slot-routed), managed as N `redis-server` nodes.
-    #[serde(rename = "redis-cluster")]
-    RedisCluster,
-    /// Valkey Cluster (RESP, slot-routed), managed as N `valkey-server` nodes.
-    #[serde(rename = "valkey-cluster")]
-    ValkeyCluster,
-    /// Memcached (text protocol), managed binary `memcached`.
-    Memcached,
-    /// PostgreSQL (wire protocol v3), managed binaries `initdb` + `postgres`.
-    Postgres,
-    /// MariaDB or MySQL (client/server protocol), managed binary `mariadbd`.
-    Mariadb,
-    /// Tarantool (IPROTO), managed binary `tarantool`.
-    Tarantool,
-    /// Cassandra or another CQL store (CQL v4), managed from Cassandra's jars.
-    Cassandra,
+products! {
+    caches {
+        /// Redis (RESP), managed binary `redis-server`.
+        Redis = "redis" => resp::REDIS, |_| resp::Resp;
+        /// Valkey (RESP), managed binary `valkey-server`.
+        Valkey = "valkey" => resp::VALKEY, |_| resp::Resp;
+        /// Redis Cluster (RESP, slot-routed), managed as N `redis-server` nodes.
+        RedisCluster = "redis-cluster" => resp::REDIS_CLUSTER, |_| resp::Resp;
+        /// Valkey Cluster (RESP, slot-routed), managed as N `valkey-server` nodes.
+        ValkeyCluster = "valkey-cluster" => resp::VALKEY_CLUSTER, |_| resp::Resp;
+        /// Memcached (text protocol), managed binary `memcached`.
+        Memcached = "memcached" => memcached::MEMCACHED, |_| memcached::Memcache;
+    }
+    databases {
+        /// PostgreSQL (wire protocol v3), managed binaries `initdb` + `postgres`.
+        Postgres = "postgres" => postgres::POSTGRES,
+            |s| postgres::PgCodec::for_connector(s.values.size(), &s.connector);
+        /// MariaDB or MySQL (client/server protocol), managed binary `mariadbd`.
+        Mariadb = "mariadb" => mysql::MARIADB, |s| mysql::MyCodec::new(s.values.size());
+        /// Tarantool (IPROTO), managed binary `tarantool`.
+        Tarantool = "tarantool" => tarantool::TARANTOOL, |_| tarantool::TtCodec::new();
+        /// Cassandra or another CQL store (CQL v4), managed from Cassandra's jars.
+        Cassandra = "cassandra" => cql::CASSANDRA, |_| cql::CqlCodec::default();
+    }
 }
 
 impl TargetKind {
-    /// Every product, in the order help texts list them.
-    pub const ALL: [TargetKind; 9] = [
-        TargetKind::Redis,
-        TargetKind::Valkey,
-        TargetKind::RedisCluster,
-        TargetKind::ValkeyCluster,
-        TargetKind::Memcached,
-        TargetKind::Postgres,
-        TargetKind::Mariadb,
-        TargetKind::Tarantool,
-        TargetKind::Cassandra,
-    ];
-
-    /// The product's implementation.
-    pub fn product(self) -> &'static dyn Product {
-        match self {
-            TargetKind::Redis => &resp::REDIS,
-            TargetKind::Valkey => &resp::VALKEY,
-            TargetKind::RedisCluster => &resp::REDIS_CLUSTER,
-            TargetKind::ValkeyCluster => &resp::VALKEY_CLUSTER,
-            TargetKind::Memcached => &memcached::MEMCACHED,
-            TargetKind::Postgres => &postgres::POSTGRES,
-            TargetKind::Mariadb => &mysql::MARIADB,
-            TargetKind::Tarantool => &tarantool::TARANTOOL,
-            TargetKind::Cassandra => &cql::CASSANDRA,
-        }
-    }
-
     /// The kind of a product implementation.
     pub fn of(product: &dyn Product) -> TargetKind {
-        let name = product.name();
+        let name = product.facts().name;
         TargetKind::ALL
             .into_iter()
             .find(|k| k.name() == name)
@@ -120,7 +96,7 @@ impl TargetKind {
 
     /// The lower-case name used on the command line and in results.
     pub fn name(self) -> &'static str {
-        self.product().name()
+        self.product().facts().name
     }
 
     /// Whether this is a database (table-backed) rather than a cache.
@@ -130,23 +106,20 @@ impl TargetKind {
 
     /// URL scheme used when displaying an address of this kind.
     pub fn scheme(self) -> &'static str {
-        self.product().schemes()[0]
+        self.product().facts().schemes[0]
     }
 
     /// Whether this kind's table takes option `option` (a `SchemaOptions`
     /// field name, e.g. `unlogged`).
     pub fn takes(self, option: &str) -> bool {
-        match self.product().role() {
-            Role::Database(d) => d.schema_options().contains(&option),
-            Role::Cache(_) => false,
-        }
+        self.product().facts().table.options.contains(&option)
     }
 
     /// The kind a managed-target name (or alias) means.
     pub fn named(name: &str) -> Option<TargetKind> {
         TargetKind::ALL
             .into_iter()
-            .find(|k| k.name() == name || k.product().aliases().contains(&name))
+            .find(|k| k.name() == name || k.product().facts().aliases.contains(&name))
     }
 
     /// The kind a URL scheme means and whether the scheme turns TLS on:
@@ -156,17 +129,15 @@ impl TargetKind {
         scheme: &str,
     ) -> Result<Option<(TargetKind, bool)>, (&'static str, &'static str)> {
         for k in TargetKind::ALL {
-            if k.product().schemes().contains(&scheme) {
+            let facts = k.product().facts();
+            if facts.schemes.contains(&scheme) {
                 return Ok(Some((k, false)));
             }
-            if k.product().tls_schemes().contains(&scheme) {
+            if facts.tls_schemes.contains(&scheme) {
                 return Ok(Some((k, true)));
             }
-            if let Some((_, problem, fix)) = k
-                .product()
-                .refused_schemes()
-                .iter()
-                .find(|(s, _, _)| *s == scheme)
+            if let Some((_, problem, fix)) =
+                facts.refused_schemes.iter().find(|(s, _, _)| *s == scheme)
             {
                 return Err((problem, fix));
             }
@@ -225,7 +196,7 @@ pub fn all_names(sep: &str) -> String {
 /// Every product's example URL: `redis://127.0.0.1:6379, …`.
 fn example_urls() -> String {
     TargetKind::ALL
-        .map(|k| k.product().example_url())
+        .map(|k| k.product().facts().example_url)
         .join(", ")
 }
 
@@ -233,7 +204,7 @@ fn example_urls() -> String {
 pub fn unix_url_examples() -> Vec<&'static str> {
     TargetKind::ALL
         .iter()
-        .filter_map(|k| k.product().unix_url_example())
+        .filter_map(|k| k.product().facts().unix_url_example)
         .collect()
 }
 
@@ -275,55 +246,6 @@ pub const CAPACITY_EXAMPLE: &str = "kvlab capacity --target redis --p99-ms 1 --d
 pub const SERVE_EXAMPLE: &str =
     "kvlab serve --target redis --server-opt io-threads=2   # prints redis://127.0.0.1:PORT";
 
-/// Binds `$c` to the codec of cache `$kind` in `$body`; `$else` for a database.
-macro_rules! with_cache_codec {
-    ($kind:expr, $c:ident => $body:expr, $else:expr) => {
-        match $kind {
-            TargetKind::Redis
-            | TargetKind::Valkey
-            | TargetKind::RedisCluster
-            | TargetKind::ValkeyCluster => {
-                let $c = resp::Resp;
-                $body
-            }
-            TargetKind::Memcached => {
-                let $c = memcached::Memcache;
-                $body
-            }
-            TargetKind::Postgres
-            | TargetKind::Mariadb
-            | TargetKind::Tarantool
-            | TargetKind::Cassandra => $else,
-        }
-    };
-}
-
-/// Binds `$c` to the codec of `$kind` (for the values and query mode of
-/// `$spec`) in `$body`.
-macro_rules! with_codec {
-    ($kind:expr, $spec:expr, $c:ident => $body:expr) => {
-        match $kind {
-            TargetKind::Postgres => {
-                let $c = postgres::PgCodec::for_connector($spec.values.size(), &$spec.connector);
-                $body
-            }
-            TargetKind::Mariadb => {
-                let $c = mysql::MyCodec::new($spec.values.size());
-                $body
-            }
-            TargetKind::Tarantool => {
-                let $c = tarantool::TtCodec::new();
-                $body
-            }
-            TargetKind::Cassandra => {
-                let $c = cql::CqlCodec::default();
-                $body
-            }
-            cache => with_cache_codec!(cache, $c => $body, unreachable!("databases are matched above")),
-        }
-    };
-}
-
 /// Runs one point against `spec.connector`'s product with its codec, or, when
 /// `spec.aside` is set, through the cache in front of it.
 pub fn execute(
@@ -331,29 +253,27 @@ pub fn execute(
     shutdown: &AtomicBool,
     observer: &mut dyn Observer,
 ) -> Result<EngineReport> {
-    if let Some(a) = &spec.aside {
-        return execute_aside(spec, a, shutdown, observer);
-    }
-    with_codec!(TargetKind::of(spec.connector.product), spec, c => {
-        engine::execute_with_codec(c, spec, shutdown, observer)
-    })
-}
-
-fn execute_aside(
-    spec: &Spec,
-    aside: &AsideSpec,
-    shutdown: &AtomicBool,
-    observer: &mut dyn Observer,
-) -> Result<EngineReport> {
-    let db = TargetKind::of(spec.connector.product);
-    if !db.is_sql() {
+    let kind = TargetKind::of(spec.connector.product);
+    let plain = registry::Plain {
+        spec,
+        shutdown,
+        observer,
+    };
+    let Some(aside) = &spec.aside else {
+        return with_codec(kind, spec, plain);
+    };
+    if !kind.is_sql() {
         bail!("cache-aside needs a database behind the cache");
     }
-    with_cache_codec!(TargetKind::of(aside.cache.product), cache => {
-        with_codec!(db, spec, d => {
-            engine::aside::execute_with_codecs(cache, d, spec, aside, shutdown, observer)
-        })
-    }, bail!("cache-aside needs {} as the cache", names(true)))
+    let run = registry::Aside {
+        plain,
+        aside,
+        db: kind,
+    };
+    match with_cache_codec(TargetKind::of(aside.cache.product), spec, run) {
+        Some(report) => report,
+        None => bail!("cache-aside needs {} as the cache", names(true)),
+    }
 }
 
 #[cfg(test)]
@@ -365,12 +285,12 @@ mod tests {
     fn names_and_schemes_are_unique() {
         let mut seen = std::collections::BTreeSet::new();
         for k in TargetKind::ALL {
-            let p = k.product();
-            assert_eq!(TargetKind::of(p), k);
-            for n in std::iter::once(&p.name()).chain(p.aliases()) {
+            let p = k.product().facts();
+            assert_eq!(TargetKind::of(k.product()), k);
+            for n in std::iter::once(&p.name).chain(p.aliases) {
                 assert!(seen.insert(format!("name {n}")), "{n} twice");
             }
-            for s in p.schemes() {
+            for s in p.schemes {
                 assert!(seen.insert(format!("scheme {s}")), "{s} twice");
             }
             let json = serde_json::to_string(&k).unwrap();
@@ -381,6 +301,32 @@ mod tests {
             "redis, valkey, redis-cluster, valkey-cluster or memcached"
         );
     }
+    #[test]
+    fn every_product_declares_its_facts() {
+        for k in TargetKind::ALL {
+            let f = k.product().facts();
+            let what = format!("{k:?}");
+            assert!(!f.name.is_empty() && !f.title.is_empty(), "{what}: name");
+            assert!(!f.schemes.is_empty(), "{what}: schemes");
+            assert!(f.default_port != 0, "{what}: port");
+            assert!(f.example_url.contains("://"), "{what}: example URL");
+            assert!(!f.server.binary.is_empty(), "{what}: binary");
+            assert!(!f.server.package.is_empty(), "{what}: package");
+            assert!(f.max_pipeline >= 1, "{what}: pipeline");
+            if !k.is_sql() {
+                assert!(f.table.options.is_empty() && !f.url_database, "{what}");
+            }
+            for &o in f.table.options {
+                assert!(["unlogged", "table_engine"].contains(&o), "{what}: {o}");
+            }
+            assert_eq!(
+                f.table.options.contains(&"table_engine"),
+                !f.table.engines.is_empty(),
+                "{what}: engines"
+            );
+        }
+    }
+
     #[test]
     fn parses_targets() {
         let t: TargetSpec = "redis".parse().unwrap();

@@ -36,7 +36,7 @@ pub(super) fn assemble(
         .filter(|d| *d > 0.0 || c.requests() == 0);
     let cpu_unknown = server_use.is_some() && server_cpu_s.is_none();
     // A server kvlab did not start: what it reports of itself, if anything.
-    let report = plan.target.kind.product().usage_report();
+    let report = plan.target.kind.product().facts().usage_report;
     let reported = obs.reported_use();
     let (server_cpu_s, server_cpu_source) = match (server_cpu_s, reported, report) {
         (Some(s), _, _) => (Some(s), Some("proc".to_string())),
@@ -61,19 +61,19 @@ pub(super) fn assemble(
         problems.push("the server's CPU could not be measured for this run (its process tree changed between samples)".to_string());
     }
     let product = plan.target.kind.product();
-    if plan.load.pipeline > 1 && !product.pipelines() {
+    if plan.load.pipeline > 1 && !product.facts().pipelines {
         problems.push(format!(
             "--pipeline {} was run as 1: the {} protocol answers one command at a time per connection",
             plan.load.pipeline,
-            product.title()
+            product.facts().title
         ));
     }
-    if plan.load.pipeline > product.max_pipeline() {
+    if plan.load.pipeline > product.facts().max_pipeline {
         problems.push(format!(
             "--pipeline {} was run as {}: the {} protocol has no more request ids per connection",
             plan.load.pipeline,
-            product.max_pipeline(),
-            product.title()
+            product.facts().max_pipeline,
+            product.facts().title
         ));
     }
     if c.error_total() > 0 {

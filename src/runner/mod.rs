@@ -111,7 +111,7 @@ pub fn measure_with(
     };
 
     let values = Values::new(plan.workload.value_size);
-    let topology = match product.sharded() {
+    let topology = match product.facts().sharded {
         true => connector.topology()?.map(std::sync::Arc::new),
         false => None,
     };
@@ -132,8 +132,8 @@ pub fn measure_with(
         connections: crate::shard::local_connections(shard, total_conns),
         threads: plan.load.threads,
         // Some protocols answer one command at a time on a connection.
-        pipeline: if product.pipelines() {
-            plan.load.pipeline.min(product.max_pipeline())
+        pipeline: if product.facts().pipelines {
+            plan.load.pipeline.min(product.facts().max_pipeline)
         } else {
             1
         },
@@ -177,7 +177,8 @@ pub fn measure_with(
         progress: Progress::spinner("run", opts.progress),
         server,
         cache: cache.as_ref().and_then(|c| c.server.as_ref()),
-        reporting: (server.is_none() && product.usage_report().is_some()).then_some(&connector),
+        reporting: (server.is_none() && product.facts().usage_report.is_some())
+            .then_some(&connector),
         server_peak_kb: 0,
         at_start: None,
         at_end: None,

@@ -39,7 +39,7 @@ pub fn core_caveats(s: &StudyFile, cores: usize) -> Vec<String> {
                 ));
             }
         }
-        for key in spec.kind.product().server().thread_settings() {
+        for key in spec.kind.product().facts().server.thread_settings {
             let given = t.server_opts.get(*key).and_then(|v| v.parse().ok());
             let swept = s
                 .sweep

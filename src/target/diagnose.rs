@@ -39,7 +39,7 @@ impl Connector {
         if let Some(why) = crate::transport::tls::explain(e) {
             return Some(anyhow::anyhow!("{}: {why}", self.display));
         }
-        let (tls, what) = (self.tls_hint(), self.product.title());
+        let (tls, what) = (self.tls_hint(), self.product.facts().title);
         Some(match e.kind() {
             io::ErrorKind::PermissionDenied => anyhow::anyhow!(
                 "{}: {e}; check the user and password in --target",
@@ -80,7 +80,7 @@ impl Connector {
         anyhow::anyhow!(
             "{} does not answer as a {} server should: {e:#}; check the scheme and port of --target{}",
             self.display,
-            self.product.title(),
+            self.product.facts().title,
             self.tls_hint()
         )
     }
@@ -88,7 +88,7 @@ impl Connector {
     /// The other half of a TLS mix-up, for messages about a server that
     /// does not answer as expected.
     fn tls_hint(&self) -> &'static str {
-        match (self.tls(), self.product.tls_start()) {
+        match (self.tls(), self.product.facts().tls_start) {
             (_, TlsStart::Unsupported(_)) => "",
             (true, _) => " (a plain port? then drop --tls)",
             (false, _) => " (a TLS port? then add --tls)",

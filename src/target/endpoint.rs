@@ -59,9 +59,9 @@ impl Endpoint {
     /// The scheme a URL of this endpoint of `product` shows: its TLS scheme
     /// (`rediss`) when TLS is on and it has one, else its first.
     pub fn scheme_for(&self, product: &dyn crate::target::Product) -> &'static str {
-        match (&self.tls, product.tls_schemes().first()) {
+        match (&self.tls, product.facts().tls_schemes.first()) {
             (Some(_), Some(s)) => s,
-            _ => product.schemes()[0],
+            _ => product.facts().schemes[0],
         }
     }
 

@@ -72,16 +72,17 @@ impl ManagedServer {
     ) -> Result<ManagedServer> {
         let product: &'static dyn Product = product.into();
         let server = product.server();
-        let name = server.binary();
-        let bin = server.find().with_context(|| {
+        let facts = &product.facts().server;
+        let name = facts.binary;
+        let bin = server.find(name).with_context(|| {
             format!(
                 "{}, or give --target a URL of a running server",
-                server.missing()
+                facts.missing()
             )
         })?;
         let mut opts = opts.clone();
         let os_user = opts.remove("os-user");
-        if os_user.is_some() && server.system_user().is_none() {
+        if os_user.is_some() && facts.system_user.is_none() {
             bail!(
                 "--server-opt os-user: a managed {} runs as kvlab's own user; remove it",
                 product.name()
@@ -90,7 +91,7 @@ impl ManagedServer {
         let tls = switch(&mut opts, "tls")?;
         let socket = switch(&mut opts, "socket")?;
         if tls {
-            if let TlsStart::Unsupported(why) = product.tls_start() {
+            if let TlsStart::Unsupported(why) = product.facts().tls_start {
                 bail!("--server-opt tls=on: {why}; remove it");
             }
             if let Err(why) = server.serves_tls() {
@@ -102,7 +103,7 @@ impl ManagedServer {
                 "--server-opt tls=on and socket=on: servers speak plain on a unix socket; choose one"
             );
         }
-        if socket && !product.unix_sockets() {
+        if socket && !product.facts().unix_sockets {
             bail!(
                 "--server-opt socket=on: a managed {} listens on TCP only; remove it",
                 product.name()
@@ -115,7 +116,7 @@ impl ManagedServer {
             }
         }
         let config = config;
-        let run_as = match server.system_user() {
+        let run_as = match facts.system_user {
             Some(default) => osuser::run_as(os_user.as_deref(), default)?,
             None => None,
         };
@@ -144,7 +145,7 @@ impl ManagedServer {
         opts: &BTreeMap<String, String>,
     ) -> Option<String> {
         let product: &'static dyn Product = product.into();
-        let default = product.server().system_user()?;
+        let default = product.facts().server.system_user?;
         osuser::is_root().then(|| {
             opts.get("os-user")
                 .cloned()
@@ -243,9 +244,9 @@ impl ManagedServer {
     }
 
     fn wait_ready(&mut self, logs: &[PathBuf], config: &Config) -> Result<ServerInfo> {
-        let wait = self.product.server().start_timeout();
+        let wait = self.product.facts().server.start_timeout;
         let deadline = Instant::now() + wait;
-        let name = self.product.server().binary();
+        let name = self.product.facts().server.binary;
         {
             let nodes = &mut self.nodes;
             let mut alive = || {
@@ -283,7 +284,7 @@ impl ManagedServer {
         log: &Path,
         deadline: Instant,
     ) -> Result<ServerInfo> {
-        let name = self.product.server().binary();
+        let name = self.product.facts().server.binary;
         loop {
             if let Some(status) = self.nodes[i].0.try_wait()? {
                 let tail = log_tail(log);
@@ -296,7 +297,7 @@ impl ManagedServer {
                 Err(e) if Instant::now() >= deadline => {
                     return Err(e.context(format!(
                         "managed {name} did not become ready in {} s",
-                        self.product.server().start_timeout().as_secs()
+                        self.product.facts().server.start_timeout.as_secs()
                     )));
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(20)),
@@ -401,7 +402,7 @@ impl ManagedServer {
 
     /// The binary it runs (e.g. for messages).
     pub fn binary(&self) -> &'static str {
-        self.product.server().binary()
+        self.product.facts().server.binary
     }
 
     /// The server's process id (its first process).

@@ -1,10 +1,13 @@
 //! What every target has in common, whatever the product: where it is
 //! ([`Endpoint`]), how to reach it ([`Connector`]), the interfaces a product
-//! implements ([`Product`], [`Server`], [`Cache`], [`Database`]), managed server
+//! implements ([`Product`], [`Server`], [`Cache`], [`Database`]) and what it
+//! declares ([`Facts`]), managed server
 //! processes ([`ManagedServer`]), their resource use, the server's own counters
 //! and kvlab's table in general. Names no product: those live in `products/`.
 //!
 //! # Layout
+//! - [`facts`]: what a product only declares (names, schemes, port, limits,
+//!   capabilities, its server's binary, its table options), as plain data.
 //! - [`product`]: the narrow traits a product folder implements, and the
 //!   connector (a product + address + credentials → connections, probe, errors).
 //! - [`endpoint`]: a server's address and password, secret settings, table options.
@@ -17,12 +20,14 @@
 //! - [`process`]: free ports, log tails, stopping one child process.
 //! - [`procfs`]: CPU and memory of server processes from /proc.
 //! - [`counters`]: the server's own request counters.
-//! - [`table`]: kvlab's table on a database: marker, reuse, parallel load.
+//! - [`table`]: kvlab's table on a database: the shared policy (marker, reuse,
+//!   recreate or load), the steps each database supplies, parallel load.
 //! - [`topology`]: sharded targets: the node serving each slot.
 
 pub mod counters;
 pub mod diagnose;
 pub mod endpoint;
+pub mod facts;
 pub mod managed;
 pub mod osuser;
 pub mod pooler;
@@ -35,6 +40,7 @@ pub mod topology;
 
 pub use counters::{ReportedUsage, ServerCounters, UsageReport};
 pub use endpoint::{Endpoint, SchemaOptions, Secret, is_secret_key};
+pub use facts::{Facts, ServerFacts, TableFacts};
 pub use managed::ManagedServer;
 pub use osuser::find_binary;
 pub use pooler::{ManagedPooler, Pooler, PoolerCounters, PoolerLaunch};
@@ -43,5 +49,5 @@ pub use product::{
     Cache, CacheMemory, Connector, Database, Launch, Login, Product, Role, Server, ServerInfo,
 };
 pub use settings::{Config, Sizing, parse_opt};
-pub use table::{DataSpec, LoadResult};
+pub use table::{DataSpec, Existing, Figures, LoadResult, TableSteps};
 pub use topology::Topology;

@@ -1,5 +1,6 @@
 //! The narrow interfaces a product implements so that generic code can drive it
-//! without naming it: [`Product`] (identity, URLs, connections, counters),
+//! without naming it: [`Product`] (its [`Facts`], URL options, connections,
+//! counters),
 //! [`Server`] (how kvlab runs it), and one data role, [`Cache`] or [`Database`];
 //! and the [`Connector`] that holds a product with the address and credentials
 //! of one of its servers (the two refer to each other, so they share a file).
@@ -12,17 +13,17 @@ use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::counters::{ReportedUsage, ServerCounters, UsageReport};
-use super::endpoint::{Endpoint, SchemaOptions};
+use super::counters::{ReportedUsage, ServerCounters};
+use super::endpoint::Endpoint;
+use super::facts::Facts;
 use super::osuser::{OsUser, find_binary};
 use super::procfs::{ProcUsage, proc_usage};
 use super::settings::{Config, Sizing};
-use super::table::{DataSpec, LoadResult};
+use super::table::{DataSpec, TableSteps};
 use super::topology::Topology;
 use crate::error::UsageError;
 use crate::progress::RunOptions;
@@ -30,75 +31,19 @@ use crate::transport::certs::TlsFiles;
 use crate::transport::{Stream, TlsClient, TlsStart, Transport, TransportInfo};
 use crate::wire::Session;
 
-/// A product kvlab can drive: what it is called, how its URLs look, how a
-/// connection is opened and checked, and where its own request counters are.
+/// A product kvlab can drive: what it declares ([`Facts`]), how a connection
+/// is opened and checked, and where its own request counters are.
 pub trait Product: Sync + Send + 'static {
-    /// The name on the command line and in results (`--target NAME`).
-    fn name(&self) -> &'static str;
-    /// How the product is called in messages (e.g. "PostgreSQL").
-    fn title(&self) -> &'static str;
-    /// Other names accepted for a managed target.
-    fn aliases(&self) -> &'static [&'static str] {
-        &[]
-    }
-    /// URL schemes naming a server of this product; the first is shown in URLs.
-    fn schemes(&self) -> &'static [&'static str];
-    /// URL schemes naming a server of this product over TLS (`rediss`).
-    fn tls_schemes(&self) -> &'static [&'static str] {
-        &[]
-    }
-    /// The URL options (`?key=value`) it reads, for messages.
-    fn url_options(&self) -> &'static [&'static str] {
-        &[]
-    }
+    /// What the product declares: names, URL rules, limits, capabilities.
+    fn facts(&self) -> &'static Facts;
     /// Applies URL option `key=value` to `ep` (TLS settings, a socket);
     /// `Ok(false)`: not one of its options.
     fn url_option(&self, key: &str, value: &str, ep: &mut Endpoint) -> Result<bool, UsageError> {
         let _ = (key, value, ep);
         Ok(false)
     }
-    /// Schemes refused with a reason: (scheme, problem, fix).
-    fn refused_schemes(&self) -> &'static [(&'static str, &'static str, &'static str)] {
-        &[]
-    }
-    /// The port a URL without one means.
-    fn default_port(&self) -> u16;
-    /// `Some(why)` when URLs may not carry a user or password.
-    fn refuses_login(&self) -> Option<&'static str> {
-        None
-    }
-    /// A URL of a running server, for help texts.
-    fn example_url(&self) -> &'static str;
-    /// Whether a URL must name a database (`/DBNAME`) and a user; by default,
-    /// databases do.
-    fn url_database(&self) -> bool {
-        matches!(self.role(), Role::Database(_))
-    }
-    /// What a URL's optional path names (e.g. a keyspace), for products whose
-    /// URLs may have one without naming a database.
-    fn url_namespace(&self) -> Option<&'static str> {
-        None
-    }
     /// Whether it is a cache or a database, with that role's operations.
     fn role(&self) -> Role<'_>;
-    /// Whether more than one request may be in flight on a connection.
-    fn pipelines(&self) -> bool {
-        true
-    }
-    /// The most requests the protocol lets be in flight on a connection.
-    fn max_pipeline(&self) -> usize {
-        usize::MAX
-    }
-    /// The consistency levels requests may ask for (`--consistency`), in
-    /// lower case; empty when the product has none to choose.
-    fn consistency_levels(&self) -> Vec<&'static str> {
-        Vec::new()
-    }
-    /// The query modes requests may use (`--query-mode`), the default first;
-    /// empty when the product has one way to send a request.
-    fn query_modes(&self) -> &'static [&'static str] {
-        &[]
-    }
     /// Round trips a new connection's set-up sends in `query_mode` beyond its
     /// login (e.g. preparing statements): a pooler counts them as queries.
     fn set_up_round_trips(&self, query_mode: Option<&str>) -> u64 {
@@ -110,19 +55,6 @@ pub trait Product: Sync + Send + 'static {
         let _ = prefix;
         Ok(())
     }
-    /// When its connections turn to TLS (by default from the first byte).
-    fn tls_start(&self) -> TlsStart {
-        TlsStart::Immediate
-    }
-    /// Whether a managed server of it can listen on a unix socket
-    /// (`--server-opt socket=on`) and URLs may name one.
-    fn unix_sockets(&self) -> bool {
-        true
-    }
-    /// How a URL names a server of it on a unix socket (`None`: none does).
-    fn unix_url_example(&self) -> Option<&'static str> {
-        None
-    }
     /// Opens a connection ready for the engine: authenticated and, where the
     /// protocol needs it, with kvlab's statements prepared.
     fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(Stream, Session)>;
@@ -131,18 +63,10 @@ pub trait Product: Sync + Send + 'static {
     fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo>;
     /// The server's own request counters, over a fresh connection.
     fn counters(&self, c: &Connector) -> Result<ServerCounters>;
-    /// Where the server reports its own CPU and memory (`None`: it does not).
-    fn usage_report(&self) -> Option<UsageReport> {
-        None
-    }
     /// The CPU and memory the server reports of itself now, over a fresh
-    /// connection (for servers kvlab did not start); see [`Product::usage_report`].
+    /// connection (for servers kvlab did not start); see [`Facts::usage_report`].
     fn reported_usage(&self, c: &Connector) -> Result<ReportedUsage> {
         anyhow::bail!("{} does not report its CPU use", c.display)
-    }
-    /// Whether keys are spread over nodes by slot ([`Product::topology`]).
-    fn sharded(&self) -> bool {
-        false
     }
     /// Sharded products: the node serving each slot, as the servers report it
     /// now (`None`: one server serves every key).
@@ -152,6 +76,13 @@ pub trait Product: Sync + Send + 'static {
     }
     /// How kvlab runs it as a managed server.
     fn server(&self) -> &dyn Server;
+}
+
+impl dyn Product {
+    /// The name on the command line and in results ([`Facts::name`]).
+    pub fn name(&self) -> &'static str {
+        self.facts().name
+    }
 }
 
 /// A product's data role.
@@ -196,38 +127,18 @@ pub trait Cache: Sync {
     }
 }
 
-/// A database's handling of kvlab's table.
+/// A database's handling of kvlab's table: only its own steps; the policy
+/// every database shares (reuse, recreate or load; kvlab's marker) is
+/// [`table::prepare`](super::table::prepare).
 pub trait Database: Sync {
-    /// Which `SchemaOptions` fields apply (by field name, e.g. `unlogged`).
-    fn schema_options(&self) -> &'static [&'static str] {
-        &[]
-    }
-    /// The storage engines kvlab's table may use (`--table-engine`), the
-    /// default first; empty when the database has no choice.
-    fn table_engines(&self) -> &'static [&'static str] {
-        &[]
-    }
-    /// Checks the table options against what this database supports.
-    fn check_schema(&self, schema: &SchemaOptions) -> Result<(), UsageError> {
-        let engines = self.table_engines();
-        match schema.table_engine.as_deref() {
-            Some(e) if !engines.contains(&e) => Err(UsageError::bad(
-                "--table-engine",
-                format!("unknown engine '{e}'"),
-                format!("use {}", engines.join(" or ")),
-            )),
-            _ => Ok(()),
-        }
-    }
-    /// Makes sure kvlab's table holds the data (checked, reused, created or
-    /// reloaded); returns the load's figures when it loaded.
-    fn prepare(
+    /// Opens a set-up session for kvlab's table on `c`, ready to hold `data`
+    /// (checks what this database cannot hold first).
+    fn table<'a>(
         &self,
-        c: &Connector,
-        data: &DataSpec,
+        c: &'a Connector,
+        data: &'a DataSpec,
         opts: RunOptions,
-        shutdown: &AtomicBool,
-    ) -> Result<Option<LoadResult>>;
+    ) -> Result<Box<dyn TableSteps + 'a>>;
     /// Sets every value of kvlab's table back to version 0.
     fn reset_versions(&self, c: &Connector) -> Result<()>;
     /// Bytes kvlab's table takes, and what they are (e.g. "table + indexes").
@@ -270,33 +181,14 @@ pub struct Login {
     pub database: Option<String>,
 }
 
-/// How kvlab runs a product: binary, settings (`--server-opt`), command line,
-/// readiness and resource use.
+/// How kvlab runs a product: where its binary is, settings (`--server-opt`),
+/// command line, readiness and resource use (what it only declares, binary and
+/// package included, is [`Facts::server`]).
 pub trait Server: Sync {
-    /// The binary kvlab starts.
-    fn binary(&self) -> &'static str;
-    /// The Debian package that installs it.
-    fn package(&self) -> &'static str;
-    /// What is missing, and how to install it, when [`Server::find`] finds nothing.
-    fn missing(&self) -> String {
-        format!(
-            "'{}' is not installed; run `make deps` (or apt-get install {})",
-            self.binary(),
-            self.package()
-        )
-    }
-    /// How long it may take from start to answering its protocol.
-    fn start_timeout(&self) -> Duration {
-        Duration::from_secs(30)
-    }
-    /// Where the binary is installed, if it is.
-    fn find(&self) -> Option<PathBuf> {
-        find_binary(self.binary())
-    }
-    /// The system user the server runs as when kvlab runs as root (`None`:
-    /// kvlab's own user; such servers refuse `--server-opt os-user`).
-    fn system_user(&self) -> Option<&'static str> {
-        None
+    /// Where the binary ([`ServerFacts::binary`](super::facts::ServerFacts::binary))
+    /// is installed, if it is.
+    fn find(&self, binary: &str) -> Option<PathBuf> {
+        find_binary(binary)
     }
     /// Checks `--server-opt` settings and turns them into arguments, with
     /// kvlab's defaults sized for `sizing`.
@@ -341,11 +233,6 @@ pub trait Server: Sync {
     fn effective_settings(&self, c: &Connector, keys: &[String]) -> Vec<(String, String)> {
         let _ = (c, keys);
         Vec::new()
-    }
-    /// Its settings that set how many threads serve requests (e.g.
-    /// `io-threads`), for warnings about sweeps beyond the machine's cores.
-    fn thread_settings(&self) -> &'static [&'static str] {
-        &[]
     }
     /// CPU and memory of the server process `pid` (and its children, where the
     /// product runs one process per connection).
@@ -415,7 +302,7 @@ impl Connector {
                 "--tls: servers speak plain on a unix socket; drop --tls (and TLS settings in the URL) or connect to host:port"
             ),
             Some(opts) => {
-                if let TlsStart::Unsupported(why) = product.tls_start() {
+                if let TlsStart::Unsupported(why) = product.facts().tls_start {
                     anyhow::bail!("--tls: {why}; use a plain connection");
                 }
                 Some(TlsClient::new(opts, &endpoint.host)?)
@@ -475,7 +362,7 @@ impl Connector {
     /// product's TLS starts with the first byte.
     pub fn open(&self, timeout: Duration) -> io::Result<Stream> {
         let mut s = self.transport.dial(&self.addr, timeout)?;
-        if self.product.tls_start() == TlsStart::Immediate {
+        if self.product.facts().tls_start == TlsStart::Immediate {
             self.start_tls(&mut s)?;
         }
         Ok(s)

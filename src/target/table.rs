@@ -1,15 +1,18 @@
-//! kvlab's own table on a database, in general: the marker that says a table
-//! is kvlab's, whether an existing table can be reused or must be reloaded, and
-//! a parallel loader with progress. The products' folders hold the SQL.
+//! kvlab's own table on a database, in general: the policy every database
+//! shares ([`prepare`]: is kvlab's table there and right? reuse, recreate or
+//! load; never touch a table kvlab's marker does not mark), the narrow
+//! [`TableSteps`] each database implements with only its own steps, and a
+//! parallel loader with progress. The products' folders hold the SQL.
 
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::endpoint::SchemaOptions;
+use super::product::{Connector, Database};
 use crate::progress::{Progress, RunOptions, note};
 use crate::wire::{Codec, Decoded, Key, Reply, tag_of};
 use crate::workload::{OpKind, Values, slice_of};
@@ -191,7 +194,7 @@ pub fn load_pipelined<C: Codec, S: Read + Write>(
 }
 
 /// Says what is about to happen to kvlab's table, and returns that state.
-pub fn announce(
+fn announce(
     state: TableState,
     opts: RunOptions,
     display: &str,
@@ -215,12 +218,7 @@ pub fn announce(
 /// Reuse or reload, from `count, min(k), max(k), min(len(v)), max(len(v))` of
 /// kvlab's table: reused when it holds exactly keys `0..keys` of `vsize` bytes
 /// (or, without loading, any rows of the right size).
-pub fn figures_state(
-    rows: &[Vec<Option<String>>],
-    keys: u64,
-    vsize: usize,
-    load: bool,
-) -> TableState {
+fn figures_state(rows: &[Vec<Option<String>>], keys: u64, vsize: usize, load: bool) -> TableState {
     let n = |i: usize| {
         rows.first()
             .and_then(|r| r.get(i).cloned().flatten())
@@ -238,11 +236,107 @@ pub fn figures_state(
 
 /// The state of kvlab's table on a database target.
 #[derive(Clone, Copy)]
-pub enum TableState {
+enum TableState {
     /// No table.
     Absent,
     /// kvlab's table with the right data.
     Reusable,
     /// kvlab's table, to be dropped and loaded again.
     Reload,
+}
+
+/// A table found where kvlab's table belongs.
+#[derive(Clone, Debug)]
+pub struct Existing {
+    /// Its marker (a comment, or kvlab's own record of it): kvlab touches it
+    /// only when this starts with [`MARK`].
+    pub marker: String,
+    /// Whether its layout (columns, engine, persistence, value size) is the
+    /// one `DataSpec` asks for; else it is reloaded.
+    pub layout_ok: bool,
+}
+
+/// The figures of kvlab's table: `count, min(k), max(k), min(len(v)),
+/// max(len(v))`, as text (a missing figure is `None`).
+pub type Figures = Vec<Option<String>>;
+
+/// One database's own steps on kvlab's table, for [`prepare`]; each works over
+/// a set-up session opened by [`Database::table`].
+pub trait TableSteps {
+    /// How messages name the table, e.g. `table kvlab_kv` or `space kvlab_kv`.
+    fn noun(&self) -> String;
+    /// Why a table without kvlab's marker is judged not kvlab's, and what to
+    /// do instead: (why, fix).
+    fn unmarked(&self) -> (String, &'static str);
+    /// The table where kvlab's belongs, if there is one.
+    fn inspect(&mut self) -> Result<Option<Existing>>;
+    /// The figures of kvlab's table, asked only when its layout is right.
+    fn figures(&mut self) -> Result<Figures>;
+    /// Drops kvlab's own table (only ever called on a marked one).
+    fn drop_table(&mut self) -> Result<()>;
+    /// Creates kvlab's table, marked as kvlab's, empty.
+    fn create(&mut self) -> Result<()>;
+    /// Where and how it loads, for the note: `kvlab_kv with COPY`.
+    fn loading(&self) -> String;
+    /// Loads every key, with what makes the table ready (indexes, statistics).
+    fn load(&mut self, opts: RunOptions, shutdown: &AtomicBool) -> Result<()>;
+    /// Records a finished load, after the load's time is taken (by default
+    /// nothing).
+    fn loaded(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Makes sure kvlab's table on `db` at `c` holds `data`: reused when it is
+/// kvlab's and right, else dropped (only a table kvlab's marker marks) and
+/// created, then loaded when `data.load`; returns the load's figures when it
+/// loaded. A table kvlab did not create is never touched.
+pub fn prepare(
+    db: &dyn Database,
+    c: &Connector,
+    data: &DataSpec,
+    opts: RunOptions,
+    shutdown: &AtomicBool,
+) -> Result<Option<LoadResult>> {
+    let (keys, vsize) = (data.keys, data.values.size());
+    let mut t = db.table(c, data, opts)?;
+    let state = match t.inspect()? {
+        None => TableState::Absent,
+        Some(found) => {
+            if !found.marker.starts_with(MARK) {
+                let (why, fix) = t.unmarked();
+                bail!(
+                    "{} in {} exists but is not kvlab's ({why}); kvlab will not touch it: {fix}",
+                    t.noun(),
+                    c.display
+                );
+            }
+            if data.schema.recreate || !found.marker.contains(VALUES_MARK) || !found.layout_ok {
+                TableState::Reload
+            } else {
+                figures_state(&[t.figures()?], keys, vsize, data.load)
+            }
+        }
+    };
+    match announce(state, opts, &c.display, keys, vsize) {
+        TableState::Reusable => return Ok(None),
+        TableState::Reload => t.drop_table()?,
+        TableState::Absent => {}
+    }
+    t.create()?;
+    if !data.load {
+        return Ok(None);
+    }
+    note(
+        opts,
+        format!(
+            "kvlab: loading {keys} rows of {vsize} B into {}",
+            t.loading()
+        ),
+    );
+    let started = Instant::now();
+    t.load(opts, shutdown)?;
+    let took = started.elapsed().as_secs_f64();
+    t.loaded()?;
+    Ok(Some(LoadResult::of(keys, took)))
 }

@@ -59,6 +59,17 @@ pub const LEVELS: &[(&str, u16)] = &[
     ("local_one", 0x000A),
 ];
 
+/// The names of [`LEVELS`], in their order.
+pub const LEVEL_NAMES: [&str; LEVELS.len()] = {
+    let mut names = [""; LEVELS.len()];
+    let mut i = 0;
+    while i < LEVELS.len() {
+        names[i] = LEVELS[i].0;
+        i += 1;
+    }
+    names
+};
+
 /// The protocol code of consistency level `name` (any case).
 pub fn level(name: &str) -> Option<u16> {
     LEVELS

@@ -25,7 +25,9 @@ use anyhow::{Context, Result};
 pub use codec::CqlCodec;
 pub use conn::{CqlConn, open};
 
-use crate::target::{Connector, Product, Role, Server, ServerCounters, ServerInfo};
+use crate::target::{
+    Connector, Facts, Product, Role, Server, ServerCounters, ServerFacts, ServerInfo,
+};
 use crate::transport::Stream;
 use crate::wire::Session;
 
@@ -62,41 +64,37 @@ fn consistency(c: &Connector) -> u16 {
     c.consistency.as_deref().and_then(codec::level).unwrap_or(1)
 }
 
+/// What Cassandra/CQL declares: URLs may name a keyspace, the native port has
+/// no unix socket, stream ids are 15 bits; the managed node is a JVM started
+/// from Cassandra's jars.
+static FACTS: Facts = Facts {
+    name: "cassandra",
+    title: "Cassandra/CQL",
+    schemes: &["cql", "cassandra", "scylla"],
+    default_port: 9042,
+    example_url: "cql://[user:pass@]host:9042[/keyspace]",
+    url_namespace: Some("keyspace"),
+    unix_sockets: false,
+    consistency_levels: &codec::LEVEL_NAMES,
+    max_pipeline: 16_384,
+    server: ServerFacts {
+        binary: "java",
+        package: "openjdk-17-jre-headless",
+        missing: Some(
+            "Cassandra's jars or Java are not installed; run `make deps` (scripts/cassandra-jars.sh fetches the jars into ~/.cache/kvlab)",
+        ),
+        start_timeout: Duration::from_secs(180),
+        ..ServerFacts::DEFAULTS
+    },
+    ..Facts::DEFAULTS
+};
+
 impl Product for Cassandra {
-    fn name(&self) -> &'static str {
-        "cassandra"
-    }
-    fn title(&self) -> &'static str {
-        "Cassandra/CQL"
-    }
-    fn schemes(&self) -> &'static [&'static str] {
-        &["cql", "cassandra", "scylla"]
-    }
-    fn default_port(&self) -> u16 {
-        9042
-    }
-    fn example_url(&self) -> &'static str {
-        "cql://[user:pass@]host:9042[/keyspace]"
-    }
-    fn url_database(&self) -> bool {
-        false
-    }
-    fn url_namespace(&self) -> Option<&'static str> {
-        Some("keyspace")
-    }
-    /// Cassandra's native port has no unix socket.
-    fn unix_sockets(&self) -> bool {
-        false
+    fn facts(&self) -> &'static Facts {
+        &FACTS
     }
     fn role(&self) -> Role<'_> {
         Role::Database(self)
-    }
-    fn consistency_levels(&self) -> Vec<&'static str> {
-        codec::LEVELS.iter().map(|&(n, _)| n).collect()
-    }
-    /// Stream ids are 15 bits.
-    fn max_pipeline(&self) -> usize {
-        16_384
     }
 
     fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(Stream, Session)> {

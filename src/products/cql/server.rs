@@ -145,22 +145,10 @@ fn version_key(d: &Path) -> Vec<u64> {
 }
 
 impl Server for Cassandra {
-    fn binary(&self) -> &'static str {
-        "java"
-    }
-    fn package(&self) -> &'static str {
-        "openjdk-17-jre-headless"
-    }
-    fn missing(&self) -> String {
-        "Cassandra's jars or Java are not installed; run `make deps` (scripts/cassandra-jars.sh fetches the jars into ~/.cache/kvlab)".into()
-    }
     /// Java, when Cassandra's jars are there too.
-    fn find(&self) -> Option<PathBuf> {
+    fn find(&self, binary: &str) -> Option<PathBuf> {
         home()?;
-        crate::target::osuser::find_binary("java")
-    }
-    fn start_timeout(&self) -> Duration {
-        Duration::from_secs(180)
+        crate::target::osuser::find_binary(binary)
     }
 
     fn configure(&self, opts: &BTreeMap<String, String>, sizing: Sizing) -> Result<Config> {

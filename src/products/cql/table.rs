@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::conn::{CqlConn, bigint, open, text};
+use super::conn::{CqlConn, Row, bigint, open, text};
 use super::{Cassandra, CqlCodec, keyspace};
 use crate::progress::{RunOptions, note};
-use crate::target::table::{MARK, TableState, VALUES_MARK, announce, parallel_load};
-use crate::target::{Connector, DataSpec, Database, LoadResult};
+use crate::target::table::{MARK, VALUES_MARK, parallel_load};
+use crate::target::{Connector, DataSpec, Database, Existing, Figures, TableSteps};
 use crate::wire::Codec;
 use crate::workload::Values;
 
@@ -44,99 +44,140 @@ fn load(c: &Connector, data: &DataSpec, opts: RunOptions, shutdown: &AtomicBool)
     .context("loading kvlab_kv with INSERT failed")
 }
 
+/// kvlab's table over one CQL set-up session, in keyspace `ks`.
+struct CqlTable<'a> {
+    c: CqlConn,
+    connector: &'a Connector,
+    data: &'a DataSpec,
+    ks: String,
+    /// The comment of a table for values of this run's size.
+    mark: String,
+    /// The comment of such a table once loaded with this run's keys.
+    loaded: String,
+    /// The comment found, once inspected.
+    comment: String,
+}
+
+impl CqlTable<'_> {
+    /// Runs `cql`; a failure names the statement.
+    fn q(&mut self, cql: &str) -> Result<Vec<Row>> {
+        self.c
+            .query(cql)
+            .with_context(|| format!("{}: `{cql}` failed", self.connector.display))
+    }
+}
+
+impl TableSteps for CqlTable<'_> {
+    fn noun(&self) -> String {
+        format!("table {}.kvlab_kv", self.ks)
+    }
+    fn unmarked(&self) -> (String, &'static str) {
+        (
+            "its comment lacks kvlab's mark".into(),
+            "name another keyspace in the URL (cql://host:port/KEYSPACE)",
+        )
+    }
+
+    /// The comment is the marker; the layout is right when it is for values
+    /// of this size.
+    fn inspect(&mut self) -> Result<Option<Existing>> {
+        let table = self.q(&format!(
+            "SELECT comment FROM system_schema.tables WHERE keyspace_name = '{}' AND table_name = 'kvlab_kv'",
+            self.ks
+        ))?;
+        Ok(table.first().map(|row| {
+            self.comment = text(row.first());
+            Existing {
+                marker: self.comment.clone(),
+                layout_ok: self.comment.starts_with(&self.mark),
+            }
+        }))
+    }
+
+    /// The comment records a finished load: all keys when it says this many,
+    /// else only the value size.
+    fn figures(&mut self) -> Result<Figures> {
+        let (keys, v) = (self.data.keys, self.data.values.size().to_string());
+        let (n, lo, hi) = match self.comment == self.loaded {
+            true => (
+                Some(keys.to_string()),
+                Some("0".into()),
+                Some((keys as i64 - 1).to_string()),
+            ),
+            false => (None, None, None),
+        };
+        Ok(vec![n, lo, hi, Some(v.clone()), Some(v)])
+    }
+
+    fn drop_table(&mut self) -> Result<()> {
+        self.q(&format!("DROP TABLE {}.kvlab_kv", self.ks))?;
+        Ok(())
+    }
+
+    fn create(&mut self) -> Result<()> {
+        let (ks, mark) = (&self.ks, &self.mark);
+        // Uncompressed: kvlab's synthetic values compress far better than
+        // real data would, and no other target compresses them.
+        let cql = format!(
+            "CREATE TABLE {ks}.kvlab_kv (k bigint PRIMARY KEY, v blob) WITH comment = '{mark}' AND compression = {{'enabled': 'false'}}"
+        );
+        self.q(&cql)?;
+        Ok(())
+    }
+
+    fn loading(&self) -> String {
+        format!("{}.kvlab_kv with pipelined prepared INSERTs", self.ks)
+    }
+
+    fn load(&mut self, opts: RunOptions, shutdown: &AtomicBool) -> Result<()> {
+        load(self.connector, self.data, opts, shutdown)
+    }
+
+    /// Records the finished load in the comment.
+    fn loaded(&mut self) -> Result<()> {
+        let cql = format!(
+            "ALTER TABLE {}.kvlab_kv WITH comment = '{}'",
+            self.ks, self.loaded
+        );
+        self.q(&cql)?;
+        Ok(())
+    }
+}
+
 impl Database for Cassandra {
-    /// Makes sure kvlab's table holds the data: checked, reused, created or
-    /// reloaded.
-    fn prepare(
+    /// A set-up session, with kvlab's keyspace created when absent.
+    fn table<'a>(
         &self,
-        connector: &Connector,
-        data: &DataSpec,
+        connector: &'a Connector,
+        data: &'a DataSpec,
         opts: RunOptions,
-        shutdown: &AtomicBool,
-    ) -> Result<Option<LoadResult>> {
+    ) -> Result<Box<dyn TableSteps + 'a>> {
         let (keys, vsize) = (data.keys, data.values.size());
         let ks = keyspace(connector)?;
-        let mut c = session(connector)?;
-        let q = |c: &mut CqlConn, cql: &str| {
-            c.query(cql)
-                .with_context(|| format!("{}: `{cql}` failed", connector.display))
+        let mark = format!("{MARK} (value_size={vsize}, {VALUES_MARK})");
+        let mut t = CqlTable {
+            c: session(connector)?,
+            connector,
+            data,
+            loaded: format!("{mark} keys={keys}"),
+            mark,
+            ks,
+            comment: String::new(),
         };
-        let found = q(
-            &mut c,
-            &format!(
-                "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = '{ks}'"
-            ),
-        )?;
+        let ks = t.ks.clone();
+        let found = t.q(&format!(
+            "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = '{ks}'"
+        ))?;
         if found.is_empty() {
             note(
                 opts,
                 format!("kvlab: creating keyspace {ks} (SimpleStrategy, replication_factor 1)"),
             );
-            q(
-                &mut c,
-                &format!(
-                    "CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
-                ),
-            )?;
+            t.q(&format!(
+                "CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
+            ))?;
         }
-        let table = q(
-            &mut c,
-            &format!(
-                "SELECT comment FROM system_schema.tables WHERE keyspace_name = '{ks}' AND table_name = 'kvlab_kv'"
-            ),
-        )?;
-        let mark = format!("{MARK} (value_size={vsize}, {VALUES_MARK})");
-        let loaded = format!("{mark} keys={keys}");
-        let state = match table.first() {
-            None => TableState::Absent,
-            Some(row) => {
-                let comment = text(row.first());
-                if !comment.starts_with(MARK) {
-                    bail!(
-                        "table {ks}.kvlab_kv in {} exists but is not kvlab's (its comment lacks kvlab's mark); kvlab will not touch it: name another keyspace in the URL (cql://host:port/KEYSPACE)",
-                        connector.display
-                    );
-                }
-                let fits = comment == loaded || (!data.load && comment.starts_with(&mark));
-                if fits && !data.schema.recreate {
-                    TableState::Reusable
-                } else {
-                    TableState::Reload
-                }
-            }
-        };
-        match announce(state, opts, &connector.display, keys, vsize) {
-            TableState::Reusable => return Ok(None),
-            TableState::Reload => {
-                q(&mut c, &format!("DROP TABLE {ks}.kvlab_kv"))?;
-            }
-            TableState::Absent => {}
-        }
-        q(
-            &mut c,
-            // Uncompressed: kvlab's synthetic values compress far better than
-            // real data would, and no other target compresses them.
-            &format!(
-                "CREATE TABLE {ks}.kvlab_kv (k bigint PRIMARY KEY, v blob) WITH comment = '{mark}' AND compression = {{'enabled': 'false'}}"
-            ),
-        )?;
-        if !data.load {
-            return Ok(None);
-        }
-        note(
-            opts,
-            format!(
-                "kvlab: loading {keys} rows of {vsize} B into {ks}.kvlab_kv with pipelined prepared INSERTs"
-            ),
-        );
-        let started = Instant::now();
-        load(connector, data, opts, shutdown)?;
-        let took = started.elapsed().as_secs_f64();
-        q(
-            &mut c,
-            &format!("ALTER TABLE {ks}.kvlab_kv WITH comment = '{loaded}'"),
-        )?;
-        Ok(Some(LoadResult::of(keys, took)))
+        Ok(Box::new(t))
     }
 
     /// Writes every row again at version 0 (a CQL store has no cheap scan for

@@ -17,8 +17,8 @@ use anyhow::{Context, Result, bail};
 pub use codec::{Memcache, stats};
 
 use crate::target::{
-    Cache, CacheMemory, Connector, Product, ReportedUsage, Role, Server, ServerCounters,
-    ServerInfo, UsageReport,
+    Cache, CacheMemory, Connector, Facts, Product, ReportedUsage, Role, Server, ServerCounters,
+    ServerFacts, ServerInfo, UsageReport,
 };
 use crate::transport::Stream;
 use crate::wire::Session;
@@ -29,30 +29,32 @@ pub struct Memcached;
 /// The memcached product.
 pub static MEMCACHED: Memcached = Memcached;
 
+/// What memcached declares.
+static FACTS: Facts = Facts {
+    name: "memcached",
+    title: "memcached",
+    aliases: &["memcache"],
+    schemes: &["memcached", "memcache"],
+    default_port: 11211,
+    refuses_login: Some("SASL is not supported"),
+    unix_url_example: Some("memcached+unix:///path/to.sock"),
+    example_url: "memcached://127.0.0.1:11211",
+    usage_report: Some(UsageReport {
+        cpu: "stats rusage_user + rusage_system",
+        memory: Some("stats bytes, the items' memory"),
+    }),
+    server: ServerFacts {
+        binary: "memcached",
+        package: "memcached",
+        thread_settings: &["threads"],
+        ..ServerFacts::DEFAULTS
+    },
+    ..Facts::DEFAULTS
+};
+
 impl Product for Memcached {
-    fn name(&self) -> &'static str {
-        "memcached"
-    }
-    fn title(&self) -> &'static str {
-        "memcached"
-    }
-    fn aliases(&self) -> &'static [&'static str] {
-        &["memcache"]
-    }
-    fn schemes(&self) -> &'static [&'static str] {
-        &["memcached", "memcache"]
-    }
-    fn default_port(&self) -> u16 {
-        11211
-    }
-    fn refuses_login(&self) -> Option<&'static str> {
-        Some("SASL is not supported")
-    }
-    fn unix_url_example(&self) -> Option<&'static str> {
-        Some("memcached+unix:///path/to.sock")
-    }
-    fn example_url(&self) -> &'static str {
-        "memcached://127.0.0.1:11211"
+    fn facts(&self) -> &'static Facts {
+        &FACTS
     }
     fn role(&self) -> Role<'_> {
         Role::Cache(self)
@@ -85,13 +87,6 @@ impl Product for Memcached {
             hits: num(&st, "get_hits"),
             misses: num(&st, "get_misses"),
             exact: true,
-        })
-    }
-
-    fn usage_report(&self) -> Option<UsageReport> {
-        Some(UsageReport {
-            cpu: "stats rusage_user + rusage_system",
-            memory: Some("stats bytes, the items' memory"),
         })
     }
 

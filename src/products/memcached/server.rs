@@ -29,16 +29,6 @@ pub const MEMCACHED_KEYS: &[(&str, &str, &str)] = &[
 ];
 
 impl Server for Memcached {
-    fn binary(&self) -> &'static str {
-        "memcached"
-    }
-    fn package(&self) -> &'static str {
-        "memcached"
-    }
-    fn thread_settings(&self) -> &'static [&'static str] {
-        &["threads"]
-    }
-
     fn configure(&self, opts: &BTreeMap<String, String>, sizing: Sizing) -> Result<Config> {
         let mut given = opts.clone();
         given

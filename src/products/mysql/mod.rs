@@ -26,7 +26,10 @@ pub use codec::{GET_SQL, MAX_VALUE, MyCodec, SET_SQL};
 pub use conn::{MyConn, open};
 
 use crate::error::UsageError;
-use crate::target::{Connector, Endpoint, Product, Role, Server, ServerCounters, ServerInfo};
+use crate::target::{
+    Connector, Endpoint, Facts, Product, Role, Server, ServerCounters, ServerFacts, ServerInfo,
+    TableFacts,
+};
 use crate::transport::{Stream, TlsStart};
 use crate::wire::Session;
 
@@ -36,44 +39,43 @@ pub struct Mariadb;
 /// The MariaDB/MySQL product.
 pub static MARIADB: Mariadb = Mariadb;
 
+/// What MariaDB/MySQL declares; the protocol answers one command at a time
+/// on a connection (no pipelining).
+static FACTS: Facts = Facts {
+    name: "mariadb",
+    title: "MariaDB/MySQL",
+    aliases: &["mysql"],
+    schemes: &["mysql", "mariadb"],
+    default_port: 3306,
+    unix_url_example: Some("mysql://user:pass@localhost/db?socket=/path"),
+    example_url: "mysql://user:pass@host:3306/db",
+    url_database: true,
+    pipelines: false,
+    url_options: url::OPTIONS,
+    tls_start: TlsStart::Negotiated,
+    server: ServerFacts {
+        binary: "mariadbd",
+        package: "mariadb-server",
+        system_user: Some("mysql"),
+        ..ServerFacts::DEFAULTS
+    },
+    table: TableFacts {
+        options: &["table_engine"],
+        engines: &["innodb", "memory"],
+    },
+    ..Facts::DEFAULTS
+};
+
 impl Product for Mariadb {
-    fn name(&self) -> &'static str {
-        "mariadb"
-    }
-    fn title(&self) -> &'static str {
-        "MariaDB/MySQL"
-    }
-    fn aliases(&self) -> &'static [&'static str] {
-        &["mysql"]
-    }
-    fn schemes(&self) -> &'static [&'static str] {
-        &["mysql", "mariadb"]
-    }
-    fn default_port(&self) -> u16 {
-        3306
-    }
-    fn unix_url_example(&self) -> Option<&'static str> {
-        Some("mysql://user:pass@localhost/db?socket=/path")
-    }
-    fn example_url(&self) -> &'static str {
-        "mysql://user:pass@host:3306/db"
+    fn facts(&self) -> &'static Facts {
+        &FACTS
     }
     fn role(&self) -> Role<'_> {
         Role::Database(self)
     }
-    /// The protocol answers one command at a time on a connection.
-    fn pipelines(&self) -> bool {
-        false
-    }
 
-    fn url_options(&self) -> &'static [&'static str] {
-        url::OPTIONS
-    }
     fn url_option(&self, key: &str, value: &str, ep: &mut Endpoint) -> Result<bool, UsageError> {
         url::option(key, value, ep)
-    }
-    fn tls_start(&self) -> TlsStart {
-        TlsStart::Negotiated
     }
 
     fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(Stream, Session)> {

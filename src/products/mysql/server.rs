@@ -17,16 +17,6 @@ use crate::target::settings::{DATABASE_OWN, database_config, mib_for};
 use crate::target::{Config, Connector, Launch, Login, Server, Sizing, find_binary};
 
 impl Server for Mariadb {
-    fn binary(&self) -> &'static str {
-        "mariadbd"
-    }
-    fn package(&self) -> &'static str {
-        "mariadb-server"
-    }
-    fn system_user(&self) -> Option<&'static str> {
-        Some("mysql")
-    }
-
     fn configure(&self, opts: &BTreeMap<String, String>, sizing: Sizing) -> Result<Config> {
         let mut given = opts.clone();
         let conns = (sizing.connections + 20).max(151);

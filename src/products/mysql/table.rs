@@ -3,42 +3,116 @@
 //! loaded with parallel multi-row INSERTs; versions reset for cache-aside; size.
 
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-use super::Mariadb;
 use super::codec::MAX_VALUE;
 use super::conn::MyConn;
 use super::conn::open;
-use crate::progress::{RunOptions, note};
-use crate::target::table::{MARK, TableState, VALUES_MARK, announce, figures_state, parallel_load};
-use crate::target::{Connector, DataSpec, Database, LoadResult};
+use super::{FACTS, Mariadb};
+use crate::progress::RunOptions;
+use crate::target::table::{MARK, VALUES_MARK, parallel_load};
+use crate::target::{Connector, DataSpec, Database, Existing, Figures, TableSteps};
+
+/// kvlab's table over one MariaDB/MySQL set-up session.
+struct MyTable<'a> {
+    c: MyConn,
+    connector: &'a Connector,
+    data: &'a DataSpec,
+    /// The storage engine, in lower case.
+    engine: String,
+    /// The value column's type.
+    column: String,
+}
+
+impl TableSteps for MyTable<'_> {
+    fn noun(&self) -> String {
+        "table kvlab_kv".into()
+    }
+    fn unmarked(&self) -> (String, &'static str) {
+        (
+            format!("its comment does not start with '{MARK}'"),
+            "use another database",
+        )
+    }
+
+    fn inspect(&mut self) -> Result<Option<Existing>> {
+        let rows = self.c.query(
+            "SELECT t.TABLE_COMMENT, LOWER(t.ENGINE), (SELECT GROUP_CONCAT(CONCAT(c.COLUMN_NAME, ':', c.COLUMN_TYPE) ORDER BY c.ORDINAL_POSITION) \
+             FROM information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = t.TABLE_SCHEMA AND c.TABLE_NAME = t.TABLE_NAME) \
+             FROM information_schema.TABLES t WHERE t.TABLE_SCHEMA = DATABASE() AND t.TABLE_NAME = 'kvlab_kv'",
+        )?;
+        Ok(rows.first().map(|r| {
+            let cols = r[2].clone().unwrap_or_default();
+            let columns_ok =
+                cols.starts_with("k:bigint") && cols.ends_with(&format!(",v:{}", self.column));
+            Existing {
+                marker: r[0].clone().unwrap_or_default(),
+                layout_ok: columns_ok && r[1].as_deref() == Some(self.engine.as_str()),
+            }
+        }))
+    }
+
+    fn figures(&mut self) -> Result<Figures> {
+        let mut q = self.c.query("SELECT COUNT(*), COALESCE(MIN(k), -1), COALESCE(MAX(k), -1), COALESCE(MIN(LENGTH(v)), -1), COALESCE(MAX(LENGTH(v)), -1) FROM kvlab_kv")?;
+        Ok(if q.is_empty() {
+            Vec::new()
+        } else {
+            q.swap_remove(0)
+        })
+    }
+
+    fn drop_table(&mut self) -> Result<()> {
+        self.c.query("DROP TABLE kvlab_kv")?;
+        Ok(())
+    }
+
+    fn create(&mut self) -> Result<()> {
+        let (column, engine) = (&self.column, &self.engine);
+        let vsize = self.data.values.size();
+        self.c.query(&format!(
+            "CREATE TABLE kvlab_kv (k BIGINT NOT NULL PRIMARY KEY, v {column} NOT NULL) ENGINE={engine} COMMENT='{MARK} (value_size={vsize}, {VALUES_MARK})'"
+        ))?;
+        Ok(())
+    }
+
+    fn loading(&self) -> String {
+        format!("kvlab_kv ({}) with multi-row INSERTs", self.engine)
+    }
+
+    fn load(&mut self, opts: RunOptions, shutdown: &AtomicBool) -> Result<()> {
+        let (connector, data) = (self.connector, self.data);
+        let keys = data.keys;
+        // InnoDB takes parallel inserters well even on 2 cores (measured: 2 loaders 240-300k rows/s, 4 loaders 310k).
+        let loaders = (data.threads * 2).clamp(2, 4).min(keys as usize);
+        parallel_load(keys, loaders, opts, shutdown, |start, end, done| {
+            let mut lc: MyConn = open(connector, Duration::from_secs(10))?;
+            lc.set_timeout(None)?;
+            lc.insert_rows(&data.values, start, end, done, shutdown)?;
+            Ok(())
+        })
+        .context("loading kvlab_kv with INSERT failed (for the MEMORY engine, is max_heap_table_size large enough?)")?;
+        self.c.query("ANALYZE TABLE kvlab_kv")?;
+        Ok(())
+    }
+}
 
 impl Database for Mariadb {
-    fn schema_options(&self) -> &'static [&'static str] {
-        &["table_engine"]
-    }
-    fn table_engines(&self) -> &'static [&'static str] {
-        &["innodb", "memory"]
-    }
-
-    /// Makes sure kvlab's table holds the data: checked, reused, created or
-    /// reloaded with parallel multi-row INSERTs.
-    fn prepare(
+    /// Checks that the engine can hold values of this size, then opens a
+    /// set-up session.
+    fn table<'a>(
         &self,
-        connector: &Connector,
-        data: &DataSpec,
-        opts: RunOptions,
-        shutdown: &AtomicBool,
-    ) -> Result<Option<LoadResult>> {
-        let keys = data.keys;
+        connector: &'a Connector,
+        data: &'a DataSpec,
+        _opts: RunOptions,
+    ) -> Result<Box<dyn TableSteps + 'a>> {
         let vsize = data.values.size();
-        let schema = &data.schema;
-        let engine = schema
+        let engine = data
+            .schema
             .table_engine
             .clone()
-            .unwrap_or_else(|| self.table_engines()[0].into());
+            .unwrap_or_else(|| FACTS.table.engines[0].into());
         if vsize > MAX_VALUE {
             bail!(
                 "--value-size: MySQL targets take values up to {MAX_VALUE} bytes; choose a smaller value size"
@@ -54,67 +128,16 @@ impl Database for Mariadb {
                 "--table-engine memory: the MEMORY engine stores no BLOBs; use values of at most 16000 bytes or --table-engine innodb"
             );
         }
-        let mut c = open(connector, Duration::from_secs(10))
+        let c = open(connector, Duration::from_secs(10))
             .map_err(|e| anyhow::anyhow!("{}: {e}", connector.display))?;
         c.set_timeout(None)?;
-        let rows = c.query(
-            "SELECT t.TABLE_COMMENT, LOWER(t.ENGINE), (SELECT GROUP_CONCAT(CONCAT(c.COLUMN_NAME, ':', c.COLUMN_TYPE) ORDER BY c.ORDINAL_POSITION) \
-             FROM information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = t.TABLE_SCHEMA AND c.TABLE_NAME = t.TABLE_NAME) \
-             FROM information_schema.TABLES t WHERE t.TABLE_SCHEMA = DATABASE() AND t.TABLE_NAME = 'kvlab_kv'",
-        )?;
-        let state = match rows.first() {
-            None => TableState::Absent,
-            Some(r) => {
-                let comment = r[0].clone().unwrap_or_default();
-                if !comment.starts_with(MARK) {
-                    bail!(
-                        "table kvlab_kv in {} exists but is not kvlab's (its comment does not start with '{MARK}'); kvlab will not touch it: use another database",
-                        connector.display
-                    );
-                }
-                let cols = r[2].clone().unwrap_or_default();
-                let columns_ok =
-                    cols.starts_with("k:bigint") && cols.ends_with(&format!(",v:{column}"));
-                let engine_ok = r[1].as_deref() == Some(engine.as_str());
-                if schema.recreate || !comment.contains(VALUES_MARK) || !columns_ok || !engine_ok {
-                    TableState::Reload
-                } else {
-                    let q = c.query("SELECT COUNT(*), COALESCE(MIN(k), -1), COALESCE(MAX(k), -1), COALESCE(MIN(LENGTH(v)), -1), COALESCE(MAX(LENGTH(v)), -1) FROM kvlab_kv")?;
-                    figures_state(&q, keys, vsize, data.load)
-                }
-            }
-        };
-        match announce(state, opts, &connector.display, keys, vsize) {
-            TableState::Reusable => return Ok(None),
-            TableState::Reload => {
-                c.query("DROP TABLE kvlab_kv")?;
-            }
-            TableState::Absent => {}
-        }
-        c.query(&format!(
-            "CREATE TABLE kvlab_kv (k BIGINT NOT NULL PRIMARY KEY, v {column} NOT NULL) ENGINE={engine} COMMENT='{MARK} (value_size={vsize}, {VALUES_MARK})'"
-        ))?;
-        if !data.load {
-            return Ok(None);
-        }
-        note(
-            opts,
-            format!(
-                "kvlab: loading {keys} rows of {vsize} B into kvlab_kv ({engine}) with multi-row INSERTs"
-            ),
-        );
-        let started = Instant::now();
-        // InnoDB takes parallel inserters well even on 2 cores (measured: 2 loaders 240-300k rows/s, 4 loaders 310k).
-        let loaders = (data.threads * 2).clamp(2, 4).min(keys as usize);
-        parallel_load(keys, loaders, opts, shutdown, |start, end, done| {
-            let mut lc: MyConn = open(connector, Duration::from_secs(10))?;
-            lc.set_timeout(None)?;
-            lc.insert_rows(&data.values, start, end, done, shutdown)?;
-            Ok(())
-        })
-        .context("loading kvlab_kv with INSERT failed (for the MEMORY engine, is max_heap_table_size large enough?)")?;
-        c.query("ANALYZE TABLE kvlab_kv")?;
-        Ok(Some(LoadResult::of(keys, started.elapsed().as_secs_f64())))
+        Ok(Box::new(MyTable {
+            c,
+            connector,
+            data,
+            engine,
+            column,
+        }))
     }
 
     /// Sets every value of kvlab's table back to version 0 (only rows that differ:

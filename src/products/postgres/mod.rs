@@ -26,7 +26,10 @@ pub use codec::{GET_SQL, PgCodec, QueryMode, SET_SQL, SIMPLE_GET_STAT};
 pub use conn::{PgConn, literal, open};
 
 use crate::error::UsageError;
-use crate::target::{Connector, Endpoint, Product, Role, Server, ServerCounters, ServerInfo};
+use crate::target::{
+    Connector, Endpoint, Facts, Product, Role, Server, ServerCounters, ServerFacts, ServerInfo,
+    TableFacts,
+};
 use crate::transport::{Stream, TlsStart};
 use crate::wire::Session;
 
@@ -36,47 +39,46 @@ pub struct Postgres;
 /// The PostgreSQL product.
 pub static POSTGRES: Postgres = Postgres;
 
+/// What PostgreSQL declares.
+static FACTS: Facts = Facts {
+    name: "postgres",
+    title: "PostgreSQL",
+    aliases: &["postgresql"],
+    schemes: &["postgres", "postgresql"],
+    default_port: 5432,
+    unix_url_example: Some("postgres://user@/db?host=/dir"),
+    example_url: "postgres://user:pass@host:5432/db",
+    url_database: true,
+    query_modes: &QueryMode::NAMES,
+    url_options: url::OPTIONS,
+    tls_start: TlsStart::Negotiated,
+    server: ServerFacts {
+        binary: "postgres",
+        package: "postgresql",
+        system_user: Some("postgres"),
+        ..ServerFacts::DEFAULTS
+    },
+    table: TableFacts {
+        options: &["unlogged"],
+        engines: &[],
+    },
+    ..Facts::DEFAULTS
+};
+
 impl Product for Postgres {
-    fn name(&self) -> &'static str {
-        "postgres"
-    }
-    fn title(&self) -> &'static str {
-        "PostgreSQL"
-    }
-    fn aliases(&self) -> &'static [&'static str] {
-        &["postgresql"]
-    }
-    fn schemes(&self) -> &'static [&'static str] {
-        &["postgres", "postgresql"]
-    }
-    fn default_port(&self) -> u16 {
-        5432
-    }
-    fn unix_url_example(&self) -> Option<&'static str> {
-        Some("postgres://user@/db?host=/dir")
-    }
-    fn example_url(&self) -> &'static str {
-        "postgres://user:pass@host:5432/db"
+    fn facts(&self) -> &'static Facts {
+        &FACTS
     }
     fn role(&self) -> Role<'_> {
         Role::Database(self)
-    }
-    fn query_modes(&self) -> &'static [&'static str] {
-        &QueryMode::NAMES
     }
     /// Preparing kvlab's two statements is one `Sync`.
     fn set_up_round_trips(&self, query_mode: Option<&str>) -> u64 {
         u64::from(QueryMode::named(query_mode) == Some(QueryMode::Prepared))
     }
 
-    fn url_options(&self) -> &'static [&'static str] {
-        url::OPTIONS
-    }
     fn url_option(&self, key: &str, value: &str, ep: &mut Endpoint) -> Result<bool, UsageError> {
         url::option(key, value, ep)
-    }
-    fn tls_start(&self) -> TlsStart {
-        TlsStart::Negotiated
     }
 
     fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(Stream, Session)> {

@@ -19,17 +19,8 @@ use crate::target::{
 };
 
 impl Server for Postgres {
-    fn binary(&self) -> &'static str {
-        "postgres"
-    }
-    fn package(&self) -> &'static str {
-        "postgresql"
-    }
-    fn find(&self) -> Option<PathBuf> {
-        pg_binary(self.binary())
-    }
-    fn system_user(&self) -> Option<&'static str> {
-        Some("postgres")
+    fn find(&self, binary: &str) -> Option<PathBuf> {
+        pg_binary(binary)
     }
 
     fn configure(&self, opts: &BTreeMap<String, String>, sizing: Sizing) -> Result<Config> {

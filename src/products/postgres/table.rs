@@ -3,102 +3,89 @@
 //! (index built after the load); versions reset for cache-aside; its size.
 
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use super::Postgres;
 use super::conn::PgConn;
 use super::conn::open;
-use crate::progress::{RunOptions, note};
-use crate::target::table::{MARK, TableState, VALUES_MARK, announce, figures_state, parallel_load};
-use crate::target::{Connector, DataSpec, Database, LoadResult};
+use crate::progress::RunOptions;
+use crate::target::table::{MARK, VALUES_MARK, parallel_load};
+use crate::target::{Connector, DataSpec, Database, Existing, Figures, TableSteps};
 
-impl Database for Postgres {
-    fn schema_options(&self) -> &'static [&'static str] {
-        &["unlogged"]
+/// kvlab's table over one PostgreSQL set-up session.
+struct PgTable<'a> {
+    c: PgConn,
+    connector: &'a Connector,
+    data: &'a DataSpec,
+}
+
+impl TableSteps for PgTable<'_> {
+    fn noun(&self) -> String {
+        "table kvlab_kv".into()
+    }
+    fn unmarked(&self) -> (String, &'static str) {
+        (
+            format!("its comment does not start with '{MARK}'"),
+            "use another database or schema",
+        )
     }
 
-    /// Makes sure kvlab's table holds the data: checked, reused, created or
-    /// reloaded with parallel COPYs.
-    fn prepare(
-        &self,
-        connector: &Connector,
-        data: &DataSpec,
-        opts: RunOptions,
-        shutdown: &AtomicBool,
-    ) -> Result<Option<LoadResult>> {
-        let keys = data.keys;
-        let vsize = data.values.size();
-        let schema = &data.schema;
-        let managed = data.managed;
-        let mut c = open(connector, Duration::from_secs(10))
-            .map_err(|e| anyhow::anyhow!("{}: {e}", connector.display))?;
-        c.set_timeout(None)?;
-        if managed {
-            // Exact per-statement counters when the library is loaded (tests do).
-            let _ = c.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
-        }
-        let row = c.query(
+    fn inspect(&mut self) -> Result<Option<Existing>> {
+        let row = self.c.query(
             "SELECT obj_description(c.oid, 'pg_class'), c.relpersistence::text, \
              (SELECT string_agg(a.attname || ':' || format_type(a.atttypid, a.atttypmod), ',' ORDER BY a.attnum) \
               FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) \
              FROM pg_class c WHERE c.oid = to_regclass('kvlab_kv')",
         )?;
-        let state = match row.first() {
-            None => TableState::Absent,
-            Some(r) => {
-                let comment = r[0].clone().unwrap_or_default();
-                if !comment.starts_with(MARK) {
-                    bail!(
-                        "table kvlab_kv in {} exists but is not kvlab's (its comment does not start with '{MARK}'); kvlab will not touch it: use another database or schema",
-                        connector.display
-                    );
-                }
-                let columns_ok = r[2].as_deref() == Some("k:bigint,v:bytea");
-                let persistence_ok = (r[1].as_deref() == Some("u")) == schema.unlogged;
-                if schema.recreate
-                    || !comment.contains(VALUES_MARK)
-                    || !columns_ok
-                    || !persistence_ok
-                {
-                    TableState::Reload
-                } else {
-                    let q = c.query("SELECT count(*), coalesce(min(k), -1), coalesce(max(k), -1), coalesce(min(length(v)), -1), coalesce(max(length(v)), -1) FROM kvlab_kv")?;
-                    figures_state(&q, keys, vsize, data.load)
-                }
-            }
+        Ok(row.first().map(|r| Existing {
+            marker: r[0].clone().unwrap_or_default(),
+            layout_ok: r[2].as_deref() == Some("k:bigint,v:bytea")
+                && (r[1].as_deref() == Some("u")) == self.data.schema.unlogged,
+        }))
+    }
+
+    fn figures(&mut self) -> Result<Figures> {
+        let mut q = self.c.query("SELECT count(*), coalesce(min(k), -1), coalesce(max(k), -1), coalesce(min(length(v)), -1), coalesce(max(length(v)), -1) FROM kvlab_kv")?;
+        Ok(if q.is_empty() {
+            Vec::new()
+        } else {
+            q.swap_remove(0)
+        })
+    }
+
+    fn drop_table(&mut self) -> Result<()> {
+        self.c.query("DROP TABLE kvlab_kv")?;
+        Ok(())
+    }
+
+    /// Without its key when it is to be loaded: filled by parallel COPYs, then
+    /// indexed, faster than maintaining the index row by row.
+    fn create(&mut self) -> Result<()> {
+        let unlogged = if self.data.schema.unlogged {
+            "UNLOGGED "
+        } else {
+            ""
         };
-        let create = |c: &mut PgConn, with_pk: bool| -> Result<()> {
-            let unlogged = if schema.unlogged { "UNLOGGED " } else { "" };
-            let pk = if with_pk { " PRIMARY KEY" } else { "" };
-            c.query(&format!(
-                "CREATE {unlogged}TABLE kvlab_kv (k bigint{pk}, v bytea NOT NULL)"
-            ))?;
-            c.query(&format!(
-                "COMMENT ON TABLE kvlab_kv IS '{MARK} (value_size={vsize}, {VALUES_MARK})'"
-            ))?;
-            Ok(())
-        };
-        match announce(state, opts, &connector.display, keys, vsize) {
-            TableState::Reusable => return Ok(None),
-            TableState::Reload => {
-                c.query("DROP TABLE kvlab_kv")?;
-            }
-            TableState::Absent => {}
-        }
-        if !data.load {
-            create(&mut c, true)?;
-            return Ok(None);
-        }
-        // A fresh table without its key, filled by parallel COPYs, then indexed:
-        // faster than maintaining the index row by row.
-        create(&mut c, false)?;
-        note(
-            opts,
-            format!("kvlab: loading {keys} rows of {vsize} B into kvlab_kv with COPY"),
-        );
-        let started = Instant::now();
+        let pk = if self.data.load { "" } else { " PRIMARY KEY" };
+        let vsize = self.data.values.size();
+        self.c.query(&format!(
+            "CREATE {unlogged}TABLE kvlab_kv (k bigint{pk}, v bytea NOT NULL)"
+        ))?;
+        self.c.query(&format!(
+            "COMMENT ON TABLE kvlab_kv IS '{MARK} (value_size={vsize}, {VALUES_MARK})'"
+        ))?;
+        Ok(())
+    }
+
+    fn loading(&self) -> String {
+        "kvlab_kv with COPY".into()
+    }
+
+    fn load(&mut self, opts: RunOptions, shutdown: &AtomicBool) -> Result<()> {
+        let (connector, data) = (self.connector, self.data);
+        let keys = data.keys;
         let loaders = data.threads.clamp(1, 4).min(keys as usize);
         parallel_load(keys, loaders, opts, shutdown, |start, end, done| {
             let mut lc = open(connector, Duration::from_secs(10))?;
@@ -107,10 +94,30 @@ impl Database for Postgres {
             Ok(())
         })
         .context("loading kvlab_kv with COPY failed")?;
-        c.query("ALTER TABLE kvlab_kv ADD PRIMARY KEY (k)")
+        self.c
+            .query("ALTER TABLE kvlab_kv ADD PRIMARY KEY (k)")
             .context("indexing kvlab_kv failed")?;
-        c.query("ANALYZE kvlab_kv")?;
-        Ok(Some(LoadResult::of(keys, started.elapsed().as_secs_f64())))
+        self.c.query("ANALYZE kvlab_kv")?;
+        Ok(())
+    }
+}
+
+impl Database for Postgres {
+    /// A set-up session (with `pg_stat_statements` created on a managed
+    /// server, for exact per-statement counters when the library is loaded).
+    fn table<'a>(
+        &self,
+        connector: &'a Connector,
+        data: &'a DataSpec,
+        _opts: RunOptions,
+    ) -> Result<Box<dyn TableSteps + 'a>> {
+        let mut c = open(connector, Duration::from_secs(10))
+            .map_err(|e| anyhow::anyhow!("{}: {e}", connector.display))?;
+        c.set_timeout(None)?;
+        if data.managed {
+            let _ = c.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+        }
+        Ok(Box::new(PgTable { c, connector, data }))
     }
 
     /// Sets every value of kvlab's table back to version 0 (only rows that differ:

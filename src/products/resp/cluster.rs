@@ -11,10 +11,12 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use super::codec::{SLOTS, bulk_payload, command, info_field};
-use super::{REDIS, RespProduct, VALKEY, node_counters, node_memory, open};
+use super::{
+    REDIS, REDIS_FACTS, RespProduct, VALKEY, VALKEY_FACTS, node_counters, node_memory, open,
+};
 use crate::target::{
-    Cache, CacheMemory, Connector, Product, ReportedUsage, Role, Server, ServerCounters,
-    ServerInfo, Topology, UsageReport,
+    Cache, CacheMemory, Connector, Facts, Product, ReportedUsage, Role, Server, ServerCounters,
+    ServerInfo, Topology,
 };
 use crate::transport::Stream;
 use crate::wire::Session;
@@ -22,52 +24,50 @@ use crate::wire::Session;
 /// A RESP product in cluster mode.
 pub struct ClusterProduct {
     pub(super) base: &'static RespProduct,
-    name: &'static str,
-    schemes: &'static [&'static str],
-    example: &'static str,
+    facts: &'static Facts,
 }
+
+/// What Redis Cluster declares: Redis's server, nodes reached at the TCP
+/// addresses the cluster reports (no unix sockets), keys spread by slot.
+const REDIS_CLUSTER_FACTS: Facts = Facts {
+    name: "redis-cluster",
+    title: "Redis/Valkey Cluster",
+    schemes: &["redis-cluster"],
+    tls_schemes: &[],
+    example_url: "redis-cluster://127.0.0.1:7000",
+    unix_sockets: false,
+    unix_url_example: None,
+    sharded: true,
+    ..REDIS_FACTS
+};
+
+/// What Valkey Cluster declares (as Redis Cluster, with Valkey's server).
+const VALKEY_CLUSTER_FACTS: Facts = Facts {
+    name: "valkey-cluster",
+    schemes: &["valkey-cluster"],
+    example_url: "valkey-cluster://127.0.0.1:7000",
+    server: VALKEY_FACTS.server,
+    ..REDIS_CLUSTER_FACTS
+};
 
 /// Redis Cluster (`redis-server` nodes with `cluster-enabled yes`).
 pub static REDIS_CLUSTER: ClusterProduct = ClusterProduct {
     base: &REDIS,
-    name: "redis-cluster",
-    schemes: &["redis-cluster"],
-    example: "redis-cluster://127.0.0.1:7000",
+    facts: &REDIS_CLUSTER_FACTS,
 };
 
 /// Valkey Cluster (`valkey-server` nodes with `cluster-enabled yes`).
 pub static VALKEY_CLUSTER: ClusterProduct = ClusterProduct {
     base: &VALKEY,
-    name: "valkey-cluster",
-    schemes: &["valkey-cluster"],
-    example: "valkey-cluster://127.0.0.1:7000",
+    facts: &VALKEY_CLUSTER_FACTS,
 };
 
 impl Product for ClusterProduct {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-    fn title(&self) -> &'static str {
-        "Redis/Valkey Cluster"
-    }
-    fn schemes(&self) -> &'static [&'static str] {
-        self.schemes
-    }
-    fn default_port(&self) -> u16 {
-        6379
-    }
-    /// Its nodes are reached at the TCP addresses the cluster reports.
-    fn unix_sockets(&self) -> bool {
-        false
-    }
-    fn example_url(&self) -> &'static str {
-        self.example
+    fn facts(&self) -> &'static Facts {
+        self.facts
     }
     fn role(&self) -> Role<'_> {
         Role::Cache(self)
-    }
-    fn sharded(&self) -> bool {
-        true
     }
 
     fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(Stream, Session)> {
@@ -75,7 +75,7 @@ impl Product for ClusterProduct {
     }
 
     fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo> {
-        super::probe(c, timeout, true, self.base.name)
+        super::probe(c, timeout, true, self.base.facts.name)
     }
 
     fn counters(&self, c: &Connector) -> Result<ServerCounters> {
@@ -94,10 +94,6 @@ impl Product for ClusterProduct {
             sum.misses += n.misses;
         }
         Ok(sum)
-    }
-
-    fn usage_report(&self) -> Option<UsageReport> {
-        Some(super::USAGE_REPORT)
     }
 
     fn reported_usage(&self, c: &Connector) -> Result<ReportedUsage> {

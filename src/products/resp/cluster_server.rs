@@ -24,20 +24,11 @@ const OWN: &[&str] = &["cluster-enabled", "cluster-config-file", "cluster-port"]
 const MAX_SHARDS: usize = 64;
 
 impl Server for ClusterProduct {
-    fn binary(&self) -> &'static str {
-        self.base.binary()
-    }
     /// Not yet: its nodes would have to meet over a TLS cluster bus.
     fn serves_tls(&self) -> Result<(), &'static str> {
         Err(
             "a managed cluster runs plain for now (an external cluster with TLS: redis-cluster:// with --tls)",
         )
-    }
-    fn package(&self) -> &'static str {
-        self.base.package()
-    }
-    fn thread_settings(&self) -> &'static [&'static str] {
-        self.base.thread_settings()
     }
 
     fn configure(&self, opts: &BTreeMap<String, String>, sizing: Sizing) -> Result<Config> {

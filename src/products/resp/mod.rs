@@ -25,72 +25,72 @@ pub use cluster::{REDIS_CLUSTER, VALKEY_CLUSTER};
 pub use codec::{Resp, bulk_payload, command, encode_command, frame_len, hash_slot, info_field};
 
 use crate::target::{
-    Cache, CacheMemory, Connector, Product, ReportedUsage, Role, Server, ServerCounters,
-    ServerInfo, UsageReport,
+    Cache, CacheMemory, Connector, Facts, Product, ReportedUsage, Role, Server, ServerCounters,
+    ServerFacts, ServerInfo, UsageReport,
 };
 use crate::transport::Stream;
 use crate::wire::Session;
 
 /// A RESP server product: Redis or Valkey.
 pub struct RespProduct {
-    name: &'static str,
-    schemes: &'static [&'static str],
-    tls_schemes: &'static [&'static str],
-    refused: &'static [(&'static str, &'static str, &'static str)],
-    example: &'static str,
-    binary: &'static str,
-    package: &'static str,
+    facts: &'static Facts,
 }
 
-/// Redis (`redis-server`).
-pub static REDIS: RespProduct = RespProduct {
+/// What every RESP server declares; each product names its own.
+const RESP: Facts = Facts {
+    title: "Redis/Valkey",
+    default_port: 6379,
+    usage_report: Some(USAGE_REPORT),
+    server: ServerFacts {
+        thread_settings: &["io-threads"],
+        ..ServerFacts::DEFAULTS
+    },
+    ..Facts::DEFAULTS
+};
+
+/// What Redis declares.
+pub(super) const REDIS_FACTS: Facts = Facts {
     name: "redis",
     schemes: &["redis"],
     tls_schemes: &["rediss"],
-    refused: &[],
-    example: "redis://127.0.0.1:6379",
-    binary: "redis-server",
-    package: "redis-server",
+    example_url: "redis://127.0.0.1:6379",
+    unix_url_example: Some("redis+unix:///path/to.sock"),
+    server: ServerFacts {
+        binary: "redis-server",
+        package: "redis-server",
+        ..RESP.server
+    },
+    ..RESP
+};
+
+/// What Valkey declares.
+pub(super) const VALKEY_FACTS: Facts = Facts {
+    name: "valkey",
+    schemes: &["valkey"],
+    tls_schemes: &["valkeys"],
+    example_url: "valkey://127.0.0.1:6379",
+    unix_url_example: Some("valkey+unix:///path/to.sock"),
+    server: ServerFacts {
+        binary: "valkey-server",
+        package: "valkey-server from bookworm-backports",
+        ..RESP.server
+    },
+    ..RESP
+};
+
+/// Redis (`redis-server`).
+pub static REDIS: RespProduct = RespProduct {
+    facts: &REDIS_FACTS,
 };
 
 /// Valkey (`valkey-server`, Debian's bookworm-backports).
 pub static VALKEY: RespProduct = RespProduct {
-    name: "valkey",
-    schemes: &["valkey"],
-    tls_schemes: &["valkeys"],
-    refused: &[],
-    example: "valkey://127.0.0.1:6379",
-    binary: "valkey-server",
-    package: "valkey-server from bookworm-backports",
+    facts: &VALKEY_FACTS,
 };
 
 impl Product for RespProduct {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-    fn title(&self) -> &'static str {
-        "Redis/Valkey"
-    }
-    fn schemes(&self) -> &'static [&'static str] {
-        self.schemes
-    }
-    fn tls_schemes(&self) -> &'static [&'static str] {
-        self.tls_schemes
-    }
-    fn refused_schemes(&self) -> &'static [(&'static str, &'static str, &'static str)] {
-        self.refused
-    }
-    fn default_port(&self) -> u16 {
-        6379
-    }
-    fn example_url(&self) -> &'static str {
-        self.example
-    }
-    fn unix_url_example(&self) -> Option<&'static str> {
-        Some(match self.name {
-            "redis" => "redis+unix:///path/to.sock",
-            _ => "valkey+unix:///path/to.sock",
-        })
+    fn facts(&self) -> &'static Facts {
+        self.facts
     }
     fn role(&self) -> Role<'_> {
         Role::Cache(self)
@@ -101,15 +101,11 @@ impl Product for RespProduct {
     }
 
     fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo> {
-        probe(c, timeout, false, self.name)
+        probe(c, timeout, false, self.facts.name)
     }
 
     fn counters(&self, c: &Connector) -> Result<ServerCounters> {
         node_counters(c)
-    }
-
-    fn usage_report(&self) -> Option<UsageReport> {
-        Some(USAGE_REPORT)
     }
 
     fn reported_usage(&self, c: &Connector) -> Result<ReportedUsage> {
@@ -162,7 +158,7 @@ pub(crate) fn probe(
     });
     r.map_err(|e| {
         if format!("{e:#}").contains("NOAUTH") {
-            let scheme = c.product.schemes()[0];
+            let scheme = c.product.facts().schemes[0];
             anyhow::anyhow!(
                 "{} needs a password: give it in the URL, {scheme}://:PASSWORD@{} (or {scheme}://USER:PASSWORD@… for an ACL user)",
                 c.display,

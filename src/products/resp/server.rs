@@ -15,16 +15,6 @@ use crate::target::{Config, Launch, Login, Server, Sizing};
 const OWN: &[&str] = &["port", "bind", "dir", "daemonize", "logfile", "unixsocket"];
 
 impl Server for RespProduct {
-    fn binary(&self) -> &'static str {
-        self.binary
-    }
-    fn package(&self) -> &'static str {
-        self.package
-    }
-    fn thread_settings(&self) -> &'static [&'static str] {
-        &["io-threads"]
-    }
-
     fn configure(&self, opts: &BTreeMap<String, String>, _sizing: Sizing) -> Result<Config> {
         let mut config = Config {
             password: opts.get("requirepass").cloned(),

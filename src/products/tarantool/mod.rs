@@ -25,7 +25,8 @@ pub use codec::TtCodec;
 pub use conn::{TtConn, open};
 
 use crate::target::{
-    Connector, Product, ReportedUsage, Role, Server, ServerCounters, ServerInfo, UsageReport,
+    Connector, Facts, Product, ReportedUsage, Role, Server, ServerCounters, ServerFacts,
+    ServerInfo, TableFacts, UsageReport,
 };
 use crate::transport::{Stream, TlsStart};
 use crate::wire::Session;
@@ -42,30 +43,34 @@ pub fn space_id(c: &mut TtConn) -> io::Result<Option<u32>> {
     Ok(r.first().and_then(rmpv::Value::as_u64).map(|v| v as u32))
 }
 
+/// What Tarantool declares; its URLs name no database.
+static FACTS: Facts = Facts {
+    name: "tarantool",
+    title: "Tarantool",
+    schemes: &["tarantool"],
+    default_port: 3301,
+    unix_url_example: Some("tarantool+unix:///path/to.sock"),
+    example_url: "tarantool://[user:pass@]host:3301",
+    tls_start: TlsStart::Unsupported("Tarantool speaks TLS only in its Enterprise edition"),
+    usage_report: Some(UsageReport {
+        cpu: "os.clock(), the process's CPU time",
+        memory: Some("box.slab.info().arena_used + box.info.memory().lua"),
+    }),
+    server: ServerFacts {
+        binary: "tarantool",
+        package: "tarantool",
+        ..ServerFacts::DEFAULTS
+    },
+    table: TableFacts {
+        options: &["table_engine"],
+        engines: &["memtx", "vinyl"],
+    },
+    ..Facts::DEFAULTS
+};
+
 impl Product for Tarantool {
-    fn name(&self) -> &'static str {
-        "tarantool"
-    }
-    fn title(&self) -> &'static str {
-        "Tarantool"
-    }
-    fn schemes(&self) -> &'static [&'static str] {
-        &["tarantool"]
-    }
-    fn default_port(&self) -> u16 {
-        3301
-    }
-    fn unix_url_example(&self) -> Option<&'static str> {
-        Some("tarantool+unix:///path/to.sock")
-    }
-    fn example_url(&self) -> &'static str {
-        "tarantool://[user:pass@]host:3301"
-    }
-    fn url_database(&self) -> bool {
-        false
-    }
-    fn tls_start(&self) -> TlsStart {
-        TlsStart::Unsupported("Tarantool speaks TLS only in its Enterprise edition")
+    fn facts(&self) -> &'static Facts {
+        &FACTS
     }
     fn role(&self) -> Role<'_> {
         Role::Database(self)
@@ -105,13 +110,6 @@ impl Product for Tarantool {
             hits: 0,
             misses: 0,
             exact: true,
-        })
-    }
-
-    fn usage_report(&self) -> Option<UsageReport> {
-        Some(UsageReport {
-            cpu: "os.clock(), the process's CPU time",
-            memory: Some("box.slab.info().arena_used + box.info.memory().lua"),
         })
     }
 

@@ -46,13 +46,6 @@ box.cfg{listen = listen}
 "#;
 
 impl Server for Tarantool {
-    fn binary(&self) -> &'static str {
-        "tarantool"
-    }
-    fn package(&self) -> &'static str {
-        "tarantool"
-    }
-
     fn configure(&self, opts: &BTreeMap<String, String>, sizing: Sizing) -> Result<Config> {
         let mut config = Config::default();
         let mut given = opts.clone();

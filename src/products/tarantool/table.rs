@@ -5,17 +5,16 @@
 //! its size.
 
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use rmpv::Value;
 
-use super::Tarantool;
 use super::conn::{TtConn, open};
-use super::space_id;
-use crate::progress::{RunOptions, note};
-use crate::target::table::{MARK, TableState, VALUES_MARK, announce, figures_state, parallel_load};
-use crate::target::{Connector, DataSpec, Database, LoadResult};
+use super::{FACTS, Tarantool, space_id};
+use crate::progress::RunOptions;
+use crate::target::table::{MARK, VALUES_MARK, parallel_load};
+use crate::target::{Connector, DataSpec, Database, Existing, Figures, TableSteps};
 
 /// What kvlab's space looks like: whether it exists, its marker, engine, rows,
 /// smallest and largest key, and the engine the managed server was told to use.
@@ -52,96 +51,126 @@ fn int(v: Option<&Value>) -> i64 {
     v.and_then(Value::as_i64).unwrap_or(-2)
 }
 
-impl Database for Tarantool {
-    fn schema_options(&self) -> &'static [&'static str] {
-        &["table_engine"]
+/// kvlab's space over one Tarantool set-up session.
+struct TtTable<'a> {
+    c: TtConn,
+    connector: &'a Connector,
+    data: &'a DataSpec,
+    /// The engine asked for (else the managed server's, else memtx), known
+    /// once inspected.
+    engine: String,
+    /// The figures [`INSPECT`] read.
+    figures: Figures,
+    /// The space's id, once created.
+    space: u32,
+}
+
+impl TtTable<'_> {
+    /// The marker of a space holding values of this run's size.
+    fn mark(&self) -> String {
+        format!(
+            "{MARK} (value_size={}, {VALUES_MARK})",
+            self.data.values.size()
+        )
     }
-    fn table_engines(&self) -> &'static [&'static str] {
-        &["memtx", "vinyl"]
+}
+
+impl TableSteps for TtTable<'_> {
+    fn noun(&self) -> String {
+        "space kvlab_kv".into()
+    }
+    fn unmarked(&self) -> (String, &'static str) {
+        ("kvlab_meta does not mark it".into(), "use another server")
     }
 
-    /// Makes sure kvlab's space holds the data: checked, reused, created or
-    /// reloaded with pipelined REPLACEs on parallel connections.
-    fn prepare(
-        &self,
-        connector: &Connector,
-        data: &DataSpec,
-        opts: RunOptions,
-        shutdown: &AtomicBool,
-    ) -> Result<Option<LoadResult>> {
-        let keys = data.keys;
-        let vsize = data.values.size();
-        let mut c = open(connector, Duration::from_secs(10))
-            .map_err(|e| anyhow::anyhow!("{}: {e}", connector.display))?;
-        c.set_timeout(None)?;
-        let r = c
+    fn inspect(&mut self) -> Result<Option<Existing>> {
+        let display = &self.connector.display;
+        let r = self
+            .c
             .eval(INSPECT, vec![])
-            .with_context(|| format!("{}: cannot inspect kvlab's space (the user needs read, write and execute on the universe)", connector.display))?;
-        let engine = data.schema.table_engine.clone().unwrap_or_else(|| {
+            .with_context(|| format!("{display}: cannot inspect kvlab's space (the user needs read, write and execute on the universe)"))?;
+        self.engine = self.data.schema.table_engine.clone().unwrap_or_else(|| {
             // The managed server's `engine=`, else the default engine.
             Some(text(r.get(6)))
                 .filter(|e| !e.is_empty())
-                .unwrap_or_else(|| self.table_engines()[0].into())
+                .unwrap_or_else(|| FACTS.table.engines[0].into())
         });
-        let exists = r.first().and_then(Value::as_bool).unwrap_or(false);
-        let mark = format!("{MARK} (value_size={vsize}, {VALUES_MARK})");
-        let state = if !exists {
-            TableState::Absent
-        } else {
-            let found = text(r.get(1));
-            if !found.starts_with(MARK) {
-                bail!(
-                    "space kvlab_kv in {} exists but is not kvlab's (kvlab_meta does not mark it); kvlab will not touch it: use another server",
-                    connector.display
-                );
-            }
-            if data.schema.recreate || found != mark || text(r.get(2)) != engine {
-                TableState::Reload
-            } else {
-                // Rows, smallest and largest key; the marker vouches for the size.
-                let v = vsize.to_string();
-                let row = vec![
-                    Some(int(r.get(3)).to_string()),
-                    Some(int(r.get(4)).to_string()),
-                    Some(int(r.get(5)).to_string()),
-                    Some(v.clone()),
-                    Some(v),
-                ];
-                figures_state(&[row], keys, vsize, data.load)
-            }
-        };
-        match announce(state, opts, &connector.display, keys, vsize) {
-            TableState::Reusable => return Ok(None),
-            TableState::Reload => {
-                c.eval("box.space.kvlab_kv:drop()", vec![])?;
-            }
-            TableState::Absent => {}
-        }
-        c.eval(
-            CREATE,
-            vec![Value::from(engine.as_str()), Value::from(mark)],
-        )
-        .with_context(|| format!("{}: cannot create kvlab's space", connector.display))?;
-        let space = space_id(&mut c)?.context("kvlab's space vanished after it was created")?;
-        if !data.load {
+        if !r.first().and_then(Value::as_bool).unwrap_or(false) {
             return Ok(None);
         }
-        note(
-            opts,
-            format!(
-                "kvlab: loading {keys} rows of {vsize} B into space kvlab_kv ({engine}) with pipelined REPLACEs"
-            ),
-        );
-        let started = Instant::now();
-        let loaders = (data.threads * 2).clamp(2, 4).min(keys as usize);
-        parallel_load(keys, loaders, opts, shutdown, |start, end, done| {
+        // Rows, smallest and largest key; the marker vouches for the size.
+        let v = self.data.values.size().to_string();
+        self.figures = vec![
+            Some(int(r.get(3)).to_string()),
+            Some(int(r.get(4)).to_string()),
+            Some(int(r.get(5)).to_string()),
+            Some(v.clone()),
+            Some(v),
+        ];
+        let marker = text(r.get(1));
+        Ok(Some(Existing {
+            layout_ok: marker == self.mark() && text(r.get(2)) == self.engine,
+            marker,
+        }))
+    }
+
+    fn figures(&mut self) -> Result<Figures> {
+        Ok(self.figures.clone())
+    }
+
+    fn drop_table(&mut self) -> Result<()> {
+        self.c.eval("box.space.kvlab_kv:drop()", vec![])?;
+        Ok(())
+    }
+
+    fn create(&mut self) -> Result<()> {
+        let display = &self.connector.display;
+        self.c
+            .eval(
+                CREATE,
+                vec![Value::from(self.engine.as_str()), Value::from(self.mark())],
+            )
+            .with_context(|| format!("{display}: cannot create kvlab's space"))?;
+        self.space =
+            space_id(&mut self.c)?.context("kvlab's space vanished after it was created")?;
+        Ok(())
+    }
+
+    fn loading(&self) -> String {
+        format!("space kvlab_kv ({}) with pipelined REPLACEs", self.engine)
+    }
+
+    fn load(&mut self, opts: RunOptions, shutdown: &AtomicBool) -> Result<()> {
+        let (connector, data, space) = (self.connector, self.data, self.space);
+        let loaders = (data.threads * 2).clamp(2, 4).min(data.keys as usize);
+        parallel_load(data.keys, loaders, opts, shutdown, |start, end, done| {
             let mut lc: TtConn = open(connector, Duration::from_secs(10))?;
             lc.set_timeout(None)?;
             lc.replace_rows(space, &data.values, start, end, done, shutdown)?;
             Ok(())
         })
-        .context("loading kvlab_kv with REPLACE failed")?;
-        Ok(Some(LoadResult::of(keys, started.elapsed().as_secs_f64())))
+        .context("loading kvlab_kv with REPLACE failed")
+    }
+}
+
+impl Database for Tarantool {
+    fn table<'a>(
+        &self,
+        connector: &'a Connector,
+        data: &'a DataSpec,
+        _opts: RunOptions,
+    ) -> Result<Box<dyn TableSteps + 'a>> {
+        let c = open(connector, Duration::from_secs(10))
+            .map_err(|e| anyhow::anyhow!("{}: {e}", connector.display))?;
+        c.set_timeout(None)?;
+        Ok(Box::new(TtTable {
+            c,
+            connector,
+            data,
+            engine: String::new(),
+            figures: Vec::new(),
+            space: 0,
+        }))
     }
 
     /// Sets every value of kvlab's space back to version 0 (only rows that differ).
