@@ -29,30 +29,19 @@
 //! - [`output`]: progress display and the human summary.
 //! - [`report`]: study results -> verdict, tables and SVG charts as Markdown and HTML.
 
-pub mod cacheaside;
-pub mod capacity;
 pub mod cli;
-pub mod commands;
-pub mod consistency;
-pub mod dataset;
+pub mod driver;
 pub mod engine;
 pub mod error;
-pub mod fill;
-pub mod launch;
-pub mod merge;
-pub mod output;
+pub mod modes;
 pub mod plan;
 pub mod products;
-pub mod progress;
 pub mod report;
 pub mod results;
 pub mod runner;
-pub mod shard;
-pub mod stats;
-pub mod study;
-pub mod target;
+pub mod servers;
+pub mod system;
 pub mod transport;
-pub mod wire;
 pub mod workload;
 
 use std::sync::Arc;
@@ -63,5 +52,5 @@ use anyhow::Result;
 /// Runs a parsed command line. `shutdown` is set by Ctrl-C (or a test) to stop
 /// early; partial results are still reported.
 pub fn run(cli: cli::Cli, shutdown: Arc<AtomicBool>) -> Result<()> {
-    commands::dispatch(cli, &shutdown)
+    cli::commands::dispatch(cli, &shutdown)
 }

@@ -7,10 +7,10 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{measure, plan, raw, server};
-use kvlab::consistency::VersionBoard;
 use kvlab::plan::{CacheAside, Ratio, Stop, TargetKind, TargetSpec, WritePolicy};
-use kvlab::target::ManagedServer;
+use kvlab::servers::ManagedServer;
 use kvlab::workload::Values;
+use kvlab::workload::consistency::VersionBoard;
 
 /// One blocking RESP command on `port`, its whole reply.
 fn redis(port: u16, args: &[&[u8]]) -> Vec<u8> {
@@ -37,7 +37,7 @@ fn get(port: u16, key: &str) -> Option<Vec<u8>> {
 /// The cache-aside steps by hand, with the "cache" under `c:` and the
 /// "database" under `d:` of one real redis-server: a slow reader's fill either
 /// lands after a writer's update+delete (the race) or before it (no race).
-fn interleave(race: bool) -> (Option<kvlab::consistency::Staleness>, u64) {
+fn interleave(race: bool) -> (Option<kvlab::workload::consistency::Staleness>, u64) {
     let s = server(TargetKind::Redis);
     let port = s.endpoint().port;
     let values = Values::new(64);
@@ -120,7 +120,7 @@ fn pg() -> ManagedServer {
         &[("shared_preload_libraries", "pg_stat_statements")],
         30,
     );
-    let c = kvlab::target::Connector::new(TargetKind::Postgres, &s.endpoint()).unwrap();
+    let c = kvlab::driver::Connector::new(TargetKind::Postgres, &s.endpoint()).unwrap();
     kvlab::products::postgres::open(&c, Duration::from_secs(5))
         .unwrap()
         .query("CREATE EXTENSION pg_stat_statements")
@@ -131,7 +131,7 @@ fn pg() -> ManagedServer {
 /// Sum of the versions in kvlab's PostgreSQL table: each write of a key bumps
 /// its version by one, so after a run without errors it equals the writes.
 fn version_sum(db: &ManagedServer) -> u64 {
-    let c = kvlab::target::Connector::new(TargetKind::Postgres, &db.endpoint()).unwrap();
+    let c = kvlab::driver::Connector::new(TargetKind::Postgres, &db.endpoint()).unwrap();
     let mut pg = kvlab::products::postgres::open(&c, Duration::from_secs(5)).unwrap();
     pg.query_one(
         "SELECT coalesce(sum(('x' || convert_from(substring(v from 17 for 16), 'UTF8'))::bit(64)::bigint), 0) FROM kvlab_kv",
@@ -189,7 +189,7 @@ fn check_aside_run(cache: TargetKind, policy: WritePolicy) {
     let c = r.consistency.as_ref().expect("stale reads measured");
     assert_eq!(c.checked_reads, r.hits);
     assert!(c.stale_reads <= c.checked_reads);
-    assert!(kvlab::output::summary(&r).contains("cache hit ratio"));
+    assert!(kvlab::report::summary::summary(&r).contains("cache hit ratio"));
 }
 
 #[test]

@@ -15,9 +15,10 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use common::{measure, measure_err, plan, server, server_with};
+use kvlab::driver::Connector;
 use kvlab::plan::{Endpoint, Ratio, Secret, TargetKind};
 use kvlab::products::cql::{self, conn::bigint};
-use kvlab::target::{Connector, ManagedServer};
+use kvlab::servers::ManagedServer;
 
 const KIND: TargetKind = TargetKind::Cassandra;
 
@@ -157,7 +158,7 @@ fn a_fill_sizes_the_table(node: &ManagedServer) {
     p.workload.keys = 20_000;
     p.workload.value_size = 1000;
     let stop = AtomicBool::new(false);
-    let f = kvlab::fill::fill(&p, None, Default::default(), &stop).expect("fill");
+    let f = kvlab::modes::fill::fill(&p, None, Default::default(), &stop).expect("fill");
     assert_eq!(f.items, 20_000);
     let per_item = f.bytes_per_item;
     assert!(

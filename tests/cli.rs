@@ -273,7 +273,7 @@ fn a_managed_run_writes_json_and_leaves_no_server_behind() {
     );
     assert!(v["server_cpu_s"].as_f64().unwrap() > 0.0);
     assert!(!v["timeline"].as_array().unwrap().is_empty());
-    let h = kvlab::stats::decode_histogram(v["histogram"].as_str().unwrap()).unwrap();
+    let h = kvlab::results::stats::decode_histogram(v["histogram"].as_str().unwrap()).unwrap();
     assert_eq!(h.len(), v["hits"].as_u64().unwrap());
     let pid = v["target"]["pid"].as_u64().unwrap() as u32;
     assert!(!common::alive(pid), "server {pid} left running");

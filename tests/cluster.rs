@@ -11,10 +11,10 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use common::{alive, measure, measure_err, plan, server, server_with};
+use kvlab::driver::Connector;
 use kvlab::plan::{Ratio, Stop, TargetKind};
 use kvlab::products::resp::{bulk_payload, command, hash_slot};
 use kvlab::runner::{RunOptions, run};
-use kvlab::target::Connector;
 
 /// Sends one command to the node at `addr` and returns its raw reply.
 fn cmd(addr: SocketAddr, args: &[&[u8]]) -> Vec<u8> {

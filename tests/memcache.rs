@@ -11,7 +11,7 @@ fn counts_agree_with_stats() {
     let s = server(TargetKind::Memcached);
     let mut p = plan(TargetKind::Memcached, s.endpoint());
     p.workload.ratio = Ratio { set: 1, get: 4 };
-    let connector = kvlab::target::Connector::new(TargetKind::Memcached, &s.endpoint()).unwrap();
+    let connector = kvlab::driver::Connector::new(TargetKind::Memcached, &s.endpoint()).unwrap();
     let before = connector.counters().unwrap();
     let r = measure(&p);
     let d = connector.counters().unwrap().since(&before);
@@ -55,7 +55,7 @@ fn misses_and_corruption_are_detected() {
 fn a_full_memcached_fails_the_load_clearly() {
     let mut opts = std::collections::BTreeMap::new();
     opts.insert("memory-mb".to_string(), "2".to_string());
-    let s = kvlab::target::ManagedServer::start(TargetKind::Memcached, &opts, Default::default())
+    let s = kvlab::servers::ManagedServer::start(TargetKind::Memcached, &opts, Default::default())
         .unwrap();
     let mut p = plan(TargetKind::Memcached, s.endpoint());
     p.workload.keys = 100_000;

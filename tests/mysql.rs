@@ -8,8 +8,8 @@ mod common;
 use std::time::Duration;
 
 use common::{alive, measure, measure_err, plan, server_with};
+use kvlab::driver::Connector;
 use kvlab::plan::{Ratio, Stop, TargetKind};
-use kvlab::target::Connector;
 
 fn sql(connector: &Connector, q: &str) -> Vec<Vec<Option<String>>> {
     kvlab::products::mysql::open(connector, Duration::from_secs(5))

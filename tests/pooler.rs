@@ -9,9 +9,9 @@ mod common;
 use std::time::Duration;
 
 use common::{alive, measure, plan, server_with};
+use kvlab::driver::Connector;
 use kvlab::plan::{Ratio, RunPlan, TargetKind, TargetSpec};
 use kvlab::results::RunResult;
-use kvlab::target::Connector;
 
 /// A managed PostgreSQL with `pool_mode` PgBouncer in front.
 fn pooled(pool_mode: &str) -> RunPlan {

@@ -7,8 +7,8 @@ mod common;
 use std::time::Duration;
 
 use common::{alive, measure, measure_err, plan, server_with};
+use kvlab::driver::Connector;
 use kvlab::plan::{Ratio, Stop, TargetKind};
-use kvlab::target::Connector;
 
 const PGSS: (&str, &str) = ("shared_preload_libraries", "pg_stat_statements");
 
@@ -127,7 +127,7 @@ fn refused_connections_are_counted_and_the_run_goes_on() {
     assert!(r.connections.established < 30, "{:?}", r.connections);
     assert_eq!(r.errors, 0);
     assert!(r.server_cpu_s.is_none() && r.server_cpu_source.is_none());
-    let summary = kvlab::output::summary(&r);
+    let summary = kvlab::report::summary::summary(&r);
     assert!(summary.contains("server CPU  not known"), "{summary}");
     // A fixed number of requests ends too (the refused connections' share is
     // not made, and the result says so) instead of waiting for them forever.

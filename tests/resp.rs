@@ -13,7 +13,7 @@ fn counts_agree(kind: TargetKind) {
     let s = server(kind);
     let mut p = plan(kind, s.endpoint());
     p.workload.ratio = Ratio { set: 1, get: 3 };
-    let connector = kvlab::target::Connector::new(kind, &s.endpoint()).unwrap();
+    let connector = kvlab::driver::Connector::new(kind, &s.endpoint()).unwrap();
     let before = connector.counters().unwrap();
     assert_eq!(before.gets + before.sets, 0, "fresh server");
     let r = measure(&p);
@@ -114,7 +114,7 @@ fn paced_latency_shows_a_stalled_server() {
     // ~8,000 requests scheduled; each sent once.
     assert!((7_500..=8_100).contains(&r.requests), "{}", r.requests);
     // The summary shows both, the service time labelled as such.
-    let text = kvlab::output::summary(&r);
+    let text = kvlab::report::summary::summary(&r);
     assert!(text.contains("latency µs (from intended start)"), "{text}");
     assert!(text.contains("service time µs (from actual send"), "{text}");
 }
@@ -150,17 +150,17 @@ fn a_password_protected_server_needs_and_hides_the_password() {
     let mut opts = std::collections::BTreeMap::new();
     opts.insert("requirepass".to_string(), "s3cret-pw".to_string());
     let s =
-        kvlab::target::ManagedServer::start(TargetKind::Redis, &opts, Default::default()).unwrap();
+        kvlab::servers::ManagedServer::start(TargetKind::Redis, &opts, Default::default()).unwrap();
     let p = plan(TargetKind::Redis, s.endpoint());
     let r = measure(&p);
     assert_eq!(r.errors, 0);
     let json = serde_json::to_string(&r).unwrap();
     assert!(!json.contains("s3cret-pw"));
-    assert!(!kvlab::output::summary(&r).contains("s3cret-pw"));
+    assert!(!kvlab::report::summary::summary(&r).contains("s3cret-pw"));
     // Without the password: a clear error.
     let mut e = s.endpoint();
     e.password = None;
-    let err = kvlab::target::Connector::new(TargetKind::Redis, &e)
+    let err = kvlab::driver::Connector::new(TargetKind::Redis, &e)
         .unwrap()
         .probe(Duration::from_secs(2))
         .unwrap_err();
@@ -174,7 +174,7 @@ fn a_full_external_redis_names_its_own_setting() {
     let mut opts = std::collections::BTreeMap::new();
     opts.insert("memory-mb".to_string(), "3".to_string());
     let s =
-        kvlab::target::ManagedServer::start(TargetKind::Redis, &opts, Default::default()).unwrap();
+        kvlab::servers::ManagedServer::start(TargetKind::Redis, &opts, Default::default()).unwrap();
     let mut p = plan(TargetKind::Redis, s.endpoint());
     p.workload.keys = 20_000;
     p.workload.value_size = 1000;

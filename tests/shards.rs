@@ -12,9 +12,9 @@ use std::process::{Command, Output};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::server;
+use kvlab::driver::Connector;
 use kvlab::plan::TargetKind;
 use kvlab::results::RunResult;
-use kvlab::target::Connector;
 
 /// What the test takes from the Job manifest.
 struct Job {
@@ -362,7 +362,7 @@ fn requests_and_rate_are_split_so_the_clients_make_exactly_the_run() {
                 (f.display().to_string(), read(&f))
             })
             .collect();
-        kvlab::merge::merge(&parts).unwrap()
+        kvlab::results::merge::merge(&parts).unwrap()
     };
     // 7 connections over 3 clients (3 + 2 + 2), 10,001 requests over them.
     let m = run("requests", &["--requests", "10001"]);

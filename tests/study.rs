@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use kvlab::modes::study;
 use kvlab::report;
 use kvlab::results::study::StudyResult;
 use kvlab::runner::RunOptions;
-use kvlab::study;
 
 const TINY: &str = r#"
 name = "tiny"

@@ -2,7 +2,7 @@
 //! outermost, and parse errors that name the file, the line and the fix. Needs
 //! no servers: nothing here runs a point.
 
-use kvlab::study::{expand, main_axis, parse};
+use kvlab::modes::study::{expand, main_axis, parse};
 
 const STUDY: &str = r#"
 name = "t"
@@ -98,7 +98,7 @@ fn errors_name_file_line_and_fix() {
 
 #[test]
 fn warns_of_threads_beyond_the_cores() {
-    let s = kvlab::study::parse(
+    let s = kvlab::modes::study::parse(
         r#"
 name = "t"
 [load]
@@ -113,11 +113,11 @@ io-threads = [1, 2, 8]
         "t.toml",
     )
     .unwrap();
-    let c = kvlab::study::core_caveats(&s, 2);
+    let c = kvlab::modes::study::core_caveats(&s, 2);
     assert_eq!(c.len(), 1, "memcached's setting is threads: {c:?}");
     assert!(c[0].starts_with("redis: io-threads up to 8 on a machine with 2 cores"));
-    assert!(kvlab::study::core_caveats(&s, 16).is_empty());
-    let c = kvlab::study::core_caveats(&s, 1);
+    assert!(kvlab::modes::study::core_caveats(&s, 16).is_empty());
+    let c = kvlab::modes::study::core_caveats(&s, 1);
     assert!(c[0].contains("client threads go up to 2"), "{c:?}");
 }
 

@@ -8,8 +8,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{measure, measure_err, plan, server, server_with};
+use kvlab::driver::Connector;
 use kvlab::plan::{Ratio, TargetKind};
-use kvlab::target::Connector;
 
 #[test]
 fn counts_agree_with_box_stat_also_out_of_order() {

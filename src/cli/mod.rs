@@ -1,5 +1,6 @@
 //! The command line (clap lives only here): parses flags and builds a [`RunPlan`].
 
+pub mod commands;
 mod tls;
 pub use tls::TlsArgs;
 
@@ -7,12 +8,12 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::driver::{Role, parse_opt};
 use crate::error::UsageError;
 use crate::plan::{
     CacheAside, KeyDistribution, LoadShape, Ratio, RunPlan, Stop, TargetSpec, Workload,
 };
 use crate::products::{self, TargetKind};
-use crate::target::{Role, parse_opt};
 
 /// kvlab: do you still need a cache in front of your database? Measure it.
 #[derive(Debug, Parser)]
@@ -90,7 +91,7 @@ pub struct StudyArgs {
     /// `quick`: as written, scaled for a small machine; `original`: the
     /// published study's parameters (its `[original]` tables).
     #[arg(long, value_enum, default_value = "quick")]
-    pub scale: crate::study::Scale,
+    pub scale: crate::modes::study::Scale,
     /// Output directory [default: the study's `output`, else results/NAME].
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -322,11 +323,11 @@ impl RunArgs {
         target: &TargetSpec,
         cache: bool,
         stop: Stop,
-    ) -> Result<(Option<crate::shard::Shard>, Option<u64>), UsageError> {
+    ) -> Result<(Option<crate::plan::shard::Shard>, Option<u64>), UsageError> {
         let start_at = match &self.start_at {
             Some(s) => {
-                let ms = crate::shard::parse_start_at(s)?;
-                crate::shard::check_start_at(ms, self.warmup, std::time::SystemTime::now())?;
+                let ms = crate::plan::shard::parse_start_at(s)?;
+                crate::plan::shard::check_start_at(ms, self.warmup, std::time::SystemTime::now())?;
                 Some(ms)
             }
             None => None,
@@ -334,7 +335,7 @@ impl RunArgs {
         let Some(s) = &self.shard else {
             return Ok((None, start_at));
         };
-        let shard: crate::shard::Shard = s.parse()?;
+        let shard: crate::plan::shard::Shard = s.parse()?;
         if target.external.is_none() {
             return Err(UsageError::bad(
                 "--shard",
@@ -489,7 +490,10 @@ impl RunArgs {
         let distribution: KeyDistribution = self.key_distribution.parse()?;
         let cache = self.cache_aside()?;
         let (shard, start_at_ms) = self.sharding(&target, cache.is_some(), stop)?;
-        let threads = threads.min(crate::shard::local_connections(shard, self.connections));
+        let threads = threads.min(crate::plan::shard::local_connections(
+            shard,
+            self.connections,
+        ));
         let plan = RunPlan {
             cache,
             target,

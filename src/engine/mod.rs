@@ -22,6 +22,7 @@
 
 pub mod aside;
 pub mod clock;
+pub mod dispatch;
 pub mod pacer;
 mod pipe;
 pub mod plain;
@@ -30,5 +31,6 @@ pub mod run;
 pub mod spec;
 
 pub use clock::{StartLine, Timing};
+pub use dispatch::execute;
 pub use run::execute_with_codec;
-pub use spec::{AsideSpec, EngineReport, Observer, Quiet, Share, Spec, StartReport, Tick};
+pub use spec::{AsideSpec, EngineReport, Observer, Quiet, Spec, StartReport, Tick};

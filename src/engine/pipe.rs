@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use mio::{Interest, Token};
 use rustls::ClientConnection;
 
-use crate::target::Connector;
+use crate::driver::Connector;
+use crate::driver::wire::Session;
 use crate::transport::EngineSock;
-use crate::wire::Session;
 
 /// One socket of a connection with its buffers and its back-off.
 pub(crate) struct Pipe {

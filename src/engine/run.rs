@@ -16,9 +16,9 @@ use super::clock::{StartLine, Timing};
 use super::plain::Plain;
 use super::request_loop::{self, Client};
 use super::spec::{ConnPlan, EngineReport, Links, Observer, Spec, StartReport, Tick, WorkerReport};
+use crate::driver::wire::Codec;
+use crate::results::stats::{Counts, Percentiles, Recorder, encode_histogram, new_histogram};
 use crate::results::{ScheduleReport, Second};
-use crate::stats::{Counts, Percentiles, Recorder, encode_histogram, new_histogram};
-use crate::wire::Codec;
 use crate::workload::{KeyGen, Stop, slice_of};
 
 /// Runs one point with `codec` to its end (or until `shutdown`), reporting to
@@ -291,7 +291,7 @@ fn merge(
                 second,
                 requests: c.requests(),
                 errors: c.error_total(),
-                timeouts: c.error(crate::stats::ErrorKind::Timeout),
+                timeouts: c.error(crate::results::stats::ErrorKind::Timeout),
                 misses: c.misses,
                 p50_us: p.p50,
                 p99_us: p.p99,

@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::mpsc::Sender;
 use std::time::{Duration, SystemTime};
 
+use crate::driver::Connector;
+use crate::results::stats::{Counts, Recorder};
 use crate::results::{ScheduleReport, Second};
-use crate::stats::{Counts, Recorder};
-use crate::target::Connector;
 use crate::workload::{KeyDistribution, KeyGen, OpMix, Stop, Values, WritePolicy};
 
 /// One point, resolved: everything the workers need.
@@ -47,39 +47,17 @@ pub struct Spec {
     /// Expiry of written keys, seconds (0: never; caches only).
     pub ttl_s: u32,
     /// Versions of written values, when stale reads are measured.
-    pub board: Option<Arc<crate::consistency::VersionBoard>>,
+    pub board: Option<Arc<crate::workload::consistency::VersionBoard>>,
     /// Cache-aside: the cache in front of `connector` (the database).
     pub aside: Option<AsideSpec>,
     /// Sharded targets: the node serving each slot when the point began.
-    pub topology: Option<Arc<crate::target::Topology>>,
+    pub topology: Option<Arc<crate::driver::Topology>>,
     /// Which of the run's connections this process opens (all of them unless
     /// the run is split over several client processes).
-    pub share: Share,
+    pub share: crate::plan::shard::Share,
     /// The wall-clock instant the measured phase starts (warm-up begins
     /// `warmup` before it); `None`: as soon as every connection is open.
     pub start_at: Option<SystemTime>,
-}
-
-/// This process's part of a run whose connections several client processes
-/// split: connections `first..first + Spec::connections` of `total`. Quotas,
-/// the open-loop schedule and sequential key slices are taken over all
-/// `total`, so the parts together make the run the flags describe.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Share {
-    /// Index, among all the run's connections, of this process's first one.
-    pub first: usize,
-    /// All the run's connections, over every client process.
-    pub total: usize,
-}
-
-impl Share {
-    /// The whole run of `connections` in one process.
-    pub fn all(connections: usize) -> Share {
-        Share {
-            first: 0,
-            total: connections,
-        }
-    }
 }
 
 /// The cache of a cache-aside point.
@@ -206,7 +184,7 @@ pub struct WorkerReport {
     /// Length of the measured window as this worker saw it.
     pub window: Duration,
     /// Cache-aside: steps sent per leg over warm-up and measured phase (as
-    /// [`crate::stats::Leg::ALL`]), for the servers' counters.
+    /// [`crate::results::stats::Leg::ALL`]), for the servers' counters.
     pub leg_requests: [u64; 5],
     /// Measured requests redirected for good (MOVED) and for once (ASK).
     pub redirects: [u64; 2],

@@ -5,13 +5,14 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::driver::{Endpoint, SchemaOptions, Secret, is_secret_key};
+use crate::driver::{Pooler, Role};
 use crate::error::UsageError;
 use crate::products;
 pub use crate::products::TargetKind;
-pub use crate::target::{Endpoint, SchemaOptions, Secret, is_secret_key};
-use crate::target::{Pooler, Role};
 pub use crate::workload::params::{KeyDistribution, Ratio, Stop, WritePolicy};
 
+pub mod shard;
 pub mod study;
 mod url;
 
@@ -388,7 +389,7 @@ pub struct LoadShape {
     /// This process is one client of a run split over several (`--shard I/N`):
     /// the figures above are the whole run's; this client makes its part.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<crate::shard::Shard>,
+    pub shard: Option<crate::plan::shard::Shard>,
     /// Wall-clock start of the measured phase, Unix milliseconds (`--start-at`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_at_ms: Option<u64>,

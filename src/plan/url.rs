@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use super::{TargetKind, TargetSpec};
+use crate::driver::{Endpoint, SchemaOptions, Secret};
 use crate::error::UsageError;
 use crate::products;
-use crate::target::{Endpoint, SchemaOptions, Secret};
 use crate::transport::TlsOptions;
 
 impl TargetSpec {

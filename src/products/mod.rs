@@ -33,13 +33,12 @@ pub mod tarantool;
 #[cfg(test)]
 mod url_tests;
 
-use std::sync::atomic::AtomicBool;
-
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{EngineReport, Observer, Spec};
-use crate::target::{Pooler, Product, Role};
+use crate::driver::wire::CodecInput;
+use crate::driver::{Pooler, Product, Role};
+pub use registry::{WithCacheCodec, WithCodec};
 
 /// The poolers kvlab can start in front of a managed database (`--pooler`).
 pub static POOLERS: [&dyn Pooler; 1] = [&pgbouncer::PGBOUNCER];
@@ -74,9 +73,9 @@ products! {
     databases {
         /// PostgreSQL (wire protocol v3), managed binaries `initdb` + `postgres`.
         Postgres = "postgres" => postgres::POSTGRES,
-            |s| postgres::PgCodec::for_connector(s.values.size(), &s.connector);
+            |s| postgres::PgCodec::for_connector(s.value_size, s.connector);
         /// MariaDB or MySQL (client/server protocol), managed binary `mariadbd`.
-        Mariadb = "mariadb" => mysql::MARIADB, |s| mysql::MyCodec::new(s.values.size());
+        Mariadb = "mariadb" => mysql::MARIADB, |s| mysql::MyCodec::new(s.value_size);
         /// Tarantool (IPROTO), managed binary `tarantool`.
         Tarantool = "tarantool" => tarantool::TARANTOOL, |_| tarantool::TtCodec::new();
         /// Cassandra or another CQL store (CQL v4), managed from Cassandra's jars.
@@ -245,36 +244,6 @@ pub const CAPACITY_EXAMPLE: &str = "kvlab capacity --target redis --p99-ms 1 --d
 /// Examples shown after `kvlab serve --help`.
 pub const SERVE_EXAMPLE: &str =
     "kvlab serve --target redis --server-opt io-threads=2   # prints redis://127.0.0.1:PORT";
-
-/// Runs one point against `spec.connector`'s product with its codec, or, when
-/// `spec.aside` is set, through the cache in front of it.
-pub fn execute(
-    spec: &Spec,
-    shutdown: &AtomicBool,
-    observer: &mut dyn Observer,
-) -> Result<EngineReport> {
-    let kind = TargetKind::of(spec.connector.product);
-    let plain = registry::Plain {
-        spec,
-        shutdown,
-        observer,
-    };
-    let Some(aside) = &spec.aside else {
-        return with_codec(kind, spec, plain);
-    };
-    if !kind.is_sql() {
-        bail!("cache-aside needs a database behind the cache");
-    }
-    let run = registry::Aside {
-        plain,
-        aside,
-        db: kind,
-    };
-    match with_cache_codec(TargetKind::of(aside.cache.product), spec, run) {
-        Some(report) => report,
-        None => bail!("cache-aside needs {} as the cache", names(true)),
-    }
-}
 
 #[cfg(test)]
 mod tests {

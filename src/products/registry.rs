@@ -1,19 +1,14 @@
 //! The machinery behind the registry's one list: the [`products!`] macro that
 //! turns one entry per product into the `TargetKind` enum (with its serde
 //! names), `TargetKind::ALL`, `TargetKind::product` and the static codec
-//! dispatch, and the two small visitor traits that dispatch uses, so a point
-//! runs generic over its concrete codec (no `dyn` on the hot path).
+//! dispatch, and the two small visitor traits that dispatch uses, so that the
+//! engine runs a point generic over its concrete codec (no `dyn` on the hot
+//! path).
 
-use std::sync::atomic::AtomicBool;
-
-use anyhow::Result;
-
-use super::TargetKind;
-use crate::engine::{self, AsideSpec, EngineReport, Observer, Spec};
-use crate::wire::{CacheCodec, Codec};
+use crate::driver::wire::{CacheCodec, Codec};
 
 /// Work done with a product's codec, whatever its concrete type.
-pub(super) trait WithCodec {
+pub trait WithCodec {
     /// What the work gives.
     type Out;
     /// Does the work with `codec`.
@@ -21,68 +16,11 @@ pub(super) trait WithCodec {
 }
 
 /// Work done with a cache's codec, whatever its concrete type.
-pub(super) trait WithCacheCodec {
+pub trait WithCacheCodec {
     /// What the work gives.
     type Out;
     /// Does the work with `codec`.
     fn with<K: CacheCodec>(self, codec: K) -> Self::Out;
-}
-
-/// One point run straight against its target.
-pub(super) struct Plain<'a> {
-    /// The point.
-    pub spec: &'a Spec,
-    /// Set on Ctrl-C.
-    pub shutdown: &'a AtomicBool,
-    /// Told of every interval.
-    pub observer: &'a mut dyn Observer,
-}
-
-impl WithCodec for Plain<'_> {
-    type Out = Result<EngineReport>;
-    fn with<C: Codec>(self, codec: C) -> Self::Out {
-        engine::execute_with_codec(codec, self.spec, self.shutdown, self.observer)
-    }
-}
-
-/// One point run through a cache in front of a database: the cache's codec
-/// is chosen first, then [`AsideWith`] chooses the database's.
-pub(super) struct Aside<'a> {
-    /// The point, against the database.
-    pub plain: Plain<'a>,
-    /// The cache and its policy.
-    pub aside: &'a AsideSpec,
-    /// The database behind the cache.
-    pub db: TargetKind,
-}
-
-impl WithCacheCodec for Aside<'_> {
-    type Out = Result<EngineReport>;
-    fn with<K: CacheCodec>(self, cache: K) -> Self::Out {
-        let (db, spec) = (self.db, self.plain.spec);
-        super::with_codec(db, spec, AsideWith { run: self, cache })
-    }
-}
-
-/// [`Aside`] with the cache's codec chosen, the database's still to choose.
-pub(super) struct AsideWith<'a, K> {
-    run: Aside<'a>,
-    cache: K,
-}
-
-impl<K: CacheCodec> WithCodec for AsideWith<'_, K> {
-    type Out = Result<EngineReport>;
-    fn with<D: Codec>(self, db: D) -> Self::Out {
-        let p = self.run.plain;
-        engine::aside::execute_with_codecs(
-            self.cache,
-            db,
-            p.spec,
-            self.run.aside,
-            p.shutdown,
-            p.observer,
-        )
-    }
 }
 
 /// The registry from one list: caches, then databases, each entry
@@ -90,7 +28,7 @@ impl<K: CacheCodec> WithCodec for AsideWith<'_, K> {
 /// `/// doc` `Variant = "name" => PRODUCT_STATIC, |spec| codec expression;`
 ///
 /// (the name is the serde name in results and must be the product's
-/// `Facts::name`; the codec expression may read the point's `&Spec`). Makes
+/// `Facts::name`; the codec expression may read the point's [`CodecInput`]). Makes
 /// `TargetKind` with `ALL` and `product()`, and `with_codec` /
 /// `with_cache_codec`, the static dispatch to a generic worker.
 macro_rules! products {
@@ -125,30 +63,29 @@ macro_rules! products {
             }
         }
 
-        /// Does `work` with the codec of `kind` (for the values and query
-        /// mode of `spec`).
-        fn with_codec<W: registry::WithCodec>(kind: TargetKind, spec: &Spec, work: W) -> W::Out {
+        /// Does `work` with the codec of `kind`, made for `input`.
+        pub fn with_codec<W: registry::WithCodec>(kind: TargetKind, input: &CodecInput, work: W) -> W::Out {
             match kind {
                 $( TargetKind::$cv => {
-                    let $cs: &Spec = spec;
+                    let $cs: &CodecInput = input;
                     work.with($ccodec)
                 } )*
                 $( TargetKind::$dv => {
-                    let $ds: &Spec = spec;
+                    let $ds: &CodecInput = input;
                     work.with($dcodec)
                 } )*
             }
         }
 
         /// Does `work` with the codec of cache `kind`; `None` for a database.
-        fn with_cache_codec<W: registry::WithCacheCodec>(
+        pub fn with_cache_codec<W: registry::WithCacheCodec>(
             kind: TargetKind,
-            spec: &Spec,
+            input: &CodecInput,
             work: W,
         ) -> Option<W::Out> {
             match kind {
                 $( TargetKind::$cv => {
-                    let $cs: &Spec = spec;
+                    let $cs: &CodecInput = input;
                     Some(work.with($ccodec))
                 } )*
                 $( TargetKind::$dv => None, )*

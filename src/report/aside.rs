@@ -7,7 +7,7 @@ use super::figures::StaleFigures;
 use super::rows::Row;
 use super::series::series_by_target;
 use super::table::Table;
-use crate::stats::Leg;
+use crate::results::stats::Leg;
 
 /// The section's parts.
 pub struct Section {

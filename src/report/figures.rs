@@ -2,7 +2,7 @@
 //! repetitions of one point (by histogram, never by averaging percentiles).
 
 use crate::results::RunResult;
-use crate::stats::{Leg, Percentiles, decode_histogram, new_histogram};
+use crate::results::stats::{Leg, Percentiles, decode_histogram, new_histogram};
 
 /// Stale reads at one point (repetitions merged).
 #[derive(Clone, Debug, PartialEq)]

@@ -11,6 +11,7 @@ pub mod html;
 pub mod markdown;
 mod rows;
 mod series;
+pub mod summary;
 mod table;
 mod verdict;
 

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use super::figures::{self, AsideFigures, StaleFigures};
 use crate::results::RunResult;
+use crate::results::stats::{Percentiles, decode_histogram, new_histogram};
 use crate::results::study::StudyResult;
-use crate::stats::{Percentiles, decode_histogram, new_histogram};
 
 /// One row of the merged results: a target at one set of swept values.
 #[derive(Clone, Debug)]

@@ -188,7 +188,7 @@ pub(super) fn caveats(results: &[StudyResult], rows: &[Row]) -> Vec<String> {
         caveats.push(format!("Client and server shared one machine: {} cores of {} with {} MiB, kernel {}; on separate machines both sides would get more CPU.", m.cores, m.cpu, m.memory_mib, m.kernel));
     }
     for r in results {
-        for c in crate::study::core_caveats(&r.study, r.machine.cores) {
+        for c in crate::modes::study::core_caveats(&r.study, r.machine.cores) {
             if !caveats.contains(&c) {
                 caveats.push(c);
             }
@@ -201,7 +201,7 @@ pub(super) fn caveats(results: &[StudyResult], rows: &[Row]) -> Vec<String> {
         }
         for t in &r.study.targets {
             if let Some(note) = &t.note {
-                let c = format!("{}: {note}.", crate::study::label(t));
+                let c = format!("{}: {note}.", crate::modes::study::label(t));
                 if !caveats.contains(&c) {
                     caveats.push(c);
                 }

@@ -4,6 +4,8 @@
 
 pub mod capacity;
 pub mod fill;
+pub mod merge;
+pub mod stats;
 pub mod study;
 pub mod timeline;
 
@@ -13,11 +15,12 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+pub use crate::driver::LoadResult;
+use crate::driver::{Endpoint, PoolerCounters, ServerCounters, ServerInfo};
 use crate::plan::RunPlan;
-use crate::shard::Shard;
-use crate::stats::{Counts, Percentiles};
-pub use crate::target::LoadResult;
-use crate::target::{Endpoint, ManagedServer, PoolerCounters, ServerCounters, ServerInfo};
+use crate::plan::shard::Shard;
+use crate::results::stats::{Counts, Percentiles};
+use crate::servers::ManagedServer;
 use crate::transport::TransportInfo;
 pub use timeline::{ScheduleReport, Second};
 

@@ -3,12 +3,12 @@
 //! run invalid or worth a caveat.
 
 use super::observe::{RunObserver, self_peak_rss_kb};
+use crate::driver::LoadResult;
 use crate::engine::EngineReport;
 use crate::plan::RunPlan;
+use crate::plan::shard::unix_ms;
+use crate::results::stats::{ErrorKind, Percentiles, encode_histogram};
 use crate::results::{ConnectionReport, CounterCheck, RunResult, TargetInfo};
-use crate::shard::unix_ms;
-use crate::stats::{ErrorKind, Percentiles, encode_histogram};
-use crate::target::LoadResult;
 
 /// The result of one run.
 pub(super) fn assemble(
@@ -112,7 +112,7 @@ pub(super) fn assemble(
     if let crate::workload::Stop::Requests(total) = plan.load.stop
         && let n = plan.load.shard.map_or(total, |s| {
             let share = s.connections(plan.load.connections);
-            let local = crate::shard::local_connections(Some(s), plan.load.connections);
+            let local = crate::plan::shard::local_connections(Some(s), plan.load.connections);
             let at = |i: usize| crate::workload::slice_of(total, i, share.total).0;
             at(share.first + local) - at(share.first)
         })
@@ -240,7 +240,7 @@ fn plan_writes(plan: &RunPlan) -> bool {
         && plan.workload.value_size >= crate::workload::VERSIONED_SIZE
 }
 
-fn consistency_report(m: &crate::stats::Recorder) -> crate::results::ConsistencyReport {
+fn consistency_report(m: &crate::results::stats::Recorder) -> crate::results::ConsistencyReport {
     let c = &m.counts;
     crate::results::ConsistencyReport {
         checked_reads: c.checked,

@@ -12,24 +12,28 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Result, bail};
 
 mod assemble;
+pub mod cache;
+pub mod dataset;
+pub mod launch;
 mod observe;
 
-use crate::cacheaside::Cache;
-use crate::engine::{self, Share, Spec};
-use crate::launch::raise_fd_limit;
+use crate::driver::table::TABLE;
+use crate::driver::{Connector, Role};
+use crate::engine::{self, Spec};
 use crate::plan::RunPlan;
-use crate::products;
-use crate::progress::Progress;
+use crate::plan::shard::Share;
+use crate::results::stats::Leg;
 use crate::results::{CounterCheck, RunResult, TargetInfo};
-use crate::stats::Leg;
-use crate::target::table::TABLE;
-use crate::target::{Connector, ManagedServer, Role};
+use crate::runner::cache::Cache;
+use crate::runner::launch::raise_fd_limit;
+use crate::servers::ManagedServer;
+use crate::system::progress::Progress;
 use crate::workload::{OpMix, Values};
 use assemble::assemble;
 use observe::RunObserver;
 
-pub use crate::launch::start_managed;
-pub use crate::progress::{RunOptions, note};
+pub use crate::runner::launch::start_managed;
+pub use crate::system::progress::{RunOptions, note};
 
 /// Measures one plan. A managed server lives exactly as long as this call.
 pub fn run(plan: &RunPlan, opts: RunOptions, shutdown: &AtomicBool) -> Result<RunResult> {
@@ -129,7 +133,7 @@ pub fn measure_with(
         keys: plan.workload.keys,
         distribution: plan.workload.distribution,
         mix: OpMix::new(plan.workload.ratio),
-        connections: crate::shard::local_connections(shard, total_conns),
+        connections: crate::plan::shard::local_connections(shard, total_conns),
         threads: plan.load.threads,
         // Some protocols answer one command at a time on a connection.
         pipeline: if product.facts().pipelines {
@@ -147,10 +151,10 @@ pub fn measure_with(
         aside: None,
         topology,
         share: shard.map_or(Share::all(total_conns), |s| s.connections(total_conns)),
-        start_at: plan.load.start_at_ms.map(crate::shard::instant_of),
+        start_at: plan.load.start_at_ms.map(crate::plan::shard::instant_of),
     };
 
-    let load = crate::dataset::prepare(&base, plan, server.is_some(), opts, shutdown)?;
+    let load = crate::runner::dataset::prepare(&base, plan, server.is_some(), opts, shutdown)?;
     // After the load: a database's connections need kvlab's table.
     let transport = engine_connector
         .transport_info(Duration::from_secs(5))
@@ -205,9 +209,9 @@ pub fn measure_with(
                 ..base.clone()
             };
             let stop = &bg_stop;
-            scope.spawn(move || products::execute(&spec, stop, &mut engine::Quiet))
+            scope.spawn(move || crate::engine::execute(&spec, stop, &mut engine::Quiet))
         });
-        let main = products::execute(&base, shutdown, &mut obs);
+        let main = crate::engine::execute(&base, shutdown, &mut obs);
         bg_stop.store(true, std::sync::atomic::Ordering::SeqCst);
         let bg = match bg {
             Some(h) => Some(
@@ -249,7 +253,7 @@ pub fn measure_with(
         writes: b.measured.counts.sets,
         errors: b.measured.counts.error_total(),
         rps: b.measured.counts.ok() as f64 / b.window.as_secs_f64().max(1e-9),
-        latency_us: crate::stats::Percentiles::of(&b.measured.latency),
+        latency_us: crate::results::stats::Percentiles::of(&b.measured.latency),
     });
 
     let mut target = TargetInfo::of(kind, &info, &endpoint, server);
@@ -342,10 +346,10 @@ pub fn measure_with(
 fn version_board(
     plan: &RunPlan,
 ) -> (
-    Option<std::sync::Arc<crate::consistency::VersionBoard>>,
+    Option<std::sync::Arc<crate::workload::consistency::VersionBoard>>,
     Option<String>,
 ) {
-    use crate::consistency::VersionBoard;
+    use crate::workload::consistency::VersionBoard;
     let writes = plan.workload.ratio.set > 0 || plan.workload.background_writes.is_some();
     if !writes {
         return (None, None);

@@ -5,9 +5,11 @@
 
 use std::time::Duration;
 
+use crate::driver::{Connector, ReportedUsage};
 use crate::engine::Observer;
-use crate::progress::Progress;
-use crate::target::{Connector, ManagedServer, ProcUsage, ReportedUsage};
+use crate::servers::ManagedServer;
+use crate::system::ProcUsage;
+use crate::system::progress::Progress;
 
 /// Resources used so far, at one instant.
 #[derive(Clone, Copy)]

@@ -5,6 +5,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 
+pub mod consistency;
 pub mod params;
 
 pub use params::{KeyDistribution, Ratio, Stop, WritePolicy};

@@ -12,7 +12,7 @@ use kvlab::plan::{
 };
 use kvlab::results::RunResult;
 use kvlab::runner::{RunOptions, run};
-use kvlab::target::ManagedServer;
+use kvlab::servers::ManagedServer;
 
 /// A small, fast plan against an external endpoint (a server the test started).
 pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
@@ -57,7 +57,7 @@ pub fn server(kind: TargetKind) -> ManagedServer {
     ManagedServer::start(
         kind,
         &BTreeMap::new(),
-        kvlab::target::Sizing {
+        kvlab::driver::Sizing {
             data_bytes: 64 << 20,
             connections: 100,
         },
@@ -136,7 +136,7 @@ pub fn server_with(kind: TargetKind, opts: &[(&str, &str)], connections: usize) 
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let sizing = kvlab::target::Sizing {
+    let sizing = kvlab::driver::Sizing {
         data_bytes: 64 << 20,
         connections,
     };
@@ -155,7 +155,7 @@ pub fn measure_err(plan: &RunPlan) -> String {
 /// Runs a 2 s load against the managed `server` as an external target and
 /// checks that the CPU it reports of itself agrees with /proc within 5%.
 pub fn cpu_sources_agree(kind: TargetKind, server: &ManagedServer) {
-    let c = kvlab::target::Connector::new(kind, &server.endpoint()).unwrap();
+    let c = kvlab::driver::Connector::new(kind, &server.endpoint()).unwrap();
     let mut p = plan(kind, server.endpoint());
     p.load.stop = Stop::Duration(2.0);
     p.load.pipeline = 1;

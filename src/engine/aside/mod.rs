@@ -27,9 +27,9 @@ use anyhow::Result;
 use super::request_loop::{Client, Io, Request, Tally};
 use super::run::execute_with;
 use super::spec::{AsideSpec, EngineReport, Observer, Spec};
-use crate::stats::{ErrorKind, Leg, Outcome, Recorder};
-use crate::target::Connector;
-use crate::wire::{CacheCodec, Codec, Session};
+use crate::driver::Connector;
+use crate::driver::wire::{CacheCodec, Codec, Session};
+use crate::results::stats::{ErrorKind, Leg, Outcome, Recorder};
 use crate::workload::OpKind;
 
 /// Runs one cache-aside point with `cache` as the cache's codec and `db` as

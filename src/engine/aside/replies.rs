@@ -5,9 +5,9 @@
 use std::time::Instant;
 
 use super::{Aside, AsideConn, CACHE, Op, finish, leg_done, socket_of};
+use crate::driver::wire::{CacheCodec, Codec, Decoded, Reply};
 use crate::engine::request_loop::{Io, Tally};
-use crate::stats::{ErrorKind, Leg, Outcome};
-use crate::wire::{CacheCodec, Codec, Decoded, Reply};
+use crate::results::stats::{ErrorKind, Leg, Outcome};
 use crate::workload::{OpKind, WritePolicy};
 
 impl<K: CacheCodec, D: Codec> Aside<'_, K, D> {

@@ -4,9 +4,9 @@
 use std::time::Instant;
 
 use super::{Aside, AsideConn, finish, leg_done, socket_of};
+use crate::driver::wire::{CacheCodec, Codec, Key, tag_of};
 use crate::engine::request_loop::Io;
-use crate::stats::{ErrorKind, Leg, Outcome};
-use crate::wire::{CacheCodec, Codec, Key, tag_of};
+use crate::results::stats::{ErrorKind, Leg, Outcome};
 use crate::workload::{OpKind, WritePolicy, write_key};
 
 impl<K: CacheCodec, D: Codec> Aside<'_, K, D> {

@@ -18,9 +18,9 @@ use std::time::Instant;
 
 use super::request_loop::{Client, Io, Request};
 use super::spec::Spec;
-use crate::stats::{ErrorKind, Outcome};
-use crate::target::Connector;
-use crate::wire::{Codec, Session};
+use crate::driver::Connector;
+use crate::driver::wire::{Codec, Session};
+use crate::results::stats::{ErrorKind, Outcome};
 use route::Router;
 
 /// A request in flight on a socket.

@@ -7,9 +7,9 @@ use std::time::Instant;
 use super::requests::Hop;
 use super::route::parse_addr;
 use super::{Plain, PlainConn};
+use crate::driver::wire::{Codec, Decoded, Reply};
 use crate::engine::request_loop::Io;
-use crate::stats::{ErrorKind, Outcome};
-use crate::wire::{Codec, Decoded, Reply};
+use crate::results::stats::{ErrorKind, Outcome};
 use crate::workload::OpKind;
 
 /// What to do with the request a reply answered, once the buffer is released.

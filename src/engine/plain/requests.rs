@@ -5,9 +5,9 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 use super::{InFlight, Plain, PlainConn};
+use crate::driver::wire::{Codec, Key, tag_of};
 use crate::engine::request_loop::{Io, MAX_SOCKETS, Request};
-use crate::stats::{ErrorKind, Outcome};
-use crate::wire::{Codec, Key, tag_of};
+use crate::results::stats::{ErrorKind, Outcome};
 use crate::workload::{OpKind, write_key};
 
 /// Redirects after which a request counts as a server error (a loop).

@@ -5,9 +5,9 @@
 
 use std::net::SocketAddr;
 
-use crate::target::topology::UNASSIGNED;
-use crate::target::{Connector, Topology};
-use crate::wire::Codec;
+use crate::driver::topology::UNASSIGNED;
+use crate::driver::wire::Codec;
+use crate::driver::{Connector, Topology};
 
 /// The nodes a worker's connections reach, and which serves each slot.
 pub(crate) struct Router {

@@ -9,7 +9,7 @@ use std::io;
 use std::time::Instant;
 
 use super::{Client, Conn, GIVE_UP, Worker};
-use crate::stats::ErrorKind;
+use crate::results::stats::ErrorKind;
 
 impl Worker<'_> {
     /// Opens the sockets of connection `c` (number `i`) at the start. A

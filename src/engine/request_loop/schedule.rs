@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 
 use super::{Client, Conn, Request, Worker};
-use crate::consistency::VersionBoard;
 use crate::engine::pacer::Pacer;
 use crate::results::ScheduleReport;
+use crate::workload::consistency::VersionBoard;
 use crate::workload::{KeyGen, OpKind, OpMix};
 
 impl Worker<'_> {

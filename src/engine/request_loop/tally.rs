@@ -9,11 +9,11 @@ use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
 use super::Request;
-use crate::consistency::VersionBoard;
 use crate::engine::spec::{Spec, Tick, WorkerReport};
 use crate::results::ScheduleReport;
-use crate::stats::{Counts, Outcome, Recorder};
+use crate::results::stats::{Counts, Outcome, Recorder};
 use crate::workload::OpKind;
+use crate::workload::consistency::VersionBoard;
 
 /// What one worker counted so far.
 pub struct Tally {
@@ -30,7 +30,7 @@ pub struct Tally {
     /// Sockets re-opened after a failure.
     pub reconnects: u64,
     last_connect_error: Option<String>,
-    /// Cache-aside: steps sent per leg (as [`crate::stats::Leg::ALL`]).
+    /// Cache-aside: steps sent per leg (as [`crate::results::stats::Leg::ALL`]).
     pub steps: [u64; 5],
     /// Measured requests redirected for good (MOVED) and for once (ASK).
     pub redirects: [u64; 2],

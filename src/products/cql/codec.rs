@@ -7,7 +7,7 @@
 
 use std::ops::Range;
 
-use crate::wire::{Codec, Decoded, Key, Malformed, Reply, Session, StatementId, tag_op};
+use crate::driver::wire::{Codec, Decoded, Key, Malformed, Reply, Session, StatementId, tag_op};
 use crate::workload::OpKind;
 
 /// Protocol version of requests (v4).
@@ -381,7 +381,7 @@ impl Reader<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::tag_of;
+    use crate::driver::wire::tag_of;
 
     fn reply(stream: i16, opcode: u8, flags: u8, body: &[u8]) -> Vec<u8> {
         let mut out = vec![0x84, flags];

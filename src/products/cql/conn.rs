@@ -10,10 +10,10 @@ use super::codec::{
     AUTH_RESPONSE, AUTH_SUCCESS, AUTHENTICATE, CqlCodec, ERROR, HEADER, PREPARE, QUERY, READY,
     RESULT, Reader, STARTUP, frame, header, patch, skip_metadata,
 };
-use crate::target::Connector;
-use crate::target::table::load_pipelined;
+use crate::driver::Connector;
+use crate::driver::table::load_pipelined;
+use crate::driver::wire::{Malformed, StatementId};
 use crate::transport::Stream;
-use crate::wire::{Malformed, StatementId};
 use crate::workload::Values;
 
 /// Opcode OPTIONS.

@@ -25,11 +25,11 @@ use anyhow::{Context, Result};
 pub use codec::CqlCodec;
 pub use conn::{CqlConn, open};
 
-use crate::target::{
+use crate::driver::wire::Session;
+use crate::driver::{
     Connector, Facts, Product, Role, Server, ServerCounters, ServerFacts, ServerInfo,
 };
 use crate::transport::Stream;
-use crate::wire::Session;
 
 /// Cassandra (managed, from its jars) or any CQL store (by URL).
 pub struct Cassandra;

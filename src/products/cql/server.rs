@@ -17,9 +17,9 @@ use anyhow::{Context, Result};
 
 use super::Cassandra;
 use super::conn::{open, text};
-use crate::target::managed::free_port;
-use crate::target::settings::{bad_number, refuse_own, shown};
-use crate::target::{Config, Connector, Launch, Login, Server, Sizing};
+use crate::driver::settings::{bad_number, refuse_own, shown};
+use crate::driver::{Config, Connector, Launch, Login, Server, Sizing};
+use crate::servers::managed::free_port;
 
 /// `cassandra.yaml` keys kvlab sets itself.
 const OWN: &[&str] = &[
@@ -148,7 +148,7 @@ impl Server for Cassandra {
     /// Java, when Cassandra's jars are there too.
     fn find(&self, binary: &str) -> Option<PathBuf> {
         home()?;
-        crate::target::osuser::find_binary(binary)
+        crate::system::osuser::find_binary(binary)
     }
 
     fn configure(&self, opts: &BTreeMap<String, String>, sizing: Sizing) -> Result<Config> {

@@ -13,10 +13,10 @@ use anyhow::{Context, Result, bail};
 
 use super::conn::{CqlConn, Row, bigint, open, text};
 use super::{Cassandra, CqlCodec, keyspace};
-use crate::progress::{RunOptions, note};
-use crate::target::table::{MARK, VALUES_MARK, parallel_load};
-use crate::target::{Connector, DataSpec, Database, Existing, Figures, TableSteps};
-use crate::wire::Codec;
+use crate::driver::table::{MARK, VALUES_MARK, parallel_load};
+use crate::driver::wire::Codec;
+use crate::driver::{Connector, DataSpec, Database, Existing, Figures, TableSteps};
+use crate::system::progress::{RunOptions, note};
 use crate::workload::Values;
 
 /// A set-up session with no timeout (schema changes and flushes take a while).

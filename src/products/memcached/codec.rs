@@ -5,8 +5,8 @@ use std::io::{Read, Write};
 
 use anyhow::{Result, bail};
 
-use crate::target::ServerInfo;
-use crate::wire::{
+use crate::driver::ServerInfo;
+use crate::driver::wire::{
     CacheCodec, Codec, Decoded, Key, Malformed, Reply, line_end, parse_usize, reply_line,
 };
 use crate::workload::OpKind;
@@ -145,7 +145,7 @@ pub fn stats_frame_len(buf: &[u8]) -> Result<Option<usize>, Malformed> {
 
 /// Checks the peer speaks memcached (`version`) and returns its version.
 pub fn probe<S: Read + Write>(s: &mut S) -> Result<ServerInfo> {
-    let reply = crate::wire::roundtrip(s, b"version\r\n", stats_frame_len)?;
+    let reply = crate::driver::wire::roundtrip(s, b"version\r\n", stats_frame_len)?;
     let line = String::from_utf8_lossy(&reply);
     match line.trim().strip_prefix("VERSION ") {
         Some(v) => Ok(ServerInfo {
@@ -158,7 +158,7 @@ pub fn probe<S: Read + Write>(s: &mut S) -> Result<ServerInfo> {
 
 /// `stats` as (name, value) pairs (blocking).
 pub fn stats<S: Read + Write>(s: &mut S) -> Result<Vec<(String, String)>> {
-    let reply = crate::wire::roundtrip(s, b"stats\r\n", stats_frame_len)?;
+    let reply = crate::driver::wire::roundtrip(s, b"stats\r\n", stats_frame_len)?;
     Ok(String::from_utf8_lossy(&reply)
         .lines()
         .filter_map(|l| {

@@ -16,12 +16,12 @@ use anyhow::{Context, Result, bail};
 
 pub use codec::{Memcache, stats};
 
-use crate::target::{
+use crate::driver::wire::Session;
+use crate::driver::{
     Cache, CacheMemory, Connector, Facts, Product, ReportedUsage, Role, Server, ServerCounters,
     ServerFacts, ServerInfo, UsageReport,
 };
 use crate::transport::Stream;
-use crate::wire::Session;
 
 /// Memcached (`memcached`).
 pub struct Memcached;

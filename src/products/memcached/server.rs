@@ -7,9 +7,9 @@ use std::process::Command;
 use anyhow::{Result, bail};
 
 use super::Memcached;
-use crate::target::osuser::is_root;
-use crate::target::settings::{bad_number, mib_for};
-use crate::target::{Config, Launch, Login, Server, Sizing};
+use crate::driver::settings::{bad_number, mib_for};
+use crate::driver::{Config, Launch, Login, Server, Sizing};
+use crate::system::osuser::is_root;
 
 /// Settings kvlab accepts for a managed memcached, with the flag each maps to.
 pub const MEMCACHED_KEYS: &[(&str, &str, &str)] = &[

@@ -5,7 +5,7 @@
 //! the binary result set by packet headers. The protocol answers one command at a
 //! time, so the engine runs MySQL connections at pipeline 1.
 
-use crate::wire::{Codec, Decoded, Key, Malformed, Reply, Session};
+use crate::driver::wire::{Codec, Decoded, Key, Malformed, Reply, Session};
 use crate::workload::OpKind;
 
 /// The prepared point select.

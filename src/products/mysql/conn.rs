@@ -17,7 +17,7 @@ use mysql_common::packets::{
 use mysql_common::proto::{MyDeserialize, MySerialize};
 
 use super::codec::{GET_SQL, SET_SQL, packet};
-use crate::target::Connector;
+use crate::driver::Connector;
 use crate::transport::Stream;
 use crate::workload::Values;
 

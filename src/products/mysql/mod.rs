@@ -25,13 +25,13 @@ use anyhow::Result;
 pub use codec::{GET_SQL, MAX_VALUE, MyCodec, SET_SQL};
 pub use conn::{MyConn, open};
 
-use crate::error::UsageError;
-use crate::target::{
+use crate::driver::wire::Session;
+use crate::driver::{
     Connector, Endpoint, Facts, Product, Role, Server, ServerCounters, ServerFacts, ServerInfo,
     TableFacts,
 };
+use crate::error::UsageError;
 use crate::transport::{Stream, TlsStart};
-use crate::wire::Session;
 
 /// MariaDB (managed `mariadbd`) or MySQL (by URL).
 pub struct Mariadb;

@@ -12,9 +12,10 @@ use anyhow::{Context, Result, bail};
 
 use super::Mariadb;
 use super::conn::open;
-use crate::target::osuser::{OsUser, run_tool};
-use crate::target::settings::{DATABASE_OWN, database_config, mib_for};
-use crate::target::{Config, Connector, Launch, Login, Server, Sizing, find_binary};
+use crate::driver::settings::{DATABASE_OWN, database_config, mib_for};
+use crate::driver::{Config, Connector, Launch, Login, Server, Sizing};
+use crate::system::find_binary;
+use crate::system::osuser::{OsUser, run_tool};
 
 impl Server for Mariadb {
     fn configure(&self, opts: &BTreeMap<String, String>, sizing: Sizing) -> Result<Config> {

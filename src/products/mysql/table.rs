@@ -11,9 +11,9 @@ use super::codec::MAX_VALUE;
 use super::conn::MyConn;
 use super::conn::open;
 use super::{FACTS, Mariadb};
-use crate::progress::RunOptions;
-use crate::target::table::{MARK, VALUES_MARK, parallel_load};
-use crate::target::{Connector, DataSpec, Database, Existing, Figures, TableSteps};
+use crate::driver::table::{MARK, VALUES_MARK, parallel_load};
+use crate::driver::{Connector, DataSpec, Database, Existing, Figures, TableSteps};
+use crate::system::progress::RunOptions;
 
 /// kvlab's table over one MariaDB/MySQL set-up session.
 struct MyTable<'a> {

@@ -18,8 +18,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::postgres::PgConn;
+use crate::driver::{Endpoint, Login, Pooler, PoolerCounters, PoolerLaunch, Product};
 use crate::error::UsageError;
-use crate::target::{Endpoint, Login, Pooler, PoolerCounters, PoolerLaunch, Product};
 use crate::transport::Transport;
 
 /// PgBouncer.

@@ -17,7 +17,7 @@ use bytes::{BufMut, BytesMut};
 use postgres_protocol::IsNull;
 use postgres_protocol::message::{backend, frontend};
 
-use crate::wire::{Codec, Decoded, Key, Malformed, Reply};
+use crate::driver::wire::{Codec, Decoded, Key, Malformed, Reply};
 use crate::workload::OpKind;
 
 /// The prepared point select.
@@ -115,7 +115,7 @@ impl PgCodec {
 
     /// The codec for values of `value_size` bytes in `c`'s query mode
     /// (prepared when it names none; the mode was checked with the plan).
-    pub fn for_connector(value_size: usize, c: &crate::target::Connector) -> PgCodec {
+    pub fn for_connector(value_size: usize, c: &crate::driver::Connector) -> PgCodec {
         let mode = QueryMode::named(c.query_mode.as_deref()).unwrap_or(QueryMode::Prepared);
         PgCodec::with_mode(value_size, mode)
     }

@@ -12,7 +12,7 @@ use postgres_protocol::authentication::{md5_hash, sasl};
 use postgres_protocol::message::{backend, frontend};
 
 use super::codec::{BYTEA_OID, GET_SQL, INT8_OID, SET_SQL};
-use crate::target::Connector;
+use crate::driver::Connector;
 use crate::transport::Stream;
 use crate::workload::Values;
 

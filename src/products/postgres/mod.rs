@@ -25,13 +25,13 @@ use anyhow::{Context, Result};
 pub use codec::{GET_SQL, PgCodec, QueryMode, SET_SQL, SIMPLE_GET_STAT};
 pub use conn::{PgConn, literal, open};
 
-use crate::error::UsageError;
-use crate::target::{
+use crate::driver::wire::Session;
+use crate::driver::{
     Connector, Endpoint, Facts, Product, Role, Server, ServerCounters, ServerFacts, ServerInfo,
     TableFacts,
 };
+use crate::error::UsageError;
 use crate::transport::{Stream, TlsStart};
-use crate::wire::Session;
 
 /// PostgreSQL (`postgres`, initialised by `initdb`).
 pub struct Postgres;

@@ -12,11 +12,10 @@ use anyhow::{Context, Result};
 
 use super::Postgres;
 use super::conn::open;
-use crate::target::osuser::{OsUser, as_user, run_tool};
-use crate::target::settings::{DATABASE_OWN, database_config, mib_for};
-use crate::target::{
-    Config, Connector, Launch, Login, ProcUsage, Server, Sizing, find_binary, proc_tree_usage,
-};
+use crate::driver::settings::{DATABASE_OWN, database_config, mib_for};
+use crate::driver::{Config, Connector, Launch, Login, Server, Sizing};
+use crate::system::osuser::{OsUser, as_user, run_tool};
+use crate::system::{ProcUsage, find_binary, proc_tree_usage};
 
 impl Server for Postgres {
     fn find(&self, binary: &str) -> Option<PathBuf> {

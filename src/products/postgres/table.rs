@@ -10,9 +10,9 @@ use anyhow::{Context, Result};
 use super::Postgres;
 use super::conn::PgConn;
 use super::conn::open;
-use crate::progress::RunOptions;
-use crate::target::table::{MARK, VALUES_MARK, parallel_load};
-use crate::target::{Connector, DataSpec, Database, Existing, Figures, TableSteps};
+use crate::driver::table::{MARK, VALUES_MARK, parallel_load};
+use crate::driver::{Connector, DataSpec, Database, Existing, Figures, TableSteps};
+use crate::system::progress::RunOptions;
 
 /// kvlab's table over one PostgreSQL set-up session.
 struct PgTable<'a> {

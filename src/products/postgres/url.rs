@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
+use crate::driver::Endpoint;
 use crate::error::UsageError;
-use crate::target::Endpoint;
 use crate::transport::{TlsOptions, Verify};
 
 /// The options [`option`] reads.

@@ -14,12 +14,12 @@ use super::codec::{SLOTS, bulk_payload, command, info_field};
 use super::{
     REDIS, REDIS_FACTS, RespProduct, VALKEY, VALKEY_FACTS, node_counters, node_memory, open,
 };
-use crate::target::{
+use crate::driver::wire::Session;
+use crate::driver::{
     Cache, CacheMemory, Connector, Facts, Product, ReportedUsage, Role, Server, ServerCounters,
     ServerInfo, Topology,
 };
 use crate::transport::Stream;
-use crate::wire::Session;
 
 /// A RESP product in cluster mode.
 pub struct ClusterProduct {

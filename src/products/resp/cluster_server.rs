@@ -14,8 +14,8 @@ use anyhow::{Context, Result, bail};
 use super::cluster::{ClusterProduct, cluster_nodes, node_lines};
 use super::codec::{SLOTS, bulk_payload, command, info_field};
 use super::open;
-use crate::target::settings::refuse_own;
-use crate::target::{Config, Connector, Launch, Login, Server, Sizing};
+use crate::driver::settings::refuse_own;
+use crate::driver::{Config, Connector, Launch, Login, Server, Sizing};
 use crate::transport::Stream;
 
 /// Settings kvlab sets itself on a cluster node.

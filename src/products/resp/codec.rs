@@ -5,8 +5,8 @@ use std::io::{self, Read, Write};
 
 use anyhow::{Result, bail};
 
-use crate::target::ServerInfo;
-use crate::wire::{
+use crate::driver::ServerInfo;
+use crate::driver::wire::{
     CacheCodec, Codec, Decoded, Key, Malformed, Reply, line_end, parse_usize, reply_line,
 };
 use crate::workload::OpKind;
@@ -227,7 +227,7 @@ fn frame_len_at(buf: &[u8], at: usize, depth: usize) -> Result<Option<usize>, Ma
 pub fn command<S: Read + Write>(s: &mut S, args: &[&[u8]]) -> io::Result<Vec<u8>> {
     let mut req = Vec::new();
     encode_command(args, &mut req);
-    crate::wire::roundtrip(s, &req, frame_len)
+    crate::driver::wire::roundtrip(s, &req, frame_len)
 }
 
 /// The payload of a bulk-string reply, or an error naming the reply.

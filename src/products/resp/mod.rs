@@ -24,12 +24,12 @@ use anyhow::Result;
 pub use cluster::{REDIS_CLUSTER, VALKEY_CLUSTER};
 pub use codec::{Resp, bulk_payload, command, encode_command, frame_len, hash_slot, info_field};
 
-use crate::target::{
+use crate::driver::wire::Session;
+use crate::driver::{
     Cache, CacheMemory, Connector, Facts, Product, ReportedUsage, Role, Server, ServerCounters,
     ServerFacts, ServerInfo, UsageReport,
 };
 use crate::transport::Stream;
-use crate::wire::Session;
 
 /// A RESP server product: Redis or Valkey.
 pub struct RespProduct {

@@ -8,8 +8,8 @@ use std::process::Command;
 use anyhow::Result;
 
 use super::RespProduct;
-use crate::target::settings::{bad_number, refuse_own, shown};
-use crate::target::{Config, Launch, Login, Server, Sizing};
+use crate::driver::settings::{bad_number, refuse_own, shown};
+use crate::driver::{Config, Launch, Login, Server, Sizing};
 
 /// Settings kvlab sets itself on a managed RESP server.
 const OWN: &[&str] = &["port", "bind", "dir", "daemonize", "logfile", "unixsocket"];

@@ -6,7 +6,7 @@
 //! answers in the order requests finish, and a REPLACE that waits for its WAL
 //! write finishes after a later SELECT.
 
-use crate::wire::{CacheCodec, Codec, Decoded, Key, Malformed, Reply, Session, tag_op};
+use crate::driver::wire::{CacheCodec, Codec, Decoded, Key, Malformed, Reply, Session, tag_op};
 use crate::workload::OpKind;
 
 /// IPROTO request type of SELECT.
@@ -411,7 +411,7 @@ impl Reader<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::tag_of;
+    use crate::driver::wire::tag_of;
 
     /// A reply: header {code, sync, schema 5}, then `body`.
     fn reply(code: u32, sync: u32, body: &[u8]) -> Vec<u8> {

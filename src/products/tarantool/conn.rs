@@ -11,8 +11,8 @@ use rmpv::Value;
 use sha1::{Digest, Sha1};
 
 use super::codec::{AUTH, EVAL, TtCodec, frame};
-use crate::target::Connector;
-use crate::target::table::load_pipelined;
+use crate::driver::Connector;
+use crate::driver::table::load_pipelined;
 use crate::transport::Stream;
 use crate::workload::Values;
 

@@ -24,12 +24,12 @@ use anyhow::{Context, Result};
 pub use codec::TtCodec;
 pub use conn::{TtConn, open};
 
-use crate::target::{
+use crate::driver::wire::Session;
+use crate::driver::{
     Connector, Facts, Product, ReportedUsage, Role, Server, ServerCounters, ServerFacts,
     ServerInfo, TableFacts, UsageReport,
 };
 use crate::transport::{Stream, TlsStart};
-use crate::wire::Session;
 
 /// Tarantool (`tarantool`).
 pub struct Tarantool;

@@ -10,8 +10,8 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use super::Tarantool;
-use crate::target::settings::{bad_number, mib_for, refuse_own, shown};
-use crate::target::{Config, Launch, Login, Server, Sizing};
+use crate::driver::settings::{bad_number, mib_for, refuse_own, shown};
+use crate::driver::{Config, Launch, Login, Server, Sizing};
 
 /// Settings kvlab sets itself on a managed Tarantool.
 const OWN: &[&str] = &["listen", "work_dir", "background", "pid_file"];

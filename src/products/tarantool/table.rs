@@ -12,9 +12,9 @@ use rmpv::Value;
 
 use super::conn::{TtConn, open};
 use super::{FACTS, Tarantool, space_id};
-use crate::progress::RunOptions;
-use crate::target::table::{MARK, VALUES_MARK, parallel_load};
-use crate::target::{Connector, DataSpec, Database, Existing, Figures, TableSteps};
+use crate::driver::table::{MARK, VALUES_MARK, parallel_load};
+use crate::driver::{Connector, DataSpec, Database, Existing, Figures, TableSteps};
+use crate::system::progress::RunOptions;
 
 /// What kvlab's space looks like: whether it exists, its marker, engine, rows,
 /// smallest and largest key, and the engine the managed server was told to use.

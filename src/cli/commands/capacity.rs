@@ -1,0 +1,85 @@
+//! `kvlab capacity`: the highest rate a target sustains within a p99 limit,
+//! step by step on stdout.
+
+use std::sync::atomic::AtomicBool;
+
+use anyhow::{Result, bail};
+
+use super::check_writable;
+use crate::cli::CapacityArgs;
+use crate::{modes::capacity, plan, runner};
+
+/// Runs `kvlab capacity`.
+pub fn exec(args: &CapacityArgs, shutdown: &AtomicBool) -> Result<()> {
+    let mut plan = args.run.to_plan()?;
+    if let Some(path) = &args.run.json {
+        check_writable(path)?;
+    }
+    if args.run.rate.is_some() {
+        bail!("--rate: kvlab capacity chooses the rates itself; drop --rate");
+    }
+    if args.run.shard.is_some() || args.run.start_at.is_some() {
+        bail!(
+            "--shard/--start-at: kvlab capacity runs one client through many runs; drop them (or run `kvlab run --shard` at chosen rates and merge)"
+        );
+    }
+    if plan.load.stop == plan::Stop::Duration(10.0) && args.run.duration.is_none() {
+        plan.load.stop = plan::Stop::Duration(5.0);
+    }
+    let opts = runner::RunOptions {
+        progress: true,
+        notes: true,
+    };
+    let mut on_step = |s: &crate::results::capacity::Step| {
+        let r = &s.result;
+        let what = s
+            .rate
+            .map_or("closed loop".to_string(), |x| format!("{x:.0} req/s"));
+        let verdict = if s.rate.is_none() {
+            "bound".to_string()
+        } else if s.passed {
+            "pass".to_string()
+        } else {
+            format!("fail: {}", s.reason.clone().unwrap_or_default())
+        };
+        println!(
+            "  {what:>14}: served {:.0} req/s, p99 {:.0} µs, errors {} -> {verdict}",
+            r.throughput_rps, r.latency_us.p99, r.errors
+        );
+    };
+    println!(
+        "kvlab capacity: highest rate with p99 <= {} ms and no errors",
+        args.p99_ms
+    );
+    let c = capacity::search(&plan, args.p99_ms, args.steps, opts, shutdown, &mut on_step)?;
+    match c.capacity_rps.and_then(|rate| {
+        c.steps
+            .iter()
+            .rev()
+            .find(|s| s.passed && s.rate == Some(rate))
+            .map(|s| (rate, s))
+    }) {
+        Some((rate, s)) => {
+            let r = &s.result;
+            println!(
+                "capacity: {rate:.0} req/s within p99 {} ms (p50 {:.0} µs, p99 {:.0} µs, p99.9 {:.0} µs{})",
+                args.p99_ms,
+                r.latency_us.p50,
+                r.latency_us.p99,
+                r.latency_us.p999,
+                r.server_cpu_s
+                    .map(|cpu| format!(", server CPU {:.2} cores", cpu / r.duration_s))
+                    .unwrap_or_default()
+            );
+        }
+        None => println!(
+            "capacity: no tried rate met p99 <= {} ms without errors",
+            args.p99_ms
+        ),
+    }
+    if let Some(path) = &args.run.json {
+        std::fs::write(path, serde_json::to_vec_pretty(&c)?)?;
+        eprintln!("kvlab: wrote {}", path.display());
+    }
+    Ok(())
+}

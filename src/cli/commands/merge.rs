@@ -1,0 +1,35 @@
+//! `kvlab merge`: one exact result from the results of a sharded run's clients.
+
+use anyhow::{Result, bail};
+
+use super::check_writable;
+use crate::cli::MergeArgs;
+use crate::report::summary::summary;
+use crate::results::{self, merge};
+
+/// Runs `kvlab merge`.
+pub fn exec(args: &MergeArgs) -> Result<()> {
+    if let Some(path) = &args.json {
+        check_writable(path)?;
+    }
+    merged(&merge::merge_files(&args.results)?, args.json.as_deref())
+}
+
+/// Prints (and writes, with `json`) a merged result; an invalid one is an error.
+pub fn merged(result: &results::RunResult, json: Option<&std::path::Path>) -> Result<()> {
+    print!("{}", summary(result));
+    if let Some(path) = json {
+        result.write_json(path)?;
+        eprintln!("kvlab: wrote {}", path.display());
+    }
+    if !result.valid {
+        bail!(
+            "the merged run is not a valid measurement: {}",
+            result
+                .problems
+                .first()
+                .map_or("no requests finished", String::as_str)
+        );
+    }
+    Ok(())
+}

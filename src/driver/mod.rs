@@ -1,0 +1,42 @@
+//! What generic code drives a product through, naming no product (the
+//! product folders in `products/` implement it): the traits a product
+//! implements ([`Product`], [`Server`], [`Cache`], [`Database`], [`Pooler`]),
+//! the [`Connector`] (a product + address + credentials → connections,
+//! probe, counters), the sans-IO codec interface ([`wire`]), where a server is
+//! ([`Endpoint`]), its own counters, the slot map of a sharded target, the
+//! `--server-opt` rules every product shares, and the policy of kvlab's table
+//! on a database.
+//!
+//! # Layout
+//! - [`counters`]
+//! - [`diagnose`]
+//! - [`endpoint`]
+//! - [`facts`]
+//! - [`pooler`]
+//! - [`product`]
+//! - [`settings`]
+//! - [`table`]
+//! - [`topology`]
+//! - [`wire`]
+
+pub mod counters;
+pub mod diagnose;
+pub mod endpoint;
+pub mod facts;
+pub mod pooler;
+pub mod product;
+pub mod settings;
+pub mod table;
+pub mod topology;
+pub mod wire;
+
+pub use counters::{ReportedUsage, ServerCounters, UsageReport};
+pub use endpoint::{Endpoint, SchemaOptions, Secret, is_secret_key};
+pub use facts::{Facts, ServerFacts, TableFacts};
+pub use pooler::{Pooler, PoolerCounters, PoolerLaunch};
+pub use product::{
+    Cache, CacheMemory, Connector, Database, Launch, Login, Product, Role, Server, ServerInfo,
+};
+pub use settings::{Config, Sizing, parse_opt};
+pub use table::{DataSpec, Existing, Figures, LoadResult, TableSteps};
+pub use topology::Topology;

@@ -1,0 +1,306 @@
+//! The wire interface every protocol implements: a sans-IO request encoder and
+//! reply decoder ([`Codec`], [`CacheCodec`]), the replies they decode, and the
+//! small byte helpers codecs share. Codecs live in their product folders under
+//! `products/`; the engine's hot loops are generic over [`Codec`]. Nothing here
+//! sees a socket, a clock or a histogram.
+
+use std::io::{self, Read, Write};
+use std::ops::Range;
+
+use crate::workload::OpKind;
+
+/// One decoded reply, borrowing nothing: a value is a byte range of the input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// A GET found a value at this range of the decoded buffer.
+    Value(Range<usize>),
+    /// A GET found no value.
+    Nil,
+    /// A SET was stored.
+    Stored,
+    /// The server answered with an error (e.g. `-OOM`, `SERVER_ERROR`).
+    ServerError,
+    /// A sharded server says another node serves the key's slot: for good
+    /// (`ask == false`, e.g. `-MOVED`) or for this one request (`-ASK`), which
+    /// is then sent there after [`Codec::encode_asking`].
+    Redirect {
+        /// The key's slot.
+        slot: u16,
+        /// The range of the input holding the node's `host:port`.
+        to: Range<usize>,
+        /// Only this request goes there (the slot is being migrated).
+        ask: bool,
+    },
+}
+
+/// Result of trying to decode one reply from the front of a buffer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decoded {
+    /// The buffer does not yet hold a whole reply: read more. Not an error.
+    Incomplete,
+    /// A whole reply of `len` bytes to the oldest request in flight.
+    Frame {
+        /// Bytes the reply occupies at the front of the buffer.
+        len: usize,
+        /// What it says.
+        reply: Reply,
+    },
+    /// A whole reply of `len` bytes to the request sent with `tag` (protocols
+    /// that may answer out of order); decoded as that tag's operation.
+    Tagged {
+        /// Bytes the reply occupies at the front of the buffer.
+        len: usize,
+        /// What it says.
+        reply: Reply,
+        /// The tag of the request it answers ([`Key::tag`]).
+        tag: u32,
+    },
+}
+
+/// The bytes cannot be a reply of this protocol to the request sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Malformed(pub &'static str);
+
+/// The key of one request: its numeric id (SQL targets) and its name (caches).
+#[derive(Clone, Copy, Debug)]
+pub struct Key<'a> {
+    /// Key id, `0..keys`.
+    pub id: u64,
+    /// `prefix` + decimal id.
+    pub name: &'a [u8],
+    /// The request's number on its connection, unique among those in flight,
+    /// with the operation in the low bit ([`tag_op`]); protocols whose replies
+    /// may come out of order send it (as a sync or stream id) and hand it back
+    /// in [`Decoded::Tagged`]. Others ignore it.
+    pub tag: u32,
+}
+
+/// The tag of the `n`th request of a connection doing `op`.
+#[inline]
+pub fn tag_of(n: u32, op: OpKind) -> u32 {
+    (n << 1) | u32::from(op == OpKind::Set)
+}
+
+/// The operation a tag was made for.
+#[inline]
+pub fn tag_op(tag: u32) -> OpKind {
+    if tag & 1 == 1 {
+        OpKind::Set
+    } else {
+        OpKind::Get
+    }
+}
+
+/// What a product's codec is made for: the server it talks to and the size
+/// of the values of the point.
+pub struct CodecInput<'a> {
+    /// The server's connector (query mode, consistency level).
+    pub connector: &'a crate::driver::Connector,
+    /// Bytes per value.
+    pub value_size: usize,
+}
+
+/// A sans-IO request encoder and reply decoder. Cloned once per worker.
+pub trait Codec: Clone + Send + Sync + 'static {
+    /// Appends a GET of `key` to `out`.
+    fn encode_get(&self, key: Key<'_>, out: &mut Vec<u8>);
+    /// Appends a SET of `key` to `value` to `out`.
+    fn encode_set(&self, key: Key<'_>, value: &[u8], out: &mut Vec<u8>);
+    /// Appends a SET that expires after `ttl_s` seconds (0: never). Targets
+    /// without expiry (databases) ignore the TTL.
+    #[inline]
+    fn encode_set_ttl(&self, key: Key<'_>, value: &[u8], ttl_s: u32, out: &mut Vec<u8>) {
+        let _ = ttl_s;
+        self.encode_set(key, value, out);
+    }
+    /// Decodes the reply from the front of `buf`: to the oldest request in
+    /// flight, of kind `op` ([`Decoded::Frame`]), or, for protocols that may
+    /// answer out of order, to the request its tag names ([`Decoded::Tagged`]).
+    fn decode(&self, op: OpKind, buf: &[u8]) -> Result<Decoded, Malformed>;
+    /// The bits of a [`Key::tag`] the protocol carries: a [`Decoded::Tagged`]
+    /// reply names the request whose tag, masked by this, equals its tag.
+    /// Requests in flight on a connection must stay below `(TAG_MASK + 1) / 2`.
+    const TAG_MASK: u32 = u32::MAX;
+    /// This codec for a connection with `session` (default: unchanged).
+    fn bind(&self, session: &Session) -> Self {
+        let _ = session;
+        self.clone()
+    }
+    /// Sharded protocols: the slot of key `name`, which decides the node that
+    /// serves it (see [`crate::driver::Topology`]). Called only on sharded
+    /// targets.
+    #[inline]
+    fn slot(&self, name: &[u8]) -> u16 {
+        let _ = name;
+        0
+    }
+    /// Sharded protocols: appends the request that makes the next one be served
+    /// during a slot's migration (after a [`Reply::Redirect`] with `ask`); its
+    /// reply decodes as a SET's [`Reply::Stored`].
+    fn encode_asking(&self, out: &mut Vec<u8>) {
+        let _ = out;
+    }
+}
+
+/// A cache's codec: also deletes keys (cache-aside invalidation).
+pub trait CacheCodec: Codec {
+    /// Appends a DELETE of `key` to `out`.
+    fn encode_delete(&self, key: Key<'_>, out: &mut Vec<u8>);
+    /// Decodes the reply to a DELETE: [`Reply::Stored`] whether or not the key
+    /// existed, [`Reply::ServerError`] for an error.
+    fn decode_delete(&self, buf: &[u8]) -> Result<Decoded, Malformed>;
+}
+
+/// What a connection's set-up produced that its requests need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Session {
+    /// Nothing.
+    Plain,
+    /// Ids of kvlab's GET and SET statements prepared on this connection (for
+    /// protocols whose statement ids differ per connection).
+    Statements {
+        /// Id of the prepared GET.
+        get: u32,
+        /// Id of the prepared SET.
+        set: u32,
+    },
+    /// Id of kvlab's table on this server (for protocols that address tables by
+    /// number).
+    Table {
+        /// The table's id.
+        id: u32,
+    },
+    /// Ids of kvlab's GET and SET statements as the server named them when
+    /// they were prepared, and the consistency level requests ask for.
+    Prepared {
+        /// Id of the prepared GET.
+        get: StatementId,
+        /// Id of the prepared SET.
+        set: StatementId,
+        /// The protocol's code of the consistency level.
+        level: u16,
+    },
+}
+
+/// A server-chosen statement id of up to 32 bytes, kept inline (`Copy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatementId {
+    len: u8,
+    bytes: [u8; 32],
+}
+
+impl StatementId {
+    /// The id `bytes`; `None` when longer than 32 bytes.
+    pub fn new(bytes: &[u8]) -> Option<StatementId> {
+        let mut id = StatementId {
+            len: u8::try_from(bytes.len()).ok().filter(|&n| n <= 32)?,
+            bytes: [0; 32],
+        };
+        id.bytes[..bytes.len()].copy_from_slice(bytes);
+        Some(id)
+    }
+
+    /// Its bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+/// Sends `req` and reads until `frame_len` reports a whole reply; returns its bytes.
+/// Blocking; for set-up and counters only, never on the hot path.
+pub fn roundtrip<S: Read + Write>(
+    s: &mut S,
+    req: &[u8],
+    frame_len: impl Fn(&[u8]) -> Result<Option<usize>, Malformed>,
+) -> io::Result<Vec<u8>> {
+    s.write_all(req)?;
+    let mut buf = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 16384];
+    loop {
+        match frame_len(&buf) {
+            Ok(Some(n)) => {
+                buf.truncate(n);
+                return Ok(buf);
+            }
+            Ok(None) => {}
+            Err(Malformed(why)) => {
+                let shown = String::from_utf8_lossy(&buf[..buf.len().min(60)]).into_owned();
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{why}: got {:?}", shown.trim_end()),
+                ));
+            }
+        }
+        let n = s.read(&mut chunk)?;
+        if n == 0 {
+            if buf.is_empty() {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the server closed the connection without a reply",
+                ));
+            }
+            let shown = String::from_utf8_lossy(&buf[..buf.len().min(60)]).into_owned();
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "the server closed the connection after {:?}",
+                    shown.trim_end()
+                ),
+            ));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if buf.len() > 64 << 20 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "reply larger than 64 MiB",
+            ));
+        }
+    }
+}
+
+/// Position just past the first `\r\n` at or after `from`, if any.
+#[inline]
+pub(crate) fn line_end(buf: &[u8], from: usize) -> Option<usize> {
+    let rest = buf.get(from..)?;
+    let nl = rest.iter().position(|&b| b == b'\n')?;
+    Some(from + nl + 1)
+}
+
+/// The end (just past its CRLF) of the reply line that starts at 0 and whose
+/// content starts at `from`; `None` while incomplete. Fails when the line is not
+/// ended by CRLF, or when `max` bytes hold no line end (`too_long` says so).
+#[inline]
+pub(crate) fn reply_line(
+    buf: &[u8],
+    from: usize,
+    max: usize,
+    too_long: &'static str,
+) -> Result<Option<usize>, Malformed> {
+    let Some(eol) = line_end(buf, from) else {
+        return if buf.len() > max {
+            Err(Malformed(too_long))
+        } else {
+            Ok(None)
+        };
+    };
+    if eol < from + 2 || buf[eol - 2] != b'\r' {
+        return Err(Malformed("reply line not ended by CRLF"));
+    }
+    Ok(Some(eol))
+}
+
+/// Parses an unsigned decimal; `None` for empty, non-digit or overflow.
+#[inline]
+pub(crate) fn parse_usize(d: &[u8]) -> Option<usize> {
+    if d.is_empty() || d.len() > 18 {
+        return None;
+    }
+    let mut n = 0usize;
+    for &b in d {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + usize::from(b - b'0');
+    }
+    Some(n)
+}

@@ -1,0 +1,410 @@
+//! The human summary of a [`RunResult`], rendered as a string.
+
+use std::fmt::Write as _;
+
+use crate::results::RunResult;
+
+fn num(x: f64) -> String {
+    if x >= 100.0 {
+        let s = format!("{x:.0}");
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    } else if x >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// The lines of a sharded run: this client's part and start, or, merged,
+/// every client's.
+fn sharding(r: &RunResult) -> String {
+    let mut s = String::new();
+    let c = &r.config.load;
+    if let Some(sh) = r.shard {
+        let conns = crate::plan::shard::local_connections(Some(sh), c.connections);
+        let _ = writeln!(
+            s,
+            "  client:   {sh} of a sharded run: {conns} of its {} connections{}",
+            c.connections,
+            match c.stop {
+                crate::workload::Stop::Requests(n) => {
+                    let (a, b) = sh.part(n);
+                    format!(", about {} of its {n} requests", b - a)
+                }
+                crate::workload::Stop::Duration(_) => String::new(),
+            }
+        );
+    }
+    if let Some(st) = r.start {
+        let _ = writeln!(
+            s,
+            "  start:    at {} (Unix ms): ready {:.0} ms ahead of the warm-up, measuring began {:.2} ms late",
+            st.at_unix_ms, st.margin_ms, st.late_ms
+        );
+    }
+    if !r.clients.is_empty() {
+        let _ = writeln!(s, "  merged from {} clients:", r.clients.len());
+        for cl in &r.clients {
+            let _ = writeln!(
+                s,
+                "    {:>5} {:<8} {:>10} requests, {} req/s{}{}",
+                cl.shard.to_string(),
+                cl.status,
+                cl.requests,
+                num(cl.throughput_rps),
+                cl.start_late_ms
+                    .map(|l| format!(", started {l:.2} ms late"))
+                    .unwrap_or_default(),
+                if cl.client_saturated {
+                    ", SATURATED"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    s
+}
+
+/// The human summary of one run.
+pub fn summary(r: &RunResult) -> String {
+    let mut s = String::new();
+    let c = &r.config;
+    let t = &r.target;
+    let _ = writeln!(
+        s,
+        "kvlab {}: {} {} ({}{})",
+        if r.clients.is_empty() { "run" } else { "merge" },
+        t.product,
+        t.version,
+        if t.managed { "managed, " } else { "" },
+        t.url
+    );
+    if let Some(line) = t.transport.as_ref().and_then(|x| x.describe()) {
+        let _ = writeln!(s, "  transport: {line}");
+    }
+    let shape = match c.load.rate {
+        Some(rate) => format!("open loop at {} req/s", num(rate)),
+        None => "closed loop".to_string(),
+    };
+    let _ = writeln!(
+        s,
+        "  workload: {} keys x {} B, SET:GET {}, {} keys, prefix '{}'",
+        num(c.workload.keys as f64),
+        c.workload.value_size,
+        c.workload.ratio,
+        c.workload.distribution,
+        c.workload.key_prefix
+    );
+    let _ = writeln!(
+        s,
+        "  load:     {} connections on {} threads, pipeline {}, {shape}, {:.1} s measured after {} s warm-up",
+        c.load.connections, c.load.threads, c.load.pipeline, r.duration_s, c.load.warmup_s
+    );
+    let facts = c.target.kind.product().facts();
+    if !facts.consistency_levels.is_empty() {
+        let level = c.target.consistency.as_deref().unwrap_or("one");
+        let _ = writeln!(
+            s,
+            "  consistency: {} on every request",
+            level.to_ascii_uppercase()
+        );
+    }
+    if let Some(mode) = &r.query_mode {
+        let _ = writeln!(s, "  query mode: {mode}");
+    }
+    if !t.settings.is_empty() {
+        let set: Vec<String> = t.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(s, "  server settings: {}", set.join(" "));
+    }
+    if let Some(p) = &r.pooler {
+        let set: Vec<String> = p.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(s, "  pooler:   {} {}, {}", p.name, p.version, set.join(" "));
+    }
+    s.push_str(&sharding(r));
+    if let Some(l) = &r.load {
+        let _ = writeln!(
+            s,
+            "  data load: {} keys in {:.2} s ({} keys/s)",
+            num(l.keys as f64),
+            l.seconds,
+            num(l.keys_per_s)
+        );
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(s, "  throughput  {} req/s", num(r.throughput_rps));
+    let _ = writeln!(
+        s,
+        "  requests    {} (GET {}, SET {}); hits {}, misses {}, errors {}",
+        r.requests, r.gets, r.sets, r.hits, r.misses, r.errors
+    );
+    if r.errors > 0 {
+        let kinds: Vec<String> = r
+            .errors_by_kind
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        let _ = writeln!(s, "  errors by kind: {}", kinds.join(", "));
+    }
+    let l = &r.latency_us;
+    let from = if r.latency_start == "intended" {
+        "from intended start"
+    } else {
+        "from send"
+    };
+    let _ = writeln!(
+        s,
+        "  latency µs ({from}): p50 {}  p90 {}  p99 {}  p99.9 {}  p99.99 {}  p99.999 {}  max {}  mean {}",
+        num(l.p50),
+        num(l.p90),
+        num(l.p99),
+        num(l.p999),
+        num(l.p9999),
+        num(l.p99999),
+        num(l.max),
+        num(l.mean)
+    );
+    if let Some(v) = &r.service_time_us {
+        let _ = writeln!(
+            s,
+            "  service time µs (from actual send, hides queueing): p50 {}  p99 {}  p99.9 {}  max {}",
+            num(v.p50),
+            num(v.p99),
+            num(v.p999),
+            num(v.max)
+        );
+    }
+    if let Some(a) = &r.cache_aside {
+        let _ = writeln!(
+            s,
+            "  cache-aside: {} {} in front, write policy {}{}; cache hit ratio {:.2}% ({} hits, {} misses)",
+            a.cache.product,
+            a.cache.version,
+            a.write_policy,
+            if a.ttl_s > 0 {
+                format!(", TTL {} s", a.ttl_s)
+            } else {
+                String::new()
+            },
+            a.hit_ratio * 100.0,
+            a.cache_hits,
+            a.cache_misses
+        );
+        let _ = writeln!(
+            s,
+            "  database reads saved {} /s, made {} /s",
+            num(a.db_reads_saved_per_s),
+            num(a.db_reads_per_s)
+        );
+        for leg in crate::results::stats::Leg::ALL {
+            let name = leg.name();
+            let Some(l) = a.legs.get(name).filter(|l| l.replies > 0) else {
+                continue;
+            };
+            let _ = writeln!(
+                s,
+                "    leg {name:<11} {} replies, {} errors, µs p50 {}  p99 {}  max {}",
+                l.replies,
+                l.errors,
+                num(l.latency_us.p50),
+                num(l.latency_us.p99),
+                num(l.latency_us.max)
+            );
+        }
+        if let Some(cc) = &a.cache_counters {
+            let verdict = if cc.agrees() {
+                "agree"
+            } else if cc.exclusive {
+                "DISAGREE"
+            } else {
+                "differ (other clients may use this cache)"
+            };
+            let _ = writeln!(
+                s,
+                "  cache counters (warm-up + run): GET {} / SET {}, kvlab sent GET {} / SET {}: {verdict}",
+                cc.server.gets, cc.server.sets, cc.kvlab_gets, cc.kvlab_sets
+            );
+        }
+    }
+    if let Some(c) = &r.consistency {
+        let _ = writeln!(
+            s,
+            "  stale reads {} of {} checked ({} per million){}",
+            c.stale_reads,
+            c.checked_reads,
+            num(c.stale_per_million_reads),
+            if c.stale_reads > 0 {
+                format!(
+                    "; behind by {} versions on average (max {}), outdated for p50 {} ms, p99 {} ms, max {} ms",
+                    num(c.versions_behind_mean),
+                    c.versions_behind_max,
+                    num(c.stale_age_us.p50 / 1e3),
+                    num(c.stale_age_us.p99 / 1e3),
+                    num(c.stale_age_us.max / 1e3)
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+    if let Some(b) = &r.background {
+        let _ = writeln!(
+            s,
+            "  background writer: {} writes/s asked, {} done ({} writes), p99 {} µs, errors {}",
+            num(b.target_rps),
+            num(b.rps),
+            b.writes,
+            num(b.latency_us.p99),
+            b.errors
+        );
+    }
+    if let Some(sc) = &r.schedule {
+        let _ = writeln!(
+            s,
+            "  schedule: {} late (>1 ms) sends, max lag {} ms, {} never sent",
+            sc.late_requests,
+            num(sc.max_lag_ms),
+            sc.unsent
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  client CPU  {:.2} s, {} µs/request, peak RSS {} MiB{}",
+        r.client_cpu_s,
+        num(r.client_cpu_us_per_request),
+        num(r.client_peak_rss_kb as f64 / 1024.0),
+        r.client_busy
+            .map(|b| format!(", workers busy {:.0}%", b * 100.0))
+            .unwrap_or_default()
+    );
+    match (r.server_cpu_s, r.server_cpu_us_per_request) {
+        (Some(cpu), Some(per)) => {
+            let source = match r.server_cpu_source.as_deref() {
+                Some("proc") | None => String::new(),
+                Some(src) => format!(", as the server reports it ({src})"),
+            };
+            let memory = match (&r.server_peak_rss_kb, &r.server_reported_memory) {
+                (Some(kb), _) => format!(", peak RSS {} MiB", num(*kb as f64 / 1024.0)),
+                (None, Some(m)) => {
+                    format!(
+                        "; memory {} MiB ({})",
+                        num(m.bytes as f64 / 1048576.0),
+                        m.source
+                    )
+                }
+                (None, None) => String::new(),
+            };
+            let _ = writeln!(
+                s,
+                "  server CPU  {cpu:.2} s, {} µs/request{source}{memory}",
+                num(per)
+            );
+        }
+        _ if r.cache_aside.is_none() && !r.target.managed => {
+            let _ = writeln!(
+                s,
+                "  server CPU  not known: {} does not report its own CPU use; run it through kvlab (a managed --target) to measure it from /proc",
+                r.target.product
+            );
+        }
+        _ => {}
+    }
+    if let Some(p) = &r.pooler
+        && let (Some(cpu), Some(per)) = (p.pooler_cpu_s, p.pooler_cpu_us_per_request)
+    {
+        let _ = writeln!(
+            s,
+            "    of which pooler {cpu:.2} s, {} µs/request, peak RSS {} MiB",
+            num(per),
+            num(p.pooler_peak_rss_kb.unwrap_or(0) as f64 / 1024.0)
+        );
+    }
+    if let Some(cc) = &r.server_counters {
+        let verdict = if cc.agrees() && !cc.server.exact {
+            "agree within 0.1% (table statistics, not exact counters)".to_string()
+        } else if cc.agrees() {
+            "agree".to_string()
+        } else if cc.exclusive {
+            "DISAGREE".to_string()
+        } else {
+            "differ (other clients may use this server)".to_string()
+        };
+        let _ = writeln!(
+            s,
+            "  server counters (warm-up + run): GET {} / SET {}, kvlab sent GET {} / SET {}: {verdict}",
+            cc.server.gets, cc.server.sets, cc.kvlab_gets, cc.kvlab_sets
+        );
+    }
+    if let Some(sh) = &r.connections.sharded {
+        let _ = writeln!(
+            s,
+            "  sharded: {} nodes; redirects followed: MOVED {}, ASK {}",
+            sh.nodes, sh.moved, sh.ask
+        );
+    }
+    if let Some(pc) = r.pooler.as_ref().and_then(|p| p.counters.as_ref()) {
+        let setup = if pc.set_up_queries > 0 {
+            format!(" + {} set-up round trips", pc.set_up_queries)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            s,
+            "  pooler counters (warm-up + run): {} queries, {} transactions, kvlab sent {}{setup}: {}",
+            pc.pooler.queries,
+            pc.pooler.transactions,
+            pc.kvlab_requests,
+            match (pc.agrees(), pc.exact) {
+                (true, true) => "agree",
+                (true, false) => "at most, as pipelined requests merge in its count",
+                (false, _) => "DISAGREE",
+            }
+        );
+    }
+    if r.connections.failures > 0 || r.connections.reconnects > 0 {
+        let _ = writeln!(
+            s,
+            "  connections: {} of {} open at start, {} failed attempts, {} re-established{}",
+            r.connections.established,
+            r.connections.requested,
+            r.connections.failures,
+            r.connections.reconnects,
+            r.connections
+                .last_error
+                .as_ref()
+                .map(|e| format!("; last error: {e}"))
+                .unwrap_or_default()
+        );
+    }
+    if r.interrupted {
+        let _ = writeln!(
+            s,
+            "  NOTE: interrupted: the figures cover the run until Ctrl-C"
+        );
+    }
+    for p in &r.problems {
+        let _ = writeln!(s, "  WARNING: {p}");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::num;
+
+    #[test]
+    fn formats_numbers() {
+        assert_eq!(num(1234567.0), "1,234,567");
+        assert_eq!(num(123.4), "123");
+        assert_eq!(num(12.34), "12.3");
+        assert_eq!(num(1.234), "1.23");
+    }
+}

@@ -1,0 +1,464 @@
+//! One result from the clients of one sharded run (`kvlab run --shard I/N`):
+//! counts summed, latency and service-time histograms merged (never
+//! averaged), the per-second timeline aligned by wall clock and summed, the
+//! server's counters taken once and checked against the clients' sum, and
+//! each client's part kept (a failed or missing client included).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow, bail};
+use hdrhistogram::Histogram;
+use serde_json::Value;
+
+use crate::driver::ServerCounters;
+use crate::plan::shard::Shard;
+use crate::results::stats::{Percentiles, decode_histogram, encode_histogram, new_histogram};
+use crate::results::{ClientReport, CounterCheck, RunResult, StartKept, Window};
+use crate::results::{ScheduleReport, Second};
+
+/// Reads the result of one client; fails with one line when `path` is not
+/// a kvlab run result.
+pub fn read(path: &Path) -> Result<RunResult> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let value: Value = serde_json::from_str(&text).map_err(|e| {
+        anyhow!(
+            "{} is not a kvlab result (not JSON: {e}); give the files of kvlab run --json",
+            path.display()
+        )
+    })?;
+    if !is_run_result(&value) {
+        bail!(
+            "{} is not a kvlab run result (no config and histogram); give the files of kvlab run --shard I/N --json FILE",
+            path.display()
+        );
+    }
+    serde_json::from_value(value).map_err(|e| {
+        anyhow!(
+            "{} is not a result this kvlab reads ({e}); merge with the kvlab version that wrote it",
+            path.display()
+        )
+    })
+}
+
+/// Whether a JSON document looks like a [`RunResult`] (rather than a study's results).
+pub fn is_run_result(v: &Value) -> bool {
+    v.get("config").is_some() && v.get("histogram").is_some() && v.get("requests").is_some()
+}
+
+/// Whether the file at `path` holds a run result (for `kvlab report`).
+pub fn file_is_run_result(path: &Path) -> bool {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .is_some_and(|v| is_run_result(&v))
+}
+
+/// Reads and merges the clients' results in `paths`.
+pub fn merge_files(paths: &[PathBuf]) -> Result<RunResult> {
+    let parts: Vec<(String, RunResult)> = paths
+        .iter()
+        .map(|p| Ok((p.display().to_string(), read(p)?)))
+        .collect::<Result<_>>()?;
+    merge(&parts)
+}
+
+/// Merges the results of the clients of one run, each named (for errors).
+pub fn merge(parts: &[(String, RunResult)]) -> Result<RunResult> {
+    let Some((first_name, first)) = parts.first() else {
+        bail!("kvlab merge: give the result files of the clients of one run");
+    };
+    let count = shard_of(first_name, first)?.count;
+    let mut by_index: BTreeMap<usize, &RunResult> = BTreeMap::new();
+    for (name, r) in parts {
+        let s = shard_of(name, r)?;
+        if s.count != count {
+            bail!(
+                "cannot merge: {name} is client {s} but {first_name} is one of {count}: they are not clients of one run"
+            );
+        }
+        same_run(first_name, first, name, r)?;
+        if by_index.insert(s.index, r).is_some() {
+            bail!("cannot merge: client {s} is given twice ({name}); give each client's file once");
+        }
+    }
+    let rs: Vec<&RunResult> = by_index.values().copied().collect();
+    let mut m = first.clone();
+    m.config.load.shard = None;
+    m.shard = None;
+    m.target.pid = None;
+    m.started_unix_s = rs.iter().map(|r| r.started_unix_s).min().unwrap_or(0);
+    m.interrupted = rs.iter().any(|r| r.interrupted);
+    // Counts add.
+    let sum = |f: fn(&RunResult) -> u64| rs.iter().map(|r| f(r)).sum::<u64>();
+    m.requests = sum(|r| r.requests);
+    m.gets = sum(|r| r.gets);
+    m.sets = sum(|r| r.sets);
+    m.hits = sum(|r| r.hits);
+    m.misses = sum(|r| r.misses);
+    m.errors = sum(|r| r.errors);
+    m.errors_by_kind = BTreeMap::new();
+    for r in &rs {
+        for (k, v) in &r.errors_by_kind {
+            *m.errors_by_kind.entry(k.clone()).or_default() += v;
+        }
+    }
+    m.warmup = Default::default();
+    for r in &rs {
+        m.warmup.add(&r.warmup);
+    }
+    // The window: from the first client's start to the last one's end.
+    let windows: Option<Vec<Window>> = rs.iter().map(|r| r.window).collect();
+    m.window = windows.as_ref().map(|w| Window {
+        start_unix_ms: w.iter().map(|w| w.start_unix_ms).fold(f64::MAX, f64::min),
+        end_unix_ms: w.iter().map(|w| w.end_unix_ms).fold(f64::MIN, f64::max),
+    });
+    m.duration_s = match m.window {
+        Some(w) => (w.end_unix_ms - w.start_unix_ms) / 1e3,
+        None => rs.iter().map(|r| r.duration_s).fold(0.0, f64::max),
+    }
+    .max(1e-9);
+    m.throughput_rps = (m.requests - m.errors) as f64 / m.duration_s;
+    // Histograms merge; percentiles come from the merged histogram.
+    let latency = merged_histogram(rs.iter().map(|r| Some(r.histogram.as_str())))?;
+    m.latency_us = Percentiles::of(&latency);
+    m.histogram = encode_histogram(&latency);
+    if rs.iter().all(|r| r.service_histogram.is_some()) {
+        let h = merged_histogram(rs.iter().map(|r| r.service_histogram.as_deref()))?;
+        m.service_time_us = Some(Percentiles::of(&h));
+        m.service_histogram = Some(encode_histogram(&h));
+    }
+    m.schedule = rs.iter().filter_map(|r| r.schedule).reduce(|mut a, b| {
+        ScheduleReport::merge(&mut a, &b);
+        a
+    });
+    // The clients' CPU adds; the server's was sampled by each client over
+    // its own window, which holds the others': the widest is taken.
+    m.client_cpu_s = rs.iter().map(|r| r.client_cpu_s).sum();
+    m.client_cpu_us_per_request = per_request(m.client_cpu_s, m.requests);
+    m.client_busy = rs.iter().filter_map(|r| r.client_busy).reduce(f64::max);
+    m.client_saturated = rs.iter().any(|r| r.client_saturated);
+    m.client_peak_rss_kb = rs.iter().map(|r| r.client_peak_rss_kb).max().unwrap_or(0);
+    m.server_cpu_s = rs.iter().filter_map(|r| r.server_cpu_s).reduce(f64::max);
+    m.server_cpu_us_per_request = m.server_cpu_s.map(|s| per_request(s, m.requests));
+    m.server_peak_rss_kb = rs.iter().filter_map(|r| r.server_peak_rss_kb).max();
+    m.server_reported_memory = last_to_end(&rs).server_reported_memory.clone();
+    m.load = rs
+        .iter()
+        .filter_map(|r| r.load.clone())
+        .reduce(|a, b| crate::results::LoadResult::of(a.keys + b.keys, a.seconds.max(b.seconds)));
+    let c = &mut m.connections;
+    c.established = rs.iter().map(|r| r.connections.established).sum();
+    c.failures = rs.iter().map(|r| r.connections.failures).sum();
+    c.reconnects = rs.iter().map(|r| r.connections.reconnects).sum();
+    c.last_error = rs.iter().find_map(|r| r.connections.last_error.clone());
+    if let Some(s) = &mut c.sharded {
+        s.nodes = rs
+            .iter()
+            .filter_map(|r| r.connections.sharded.as_ref().map(|s| s.nodes))
+            .max()
+            .unwrap_or(s.nodes);
+        s.moved = rs
+            .iter()
+            .filter_map(|r| r.connections.sharded.as_ref())
+            .map(|s| s.moved)
+            .sum();
+        s.ask = rs
+            .iter()
+            .filter_map(|r| r.connections.sharded.as_ref())
+            .map(|s| s.ask)
+            .sum();
+    }
+    m.timeline = merged_timeline(&rs)?;
+    m.background = rs
+        .iter()
+        .filter_map(|r| r.background.clone())
+        .reduce(|mut a, b| {
+            // Each client records the whole run's rate and writes its part.
+            a.target_rps = a.target_rps.max(b.target_rps);
+            a.writes += b.writes;
+            a.errors += b.errors;
+            a.rps += b.rps;
+            a.latency_us = worst(&a.latency_us, &b.latency_us);
+            a
+        });
+    m.start = merged_start(&rs);
+    // Each client's part, and its problems under its name.
+    m.problems = Vec::new();
+    m.clients = (0..count)
+        .map(|index| {
+            let shard = Shard { index, count };
+            match by_index.get(&index) {
+                Some(r) => client(shard, r),
+                None => ClientReport {
+                    shard,
+                    status: "missing".into(),
+                    requests: 0,
+                    throughput_rps: 0.0,
+                    window: None,
+                    start_late_ms: None,
+                    client_busy: None,
+                    client_saturated: false,
+                    client_cpu_s: 0.0,
+                    problems: vec![
+                        "no result: this client failed before writing one (see its log)".into(),
+                    ],
+                },
+            }
+        })
+        .collect();
+    // Missing clients first: they explain the others' misses.
+    let mut clients: Vec<&ClientReport> = m.clients.iter().collect();
+    clients.sort_by_key(|c| c.status != "missing");
+    for c in clients {
+        for p in &c.problems {
+            m.problems.push(format!("client {}: {p}", c.shard));
+        }
+    }
+    let (counters, note) = merged_counters(&rs, m.gets, m.sets);
+    m.server_counters = counters;
+    m.problems.extend(note);
+    let missing = m.clients.iter().any(|c| c.status == "missing");
+    m.valid = !missing && rs.iter().all(|r| r.valid) && m.errors == 0 && m.requests > 0;
+    Ok(m)
+}
+
+/// The shard a result was measured as, or why it cannot be merged.
+fn shard_of(name: &str, r: &RunResult) -> Result<Shard> {
+    r.shard.ok_or_else(|| {
+        anyhow!(
+            "cannot merge {name}: it is not the result of a client of a sharded run; merge the files of kvlab run --shard I/N"
+        )
+    })
+}
+
+/// Fails with one line unless `b` was measured with the same workload,
+/// target and load as `a` (but for the client's own index and threads).
+fn same_run(a_name: &str, a: &RunResult, b_name: &str, b: &RunResult) -> Result<()> {
+    let key = |r: &RunResult| -> Result<Value> {
+        let mut v = serde_json::json!({
+            "config": r.config,
+            "target": { "kind": r.target.kind, "url": r.target.url,
+                        "product": r.target.product, "version": r.target.version },
+            "schema_version": r.schema_version,
+        });
+        if let Some(load) = v.pointer_mut("/config/load").and_then(Value::as_object_mut) {
+            load.remove("shard");
+            load.remove("threads");
+        }
+        Ok(v)
+    };
+    if let Some((path, x, y)) = first_difference("", &key(a)?, &key(b)?) {
+        bail!(
+            "cannot merge: {a_name} and {b_name} differ in {path} ({x} vs {y}): they are not clients of one run"
+        );
+    }
+    Ok(())
+}
+
+/// The first path at which two JSON values differ, with both values.
+fn first_difference(path: &str, a: &Value, b: &Value) -> Option<(String, String, String)> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            keys.into_iter().find_map(|k| {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                first_difference(
+                    &p,
+                    x.get(k).unwrap_or(&Value::Null),
+                    y.get(k).unwrap_or(&Value::Null),
+                )
+            })
+        }
+        _ if a == b => None,
+        _ => Some((path.to_string(), a.to_string(), b.to_string())),
+    }
+}
+
+/// The sum of the encoded histograms.
+fn merged_histogram<'a>(hs: impl Iterator<Item = Option<&'a str>>) -> Result<Histogram<u64>> {
+    let mut sum = new_histogram();
+    for h in hs.flatten() {
+        let h = decode_histogram(h).context("a result's histogram is damaged")?;
+        sum.add(&h)
+            .map_err(|e| anyhow!("cannot add histograms: {e:?}"))?;
+    }
+    Ok(sum)
+}
+
+/// The timeline of the whole run: each client's seconds placed by its
+/// window's wall-clock start and summed; percentiles from the merged
+/// per-second histograms (the worst client's when a result has none).
+fn merged_timeline(rs: &[&RunResult]) -> Result<Vec<Second>> {
+    let start = rs
+        .iter()
+        .filter_map(|r| r.window.map(|w| w.start_unix_ms))
+        .fold(f64::MAX, f64::min);
+    let mut out: BTreeMap<i64, (Second, Option<Histogram<u64>>)> = BTreeMap::new();
+    for r in rs {
+        let offset = r
+            .window
+            .map_or(0, |w| ((w.start_unix_ms - start) / 1e3).round() as i64);
+        for s in &r.timeline {
+            let e = out.entry(s.second + offset).or_insert_with(|| {
+                (
+                    Second {
+                        second: s.second + offset,
+                        ..Default::default()
+                    },
+                    Some(new_histogram()),
+                )
+            });
+            e.0.requests += s.requests;
+            e.0.errors += s.errors;
+            e.0.timeouts += s.timeouts;
+            e.0.misses += s.misses;
+            e.0.p50_us = e.0.p50_us.max(s.p50_us);
+            e.0.p99_us = e.0.p99_us.max(s.p99_us);
+            e.1 = match (e.1.take(), &s.histogram) {
+                (Some(mut h), Some(x)) => {
+                    let x = decode_histogram(x).context("a result's timeline is damaged")?;
+                    h.add(&x)
+                        .map_err(|e| anyhow!("cannot add histograms: {e:?}"))?;
+                    Some(h)
+                }
+                _ => None,
+            };
+        }
+    }
+    Ok(out
+        .into_values()
+        .map(|(mut s, h)| {
+            if let Some(h) = h.filter(|h| !h.is_empty()) {
+                let p = Percentiles::of(&h);
+                (s.p50_us, s.p99_us) = (p.p50, p.p99);
+            }
+            s
+        })
+        .collect())
+}
+
+/// The server's counters taken once: from the latest reading before any
+/// client's load to the latest reading after, beside the clients' sum.
+fn merged_counters(
+    rs: &[&RunResult],
+    gets: u64,
+    sets: u64,
+) -> (Option<CounterCheck>, Option<String>) {
+    let checks: Vec<&CounterCheck> = rs
+        .iter()
+        .filter_map(|r| r.server_counters.as_ref())
+        .collect();
+    if checks.len() < rs.len() {
+        return (
+            None,
+            Some("no server counters to cross-check: a client could not read them".into()),
+        );
+    }
+    let warm: u64 = rs.iter().map(|r| r.warmup.gets).sum();
+    let warm_sets: u64 = rs.iter().map(|r| r.warmup.sets).sum();
+    let background: u64 = rs
+        .iter()
+        .filter_map(|r| r.background.as_ref())
+        .map(|b| b.writes)
+        .sum();
+    let latest = |i: usize| -> Option<ServerCounters> {
+        checks
+            .iter()
+            .map(|c| c.raw.map(|r| r[i]))
+            .collect::<Option<Vec<_>>>()?
+            .into_iter()
+            .max_by_key(|c| (c.gets + c.sets, c.gets))
+    };
+    let check = CounterCheck {
+        server: match latest(0).zip(latest(1)) {
+            Some((before, after)) => after.since(&before),
+            None => checks
+                .iter()
+                .map(|c| c.server)
+                .max_by_key(|s| s.gets + s.sets)
+                .unwrap_or(checks[0].server),
+        },
+        kvlab_gets: gets + warm,
+        kvlab_sets: sets + warm_sets + background,
+        exclusive: false,
+        raw: None,
+    };
+    let note = (!check.agrees()).then(|| {
+        format!(
+            "the server counted GET {} / SET {} but the clients together sent GET {} / SET {} (another client of the server, or a client that wrote no result?)",
+            check.server.gets, check.server.sets, check.kvlab_gets, check.kvlab_sets
+        )
+    });
+    (Some(check), note)
+}
+
+/// How the clients kept `--start-at`: the latest start, the smallest margin.
+fn merged_start(rs: &[&RunResult]) -> Option<StartKept> {
+    rs.iter()
+        .map(|r| r.start)
+        .collect::<Option<Vec<_>>>()?
+        .into_iter()
+        .reduce(|a, b| StartKept {
+            at_unix_ms: a.at_unix_ms,
+            late_ms: a.late_ms.max(b.late_ms),
+            margin_ms: a.margin_ms.min(b.margin_ms),
+        })
+}
+
+/// One client's part.
+fn client(shard: Shard, r: &RunResult) -> ClientReport {
+    ClientReport {
+        shard,
+        status: if r.valid { "ok" } else { "invalid" }.into(),
+        requests: r.requests,
+        throughput_rps: r.throughput_rps,
+        window: r.window,
+        start_late_ms: r.start.map(|s| s.late_ms),
+        client_busy: r.client_busy,
+        client_saturated: r.client_saturated,
+        client_cpu_s: r.client_cpu_s,
+        problems: r.problems.clone(),
+    }
+}
+
+/// The client whose window ended last.
+fn last_to_end<'a>(rs: &[&'a RunResult]) -> &'a RunResult {
+    rs.iter()
+        .copied()
+        .max_by(|a, b| {
+            let end = |r: &RunResult| r.window.map_or(0.0, |w| w.end_unix_ms);
+            end(a).total_cmp(&end(b))
+        })
+        .expect("at least one result")
+}
+
+/// The larger of each percentile (for figures kept only as percentiles).
+fn worst(a: &Percentiles, b: &Percentiles) -> Percentiles {
+    Percentiles {
+        mean: a.mean.max(b.mean),
+        p50: a.p50.max(b.p50),
+        p90: a.p90.max(b.p90),
+        p99: a.p99.max(b.p99),
+        p999: a.p999.max(b.p999),
+        p9999: a.p9999.max(b.p9999),
+        p99999: a.p99999.max(b.p99999),
+        max: a.max.max(b.max),
+    }
+}
+
+fn per_request(cpu_s: f64, requests: u64) -> f64 {
+    if requests > 0 {
+        cpu_s * 1e6 / requests as f64
+    } else {
+        0.0
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,134 @@
+//! Starting the managed servers a plan asks for (its target, its cache, a
+//! pooler in front of the target), sized for the plan's data and connections,
+//! with a note of what was started.
+
+use anyhow::Result;
+
+use crate::driver::Sizing;
+use crate::plan::{RunPlan, TargetSpec};
+use crate::servers::{ManagedPooler, ManagedServer};
+use crate::system::progress::{RunOptions, note};
+
+/// Bytes of data `plan` stores (keys, values, overhead), for sizing servers.
+pub fn data_bytes(plan: &RunPlan) -> u64 {
+    plan.workload.keys
+        * (plan.workload.value_size as u64 + plan.workload.key_prefix.len() as u64 + 80)
+}
+
+/// Starts `target` (the plan's target or its cache) if kvlab is to manage it,
+/// sized for `plan`'s data and connections.
+pub fn start_managed(
+    target: &TargetSpec,
+    plan: &RunPlan,
+    opts: RunOptions,
+) -> Result<Option<ManagedServer>> {
+    let kind = target.kind;
+    if target.external.is_some() {
+        return Ok(None);
+    }
+    raise_fd_limit(plan.load.connections);
+    let pooler = target.pooler_settings(plan.load.connections)?;
+    if let Some((p, s)) = &pooler {
+        // The pooler (which inherits kvlab's limit) holds a socket per client
+        // and per server connection.
+        let sockets = plan.load.connections + p.server_connections(s);
+        raise_fd_limit(sockets);
+        let limit = fd_limit();
+        if limit < sockets as u64 + 64 {
+            note(
+                opts,
+                format!(
+                    "kvlab: the open-file limit ({limit}) is below the {sockets} sockets the pooler may hold; raise the hard limit (ulimit -Hn) or expect refused connections"
+                ),
+            );
+        }
+    }
+    let sizing = Sizing {
+        data_bytes: data_bytes(plan),
+        // The pooler's server connections must fit too.
+        connections: plan
+            .load
+            .connections
+            .max(pooler.as_ref().map_or(0, |(p, s)| p.server_connections(s))),
+    };
+    if let Some(u) = ManagedServer::os_user(kind, &target.server_opts) {
+        note(
+            opts,
+            format!(
+                "kvlab: runs as root; the managed {} runs as system user '{u}'",
+                kind.name()
+            ),
+        );
+    }
+    let mut s = ManagedServer::start(kind, &target.server_opts, sizing)?;
+    let pids = s.pids();
+    let started = match pids.len() {
+        1 => format!(
+            "kvlab: started {} {} (pid {}) on 127.0.0.1:{}",
+            s.info.product,
+            s.info.version,
+            pids[0],
+            s.endpoint().port,
+        ),
+        n => format!(
+            "kvlab: started {} {} as {n} processes (pids {}) joined as one {}, seed 127.0.0.1:{}",
+            s.info.product,
+            s.info.version,
+            pids.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(" "),
+            kind.name(),
+            s.endpoint().port,
+        ),
+    };
+    note(opts, format!("{started} in {}", s.dir().display()));
+    if let Some((pooler, settings)) = pooler {
+        let p = ManagedPooler::start(pooler, &settings, &s.endpoint(), s.run_as())?;
+        note(
+            opts,
+            format!(
+                "kvlab: started {} {} (pid {}) on 127.0.0.1:{} in front of it, {}",
+                pooler.name(),
+                p.version,
+                p.pid(),
+                p.endpoint().port,
+                settings
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+        );
+        s.attach_pooler(p);
+    }
+    Ok(Some(s))
+}
+
+/// The open-file limit now (soft).
+fn fd_limit() -> u64 {
+    // SAFETY: getrlimit writes the struct we pass.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+            lim.rlim_cur
+        } else {
+            u64::MAX
+        }
+    }
+}
+
+/// Raises the open-file limit to what `connections` need (up to the hard limit).
+pub fn raise_fd_limit(connections: usize) {
+    // SAFETY: getrlimit/setrlimit read and write the struct we pass.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+            let want = (connections as u64 * 2 + 256).min(lim.rlim_max);
+            if lim.rlim_cur < want {
+                lim.rlim_cur = want;
+                libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+            }
+        }
+    }
+}
