@@ -43,7 +43,8 @@ pub struct Entry {
 pub enum Password {
     /// Started with `opts` it asks; `set`: the password those options give,
     /// which no result or summary may show (`None`: kvlab's own login);
-    /// `without`: what a client with no user and password is told.
+    /// `without`: what a client with no user and password is told (`{scheme}`:
+    /// the product's URL scheme).
     Asks {
         opts: &'static [(&'static str, &'static str)],
         set: Option<&'static str>,
@@ -89,7 +90,7 @@ pub fn entry(kind: TargetKind) -> Entry {
         password: Password::Asks {
             opts: &[("requirepass", "s3cret-pw")],
             set: Some("s3cret-pw"),
-            without: &["needs a password", "://:PASSWORD@127.0.0.1:"],
+            without: &["needs a password", "{scheme}://:PASSWORD@127.0.0.1:"],
         },
         load: LoadCount::OneSetPerKey,
         fresh: Fresh::Zero,
