@@ -259,3 +259,35 @@ fn a_cache_that_dies_mid_run_gives_counted_errors_not_a_hang() {
     assert!(r.connections.failures > 0);
     assert!(!cache.running());
 }
+
+#[test]
+fn a_requests_run_through_a_cache_that_keeps_refusing_connections_ends() {
+    // As a plain run does (resp.rs): once the cache is gone, every attempt to
+    // reconnect is refused; a connection is given up after 8 failed attempts
+    // in a row, so a --requests run ends on its own instead of waiting.
+    let db = server(TargetKind::Postgres);
+    let cache = server(TargetKind::Redis);
+    let mut p = aside_plan(&db, TargetKind::Redis, WritePolicy::Invalidate);
+    p.cache.as_mut().unwrap().cache = format!("redis://127.0.0.1:{}", cache.endpoint().port)
+        .parse()
+        .unwrap();
+    p.load.warmup_s = 0.0;
+    p.load.timeout_s = 1.0;
+    p.load.stop = Stop::Requests(1_000_000);
+    let pid = cache.pid() as libc::pid_t;
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    });
+    let r = common::measure_within(&p, Duration::from_secs(90));
+    killer.join().unwrap();
+    assert!(r.connections.failures > 0, "{:?}", r.connections);
+    assert!(r.requests < 1_000_000 && r.requests > 0, "{}", r.requests);
+    assert!(
+        r.problems
+            .iter()
+            .any(|m| m.contains("of the 1000000 requests asked for")),
+        "{:?}",
+        r.problems
+    );
+}

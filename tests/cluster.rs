@@ -1,6 +1,6 @@
-//! Redis/Valkey Cluster, started through kvlab's managed-server code: requests
-//! are routed by slot and counted exactly against the primaries' own
-//! counters; a slot migrated while a run is going is followed (ASK, then
+//! Redis/Valkey Cluster, started through kvlab's managed-server code, beyond
+//! the contract every product passes (tests/contract): requests are routed by
+//! slot to every primary, whose CPU adds up; a slot migrated while a run is going is followed (ASK, then
 //! MOVED) with no error; a cluster node addressed as a single server, and a
 //! single server addressed as a cluster, are refused with one line.
 
@@ -34,7 +34,7 @@ fn node_id(addr: SocketAddr) -> String {
 }
 
 #[test]
-fn cluster_counts_agree_over_the_primaries() {
+fn every_primary_serves_its_share_and_is_counted_and_stopped() {
     let s = server(TargetKind::RedisCluster);
     let pids = s.pids();
     assert_eq!(pids.len(), 3, "three primaries by default");
@@ -42,12 +42,7 @@ fn cluster_counts_agree_over_the_primaries() {
     p.workload.ratio = Ratio { set: 1, get: 3 };
     p.load.pipeline = 8;
     let r = measure(&p);
-    assert_eq!(r.errors, 0, "{r:#?}");
-    assert_eq!(r.misses, 0);
-    assert_eq!(r.requests, 20_000);
-    let cc = r.server_counters.as_ref().unwrap();
-    assert!(cc.agrees(), "{cc:#?}");
-    assert_eq!(cc.server.sets, r.warmup.sets + r.sets);
+    assert_eq!((r.errors, r.misses), (0, 0), "{r:#?}");
     let sh = r.connections.sharded.as_ref().unwrap();
     assert_eq!((sh.nodes, sh.moved, sh.ask), (3, 0, 0));
     // Every primary served its share of the keys.

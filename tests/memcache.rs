@@ -1,55 +1,11 @@
-//! Memcached, started through kvlab's managed-server code: kvlab's counts agree
-//! with `stats` exactly, misses and corrupt values are detected.
+//! Memcached, started through kvlab's managed-server code, beyond the contract
+//! every product passes (tests/contract): a full memcached fails the load
+//! clearly, its own CPU report agrees with /proc, TLS and unix sockets work.
 
 mod common;
 
-use common::{alive, measure, plan, server};
-use kvlab::plan::{Ratio, TargetKind};
-
-#[test]
-fn counts_agree_with_stats() {
-    let s = server(TargetKind::Memcached);
-    let mut p = plan(TargetKind::Memcached, s.endpoint());
-    p.workload.ratio = Ratio { set: 1, get: 4 };
-    let connector = kvlab::driver::Connector::new(TargetKind::Memcached, &s.endpoint()).unwrap();
-    let before = connector.counters().unwrap();
-    let r = measure(&p);
-    let d = connector.counters().unwrap().since(&before);
-    assert_eq!(d.sets, 2_000 + r.warmup.sets + r.sets);
-    assert_eq!(d.gets, r.warmup.gets + r.gets);
-    assert_eq!(d.hits, r.warmup.hits + r.hits);
-    assert_eq!(r.requests, 20_000);
-    assert_eq!((r.errors, r.misses), (0, 0));
-    assert!(r.valid);
-    // A server kvlab did not start: its CPU as memcached reports it.
-    assert_eq!(
-        r.server_cpu_source.as_deref(),
-        Some("stats rusage_user + rusage_system")
-    );
-    let pid = s.pid();
-    drop(s);
-    assert!(!alive(pid));
-}
-
-#[test]
-fn misses_and_corruption_are_detected() {
-    let s = server(TargetKind::Memcached);
-    let mut p = plan(TargetKind::Memcached, s.endpoint());
-    p.workload.load = false;
-    let r = measure(&p);
-    assert_eq!((r.hits, r.misses), (0, r.gets));
-    assert_eq!(
-        r.server_counters.unwrap().server.misses,
-        r.gets + r.warmup.gets
-    );
-
-    common::measure_with_corrupt_key(
-        TargetKind::Memcached,
-        &s,
-        b"set kvlab:3 0 0 100\r\n",
-        b"STORED\r\n",
-    );
-}
+use common::{plan, server};
+use kvlab::plan::TargetKind;
 
 #[test]
 fn a_full_memcached_fails_the_load_clearly() {

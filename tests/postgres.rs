@@ -1,12 +1,13 @@
-//! PostgreSQL, started through kvlab's managed-server code: kvlab's counts agree
-//! with pg_stat_statements exactly, misses and corruption are detected, kvlab
-//! never touches a table that is not its own, refused connections are counted.
+//! PostgreSQL, started through kvlab's managed-server code, beyond the contract
+//! every product passes (tests/contract): kvlab's table is reused by a run of
+//! the same shape, kvlab never touches a table that is not its own, refused
+//! connections are counted, and TLS and unix sockets work.
 
 mod common;
 
 use std::time::Duration;
 
-use common::{alive, measure, measure_err, plan, server_with};
+use common::{measure, measure_err, plan, server_with};
 use kvlab::driver::Connector;
 use kvlab::plan::{Ratio, Stop, TargetKind};
 
@@ -20,7 +21,7 @@ fn sql(connector: &Connector, q: &str) -> Vec<Vec<Option<String>>> {
 }
 
 #[test]
-fn counts_agree_with_pg_stat_statements() {
+fn the_table_is_reused_by_the_next_run_of_the_same_shape() {
     let s = server_with(TargetKind::Postgres, &[PGSS], 20);
     let connector = Connector::new(TargetKind::Postgres, &s.endpoint()).unwrap();
     sql(&connector, "CREATE EXTENSION pg_stat_statements");
@@ -28,16 +29,8 @@ fn counts_agree_with_pg_stat_statements() {
     p.workload.ratio = Ratio { set: 1, get: 3 };
     p.load.pipeline = 3;
     let r = measure(&p);
-    let before = r.server_counters.as_ref().unwrap();
-    assert!(before.server.exact);
-    assert_eq!(r.requests, 20_000);
     assert_eq!((r.errors, r.misses), (0, 0), "{:?}", r.problems);
-    assert_eq!(r.hits, r.gets);
-    assert_eq!(before.server.gets, r.warmup.gets + r.gets);
-    assert_eq!(before.server.sets, r.warmup.sets + r.sets);
-    assert!(r.sets > 3_000);
     assert_eq!(r.load.as_ref().unwrap().keys, 2_000);
-    // The table is reused by the next run with the same shape.
     let r2 = measure(&p);
     assert!(r2.load.is_none(), "reused, not reloaded");
     assert_eq!(r2.errors, 0);
@@ -46,33 +39,6 @@ fn counts_agree_with_pg_stat_statements() {
         total.gets,
         r.warmup.gets + r.gets + r2.warmup.gets + r2.gets
     );
-    let pid = s.pid();
-    drop(s);
-    assert!(!alive(pid));
-}
-
-#[test]
-fn misses_and_corruption_are_detected() {
-    let s = server_with(TargetKind::Postgres, &[], 20);
-    let connector = Connector::new(TargetKind::Postgres, &s.endpoint()).unwrap();
-    let mut p = plan(TargetKind::Postgres, s.endpoint());
-    p.workload.load = false;
-    let r = measure(&p);
-    assert_eq!((r.hits, r.misses, r.errors), (0, r.gets, 0));
-    assert!(!r.valid);
-
-    p.workload.load = true;
-    p.workload.keys = 10;
-    let _ = measure(&p);
-    sql(
-        &connector,
-        "UPDATE kvlab_kv SET v = convert_to(repeat('x', 100), 'UTF8') WHERE k = 3",
-    );
-    p.workload.load = false;
-    let r = measure(&p);
-    let wrong = r.errors_by_kind["wrong_value"];
-    assert!(wrong > 500, "{wrong}");
-    assert_eq!(wrong + r.hits, r.gets);
 }
 
 #[test]

@@ -1,13 +1,13 @@
-//! Tarantool, started through kvlab's managed-server code: kvlab's counts agree
-//! with `box.stat()` exactly (also pipelined with writes, whose replies come out
-//! of order), misses and corrupt values are detected, and a bad password or the
-//! wrong protocol fail fast with one line.
+//! Tarantool, started through kvlab's managed-server code, beyond the contract
+//! every product passes (tests/contract): with either engine, pipelined with
+//! writes whose replies come out of order, counts agree with `box.stat()` and
+//! every write lands; its own CPU report agrees with /proc; a unix socket works.
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{measure, measure_err, plan, server, server_with};
+use common::{measure, plan, server};
 use kvlab::driver::Connector;
 use kvlab::plan::{Ratio, TargetKind};
 
@@ -43,63 +43,6 @@ fn counts_agree_with_box_stat_also_out_of_order() {
             "{engine}: versions in the space"
         );
     }
-}
-
-#[test]
-fn misses_and_corruption_are_detected() {
-    let s = server(TargetKind::Tarantool);
-    let mut p = plan(TargetKind::Tarantool, s.endpoint());
-    p.workload.load = false;
-    let r = measure(&p);
-    assert_eq!((r.hits, r.misses), (0, r.gets));
-    assert!(!r.valid);
-
-    let mut p = plan(TargetKind::Tarantool, s.endpoint());
-    p.workload.keys = 10;
-    let _ = measure(&p);
-    let c = Connector::new(TargetKind::Tarantool, &s.endpoint()).unwrap();
-    kvlab::products::tarantool::open(&c, Duration::from_secs(5))
-        .unwrap()
-        .eval(
-            "box.space.kvlab_kv:replace{3, string.rep('x', 100)}",
-            vec![],
-        )
-        .unwrap();
-    p.workload.load = false;
-    let r = measure(&p);
-    let wrong = r.errors_by_kind["wrong_value"];
-    assert!(wrong > 500, "about a tenth of 20k GETs hit key 3: {wrong}");
-    assert_eq!(wrong + r.hits, r.gets);
-    assert!(!r.valid);
-}
-
-#[test]
-fn a_bad_password_and_the_wrong_protocol_fail_fast() {
-    let s = server_with(TargetKind::Tarantool, &[("password", "s3cret")], 10);
-    let mut e = s.endpoint();
-    assert_eq!(e.user.as_deref(), Some("kvlab"));
-    let p = plan(TargetKind::Tarantool, e.clone());
-    let r = measure(&p);
-    assert_eq!(r.errors, 0, "the right password works");
-    e.password = Some(kvlab::plan::Secret("wrong".into()));
-    let started = Instant::now();
-    let err = measure_err(&plan(TargetKind::Tarantool, e));
-    assert!(started.elapsed() < Duration::from_secs(5));
-    assert!(
-        err.contains("check the user and password") && !err.contains("wrong"),
-        "{err}"
-    );
-    assert_eq!(err.lines().count(), 1, "{err}");
-
-    let redis = server(TargetKind::Redis);
-    let mut e = redis.endpoint();
-    e.password = None;
-    let started = Instant::now();
-    let err = measure_err(&plan(TargetKind::Tarantool, e));
-    assert!(started.elapsed() < Duration::from_secs(5));
-    assert!(err.contains("Tarantool server"), "{err}");
-    let err = measure_err(&plan(TargetKind::Redis, s.endpoint()));
-    assert!(err.contains("Redis/Valkey"), "{err}");
 }
 
 #[test]

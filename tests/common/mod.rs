@@ -71,6 +71,25 @@ pub fn measure(plan: &RunPlan) -> RunResult {
     run(plan, RunOptions::default(), &stop).expect("run succeeds")
 }
 
+/// Runs `plan` in-process, quietly, and fails unless it ends within `limit`.
+pub fn measure_within(plan: &RunPlan, limit: Duration) -> RunResult {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let p = plan.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(measure(&p));
+    });
+    let started = std::time::Instant::now();
+    let r = match rx.recv_timeout(limit) {
+        Ok(r) => r,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("the run did not end within {limit:?}")
+        }
+        Err(e) => panic!("the run failed: {e}"),
+    };
+    eprintln!("the run ended in {:?}", started.elapsed());
+    r
+}
+
 /// Sends raw bytes and reads until `done(reply)` (blocking, 5 s timeout).
 pub fn raw(port: u16, req: &[u8], done: impl Fn(&[u8]) -> bool) -> Vec<u8> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -97,37 +116,6 @@ pub fn alive(pid: u32) -> bool {
             .starts_with('Z'),
         Err(_) => false,
     }
-}
-
-/// Loads 10 keys, overwrites key `kvlab:3` with a wrong 100-byte value through
-/// `set_cmd` (the raw command, answered by `ok`), and measures again without
-/// loading: returns that run.
-pub fn measure_with_corrupt_key(
-    kind: TargetKind,
-    server: &ManagedServer,
-    set_cmd: &[u8],
-    ok: &[u8],
-) -> RunResult {
-    let mut p = plan(kind, server.endpoint());
-    p.workload.keys = 10;
-    let _ = measure(&p);
-    let mut req = set_cmd.to_vec();
-    req.extend_from_slice(&[b'x'; 100]);
-    req.extend_from_slice(b"\r\n");
-    assert_eq!(
-        raw(server.endpoint().port, &req, |b| b.ends_with(b"\r\n")),
-        ok
-    );
-    p.workload.load = false;
-    let r = measure(&p);
-    let wrong = r.errors_by_kind["wrong_value"];
-    assert!(
-        wrong > 500,
-        "about a tenth of 20k GETs hit the bad key: {wrong}"
-    );
-    assert_eq!(wrong + r.hits, r.gets);
-    assert!(!r.valid);
-    r
 }
 
 /// Starts a managed server of `kind` with `opts`, sized for `connections`.
