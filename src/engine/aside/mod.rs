@@ -129,7 +129,7 @@ impl<K: CacheCodec, D: Codec> Client for Aside<'_, K, D> {
         }
     }
 
-    fn opened(&self, c: &mut AsideConn<K, D>, s: usize, session: &Session) {
+    fn opened(&self, c: &mut Self::Conn, s: usize, session: &Session) {
         match s {
             CACHE => c.cache = self.cache.bind(session),
             _ => c.db = self.db.bind(session),
@@ -137,16 +137,16 @@ impl<K: CacheCodec, D: Codec> Client for Aside<'_, K, D> {
     }
 
     #[inline]
-    fn depth(&self, _: &AsideConn<K, D>, _: usize) -> usize {
+    fn depth(&self, _: &Self::Conn, _: usize) -> usize {
         1
     }
 
     #[inline]
-    fn inflight(&self, c: &AsideConn<K, D>) -> usize {
+    fn inflight(&self, c: &Self::Conn) -> usize {
         usize::from(c.op.is_some())
     }
 
-    fn start(&mut self, io: &mut Io<'_>, c: &mut AsideConn<K, D>, r: Request) {
+    fn start(&mut self, io: &mut Io<'_>, c: &mut Self::Conn, r: Request) {
         let step = match r.op {
             OpKind::Get => Leg::CacheGet,
             OpKind::Set => Leg::DbSet,
@@ -166,22 +166,16 @@ impl<K: CacheCodec, D: Codec> Client for Aside<'_, K, D> {
         self.send(io, c, step, r.sent);
     }
 
-    fn replies(
-        &mut self,
-        io: &mut Io<'_>,
-        c: &mut AsideConn<K, D>,
-        s: usize,
-        now: Instant,
-    ) -> bool {
+    fn replies(&mut self, io: &mut Io<'_>, c: &mut Self::Conn, s: usize, now: Instant) -> bool {
         self.read(io, c, s, now)
     }
 
-    fn oldest(&self, c: &AsideConn<K, D>, s: usize) -> Option<Instant> {
+    fn oldest(&self, c: &Self::Conn, s: usize) -> Option<Instant> {
         c.op.filter(|op| socket_of(op.step) == s)
             .map(|op| op.step_sent)
     }
 
-    fn fail(&mut self, io: &mut Io<'_>, c: &mut AsideConn<K, D>, s: usize, kind: ErrorKind) {
+    fn fail(&mut self, io: &mut Io<'_>, c: &mut Self::Conn, s: usize, kind: ErrorKind) {
         if let Some(op) = c.op
             && socket_of(op.step) == s
         {

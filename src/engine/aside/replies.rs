@@ -20,11 +20,7 @@ impl<K: CacheCodec, D: Codec> Aside<'_, K, D> {
         s: usize,
         now: Instant,
     ) -> bool {
-        loop {
-            let buf = io.buffered(s);
-            if buf.is_empty() {
-                return true;
-            }
+        while let Some(buf) = io.pending(s) {
             let op = match c.op {
                 Some(op) if socket_of(op.step) == s => op,
                 // Bytes nobody waits for on this socket: out of step.
@@ -62,6 +58,7 @@ impl<K: CacheCodec, D: Codec> Aside<'_, K, D> {
                 }
             }
         }
+        true
     }
 
     /// Takes the reply to `op`'s current step (its value, if any, still in

@@ -109,7 +109,7 @@ impl<C: Codec> Client for Plain<'_, C> {
         ((p * frame).min(4 << 20), read)
     }
 
-    fn opened(&self, c: &mut PlainConn<C>, s: usize, session: &Session) {
+    fn opened(&self, c: &mut Self::Conn, s: usize, session: &Session) {
         self.grow(c, s + 1);
         c.codecs[s] = self.codec.bind(session);
     }
@@ -118,30 +118,30 @@ impl<C: Codec> Client for Plain<'_, C> {
     /// a cluster client pipelines to each node (memtier_benchmark's cluster
     /// mode does the same).
     #[inline]
-    fn depth(&self, _: &PlainConn<C>, sockets: usize) -> usize {
+    fn depth(&self, _: &Self::Conn, sockets: usize) -> usize {
         self.spec.pipeline * sockets.max(1)
     }
 
     #[inline]
-    fn inflight(&self, c: &PlainConn<C>) -> usize {
+    fn inflight(&self, c: &Self::Conn) -> usize {
         c.inflight
     }
 
     #[inline]
-    fn start(&mut self, io: &mut Io<'_>, c: &mut PlainConn<C>, r: Request) {
+    fn start(&mut self, io: &mut Io<'_>, c: &mut Self::Conn, r: Request) {
         self.issue(io, c, r);
     }
 
     #[inline]
-    fn replies(&mut self, io: &mut Io<'_>, c: &mut PlainConn<C>, s: usize, now: Instant) -> bool {
+    fn replies(&mut self, io: &mut Io<'_>, c: &mut Self::Conn, s: usize, now: Instant) -> bool {
         self.parse(io, c, s, now)
     }
 
-    fn oldest(&self, c: &PlainConn<C>, s: usize) -> Option<Instant> {
+    fn oldest(&self, c: &Self::Conn, s: usize) -> Option<Instant> {
         c.queues.get(s)?.front().map(|f| f.r.sent)
     }
 
-    fn fail(&mut self, io: &mut Io<'_>, c: &mut PlainConn<C>, s: usize, kind: ErrorKind) {
+    fn fail(&mut self, io: &mut Io<'_>, c: &mut Self::Conn, s: usize, kind: ErrorKind) {
         let Some(q) = c.queues.get_mut(s) else { return };
         let now = Instant::now();
         while let Some(f) = q.pop_front() {

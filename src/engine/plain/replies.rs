@@ -29,11 +29,7 @@ impl<C: Codec> Plain<'_, C> {
         s: usize,
         now: Instant,
     ) -> bool {
-        loop {
-            let buf = io.buffered(s);
-            if buf.is_empty() {
-                return true;
-            }
+        while let Some(buf) = io.pending(s) {
             let queue = &mut c.queues[s];
             let codec = &c.codecs[s];
             let Some(front) = queue.front_mut() else {
@@ -111,5 +107,6 @@ impl<C: Codec> Plain<'_, C> {
                 Then::Redirect(hop) => self.redirect(io, c, f, hop, now),
             }
         }
+        true
     }
 }

@@ -12,18 +12,17 @@ use super::{Client, Conn, GIVE_UP, Worker};
 use crate::results::stats::ErrorKind;
 
 impl Worker<'_> {
-    /// Opens the sockets of connection `c` (number `i`) at the start. A
+    /// Opens the sockets of connection `c` at the start. A
     /// connection the server refused then (e.g. too many clients) is not
     /// retried: the run goes on with the connections it has.
     pub(super) fn open_all<Cl: Client>(
         &mut self,
         client: &Cl,
         c: &mut Conn<Cl::Conn>,
-        i: usize,
         now: Instant,
     ) {
         for s in 0..client.sockets() {
-            let (mut io, state) = self.io(c, i);
+            let (mut io, state) = self.io(c);
             if let Some(session) = io.add_socket(client.connector(s), now) {
                 client.opened(state, s, &session);
             }
@@ -45,23 +44,22 @@ impl Worker<'_> {
         conns.iter().filter(|c| !c.refused).count()
     }
 
-    /// Reads what socket `s` of connection `i` has, lets the client handle
+    /// Reads what socket `s` of connection `c` has, lets the client handle
     /// every whole reply, then issues what the schedule allows.
     pub(super) fn on_readable<Cl: Client>(
         &mut self,
         client: &mut Cl,
         c: &mut Conn<Cl::Conn>,
-        i: usize,
         s: usize,
         now: Instant,
     ) {
         loop {
             match c.pipes[s].read_some() {
-                Ok((0, _)) => return self.close(client, c, i, s, now),
+                Ok((0, _)) => return self.close(client, c, s, now),
                 Ok((_, more)) => {
-                    let (mut io, state) = self.io(c, i);
+                    let (mut io, state) = self.io(c);
                     if !client.replies(&mut io, state, s, now) {
-                        return self.close(client, c, i, s, now);
+                        return self.close(client, c, s, now);
                     }
                     let p = &mut c.pipes[s];
                     if p.rstart == p.rend {
@@ -74,21 +72,21 @@ impl Worker<'_> {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return self.close(client, c, i, s, now),
+                Err(_) => return self.close(client, c, s, now),
             }
         }
         if self.pacer.is_none() {
             let now = Instant::now();
-            self.refill(client, c, i, now);
-            self.flush(client, c, i, now);
+            self.refill(client, c, now);
+            self.flush(client, c, now);
         } else if let Some(p) = self.pacer
             && c.due <= now
             && !self.draining
             && c.ready()
         {
             let now = Instant::now();
-            self.issue_due(client, c, i, p, now);
-            self.flush(client, c, i, now);
+            self.issue_due(client, c, p, now);
+            self.flush(client, c, now);
         }
     }
 
@@ -97,13 +95,12 @@ impl Worker<'_> {
         &mut self,
         client: &mut Cl,
         c: &mut Conn<Cl::Conn>,
-        i: usize,
         now: Instant,
     ) {
         for s in 0..c.pipes.len() {
             let p = &mut c.pipes[s];
             if p.is_open() && p.has_output() && p.flush(&self.net.registry).is_err() {
-                self.close(client, c, i, s, now);
+                self.close(client, c, s, now);
             }
         }
     }
@@ -114,11 +111,10 @@ impl Worker<'_> {
         &mut self,
         client: &mut Cl,
         c: &mut Conn<Cl::Conn>,
-        i: usize,
         s: usize,
         now: Instant,
     ) {
-        let (mut io, state) = self.io(c, i);
+        let (mut io, state) = self.io(c);
         client.fail(&mut io, state, s, ErrorKind::Disconnect);
         c.pipes[s].close(now);
     }
@@ -128,11 +124,10 @@ impl Worker<'_> {
         &mut self,
         client: &mut Cl,
         c: &mut Conn<Cl::Conn>,
-        i: usize,
         kind: ErrorKind,
     ) {
         for s in 0..c.pipes.len() {
-            let (mut io, state) = self.io(c, i);
+            let (mut io, state) = self.io(c);
             client.fail(&mut io, state, s, kind);
         }
     }
@@ -153,7 +148,6 @@ impl Worker<'_> {
         &mut self,
         client: &mut Cl,
         c: &mut Conn<Cl::Conn>,
-        i: usize,
         now: Instant,
     ) {
         for s in 0..c.pipes.len() {
@@ -167,13 +161,13 @@ impl Worker<'_> {
                     && now >= c.pipes[s].retry_at
                 {
                     self.attempts_left -= 1;
-                    let (mut io, state) = self.io(c, i);
+                    let (mut io, state) = self.io(c);
                     if let Some(session) = io.open(s, client.connector(s), now) {
                         client.opened(state, s, &session);
                         self.tally.reconnects += 1;
                         if self.pacer.is_none() {
-                            self.refill(client, c, i, now);
-                            self.flush(client, c, i, now);
+                            self.refill(client, c, now);
+                            self.flush(client, c, now);
                         }
                     }
                 }
@@ -183,9 +177,9 @@ impl Worker<'_> {
                 .oldest(&c.state, s)
                 .is_some_and(|sent| now.saturating_duration_since(sent) > self.spec.timeout)
             {
-                let (mut io, state) = self.io(c, i);
+                let (mut io, state) = self.io(c);
                 client.fail(&mut io, state, s, ErrorKind::Timeout);
-                self.close(client, c, i, s, now);
+                self.close(client, c, s, now);
             }
         }
     }

@@ -171,6 +171,13 @@ impl Io<'_> {
         &p.rbuf[p.rstart..p.rend]
     }
 
+    /// The bytes buffered on socket `s` and not yet decoded; `None` when none are.
+    #[inline]
+    pub fn pending(&self, s: usize) -> Option<&[u8]> {
+        let buf = self.buffered(s);
+        (!buf.is_empty()).then_some(buf)
+    }
+
     /// Drops the first `len` buffered bytes of socket `s` (a decoded reply).
     #[inline]
     pub fn consume(&mut self, s: usize, len: usize) {
@@ -187,6 +194,8 @@ impl Io<'_> {
 /// One connection: its sockets, the client's state, and its schedule.
 struct Conn<S> {
     pipes: Vec<Pipe>,
+    /// Its place among this worker's connections (in its sockets' tokens).
+    slot: usize,
     state: S,
     index: usize,
     keys: KeyGen,
@@ -223,13 +232,13 @@ struct Worker<'a> {
 }
 
 impl Worker<'_> {
-    /// The client's view of connection `c` (number `i`).
-    fn io<'b, S>(&'b mut self, c: &'b mut Conn<S>, i: usize) -> (Io<'b>, &'b mut S) {
+    /// The client's view of connection `c`.
+    fn io<'b, S>(&'b mut self, c: &'b mut Conn<S>) -> (Io<'b>, &'b mut S) {
         let io = Io {
             pipes: &mut c.pipes,
             tally: &mut self.tally,
             net: &self.net,
-            conn: i,
+            conn: c.slot,
         };
         (io, &mut c.state)
     }
@@ -254,8 +263,10 @@ pub fn run<Cl: Client>(
     let now = Instant::now();
     let mut conns: Vec<Conn<Cl::Conn>> = plans
         .into_iter()
-        .map(|p| Conn {
+        .enumerate()
+        .map(|(slot, p)| Conn {
             pipes: Vec::with_capacity(client.sockets()),
+            slot,
             state: client.conn(),
             index: p.index,
             keys: p.keys,
@@ -280,11 +291,11 @@ pub fn run<Cl: Client>(
         attempts_left: 0,
         draining: false,
     };
-    for (i, c) in conns.iter_mut().enumerate() {
+    for c in conns.iter_mut() {
         if shutdown.load(Ordering::Relaxed) {
             break;
         }
-        w.open_all(&client, c, i, now);
+        w.open_all(&client, c, now);
         opened.fetch_add(1, Ordering::Relaxed);
     }
     let established = w.refuse_unopened(&mut conns);
@@ -303,9 +314,9 @@ pub fn run<Cl: Client>(
 
     // Closed loop: fill every connection's pipeline to start.
     if w.pacer.is_none() {
-        for (i, c) in conns.iter_mut().enumerate() {
-            w.refill(&mut client, c, i, timing.t0);
-            w.flush(&mut client, c, i, timing.t0);
+        for c in conns.iter_mut() {
+            w.refill(&mut client, c, timing.t0);
+            w.flush(&mut client, c, timing.t0);
         }
     }
 
@@ -318,8 +329,8 @@ pub fn run<Cl: Client>(
             Phase::Running => {}
             phase => {
                 if phase == Phase::TimedOut {
-                    for (i, c) in conns.iter_mut().enumerate() {
-                        w.fail_all(&mut client, c, i, ErrorKind::Timeout);
+                    for c in conns.iter_mut() {
+                        w.fail_all(&mut client, c, ErrorKind::Timeout);
                     }
                 }
                 window_end = now;
@@ -333,18 +344,18 @@ pub fn run<Cl: Client>(
         if rhythm.housekeeping_due(now, HOUSEKEEPING) {
             // Re-connecting blocks this thread: at most two attempts per pass.
             w.attempts_left = 2;
-            for (i, c) in conns.iter_mut().enumerate() {
-                w.housekeep(&mut client, c, i, now);
+            for c in conns.iter_mut() {
+                w.housekeep(&mut client, c, now);
             }
         }
         let mut wake = rhythm.wake();
         if let Some(p) = w.pacer
             && !w.draining
         {
-            for (i, c) in conns.iter_mut().enumerate() {
+            for c in conns.iter_mut() {
                 if c.ready() && c.due <= now {
-                    w.issue_due(&mut client, c, i, p, now);
-                    w.flush(&mut client, c, i, Instant::now());
+                    w.issue_due(&mut client, c, p, now);
+                    w.flush(&mut client, c, Instant::now());
                 }
                 if c.ready()
                     && client.inflight(&c.state) < client.depth(&c.state, c.pipes.len())
@@ -369,9 +380,9 @@ pub fn run<Cl: Client>(
                 continue;
             }
             if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                w.on_readable(&mut client, c, i, s, now);
+                w.on_readable(&mut client, c, s, now);
             }
-            w.flush(&mut client, c, i, now);
+            w.flush(&mut client, c, now);
         }
     }
     // Requests the schedule called for but that were never sent.

@@ -33,7 +33,6 @@ impl Worker<'_> {
         &mut self,
         client: &mut Cl,
         c: &mut Conn<Cl::Conn>,
-        i: usize,
         intended: Instant,
         now: Instant,
     ) {
@@ -60,7 +59,7 @@ impl Worker<'_> {
             measured,
         };
         self.tally.inflight += 1;
-        let (mut io, state) = self.io(c, i);
+        let (mut io, state) = self.io(c);
         client.start(&mut io, state, r);
     }
 
@@ -70,7 +69,6 @@ impl Worker<'_> {
         &mut self,
         client: &mut Cl,
         c: &mut Conn<Cl::Conn>,
-        i: usize,
         now: Instant,
     ) {
         if !c.ready() {
@@ -79,7 +77,7 @@ impl Worker<'_> {
         while client.inflight(&c.state) < client.depth(&c.state, c.pipes.len())
             && self.may_issue(c, now)
         {
-            self.issue(client, c, i, now, now);
+            self.issue(client, c, now, now);
         }
     }
 
@@ -89,7 +87,6 @@ impl Worker<'_> {
         &mut self,
         client: &mut Cl,
         c: &mut Conn<Cl::Conn>,
-        i: usize,
         p: Pacer,
         now: Instant,
     ) {
@@ -99,7 +96,7 @@ impl Worker<'_> {
         {
             note_lag(&mut self.tally.schedule, now - c.due);
             let due = c.due;
-            self.issue(client, c, i, due, now);
+            self.issue(client, c, due, now);
             c.due += p.per_conn;
         }
     }
