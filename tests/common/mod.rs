@@ -7,6 +7,8 @@ use std::net::TcpStream;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use assert_cmd::Command;
+
 use kvlab::plan::{
     Endpoint, KeyDistribution, LoadShape, Ratio, RunPlan, Stop, TargetKind, TargetSpec, Workload,
 };
@@ -198,4 +200,23 @@ pub fn transport_counts_agree(
     let unix = opts.contains(&("socket", "on"));
     assert_eq!(t.socket, if unix { "unix" } else { "tcp" }, "{t:?}");
     r
+}
+
+/// The kvlab binary as a command.
+pub fn kvlab() -> Command {
+    Command::cargo_bin("kvlab").unwrap()
+}
+
+/// Runs kvlab with `args`, expects failure, returns stderr.
+pub fn fails(args: &[&str]) -> String {
+    let out = kvlab()
+        .args(args)
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{args:?} should fail");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!err.contains("RUST_BACKTRACE"), "{err}");
+    err
 }
