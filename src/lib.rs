@@ -1,33 +1,28 @@
 //! kvlab: one tool that drives caches and databases with the same key-value
 //! workload and measures them the same way.
 //!
-//! # Layout
-//! - [`cli`]: the command line (clap) → a [`plan::RunPlan`].
-//! - [`plan`]: what one run is: target, workload, load shape (serde, reusable by study files).
+//! # Layout (in the order a run flows)
+//! - [`cli`]: the command line (clap) → a [`plan::RunPlan`]; [`cli::commands`]:
+//!   one file per subcommand.
+//! - [`plan`]: what a run is: target, workload, load shape, a client's share of a
+//!   sharded run, the study file (serde).
 //! - [`error`]: mistakes a user can fix, each naming the flag and the fix.
-//! - [`workload`]: key choice, GET/SET mix, deterministic values and their verification.
-//! - [`wire`]: the sans-IO codec interface every protocol implements.
-//! - [`target`]: what every target shares: endpoint, connector, the product traits,
-//!   managed server processes, /proc usage, counters, kvlab's table in general.
-//! - [`transport`]: TCP or unix sockets, plain or TLS (rustls), and throwaway certificates.
-//! - [`products`]: the registry and one folder per product family (codec, set-up,
-//!   managed server, counters, data loading).
-//! - [`engine`]: runs one point on T threads; [`engine::worker`] and [`engine::aside`] are the hot loops; [`engine::pacer`] the open-loop schedule.
-//! - [`consistency`]: versions of written values and stale-read detection.
-//! - [`stats`]: outcome counters and HDR histograms.
-//! - [`progress`]: the progress line and notes on stderr.
-//! - [`launch`]: starts the managed servers a plan asks for.
-//! - [`dataset`]: loads the keys (caches: pipelined SETs; databases: their own table load).
-//! - [`runner`]: one run from plan to [`results::RunResult`].
-//! - [`cacheaside`]: the cache of a cache-aside run: set-up, consistent start, its report.
-//! - [`capacity`]: the highest rate within a p99 limit, by bisection over `--rate`.
-//! - [`fill`]: memory efficiency: items a cache holds per GiB, bytes per row of a database.
-//! - [`study`]: study files, their expansion into points, and running them.
-//! - [`shard`]: sharded runs: `--shard I/N` and `--start-at`, a client's part of the load.
-//! - [`merge`]: one exact result from the results of a sharded run's clients.
-//! - [`results`]: the result as data (JSON).
-//! - [`output`]: progress display and the human summary.
-//! - [`report`]: study results -> verdict, tables and SVG charts as Markdown and HTML.
+//! - [`driver`]: what generic code drives a product through: the product traits
+//!   and facts, the connector, the codec interface, counters, kvlab's table policy.
+//! - [`products`]: the registry (one list) and one folder per product family.
+//! - [`servers`]: the server processes kvlab starts, and the pooler in front.
+//! - [`system`]: child processes, /proc, installed programs, the progress line.
+//! - [`transport`]: TCP or unix sockets, plain or TLS (rustls), throwaway certificates.
+//! - [`workload`]: keys, GET/SET mix, verifiable values, versions and stale reads.
+//! - [`engine`]: runs one point on T threads: the one [`engine::request_loop`]
+//!   over a client ([`engine::plain`] or [`engine::aside`]).
+//! - [`runner`]: one run from plan to [`results::RunResult`]: servers, load, engine,
+//!   counters, the cache of a cache-aside run.
+//! - [`modes`]: runs repeated: studies, the capacity search, the fill.
+//! - [`results`]: every result type kvlab writes (JSON), counters and histograms,
+//!   and the exact merge of a sharded run.
+//! - [`report`]: results → the summary, the verdict, tables and SVG charts as
+//!   Markdown and HTML.
 
 pub mod cli;
 pub mod driver;

@@ -1,13 +1,13 @@
 //! The registry: the one list of the products kvlab drives, and the only place
 //! outside their folders that names them. Each product family lives in its own
 //! folder (URL schemes, codec, connection set-up, managed server, counters,
-//! data loading) behind the traits of `target`; generic code asks this
-//! registry for names, help texts and URL rules, and runs a point through
-//! [`execute`], which picks the concrete codec statically (no `dyn` on the
-//! hot path).
+//! data loading) behind the traits of `driver`; generic code asks this
+//! registry for names, help texts and URL rules, and the engine
+//! (`engine::execute`) gets a point's concrete codec from [`with_codec`] and
+//! [`with_cache_codec`], statically (no `dyn` on the hot path).
 //!
-//! Adding a product: a folder here with its `target::Facts` and implementing
-//! `target::Product` (and `Server`, and `Cache` or `Database` with its
+//! Adding a product: a folder here with its `driver::Facts` and implementing
+//! `driver::Product` (and `Server`, and `Cache` or `Database` with its
 //! `TableSteps`), and one entry in the `products!` list below (variant, name,
 //! product, codec).
 //!

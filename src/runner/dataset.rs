@@ -1,6 +1,6 @@
 //! The data set: makes sure the target holds every key with its value before a
 //! run. Caches get pipelined SETs through the engine; databases load kvlab's own
-//! table themselves (`target::table::prepare` over their `TableSteps`: checked,
+//! table themselves (`driver::table::prepare` over their `TableSteps`: checked,
 //! reused or reloaded).
 
 use std::sync::atomic::AtomicBool;

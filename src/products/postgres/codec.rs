@@ -93,7 +93,7 @@ impl QueryMode {
 /// bytes as text for the letters and digits kvlab's values are made of (any
 /// other byte would come back escaped and fail verification).
 const SIMPLE_GET: &str = "SELECT encode(v, 'escape') FROM kvlab_kv WHERE k = ";
-/// How `pg_stat_statements` records [`SIMPLE_GET`] (constants replaced).
+/// How `pg_stat_statements` records `SIMPLE_GET` (constants replaced).
 pub const SIMPLE_GET_STAT: &str = "SELECT encode(v, $1) FROM kvlab_kv WHERE k = $2";
 /// Decimal digits of a key in simple mode (leading zeros; `i64::MAX` has 19).
 const KEY_DIGITS: usize = 19;
