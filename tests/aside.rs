@@ -271,23 +271,5 @@ fn a_requests_run_through_a_cache_that_keeps_refusing_connections_ends() {
     p.cache.as_mut().unwrap().cache = format!("redis://127.0.0.1:{}", cache.endpoint().port)
         .parse()
         .unwrap();
-    p.load.warmup_s = 0.0;
-    p.load.timeout_s = 1.0;
-    p.load.stop = Stop::Requests(1_000_000);
-    let pid = cache.pid() as libc::pid_t;
-    let killer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(1500));
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    });
-    let r = common::measure_within(&p, Duration::from_secs(90));
-    killer.join().unwrap();
-    assert!(r.connections.failures > 0, "{:?}", r.connections);
-    assert!(r.requests < 1_000_000 && r.requests > 0, "{}", r.requests);
-    assert!(
-        r.problems
-            .iter()
-            .any(|m| m.contains("of the 1000000 requests asked for")),
-        "{:?}",
-        r.problems
-    );
+    common::ends_when_its_server_is_killed(&mut p, cache.pid());
 }

@@ -240,23 +240,5 @@ fn a_requests_run_against_a_server_that_keeps_refusing_connections_ends() {
     let s = server(TargetKind::Redis);
     let mut p = plan(TargetKind::Redis, s.endpoint());
     p.load.pipeline = 1;
-    p.load.warmup_s = 0.0;
-    p.load.timeout_s = 1.0;
-    p.load.stop = Stop::Requests(100_000_000);
-    let pid = s.pid() as libc::pid_t;
-    let killer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(1500));
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    });
-    let r = common::measure_within(&p, Duration::from_secs(90));
-    killer.join().unwrap();
-    assert!(r.connections.failures > 0, "{:?}", r.connections);
-    assert!(r.requests < 100_000_000 && r.requests > 0, "{}", r.requests);
-    assert!(
-        r.problems
-            .iter()
-            .any(|m| m.contains("of the 100000000 requests asked for")),
-        "{:?}",
-        r.problems
-    );
+    common::ends_when_its_server_is_killed(&mut p, s.pid());
 }

@@ -220,3 +220,29 @@ pub fn fails(args: &[&str]) -> String {
     assert!(!err.contains("RUST_BACKTRACE"), "{err}");
     err
 }
+
+/// Runs `p` with `--requests 1000000` against a server whose pid is `pid`,
+/// killed 1.5 s in, so every reconnection is refused: the run must end on its
+/// own (connections are given up after 8 failed attempts in a row), within
+/// 90 s, with the failures counted and the shortfall said.
+pub fn ends_when_its_server_is_killed(p: &mut RunPlan, pid: u32) {
+    const N: u64 = 1_000_000;
+    p.load.warmup_s = 0.0;
+    p.load.timeout_s = 1.0;
+    p.load.stop = Stop::Requests(N);
+    let pid = pid as libc::pid_t;
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    });
+    let r = measure_within(p, Duration::from_secs(90));
+    killer.join().unwrap();
+    assert!(r.connections.failures > 0, "{:?}", r.connections);
+    assert!(r.requests < N && r.requests > 0, "{}", r.requests);
+    let said = format!("of the {N} requests asked for");
+    assert!(
+        r.problems.iter().any(|m| m.contains(&said)),
+        "{:?}",
+        r.problems
+    );
+}
