@@ -61,11 +61,6 @@ impl Worker<'_> {
                     if !client.replies(&mut io, state, s, now) {
                         return self.close(client, c, s, now);
                     }
-                    let p = &mut c.pipes[s];
-                    if p.rstart == p.rend {
-                        p.rstart = 0;
-                        p.rend = 0;
-                    }
                     if !more {
                         break;
                     }
