@@ -4,10 +4,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    let cli = match kvlab::cli::Cli::try_parse() {
+    let cli = match kvlab::cli::Cli::parse_args() {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() => {
             let text = e.render().to_string();

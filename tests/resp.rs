@@ -39,7 +39,7 @@ fn paced_latency_shows_a_stalled_server() {
         "service {svc:?} vs {:?}",
         r.latency_us
     );
-    let sched = r.schedule.unwrap();
+    let sched = r.schedule.clone().unwrap();
     assert!(
         sched.late_requests > 1_000 && sched.max_lag_ms > 800.0,
         "{sched:?}"
@@ -241,4 +241,39 @@ fn a_requests_run_against_a_server_that_keeps_refusing_connections_ends() {
     let mut p = plan(TargetKind::Redis, s.endpoint());
     p.load.pipeline = 1;
     common::ends_when_its_server_is_killed(&mut p, s.pid());
+}
+
+/// An open loop offered more than the server carries: the throughput is what
+/// completed in the window (it agrees with the server's own count), and the
+/// run says it was not sustained and is not valid.
+#[test]
+fn an_offered_rate_beyond_the_server_is_reported_as_not_sustained() {
+    let s = server(TargetKind::Redis);
+    for rate in [300_000.0, 10_000_000.0] {
+        let mut p = plan(TargetKind::Redis, s.endpoint());
+        p.load.connections = 50;
+        p.load.pipeline = 1;
+        p.load.rate = Some(rate);
+        p.load.stop = Stop::Duration(2.0);
+        p.load.warmup_s = 0.0;
+        let r = measure(&p);
+        let served = r.server_counters.as_ref().unwrap().server.gets as f64;
+        let completed = r.throughput_rps * r.duration_s;
+        assert!(
+            (completed - served).abs() <= 0.05 * served,
+            "rate {rate}: kvlab {completed} completed in its window, the server counted {served}"
+        );
+        assert!(!r.valid, "rate {rate}: {:?}", r.problems);
+        let line = r.schedule.as_ref().unwrap().not_sustained.clone();
+        let line = line.unwrap_or_else(|| panic!("rate {rate}: no shortfall noted"));
+        assert!(line.starts_with("not sustained: offered"), "{line}");
+        assert!(r.problems.contains(&line), "{:?}", r.problems);
+    }
+    // A rate well within reach is carried and valid.
+    let mut p = plan(TargetKind::Redis, s.endpoint());
+    p.load.rate = Some(2_000.0);
+    p.load.stop = Stop::Duration(1.0);
+    let r = measure(&p);
+    assert!(r.valid, "{:?}", r.problems);
+    assert!(r.schedule.unwrap().not_sustained.is_none());
 }

@@ -24,6 +24,21 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// Parses the process's arguments. `kvlab capacity` shares `kvlab run`'s
+    /// flags but does not list those it refuses: `--rate` (it chooses the
+    /// rates itself), `--shard` and `--start-at` (it is one client).
+    pub fn parse_args() -> Result<Cli, clap::Error> {
+        use clap::{CommandFactory, FromArgMatches};
+        let cmd = Cli::command().mut_subcommand("capacity", |c| {
+            ["rate", "shard", "start_at"]
+                .into_iter()
+                .fold(c, |c, id| c.mut_arg(id, |a| a.hide(true)))
+        });
+        Cli::from_arg_matches(&cmd.try_get_matches()?)
+    }
+}
+
 /// kvlab's commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -251,7 +266,7 @@ pub struct RunArgs {
     /// Cache-aside: put this cache in front of --target (a database): reads try
     /// the cache, misses read the database and fill the cache, writes update the
     /// database then the cache. A cache of the registry or a URL.
-    #[arg(long, value_name = "CACHE", help = format!("Cache-aside: put this cache in front of --target (a database): reads try the cache, misses read the database and fill the cache, writes update the database then the cache. {} or a URL", products::choices(true).replace("|", " | ")))]
+    #[arg(long, value_name = "CACHE", help = format!("Cache-aside: put this cache in front of --target (a database): reads try the cache, misses read the database and fill the cache, writes update the database then the cache. {} or a URL", products::aside_caches().join(" | ")))]
     pub cache: Option<String>,
     /// Setting for a managed cache, KEY=VALUE (repeatable).
     #[arg(long = "cache-opt", value_name = "KEY=VALUE", value_parser = parse_opt)]
@@ -275,7 +290,7 @@ impl RunArgs {
                     "apply only to a cache-aside run",
                     format!(
                         "add --cache {} (or a URL) in front of the database",
-                        products::choices(true)
+                        products::aside_caches().join("|")
                     ),
                 ));
             }
@@ -287,7 +302,7 @@ impl RunArgs {
                 problem,
                 format!(
                     "use {} or a URL such as {}",
-                    products::names(true),
+                    products::or_list(&products::aside_caches()),
                     TargetKind::ALL[0].product().facts().example_url
                 ),
             ),
@@ -299,7 +314,7 @@ impl RunArgs {
                 "settings apply only to a cache kvlab starts",
                 format!(
                     "drop --cache-opt or use --cache {}",
-                    products::choices(true)
+                    products::aside_caches().join("|")
                 ),
             ));
         }

@@ -267,8 +267,11 @@ fn merge(
         window = window.max(r.window);
         busy = busy.zip(r.busy_ns).map(|(a, b)| a + b);
     }
-    let client_busy =
-        busy.map(|b| b as f64 / (window.as_nanos().max(1) as f64 * reports.len().max(1) as f64));
+    // Waiting for a CPU counts as busy, and a thread's clock runs past the
+    // window by its drain: a share, never above 1.
+    let client_busy = busy.map(|b| {
+        (b as f64 / (window.as_nanos().max(1) as f64 * reports.len().max(1) as f64)).min(1.0)
+    });
     // The drain after the deadline belongs to the last full second.
     let last_full = match spec.stop {
         Stop::Duration(d) => Some((d.ceil() as i64 - 1).max(0)),

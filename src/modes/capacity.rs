@@ -11,6 +11,29 @@ use crate::results::RunResult;
 pub use crate::results::capacity::{Capacity, Step};
 use crate::runner::{self, RunOptions};
 
+/// Why a failed step `r` failed on kvlab's side, when it did: its workers were
+/// saturated, or its p99 over `p99_ms` came from waiting before the send
+/// (late sends, no free connection) while the server answered within it.
+pub fn client_limited(r: &RunResult, p99_ms: f64) -> Option<String> {
+    let busy = r.client_busy.unwrap_or(0.0);
+    if busy >= 0.9 {
+        return Some(format!(
+            "client-limited: kvlab's workers were busy {:.0}% of the time; raise --threads (or give kvlab more cores)",
+            busy * 100.0
+        ));
+    }
+    let service = r.service_time_us.as_ref()?.p99;
+    let late = r.schedule.as_ref().map_or(0, |s| s.late_requests);
+    (r.latency_us.p99 > p99_ms * 1000.0 && service <= p99_ms * 1000.0 && late > 0).then(|| {
+        format!(
+            "client-limited: p99 {:.2} ms from the intended start but {:.2} ms from the send, {late} sends late: requests waited in kvlab (workers busy {:.0}%), not in the server; raise --threads or --connections",
+            r.latency_us.p99 / 1000.0,
+            service / 1000.0,
+            busy * 100.0
+        )
+    })
+}
+
 /// Whether `r`, run at `rate`, met the goal; else why not.
 pub fn judge(r: &RunResult, rate: f64, p99_ms: f64) -> Result<(), String> {
     if r.errors > 0 {
@@ -22,7 +45,7 @@ pub fn judge(r: &RunResult, rate: f64, p99_ms: f64) -> Result<(), String> {
             r.latency_us.p99 / 1000.0
         ));
     }
-    let unsent = r.schedule.map_or(0, |s| s.unsent) as f64;
+    let unsent = r.schedule.as_ref().map_or(0, |s| s.unsent) as f64;
     if unsent > 0.001 * rate * r.duration_s {
         return Err(format!("{unsent:.0} scheduled requests never sent"));
     }
@@ -82,6 +105,7 @@ pub fn search_on(
         rate: None,
         passed: first.errors == 0,
         reason: (first.errors > 0).then(|| format!("{} errors", first.errors)),
+        client_limited: false,
         result: first,
     };
     on_step(&step);
@@ -99,7 +123,14 @@ pub fn search_on(
         let rate = if lo == 0.0 { hi * 0.5 } else { (lo + hi) / 2.0 };
         plan.load.rate = Some(rate);
         let r = runner::measure(&plan, server, opts, shutdown)?;
-        let verdict = judge(&r, rate, p99_ms);
+        let mut verdict = judge(&r, rate, p99_ms);
+        let limited = verdict
+            .is_err()
+            .then(|| client_limited(&r, p99_ms))
+            .flatten();
+        if let (Err(why), Some(l)) = (verdict.as_mut(), &limited) {
+            *why = format!("{why} ({l})");
+        }
         let passed = verdict.is_ok();
         if passed {
             lo = rate;
@@ -111,6 +142,7 @@ pub fn search_on(
             rate: Some(rate),
             passed,
             reason: verdict.err(),
+            client_limited: limited.is_some(),
             result: r,
         };
         on_step(&step);

@@ -68,7 +68,7 @@ impl RunPlan {
             return Err(UsageError::bad(
                 "--cache",
                 format!("{} is a database, not a cache", c.cache.kind.name()),
-                format!("use {}", products::names(true)),
+                format!("use {}", products::or_list(&products::aside_caches())),
             ));
         }
         if c.cache.kind.product().facts().sharded {
@@ -78,15 +78,7 @@ impl RunPlan {
                     "{}: a cache-aside run needs a single cache server (a sharded cache is not supported there yet)",
                     c.cache.kind.name()
                 ),
-                format!(
-                    "use {}",
-                    products::or_list(
-                        &products::kinds(true)
-                            .filter(|k| !k.product().facts().sharded)
-                            .map(|k| k.name())
-                            .collect::<Vec<_>>()
-                    )
-                ),
+                format!("use {}", products::or_list(&products::aside_caches())),
             ));
         }
         if !self.target.kind.is_sql() {

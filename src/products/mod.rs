@@ -158,6 +158,15 @@ pub fn kinds(caches: bool) -> impl Iterator<Item = TargetKind> {
         .filter(move |k| k.is_sql() != caches)
 }
 
+/// The managed caches a cache-aside run can put in front of a database (a
+/// sharded cache is not supported there).
+pub fn aside_caches() -> Vec<&'static str> {
+    kinds(true)
+        .filter(|k| !k.product().facts().sharded)
+        .map(TargetKind::name)
+        .collect()
+}
+
 /// `a, b or c`.
 pub fn or_list<S: AsRef<str>>(items: &[S]) -> String {
     match items {

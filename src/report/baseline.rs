@@ -16,7 +16,7 @@ pub(super) fn lines(pairs: &[(String, String)], rows: &[Row]) -> Vec<String> {
         }
         let pairs: Vec<(&Row, &Row)> = rows
             .iter()
-            .filter(|r| r.target == t && r.errors == 0 && r.rps > 0.0)
+            .filter(|r| r.target == t && r.errors == 0 && !r.not_sustained && r.rps > 0.0)
             .filter_map(|r| {
                 let b = rows.iter().find(|b| {
                     b.target == base && b.params == r.params && b.errors == 0 && b.rps > 0.0
@@ -143,6 +143,8 @@ mod tests {
             saturated: false,
             ratio: "0:1".into(),
             aside: None,
+            paced: false,
+            not_sustained: false,
             stale: None,
         }
     }

@@ -43,6 +43,10 @@ pub struct Row {
     pub ratio: String,
     /// Cache-aside figures, when the target had a cache in front.
     pub aside: Option<AsideFigures>,
+    /// Run open-loop at a fixed rate (latency from the intended start).
+    pub paced: bool,
+    /// An open-loop point that did not carry its rate: a failed point, not a figure.
+    pub not_sustained: bool,
     /// Stale reads, when tracked.
     pub stale: Option<StaleFigures>,
 }
@@ -115,6 +119,10 @@ pub fn rows(results: &[StudyResult]) -> Vec<Row> {
                 saturated: runs.iter().any(|r| r.client_saturated),
                 ratio: runs[0].config.workload.ratio.to_string(),
                 aside: figures::figures(runs),
+                paced: runs[0].schedule.is_some(),
+                not_sustained: runs
+                    .iter()
+                    .any(|r| r.schedule.as_ref().is_some_and(|s| s.not_sustained.is_some())),
                 stale: figures::stale_figures(runs),
             }
         })

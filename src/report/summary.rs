@@ -3,24 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::results::RunResult;
-
-fn num(x: f64) -> String {
-    if x >= 100.0 {
-        let s = format!("{x:.0}");
-        let mut out = String::new();
-        for (i, c) in s.chars().enumerate() {
-            if i > 0 && (s.len() - i) % 3 == 0 {
-                out.push(',');
-            }
-            out.push(c);
-        }
-        out
-    } else if x >= 10.0 {
-        format!("{x:.1}")
-    } else {
-        format!("{x:.2}")
-    }
-}
+use crate::results::stats::num;
 
 /// The lines of a sharded run: this client's part and start, or, merged,
 /// every client's.
@@ -269,10 +252,12 @@ pub fn summary(r: &RunResult) -> String {
     if let Some(sc) = &r.schedule {
         let _ = writeln!(
             s,
-            "  schedule: {} late (>1 ms) sends, max lag {} ms, {} never sent",
+            "  schedule: offered {} req/s; {} late (>1 ms) sends, max lag {} ms, {} never sent; sends batched within {} µs",
+            num(sc.target_rps),
             sc.late_requests,
             num(sc.max_lag_ms),
-            sc.unsent
+            sc.unsent,
+            num(sc.batch_window_us)
         );
     }
     let _ = writeln!(

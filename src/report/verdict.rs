@@ -45,14 +45,17 @@ pub(super) fn verdict<'a>(
     }
     let within =
         |r: &Row| r.errors == 0 && goal.p99_ms.is_none_or(|ms| r.latency.p99 <= ms * 1000.0);
+    let failed = |r: &Row| r.errors > 0 || r.not_sustained;
     let mut best: Vec<&Row> = Vec::new();
     for t in &targets {
         let mine: Vec<&Row> = rows
             .iter()
-            .filter(|r| &settings_of(r) == t && r.errors == 0)
+            .filter(|r| &settings_of(r) == t && !failed(r))
             .collect();
         let Some(top) = mine.iter().copied().max_by(|a, b| a.rps.total_cmp(&b.rps)) else {
-            verdict.push(format!("{t}: no point finished without errors."));
+            verdict.push(format!(
+                "{t}: every point failed (errors, or an offered rate not sustained)."
+            ));
             continue;
         };
         let product = match &top.aside {
@@ -90,9 +93,13 @@ pub(super) fn verdict<'a>(
                 .max_by(|a, b| a.rps.total_cmp(&b.rps))
             {
                 Some(g) => {
+                    let how = match g.paced {
+                        true => "open loop, latency from the intended start",
+                        false => "closed loop, latency from the send",
+                    };
                     let _ = write!(
                         s,
-                        "; within p99 ≤ {ms} ms it sustains {} req/s ({})",
+                        "; its fastest point within p99 ≤ {ms} ms served {} req/s ({}; {how})",
                         short(g.rps),
                         describe(g, axis)
                     );
@@ -116,9 +123,9 @@ pub(super) fn verdict<'a>(
     }
     for sr in results {
         for c in &sr.capacity {
-            let line = match c.search.capacity_rps {
+            let mut line = match c.search.capacity_rps {
                 Some(rate) => format!(
-                    "{}: capacity search (open loop, latency from intended start) found {} req/s within p99 ≤ {} ms.",
+                    "{}: capacity search (open loop at a fixed rate, latency from the intended start, which also counts queueing before the send) found {} req/s within p99 ≤ {} ms.",
                     c.target,
                     short(rate),
                     c.search.p99_ms
@@ -128,6 +135,13 @@ pub(super) fn verdict<'a>(
                     c.target, c.search.p99_ms
                 ),
             };
+            let limited = c.search.steps.iter().filter(|s| s.client_limited).count();
+            if limited > 0 {
+                let _ = write!(
+                    line,
+                    " {limited} of its failing steps were limited by kvlab, not the server (see the steps): the figure is a lower bound for the server; raise --threads or --connections."
+                );
+            }
             verdict.push(line);
         }
     }
@@ -228,6 +242,21 @@ pub(super) fn caveats(results: &[StudyResult], rows: &[Row]) -> Vec<String> {
     if rows.iter().any(|r| r.errors > 0) {
         caveats
             .push("Some points had errors; they are excluded from the best figures above.".into());
+    }
+    let short_of: Vec<String> = rows
+        .iter()
+        .filter(|r| r.not_sustained)
+        .map(|r| {
+            let at: Vec<String> = r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("{} ({})", r.target, at.join(" "))
+        })
+        .collect();
+    if !short_of.is_empty() {
+        caveats.push(format!(
+            "{} open-loop point(s) did not carry their offered rate and are excluded from the best figures above: {}.",
+            short_of.len(),
+            short_of.join(", ")
+        ));
     }
     let failed: usize = results
         .iter()

@@ -14,6 +14,10 @@ pub struct Step {
     pub passed: bool,
     /// Why not, if not.
     pub reason: Option<String>,
+    /// It failed on kvlab's side (saturated workers, late sends), not the
+    /// server's: the search's figure is then a lower bound for the server.
+    #[serde(default)]
+    pub client_limited: bool,
     /// The run.
     pub result: RunResult,
 }

@@ -337,6 +337,26 @@ pub fn decode_histogram(s: &str) -> anyhow::Result<Histogram<u64>> {
         .map_err(|e| anyhow::anyhow!("bad histogram: {e:?}"))
 }
 
+/// A figure as kvlab prints it: thousands separated from 100 up, else three
+/// significant digits or so (`114,555`, `37.5`, `8.42`).
+pub fn num(x: f64) -> String {
+    if x >= 100.0 {
+        let s = format!("{x:.0}");
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    } else if x >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

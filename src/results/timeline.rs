@@ -27,7 +27,7 @@ pub struct Second {
 }
 
 /// How well an open-loop run kept its schedule.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct ScheduleReport {
     /// Requested total rate (requests per second).
     pub target_rps: f64,
@@ -37,14 +37,27 @@ pub struct ScheduleReport {
     pub max_lag_ms: f64,
     /// Requests the schedule called for before the end that were never sent.
     pub unsent: u64,
+    /// The most a request was sent before its intended time, in µs, to leave
+    /// with a batch (it is then timed from its actual send).
+    #[serde(default)]
+    pub batch_window_us: f64,
+    /// Set when the run did not carry the offered rate: the one line that says
+    /// so (the run is then not valid: its throughput is not the target's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_sustained: Option<String>,
 }
 
 impl ScheduleReport {
-    /// Adds another worker's report (rates are equal; counts add; lags take the max).
+    /// Adds another worker's or client's report (rates are equal; counts add;
+    /// lags take the max; the first shortfall stands).
     pub fn merge(&mut self, o: &ScheduleReport) {
         self.target_rps = self.target_rps.max(o.target_rps);
         self.late_requests += o.late_requests;
         self.max_lag_ms = self.max_lag_ms.max(o.max_lag_ms);
         self.unsent += o.unsent;
+        self.batch_window_us = self.batch_window_us.max(o.batch_window_us);
+        if self.not_sustained.is_none() {
+            self.not_sustained.clone_from(&o.not_sustained);
+        }
     }
 }

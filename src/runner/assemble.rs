@@ -142,9 +142,28 @@ pub(super) fn assemble(
             r.client_busy.unwrap_or(0.0) * 100.0
         ));
     }
-    // A run full of misses measured the wrong thing: not a valid result.
+    let mut schedule = r.schedule;
+    if let Some(sc) = schedule.as_mut() {
+        let offered = sc.target_rps * local_share(plan);
+        let load = Load {
+            offered,
+            achieved: c.ok() as f64 / window,
+            backlog: sc.unsent,
+            window,
+            client_busy: r.client_busy,
+            client_cores: client_cpu_s / window,
+            server_cores: server_cpu_s.map(|s| s / window),
+        };
+        sc.not_sustained = load.shortfall();
+        problems.extend(sc.not_sustained.clone());
+    }
+    // A run full of misses measured the wrong thing: not a valid result; nor
+    // is an open loop that did not carry its rate.
     let mostly_misses = c.gets > 0 && c.misses * 2 > c.gets;
-    let valid = c.error_total() == 0 && c.requests() > 0 && !mostly_misses;
+    let valid = c.error_total() == 0
+        && c.requests() > 0
+        && !mostly_misses
+        && schedule.as_ref().is_none_or(|s| s.not_sustained.is_none());
     let mut errors_by_kind = std::collections::BTreeMap::new();
     for k in ErrorKind::ALL {
         errors_by_kind.insert(k.name().to_string(), c.error(k));
@@ -170,7 +189,7 @@ pub(super) fn assemble(
         latency_start: if paced { "intended" } else { "actual" }.to_string(),
         latency_us: Percentiles::of(&r.measured.latency),
         service_time_us: paced.then(|| Percentiles::of(&r.measured.service)),
-        schedule: r.schedule,
+        schedule,
         client_cpu_s,
         client_cpu_us_per_request: per_req(client_cpu_s),
         client_busy: r.client_busy,
@@ -232,6 +251,84 @@ pub(super) fn assemble(
                 margin_ms: s.margin.as_secs_f64() * 1e3,
             }),
         clients: Vec::new(),
+    }
+}
+
+/// The share of the run's connections (and so of its rate) this client drives.
+fn local_share(plan: &RunPlan) -> f64 {
+    let total = plan.load.connections.max(1);
+    crate::plan::shard::local_connections(plan.load.shard, total) as f64 / total as f64
+}
+
+/// What an open-loop run offered and what it carried.
+struct Load {
+    /// Requests per second the schedule called for.
+    offered: f64,
+    /// Requests per second that completed in the window.
+    achieved: f64,
+    /// Requests due before the end that were never sent.
+    backlog: u64,
+    window: f64,
+    client_busy: Option<f64>,
+    client_cores: f64,
+    server_cores: Option<f64>,
+}
+
+impl Load {
+    /// The line that says the rate was not carried (achieved below 90% of the
+    /// offered rate, or a backlog of more than 1% of the window's requests,
+    /// i.e. a lag that kept growing), naming the side that was saturated when
+    /// kvlab can tell; `None` when it was carried.
+    fn shortfall(&self) -> Option<String> {
+        let expected = self.offered * self.window;
+        let short = self.achieved < 0.9 * self.offered;
+        let behind = self.backlog as f64 > 0.01 * expected;
+        if !(short || behind) || self.offered <= 0.0 {
+            return None;
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let used = self.client_cores + self.server_cores.unwrap_or(0.0);
+        let server = self
+            .server_cores
+            .map(|s| format!(", the server {s:.2}"))
+            .unwrap_or_default();
+        let side = if self.server_cores.is_some() && used >= 0.9 * cores {
+            format!(
+                "this machine's {cores:.0} cores were all in use (kvlab {:.2}{server}): client and server compete for CPU",
+                self.client_cores
+            )
+        } else if self.client_busy.is_some_and(|b| b >= 0.9) {
+            format!(
+                "kvlab's workers were busy {:.0}% of the time: raise --threads (or give kvlab more cores)",
+                self.client_busy.unwrap_or(0.0) * 100.0
+            )
+        } else {
+            let busy = self
+                .client_busy
+                .map(|b| format!("kvlab's workers were busy {:.0}%", b * 100.0))
+                .into_iter()
+                .chain(
+                    self.server_cores
+                        .map(|s| format!("the server used {s:.2} cores")),
+                )
+                .collect::<Vec<_>>()
+                .join(", ");
+            match busy.is_empty() {
+                true => "the target could not keep up".to_string(),
+                false => format!("the target could not keep up ({busy})"),
+            }
+        };
+        let backlog = if behind {
+            format!(", {} requests due were never sent", self.backlog)
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "not sustained: offered {} req/s, achieved {} ({:.0}%){backlog}; {side}",
+            crate::results::stats::num(self.offered),
+            crate::results::stats::num(self.achieved),
+            self.achieved * 100.0 / self.offered,
+        ))
     }
 }
 

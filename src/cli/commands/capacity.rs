@@ -77,6 +77,12 @@ pub fn exec(args: &CapacityArgs, shutdown: &AtomicBool) -> Result<()> {
             args.p99_ms
         ),
     }
+    let limited = c.steps.iter().filter(|s| s.client_limited).count();
+    if limited > 0 {
+        println!(
+            "note: {limited} failing step(s) were limited by kvlab, not the server: the capacity found is a lower bound for the server; raise --threads or --connections, or run kvlab on another machine"
+        );
+    }
     if let Some(path) = &args.run.json {
         std::fs::write(path, serde_json::to_vec_pretty(&c)?)?;
         eprintln!("kvlab: wrote {}", path.display());

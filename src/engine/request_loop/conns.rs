@@ -75,7 +75,6 @@ impl Worker<'_> {
             self.refill(client, c, now);
             self.flush(client, c, now);
         } else if let Some(p) = self.pacer
-            && c.due <= now
             && !self.draining
             && c.ready()
         {

@@ -226,6 +226,8 @@ struct Worker<'a> {
     mix: OpMix,
     rng: SmallRng,
     quota_left: Option<u64>,
+    /// Open loop: when the next request of a connection with room is due.
+    next_due: Instant,
     /// Connects housekeeping may still try in this pass (they block the thread).
     attempts_left: u32,
     draining: bool,
@@ -284,10 +286,13 @@ pub fn run<Cl: Client>(
         },
         tally: Tally::new(spec, Cl::recorder),
         timing: Timing::placeholder(now),
-        pacer: spec.rate.map(|r| Pacer::new(r, spec.share.total)),
+        pacer: spec
+            .rate
+            .map(|r| Pacer::new(r, spec.share.total).for_worker(conns.len())),
         mix: spec.mix,
         rng: crate::workload::rng(seed),
         quota_left: None,
+        next_due: now,
         attempts_left: 0,
         draining: false,
     };
@@ -297,6 +302,9 @@ pub fn run<Cl: Client>(
         }
         w.open_all(&client, c, now);
         opened.fetch_add(1, Ordering::Relaxed);
+    }
+    if let Some(p) = w.pacer {
+        w.tally.schedule.batch_window_us = p.lead.as_secs_f64() * 1e6;
     }
     let established = w.refuse_unopened(&mut conns);
     let timing = start.wait(shutdown);
@@ -347,23 +355,17 @@ pub fn run<Cl: Client>(
             for c in conns.iter_mut() {
                 w.housekeep(&mut client, c, now);
             }
+            // A connection re-opened may have requests due: look at them all.
+            w.next_due = w.next_due.min(now);
         }
         let mut wake = rhythm.wake();
         if let Some(p) = w.pacer
             && !w.draining
         {
-            for c in conns.iter_mut() {
-                if c.ready() && c.due <= now {
-                    w.issue_due(&mut client, c, p, now);
-                    w.flush(&mut client, c, Instant::now());
-                }
-                if c.ready()
-                    && client.inflight(&c.state) < client.depth(&c.state, c.pipes.len())
-                    && w.may_issue(c, c.due)
-                {
-                    wake = wake.min(c.due);
-                }
+            if now >= w.next_due {
+                w.issue_batch(&mut client, &mut conns, p, now);
             }
+            wake = wake.min(w.next_due);
         }
         rhythm.poll(&mut poll, &mut events, wake)?;
         let now = Instant::now();

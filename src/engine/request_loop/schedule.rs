@@ -14,15 +14,16 @@ use crate::workload::consistency::VersionBoard;
 use crate::workload::{KeyGen, OpKind, OpMix};
 
 impl Worker<'_> {
-    /// Whether a request of `c` meant for `intended` may still start.
+    /// Whether a request of `c` meant for `intended` may still start `now`.
     #[inline]
-    pub(super) fn may_issue<S>(&self, c: &Conn<S>, intended: Instant) -> bool {
+    pub(super) fn may_issue<S>(&self, c: &Conn<S>, intended: Instant, now: Instant) -> bool {
         may_start(
             self.draining,
             self.timing.deadline,
             self.timing.measure_start,
             c.quota,
             intended,
+            now,
         )
     }
 
@@ -43,7 +44,10 @@ impl Worker<'_> {
             self.spec.board.as_deref(),
             &mut self.rng,
         );
-        let measured = intended >= self.timing.measure_start;
+        // A request belongs to the window it is sent in: one an overloaded
+        // schedule meant for the warm-up but sent in the window counts there
+        // (its latency still runs from its intended time).
+        let measured = now >= self.timing.measure_start;
         if measured && let Some(q) = c.quota.as_mut() {
             *q -= 1;
             if let Some(t) = self.quota_left.as_mut() {
@@ -75,14 +79,16 @@ impl Worker<'_> {
             return;
         }
         while client.inflight(&c.state) < client.depth(&c.state, c.pipes.len())
-            && self.may_issue(c, now)
+            && self.may_issue(c, now, now)
         {
             self.issue(client, c, now, now);
         }
     }
 
-    /// Open loop: sends every request of `c` whose intended time has come, as
-    /// the pipeline allows.
+    /// Open loop: sends every request of `c` due by `now` plus the pacer's
+    /// lead, as the pipeline allows. One sent early is timed from `now`, one
+    /// sent late from its intended time. Then keeps the worker's next wake-up
+    /// no later than `c`'s next request, when `c` has room for it.
     pub(super) fn issue_due<Cl: Client>(
         &mut self,
         client: &mut Cl,
@@ -90,21 +96,54 @@ impl Worker<'_> {
         p: Pacer,
         now: Instant,
     ) {
-        while c.due <= now
-            && client.inflight(&c.state) < client.depth(&c.state, c.pipes.len())
-            && self.may_issue(c, c.due)
-        {
-            note_lag(&mut self.tally.schedule, now - c.due);
-            let due = c.due;
-            self.issue(client, c, due, now);
+        let horizon = now + p.lead;
+        while c.due <= horizon && self.has_room(client, c) && self.may_issue(c, c.due, now) {
+            let intended = if c.due <= now {
+                note_lag(&mut self.tally.schedule, now - c.due);
+                c.due
+            } else {
+                now
+            };
+            self.issue(client, c, intended, now);
             c.due += p.per_conn;
+        }
+        if self.has_room(client, c) && self.may_issue(c, c.due, c.due.max(now)) {
+            self.next_due = self.next_due.min(c.due);
+        }
+    }
+
+    /// Whether `c` is open and its pipeline has room for one more request.
+    #[inline]
+    fn has_room<Cl: Client>(&self, client: &Cl, c: &Conn<Cl::Conn>) -> bool {
+        c.ready() && client.inflight(&c.state) < client.depth(&c.state, c.pipes.len())
+    }
+
+    /// Open loop, when the worker's next request is due: sends what every
+    /// connection has due (see [`Worker::issue_due`]) and finds the next
+    /// wake-up.
+    pub(super) fn issue_batch<Cl: Client>(
+        &mut self,
+        client: &mut Cl,
+        conns: &mut [Conn<Cl::Conn>],
+        p: Pacer,
+        now: Instant,
+    ) {
+        self.next_due = now + FAR;
+        for c in conns.iter_mut() {
+            if c.ready() {
+                self.issue_due(client, c, p, now);
+                self.flush(client, c, Instant::now());
+            }
         }
     }
 }
 
-/// Whether a request meant for `intended` may start: not while draining, not
-/// at or past the `deadline`, and in the measured window (from
-/// `measure_start`) only within the connection's `quota`.
+/// A wake-up no schedule needs (the next tick or housekeeping comes first).
+const FAR: Duration = Duration::from_secs(3600);
+
+/// Whether a request meant for `intended` may start at `sent`: not while
+/// draining, not when meant for the `deadline` or later, and when sent in the
+/// measured window (from `measure_start`) only within the connection's `quota`.
 #[inline]
 pub fn may_start(
     draining: bool,
@@ -112,11 +151,12 @@ pub fn may_start(
     measure_start: Instant,
     quota: Option<u64>,
     intended: Instant,
+    sent: Instant,
 ) -> bool {
     if draining || deadline.is_some_and(|d| intended >= d) {
         return false;
     }
-    !(intended >= measure_start && quota == Some(0))
+    !(sent >= measure_start && quota == Some(0))
 }
 
 /// The next operation: its kind, key and version (a SET's new version, a GET's
@@ -174,14 +214,39 @@ mod tests {
         let ms = Duration::from_millis;
         let (measure, deadline) = (t0 + ms(100), Some(t0 + ms(200)));
         // Warm-up ignores the quota; the measured window spends it.
-        assert!(may_start(false, deadline, measure, Some(0), t0));
-        assert!(!may_start(false, deadline, measure, Some(0), measure));
-        assert!(may_start(false, deadline, measure, Some(1), measure));
-        assert!(may_start(false, deadline, measure, None, t0 + ms(150)));
-        // Nothing at or past the deadline, nothing while draining.
-        assert!(!may_start(false, deadline, measure, None, t0 + ms(200)));
-        assert!(!may_start(true, None, measure, None, t0));
-        assert!(may_start(false, None, measure, None, t0 + ms(10_000)));
+        assert!(may_start(false, deadline, measure, Some(0), t0, t0));
+        assert!(!may_start(
+            false,
+            deadline,
+            measure,
+            Some(0),
+            measure,
+            measure
+        ));
+        assert!(may_start(
+            false,
+            deadline,
+            measure,
+            Some(1),
+            measure,
+            measure
+        ));
+        assert!(may_start(
+            false,
+            deadline,
+            measure,
+            None,
+            t0 + ms(150),
+            t0 + ms(150)
+        ));
+        // A late request meant for the warm-up but sent in the window spends it.
+        assert!(!may_start(false, deadline, measure, Some(0), t0, measure));
+        // Nothing meant for the deadline or later, nothing while draining.
+        let end = t0 + ms(200);
+        assert!(!may_start(false, deadline, measure, None, end, end));
+        assert!(!may_start(true, None, measure, None, t0, t0));
+        let later = t0 + ms(10_000);
+        assert!(may_start(false, None, measure, None, later, later));
     }
 
     #[test]

@@ -129,10 +129,13 @@ pub fn merge(parts: &[(String, RunResult)]) -> Result<RunResult> {
         m.service_time_us = Some(Percentiles::of(&h));
         m.service_histogram = Some(encode_histogram(&h));
     }
-    m.schedule = rs.iter().filter_map(|r| r.schedule).reduce(|mut a, b| {
-        ScheduleReport::merge(&mut a, &b);
-        a
-    });
+    m.schedule = rs
+        .iter()
+        .filter_map(|r| r.schedule.clone())
+        .reduce(|mut a, b| {
+            ScheduleReport::merge(&mut a, &b);
+            a
+        });
     // The clients' CPU adds; the server's was sampled by each client over
     // its own window, which holds the others': the widest is taken.
     m.client_cpu_s = rs.iter().map(|r| r.client_cpu_s).sum();
