@@ -118,14 +118,19 @@ pub struct StudyArgs {
 /// Flags of `kvlab report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Results files written by `kvlab study` (several merge), or the
-    /// results of the clients of one sharded run (`kvlab run --shard`),
-    /// which are merged and summarised as `kvlab merge` does.
+    /// Results files written by `kvlab study` (several files of one study
+    /// share one report; other studies are refused, see --separate), or the
+    /// results of `kvlab run` (the clients of one sharded run are merged as
+    /// `kvlab merge` does).
     #[arg(required = true)]
     pub results: Vec<PathBuf>,
     /// Directory for report.html and report.md [default: that of the first file].
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Results of different studies: one report each (in a directory per file
+    /// under --out, else beside each file) instead of refusing to mix them.
+    #[arg(long)]
+    pub separate: bool,
 }
 
 /// Flags of `kvlab demo`.

@@ -64,6 +64,14 @@ impl TlsArgs {
                     "give only --tls (or --server-opt tls=on), or a URL target",
                 ));
             }
+            if let crate::transport::TlsStart::Unsupported(why) = t.kind.product().facts().tls_start
+            {
+                return Err(UsageError::bad(
+                    "--tls",
+                    format!("a managed {}: {why}", t.kind.name()),
+                    "remove --tls (or give the URL of a server that speaks TLS)",
+                ));
+            }
             t.server_opts.insert("tls".into(), "on".into());
             return Ok(());
         };

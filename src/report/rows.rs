@@ -120,9 +120,11 @@ pub fn rows(results: &[StudyResult]) -> Vec<Row> {
                 ratio: runs[0].config.workload.ratio.to_string(),
                 aside: figures::figures(runs),
                 paced: runs[0].schedule.is_some(),
-                not_sustained: runs
-                    .iter()
-                    .any(|r| r.schedule.as_ref().is_some_and(|s| s.not_sustained.is_some())),
+                not_sustained: runs.iter().any(|r| {
+                    r.schedule
+                        .as_ref()
+                        .is_some_and(|s| s.not_sustained.is_some())
+                }),
                 stale: figures::stale_figures(runs),
             }
         })

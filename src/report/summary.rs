@@ -187,6 +187,9 @@ pub fn summary(r: &RunResult) -> String {
             num(a.db_reads_saved_per_s),
             num(a.db_reads_per_s)
         );
+        if let Some(n) = &a.note {
+            let _ = writeln!(s, "  NOTE: {n}");
+        }
         for leg in crate::results::stats::Leg::ALL {
             let name = leg.name();
             let Some(l) = a.legs.get(name).filter(|l| l.replies > 0) else {

@@ -22,6 +22,14 @@ pub(super) fn verdict<'a>(
         .map(|r| r.study.goal.clone())
         .unwrap_or_default();
     let mut verdict = Vec::new();
+    let points: usize = results.iter().map(|r| r.points.len()).sum();
+    let why: Option<Vec<String>> = results.iter().map(StudyResult::all_failed).collect();
+    if let Some(why) = why.and_then(|w| w.into_iter().next()) {
+        verdict.push(format!(
+            "Every point of this study failed ({points}); nothing was measured. The first: {why}"
+        ));
+        return (verdict, Vec::new());
+    }
     // A target with swept server settings is judged once per setting.
     let settings_of = |r: &Row| -> String {
         let v: Vec<String> = r
@@ -223,8 +231,13 @@ pub(super) fn caveats(results: &[StudyResult], rows: &[Row]) -> Vec<String> {
         }
     }
     let ratios: Vec<&String> = rows.iter().map(|r| &r.ratio).collect();
+    let fill_mode = results
+        .iter()
+        .any(|r| r.points.iter().any(|p| p.fill.is_some()));
     if ratios.is_empty() {
-        caveats.push("Memory was measured against each cache's configured limit and each table's on-disk size; a database also needs memory for its buffer pool to serve that table.".into());
+        if fill_mode {
+            caveats.push("Memory was measured against each cache's configured limit and each table's on-disk size; a database also needs memory for its buffer pool to serve that table.".into());
+        }
     } else if ratios.iter().all(|r| r.as_str() == "0:1") {
         caveats.push("Read-only point lookups (SET:GET 0:1): writes, invalidation and consistency were not measured (studies/cache-aside.toml measures them).".into());
     } else if rows.iter().all(|r| r.aside.is_none()) {
@@ -242,6 +255,13 @@ pub(super) fn caveats(results: &[StudyResult], rows: &[Row]) -> Vec<String> {
     if rows.iter().any(|r| r.errors > 0) {
         caveats
             .push("Some points had errors; they are excluded from the best figures above.".into());
+    }
+    if let Some(n) = results
+        .iter()
+        .flat_map(|r| &r.points)
+        .find_map(|p| p.result.as_ref()?.cache_aside.as_ref()?.note.as_ref())
+    {
+        caveats.push(format!("Cache-aside with --write-policy update: {n}."));
     }
     let short_of: Vec<String> = rows
         .iter()

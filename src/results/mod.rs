@@ -311,6 +311,9 @@ pub struct AsideReport {
     pub db_cpu_s: Option<f64>,
     /// The cache's own counters beside kvlab's cache steps.
     pub cache_counters: Option<CounterCheck>,
+    /// What the set-up, rather than the cache, decided about these figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// One step of cache-aside requests.

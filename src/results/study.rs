@@ -81,6 +81,10 @@ pub struct PointResult {
     /// A fill's outcome (mode = "fill").
     #[serde(default)]
     pub fill: Option<FillResult>,
+    /// Cut short by Ctrl-C (its error or partial result says how far it got):
+    /// interrupted, not failed.
+    #[serde(default)]
+    pub interrupted: bool,
     /// Why it did not, if it did not.
     pub error: Option<String>,
 }
@@ -118,7 +122,31 @@ pub struct TargetCapacity {
     pub search: Capacity,
 }
 
+impl PointResult {
+    /// Failed: an error, or a result that is not a valid measurement (errors,
+    /// an offered rate not sustained); an interrupted point is not failed.
+    pub fn failed(&self) -> bool {
+        !self.interrupted
+            && (self.error.is_some() || self.result.as_ref().is_some_and(|r| !r.valid))
+    }
+}
+
 impl StudyResult {
+    /// Every point ran and failed (none was interrupted): the reason of the
+    /// first, when so.
+    pub fn all_failed(&self) -> Option<String> {
+        let all = !self.points.is_empty() && self.points.iter().all(PointResult::failed);
+        all.then(|| {
+            let p = &self.points[0];
+            p.error.clone().unwrap_or_else(|| {
+                p.result
+                    .as_ref()
+                    .and_then(|r| r.problems.first().cloned())
+                    .unwrap_or_else(|| "not a valid measurement".into())
+            })
+        })
+    }
+
     /// Writes the results atomically (temp file, rename).
     pub fn write(&self, path: &Path) -> Result<()> {
         let tmp = path.with_extension("json.tmp");
@@ -133,5 +161,46 @@ impl StudyResult {
             .with_context(|| format!("cannot read {}", path.display()))?;
         serde_json::from_str(&text)
             .with_context(|| format!("{} is not a kvlab study results file", path.display()))
+    }
+
+    /// Why `self` and `other` cannot share one report (`None`: they can): the
+    /// same results given twice, or a different study, workload, load, goal or
+    /// definition of a target of the same name. The names are the files'.
+    pub fn differs(&self, name: &str, other: &StudyResult, other_name: &str) -> Option<String> {
+        let (a, b) = (&self.study, &other.study);
+        if self.started_unix_s == other.started_unix_s
+            && a.name == b.name
+            && self.machine.host == other.machine.host
+        {
+            return Some(format!(
+                "{name} and {other_name} are the same results (study '{}' started at {} on {}): give each once",
+                a.name, self.started_unix_s, self.machine.host
+            ));
+        }
+        // The sections have no `PartialEq`: compare their JSON forms.
+        fn json<T: Serialize>(v: &T) -> serde_json::Value {
+            serde_json::to_value(v).unwrap_or_default()
+        }
+        let what = if a.name != b.name {
+            Some(format!("study '{}' vs '{}'", a.name, b.name))
+        } else if json(&a.workload) != json(&b.workload) {
+            Some("a different [workload]".to_string())
+        } else if json(&a.load) != json(&b.load) {
+            Some("a different [load]".to_string())
+        } else if a.goal != b.goal {
+            Some("a different [goal]".to_string())
+        } else {
+            a.targets.iter().find_map(|t| {
+                let label = t.name.as_deref().unwrap_or(&t.target);
+                b.targets
+                    .iter()
+                    .find(|u| u.name.as_deref().unwrap_or(&u.target) == label)
+                    .filter(|u| json(u) != json(t))
+                    .map(|_| format!("a different definition of target '{label}'"))
+            })
+        }?;
+        Some(format!(
+            "{name} and {other_name} are results of different studies ({what}); one report would mix them: report them one at a time, or with --separate"
+        ))
     }
 }

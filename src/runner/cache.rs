@@ -45,7 +45,7 @@ impl Cache {
             .map_err(|e| anyhow::anyhow!("{e:#} (of the cache)"))?;
         let server = match started {
             Some(s) => Some(s),
-            None => start_managed(&aside.cache, plan, opts)?,
+            None => start_managed(&aside.cache, plan, opts).map_err(as_cache)?,
         };
         let endpoint = match (&aside.cache.external, &server) {
             (Some(e), _) => e.clone(),
@@ -105,7 +105,8 @@ impl Cache {
             opts,
             format!("kvlab: filling the cache {}", self.connector.display),
         );
-        crate::runner::dataset::load_cache(&spec, self.server.is_some(), opts, shutdown)?;
+        crate::runner::dataset::load_cache(&spec, self.server.is_some(), opts, shutdown)
+            .map_err(as_cache)?;
         Ok(())
     }
 
@@ -172,6 +173,13 @@ impl Cache {
             cache_cpu_s,
             db_cpu_s,
             cache_counters,
+            note: (self.aside.policy == WritePolicy::Update
+                && self.aside.ttl_s == 0
+                && legs.cache_misses == 0
+                && lookups > 0)
+                .then(|| {
+                    "every key was loaded into the cache before the run, nothing expires and --write-policy update writes each new value into the cache: its 100% hits and 0 stale reads follow from this set-up, not from the cache".to_string()
+                }),
         }
     }
 }
@@ -183,4 +191,13 @@ fn reset_versions(db: &Connector) -> Result<()> {
         Role::Database(d) => d.reset_versions(db),
         Role::Cache(_) => Ok(()),
     }
+}
+
+/// An error of the cache, naming the flag its settings came from: the
+/// products speak of `--server-opt`, a cache's settings are `--cache-opt`.
+pub fn as_cache(e: anyhow::Error) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{}",
+        format!("{e:#}").replace("--server-opt", "--cache-opt")
+    )
 }

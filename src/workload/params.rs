@@ -73,6 +73,14 @@ impl FromStr for Ratio {
         let (a, b) = s
             .split_once(':')
             .ok_or_else(|| UsageError::bad("--ratio", format!("'{s}' has no ':'"), FIX))?;
+        if b.contains(':') {
+            let parts = s.split(':').count();
+            return Err(UsageError::bad(
+                "--ratio",
+                format!("'{s}' has {parts} weights; a ratio is two, SET:GET"),
+                FIX,
+            ));
+        }
         let parse = |x: &str| {
             x.trim().parse::<u32>().map_err(|_| {
                 UsageError::bad("--ratio", format!("'{x}' is not a whole number"), FIX)

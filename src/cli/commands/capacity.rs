@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Result, bail};
 
-use super::check_writable;
+use super::{check_writable, say, write_json};
 use crate::cli::CapacityArgs;
 use crate::{modes::capacity, plan, runner};
 
@@ -26,6 +26,7 @@ pub fn exec(args: &CapacityArgs, shutdown: &AtomicBool) -> Result<()> {
     if plan.load.stop == plan::Stop::Duration(10.0) && args.run.duration.is_none() {
         plan.load.stop = plan::Stop::Duration(5.0);
     }
+    let json = args.run.json.as_deref();
     let opts = runner::RunOptions {
         progress: true,
         notes: true,
@@ -42,14 +43,20 @@ pub fn exec(args: &CapacityArgs, shutdown: &AtomicBool) -> Result<()> {
         } else {
             format!("fail: {}", s.reason.clone().unwrap_or_default())
         };
-        println!(
-            "  {what:>14}: served {:.0} req/s, p99 {:.0} µs, errors {} -> {verdict}",
-            r.throughput_rps, r.latency_us.p99, r.errors
+        say(
+            json,
+            &format!(
+                "  {what:>14}: served {:.0} req/s, p99 {:.0} µs, errors {} -> {verdict}\n",
+                r.throughput_rps, r.latency_us.p99, r.errors
+            ),
         );
     };
-    println!(
-        "kvlab capacity: highest rate with p99 <= {} ms and no errors",
-        args.p99_ms
+    say(
+        json,
+        &format!(
+            "kvlab capacity: highest rate with p99 <= {} ms and no errors\n",
+            args.p99_ms
+        ),
     );
     let c = capacity::search(&plan, args.p99_ms, args.steps, opts, shutdown, &mut on_step)?;
     match c.capacity_rps.and_then(|rate| {
@@ -61,31 +68,39 @@ pub fn exec(args: &CapacityArgs, shutdown: &AtomicBool) -> Result<()> {
     }) {
         Some((rate, s)) => {
             let r = &s.result;
-            println!(
-                "capacity: {rate:.0} req/s within p99 {} ms (p50 {:.0} µs, p99 {:.0} µs, p99.9 {:.0} µs{})",
-                args.p99_ms,
-                r.latency_us.p50,
-                r.latency_us.p99,
-                r.latency_us.p999,
-                r.server_cpu_s
-                    .map(|cpu| format!(", server CPU {:.2} cores", cpu / r.duration_s))
-                    .unwrap_or_default()
+            say(
+                json,
+                &format!(
+                    "capacity: {rate:.0} req/s within p99 {} ms (p50 {:.0} µs, p99 {:.0} µs, p99.9 {:.0} µs{})\n",
+                    args.p99_ms,
+                    r.latency_us.p50,
+                    r.latency_us.p99,
+                    r.latency_us.p999,
+                    r.server_cpu_s
+                        .map(|cpu| format!(", server CPU {:.2} cores", cpu / r.duration_s))
+                        .unwrap_or_default()
+                ),
             );
         }
-        None => println!(
-            "capacity: no tried rate met p99 <= {} ms without errors",
-            args.p99_ms
+        None => say(
+            json,
+            &format!(
+                "capacity: no tried rate met p99 <= {} ms without errors\n",
+                args.p99_ms
+            ),
         ),
     }
     let limited = c.steps.iter().filter(|s| s.client_limited).count();
     if limited > 0 {
-        println!(
-            "note: {limited} failing step(s) were limited by kvlab, not the server: the capacity found is a lower bound for the server; raise --threads or --connections, or run kvlab on another machine"
+        say(
+            json,
+            &format!(
+                "note: {limited} failing step(s) were limited by kvlab, not the server: the capacity found is a lower bound for the server; raise --threads or --connections, or run kvlab on another machine\n"
+            ),
         );
     }
-    if let Some(path) = &args.run.json {
-        std::fs::write(path, serde_json::to_vec_pretty(&c)?)?;
-        eprintln!("kvlab: wrote {}", path.display());
+    if let Some(path) = json {
+        write_json(path, &c)?;
     }
     Ok(())
 }

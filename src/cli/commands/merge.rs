@@ -2,7 +2,7 @@
 
 use anyhow::{Result, bail};
 
-use super::check_writable;
+use super::{check_writable, say, write_json};
 use crate::cli::MergeArgs;
 use crate::report::summary::summary;
 use crate::results::{self, merge};
@@ -17,10 +17,9 @@ pub fn exec(args: &MergeArgs) -> Result<()> {
 
 /// Prints (and writes, with `json`) a merged result; an invalid one is an error.
 pub fn merged(result: &results::RunResult, json: Option<&std::path::Path>) -> Result<()> {
-    print!("{}", summary(result));
+    say(json, &summary(result));
     if let Some(path) = json {
-        result.write_json(path)?;
-        eprintln!("kvlab: wrote {}", path.display());
+        write_json(path, result)?;
     }
     if !result.valid {
         bail!(

@@ -31,8 +31,44 @@ pub fn dispatch(cli: Cli, shutdown: &AtomicBool) -> Result<()> {
     }
 }
 
-/// Fails before any work when the result file could not be written.
+/// `--json -`: the JSON goes to standard output, the human text to standard error.
+pub fn json_to_stdout(json: Option<&std::path::Path>) -> bool {
+    json.is_some_and(|p| p.as_os_str() == "-")
+}
+
+/// Prints human text: on standard output, or on standard error when the JSON
+/// goes there (`--json -`).
+pub fn say(json: Option<&std::path::Path>, text: &str) {
+    match json_to_stdout(json) {
+        true => eprint!("{text}"),
+        false => print!("{text}"),
+    }
+}
+
+/// Writes `v` as JSON to `path` (atomically), or to standard output for `-`.
+pub fn write_json<T: serde::Serialize>(path: &std::path::Path, v: &T) -> Result<()> {
+    use std::io::Write as _;
+    if json_to_stdout(Some(path)) {
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer_pretty(&mut out, v)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(v)?)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    eprintln!("kvlab: wrote {}", path.display());
+    Ok(())
+}
+
+/// Fails before any work when the result file could not be written (`-`:
+/// standard output, always).
 pub fn check_writable(path: &std::path::Path) -> Result<()> {
+    if json_to_stdout(Some(path)) {
+        return Ok(());
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => std::path::Path::new("."),

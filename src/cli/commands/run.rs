@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Result, bail};
 
-use super::check_writable;
+use super::{check_writable, say, write_json};
 use crate::cli::RunArgs;
 use crate::report::summary::summary;
 use crate::runner;
@@ -22,10 +22,9 @@ pub fn exec(args: &RunArgs, shutdown: &AtomicBool) -> Result<()> {
         notes: true,
     };
     let result = runner::run(&plan, opts, shutdown)?;
-    print!("{}", summary(&result));
+    say(args.json.as_deref(), &summary(&result));
     if let Some(path) = &args.json {
-        result.write_json(path)?;
-        eprintln!("kvlab: wrote {}", path.display());
+        write_json(path, &result)?;
     }
     if !result.valid {
         bail!(

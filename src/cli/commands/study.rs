@@ -119,10 +119,15 @@ pub fn run_study(
                 );
             }
             (None, Some(e)) => println!(
-                "  [{}/{total}] {} {}: FAILED: {e}",
+                "  [{}/{total}] {} {}: {}: {e}",
                 p.index + 1,
                 p.target,
-                params.join(" ")
+                params.join(" "),
+                if r.interrupted {
+                    "INTERRUPTED"
+                } else {
+                    "FAILED"
+                }
             ),
             _ => {}
         }
@@ -140,5 +145,11 @@ pub fn run_study(
         println!("  ({c})");
     }
     println!("\nkvlab: report in {}", report.display());
+    if let Some(why) = results[0].all_failed() {
+        anyhow::bail!(
+            "every point of study '{}' failed (the first: {why})",
+            s.name
+        );
+    }
     Ok(())
 }

@@ -111,7 +111,14 @@ pub fn run(
                 }
                 Ok(None) => {}
                 Err(e) => {
-                    record(&mut out, &path, on_point, point, failed(point, &e))?;
+                    record(
+                        &mut out,
+                        &path,
+                        on_point,
+                        shutdown,
+                        point,
+                        failed(point, &e),
+                    )?;
                     continue;
                 }
             }
@@ -129,16 +136,25 @@ pub fn run(
                 },
                 Err(e) => failed(point, &e),
             };
-            record(&mut out, &path, on_point, point, pr)?;
+            record(&mut out, &path, on_point, shutdown, point, pr)?;
             continue;
         }
         // A managed cache in front (cache-aside) is fresh for every point and
         // pinned like the server.
         let cache = match &plan.cache {
-            Some(a) => match start_pinned(&a.cache, &plan, opts, server_cpus.as_deref()) {
+            Some(a) => match start_pinned(&a.cache, &plan, opts, server_cpus.as_deref())
+                .map_err(runner::cache::as_cache)
+            {
                 Ok(s) => s,
                 Err(e) => {
-                    record(&mut out, &path, on_point, point, failed(point, &e))?;
+                    record(
+                        &mut out,
+                        &path,
+                        on_point,
+                        shutdown,
+                        point,
+                        failed(point, &e),
+                    )?;
                     continue;
                 }
             },
@@ -157,7 +173,7 @@ pub fn run(
         if pr.result.as_ref().is_some_and(|r| r.interrupted) {
             out.interrupted = true;
         }
-        record(&mut out, &path, on_point, point, pr)?;
+        record(&mut out, &path, on_point, shutdown, point, pr)?;
         // After a target's last point on this server: its capacity, if asked.
         let last_here = points.get(i + 1).is_none_or(|n| {
             n.target != point.target || n.plan.target.server_opts != point.plan.target.server_opts
@@ -219,6 +235,7 @@ fn blank(point: &Point) -> PointResult {
         result: None,
         error: None,
         fill: None,
+        interrupted: false,
     }
 }
 
@@ -231,13 +248,19 @@ fn failed(point: &Point, e: &anyhow::Error) -> PointResult {
 }
 
 /// Tells `on_point` about a finished point, keeps it, and rewrites the results.
+/// A point that failed after Ctrl-C is marked interrupted, not failed.
 fn record(
     out: &mut StudyResult,
     path: &Path,
     on_point: &mut dyn FnMut(&Point, &PointResult),
+    shutdown: &AtomicBool,
     point: &Point,
-    pr: PointResult,
+    mut pr: PointResult,
 ) -> Result<()> {
+    if shutdown.load(Ordering::SeqCst) && (pr.error.is_some() || pr.result.is_some()) {
+        pr.interrupted = pr.error.is_some() || pr.result.as_ref().is_some_and(|r| r.interrupted);
+        out.interrupted |= pr.interrupted;
+    }
     on_point(point, &pr);
     out.points.push(pr);
     out.write(path)

@@ -102,16 +102,48 @@ fn overlay(base: &mut toml::Value, top: toml::Value) {
     }
 }
 
-/// The line (from 1) of the first line of `text` containing `needle`; 1 if none.
-fn line_of(text: &str, needle: &str) -> usize {
-    text.lines()
-        .position(|l| l.contains(needle))
-        .map_or(1, |i| i + 1)
+/// The line (from 1) where `key` is set in table `table` of `text` (the top
+/// level when empty; `[[table]]` blocks count from 0 by `nth`), else that
+/// table's header, else 1.
+fn line_in(text: &str, table: &str, nth: usize, key: &str) -> usize {
+    let (set, header) = locate(text, table, nth, key);
+    set.or(header).unwrap_or(1)
+}
+
+/// The line where `key` is set in table `table` (see [`line_in`]), and the
+/// line of that table's header.
+fn locate(text: &str, table: &str, nth: usize, key: &str) -> (Option<usize>, Option<usize>) {
+    let mut here = table.is_empty();
+    let mut header = None;
+    let mut seen = 0;
+    for (i, l) in text.lines().enumerate() {
+        let l = l.trim();
+        if l.starts_with('[') {
+            let name = l.trim_matches(|c| c == '[' || c == ']').trim();
+            here = name == table && {
+                seen += 1;
+                seen == nth + 1
+            };
+            if here {
+                header = Some(i + 1);
+            }
+            continue;
+        }
+        let set = l
+            .split_once('=')
+            .is_some_and(|(k, _)| k.trim().trim_matches('"') == key);
+        if here && set {
+            return (Some(i + 1), header);
+        }
+    }
+    (None, header)
 }
 
 /// Checks a parsed study; errors point at the offending line of `text`.
 fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
-    let at = |needle: &str| format!("{origin}:{}", line_of(text, needle));
+    let at = |needle: &str| format!("{origin}:{}", line_in(text, "", 0, needle));
+    let at_in =
+        |table: &str, nth: usize, key: &str| format!("{origin}:{}", line_in(text, table, nth, key));
     if s.targets.is_empty() {
         bail!(
             "{origin}: no [[target]]; add at least one, e.g. [[target]] target = \"{}\"",
@@ -130,7 +162,23 @@ fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
     if s.goal.capacity && s.goal.p99_ms.is_none() {
         bail!(
             "{}: goal.capacity needs goal.p99_ms, the latency limit to search within",
-            at("capacity")
+            at_in("goal", 0, "capacity")
+        );
+    }
+    if let Some(ms) = s.goal.p99_ms
+        && !(ms.is_finite() && ms > 0.0)
+    {
+        bail!(
+            "{}: goal.p99_ms = {ms}: give a positive number of milliseconds, e.g. p99_ms = 2",
+            at_in("goal", 0, "p99_ms")
+        );
+    }
+    if let Some(rps) = s.goal.rps
+        && !(rps.is_finite() && rps > 0.0)
+    {
+        bail!(
+            "{}: goal.rps = {rps}: give a positive number of requests per second",
+            at_in("goal", 0, "rps")
         );
     }
     if !matches!(s.mode.as_deref(), None | Some("measure") | Some("fill")) {
@@ -157,11 +205,15 @@ fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
         ("value_size", &s.sweep.value_size),
     ] {
         if n.contains(&0) {
-            bail!("{}: sweep.{axis} has a 0; give positive values", at(axis));
+            bail!(
+                "{}: sweep.{axis} has a 0; give positive values",
+                at_in("sweep", 0, axis)
+            );
         }
     }
     let mut names = std::collections::BTreeSet::new();
-    for t in &s.targets {
+    for (i, t) in s.targets.iter().enumerate() {
+        let at = |_: &str| at_in("target", i, "target");
         let mut spec: TargetSpec = t
             .target
             .parse()
@@ -198,8 +250,23 @@ fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
             names.iter().cloned().collect::<Vec<_>>().join(", ")
         );
     }
-    // Every point must make a valid plan: expand once to surface errors early.
-    expand(s).map_err(|e| anyhow!("{origin}: {}", study_words(&format!("{e:#}"))))?;
+    // Every point must make a valid plan: expand once to surface errors early,
+    // at the line that sets the key the error names, if one does.
+    expand(s).map_err(|e| {
+        let msg = study_words(&format!("{e:#}"));
+        let key = msg.split_once(':').map_or("", |(k, _)| k.trim());
+        let name = key.rsplit('.').next().unwrap_or(key);
+        let line = ["workload", "load", "sweep"]
+            .iter()
+            .find_map(|t| locate(text, t, 0, name).0)
+            .filter(|_| {
+                key.chars()
+                    .all(|c| c.is_ascii_lowercase() || "_.".contains(c))
+            })
+            .map(|l| format!(":{l}"))
+            .unwrap_or_default();
+        anyhow!("{origin}{line}: {msg}")
+    })?;
     Ok(())
 }
 
@@ -220,6 +287,11 @@ fn study_words(msg: &str) -> String {
         ("--pooler", "pooler"),
         ("--target", "target"),
         ("--cache", "cache"),
+        ("--ratio", "workload.ratio"),
+        ("--key-distribution", "workload.distribution"),
+        ("--key-prefix", "workload.key_prefix"),
+        ("--value-size", "workload.value_size"),
+        ("--keys", "workload.keys"),
     ]
     .iter()
     .fold(msg.to_string(), |m, (flag, key)| m.replace(flag, key))
