@@ -13,6 +13,9 @@
 # redis-benchmark --cluster on a kvlab-managed cluster of 3 primaries.
 # TLS (BENCH_TLS=0 skips it): kvlab (rustls) beside redis-benchmark --tls
 # (OpenSSL) on a kvlab-managed redis speaking TLS only, both verifying its CA.
+# Open loop (BENCH_RATE=0 skips it): kvlab at 50% and 80% of its closed-loop
+# throughput beside that closed loop, on redis (pipeline 1 and 16) and on
+# PostgreSQL beside pgbench -R at the same rates.
 #
 # Workload: 50 connections, 1M keys x 256 B, GET only, pipeline 1 and 16; every
 # client on one thread (redis-benchmark and memtier -t 1 are single-threaded).
@@ -253,6 +256,39 @@ if [ "${BENCH_SQL:-1}" = 1 ]; then
     kvlab_rec kvlab-mariadb 1 "$NSQL" "$MY" --keys "$KEYS"
     record sysbench-mariadb 1 "$NSQL" "$(cpu_of sysbench oltp_point_select "${SB_MY[@]}" --threads=50 --events="$NSQL" --time=0 --point-selects=1 run)"
   done
+fi
+
+# Open loop at a fixed rate beside the closed loop (BENCH_RATE=0 skips it):
+# each round measures kvlab's closed loop, then kvlab at 50% and 80% of the
+# throughput it just reached, interleaved; client CPU per request is the figure.
+# On PostgreSQL pgbench -R paces the same rates beside it.
+# rate_rounds name url pipeline requests [peer]: the rows kvlab-NAME-closed,
+# kvlab-NAME-rate50, kvlab-NAME-rate80 (and pgbench-rate50/80 with peer=pgbench).
+rate_rounds() {
+  local name=$1 url=$2 p=$3 n=$4 peer=${5:-} round rps pct rate out
+  for round in $(seq "$ROUNDS"); do
+    echo "bench: round $round, open loop vs closed loop, $name, pipeline $p"
+    out=$(cpu_of kvlab_run "$url" "$p" "$n" --keys "$KEYS")
+    record "kvlab-$name-closed" "$p" "$n" "$out"
+    rps=$(awk '/throughput/ { gsub(",", "", $2); print $2; exit }' "$WORK/last.out")
+    for pct in 50 80; do
+      rate=$((rps * pct / 100))
+      record "kvlab-$name-rate$pct" "$p" "$n" "$(cpu_of kvlab_run "$url" "$p" "$n" --keys "$KEYS" --rate "$rate")"
+      if [ "$peer" = pgbench ]; then
+        out=$(cpu_of pgbench -h 127.0.0.1 -p "$PGPORT" -U postgres -S -M prepared -c 50 -j 1 -R "$rate" -T $(( (n + rate - 1) / rate )) postgres)
+        record "pgbench-$name-rate$pct" "$p" "$(awk '/actually processed/ { print $NF }' "$WORK/last.out")" "$out"
+      fi
+    done
+  done
+}
+
+if [ "${BENCH_RATE:-1}" = 1 ]; then
+  REDIS=${REDIS:-$(serve redis)}
+  rate_rounds redis "$REDIS" 1 "$N1"
+  rate_rounds redis "$REDIS" 16 "$N16"
+  if [ "${BENCH_SQL:-1}" = 1 ]; then
+    rate_rounds postgres "$PG" 1 "$NSQL" pgbench
+  fi
 fi
 
 echo

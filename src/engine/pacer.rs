@@ -14,8 +14,11 @@ use mio::{Interest, Registry, Token};
 /// docs/PERFORMANCE.md, "A fixed rate at closed-loop cost").
 const BATCH: u32 = 16;
 
-/// The most a request is sent before its intended time to join a batch.
+/// The most a request is sent before its intended time to join the worker's batch.
 pub const MAX_LEAD: Duration = Duration::from_micros(300);
+
+/// The most a pipelining connection sends a request early to join its own batch.
+pub const MAX_CONN_LEAD: Duration = Duration::from_millis(2);
 
 /// The schedule of one run at a fixed total rate.
 #[derive(Clone, Copy, Debug)]
@@ -30,6 +33,11 @@ pub struct Pacer {
     /// so batching never shortens a latency; one sent late is timed from its
     /// intended time, as always. Zero until [`Pacer::for_worker`].
     pub lead: Duration,
+    /// With `--pipeline P`, how early a connection whose first request is due
+    /// sends its next ones with it: up to P per write, as a pipelining client
+    /// does (sending them one per write cost 3-5x the closed loop's CPU), at
+    /// most [`MAX_CONN_LEAD`] early. Zero at pipeline 1.
+    pub conn_lead: Duration,
 }
 
 impl Pacer {
@@ -40,15 +48,20 @@ impl Pacer {
             per_conn: global * connections as u32,
             global,
             lead: Duration::ZERO,
+            conn_lead: Duration::ZERO,
         }
     }
 
-    /// This schedule for a worker driving `conns` of its connections: a lead
-    /// of about [`BATCH`] of the worker's requests, at most [`MAX_LEAD`].
-    pub fn for_worker(self, conns: usize) -> Pacer {
+    /// This schedule for a worker driving `conns` of its connections at
+    /// `pipeline`: a lead of about [`BATCH`] of the worker's requests, at most
+    /// [`MAX_LEAD`]; a connection's lead of `pipeline - 1` of its requests, at
+    /// most [`MAX_CONN_LEAD`].
+    pub fn for_worker(self, conns: usize, pipeline: usize) -> Pacer {
         let gap = self.per_conn / conns.max(1) as u32;
+        let more = pipeline.saturating_sub(1).min(u32::MAX as usize) as u32;
         Pacer {
             lead: (gap * BATCH).min(MAX_LEAD),
+            conn_lead: self.per_conn.saturating_mul(more).min(MAX_CONN_LEAD),
             ..self
         }
     }
@@ -135,11 +148,19 @@ mod tests {
     #[test]
     fn a_worker_batches_about_sixteen_requests_within_the_most_lead() {
         // 1000 req/s over 10 connections, a worker with 5: one request per 2 ms.
-        let p = Pacer::new(1000.0, 10).for_worker(5);
+        let p = Pacer::new(1000.0, 10).for_worker(5, 1);
         assert_eq!(p.lead, MAX_LEAD);
-        // 1M req/s, 10 connections on one worker: one per µs, 16 µs of lead.
-        let p = Pacer::new(1e6, 10).for_worker(10);
+        assert_eq!(p.conn_lead, Duration::ZERO);
+        // 1M req/s, 10 connections on one worker: one per µs, 16 µs of lead;
+        // at pipeline 4 a connection (one per 10 µs) sends 3 more with its first.
+        let p = Pacer::new(1e6, 10).for_worker(10, 4);
         assert_eq!(p.lead, Duration::from_micros(16));
+        assert_eq!(p.conn_lead, Duration::from_micros(30));
         assert_eq!(Pacer::new(1e6, 10).lead, Duration::ZERO);
+        // Never more than the most.
+        assert_eq!(
+            Pacer::new(100.0, 10).for_worker(10, 16).conn_lead,
+            MAX_CONN_LEAD
+        );
     }
 }

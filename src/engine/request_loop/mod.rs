@@ -288,7 +288,7 @@ pub fn run<Cl: Client>(
         timing: Timing::placeholder(now),
         pacer: spec
             .rate
-            .map(|r| Pacer::new(r, spec.share.total).for_worker(conns.len())),
+            .map(|r| Pacer::new(r, spec.share.total).for_worker(conns.len(), spec.pipeline)),
         mix: spec.mix,
         rng: crate::workload::rng(seed),
         quota_left: None,
@@ -304,7 +304,7 @@ pub fn run<Cl: Client>(
         opened.fetch_add(1, Ordering::Relaxed);
     }
     if let Some(p) = w.pacer {
-        w.tally.schedule.batch_window_us = p.lead.as_secs_f64() * 1e6;
+        w.tally.schedule.batch_window_us = p.lead.max(p.conn_lead).as_secs_f64() * 1e6;
     }
     let established = w.refuse_unopened(&mut conns);
     let timing = start.wait(shutdown);

@@ -85,10 +85,11 @@ impl Worker<'_> {
         }
     }
 
-    /// Open loop: sends every request of `c` due by `now` plus the pacer's
-    /// lead, as the pipeline allows. One sent early is timed from `now`, one
-    /// sent late from its intended time. Then keeps the worker's next wake-up
-    /// no later than `c`'s next request, when `c` has room for it.
+    /// Open loop: when `c`'s next request is due by `now` plus the pacer's
+    /// lead, sends it and those due within the connection's lead after it, as
+    /// the pipeline allows. One sent early is timed from `now`, one sent late
+    /// from its intended time. Then keeps the worker's next wake-up no later
+    /// than `c`'s next request, when `c` has room for it.
     pub(super) fn issue_due<Cl: Client>(
         &mut self,
         client: &mut Cl,
@@ -96,7 +97,10 @@ impl Worker<'_> {
         p: Pacer,
         now: Instant,
     ) {
-        let horizon = now + p.lead;
+        let horizon = match c.due <= now + p.lead {
+            true => (now + p.lead).max(c.due + p.conn_lead),
+            false => now + p.lead,
+        };
         while c.due <= horizon && self.has_room(client, c) && self.may_issue(c, c.due, now) {
             let intended = if c.due <= now {
                 note_lag(&mut self.tally.schedule, now - c.due);
