@@ -93,7 +93,7 @@ fn errors_name_file_line_and_fix() {
     )
     .unwrap_err()
     .to_string();
-    assert!(e.contains("--ratio"), "{e}");
+    assert!(e.starts_with("s.toml:3: workload.ratio:"), "{e}");
 }
 
 #[test]

@@ -55,33 +55,9 @@ pub fn judge(r: &RunResult, rate: f64, p99_ms: f64) -> Result<(), String> {
     Ok(())
 }
 
-/// Searches with at most `steps` paced runs after the closed-loop one, on a
-/// server kvlab starts for the purpose (or the plan's external target).
-pub fn search(
-    plan: &RunPlan,
-    p99_ms: f64,
-    steps: usize,
-    opts: RunOptions,
-    shutdown: &AtomicBool,
-    on_step: &mut dyn FnMut(&Step),
-) -> Result<Capacity> {
-    if !(p99_ms.is_finite() && p99_ms > 0.0) {
-        bail!("--p99-ms: give a positive number of milliseconds, e.g. --p99-ms 1");
-    }
-    let server = runner::start_server(plan, opts)?;
-    search_on(
-        plan,
-        server.as_ref(),
-        p99_ms,
-        steps,
-        opts,
-        shutdown,
-        on_step,
-    )
-}
-
-/// [`search`] against `server`, already running (a study's), or the plan's
-/// external target when `None`.
+/// Searches with at most `steps` paced runs after the closed-loop one,
+/// against `server`, already running (started for the purpose, or a study's),
+/// or the plan's external target when `None`.
 pub fn search_on(
     plan: &RunPlan,
     server: Option<&crate::servers::ManagedServer>,
@@ -91,6 +67,9 @@ pub fn search_on(
     shutdown: &AtomicBool,
     on_step: &mut dyn FnMut(&Step),
 ) -> Result<Capacity> {
+    if !(p99_ms.is_finite() && p99_ms > 0.0) {
+        bail!("--p99-ms: give a positive number of milliseconds, e.g. --p99-ms 1");
+    }
     let mut plan = plan.clone();
     plan.load.rate = None;
     let first = runner::measure(&plan, server, opts, shutdown)?;

@@ -58,7 +58,19 @@ pub fn exec(args: &CapacityArgs, shutdown: &AtomicBool) -> Result<()> {
             args.p99_ms
         ),
     );
-    let c = capacity::search(&plan, args.p99_ms, args.steps, opts, shutdown, &mut on_step)?;
+    if !(args.p99_ms.is_finite() && args.p99_ms > 0.0) {
+        bail!("--p99-ms: give a positive number of milliseconds, e.g. --p99-ms 1");
+    }
+    let server = runner::start_server(&plan, opts)?;
+    let c = capacity::search_on(
+        &plan,
+        server.as_ref(),
+        args.p99_ms,
+        args.steps,
+        opts,
+        shutdown,
+        &mut on_step,
+    )?;
     match c.capacity_rps.and_then(|rate| {
         c.steps
             .iter()

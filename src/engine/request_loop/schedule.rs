@@ -217,37 +217,18 @@ mod tests {
         let t0 = Instant::now();
         let ms = Duration::from_millis;
         let (measure, deadline) = (t0 + ms(100), Some(t0 + ms(200)));
+        let may =
+            |quota, intended, sent| may_start(false, deadline, measure, quota, intended, sent);
         // Warm-up ignores the quota; the measured window spends it.
-        assert!(may_start(false, deadline, measure, Some(0), t0, t0));
-        assert!(!may_start(
-            false,
-            deadline,
-            measure,
-            Some(0),
-            measure,
-            measure
-        ));
-        assert!(may_start(
-            false,
-            deadline,
-            measure,
-            Some(1),
-            measure,
-            measure
-        ));
-        assert!(may_start(
-            false,
-            deadline,
-            measure,
-            None,
-            t0 + ms(150),
-            t0 + ms(150)
-        ));
+        assert!(may(Some(0), t0, t0));
+        assert!(!may(Some(0), measure, measure));
+        assert!(may(Some(1), measure, measure));
+        assert!(may(None, t0 + ms(150), t0 + ms(150)));
         // A late request meant for the warm-up but sent in the window spends it.
-        assert!(!may_start(false, deadline, measure, Some(0), t0, measure));
+        assert!(!may(Some(0), t0, measure));
         // Nothing meant for the deadline or later, nothing while draining.
         let end = t0 + ms(200);
-        assert!(!may_start(false, deadline, measure, None, end, end));
+        assert!(!may(None, end, end));
         assert!(!may_start(true, None, measure, None, t0, t0));
         let later = t0 + ms(10_000);
         assert!(may_start(false, None, measure, None, later, later));

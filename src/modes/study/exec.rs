@@ -68,7 +68,7 @@ pub fn run(
     if let Some(c) = &client_cpus {
         pin(c)?;
     }
-    let mut out = StudyResult {
+    let out = StudyResult {
         schema_version: STUDY_SCHEMA,
         kvlab_version: env!("CARGO_PKG_VERSION").into(),
         started_unix_s,
@@ -79,13 +79,19 @@ pub fn run(
         interrupted: false,
         capacity: Vec::new(),
     };
-    out.write(&path)?;
+    let mut log = Log {
+        out,
+        path,
+        on_point,
+        shutdown,
+    };
+    log.write()?;
     // The managed server in use: its target label and settings, and what it holds.
     let mut current: Option<(String, BTreeMap<String, String>, ManagedServer)> = None;
     let mut loaded: Option<(u64, usize)> = None;
     for (i, point) in points.iter().enumerate() {
         if shutdown.load(Ordering::SeqCst) {
-            out.interrupted = true;
+            log.out.interrupted = true;
             break;
         }
         let mut plan = point.plan.clone();
@@ -111,14 +117,7 @@ pub fn run(
                 }
                 Ok(None) => {}
                 Err(e) => {
-                    record(
-                        &mut out,
-                        &path,
-                        on_point,
-                        shutdown,
-                        point,
-                        failed(point, &e),
-                    )?;
+                    log.fail(point, &e)?;
                     continue;
                 }
             }
@@ -136,7 +135,7 @@ pub fn run(
                 },
                 Err(e) => failed(point, &e),
             };
-            record(&mut out, &path, on_point, shutdown, point, pr)?;
+            log.record(point, pr)?;
             continue;
         }
         // A managed cache in front (cache-aside) is fresh for every point and
@@ -147,14 +146,7 @@ pub fn run(
             {
                 Ok(s) => s,
                 Err(e) => {
-                    record(
-                        &mut out,
-                        &path,
-                        on_point,
-                        shutdown,
-                        point,
-                        failed(point, &e),
-                    )?;
+                    log.fail(point, &e)?;
                     continue;
                 }
             },
@@ -171,9 +163,9 @@ pub fn run(
             Err(e) => failed(point, &e),
         };
         if pr.result.as_ref().is_some_and(|r| r.interrupted) {
-            out.interrupted = true;
+            log.out.interrupted = true;
         }
-        record(&mut out, &path, on_point, shutdown, point, pr)?;
+        log.record(point, pr)?;
         // After a target's last point on this server: its capacity, if asked.
         let last_here = points.get(i + 1).is_none_or(|n| {
             n.target != point.target || n.plan.target.server_opts != point.plan.target.server_opts
@@ -211,18 +203,18 @@ pub fn run(
                 shutdown,
                 &mut |_| {},
             ) {
-                Ok(search) => out.capacity.push(TargetCapacity {
+                Ok(search) => log.out.capacity.push(TargetCapacity {
                     target: label,
                     search,
                 }),
                 Err(e) => eprintln!("kvlab: capacity search for {label} failed: {e:#}"),
             }
-            out.write(&path)?;
+            log.write()?;
         }
     }
     drop(current);
-    out.write(&path)?;
-    Ok(path)
+    log.write()?;
+    Ok(log.path)
 }
 
 /// The result of `point`, empty: nothing measured, no error yet.
@@ -247,23 +239,38 @@ fn failed(point: &Point, e: &anyhow::Error) -> PointResult {
     }
 }
 
-/// Tells `on_point` about a finished point, keeps it, and rewrites the results.
-/// A point that failed after Ctrl-C is marked interrupted, not failed.
-fn record(
-    out: &mut StudyResult,
-    path: &Path,
-    on_point: &mut dyn FnMut(&Point, &PointResult),
-    shutdown: &AtomicBool,
-    point: &Point,
-    mut pr: PointResult,
-) -> Result<()> {
-    if shutdown.load(Ordering::SeqCst) && (pr.error.is_some() || pr.result.is_some()) {
-        pr.interrupted = pr.error.is_some() || pr.result.as_ref().is_some_and(|r| r.interrupted);
-        out.interrupted |= pr.interrupted;
+/// The results file of a study being run: each finished point is told to
+/// `on_point`, kept, and written at once.
+struct Log<'a> {
+    out: StudyResult,
+    path: PathBuf,
+    on_point: &'a mut dyn FnMut(&Point, &PointResult),
+    shutdown: &'a AtomicBool,
+}
+
+impl Log<'_> {
+    /// Keeps a finished point; one that failed after Ctrl-C is marked
+    /// interrupted, not failed.
+    fn record(&mut self, point: &Point, mut pr: PointResult) -> Result<()> {
+        if self.shutdown.load(Ordering::SeqCst) && (pr.error.is_some() || pr.result.is_some()) {
+            pr.interrupted =
+                pr.error.is_some() || pr.result.as_ref().is_some_and(|r| r.interrupted);
+            self.out.interrupted |= pr.interrupted;
+        }
+        (self.on_point)(point, &pr);
+        self.out.points.push(pr);
+        self.write()
     }
-    on_point(point, &pr);
-    out.points.push(pr);
-    out.write(path)
+
+    /// Keeps `point` as failed with `e`.
+    fn fail(&mut self, point: &Point, e: &anyhow::Error) -> Result<()> {
+        self.record(point, failed(point, e))
+    }
+
+    /// Rewrites the results file.
+    fn write(&self) -> Result<()> {
+        self.out.write(&self.path)
+    }
 }
 
 /// Starts `target` of `plan` when kvlab manages it, pinned to `cpus` if given.
