@@ -304,19 +304,3 @@ pub(crate) fn parse_usize(d: &[u8]) -> Option<usize> {
     }
     Some(n)
 }
-
-/// Helpers for the codecs' unit tests.
-#[cfg(test)]
-pub mod testing {
-    use super::{Decoded, Key, Malformed, Reply};
-
-    /// A whole reply of `len` bytes that decodes to `reply`.
-    pub fn frame(len: usize, reply: Reply) -> Result<Decoded, Malformed> {
-        Ok(Decoded::Frame { len, reply })
-    }
-
-    /// Key `id` named `name`, untagged.
-    pub fn key(id: u64, name: &[u8]) -> Key<'_> {
-        Key { id, name, tag: 0 }
-    }
-}

@@ -107,24 +107,16 @@ impl TlsClient {
         let builder = match opts.verify {
             Verify::None => builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(Lenient {
-                    chain: None,
-                    provider: provider(),
-                })),
+                .with_custom_certificate_verifier(Arc::new(NoCheck(provider()))),
             verify => {
                 let roots = Arc::new(roots(opts.ca.as_deref())?);
                 let inner = WebPkiServerVerifier::builder_with_provider(roots, provider())
                     .build()
                     .context("TLS set-up")?;
                 match verify {
-                    Verify::Chain => {
-                        builder
-                            .dangerous()
-                            .with_custom_certificate_verifier(Arc::new(Lenient {
-                                chain: Some(inner),
-                                provider: provider(),
-                            }))
-                    }
+                    Verify::Chain => builder
+                        .dangerous()
+                        .with_custom_certificate_verifier(Arc::new(AnyName(inner))),
                     _ => builder.with_webpki_verifier(inner),
                 }
             }
@@ -200,17 +192,11 @@ fn roots(ca: Option<&Path>) -> Result<RootCertStore> {
     Ok(store)
 }
 
-/// A verifier that knowingly checks less than the default: with `chain`, the
-/// certificate chain but not the name (libpq `verify-ca`); without, nothing
-/// of the certificate (`--tls-insecure`). The handshake's signatures are
-/// always checked.
+/// Checks the chain but accepts any name (libpq `verify-ca`).
 #[derive(Debug)]
-struct Lenient {
-    chain: Option<Arc<WebPkiServerVerifier>>,
-    provider: Arc<CryptoProvider>,
-}
+struct AnyName(Arc<WebPkiServerVerifier>);
 
-impl ServerCertVerifier for Lenient {
+impl ServerCertVerifier for AnyName {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -219,10 +205,10 @@ impl ServerCertVerifier for Lenient {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, TlsError> {
-        let Some(chain) = &self.chain else {
-            return Ok(ServerCertVerified::assertion());
-        };
-        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+        {
             Err(TlsError::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
@@ -235,8 +221,7 @@ impl ServerCertVerifier for Lenient {
         c: &CertificateDer<'_>,
         d: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, TlsError> {
-        let algs = &self.provider.signature_verification_algorithms;
-        rustls::crypto::verify_tls12_signature(m, c, d, algs)
+        self.0.verify_tls12_signature(m, c, d)
     }
     fn verify_tls13_signature(
         &self,
@@ -244,13 +229,46 @@ impl ServerCertVerifier for Lenient {
         c: &CertificateDer<'_>,
         d: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, TlsError> {
-        let algs = &self.provider.signature_verification_algorithms;
-        rustls::crypto::verify_tls13_signature(m, c, d, algs)
+        self.0.verify_tls13_signature(m, c, d)
     }
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
+        self.0.supported_verify_schemes()
+    }
+}
+
+/// Accepts any certificate (the handshake's signatures are still checked).
+#[derive(Debug)]
+struct NoCheck(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for NoCheck {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, TlsError> {
+        Ok(ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, TlsError> {
+        rustls::crypto::verify_tls12_signature(m, c, d, &self.0.signature_verification_algorithms)
+    }
+    fn verify_tls13_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, TlsError> {
+        rustls::crypto::verify_tls13_signature(m, c, d, &self.0.signature_verification_algorithms)
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
     }
 }
 

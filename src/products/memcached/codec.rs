@@ -171,7 +171,6 @@ pub fn stats<S: Read + Write>(s: &mut S) -> Result<Vec<(String, String)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::wire::testing::{frame, key};
 
     fn dec(op: OpKind, b: &[u8]) -> Result<Decoded, Malformed> {
         Memcache.decode(op, b)
@@ -179,7 +178,11 @@ mod tests {
 
     #[test]
     fn encodes_and_decodes_cache_aside_commands() {
-        let k = key(1, b"k1");
+        let k = Key {
+            id: 1,
+            name: b"k1",
+            tag: 0,
+        };
         let mut out = Vec::new();
         Memcache.encode_set_ttl(k, b"vv", 30, &mut out);
         assert_eq!(out, b"set k1 0 30 2\r\nvv\r\n");
@@ -191,11 +194,17 @@ mod tests {
         assert_eq!(out, b"delete k1\r\n");
         assert_eq!(
             Memcache.decode_delete(b"DELETED\r\n"),
-            frame(9, Reply::Stored)
+            Ok(Decoded::Frame {
+                len: 9,
+                reply: Reply::Stored
+            })
         );
         assert_eq!(
             Memcache.decode_delete(b"NOT_FOUND\r\n"),
-            frame(11, Reply::Stored)
+            Ok(Decoded::Frame {
+                len: 11,
+                reply: Reply::Stored
+            })
         );
         assert_eq!(Memcache.decode_delete(b"DELE"), Ok(Decoded::Incomplete));
         assert!(Memcache.decode_delete(b"STORED\r\n").is_err());
@@ -204,10 +213,25 @@ mod tests {
     #[test]
     fn encodes_commands() {
         let mut out = Vec::new();
-        Memcache.encode_get(key(1, b"k:1"), &mut out);
+        Memcache.encode_get(
+            Key {
+                id: 1,
+                name: b"k:1",
+                tag: 0,
+            },
+            &mut out,
+        );
         assert_eq!(out, b"get k:1\r\n");
         out.clear();
-        Memcache.encode_set(key(0, b"k"), b"vv", &mut out);
+        Memcache.encode_set(
+            Key {
+                id: 0,
+                name: b"k",
+                tag: 0,
+            },
+            b"vv",
+            &mut out,
+        );
         assert_eq!(out, b"set k 0 0 2\r\nvv\r\n");
     }
 
@@ -215,20 +239,41 @@ mod tests {
     fn decodes_replies() {
         assert_eq!(
             dec(OpKind::Get, b"VALUE k 0 3\r\nabc\r\nEND\r\n"),
-            frame(23, Reply::Value(13..16))
+            Ok(Decoded::Frame {
+                len: 23,
+                reply: Reply::Value(13..16)
+            })
         );
         assert_eq!(
             dec(OpKind::Get, b"VALUE k 0 3 99\r\nabc\r\nEND\r\n"),
-            frame(26, Reply::Value(16..19))
+            Ok(Decoded::Frame {
+                len: 26,
+                reply: Reply::Value(16..19)
+            })
         );
-        assert_eq!(dec(OpKind::Get, b"END\r\nEND\r\n"), frame(5, Reply::Nil));
-        assert_eq!(dec(OpKind::Set, b"STORED\r\n"), frame(8, Reply::Stored));
+        assert_eq!(
+            dec(OpKind::Get, b"END\r\nEND\r\n"),
+            Ok(Decoded::Frame {
+                len: 5,
+                reply: Reply::Nil
+            })
+        );
+        assert_eq!(
+            dec(OpKind::Set, b"STORED\r\n"),
+            Ok(Decoded::Frame {
+                len: 8,
+                reply: Reply::Stored
+            })
+        );
         assert_eq!(
             dec(
                 OpKind::Set,
                 b"SERVER_ERROR out of memory storing object\r\n"
             ),
-            frame(43, Reply::ServerError)
+            Ok(Decoded::Frame {
+                len: 43,
+                reply: Reply::ServerError
+            })
         );
     }
 

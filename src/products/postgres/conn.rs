@@ -226,7 +226,14 @@ impl PgConn {
         frontend::parse("kvlab_set", SET_SQL, [INT8_OID, BYTEA_OID], &mut out)?;
         frontend::sync(&mut out);
         self.stream.write_all(&out)?;
-        self.wait_ready()
+        let mut err = None;
+        loop {
+            match self.read_message()? {
+                backend::Message::ErrorResponse(e) => err = Some(server_error(&e)),
+                backend::Message::ReadyForQuery(_) => return err.map_or(Ok(()), Err),
+                _ => {}
+            }
+        }
     }
 
     /// Loads keys `start..end` with `COPY … FROM STDIN (FORMAT binary)`, adding
@@ -294,7 +301,6 @@ impl PgConn {
         self.stream.write_all(out)
     }
 
-    /// Reads up to ReadyForQuery; the first error the server sent, if any.
     fn wait_ready(&mut self) -> io::Result<()> {
         let mut err = None;
         loop {
