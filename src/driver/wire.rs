@@ -258,6 +258,30 @@ pub fn roundtrip<S: Read + Write>(
     }
 }
 
+/// Reads from `s` into `buf` until `parse` finds a whole reply at its front,
+/// and returns what it found. Blocking; for set-up only, never on the hot path.
+pub fn read_frame<S: Read, T>(
+    s: &mut S,
+    buf: &mut Vec<u8>,
+    parse: impl Fn(&[u8]) -> Result<Option<T>, Malformed>,
+) -> io::Result<T> {
+    let mut chunk = [0u8; 16384];
+    loop {
+        let found = parse(buf).map_err(|m| io::Error::new(io::ErrorKind::InvalidData, m.0))?;
+        if let Some(found) = found {
+            return Ok(found);
+        }
+        let n = s.read(&mut chunk)?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the server closed the connection",
+            ));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
 /// Position just past the first `\r\n` at or after `from`, if any.
 #[inline]
 pub(crate) fn line_end(buf: &[u8], from: usize) -> Option<usize> {

@@ -2,7 +2,7 @@
 //! PasswordAuthenticator's SASL PLAIN, simple QUERYs, PREPARE, and pipelined
 //! INSERTs for the bulk load.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ use super::codec::{
 };
 use crate::driver::Connector;
 use crate::driver::table::load_pipelined;
-use crate::driver::wire::{Malformed, StatementId};
+use crate::driver::wire::{Malformed, StatementId, read_frame};
 use crate::transport::Stream;
 use crate::workload::Values;
 
@@ -125,20 +125,7 @@ impl CqlConn {
         patch(&mut req, 0, 0);
         self.stream.write_all(&req)?;
         let mut buf = Vec::new();
-        let mut chunk = [0u8; 16384];
-        let f = loop {
-            if let Some(f) = frame(&buf).map_err(invalid)? {
-                break f;
-            }
-            let n = self.stream.read(&mut chunk)?;
-            if n == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the server closed the connection",
-                ));
-            }
-            buf.extend_from_slice(&chunk[..n]);
-        };
+        let f = read_frame(&mut self.stream, &mut buf, frame)?;
         let body = buf[f.body].to_vec();
         if f.opcode == ERROR {
             let mut r = Reader { buf: &body, pos: 0 };

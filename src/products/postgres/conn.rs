@@ -226,14 +226,7 @@ impl PgConn {
         frontend::parse("kvlab_set", SET_SQL, [INT8_OID, BYTEA_OID], &mut out)?;
         frontend::sync(&mut out);
         self.stream.write_all(&out)?;
-        let mut err = None;
-        loop {
-            match self.read_message()? {
-                backend::Message::ErrorResponse(e) => err = Some(server_error(&e)),
-                backend::Message::ReadyForQuery(_) => return err.map_or(Ok(()), Err),
-                _ => {}
-            }
-        }
+        self.wait_ready()
     }
 
     /// Loads keys `start..end` with `COPY … FROM STDIN (FORMAT binary)`, adding
@@ -301,6 +294,7 @@ impl PgConn {
         self.stream.write_all(out)
     }
 
+    /// Reads up to `ReadyForQuery`; fails with the server's error if it sent one.
     fn wait_ready(&mut self) -> io::Result<()> {
         let mut err = None;
         loop {

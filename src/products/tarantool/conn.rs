@@ -13,6 +13,7 @@ use sha1::{Digest, Sha1};
 use super::codec::{AUTH, EVAL, TtCodec, frame};
 use crate::driver::Connector;
 use crate::driver::table::load_pipelined;
+use crate::driver::wire::read_frame;
 use crate::transport::Stream;
 use crate::workload::Values;
 
@@ -123,20 +124,9 @@ impl TtConn {
         req.extend(payload);
         self.stream.write_all(&req)?;
         let mut buf = Vec::new();
-        let mut chunk = [0u8; 16384];
-        let (len, code, body_at) = loop {
-            if let Some((len, code, _, at)) = frame(&buf).map_err(|m| invalid(m.0))? {
-                break (len, code, at);
-            }
-            let n = self.stream.read(&mut chunk)?;
-            if n == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the server closed the connection",
-                ));
-            }
-            buf.extend_from_slice(&chunk[..n]);
-        };
+        let (len, code, body_at) = read_frame(&mut self.stream, &mut buf, |b| {
+            Ok(frame(b)?.map(|(len, code, _, at)| (len, code, at)))
+        })?;
         let body = rmpv::decode::read_value(&mut &buf[body_at..len])
             .map_err(|e| invalid(e.to_string()))?;
         let field = |k: u64| {
