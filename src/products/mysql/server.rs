@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::Mariadb;
-use super::conn::open;
+use super::{Mariadb, MyConn};
 use crate::driver::settings::{DATABASE_OWN, database_config, mib_for, with_defaults};
 use crate::driver::{Config, Connector, Launch, Login, Server, Sizing};
+use crate::products::sql;
 use crate::system::find_binary;
 use crate::system::osuser::{OsUser, run_tool};
 
@@ -83,17 +83,9 @@ impl Server for Mariadb {
     }
 
     fn effective_settings(&self, c: &Connector, keys: &[String]) -> Vec<(String, String)> {
-        let Ok(mut conn) = open(c, Duration::from_secs(5)) else {
-            return Vec::new();
-        };
-        keys.iter()
-            .filter_map(|key| {
-                let v = conn
-                    .query_one(&format!("SELECT @@GLOBAL.{}", key.replace('-', "_")))
-                    .ok()??;
-                Some((key.clone(), v))
-            })
-            .collect()
+        sql::settings::<MyConn>(c, keys, |key| {
+            format!("SELECT @@GLOBAL.{}", key.replace('-', "_"))
+        })
     }
 }
 

@@ -6,14 +6,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::Postgres;
-use super::conn::open;
+use super::{PgConn, Postgres};
 use crate::driver::settings::{DATABASE_OWN, database_config, mib_for, with_defaults};
 use crate::driver::{Config, Connector, Launch, Login, Server, Sizing};
+use crate::products::sql;
 use crate::system::osuser::{OsUser, as_user, run_tool};
 use crate::system::{ProcUsage, find_binary, proc_tree_usage};
 
@@ -77,17 +76,7 @@ impl Server for Postgres {
     }
 
     fn effective_settings(&self, c: &Connector, keys: &[String]) -> Vec<(String, String)> {
-        let Ok(mut conn) = open(c, Duration::from_secs(5)) else {
-            return Vec::new();
-        };
-        keys.iter()
-            .filter_map(|key| {
-                let v = conn
-                    .query_one(&format!("SELECT current_setting('{key}')"))
-                    .ok()??;
-                Some((key.clone(), v))
-            })
-            .collect()
+        sql::settings::<PgConn>(c, keys, |key| format!("SELECT current_setting('{key}')"))
     }
 
     /// The whole process tree: the postmaster, live backends, and backends that
