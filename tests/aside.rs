@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::{measure, plan, raw, server};
 use kvlab::plan::{CacheAside, Ratio, Stop, TargetKind, TargetSpec, WritePolicy};
+use kvlab::products::sql::SqlConn;
 use kvlab::servers::ManagedServer;
 use kvlab::workload::Values;
 use kvlab::workload::consistency::VersionBoard;

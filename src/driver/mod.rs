@@ -15,6 +15,7 @@
 //! - [`pooler`]
 //! - [`product`]
 //! - [`settings`]
+//! - [`setup`]
 //! - [`table`]
 //! - [`topology`]
 //! - [`wire`]
@@ -26,6 +27,7 @@ pub mod facts;
 pub mod pooler;
 pub mod product;
 pub mod settings;
+pub mod setup;
 pub mod table;
 pub mod topology;
 pub mod wire;
@@ -38,5 +40,6 @@ pub use product::{
     Cache, CacheMemory, Connector, Database, Launch, Login, Product, Role, Server, ServerInfo,
 };
 pub use settings::{Config, Sizing, parse_opt};
+pub use setup::SetupConn;
 pub use table::{DataSpec, Existing, Figures, LoadResult, TableSteps};
 pub use topology::Topology;

@@ -21,13 +21,12 @@ use crate::driver::counters::{ReportedUsage, ServerCounters};
 use crate::driver::endpoint::Endpoint;
 use crate::driver::facts::Facts;
 use crate::driver::settings::{Config, Sizing};
-use crate::driver::table::{DataSpec, TableSteps};
+use crate::driver::table::{TableJob, TableSteps};
 use crate::driver::topology::Topology;
 use crate::driver::wire::Session;
 use crate::error::UsageError;
 use crate::system::osuser::{OsUser, find_binary};
 use crate::system::procfs::{ProcUsage, proc_usage};
-use crate::system::progress::RunOptions;
 use crate::transport::certs::TlsFiles;
 use crate::transport::{Stream, TlsClient, TlsStart, Transport, TransportInfo};
 
@@ -131,14 +130,9 @@ pub trait Cache: Sync {
 /// every database shares (reuse, recreate or load; kvlab's marker) is
 /// [`table::prepare`](crate::driver::table::prepare).
 pub trait Database: Sync {
-    /// Opens a set-up session for kvlab's table on `c`, ready to hold `data`
-    /// (checks what this database cannot hold first).
-    fn table<'a>(
-        &self,
-        c: &'a Connector,
-        data: &'a DataSpec,
-        opts: RunOptions,
-    ) -> Result<Box<dyn TableSteps + 'a>>;
+    /// Opens a set-up session for kvlab's table on the job's database, ready
+    /// to hold its data (checks what this database cannot hold first).
+    fn table<'a>(&self, job: TableJob<'a>) -> Result<Box<dyn TableSteps + 'a>>;
     /// Sets every value of kvlab's table back to version 0.
     fn reset_versions(&self, c: &Connector) -> Result<()>;
     /// Bytes kvlab's table takes, and what they are (e.g. "table + indexes").

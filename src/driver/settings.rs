@@ -18,6 +18,17 @@ pub struct Sizing {
     pub connections: usize,
 }
 
+#[cfg(test)]
+impl Sizing {
+    /// Sized for `data_bytes` of data and 50 connections (products' unit tests).
+    pub fn test(data_bytes: u64) -> Sizing {
+        Sizing {
+            data_bytes,
+            connections: 50,
+        }
+    }
+}
+
 /// A managed server's settings, as command-line arguments and as recorded.
 #[derive(Clone, Debug, Default)]
 pub struct Config {
@@ -35,6 +46,18 @@ pub struct Config {
 /// MiB for 1.5x `data_bytes`, at least `floor`.
 pub fn mib_for(data_bytes: u64, floor: u64) -> u64 {
     (((data_bytes as f64 * 1.5) / (1 << 20) as f64).ceil() as u64).max(floor)
+}
+
+/// `opts` with kvlab's `defaults` added for the keys they do not set.
+pub fn with_defaults<const N: usize>(
+    opts: &BTreeMap<String, String>,
+    defaults: [(&str, String); N],
+) -> BTreeMap<String, String> {
+    let mut given = opts.clone();
+    for (key, value) in defaults {
+        given.entry(key.to_string()).or_insert(value);
+    }
+    given
 }
 
 /// The error for a setting that should be a whole number.

@@ -44,6 +44,18 @@ pub struct DataSpec {
     pub managed: bool,
 }
 
+/// What [`prepare`] asks of a database: where it is, the data set kvlab's
+/// table must hold, and how to tell the user.
+#[derive(Clone, Copy)]
+pub struct TableJob<'a> {
+    /// The database.
+    pub connector: &'a Connector,
+    /// The data set.
+    pub data: &'a DataSpec,
+    /// Progress and notes.
+    pub opts: RunOptions,
+}
+
 /// The load phase.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LoadResult {
@@ -77,16 +89,33 @@ fn watch(progress: &Progress, done: &AtomicU64, finished: &AtomicBool) {
     }
 }
 
-/// Loads keys `0..keys` on `loaders` threads, each running `load(start, end,
-/// done)` on its own slice, with progress; fails on the first loader error and
-/// when interrupted.
+/// One loader's part of a load: keys `start..end` with their `values`, the
+/// count of rows done it adds to, and the flag that stops it.
+#[derive(Clone, Copy)]
+pub struct LoadSlice<'a> {
+    /// The first key.
+    pub start: u64,
+    /// Past the last key.
+    pub end: u64,
+    /// The values to write.
+    pub values: &'a Values,
+    /// Rows loaded so far, by every loader.
+    pub done: &'a AtomicU64,
+    /// Set when the load must stop (interrupted).
+    pub stop: &'a AtomicBool,
+}
+
+/// Loads keys `0..data.keys` on `loaders` threads, each running `load` on its
+/// own slice, with progress; fails on the first loader error and when
+/// interrupted.
 pub fn parallel_load(
-    keys: u64,
+    data: &DataSpec,
     loaders: usize,
     opts: RunOptions,
     shutdown: &AtomicBool,
-    load: impl Fn(u64, u64, &AtomicU64) -> Result<()> + Sync,
+    load: impl Fn(LoadSlice<'_>) -> Result<()> + Sync,
 ) -> Result<()> {
+    let keys = data.keys;
     let done = AtomicU64::new(0);
     let finished = AtomicBool::new(false);
     let progress = Progress::counter("load", keys, opts.progress);
@@ -96,7 +125,13 @@ pub fn parallel_load(
                 let (done, load) = (&done, &load);
                 scope.spawn(move || {
                     let (start, end) = slice_of(keys, i, loaders);
-                    load(start, end, done)
+                    load(LoadSlice {
+                        start,
+                        end,
+                        values: &data.values,
+                        done,
+                        stop: shutdown,
+                    })
                 })
             })
             .collect();
@@ -119,25 +154,23 @@ pub fn parallel_load(
     results.into_iter().collect()
 }
 
-/// SETs keys `start..end` (version 0) over `stream` with `codec`, 256 in
-/// flight, for protocols that pipeline their writes; adds each batch to
-/// `done`. The first refused write fails the load with `refused(its reply)`.
+/// SETs the keys of `slice` (version 0) over `stream` with `codec`, 256 in
+/// flight, for protocols that pipeline their writes; counts each batch done.
+/// The first refused write fails the load with `refused(its reply)`.
 pub fn load_pipelined<C: Codec, S: Read + Write>(
     stream: &mut S,
     codec: &C,
-    values: &Values,
-    (start, end): (u64, u64),
-    done: &AtomicU64,
-    shutdown: &AtomicBool,
+    slice: LoadSlice<'_>,
     refused: impl Fn(&[u8]) -> String,
 ) -> io::Result<()> {
     const BATCH: u64 = 256;
+    let (end, values) = (slice.end, slice.values);
     let invalid = |why: &str| io::Error::new(io::ErrorKind::InvalidData, why.to_string());
     let (mut out, mut value) = (Vec::new(), Vec::new());
     let mut buf = vec![0u8; 1 << 20];
-    let mut k = start;
+    let mut k = slice.start;
     while k < end {
-        if shutdown.load(Ordering::Relaxed) {
+        if slice.stop.load(Ordering::Relaxed) {
             return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted"));
         }
         let n = BATCH.min(end - k);
@@ -187,7 +220,7 @@ pub fn load_pipelined<C: Codec, S: Read + Write>(
             }
             filled += r;
         }
-        done.fetch_add(n, Ordering::Relaxed);
+        slice.done.fetch_add(n, Ordering::Relaxed);
         k += n;
     }
     Ok(())
@@ -299,7 +332,11 @@ pub fn prepare(
     shutdown: &AtomicBool,
 ) -> Result<Option<LoadResult>> {
     let (keys, vsize) = (data.keys, data.values.size());
-    let mut t = db.table(c, data, opts)?;
+    let mut t = db.table(TableJob {
+        connector: c,
+        data,
+        opts,
+    })?;
     let state = match t.inspect()? {
         None => TableState::Absent,
         Some(found) => {

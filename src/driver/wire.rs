@@ -258,6 +258,30 @@ pub fn roundtrip<S: Read + Write>(
     }
 }
 
+/// Reads from `s` into `buf` until `parse` finds a whole reply at its front,
+/// and returns what it found. Blocking; for set-up only, never on the hot path.
+pub fn read_frame<S: Read, T>(
+    s: &mut S,
+    buf: &mut Vec<u8>,
+    parse: impl Fn(&[u8]) -> Result<Option<T>, Malformed>,
+) -> io::Result<T> {
+    let mut chunk = [0u8; 16384];
+    loop {
+        let found = parse(buf).map_err(|m| io::Error::new(io::ErrorKind::InvalidData, m.0))?;
+        if let Some(found) = found {
+            return Ok(found);
+        }
+        let n = s.read(&mut chunk)?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the server closed the connection",
+            ));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
 /// Position just past the first `\r\n` at or after `from`, if any.
 #[inline]
 pub(crate) fn line_end(buf: &[u8], from: usize) -> Option<usize> {
@@ -303,4 +327,49 @@ pub(crate) fn parse_usize(d: &[u8]) -> Option<usize> {
         n = n * 10 + usize::from(b - b'0');
     }
     Some(n)
+}
+
+/// What codecs' unit tests share: keys, expected frames, whole-reply checks.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{Codec, Decoded, Key, Malformed, Reply};
+    use crate::workload::OpKind;
+
+    /// Key `id` named `name`, with tag 0.
+    pub fn key(id: u64, name: &[u8]) -> Key<'_> {
+        Key { id, name, tag: 0 }
+    }
+
+    /// What decoding a whole in-order reply of `len` bytes saying `reply` gives.
+    pub fn frame(len: usize, reply: Reply) -> Result<Decoded, Malformed> {
+        Ok(Decoded::Frame { len, reply })
+    }
+
+    /// The bytes `codec` encodes for a GET of `key`, and for a SET of it to `value`.
+    pub fn encoded<C: Codec>(codec: &C, key: Key<'_>, value: &[u8]) -> (Vec<u8>, Vec<u8>) {
+        let (mut get, mut set) = (Vec::new(), Vec::new());
+        codec.encode_get(key, &mut get);
+        codec.encode_set(key, value, &mut set);
+        (get, set)
+    }
+
+    /// Asserts that `codec` decodes all of `buf` as one in-order reply to a GET
+    /// that found `value`.
+    pub fn assert_value<C: Codec>(codec: &C, buf: &[u8], value: &[u8]) {
+        match codec.decode(OpKind::Get, buf) {
+            Ok(Decoded::Frame {
+                len,
+                reply: Reply::Value(v),
+            }) => assert_eq!((len, &buf[v]), (buf.len(), value)),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Asserts that every proper prefix of the reply `buf` to `op` is incomplete.
+    pub fn assert_incomplete<C: Codec>(codec: &C, op: OpKind, buf: &[u8]) {
+        for n in 0..buf.len() {
+            let got = codec.decode(op, &buf[..n]);
+            assert_eq!(got, Ok(Decoded::Incomplete), "{n} bytes");
+        }
+    }
 }

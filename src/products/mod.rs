@@ -19,6 +19,7 @@
 //! - [`tarantool`]: Tarantool (IPROTO).
 //! - [`cql`]: Cassandra and other CQL stores (CQL native protocol v4).
 //! - [`pgbouncer`]: PgBouncer, a pooler kvlab runs in front of PostgreSQL.
+//! - [`sql`]: what the SQL databases' set-up sessions share.
 //! - `registry`: the `products!` macro behind the list, and the codec dispatch.
 
 pub mod cql;
@@ -29,6 +30,7 @@ pub mod postgres;
 #[macro_use]
 mod registry;
 pub mod resp;
+pub mod sql;
 pub mod tarantool;
 #[cfg(test)]
 mod url_tests;

@@ -104,21 +104,20 @@ impl TlsClient {
         let builder = ClientConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
             .context("TLS set-up")?;
+        let ca = opts.ca.as_deref();
         let builder = match opts.verify {
-            Verify::None => builder
-                .dangerous()
-                .with_custom_certificate_verifier(Arc::new(NoCheck(provider()))),
-            verify => {
-                let roots = Arc::new(roots(opts.ca.as_deref())?);
-                let inner = WebPkiServerVerifier::builder_with_provider(roots, provider())
-                    .build()
-                    .context("TLS set-up")?;
-                match verify {
-                    Verify::Chain => builder
-                        .dangerous()
-                        .with_custom_certificate_verifier(Arc::new(AnyName(inner))),
-                    _ => builder.with_webpki_verifier(inner),
-                }
+            Verify::Full => builder.with_webpki_verifier(webpki(ca)?),
+            Verify::Chain | Verify::None => {
+                let chain = (opts.verify == Verify::Chain)
+                    .then(|| webpki(ca))
+                    .transpose()?;
+                let relaxed = Relaxed {
+                    chain,
+                    provider: provider(),
+                };
+                builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(relaxed))
             }
         };
         let config = match (&opts.cert, &opts.key) {
@@ -152,6 +151,15 @@ impl TlsClient {
             verify: opts.verify,
         })
     }
+}
+
+/// rustls's full verifier (chain and name) over the CA certificates in `ca`,
+/// or the system's.
+fn webpki(ca: Option<&Path>) -> Result<Arc<WebPkiServerVerifier>> {
+    let roots = Arc::new(roots(ca)?);
+    WebPkiServerVerifier::builder_with_provider(roots, provider())
+        .build()
+        .context("TLS set-up")
 }
 
 /// The CA certificates to trust: the file given, or the system's.
@@ -192,11 +200,18 @@ fn roots(ca: Option<&Path>) -> Result<RootCertStore> {
     Ok(store)
 }
 
-/// Checks the chain but accepts any name (libpq `verify-ca`).
+/// A verifier weaker than rustls's default: with `chain`, checks the chain
+/// but accepts any name (libpq `verify-ca`); without, accepts any certificate
+/// (`--tls-insecure`). The handshake's signatures are checked either way.
 #[derive(Debug)]
-struct AnyName(Arc<WebPkiServerVerifier>);
+struct Relaxed {
+    /// The full verifier whose chain checks are kept, if any.
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    /// The provider whose algorithms check the signatures.
+    provider: Arc<CryptoProvider>,
+}
 
-impl ServerCertVerifier for AnyName {
+impl ServerCertVerifier for Relaxed {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -205,10 +220,10 @@ impl ServerCertVerifier for AnyName {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, TlsError> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-        {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
             Err(TlsError::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
@@ -221,7 +236,8 @@ impl ServerCertVerifier for AnyName {
         c: &CertificateDer<'_>,
         d: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, TlsError> {
-        self.0.verify_tls12_signature(m, c, d)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls12_signature(m, c, d, algorithms)
     }
     fn verify_tls13_signature(
         &self,
@@ -229,46 +245,13 @@ impl ServerCertVerifier for AnyName {
         c: &CertificateDer<'_>,
         d: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, TlsError> {
-        self.0.verify_tls13_signature(m, c, d)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls13_signature(m, c, d, algorithms)
     }
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
-/// Accepts any certificate (the handshake's signatures are still checked).
-#[derive(Debug)]
-struct NoCheck(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for NoCheck {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, TlsError> {
-        Ok(ServerCertVerified::assertion())
-    }
-    fn verify_tls12_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, TlsError> {
-        rustls::crypto::verify_tls12_signature(m, c, d, &self.0.signature_verification_algorithms)
-    }
-    fn verify_tls13_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, TlsError> {
-        rustls::crypto::verify_tls13_signature(m, c, d, &self.0.signature_verification_algorithms)
-    }
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 

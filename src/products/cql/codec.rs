@@ -382,6 +382,7 @@ impl Reader<'_> {
 mod tests {
     use super::*;
     use crate::driver::wire::tag_of;
+    use crate::driver::wire::testing::assert_incomplete;
 
     fn reply(stream: i16, opcode: u8, flags: u8, body: &[u8]) -> Vec<u8> {
         let mut out = vec![0x84, flags];
@@ -519,9 +520,7 @@ mod tests {
     fn partial_and_malformed_replies() {
         let c = codec();
         let r = reply(2, RESULT, 0, &rows(&[Some(b"abc")]));
-        for cut in 0..r.len() {
-            assert_eq!(c.decode(OpKind::Get, &r[..cut]), Ok(Decoded::Incomplete));
-        }
+        assert_incomplete(&c, OpKind::Get, &r);
         assert!(c.decode(OpKind::Get, b"+OK\r\n").is_err());
         assert!(c.decode(OpKind::Get, b"ERROR\r\n").is_err());
         assert!(c.decode(OpKind::Get, &reply(-1, 0x0C, 0, &[])).is_err());

@@ -2,8 +2,7 @@
 //! PasswordAuthenticator's SASL PLAIN, simple QUERYs, PREPARE, and pipelined
 //! INSERTs for the bulk load.
 
-use std::io::{self, Read, Write};
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::io::{self, Write};
 use std::time::Duration;
 
 use super::codec::{
@@ -11,10 +10,10 @@ use super::codec::{
     RESULT, Reader, STARTUP, frame, header, patch, skip_metadata,
 };
 use crate::driver::Connector;
-use crate::driver::table::load_pipelined;
-use crate::driver::wire::{Malformed, StatementId};
+use crate::driver::setup::SetupConn;
+use crate::driver::table::{LoadSlice, load_pipelined};
+use crate::driver::wire::{Malformed, StatementId, read_frame};
 use crate::transport::Stream;
-use crate::workload::Values;
 
 /// Opcode OPTIONS.
 const OPTIONS: u8 = 0x05;
@@ -125,20 +124,7 @@ impl CqlConn {
         patch(&mut req, 0, 0);
         self.stream.write_all(&req)?;
         let mut buf = Vec::new();
-        let mut chunk = [0u8; 16384];
-        let f = loop {
-            if let Some(f) = frame(&buf).map_err(invalid)? {
-                break f;
-            }
-            let n = self.stream.read(&mut chunk)?;
-            if n == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the server closed the connection",
-                ));
-            }
-            buf.extend_from_slice(&chunk[..n]);
-        };
+        let f = read_frame(&mut self.stream, &mut buf, frame)?;
         let body = buf[f.body].to_vec();
         if f.opcode == ERROR {
             let mut r = Reader { buf: &body, pos: 0 };
@@ -186,35 +172,26 @@ impl CqlConn {
         StatementId::new(&body[id]).ok_or_else(|| invalid(Malformed("statement id over 32 bytes")))
     }
 
-    /// Sets the socket's read and write timeouts.
-    pub fn set_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.stream.set_timeout(t)
+    /// INSERTs the keys of `slice` (version 0) with `codec`, 256 in flight.
+    /// Fails on the first refused write.
+    pub fn insert_rows(&mut self, codec: &CqlCodec, slice: LoadSlice<'_>) -> io::Result<()> {
+        load_pipelined(&mut self.stream, codec, slice, |reply| {
+            format!("the node refused an INSERT: {}", error_message(reply))
+        })
     }
 
-    /// The socket, for the engine.
+    /// The socket, for the engine once set-up is done.
     pub fn into_stream(self) -> Stream {
         self.stream
     }
+}
 
-    /// INSERTs keys `start..end` (version 0) with `codec`, 256 in flight; adds
-    /// each batch to `done`. Fails on the first refused write.
-    pub fn insert_rows(
-        &mut self,
-        codec: &CqlCodec,
-        values: &Values,
-        keys: (u64, u64),
-        done: &AtomicU64,
-        shutdown: &AtomicBool,
-    ) -> io::Result<()> {
-        load_pipelined(
-            &mut self.stream,
-            codec,
-            values,
-            keys,
-            done,
-            shutdown,
-            |reply| format!("the node refused an INSERT: {}", error_message(reply)),
-        )
+impl SetupConn for CqlConn {
+    fn stream(&self) -> &Stream {
+        &self.stream
+    }
+    fn open(c: &Connector, timeout: Duration) -> io::Result<CqlConn> {
+        open(c, timeout)
     }
 }
 

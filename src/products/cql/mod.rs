@@ -25,6 +25,7 @@ use anyhow::{Context, Result};
 pub use codec::CqlCodec;
 pub use conn::{CqlConn, open};
 
+use crate::driver::setup::hand_over;
 use crate::driver::wire::Session;
 use crate::driver::{
     Connector, Facts, Product, Role, Server, ServerCounters, ServerFacts, ServerInfo,
@@ -102,9 +103,8 @@ impl Product for Cassandra {
         let ks = keyspace(c)?;
         let get = conn.prepare(&format!("SELECT v FROM {ks}.kvlab_kv WHERE k = ?"))?;
         let set = conn.prepare(&format!("INSERT INTO {ks}.kvlab_kv (k, v) VALUES (?, ?)"))?;
-        conn.set_timeout(None)?;
         let level = consistency(c);
-        Ok((conn.into_stream(), Session::Prepared { get, set, level }))
+        hand_over(conn.into_stream(), Session::Prepared { get, set, level })
     }
 
     fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo> {

@@ -13,7 +13,8 @@ use anyhow::{Context, Result, bail};
 
 use super::conn::{CqlConn, Row, bigint, open, text};
 use super::{Cassandra, CqlCodec, keyspace};
-use crate::driver::table::{MARK, VALUES_MARK, parallel_load};
+use crate::driver::SetupConn;
+use crate::driver::table::{MARK, TableJob, VALUES_MARK, parallel_load};
 use crate::driver::wire::Codec;
 use crate::driver::{Connector, DataSpec, Database, Existing, Figures, TableSteps};
 use crate::system::progress::{RunOptions, note};
@@ -34,12 +35,10 @@ fn load(c: &Connector, data: &DataSpec, opts: RunOptions, shutdown: &AtomicBool)
         .min(data.keys.max(1) as usize);
     // The load writes at ONE whatever level the run asks for.
     let c = &c.clone().with_consistency(None);
-    parallel_load(data.keys, loaders, opts, shutdown, |start, end, done| {
+    parallel_load(data, loaders, opts, shutdown, |slice| {
         let (stream, session) = c.connect(Duration::from_secs(10))?;
         let codec = CqlCodec::default().bind(&session);
-        let mut lc = CqlConn::resume(stream);
-        lc.insert_rows(&codec, &data.values, (start, end), done, shutdown)?;
-        Ok(())
+        Ok(CqlConn::resume(stream).insert_rows(&codec, slice)?)
     })
     .context("loading kvlab_kv with INSERT failed")
 }
@@ -146,12 +145,12 @@ impl TableSteps for CqlTable<'_> {
 
 impl Database for Cassandra {
     /// A set-up session, with kvlab's keyspace created when absent.
-    fn table<'a>(
-        &self,
-        connector: &'a Connector,
-        data: &'a DataSpec,
-        opts: RunOptions,
-    ) -> Result<Box<dyn TableSteps + 'a>> {
+    fn table<'a>(&self, job: TableJob<'a>) -> Result<Box<dyn TableSteps + 'a>> {
+        let TableJob {
+            connector,
+            data,
+            opts,
+        } = job;
         let (keys, vsize) = (data.keys, data.values.size());
         let ks = keyspace(connector)?;
         let mark = format!("{MARK} (value_size={vsize}, {VALUES_MARK})");

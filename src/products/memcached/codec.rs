@@ -171,6 +171,7 @@ pub fn stats<S: Read + Write>(s: &mut S) -> Result<Vec<(String, String)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::driver::wire::testing::{assert_incomplete, encoded, frame, key};
 
     fn dec(op: OpKind, b: &[u8]) -> Result<Decoded, Malformed> {
         Memcache.decode(op, b)
@@ -178,33 +179,20 @@ mod tests {
 
     #[test]
     fn encodes_and_decodes_cache_aside_commands() {
-        let k = Key {
-            id: 1,
-            name: b"k1",
-            tag: 0,
-        };
+        let k = key(1, b"k1");
         let mut out = Vec::new();
         Memcache.encode_set_ttl(k, b"vv", 30, &mut out);
         assert_eq!(out, b"set k1 0 30 2\r\nvv\r\n");
-        out.clear();
-        Memcache.encode_set(k, b"vv", &mut out);
-        assert_eq!(out, b"set k1 0 0 2\r\nvv\r\n");
         out.clear();
         Memcache.encode_delete(k, &mut out);
         assert_eq!(out, b"delete k1\r\n");
         assert_eq!(
             Memcache.decode_delete(b"DELETED\r\n"),
-            Ok(Decoded::Frame {
-                len: 9,
-                reply: Reply::Stored
-            })
+            frame(9, Reply::Stored)
         );
         assert_eq!(
             Memcache.decode_delete(b"NOT_FOUND\r\n"),
-            Ok(Decoded::Frame {
-                len: 11,
-                reply: Reply::Stored
-            })
+            frame(11, Reply::Stored)
         );
         assert_eq!(Memcache.decode_delete(b"DELE"), Ok(Decoded::Incomplete));
         assert!(Memcache.decode_delete(b"STORED\r\n").is_err());
@@ -212,77 +200,31 @@ mod tests {
 
     #[test]
     fn encodes_commands() {
-        let mut out = Vec::new();
-        Memcache.encode_get(
-            Key {
-                id: 1,
-                name: b"k:1",
-                tag: 0,
-            },
-            &mut out,
-        );
-        assert_eq!(out, b"get k:1\r\n");
-        out.clear();
-        Memcache.encode_set(
-            Key {
-                id: 0,
-                name: b"k",
-                tag: 0,
-            },
-            b"vv",
-            &mut out,
-        );
-        assert_eq!(out, b"set k 0 0 2\r\nvv\r\n");
+        let (get, set) = encoded(&Memcache, key(1, b"k:1"), b"vv");
+        assert_eq!(get, b"get k:1\r\n");
+        assert_eq!(set, b"set k:1 0 0 2\r\nvv\r\n");
     }
 
     #[test]
     fn decodes_replies() {
+        let get = |b: &[u8]| dec(OpKind::Get, b);
         assert_eq!(
-            dec(OpKind::Get, b"VALUE k 0 3\r\nabc\r\nEND\r\n"),
-            Ok(Decoded::Frame {
-                len: 23,
-                reply: Reply::Value(13..16)
-            })
+            get(b"VALUE k 0 3\r\nabc\r\nEND\r\n"),
+            frame(23, Reply::Value(13..16))
         );
         assert_eq!(
-            dec(OpKind::Get, b"VALUE k 0 3 99\r\nabc\r\nEND\r\n"),
-            Ok(Decoded::Frame {
-                len: 26,
-                reply: Reply::Value(16..19)
-            })
+            get(b"VALUE k 0 3 99\r\nabc\r\nEND\r\n"),
+            frame(26, Reply::Value(16..19))
         );
-        assert_eq!(
-            dec(OpKind::Get, b"END\r\nEND\r\n"),
-            Ok(Decoded::Frame {
-                len: 5,
-                reply: Reply::Nil
-            })
-        );
-        assert_eq!(
-            dec(OpKind::Set, b"STORED\r\n"),
-            Ok(Decoded::Frame {
-                len: 8,
-                reply: Reply::Stored
-            })
-        );
-        assert_eq!(
-            dec(
-                OpKind::Set,
-                b"SERVER_ERROR out of memory storing object\r\n"
-            ),
-            Ok(Decoded::Frame {
-                len: 43,
-                reply: Reply::ServerError
-            })
-        );
+        assert_eq!(get(b"END\r\nEND\r\n"), frame(5, Reply::Nil));
+        assert_eq!(dec(OpKind::Set, b"STORED\r\n"), frame(8, Reply::Stored));
+        let oom = b"SERVER_ERROR out of memory storing object\r\n";
+        assert_eq!(dec(OpKind::Set, oom), frame(43, Reply::ServerError));
     }
 
     #[test]
     fn partial_replies_are_incomplete() {
-        let full = b"VALUE k 0 3\r\nabc\r\nEND\r\n";
-        for n in 0..full.len() {
-            assert_eq!(dec(OpKind::Get, &full[..n]), Ok(Decoded::Incomplete), "{n}");
-        }
+        assert_incomplete(&Memcache, OpKind::Get, b"VALUE k 0 3\r\nabc\r\nEND\r\n");
         assert_eq!(dec(OpKind::Set, b"STOR"), Ok(Decoded::Incomplete));
     }
 

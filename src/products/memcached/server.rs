@@ -7,7 +7,7 @@ use std::process::Command;
 use anyhow::{Result, bail};
 
 use super::Memcached;
-use crate::driver::settings::{bad_number, mib_for};
+use crate::driver::settings::{bad_number, mib_for, with_defaults};
 use crate::driver::{Config, Launch, Login, Server, Sizing};
 use crate::system::osuser::is_root;
 
@@ -30,13 +30,13 @@ pub const MEMCACHED_KEYS: &[(&str, &str, &str)] = &[
 
 impl Server for Memcached {
     fn configure(&self, opts: &BTreeMap<String, String>, sizing: Sizing) -> Result<Config> {
-        let mut given = opts.clone();
-        given
-            .entry("max-connections".into())
-            .or_insert_with(|| "4096".into());
-        given
-            .entry("memory-mb".into())
-            .or_insert_with(|| mib_for(sizing.data_bytes, 64).to_string());
+        let given = with_defaults(
+            opts,
+            [
+                ("max-connections", "4096".into()),
+                ("memory-mb", mib_for(sizing.data_bytes, 64).to_string()),
+            ],
+        );
         let mut config = Config::default();
         for (k, v) in &given {
             let Some((_, flag, _)) = MEMCACHED_KEYS.iter().find(|(name, _, _)| name == k) else {
@@ -86,19 +86,12 @@ mod tests {
     use super::super::MEMCACHED;
     use super::*;
 
-    fn sz(data_bytes: u64) -> Sizing {
-        Sizing {
-            data_bytes,
-            connections: 50,
-        }
-    }
-
     #[test]
     fn maps_memcached_settings() {
         let mut o = BTreeMap::new();
         o.insert("threads".to_string(), "2".to_string());
         let (args, settings) = MEMCACHED
-            .configure(&o, sz(100 << 20))
+            .configure(&o, Sizing::test(100 << 20))
             .map(|c| (c.args, c.settings))
             .unwrap();
         assert!(args.windows(2).any(|w| w == ["-t", "2"]));
@@ -106,7 +99,7 @@ mod tests {
         assert_eq!(settings["max-connections"], "4096");
         o.insert("bogus".into(), "1".into());
         let e = MEMCACHED
-            .configure(&o, sz(0))
+            .configure(&o, Sizing::test(0))
             .map(|c| c.args)
             .unwrap_err()
             .to_string();

@@ -218,6 +218,7 @@ impl Codec for MyCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::driver::wire::testing::{assert_incomplete, assert_value, encoded, frame, key};
 
     fn pk(seq: u8, body: &[u8]) -> Vec<u8> {
         packet(seq, body)
@@ -240,81 +241,32 @@ mod tests {
     #[test]
     fn templates_carry_ids_key_and_value() {
         let m = MyCodec::new(300).for_statements(7, 9);
-        let mut out = Vec::new();
-        m.encode_get(
-            Key {
-                id: 0x0102,
-                name: b"",
-                tag: 0,
-            },
-            &mut out,
-        );
-        assert_eq!(&out[..5], &[22, 0, 0, 0, 0x17]);
-        assert_eq!(&out[5..9], &7u32.to_le_bytes());
-        assert_eq!(&out[out.len() - 8..], &0x0102i64.to_le_bytes());
-        out.clear();
         let v = vec![b'q'; 300];
-        m.encode_set(
-            Key {
-                id: 5,
-                name: b"",
-                tag: 0,
-            },
-            &v,
-            &mut out,
-        );
-        assert_eq!(&out[5..9], &9u32.to_le_bytes());
-        assert_eq!(&out[20..28], &5i64.to_le_bytes());
-        assert_eq!(&out[28..31], &[0xfc, 0x2c, 0x01]);
-        assert!(out.ends_with(&v));
-        let len = usize::from(out[0]) | usize::from(out[1]) << 8;
-        assert_eq!(len + 4, out.len());
+        let (get, set) = encoded(&m, key(0x0102, b""), &v);
+        assert_eq!(&get[..5], &[22, 0, 0, 0, 0x17]);
+        assert_eq!(&get[5..9], &7u32.to_le_bytes());
+        assert_eq!(&get[get.len() - 8..], &0x0102i64.to_le_bytes());
+        assert_eq!(&set[5..9], &9u32.to_le_bytes());
+        assert_eq!(&set[20..28], &0x0102i64.to_le_bytes());
+        assert_eq!(&set[28..31], &[0xfc, 0x2c, 0x01]);
+        assert!(set.ends_with(&v));
+        let len = usize::from(set[0]) | usize::from(set[1]) << 8;
+        assert_eq!(len + 4, set.len());
     }
 
     #[test]
     fn decodes_result_sets() {
         let m = MyCodec::new(3);
-        let r = get_reply(Some(b"abc"));
-        match m.decode(OpKind::Get, &r).unwrap() {
-            Decoded::Frame {
-                len,
-                reply: Reply::Value(v),
-            } => {
-                assert_eq!(len, r.len());
-                assert_eq!(&r[v], b"abc");
-            }
-            other => panic!("{other:?}"),
-        }
+        assert_value(&m, &get_reply(Some(b"abc")), b"abc");
         let r = get_reply(None);
-        assert_eq!(
-            m.decode(OpKind::Get, &r),
-            Ok(Decoded::Frame {
-                len: r.len(),
-                reply: Reply::Nil
-            })
-        );
-        for n in 0..r.len() {
-            assert_eq!(
-                m.decode(OpKind::Get, &r[..n]),
-                Ok(Decoded::Incomplete),
-                "{n}"
-            );
-        }
+        assert_eq!(m.decode(OpKind::Get, &r), frame(r.len(), Reply::Nil));
+        assert_incomplete(&m, OpKind::Get, &r);
         let ok = pk(1, &[0, 2, 0, 2, 0, 0, 0]);
-        assert_eq!(
-            m.decode(OpKind::Set, &ok),
-            Ok(Decoded::Frame {
-                len: ok.len(),
-                reply: Reply::Stored
-            })
-        );
+        assert_eq!(m.decode(OpKind::Set, &ok), frame(ok.len(), Reply::Stored));
         let err = pk(1, b"\xff\x15\x04#28000boom");
         assert_eq!(
             m.decode(OpKind::Get, &err),
-            Ok(Decoded::Frame {
-                len: err.len(),
-                reply: Reply::ServerError
-            })
+            frame(err.len(), Reply::ServerError)
         );
         assert!(m.decode(OpKind::Get, &pk(1, &[2])).is_err(), "two columns");
         assert!(m.decode(OpKind::Get, &pk(1, b"+OK")).is_err());

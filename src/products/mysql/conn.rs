@@ -4,7 +4,7 @@
 //! the `mysql_common` crate's packets.
 
 use std::io::{self, Read, Write};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use mysql_common::auth::plugins::caching_sha2_password::scramble_sha256;
@@ -18,8 +18,10 @@ use mysql_common::proto::{MyDeserialize, MySerialize};
 
 use super::codec::{GET_SQL, SET_SQL, packet};
 use crate::driver::Connector;
+use crate::driver::setup::SetupConn;
+use crate::driver::table::LoadSlice;
+use crate::products::sql::{Rows, SqlConn};
 use crate::transport::Stream;
-use crate::workload::Values;
 
 /// A blocking MySQL/MariaDB connection for set-up.
 pub struct MyConn {
@@ -212,7 +214,7 @@ impl MyConn {
     }
 
     /// Runs `sql` (text protocol); returns rows as text.
-    pub fn query(&mut self, sql: &str) -> io::Result<Vec<Vec<Option<String>>>> {
+    pub fn query(&mut self, sql: &str) -> io::Result<Rows> {
         let mut body = vec![0x03];
         body.extend_from_slice(sql.as_bytes());
         self.stream.write_all(&packet(0, &body))?;
@@ -273,15 +275,6 @@ impl MyConn {
         }
     }
 
-    /// The first column of the first row of `sql`.
-    pub fn query_one(&mut self, sql: &str) -> io::Result<Option<String>> {
-        Ok(self
-            .query(sql)?
-            .into_iter()
-            .next()
-            .and_then(|r| r.into_iter().next().flatten()))
-    }
-
     fn prepare(&mut self, sql: &str) -> io::Result<u32> {
         let mut body = vec![0x16];
         body.extend_from_slice(sql.as_bytes());
@@ -307,21 +300,15 @@ impl MyConn {
         Ok((self.prepare(GET_SQL)?, self.prepare(SET_SQL)?))
     }
 
-    /// Loads keys `start..end` with multi-row INSERTs of about 1 MiB each.
-    pub fn insert_rows(
-        &mut self,
-        values: &Values,
-        start: u64,
-        end: u64,
-        done: &AtomicU64,
-        stop: &AtomicBool,
-    ) -> io::Result<()> {
+    /// Loads the keys of `slice` with multi-row INSERTs of about 1 MiB each.
+    pub fn insert_rows(&mut self, slice: LoadSlice<'_>) -> io::Result<()> {
+        let (values, end) = (slice.values, slice.end);
         let mut sql = String::with_capacity(1 << 20);
         let mut v = Vec::with_capacity(values.size());
         let mut pending = 0;
-        let mut k = start;
+        let mut k = slice.start;
         while k < end {
-            if stop.load(Ordering::Relaxed) {
+            if slice.stop.load(Ordering::Relaxed) {
                 return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted"));
             }
             sql.clear();
@@ -342,20 +329,30 @@ impl MyConn {
                 k += 1;
             }
             self.query(&sql)?;
-            done.fetch_add(pending, Ordering::Relaxed);
+            slice.done.fetch_add(pending, Ordering::Relaxed);
             pending = 0;
         }
         Ok(())
     }
 
-    /// Sets read and write timeouts of the socket.
-    pub fn set_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.stream.set_timeout(t)
-    }
-
     /// The socket, for the engine once set-up is done.
     pub fn into_stream(self) -> Stream {
         self.stream
+    }
+}
+
+impl SetupConn for MyConn {
+    fn stream(&self) -> &Stream {
+        &self.stream
+    }
+    fn open(c: &Connector, timeout: Duration) -> io::Result<MyConn> {
+        open(c, timeout)
+    }
+}
+
+impl SqlConn for MyConn {
+    fn query(&mut self, sql: &str) -> io::Result<Rows> {
+        MyConn::query(self, sql)
     }
 }
 

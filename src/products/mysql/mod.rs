@@ -25,6 +25,7 @@ use anyhow::Result;
 pub use codec::{GET_SQL, MAX_VALUE, MyCodec, SET_SQL};
 pub use conn::{MyConn, open};
 
+use crate::driver::setup::hand_over;
 use crate::driver::wire::Session;
 use crate::driver::{
     Connector, Endpoint, Facts, Product, Role, Server, ServerCounters, ServerFacts, ServerInfo,
@@ -81,8 +82,7 @@ impl Product for Mariadb {
     fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(Stream, Session)> {
         let mut conn = open(c, timeout)?;
         let (get, set) = conn.prepare_ids()?;
-        conn.set_timeout(None)?;
-        Ok((conn.into_stream(), Session::Statements { get, set }))
+        hand_over(conn.into_stream(), Session::Statements { get, set })
     }
 
     fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo> {

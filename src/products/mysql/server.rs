@@ -10,27 +10,31 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::Mariadb;
-use super::conn::open;
-use crate::driver::settings::{DATABASE_OWN, database_config, mib_for};
+use super::{Mariadb, MyConn};
+use crate::driver::settings::{DATABASE_OWN, database_config, mib_for, with_defaults};
 use crate::driver::{Config, Connector, Launch, Login, Server, Sizing};
+use crate::products::sql;
 use crate::system::find_binary;
 use crate::system::osuser::{OsUser, run_tool};
 
 impl Server for Mariadb {
     fn configure(&self, opts: &BTreeMap<String, String>, sizing: Sizing) -> Result<Config> {
-        let mut given = opts.clone();
         let conns = (sizing.connections + 20).max(151);
-        given
-            .entry("max_connections".into())
-            .or_insert_with(|| conns.to_string());
-        given
-            .entry("innodb_buffer_pool_size".into())
-            .or_insert_with(|| format!("{}M", mib_for(sizing.data_bytes, 128)));
-        // The MEMORY engine's table must fit too.
-        given
-            .entry("max_heap_table_size".into())
-            .or_insert_with(|| format!("{}M", mib_for(sizing.data_bytes * 2, 64)));
+        let given = with_defaults(
+            opts,
+            [
+                ("max_connections", conns.to_string()),
+                (
+                    "innodb_buffer_pool_size",
+                    format!("{}M", mib_for(sizing.data_bytes, 128)),
+                ),
+                // The MEMORY engine's table must fit too.
+                (
+                    "max_heap_table_size",
+                    format!("{}M", mib_for(sizing.data_bytes * 2, 64)),
+                ),
+            ],
+        );
         database_config(&given, DATABASE_OWN, str::to_string, |k, v| {
             vec![format!("--{k}={v}")]
         })
@@ -79,17 +83,9 @@ impl Server for Mariadb {
     }
 
     fn effective_settings(&self, c: &Connector, keys: &[String]) -> Vec<(String, String)> {
-        let Ok(mut conn) = open(c, Duration::from_secs(5)) else {
-            return Vec::new();
-        };
-        keys.iter()
-            .filter_map(|key| {
-                let v = conn
-                    .query_one(&format!("SELECT @@GLOBAL.{}", key.replace('-', "_")))
-                    .ok()??;
-                Some((key.clone(), v))
-            })
-            .collect()
+        sql::settings::<MyConn>(c, keys, |key| {
+            format!("SELECT @@GLOBAL.{}", key.replace('-', "_"))
+        })
     }
 }
 
@@ -160,10 +156,7 @@ mod tests {
     fn passes_settings_and_refuses_its_own() {
         let mut o = BTreeMap::new();
         o.insert("query_cache_type".to_string(), "1".to_string());
-        let sizing = Sizing {
-            data_bytes: 0,
-            connections: 50,
-        };
+        let sizing = Sizing::test(0);
         let c = MARIADB.configure(&o, sizing).unwrap();
         assert!(c.args.contains(&"--query_cache_type=1".to_string()));
         assert_eq!(c.settings["max_connections"], "151");

@@ -3,16 +3,16 @@
 //! loaded with parallel multi-row INSERTs; versions reset for cache-aside; size.
 
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
 use super::codec::MAX_VALUE;
 use super::conn::MyConn;
-use super::conn::open;
 use super::{FACTS, Mariadb};
-use crate::driver::table::{MARK, VALUES_MARK, parallel_load};
+use crate::driver::setup::{table_session, untimed};
+use crate::driver::table::{MARK, TableJob, VALUES_MARK, parallel_load};
 use crate::driver::{Connector, DataSpec, Database, Existing, Figures, TableSteps};
+use crate::products::sql;
 use crate::system::progress::RunOptions;
 
 /// kvlab's table over one MariaDB/MySQL set-up session.
@@ -55,17 +55,11 @@ impl TableSteps for MyTable<'_> {
     }
 
     fn figures(&mut self) -> Result<Figures> {
-        let mut q = self.c.query("SELECT COUNT(*), COALESCE(MIN(k), -1), COALESCE(MAX(k), -1), COALESCE(MIN(LENGTH(v)), -1), COALESCE(MAX(LENGTH(v)), -1) FROM kvlab_kv")?;
-        Ok(if q.is_empty() {
-            Vec::new()
-        } else {
-            q.swap_remove(0)
-        })
+        sql::figures(&mut self.c)
     }
 
     fn drop_table(&mut self) -> Result<()> {
-        self.c.query("DROP TABLE kvlab_kv")?;
-        Ok(())
+        sql::drop_table(&mut self.c)
     }
 
     fn create(&mut self) -> Result<()> {
@@ -83,14 +77,10 @@ impl TableSteps for MyTable<'_> {
 
     fn load(&mut self, opts: RunOptions, shutdown: &AtomicBool) -> Result<()> {
         let (connector, data) = (self.connector, self.data);
-        let keys = data.keys;
         // InnoDB takes parallel inserters well even on 2 cores (measured: 2 loaders 240-300k rows/s, 4 loaders 310k).
-        let loaders = (data.threads * 2).clamp(2, 4).min(keys as usize);
-        parallel_load(keys, loaders, opts, shutdown, |start, end, done| {
-            let mut lc: MyConn = open(connector, Duration::from_secs(10))?;
-            lc.set_timeout(None)?;
-            lc.insert_rows(&data.values, start, end, done, shutdown)?;
-            Ok(())
+        let loaders = (data.threads * 2).clamp(2, 4).min(data.keys as usize);
+        parallel_load(data, loaders, opts, shutdown, |slice| {
+            Ok(untimed::<MyConn>(connector)?.insert_rows(slice)?)
         })
         .context("loading kvlab_kv with INSERT failed (for the MEMORY engine, is max_heap_table_size large enough?)")?;
         self.c.query("ANALYZE TABLE kvlab_kv")?;
@@ -101,12 +91,10 @@ impl TableSteps for MyTable<'_> {
 impl Database for Mariadb {
     /// Checks that the engine can hold values of this size, then opens a
     /// set-up session.
-    fn table<'a>(
-        &self,
-        connector: &'a Connector,
-        data: &'a DataSpec,
-        _opts: RunOptions,
-    ) -> Result<Box<dyn TableSteps + 'a>> {
+    fn table<'a>(&self, job: TableJob<'a>) -> Result<Box<dyn TableSteps + 'a>> {
+        let TableJob {
+            connector, data, ..
+        } = job;
         let vsize = data.values.size();
         let engine = data
             .schema
@@ -128,11 +116,8 @@ impl Database for Mariadb {
                 "--table-engine memory: the MEMORY engine stores no BLOBs; use values of at most 16000 bytes or --table-engine innodb"
             );
         }
-        let c = open(connector, Duration::from_secs(10))
-            .map_err(|e| anyhow::anyhow!("{}: {e}", connector.display))?;
-        c.set_timeout(None)?;
         Ok(Box::new(MyTable {
-            c,
+            c: table_session(connector)?,
             connector,
             data,
             engine,
@@ -143,21 +128,18 @@ impl Database for Mariadb {
     /// Sets every value of kvlab's table back to version 0 (only rows that differ:
     /// one scan, few writes).
     fn reset_versions(&self, db: &Connector) -> Result<()> {
-        let mut c = open(db, Duration::from_secs(10))?;
-        c.set_timeout(None)?;
-        c.query(
+        sql::run_long::<MyConn>(
+            db,
             "UPDATE kvlab_kv SET v = INSERT(v, 17, 16, '0000000000000000') \
              WHERE SUBSTRING(v, 17, 16) <> '0000000000000000'",
-        )?;
-        Ok(())
+        )
     }
 
     /// Bytes of kvlab's table with its indexes.
     fn table_size(&self, db: &Connector) -> Result<(u64, &'static str)> {
-        open(db, Duration::from_secs(5))?
-            .query_one("SELECT DATA_LENGTH + INDEX_LENGTH FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'kvlab_kv'")?
-            .and_then(|v| v.parse().ok())
-            .context("cannot read the size of kvlab_kv")
-            .map(|b| (b, "table + indexes"))
+        sql::table_size::<MyConn>(
+            db,
+            "SELECT DATA_LENGTH + INDEX_LENGTH FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'kvlab_kv'",
+        )
     }
 }

@@ -20,6 +20,7 @@ use anyhow::{Context, Result};
 use super::postgres::PgConn;
 use crate::driver::{Endpoint, Login, Pooler, PoolerCounters, PoolerLaunch, Product};
 use crate::error::UsageError;
+use crate::products::sql::SqlConn;
 use crate::transport::Transport;
 
 /// PgBouncer.

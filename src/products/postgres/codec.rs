@@ -57,7 +57,24 @@ enum Param {
 fn find(hay: &[u8], needle: &[u8]) -> usize {
     hay.windows(needle.len())
         .position(|w| w == needle)
-        .expect("sentinel present in template")
+        .expect("key placeholder present in template")
+}
+
+impl Templates {
+    /// The GET and SET messages `get` and `set`, each with its key where the
+    /// placeholder `key` first stands, the SET's value of `vlen` bytes
+    /// `value_after` bytes after its key.
+    fn new(get: Vec<u8>, set: Vec<u8>, key: &[u8], value_after: usize, vlen: usize) -> Templates {
+        let (get_key, set_key) = (find(&get, key), find(&set, key));
+        Templates {
+            get,
+            get_key,
+            set,
+            set_key,
+            set_val: set_key + value_after,
+            vlen,
+        }
+    }
 }
 
 /// How requests reach the server (`--query-mode`, as pgbench's `-M`).
@@ -120,6 +137,17 @@ impl PgCodec {
         PgCodec::with_mode(value_size, mode)
     }
 
+    /// Writes key `id` at the front of `out`: digits in simple mode, else a
+    /// binary `bigint`.
+    #[inline]
+    fn put_key(&self, out: &mut [u8], id: u64) {
+        if self.simple {
+            put_digits(&mut out[..KEY_DIGITS], id);
+        } else {
+            out[..8].copy_from_slice(&(id as i64).to_be_bytes());
+        }
+    }
+
     /// Templates for values of `value_size` bytes in query mode `mode`.
     pub fn with_mode(value_size: usize, mode: QueryMode) -> PgCodec {
         let t = match mode {
@@ -161,7 +189,6 @@ fn bound_templates(value_size: usize, unnamed: bool) -> Templates {
     frontend::execute("", 0, &mut b).expect("execute encodes");
     frontend::sync(&mut b);
     let get = b.to_vec();
-    let get_key = find(&get, &SENTINEL.to_be_bytes());
     let mut b = BytesMut::new();
     if unnamed {
         frontend::parse("", SET_SQL, [INT8_OID, BYTEA_OID], &mut b).expect("parse encodes");
@@ -171,22 +198,14 @@ fn bound_templates(value_size: usize, unnamed: bool) -> Templates {
     assert!(bound.is_ok(), "bind encodes");
     frontend::execute("", 0, &mut b).expect("execute encodes");
     frontend::sync(&mut b);
-    let set = b.to_vec();
-    let set_key = find(&set, &SENTINEL.to_be_bytes());
-    let set_val = set_key + 8 + 4;
+    // The value follows the key's 8 bytes and its own length.
+    let t = Templates::new(get, b.to_vec(), &SENTINEL.to_be_bytes(), 8 + 4, value_size);
     debug_assert!(
-        set[set_val..set_val + value_size]
+        t.set[t.set_val..t.set_val + value_size]
             .iter()
             .all(|&x| x == 0xab)
     );
-    Templates {
-        get,
-        get_key,
-        set,
-        set_key,
-        set_val,
-        vlen: value_size,
-    }
+    t
 }
 
 /// `Query` templates: the key as [`KEY_DIGITS`] digits, the value as a string
@@ -198,23 +217,14 @@ fn simple_templates(value_size: usize) -> Templates {
         "($1, $2)",
         &format!("({zeros}, '{}')", "\u{1}".repeat(value_size)),
     );
-    let mut b = BytesMut::new();
-    frontend::query(&get_sql, &mut b).expect("query encodes");
-    let get = b.to_vec();
-    let get_key = 5 + SIMPLE_GET.len();
-    let mut b = BytesMut::new();
-    frontend::query(&set_sql, &mut b).expect("query encodes");
-    let set = b.to_vec();
-    let set_key = 5 + set_sql.find(&zeros).expect("key in the template");
-    let set_val = set_key + KEY_DIGITS + 3;
-    Templates {
-        get,
-        get_key,
-        set,
-        set_key,
-        set_val,
-        vlen: value_size,
-    }
+    let message = |sql: &str| {
+        let mut b = BytesMut::new();
+        frontend::query(sql, &mut b).expect("query encodes");
+        b.to_vec()
+    };
+    // The value's quoted literal follows the key's digits and `, '`.
+    let (get, set) = (message(&get_sql), message(&set_sql));
+    Templates::new(get, set, zeros.as_bytes(), KEY_DIGITS + 3, value_size)
 }
 
 impl Codec for PgCodec {
@@ -223,11 +233,7 @@ impl Codec for PgCodec {
         let t = &*self.t;
         let at = out.len() + t.get_key;
         out.extend_from_slice(&t.get);
-        if self.simple {
-            put_digits(&mut out[at..at + KEY_DIGITS], key.id);
-        } else {
-            out[at..at + 8].copy_from_slice(&(key.id as i64).to_be_bytes());
-        }
+        self.put_key(&mut out[at..], key.id);
     }
 
     #[inline]
@@ -235,12 +241,7 @@ impl Codec for PgCodec {
         let t = &*self.t;
         let base = out.len();
         out.extend_from_slice(&t.set);
-        let k = base + t.set_key;
-        if self.simple {
-            put_digits(&mut out[k..k + KEY_DIGITS], key.id);
-        } else {
-            out[k..k + 8].copy_from_slice(&(key.id as i64).to_be_bytes());
-        }
+        self.put_key(&mut out[base + t.set_key..], key.id);
         let n = value.len().min(t.vlen);
         out[base + t.set_val..base + t.set_val + n].copy_from_slice(&value[..n]);
     }
@@ -298,6 +299,7 @@ impl Codec for PgCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::driver::wire::testing::{assert_incomplete, assert_value, encoded, frame, key};
 
     fn msg(tag: u8, body: &[u8]) -> Vec<u8> {
         let mut m = vec![tag];
@@ -321,86 +323,38 @@ mod tests {
 
     #[test]
     fn templates_carry_key_and_value() {
-        let pg = PgCodec::new(4);
-        let mut out = Vec::new();
-        pg.encode_get(
-            Key {
-                id: 258,
-                name: b"",
-                tag: 0,
-            },
-            &mut out,
-        );
-        assert_eq!(out[0], b'B');
-        assert!(out.windows(8).any(|w| w == 258i64.to_be_bytes()));
-        assert!(out.ends_with(&[b'S', 0, 0, 0, 4]));
-        out.clear();
-        pg.encode_set(
-            Key {
-                id: 7,
-                name: b"",
-                tag: 0,
-            },
-            b"wxyz",
-            &mut out,
-        );
+        let (get, set) = encoded(&PgCodec::new(4), key(258, b""), b"wxyz");
+        assert_eq!(get[0], b'B');
+        assert!(get.windows(8).any(|w| w == 258i64.to_be_bytes()));
+        assert!(get.ends_with(&[b'S', 0, 0, 0, 4]));
         assert!(
-            out.windows(12)
-                .any(|w| w[..8] == 7i64.to_be_bytes() && w[8..] == 4i32.to_be_bytes())
+            set.windows(12)
+                .any(|w| w[..8] == 258i64.to_be_bytes() && w[8..] == 4i32.to_be_bytes())
         );
-        assert!(out.windows(4).any(|w| w == b"wxyz"));
+        assert!(set.windows(4).any(|w| w == b"wxyz"));
     }
 
     #[test]
     fn decodes_replies() {
         let pg = PgCodec::new(3);
-        let r = get_reply(Some(b"abc"));
-        match pg.decode(OpKind::Get, &r).unwrap() {
-            Decoded::Frame {
-                len,
-                reply: Reply::Value(v),
-            } => {
-                assert_eq!(len, r.len());
-                assert_eq!(&r[v], b"abc");
-            }
-            other => panic!("{other:?}"),
-        }
+        assert_value(&pg, &get_reply(Some(b"abc")), b"abc");
         let r = get_reply(None);
-        assert_eq!(
-            pg.decode(OpKind::Get, &r),
-            Ok(Decoded::Frame {
-                len: r.len(),
-                reply: Reply::Nil
-            })
-        );
+        assert_eq!(pg.decode(OpKind::Get, &r), frame(r.len(), Reply::Nil));
         let mut r = msg(b'E', b"SERROR\0Mboom\0\0");
         r.extend(msg(b'Z', b"I"));
         assert_eq!(
             pg.decode(OpKind::Set, &r),
-            Ok(Decoded::Frame {
-                len: r.len(),
-                reply: Reply::ServerError
-            })
+            frame(r.len(), Reply::ServerError)
         );
         let mut r = msg(b'2', b"");
         r.extend(msg(b'C', b"INSERT 0 1\0"));
         r.extend(msg(b'Z', b"I"));
-        assert_eq!(
-            pg.decode(OpKind::Set, &r),
-            Ok(Decoded::Frame {
-                len: r.len(),
-                reply: Reply::Stored
-            })
-        );
+        assert_eq!(pg.decode(OpKind::Set, &r), frame(r.len(), Reply::Stored));
     }
 
     #[test]
     fn other_modes_carry_key_and_value() {
-        let key = |id| Key {
-            id,
-            name: b"",
-            tag: 0,
-        };
+        let key = |id| key(id, b"");
         let pg = PgCodec::with_mode(4, QueryMode::Simple);
         let mut out = Vec::new();
         pg.encode_get(key(1234), &mut out);
@@ -437,14 +391,7 @@ mod tests {
     #[test]
     fn partial_and_malformed_replies() {
         let pg = PgCodec::new(3);
-        let r = get_reply(Some(b"abc"));
-        for n in 0..r.len() {
-            assert_eq!(
-                pg.decode(OpKind::Get, &r[..n]),
-                Ok(Decoded::Incomplete),
-                "{n}"
-            );
-        }
+        assert_incomplete(&pg, OpKind::Get, &get_reply(Some(b"abc")));
         assert!(pg.decode(OpKind::Get, b"+OK\r\n\0\0\0\0").is_err());
         assert!(
             pg.decode(OpKind::Get, &msg(b'D', &[0, 2, 0, 0, 0, 0]))

@@ -3,7 +3,7 @@
 //! preparing kvlab's statements, and COPY for the bulk load.
 
 use std::io::{self, Read, Write};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -13,11 +13,10 @@ use postgres_protocol::message::{backend, frontend};
 
 use super::codec::{BYTEA_OID, GET_SQL, INT8_OID, SET_SQL};
 use crate::driver::Connector;
+use crate::driver::setup::SetupConn;
+use crate::driver::table::LoadSlice;
+use crate::products::sql::{Rows, SqlConn};
 use crate::transport::Stream;
-use crate::workload::Values;
-
-/// Rows of a simple query, as text (`None`: NULL).
-pub type Rows = Vec<Vec<Option<String>>>;
 
 /// A blocking connection for set-up: start-up, authentication, simple queries,
 /// preparing kvlab's statements and COPY.
@@ -170,7 +169,7 @@ impl PgConn {
     }
 
     /// Runs `sql` with the simple query protocol; returns the rows as text.
-    pub fn query(&mut self, sql: &str) -> io::Result<Vec<Vec<Option<String>>>> {
+    pub fn query(&mut self, sql: &str) -> io::Result<Rows> {
         Ok(self.query_named(sql)?.1)
     }
 
@@ -210,15 +209,6 @@ impl PgConn {
         }
     }
 
-    /// The first column of the first row of `sql`.
-    pub fn query_one(&mut self, sql: &str) -> io::Result<Option<String>> {
-        Ok(self
-            .query(sql)?
-            .into_iter()
-            .next()
-            .and_then(|r| r.into_iter().next().flatten()))
-    }
-
     /// Prepares kvlab's GET and SET statements on this connection.
     pub fn prepare_kv(&mut self) -> io::Result<()> {
         let mut out = BytesMut::new();
@@ -226,27 +216,14 @@ impl PgConn {
         frontend::parse("kvlab_set", SET_SQL, [INT8_OID, BYTEA_OID], &mut out)?;
         frontend::sync(&mut out);
         self.stream.write_all(&out)?;
-        let mut err = None;
-        loop {
-            match self.read_message()? {
-                backend::Message::ErrorResponse(e) => err = Some(server_error(&e)),
-                backend::Message::ReadyForQuery(_) => return err.map_or(Ok(()), Err),
-                _ => {}
-            }
-        }
+        self.wait_ready()
     }
 
-    /// Loads keys `start..end` with `COPY … FROM STDIN (FORMAT binary)`, adding
-    /// each row to `done` as it is sent.
-    /// Stops early (with CopyFail) when `stop` is set.
-    pub fn copy_in(
-        &mut self,
-        values: &Values,
-        start: u64,
-        end: u64,
-        done: &AtomicU64,
-        stop: &AtomicBool,
-    ) -> io::Result<()> {
+    /// Loads the keys of `slice` with `COPY … FROM STDIN (FORMAT binary)`,
+    /// counting rows done as they are sent; stops early (with CopyFail) when
+    /// the slice is stopped.
+    pub fn copy_in(&mut self, slice: LoadSlice<'_>) -> io::Result<()> {
+        let (values, done) = (slice.values, slice.done);
         let mut out = BytesMut::new();
         frontend::query("COPY kvlab_kv (k, v) FROM STDIN (FORMAT binary)", &mut out)?;
         self.stream.write_all(&out)?;
@@ -265,7 +242,7 @@ impl PgConn {
         data.extend_from_slice(b"PGCOPY\n\xff\r\n\0");
         data.extend_from_slice(&[0; 8]); // flags, header extension length
         let mut pending = 0;
-        for k in start..end {
+        for k in slice.start..slice.end {
             data.extend_from_slice(&2i16.to_be_bytes());
             data.extend_from_slice(&8i32.to_be_bytes());
             data.extend_from_slice(&(k as i64).to_be_bytes());
@@ -273,7 +250,7 @@ impl PgConn {
             values.write(k, &mut data);
             pending += 1;
             if data.len() >= 1 << 20 {
-                if stop.load(Ordering::Relaxed) {
+                if slice.stop.load(Ordering::Relaxed) {
                     out.clear();
                     frontend::copy_fail("interrupted", &mut out)?;
                     self.stream.write_all(&out)?;
@@ -301,6 +278,7 @@ impl PgConn {
         self.stream.write_all(out)
     }
 
+    /// Reads up to `ReadyForQuery`; fails with the server's error if it sent one.
     fn wait_ready(&mut self) -> io::Result<()> {
         let mut err = None;
         loop {
@@ -312,14 +290,24 @@ impl PgConn {
         }
     }
 
-    /// Sets read and write timeouts of the underlying socket.
-    pub fn set_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.stream.set_timeout(t)
-    }
-
     /// The socket, for the engine once set-up is done.
     pub fn into_stream(self) -> Stream {
         self.stream
+    }
+}
+
+impl SetupConn for PgConn {
+    fn stream(&self) -> &Stream {
+        &self.stream
+    }
+    fn open(c: &Connector, timeout: Duration) -> io::Result<PgConn> {
+        open(c, timeout)
+    }
+}
+
+impl SqlConn for PgConn {
+    fn query(&mut self, sql: &str) -> io::Result<Rows> {
+        PgConn::query(self, sql)
     }
 }
 

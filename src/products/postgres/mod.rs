@@ -25,6 +25,7 @@ use anyhow::{Context, Result};
 pub use codec::{GET_SQL, PgCodec, QueryMode, SET_SQL, SIMPLE_GET_STAT};
 pub use conn::{PgConn, literal, open};
 
+use crate::driver::setup::hand_over;
 use crate::driver::wire::Session;
 use crate::driver::{
     Connector, Endpoint, Facts, Product, Role, Server, ServerCounters, ServerFacts, ServerInfo,
@@ -86,8 +87,7 @@ impl Product for Postgres {
         if QueryMode::named(c.query_mode.as_deref()) == Some(QueryMode::Prepared) {
             conn.prepare_kv()?;
         }
-        conn.set_timeout(None)?;
-        Ok((conn.into_stream(), Session::Plain))
+        hand_over(conn.into_stream(), Session::Plain)
     }
 
     fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo> {

@@ -6,14 +6,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::Postgres;
-use super::conn::open;
-use crate::driver::settings::{DATABASE_OWN, database_config, mib_for};
+use super::{PgConn, Postgres};
+use crate::driver::settings::{DATABASE_OWN, database_config, mib_for, with_defaults};
 use crate::driver::{Config, Connector, Launch, Login, Server, Sizing};
+use crate::products::sql;
 use crate::system::osuser::{OsUser, as_user, run_tool};
 use crate::system::{ProcUsage, find_binary, proc_tree_usage};
 
@@ -23,19 +22,20 @@ impl Server for Postgres {
     }
 
     fn configure(&self, opts: &BTreeMap<String, String>, sizing: Sizing) -> Result<Config> {
-        let mut given = opts.clone();
         let conns = (sizing.connections + 20).max(100);
-        given
-            .entry("max_connections".into())
-            .or_insert_with(|| conns.to_string());
-        given
-            .entry("shared_buffers".into())
-            .or_insert_with(|| format!("{}MB", mib_for(sizing.data_bytes, 128)));
-        // Exact per-statement counters to cross-check kvlab's counts (the usual
-        // production setting; `shared_preload_libraries=` turns it off).
-        given
-            .entry("shared_preload_libraries".into())
-            .or_insert_with(|| "pg_stat_statements".into());
+        let given = with_defaults(
+            opts,
+            [
+                ("max_connections", conns.to_string()),
+                (
+                    "shared_buffers",
+                    format!("{}MB", mib_for(sizing.data_bytes, 128)),
+                ),
+                // Exact per-statement counters to cross-check kvlab's counts (the
+                // usual production setting; `shared_preload_libraries=` turns it off).
+                ("shared_preload_libraries", "pg_stat_statements".into()),
+            ],
+        );
         database_config(
             &given,
             DATABASE_OWN,
@@ -76,17 +76,7 @@ impl Server for Postgres {
     }
 
     fn effective_settings(&self, c: &Connector, keys: &[String]) -> Vec<(String, String)> {
-        let Ok(mut conn) = open(c, Duration::from_secs(5)) else {
-            return Vec::new();
-        };
-        keys.iter()
-            .filter_map(|key| {
-                let v = conn
-                    .query_one(&format!("SELECT current_setting('{key}')"))
-                    .ok()??;
-                Some((key.clone(), v))
-            })
-            .collect()
+        sql::settings::<PgConn>(c, keys, |key| format!("SELECT current_setting('{key}')"))
     }
 
     /// The whole process tree: the postmaster, live backends, and backends that

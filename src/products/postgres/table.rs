@@ -3,15 +3,15 @@
 //! (index built after the load); versions reset for cache-aside; its size.
 
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 
 use super::Postgres;
 use super::conn::PgConn;
-use super::conn::open;
-use crate::driver::table::{MARK, VALUES_MARK, parallel_load};
+use crate::driver::setup::{table_session, untimed};
+use crate::driver::table::{MARK, TableJob, VALUES_MARK, parallel_load};
 use crate::driver::{Connector, DataSpec, Database, Existing, Figures, TableSteps};
+use crate::products::sql;
 use crate::system::progress::RunOptions;
 
 /// kvlab's table over one PostgreSQL set-up session.
@@ -47,17 +47,11 @@ impl TableSteps for PgTable<'_> {
     }
 
     fn figures(&mut self) -> Result<Figures> {
-        let mut q = self.c.query("SELECT count(*), coalesce(min(k), -1), coalesce(max(k), -1), coalesce(min(length(v)), -1), coalesce(max(length(v)), -1) FROM kvlab_kv")?;
-        Ok(if q.is_empty() {
-            Vec::new()
-        } else {
-            q.swap_remove(0)
-        })
+        sql::figures(&mut self.c)
     }
 
     fn drop_table(&mut self) -> Result<()> {
-        self.c.query("DROP TABLE kvlab_kv")?;
-        Ok(())
+        sql::drop_table(&mut self.c)
     }
 
     /// Without its key when it is to be loaded: filled by parallel COPYs, then
@@ -85,13 +79,9 @@ impl TableSteps for PgTable<'_> {
 
     fn load(&mut self, opts: RunOptions, shutdown: &AtomicBool) -> Result<()> {
         let (connector, data) = (self.connector, self.data);
-        let keys = data.keys;
-        let loaders = data.threads.clamp(1, 4).min(keys as usize);
-        parallel_load(keys, loaders, opts, shutdown, |start, end, done| {
-            let mut lc = open(connector, Duration::from_secs(10))?;
-            lc.set_timeout(None)?;
-            lc.copy_in(&data.values, start, end, done, shutdown)?;
-            Ok(())
+        let loaders = data.threads.clamp(1, 4).min(data.keys as usize);
+        parallel_load(data, loaders, opts, shutdown, |slice| {
+            Ok(untimed::<PgConn>(connector)?.copy_in(slice)?)
         })
         .context("loading kvlab_kv with COPY failed")?;
         self.c
@@ -105,15 +95,11 @@ impl TableSteps for PgTable<'_> {
 impl Database for Postgres {
     /// A set-up session (with `pg_stat_statements` created on a managed
     /// server, for exact per-statement counters when the library is loaded).
-    fn table<'a>(
-        &self,
-        connector: &'a Connector,
-        data: &'a DataSpec,
-        _opts: RunOptions,
-    ) -> Result<Box<dyn TableSteps + 'a>> {
-        let mut c = open(connector, Duration::from_secs(10))
-            .map_err(|e| anyhow::anyhow!("{}: {e}", connector.display))?;
-        c.set_timeout(None)?;
+    fn table<'a>(&self, job: TableJob<'a>) -> Result<Box<dyn TableSteps + 'a>> {
+        let TableJob {
+            connector, data, ..
+        } = job;
+        let mut c: PgConn = table_session(connector)?;
         if data.managed {
             let _ = c.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
         }
@@ -123,21 +109,15 @@ impl Database for Postgres {
     /// Sets every value of kvlab's table back to version 0 (only rows that differ:
     /// one scan, few writes).
     fn reset_versions(&self, db: &Connector) -> Result<()> {
-        let mut c = open(db, Duration::from_secs(10))?;
-        c.set_timeout(None)?;
-        c.query(
+        sql::run_long::<PgConn>(
+            db,
             "UPDATE kvlab_kv SET v = overlay(v placing '0000000000000000'::bytea from 17 for 16) \
              WHERE substring(v from 17 for 16) <> '0000000000000000'::bytea",
-        )?;
-        Ok(())
+        )
     }
 
     /// Bytes of kvlab's table with its index.
     fn table_size(&self, db: &Connector) -> Result<(u64, &'static str)> {
-        open(db, Duration::from_secs(5))?
-            .query_one("SELECT pg_total_relation_size('kvlab_kv')")?
-            .and_then(|v| v.parse().ok())
-            .context("cannot read the size of kvlab_kv")
-            .map(|b| (b, "table + indexes"))
+        sql::table_size::<PgConn>(db, "SELECT pg_total_relation_size('kvlab_kv')")
     }
 }

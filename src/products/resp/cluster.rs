@@ -70,8 +70,9 @@ impl Product for ClusterProduct {
         Role::Cache(self)
     }
 
+    /// A node's connection, as to a single server.
     fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(Stream, Session)> {
-        Ok((open(c, timeout)?, Session::Plain))
+        self.base.connect(c, timeout)
     }
 
     fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo> {

@@ -288,6 +288,7 @@ pub fn info_field(info: &str, name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::driver::wire::testing::{encoded, frame, key};
 
     fn dec(op: OpKind, b: &[u8]) -> Result<Decoded, Malformed> {
         Resp.decode(op, b)
@@ -295,11 +296,7 @@ mod tests {
 
     #[test]
     fn encodes_and_decodes_cache_aside_commands() {
-        let k = Key {
-            id: 1,
-            name: b"k1",
-            tag: 0,
-        };
+        let k = key(1, b"k1");
         let mut out = Vec::new();
         Resp.encode_set_ttl(k, b"v", 30, &mut out);
         assert_eq!(
@@ -313,21 +310,12 @@ mod tests {
         Resp.encode_delete(k, &mut out);
         assert_eq!(out, b"*2\r\n$3\r\nDEL\r\n$2\r\nk1\r\n");
         for r in [&b":1\r\n"[..], b":0\r\n"] {
-            assert_eq!(
-                Resp.decode_delete(r),
-                Ok(Decoded::Frame {
-                    len: 4,
-                    reply: Reply::Stored
-                })
-            );
+            assert_eq!(Resp.decode_delete(r), frame(4, Reply::Stored));
         }
         assert_eq!(Resp.decode_delete(b":1"), Ok(Decoded::Incomplete));
         assert_eq!(
             Resp.decode_delete(b"-ERR x\r\n"),
-            Ok(Decoded::Frame {
-                len: 8,
-                reply: Reply::ServerError
-            })
+            frame(8, Reply::ServerError)
         );
         assert!(Resp.decode_delete(b"+OK\r\n").is_err());
         assert!(Resp.decode_delete(b":x\r\n").is_err());
@@ -375,75 +363,25 @@ mod tests {
         assert_eq!(&b[to], b"10.0.0.2:7000");
         assert_eq!(
             dec(OpKind::Get, b"-MOVED x\r\n"),
-            Ok(Decoded::Frame {
-                len: 10,
-                reply: Reply::ServerError
-            })
+            frame(10, Reply::ServerError)
         );
     }
 
     #[test]
     fn encodes_commands() {
-        let mut out = Vec::new();
-        Resp.encode_get(
-            Key {
-                id: 1,
-                name: b"k:1",
-                tag: 0,
-            },
-            &mut out,
-        );
-        assert_eq!(out, b"*2\r\n$3\r\nGET\r\n$3\r\nk:1\r\n");
-        out.clear();
-        Resp.encode_set(
-            Key {
-                id: 0,
-                name: b"k",
-                tag: 0,
-            },
-            b"vv",
-            &mut out,
-        );
-        assert_eq!(out, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\nvv\r\n");
+        let (get, set) = encoded(&Resp, key(1, b"k:1"), b"vv");
+        assert_eq!(get, b"*2\r\n$3\r\nGET\r\n$3\r\nk:1\r\n");
+        assert_eq!(set, b"*3\r\n$3\r\nSET\r\n$3\r\nk:1\r\n$2\r\nvv\r\n");
     }
 
     #[test]
     fn decodes_get_replies() {
-        assert_eq!(
-            dec(OpKind::Get, b"$3\r\nabc\r\n+OK"),
-            Ok(Decoded::Frame {
-                len: 9,
-                reply: Reply::Value(4..7)
-            })
-        );
-        assert_eq!(
-            dec(OpKind::Get, b"$-1\r\n"),
-            Ok(Decoded::Frame {
-                len: 5,
-                reply: Reply::Nil
-            })
-        );
-        assert_eq!(
-            dec(OpKind::Get, b"_\r\n"),
-            Ok(Decoded::Frame {
-                len: 3,
-                reply: Reply::Nil
-            })
-        );
-        assert_eq!(
-            dec(OpKind::Get, b"-ERR wrong\r\n"),
-            Ok(Decoded::Frame {
-                len: 12,
-                reply: Reply::ServerError
-            })
-        );
-        assert_eq!(
-            dec(OpKind::Get, b"$0\r\n\r\n"),
-            Ok(Decoded::Frame {
-                len: 6,
-                reply: Reply::Value(4..4)
-            })
-        );
+        let get = |b: &[u8]| dec(OpKind::Get, b);
+        assert_eq!(get(b"$3\r\nabc\r\n+OK"), frame(9, Reply::Value(4..7)));
+        assert_eq!(get(b"$-1\r\n"), frame(5, Reply::Nil));
+        assert_eq!(get(b"_\r\n"), frame(3, Reply::Nil));
+        assert_eq!(get(b"-ERR wrong\r\n"), frame(12, Reply::ServerError));
+        assert_eq!(get(b"$0\r\n\r\n"), frame(6, Reply::Value(4..4)));
     }
 
     #[test]
@@ -483,13 +421,7 @@ mod tests {
         assert!(dec(OpKind::Set, b"$3\r\nabc\r\n").is_err());
         assert!(dec(OpKind::Set, b"STORED\r\n").is_err());
         assert!(dec(OpKind::Get, b"$3\nabc\r\n").is_err());
-        assert_eq!(
-            dec(OpKind::Set, b"+OK\r\n"),
-            Ok(Decoded::Frame {
-                len: 5,
-                reply: Reply::Stored
-            })
-        );
+        assert_eq!(dec(OpKind::Set, b"+OK\r\n"), frame(5, Reply::Stored));
     }
 
     #[test]

@@ -84,25 +84,18 @@ mod tests {
     use super::super::REDIS;
     use super::*;
 
-    fn sz(data_bytes: u64) -> Sizing {
-        Sizing {
-            data_bytes,
-            connections: 50,
-        }
-    }
-
     #[test]
     fn passes_redis_settings_through() {
         let mut o = BTreeMap::new();
         o.insert("io-threads".to_string(), "4".to_string());
         o.insert("memory-mb".to_string(), "100".to_string());
         o.insert("requirepass".to_string(), "pw".to_string());
-        let c = REDIS.configure(&o, sz(0)).unwrap();
+        let c = REDIS.configure(&o, Sizing::test(0)).unwrap();
         let (args, settings) = (c.args, c.settings);
         assert!(args.windows(2).any(|w| w == ["--io-threads", "4"]));
         assert!(args.windows(2).any(|w| w == ["--maxmemory", "100mb"]));
         assert_eq!(settings["requirepass"], "***");
         o.insert("port".into(), "1".into());
-        assert!(REDIS.configure(&o, sz(0)).is_err());
+        assert!(REDIS.configure(&o, Sizing::test(0)).is_err());
     }
 }

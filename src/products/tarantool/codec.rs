@@ -412,6 +412,7 @@ impl Reader<'_> {
 mod tests {
     use super::*;
     use crate::driver::wire::tag_of;
+    use crate::driver::wire::testing::assert_incomplete;
 
     /// A reply: header {code, sync, schema 5}, then `body`.
     fn reply(code: u32, sync: u32, body: &[u8]) -> Vec<u8> {
@@ -518,13 +519,7 @@ mod tests {
             2,
             &[0x81, 0x30, 0x91, 0x92, 0x09, 0xc4, 3, b'a', b'b', b'c'],
         );
-        for cut in 0..r.len() {
-            assert_eq!(
-                c.decode(OpKind::Get, &r[..cut]),
-                Ok(Decoded::Incomplete),
-                "{cut}"
-            );
-        }
+        assert_incomplete(&c, OpKind::Get, &r);
         assert!(c.decode(OpKind::Get, b"+OK\r\n").is_err());
         assert!(c.decode(OpKind::Get, b"Tarantool 2.6.0 (Binary)").is_err());
         let r = reply(0, 2, &[0x81, 0x30, 0x91, 0x92, 0x09, 0x05]);

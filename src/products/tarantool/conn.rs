@@ -3,7 +3,6 @@
 //! batches for the bulk load.
 
 use std::io::{self, Read, Write};
-use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::Duration;
 
 use base64::Engine;
@@ -12,9 +11,10 @@ use sha1::{Digest, Sha1};
 
 use super::codec::{AUTH, EVAL, TtCodec, frame};
 use crate::driver::Connector;
-use crate::driver::table::load_pipelined;
+use crate::driver::setup::SetupConn;
+use crate::driver::table::{LoadSlice, load_pipelined};
+use crate::driver::wire::read_frame;
 use crate::transport::Stream;
-use crate::workload::Values;
 
 /// A set-up session.
 pub struct TtConn {
@@ -123,20 +123,9 @@ impl TtConn {
         req.extend(payload);
         self.stream.write_all(&req)?;
         let mut buf = Vec::new();
-        let mut chunk = [0u8; 16384];
-        let (len, code, body_at) = loop {
-            if let Some((len, code, _, at)) = frame(&buf).map_err(|m| invalid(m.0))? {
-                break (len, code, at);
-            }
-            let n = self.stream.read(&mut chunk)?;
-            if n == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the server closed the connection",
-                ));
-            }
-            buf.extend_from_slice(&chunk[..n]);
-        };
+        let (len, code, body_at) = read_frame(&mut self.stream, &mut buf, |b| {
+            Ok(frame(b)?.map(|(len, code, _, at)| (len, code, at)))
+        })?;
         let body = rmpv::decode::read_value(&mut &buf[body_at..len])
             .map_err(|e| invalid(e.to_string()))?;
         let field = |k: u64| {
@@ -166,39 +155,27 @@ impl TtConn {
         self.call(EVAL, &body)
     }
 
-    /// Sets the socket's read and write timeouts.
-    pub fn set_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.stream.set_timeout(t)
+    /// REPLACEs the keys of `slice` (version 0) into space `space`, pipelined
+    /// in batches. Fails on the first refused write.
+    pub fn replace_rows(&mut self, space: u32, slice: LoadSlice<'_>) -> io::Result<()> {
+        let codec = TtCodec::new().for_space(space);
+        load_pipelined(&mut self.stream, &codec, slice, |_| {
+            "the server refused a REPLACE (is memtx_memory large enough? --server-opt memory-mb=…)"
+                .into()
+        })
     }
 
-    /// The socket, for the engine.
+    /// The socket, for the engine once set-up is done.
     pub fn into_stream(self) -> Stream {
         self.stream
     }
+}
 
-    /// REPLACEs keys `start..end` (version 0) into space `space`, pipelined in
-    /// batches; adds each batch to `done`. Fails on the first refused write.
-    pub fn replace_rows(
-        &mut self,
-        space: u32,
-        values: &Values,
-        start: u64,
-        end: u64,
-        done: &AtomicU64,
-        shutdown: &AtomicBool,
-    ) -> io::Result<()> {
-        let codec = TtCodec::new().for_space(space);
-        load_pipelined(
-            &mut self.stream,
-            &codec,
-            values,
-            (start, end),
-            done,
-            shutdown,
-            |_| {
-                "the server refused a REPLACE (is memtx_memory large enough? --server-opt memory-mb=…)"
-                .into()
-            },
-        )
+impl SetupConn for TtConn {
+    fn stream(&self) -> &Stream {
+        &self.stream
+    }
+    fn open(c: &Connector, timeout: Duration) -> io::Result<TtConn> {
+        open(c, timeout)
     }
 }

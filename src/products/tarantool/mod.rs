@@ -24,6 +24,7 @@ use anyhow::{Context, Result};
 pub use codec::TtCodec;
 pub use conn::{TtConn, open};
 
+use crate::driver::setup::hand_over;
 use crate::driver::wire::Session;
 use crate::driver::{
     Connector, Facts, Product, ReportedUsage, Role, Server, ServerCounters, ServerFacts,
@@ -81,8 +82,7 @@ impl Product for Tarantool {
         let id = space_id(&mut conn)?.ok_or_else(|| {
             io::Error::other("kvlab's space kvlab_kv does not exist (load the data first)")
         })?;
-        conn.set_timeout(None)?;
-        Ok((conn.into_stream(), Session::Table { id }))
+        hand_over(conn.into_stream(), Session::Table { id })
     }
 
     fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo> {

@@ -10,7 +10,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use super::Tarantool;
-use crate::driver::settings::{bad_number, mib_for, refuse_own, shown};
+use crate::driver::settings::{bad_number, mib_for, refuse_own, shown, with_defaults};
 use crate::driver::{Config, Launch, Login, Server, Sizing};
 
 /// Settings kvlab sets itself on a managed Tarantool.
@@ -48,10 +48,8 @@ box.cfg{listen = listen}
 impl Server for Tarantool {
     fn configure(&self, opts: &BTreeMap<String, String>, sizing: Sizing) -> Result<Config> {
         let mut config = Config::default();
-        let mut given = opts.clone();
-        given
-            .entry("memory-mb".into())
-            .or_insert_with(|| mib_for(sizing.data_bytes, 256).to_string());
+        let memory = mib_for(sizing.data_bytes, 256).to_string();
+        let given = with_defaults(opts, [("memory-mb", memory)]);
         for (k, v) in &given {
             let key = k.trim_start_matches("--");
             refuse_own(k, key, OWN)?;

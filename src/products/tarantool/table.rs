@@ -12,7 +12,8 @@ use rmpv::Value;
 
 use super::conn::{TtConn, open};
 use super::{FACTS, Tarantool, space_id};
-use crate::driver::table::{MARK, VALUES_MARK, parallel_load};
+use crate::driver::setup::{table_session, untimed};
+use crate::driver::table::{MARK, TableJob, VALUES_MARK, parallel_load};
 use crate::driver::{Connector, DataSpec, Database, Existing, Figures, TableSteps};
 use crate::system::progress::RunOptions;
 
@@ -143,28 +144,20 @@ impl TableSteps for TtTable<'_> {
     fn load(&mut self, opts: RunOptions, shutdown: &AtomicBool) -> Result<()> {
         let (connector, data, space) = (self.connector, self.data, self.space);
         let loaders = (data.threads * 2).clamp(2, 4).min(data.keys as usize);
-        parallel_load(data.keys, loaders, opts, shutdown, |start, end, done| {
-            let mut lc: TtConn = open(connector, Duration::from_secs(10))?;
-            lc.set_timeout(None)?;
-            lc.replace_rows(space, &data.values, start, end, done, shutdown)?;
-            Ok(())
+        parallel_load(data, loaders, opts, shutdown, |slice| {
+            Ok(untimed::<TtConn>(connector)?.replace_rows(space, slice)?)
         })
         .context("loading kvlab_kv with REPLACE failed")
     }
 }
 
 impl Database for Tarantool {
-    fn table<'a>(
-        &self,
-        connector: &'a Connector,
-        data: &'a DataSpec,
-        _opts: RunOptions,
-    ) -> Result<Box<dyn TableSteps + 'a>> {
-        let c = open(connector, Duration::from_secs(10))
-            .map_err(|e| anyhow::anyhow!("{}: {e}", connector.display))?;
-        c.set_timeout(None)?;
+    fn table<'a>(&self, job: TableJob<'a>) -> Result<Box<dyn TableSteps + 'a>> {
+        let TableJob {
+            connector, data, ..
+        } = job;
         Ok(Box::new(TtTable {
-            c,
+            c: table_session(connector)?,
             connector,
             data,
             engine: String::new(),
@@ -175,9 +168,7 @@ impl Database for Tarantool {
 
     /// Sets every value of kvlab's space back to version 0 (only rows that differ).
     fn reset_versions(&self, db: &Connector) -> Result<()> {
-        let mut c = open(db, Duration::from_secs(10))?;
-        c.set_timeout(None)?;
-        c.eval(
+        untimed::<TtConn>(db)?.eval(
             r#"
     local s, zero, keys = box.space.kvlab_kv, string.rep('0', 16), {}
     for _, t in s:pairs() do
