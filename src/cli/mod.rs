@@ -50,32 +50,19 @@ pub enum Command {
     /// Run a study file (targets x sweep), save results, write the report.
     Study(StudyArgs),
     /// Write report.html and report.md from study results files.
-    Report(ReportArgs),
+    Report(commands::report::ReportArgs),
     #[command(about = DEMO_ABOUT)]
     Demo(DemoArgs),
     /// Find the highest rate a target sustains with p99 under a limit.
     Capacity(Box<CapacityArgs>),
     /// Merge the results of the clients of one sharded run (`kvlab run
     /// --shard I/N`) into one result, exactly (histograms merged, never averaged).
-    Merge(MergeArgs),
+    Merge(commands::merge::MergeArgs),
 }
 
 /// What `kvlab demo` does, for its help (a unit test keeps the target list
 /// equal to the demo study's).
 pub const DEMO_ABOUT: &str = "A quick study (studies/demo.toml): read-only point reads against managed redis, valkey, memcached, postgres and mariadb";
-
-/// Flags of `kvlab merge`.
-#[derive(Debug, Args)]
-#[command(after_help = "Example:
-  kvlab merge shard-0.json shard-1.json --json all.json")]
-pub struct MergeArgs {
-    /// The clients' result files (`kvlab run --shard I/N --json FILE`).
-    #[arg(required = true)]
-    pub results: Vec<PathBuf>,
-    /// Write the merged result as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-}
 
 /// Flags of `kvlab capacity`: those of `kvlab run` (but `--rate`) and the goal.
 #[derive(Debug, Args)]
@@ -113,24 +100,6 @@ pub struct StudyArgs {
     /// Only print the expanded plan.
     #[arg(long)]
     pub dry_run: bool,
-}
-
-/// Flags of `kvlab report`.
-#[derive(Debug, Args)]
-pub struct ReportArgs {
-    /// Results files written by `kvlab study` (several files of one study
-    /// share one report; other studies are refused, see --separate), or the
-    /// results of `kvlab run` (the clients of one sharded run are merged as
-    /// `kvlab merge` does).
-    #[arg(required = true)]
-    pub results: Vec<PathBuf>,
-    /// Directory for report.html and report.md [default: that of the first file].
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Results of different studies: one report each (in a directory per file
-    /// under --out, else beside each file) instead of refusing to mix them.
-    #[arg(long)]
-    pub separate: bool,
 }
 
 /// Flags of `kvlab demo`.

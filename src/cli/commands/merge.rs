@@ -1,11 +1,26 @@
 //! `kvlab merge`: one exact result from the results of a sharded run's clients.
 
+use std::path::PathBuf;
+
 use anyhow::{Result, bail};
+use clap::Args;
 
 use super::{check_writable, say, write_json};
-use crate::cli::MergeArgs;
 use crate::report::summary::summary;
 use crate::results::{self, merge};
+
+/// Flags of `kvlab merge`.
+#[derive(Debug, Args)]
+#[command(after_help = "Example:
+  kvlab merge shard-0.json shard-1.json --json all.json")]
+pub struct MergeArgs {
+    /// The clients' result files (`kvlab run --shard I/N --json FILE`).
+    #[arg(required = true)]
+    pub results: Vec<PathBuf>,
+    /// Write the merged result as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
 
 /// Runs `kvlab merge`.
 pub fn exec(args: &MergeArgs) -> Result<()> {

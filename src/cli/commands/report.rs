@@ -5,13 +5,31 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
+use clap::Args;
 
 use super::merge::merged;
-use crate::cli::ReportArgs;
 use crate::report;
 use crate::report::summary::summary;
 use crate::results::study::StudyResult;
 use crate::results::{RunResult, merge};
+
+/// Flags of `kvlab report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Results files written by `kvlab study` (several files of one study
+    /// share one report; other studies are refused, see --separate), or the
+    /// results of `kvlab run` (the clients of one sharded run are merged as
+    /// `kvlab merge` does).
+    #[arg(required = true)]
+    pub results: Vec<PathBuf>,
+    /// Directory for report.html and report.md [default: that of the first file].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Results of different studies: one report each (in a directory per file
+    /// under --out, else beside each file) instead of refusing to mix them.
+    #[arg(long)]
+    pub separate: bool,
+}
 
 /// Runs `kvlab report`.
 pub fn exec(args: &ReportArgs) -> Result<()> {
