@@ -75,12 +75,7 @@ impl Worker<'_> {
         c: &mut Conn<Cl::Conn>,
         now: Instant,
     ) {
-        if !c.ready() {
-            return;
-        }
-        while client.inflight(&c.state) < client.depth(&c.state, c.pipes.len())
-            && self.may_issue(c, now, now)
-        {
+        while self.has_room(client, c) && self.may_issue(c, now, now) {
             self.issue(client, c, now, now);
         }
     }
