@@ -33,4 +33,4 @@ pub mod spec;
 pub use clock::{StartLine, Timing};
 pub use dispatch::execute;
 pub use run::execute_with_codec;
-pub use spec::{AsideSpec, EngineReport, Observer, Quiet, Spec, StartReport, Tick};
+pub use spec::{AsideSpec, Beat, EngineReport, Observer, Quiet, Spec, StartReport, Tick};

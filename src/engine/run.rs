@@ -15,10 +15,14 @@ use hdrhistogram::Histogram;
 use super::clock::{StartLine, Timing};
 use super::plain::Plain;
 use super::request_loop::{self, Client};
-use super::spec::{ConnPlan, EngineReport, Links, Observer, Spec, StartReport, Tick, WorkerReport};
+use super::spec::{
+    Beat, ConnPlan, EngineReport, Links, Observer, Spec, StartReport, Tick, WorkerReport,
+};
 use crate::driver::wire::Codec;
-use crate::results::stats::{Counts, Percentiles, Recorder, encode_histogram, new_histogram};
-use crate::results::{ScheduleReport, Second};
+use crate::results::stats::{
+    Counts, ErrorKind, Leg, Legs, Percentiles, Recorder, encode_histogram, new_histogram,
+};
+use crate::results::{CacheSecond, ScheduleReport, Second};
 use crate::workload::{KeyGen, Stop, slice_of};
 
 /// Runs one point with `codec` to its end (or until `shutdown`), reporting to
@@ -137,7 +141,7 @@ pub(crate) fn execute_with<Cl: Client>(
             None => observer.started(spec.warmup),
         }
         let mut late = Duration::ZERO;
-        let mut seconds: BTreeMap<i64, (Counts, Histogram<u64>, Counts)> = BTreeMap::new();
+        let mut seconds: BTreeMap<i64, Acc> = BTreeMap::new();
         let mut measure_started = false;
         let mut last_shown = i64::MIN;
         let mut running = new_histogram();
@@ -158,13 +162,8 @@ pub(crate) fn execute_with<Cl: Client>(
             };
             match rx.recv_timeout(wait) {
                 Ok(tick) => {
-                    let e = seconds
-                        .entry(tick.second)
-                        .or_insert_with(|| (Counts::default(), new_histogram(), Counts::default()));
-                    e.0.add(&tick.measured.counts);
-                    let _ = e.1.add(&tick.measured.latency);
-                    e.2.add(&tick.warmup);
                     let _ = running.add(&tick.measured.latency);
+                    seconds.entry(tick.second).or_default().add(&tick);
                     // Show the newest complete second once most workers reported it.
                     if tick.second > last_shown
                         && let Some((&s, v)) = seconds.range(..tick.second).next_back()
@@ -174,13 +173,7 @@ pub(crate) fn execute_with<Cl: Client>(
                         let elapsed = (timing.measure_start
                             + Duration::from_secs((s + 1).max(0) as u64))
                         .saturating_duration_since(timing.t0);
-                        let p99 = v.1.value_at_quantile(0.99) as f64 / 1000.0;
-                        observer.second(
-                            elapsed,
-                            v.0.requests() + v.2.requests(),
-                            p99,
-                            v.0.error_total() + v.2.error_total(),
-                        );
+                        observer.second(&v.beat(s, elapsed));
                     }
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -238,7 +231,7 @@ fn start_instant(spec: &Spec) -> Result<(Timing, Option<Duration>), Duration> {
 fn merge(
     spec: &Spec,
     reports: Vec<WorkerReport>,
-    seconds: BTreeMap<i64, (Counts, Histogram<u64>, Counts)>,
+    seconds: BTreeMap<i64, Acc>,
     interrupted: bool,
 ) -> EngineReport {
     let mut measured = Recorder::default();
@@ -277,30 +270,14 @@ fn merge(
         Stop::Duration(d) => Some((d.ceil() as i64 - 1).max(0)),
         Stop::Requests(_) => None,
     };
-    let mut folded: BTreeMap<i64, (Counts, Histogram<u64>)> = BTreeMap::new();
-    for (s, (c, h, _)) in seconds.into_iter().filter(|(s, _)| *s >= 0) {
+    let mut folded: BTreeMap<i64, Acc> = BTreeMap::new();
+    for (s, acc) in seconds.into_iter().filter(|(s, _)| *s >= 0) {
         let s = last_full.map_or(s, |l| s.min(l));
-        let e = folded
-            .entry(s)
-            .or_insert_with(|| (Counts::default(), new_histogram()));
-        e.0.add(&c);
-        let _ = e.1.add(&h);
+        folded.entry(s).or_default().fold(&acc);
     }
     let timeline = folded
         .into_iter()
-        .map(|(second, (c, h))| {
-            let p = Percentiles::of(&h);
-            Second {
-                second,
-                requests: c.requests(),
-                errors: c.error_total(),
-                timeouts: c.error(crate::results::stats::ErrorKind::Timeout),
-                misses: c.misses,
-                p50_us: p.p50,
-                p99_us: p.p99,
-                histogram: Some(encode_histogram(&h)),
-            }
-        })
+        .map(|(second, acc)| acc.second(second))
         .collect();
     EngineReport {
         measured,
@@ -319,5 +296,89 @@ fn merge(
         nodes: spec.topology.as_ref().map(|t| t.nodes.len()),
         window_start: SystemTime::now(),
         start: None,
+    }
+}
+
+/// What the workers reported of one second, added up.
+struct Acc {
+    counts: Counts,
+    latency: Histogram<u64>,
+    warmup: Counts,
+    /// Cache-aside: the measured requests' legs.
+    legs: Option<Box<Legs>>,
+}
+
+impl Default for Acc {
+    fn default() -> Self {
+        Acc {
+            counts: Counts::default(),
+            latency: new_histogram(),
+            warmup: Counts::default(),
+            legs: None,
+        }
+    }
+}
+
+impl Acc {
+    fn add(&mut self, tick: &Tick) {
+        self.counts.add(&tick.measured.counts);
+        let _ = self.latency.add(&tick.measured.latency);
+        self.warmup.add(&tick.warmup);
+        if let Some(l) = &tick.measured.legs {
+            self.legs.get_or_insert_with(Box::default).add(l);
+        }
+    }
+
+    /// Adds a measured second (the warm-up is not folded).
+    fn fold(&mut self, o: &Acc) {
+        self.counts.add(&o.counts);
+        let _ = self.latency.add(&o.latency);
+        if let Some(l) = &o.legs {
+            self.legs.get_or_insert_with(Box::default).add(l);
+        }
+    }
+
+    fn beat(&self, second: i64, elapsed: Duration) -> Beat {
+        Beat {
+            second,
+            elapsed,
+            requests: self.counts.requests() + self.warmup.requests(),
+            p99_us: self.latency.value_at_quantile(0.99) as f64 / 1000.0,
+            errors: self.counts.error_total() + self.warmup.error_total(),
+            cache: self.legs.as_ref().map(|l| {
+                (
+                    l.cache_hits,
+                    l.cache_hits + l.cache_misses + l.cache_bypassed,
+                )
+            }),
+        }
+    }
+
+    fn second(&self, second: i64) -> Second {
+        let c = &self.counts;
+        let p = Percentiles::of(&self.latency);
+        Second {
+            second,
+            requests: c.requests(),
+            errors: c.error_total(),
+            timeouts: c.error(ErrorKind::Timeout),
+            misses: c.misses,
+            p50_us: p.p50,
+            p99_us: p.p99,
+            histogram: Some(encode_histogram(&self.latency)),
+            error_kinds: ErrorKind::ALL
+                .iter()
+                .filter(|&&k| c.error(k) > 0)
+                .map(|&k| (k.name().to_string(), c.error(k)))
+                .collect(),
+            cache: self.legs.as_ref().map(|l| CacheSecond {
+                hits: l.cache_hits,
+                misses: l.cache_misses,
+                bypassed: l.cache_bypassed,
+                db_reads: l.replies[Leg::DbGet as usize],
+                ..CacheSecond::default()
+            }),
+            event: None,
+        }
     }
 }

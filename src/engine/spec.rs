@@ -81,6 +81,24 @@ pub struct Tick {
     pub warmup: Counts,
 }
 
+/// One finished second, as an [`Observer`] sees it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Beat {
+    /// Its index from the start of measuring (negative: warm-up).
+    pub second: i64,
+    /// Time from the start of the load to its end.
+    pub elapsed: Duration,
+    /// Requests that finished in it (measured or warm-up).
+    pub requests: u64,
+    /// Their 99th percentile latency, µs (measured requests only).
+    pub p99_us: f64,
+    /// Errors among them.
+    pub errors: u64,
+    /// Cache-aside, measured reads: the cache's hits and its lookups (hits,
+    /// misses and reads that went around it).
+    pub cache: Option<(u64, u64)>,
+}
+
 /// Live view of a run, for progress display and for sampling resources.
 pub trait Observer {
     /// Connections opened (or attempted) so far, of `total`.
@@ -95,8 +113,8 @@ pub trait Observer {
     }
     /// The measured phase begins now.
     fn measure_started(&mut self) {}
-    /// A second finished: its requests (measured or warm-up) and p99 so far.
-    fn second(&mut self, _elapsed: Duration, _requests: u64, _p99_us: f64, _errors: u64) {}
+    /// A second finished (its requests measured or warm-up).
+    fn second(&mut self, _beat: &Beat) {}
     /// All workers stopped.
     fn measure_ended(&mut self) {}
 }

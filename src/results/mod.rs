@@ -22,7 +22,7 @@ use crate::plan::shard::Shard;
 use crate::results::stats::{Counts, Percentiles};
 use crate::servers::ManagedServer;
 use crate::transport::TransportInfo;
-pub use timeline::{ScheduleReport, Second};
+pub use timeline::{CacheSecond, ScheduleReport, Second};
 
 /// Version of this JSON layout.
 pub const SCHEMA_VERSION: u32 = 1;

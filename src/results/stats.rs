@@ -195,6 +195,9 @@ pub struct Legs {
     pub cache_hits: u64,
     /// Reads the cache did not have.
     pub cache_misses: u64,
+    /// Reads that went around an unreachable cache: served by the database,
+    /// without a fill.
+    pub cache_bypassed: u64,
 }
 
 impl Default for Legs {
@@ -205,6 +208,7 @@ impl Default for Legs {
             latency: std::array::from_fn(|_| new_histogram()),
             cache_hits: 0,
             cache_misses: 0,
+            cache_bypassed: 0,
         }
     }
 }
@@ -219,6 +223,7 @@ impl Legs {
         }
         self.cache_hits += other.cache_hits;
         self.cache_misses += other.cache_misses;
+        self.cache_bypassed += other.cache_bypassed;
     }
 }
 

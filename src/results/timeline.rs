@@ -1,6 +1,8 @@
 //! How a run went over time: one [`Second`] of the timeline and how well an
 //! open-loop schedule was kept ([`ScheduleReport`]).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// One second of the timeline.
@@ -24,6 +26,47 @@ pub struct Second {
     /// kept in the results of a sharded run so their timelines merge exactly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histogram: Option<String>,
+    /// Errors by kind (only the kinds that occurred).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub error_kinds: BTreeMap<String, u64>,
+    /// Cache-aside: what the cache did in this second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheSecond>,
+    /// What kvlab did to a server during this second (`--event`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+}
+
+/// One second of a cache-aside run, from kvlab's side and the cache's own.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct CacheSecond {
+    /// Reads the cache answered with a value.
+    pub hits: u64,
+    /// Reads the cache did not have.
+    pub misses: u64,
+    /// Reads that went around an unreachable cache (to the database).
+    pub bypassed: u64,
+    /// Reads the database answered (the misses and the bypassed reads).
+    pub db_reads: u64,
+    /// Keys the cache evicted in this second (its own counter; none when it
+    /// could not be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evictions: Option<u64>,
+    /// The cache's memory in use at the end of the second, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    /// Items the cache held at the end of the second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<u64>,
+}
+
+impl CacheSecond {
+    /// Hits over lookups (bypassed reads count as lookups that missed);
+    /// `None` when nothing was looked up.
+    pub fn hit_ratio(&self) -> Option<f64> {
+        let n = self.hits + self.misses + self.bypassed;
+        (n > 0).then(|| self.hits as f64 / n as f64)
+    }
 }
 
 /// How well an open-loop run kept its schedule.

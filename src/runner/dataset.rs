@@ -173,7 +173,8 @@ struct LoadObserver {
 }
 
 impl Observer for LoadObserver {
-    fn second(&mut self, _e: Duration, requests: u64, _p99: f64, _errors: u64) {
+    fn second(&mut self, beat: &crate::engine::Beat) {
+        let requests = beat.requests;
         self.done += requests;
         self.progress.inc(requests);
     }

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::driver::{Connector, ReportedUsage};
-use crate::engine::Observer;
+use crate::engine::{Beat, Observer};
 use crate::servers::ManagedServer;
 use crate::system::ProcUsage;
 use crate::system::progress::Progress;
@@ -113,7 +113,8 @@ impl Observer for RunObserver<'_> {
         self.track_peak(&s);
         self.at_start = Some(s);
     }
-    fn second(&mut self, elapsed: Duration, requests: u64, p99_us: f64, errors: u64) {
+    fn second(&mut self, beat: &Beat) {
+        let (elapsed, requests, p99_us, errors) = (beat.elapsed, beat.requests, beat.p99_us, beat.errors);
         // A process tree's peak is the largest total seen at a sample.
         if self.server.is_some() {
             let s = self.sample();

@@ -6,6 +6,11 @@
 //! - write: SET in the database, then DELETE the cache entry (invalidate) or
 //!   SET the new value there (update).
 //!
+//! When the cache is unreachable (killed, restarting) a connection goes on
+//! around it, as applications do: a read is served by the database without a
+//! fill, a write skips its cache step; each is counted as bypassed. The cache
+//! socket is retried in the background ([`Client::optional`]).
+//!
 //! End-to-end latency goes into the run's recorder (by the request loop's
 //! [`Tally`]), each step's into its leg; every value read is verified and, when
 //! versions are tracked, judged for staleness by the version it returned. The
@@ -73,6 +78,8 @@ struct Op {
     got: Option<u64>,
     step: Leg,
     step_sent: Instant,
+    /// The read went around an unreachable cache: no fill.
+    bypass: bool,
 }
 
 /// One cache-aside connection: its codecs bound to each socket's session and
@@ -108,6 +115,10 @@ impl<K: CacheCodec, D: Codec> Client for Aside<'_, K, D> {
 
     fn sockets(&self) -> usize {
         2
+    }
+
+    fn optional(&self, s: usize) -> bool {
+        s == CACHE
     }
 
     fn connector(&self, s: usize) -> &Connector {
@@ -156,6 +167,7 @@ impl<K: CacheCodec, D: Codec> Client for Aside<'_, K, D> {
             got: None,
             step,
             step_sent: r.sent,
+            bypass: false,
         });
         if r.op == OpKind::Set {
             self.value.clear();
@@ -181,8 +193,21 @@ impl<K: CacheCodec, D: Codec> Client for Aside<'_, K, D> {
         {
             let now = Instant::now();
             leg_done(io.tally, &op, now, false, false);
+            if s == CACHE && kind == ErrorKind::Disconnect {
+                // The cache went away under this step: go on around it.
+                return self.around_cache(io, c, op.step, now);
+            }
             finish(io.tally, c, Outcome::Error(kind), now);
         }
+    }
+}
+
+/// Counts a measured read that went around the cache.
+fn count_bypass(tally: &mut Tally, op: &Op) {
+    if op.r.measured
+        && let Some(l) = tally.interval.legs.as_mut()
+    {
+        l.cache_bypassed += 1;
     }
 }
 

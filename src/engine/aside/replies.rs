@@ -98,6 +98,10 @@ impl<K: CacheCodec, D: Codec> Aside<'_, K, D> {
                         self.value.clear();
                         self.value.extend_from_slice(v);
                         set_got(c, got);
+                        if op.bypass {
+                            // The cache was down when this read began: no fill.
+                            return finish(io.tally, c, Outcome::Hit, now);
+                        }
                         self.send(io, c, Leg::CacheFill, now);
                     }
                     None => finish(io.tally, c, Outcome::Error(ErrorKind::WrongValue), now),

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use super::{Aside, AsideConn, finish, leg_done, socket_of};
+use super::{Aside, AsideConn, CACHE, count_bypass, finish, leg_done, socket_of};
 use crate::driver::wire::{CacheCodec, Codec, Key, tag_of};
 use crate::engine::request_loop::Io;
 use crate::results::stats::{ErrorKind, Leg, Outcome};
@@ -24,7 +24,10 @@ impl<K: CacheCodec, D: Codec> Aside<'_, K, D> {
         op.step_sent = now;
         let key = op.r.key;
         let Some(out) = io.out(socket_of(step)) else {
-            // The other socket broke while this request was on its way.
+            if socket_of(step) == CACHE {
+                return self.around_cache(io, c, step, now);
+            }
+            // The database's socket broke while this request was on its way.
             let op = *op;
             leg_done(io.tally, &op, now, false, false);
             return finish(io.tally, c, Outcome::Error(ErrorKind::Disconnect), now);
@@ -51,5 +54,28 @@ impl<K: CacheCodec, D: Codec> Aside<'_, K, D> {
             },
         }
         io.tally.steps[step as usize] += 1;
+    }
+
+    /// Goes on without the cache, which is down, for `c`'s request at `step`:
+    /// a read asks the database (and will not fill; counted as bypassed), a
+    /// fill or a write's cache step is skipped.
+    pub(super) fn around_cache(
+        &mut self,
+        io: &mut Io<'_>,
+        c: &mut AsideConn<K, D>,
+        step: Leg,
+        now: Instant,
+    ) {
+        let Some(op) = c.op.as_mut() else { return };
+        op.bypass = true;
+        let op = *op;
+        match step {
+            Leg::CacheGet => {
+                count_bypass(io.tally, &op);
+                self.send(io, c, Leg::DbGet, now)
+            }
+            Leg::CacheFill => finish(io.tally, c, Outcome::Hit, now),
+            _ => finish(io.tally, c, Outcome::Stored, now),
+        }
     }
 }

@@ -27,7 +27,7 @@ impl Worker<'_> {
                 client.opened(state, s, &session);
             }
         }
-        c.refused = !c.ready();
+        c.refused = !c.all_open();
     }
 
     /// Marks the connections that did not open as refused; `--requests`: they
@@ -35,7 +35,7 @@ impl Worker<'_> {
     /// run does not wait for them. Returns the connections established.
     pub(super) fn refuse_unopened<S>(&mut self, conns: &mut [Conn<S>]) -> usize {
         for c in conns.iter_mut() {
-            c.refused |= !c.ready();
+            c.refused |= !c.all_open();
             if c.refused {
                 c.quota = c.quota.map(|_| 0);
             }
@@ -145,6 +145,10 @@ impl Worker<'_> {
         now: Instant,
     ) {
         for s in 0..c.pipes.len() {
+            if c.may_lack(s) {
+                // Retried about every 0.4 s for as long as it is down.
+                c.pipes[s].streak = c.pipes[s].streak.min(1);
+            }
             if c.pipes[s].streak >= GIVE_UP && !c.refused {
                 self.give_up(c);
             }

@@ -85,6 +85,13 @@ pub trait Client {
     fn sockets(&self) -> usize;
     /// The server socket `s` connects to.
     fn connector(&self, s: usize) -> &Connector;
+    /// Whether socket `s` may be down while the connection issues requests
+    /// (the client goes around it); it is then retried every few hundred ms
+    /// and never given up. It must still open at the start.
+    fn optional(&self, s: usize) -> bool {
+        let _ = s;
+        false
+    }
     /// Buffer sizes of a new socket: write, read.
     fn buffers(&self) -> (usize, usize);
     /// A fresh recorder for the per-second hand-over.
@@ -205,13 +212,32 @@ struct Conn<S> {
     due: Instant,
     /// Refused at the start or given up: never retried.
     refused: bool,
+    /// Sockets the client can do without (bit `s`: [`Client::optional`]).
+    optional: u64,
 }
 
 impl<S> Conn<S> {
-    /// Every socket is open: requests may be issued.
+    /// Every socket the client needs is open: requests may be issued.
     #[inline]
     fn ready(&self) -> bool {
-        !self.refused && !self.pipes.is_empty() && self.pipes.iter().all(Pipe::is_open)
+        !self.refused
+            && !self.pipes.is_empty()
+            && self
+                .pipes
+                .iter()
+                .enumerate()
+                .all(|(s, p)| p.is_open() || self.may_lack(s))
+    }
+
+    /// Every socket is open (as the start requires).
+    fn all_open(&self) -> bool {
+        !self.pipes.is_empty() && self.pipes.iter().all(Pipe::is_open)
+    }
+
+    /// Whether socket `s` is one the client can do without.
+    #[inline]
+    fn may_lack(&self, s: usize) -> bool {
+        s < 64 && self.optional & (1 << s) != 0
     }
 }
 
@@ -275,6 +301,9 @@ pub fn run<Cl: Client>(
             quota: p.quota,
             due: now,
             refused: false,
+            optional: (0..client.sockets().min(64))
+                .filter(|&s| client.optional(s))
+                .fold(0, |m, s| m | 1 << s),
         })
         .collect();
     let mut w = Worker {

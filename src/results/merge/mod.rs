@@ -321,6 +321,9 @@ fn merged_timeline(rs: &[&RunResult]) -> Result<Vec<Second>> {
             e.0.errors += s.errors;
             e.0.timeouts += s.timeouts;
             e.0.misses += s.misses;
+            for (k, n) in &s.error_kinds {
+                *e.0.error_kinds.entry(k.clone()).or_default() += n;
+            }
             e.0.p50_us = e.0.p50_us.max(s.p50_us);
             e.0.p99_us = e.0.p99_us.max(s.p99_us);
             e.1 = match (e.1.take(), &s.histogram) {
