@@ -1,6 +1,7 @@
 //! The command line (clap lives only here): parses flags and builds a [`RunPlan`].
 
 pub mod commands;
+mod aside;
 mod tls;
 pub use tls::TlsArgs;
 
@@ -11,9 +12,9 @@ use clap::{Args, Parser, Subcommand};
 use crate::driver::{Role, parse_opt};
 use crate::error::UsageError;
 use crate::plan::{
-    CacheAside, KeyDistribution, LoadShape, Ratio, RunPlan, Stop, TargetSpec, Workload,
+    KeyDistribution, LoadShape, Ratio, RunPlan, Stop, TargetSpec, Workload,
 };
-use crate::products::{self, TargetKind};
+use crate::products;
 
 /// kvlab: do you still need a cache in front of your database? Measure it.
 #[derive(Debug, Parser)]
@@ -183,9 +184,10 @@ pub struct RunArgs {
     /// Measure this many requests instead of a duration.
     #[arg(long, value_name = "N")]
     pub requests: Option<u64>,
-    /// Seconds of load before measuring (excluded from the figures).
-    #[arg(long, default_value_t = 2.0, value_name = "SECS")]
-    pub warmup: f64,
+    /// Seconds of load before measuring, excluded from the figures [default: 2;
+    /// 0 with --cache-start cold, whose warm-up curve is the result].
+    #[arg(long, value_name = "SECS")]
+    pub warmup: Option<f64>,
     /// Open loop: total requests per second on a fixed schedule; latency is taken
     /// from each request's intended send time.
     #[arg(long, value_name = "RPS")]
@@ -237,67 +239,18 @@ pub struct RunArgs {
     /// load, reported on its own (e.g. 65, as in the query-cache study).
     #[arg(long, value_name = "N")]
     pub background_writes: Option<f64>,
-    /// Cache-aside: put this cache in front of --target (a database): reads try
-    /// the cache, misses read the database and fill the cache, writes update the
-    /// database then the cache. A cache of the registry or a URL.
-    #[arg(long, value_name = "CACHE", help = format!("Cache-aside: put this cache in front of --target (a database): reads try the cache, misses read the database and fill the cache, writes update the database then the cache. {} or a URL", products::aside_caches().join(" | ")))]
-    pub cache: Option<String>,
-    /// Setting for a managed cache, KEY=VALUE (repeatable).
-    #[arg(long = "cache-opt", value_name = "KEY=VALUE", value_parser = parse_opt)]
-    pub cache_opt: Vec<(String, String)>,
-    /// Cache-aside: after a write, invalidate (delete) or update the cache entry.
-    #[arg(long, default_value = "invalidate", value_name = "POLICY")]
-    pub write_policy: String,
-    /// Cache-aside: expiry of cache entries in seconds (0: never).
-    #[arg(long, default_value_t = 0, value_name = "SECS")]
-    pub cache_ttl: u32,
+    #[command(flatten)]
+    pub aside: aside::AsideArgs,
+    /// What kvlab does to a server it started, at a second of the measured
+    /// window (repeatable): SECOND:ACTION[:DOWN], e.g. 10:restart-cache:2.
+    #[arg(long = "event", value_name = "SECOND:ACTION", help = format!("What kvlab does to a server it started, at a second of the measured window (repeatable): SECOND:ACTION[:DOWN], e.g. 10:restart-cache:2. Actions: {}", crate::plan::events::ACTIONS))]
+    pub events: Vec<String>,
 }
 
 impl RunArgs {
-    /// The cache-aside part of the plan, checked against the rest of the flags.
-    fn cache_aside(&self) -> Result<Option<CacheAside>, UsageError> {
-        let Some(c) = &self.cache else {
-            if !self.cache_opt.is_empty() || self.cache_ttl > 0 || self.write_policy != "invalidate"
-            {
-                return Err(UsageError::bad(
-                    "--cache-opt/--cache-ttl/--write-policy",
-                    "apply only to a cache-aside run",
-                    format!(
-                        "add --cache {} (or a URL) in front of the database",
-                        products::aside_caches().join("|")
-                    ),
-                ));
-            }
-            return Ok(None);
-        };
-        let mut cache: TargetSpec = c.parse().map_err(|e| match e {
-            UsageError::BadValue { problem, .. } => UsageError::bad(
-                "--cache",
-                problem,
-                format!(
-                    "use {} or a URL such as {}",
-                    products::or_list(&products::aside_caches()),
-                    TargetKind::ALL[0].product().facts().example_url
-                ),
-            ),
-            other => other,
-        })?;
-        if cache.external.is_some() && !self.cache_opt.is_empty() {
-            return Err(UsageError::bad(
-                "--cache-opt",
-                "settings apply only to a cache kvlab starts",
-                format!(
-                    "drop --cache-opt or use --cache {}",
-                    products::aside_caches().join("|")
-                ),
-            ));
-        }
-        cache.server_opts = self.cache_opt.iter().cloned().collect();
-        Ok(Some(CacheAside {
-            cache,
-            policy: self.write_policy.parse()?,
-            ttl_s: self.cache_ttl,
-        }))
+    /// `--warmup`, or its default.
+    fn warmup_s(&self) -> f64 {
+        self.warmup.unwrap_or(2.0)
     }
 }
 
@@ -316,7 +269,7 @@ impl RunArgs {
         let start_at = match &self.start_at {
             Some(s) => {
                 let ms = crate::plan::shard::parse_start_at(s)?;
-                crate::plan::shard::check_start_at(ms, self.warmup, std::time::SystemTime::now())?;
+                crate::plan::shard::check_start_at(ms, self.warmup_s(), std::time::SystemTime::now())?;
                 Some(ms)
             }
             None => None,
@@ -447,10 +400,11 @@ impl RunArgs {
             )?),
             (None, None) => Stop::Duration(10.0),
         };
-        if !(self.warmup.is_finite() && self.warmup >= 0.0) {
+        let warmup = self.warmup_s();
+        if !(warmup.is_finite() && warmup >= 0.0) {
             return Err(UsageError::bad(
                 "--warmup",
-                format!("{} is not a number of seconds", self.warmup),
+                format!("{warmup} is not a number of seconds"),
                 "give 0 or more, e.g. --warmup 2",
             ));
         }
@@ -477,7 +431,7 @@ impl RunArgs {
         positive("--timeout", self.timeout, "give seconds, e.g. --timeout 5")?;
         let ratio: Ratio = self.ratio.parse()?;
         let distribution: KeyDistribution = self.key_distribution.parse()?;
-        let cache = self.cache_aside()?;
+        let cache = self.aside.cache_aside()?;
         let (shard, start_at_ms) = self.sharding(&target, cache.is_some(), stop)?;
         let threads = threads.min(crate::plan::shard::local_connections(
             shard,
@@ -508,14 +462,23 @@ impl RunArgs {
                 threads: threads.min(self.connections),
                 pipeline: self.pipeline,
                 stop,
-                warmup_s: self.warmup,
+                warmup_s: warmup,
                 rate,
                 timeout_s: self.timeout,
                 shard,
                 start_at_ms,
+                events: Vec::new(),
             },
         };
         plan.check_cache()?;
+        let mut plan = plan;
+        plan.load.events = aside::events(&self.events, &plan)?;
+        if plan.cache.as_ref().is_some_and(|c| c.start == crate::plan::CacheStart::Cold)
+            && self.warmup.is_none()
+        {
+            // A cold start is measured from the first request: the curve is the result.
+            plan.load.warmup_s = 0.0;
+        }
         Ok(plan)
     }
 }

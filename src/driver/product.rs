@@ -102,12 +102,17 @@ pub struct CacheMemory {
     pub limit: u64,
     /// Items evicted so far.
     pub evictions: u64,
+    /// Memory in use, bytes, as the server counts it (Redis `used_memory`,
+    /// memcached `bytes`).
+    pub used: u64,
 }
 
 /// A cache's own operations beside GET and SET.
 pub trait Cache: Sync {
     /// Items held, memory limit and evictions, from the server's own report.
     fn memory(&self, c: &Connector) -> Result<CacheMemory>;
+    /// Drops every key (only ever asked of a server kvlab started).
+    fn flush(&self, c: &Connector) -> Result<()>;
     /// The bytes of SETs a load keeps in flight on one connection (`tls`:
     /// over TLS); 1 MiB unless the server cannot take that many.
     fn load_window(&self, tls: bool) -> usize {

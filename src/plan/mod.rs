@@ -12,6 +12,7 @@ use crate::products;
 pub use crate::products::TargetKind;
 pub use crate::workload::params::{KeyDistribution, Ratio, Stop, WritePolicy};
 
+pub mod events;
 pub mod shard;
 pub mod study;
 mod url;
@@ -41,6 +42,50 @@ pub struct CacheAside {
     pub policy: WritePolicy,
     /// Expiry of cache entries, seconds (0: never).
     pub ttl_s: u32,
+    /// What the cache holds when the load starts.
+    #[serde(default)]
+    pub start: CacheStart,
+}
+
+/// What the cache of a cache-aside run holds when the load starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CacheStart {
+    /// Every key loaded before the run (the cache must hold all the data).
+    #[default]
+    Warm,
+    /// Empty: the run fills it through its misses.
+    Cold,
+    /// Empty, then warmed by the workload itself until the hit ratio settles
+    /// (see `runner::cache`), and only then measured.
+    Settle,
+}
+
+impl CacheStart {
+    /// Its name in flags, plans and results.
+    pub fn name(self) -> &'static str {
+        match self {
+            CacheStart::Warm => "warm",
+            CacheStart::Cold => "cold",
+            CacheStart::Settle => "settle",
+        }
+    }
+}
+
+impl std::str::FromStr for CacheStart {
+    type Err = UsageError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "warm" => Ok(CacheStart::Warm),
+            "cold" => Ok(CacheStart::Cold),
+            "settle" | "settled" => Ok(CacheStart::Settle),
+            other => Err(UsageError::bad(
+                "--cache-start",
+                format!("'{other}' is not a way to start the cache"),
+                "use warm (every key loaded first), cold (empty) or settle (warmed by the workload until its hit ratio settles)",
+            )),
+        }
+    }
 }
 
 impl RunPlan {
@@ -385,4 +430,7 @@ pub struct LoadShape {
     /// Wall-clock start of the measured phase, Unix milliseconds (`--start-at`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_at_ms: Option<u64>,
+    /// What kvlab does to its servers during the window (`--event`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<events::ServerEvent>,
 }

@@ -218,6 +218,13 @@ pub struct TargetSection {
     /// Cache-aside: settings of the managed cache.
     #[serde(default)]
     pub cache_opts: BTreeMap<String, String>,
+    /// Cache-aside: `warm` (default), `cold` or `settle` (see `--cache-start`).
+    #[serde(default)]
+    pub cache_start: Option<String>,
+    /// What kvlab does to its servers during each point, e.g.
+    /// `["10:restart-cache:2"]` (see `--event`).
+    #[serde(default)]
+    pub events: Vec<String>,
 }
 
 impl StudyFile {
@@ -248,13 +255,14 @@ impl TargetSection {
         let Some(c) = &self.cache else {
             if self.write_policy.is_some()
                 || self.cache_ttl.is_some()
+            || self.cache_start.is_some()
                 || !self.cache_opts.is_empty()
             {
                 let caches: Vec<String> = crate::products::kinds(true)
                     .map(|k| format!("\"{}\"", k.name()))
                     .collect();
                 bail!(
-                    "write_policy, cache_ttl and cache_opts need cache = {} (or a URL)",
+                    "write_policy, cache_ttl, cache_opts and cache_start need cache = {} (or a URL)",
                     crate::products::or_list(&caches)
                 );
             }
@@ -264,6 +272,10 @@ impl TargetSection {
         if cache.external.is_some() && !self.cache_opts.is_empty() {
             bail!("cache_opts apply only to a cache kvlab starts; drop them or use a bare kind");
         }
+        let start = match &self.cache_start {
+            Some(s) => s.parse().map_err(|e| anyhow!("cache_start: {e}"))?,
+            None => crate::plan::CacheStart::Warm,
+        };
         cache.server_opts = self.cache_opts.clone();
         Ok(Some(crate::plan::CacheAside {
             cache,
@@ -273,7 +285,16 @@ impl TargetSection {
                 .unwrap_or("invalidate")
                 .parse()?,
             ttl_s: self.cache_ttl.unwrap_or(0),
+            start,
         }))
+    }
+
+    /// The target's `events`, parsed.
+    pub(crate) fn events(&self) -> Result<Vec<crate::plan::events::ServerEvent>> {
+        self.events
+            .iter()
+            .map(|e| e.parse().map_err(|e| anyhow!("events: {e}")))
+            .collect()
     }
 }
 
@@ -306,6 +327,13 @@ pub struct Sweep {
     /// accepts them, e.g. `io-threads`, `threads`, `query_cache_type`).
     #[serde(default)]
     pub server: BTreeMap<String, Vec<toml::Value>>,
+    /// Settings of the managed cache of cache-aside targets: name -> values
+    /// (e.g. `memory-mb = [4, 16, 64]`).
+    #[serde(default)]
+    pub cache: BTreeMap<String, Vec<toml::Value>>,
+    /// Key distributions, e.g. `["uniform", "zipf:0.99"]`.
+    #[serde(default)]
+    pub distribution: Vec<String>,
 }
 
 /// The label of a target section.

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Child;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -22,6 +23,8 @@ use crate::driver::settings::{Config, Sizing};
 use crate::system::osuser::{self, OsUser};
 pub use crate::system::process::free_port;
 use crate::system::process::{log_tail, spawn_owned};
+
+mod restart;
 use crate::system::procfs::ProcUsage;
 use crate::transport::certs::TlsFiles;
 use crate::transport::{TlsOptions, TlsStart};
@@ -29,8 +32,14 @@ use crate::transport::{TlsOptions, TlsStart};
 /// A running server that kvlab started and will stop.
 pub struct ManagedServer {
     product: &'static dyn Product,
-    /// Its processes (one, or a cluster's nodes) and their ports.
-    nodes: Vec<(Child, u16)>,
+    /// Its processes (one, or a cluster's nodes) and their ports; behind a
+    /// lock so that an event can restart one while the run reads the rest.
+    nodes: Mutex<Vec<(Child, u16)>>,
+    /// How it was started, to start it again (`restart`).
+    binary: PathBuf,
+    config: Config,
+    /// CPU seconds of its processes that were killed and replaced.
+    retired_cpu_s: Mutex<f64>,
     dir: tempfile::TempDir,
     /// Effective settings (secrets masked), as recorded in results.
     pub settings: BTreeMap<String, String>,
@@ -183,7 +192,10 @@ impl ManagedServer {
         let count = product.server().processes(config);
         let mut server = ManagedServer {
             product,
-            nodes: Vec::with_capacity(count),
+            nodes: Mutex::new(Vec::with_capacity(count)),
+            binary: bin.to_path_buf(),
+            config: config.clone(),
+            retired_cpu_s: Mutex::new(0.0),
             dir,
             settings: config.settings.clone(),
             info: ServerInfo {
@@ -232,7 +244,7 @@ impl ManagedServer {
             }
             cmd.args(&config.args);
             let child = spawn_owned(&mut cmd, &dir, &log_path, bin)?;
-            server.nodes.push((child, port));
+            server.nodes().push((child, port));
             logs.push(log_path);
         }
         if let Some(u) = run_as {
@@ -248,7 +260,7 @@ impl ManagedServer {
         let deadline = Instant::now() + wait;
         let name = self.product.facts().server.binary;
         {
-            let nodes = &mut self.nodes;
+            let nodes = self.nodes.get_mut().unwrap_or_else(|e| e.into_inner());
             let mut alive = || {
                 nodes
                     .iter_mut()
@@ -262,7 +274,7 @@ impl ManagedServer {
                 return Err(e.context(log_tail(&logs[0])));
             }
         }
-        let mut connectors = Vec::with_capacity(self.nodes.len());
+        let mut connectors = Vec::with_capacity(logs.len());
         let mut info = None;
         for (i, log) in logs.iter().enumerate() {
             let c = Connector::new(self.product, &self.endpoint_of(i))?;
@@ -286,7 +298,7 @@ impl ManagedServer {
     ) -> Result<ServerInfo> {
         let name = self.product.facts().server.binary;
         loop {
-            if let Some(status) = self.nodes[i].0.try_wait()? {
+            if let Some(status) = self.nodes()[i].0.try_wait()? {
                 let tail = log_tail(log);
                 bail!(
                     "managed {name} exited at start ({status}): {tail}; check the --server-opt values"
@@ -374,7 +386,7 @@ impl ManagedServer {
     pub fn endpoint_of(&self, i: usize) -> Endpoint {
         Endpoint {
             host: "127.0.0.1".into(),
-            port: self.nodes[i].1,
+            port: self.nodes()[i].1,
             user: self.login.user.clone(),
             password: self.login.password.clone().map(Secret),
             database: self.login.database.clone(),
@@ -407,12 +419,12 @@ impl ManagedServer {
 
     /// The server's process id (its first process).
     pub fn pid(&self) -> u32 {
-        self.nodes[0].0.id()
+        self.nodes()[0].0.id()
     }
 
     /// The process ids of all its processes.
     pub fn pids(&self) -> Vec<u32> {
-        self.nodes.iter().map(|(c, _)| c.id()).collect()
+        self.nodes().iter().map(|(c, _)| c.id()).collect()
     }
 
     /// Its temporary directory.
@@ -424,7 +436,10 @@ impl ManagedServer {
     /// product runs one process per connection).
     /// Summed over its processes (a cluster's nodes).
     pub fn usage(&self) -> Option<ProcUsage> {
-        let mut sum = ProcUsage::default();
+        let mut sum = ProcUsage {
+            cpu_s: *self.retired_cpu_s.lock().unwrap_or_else(|e| e.into_inner()),
+            ..ProcUsage::default()
+        };
         for pid in self.pids() {
             let u = self.product.server().usage(pid)?;
             sum.cpu_s += u.cpu_s;
@@ -435,7 +450,7 @@ impl ManagedServer {
 
     /// Whether every process still runs.
     pub fn running(&mut self) -> bool {
-        self.nodes
+        self.nodes()
             .iter_mut()
             .all(|(c, _)| matches!(c.try_wait(), Ok(None)))
     }
@@ -460,7 +475,8 @@ impl ManagedServer {
     /// SIGKILL after 5 s) and reaps it.
     pub fn stop(&mut self) {
         self.pooler = None;
-        for (child, _) in self.nodes.iter_mut() {
+        let nodes = self.nodes.get_mut().unwrap_or_else(|e| e.into_inner());
+        for (child, _) in nodes.iter_mut() {
             if let Ok(None) = child.try_wait() {
                 // SAFETY: the pid is our unreaped child, so it cannot have been reused.
                 unsafe {
@@ -469,7 +485,7 @@ impl ManagedServer {
             }
         }
         let deadline = Instant::now() + Duration::from_secs(5);
-        for (child, _) in self.nodes.iter_mut() {
+        for (child, _) in nodes.iter_mut() {
             while Instant::now() < deadline {
                 if !matches!(child.try_wait(), Ok(None)) {
                     break;
@@ -481,6 +497,13 @@ impl ManagedServer {
                 let _ = child.wait();
             }
         }
+    }
+}
+
+impl ManagedServer {
+    /// Its processes, locked.
+    fn nodes(&self) -> MutexGuard<'_, Vec<(Child, u16)>> {
+        self.nodes.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

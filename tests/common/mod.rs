@@ -50,6 +50,7 @@ pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
             timeout_s: 5.0,
             shard: None,
             start_at_ms: None,
+            events: Vec::new(),
         },
     }
 }

@@ -72,23 +72,7 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
         .load
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let server_axes: Vec<(&String, &Vec<toml::Value>)> = s.sweep.server.iter().collect();
-    let mut server_combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
-    for (k, values) in &server_axes {
-        if values.is_empty() {
-            bail!("sweep.server.{k} has no values");
-        }
-        server_combos = server_combos
-            .into_iter()
-            .flat_map(|c| {
-                values.iter().map(move |v| {
-                    let mut c = c.clone();
-                    c.push(((*k).clone(), value_text(v)));
-                    c
-                })
-            })
-            .collect();
-    }
+    let server_combos = combos(&s.sweep.server, "sweep.server")?;
     let rates: Vec<Option<f64>> = if s.sweep.rate.is_empty() {
         vec![s.load.rate]
     } else {
@@ -119,13 +103,33 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
         Some(toml::Value::Integer(n)) if *n > 0 => Some(Some(*n as u64)),
         Some(other) => bail!("workload.requests = {other}: give a positive number or \"keys\""),
     };
-    let distribution: KeyDistribution = s.workload.distribution.parse()?;
+    let distributions: Vec<(String, KeyDistribution)> = if s.sweep.distribution.is_empty() {
+        vec![(String::new(), s.workload.distribution.parse()?)]
+    } else {
+        s.sweep
+            .distribution
+            .iter()
+            .map(|d| Ok((d.clone(), d.parse()?)))
+            .collect::<Result<_>>()?
+    };
+    let cache_combos = &combos(&s.sweep.cache, "sweep.cache")?;
+    let distributions = &distributions;
+    // Each key count and ratio, crossed with each distribution and cache setting.
+    let keys_ratios: Vec<(u64, Ratio, &(String, KeyDistribution), &Vec<(String, String)>)> =
+        keys_ratios
+            .iter()
+            .flat_map(|&(k, r)| {
+                distributions
+                    .iter()
+                    .flat_map(move |d| cache_combos.iter().map(move |c| (k, r, d, c)))
+            })
+            .collect();
     let mut points = Vec::new();
     for t in &s.targets {
         let base: TargetSpec = t.target.parse()?;
         let cache = t.cache_aside()?;
         for combo in &server_combos {
-            for &(keys, ratio) in &keys_ratios {
+            for &(keys, ratio, (dist_name, distribution), cache_combo) in &keys_ratios {
                 for &value_size in &one(&s.sweep.value_size, s.workload.value_size) {
                     for &connections in &one(&s.sweep.connections, s.load.connections) {
                         for &threads in &one(&s.sweep.threads, threads_default) {
@@ -155,17 +159,27 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
                                         params.insert("value_size".into(), value_size.to_string());
                                         params.insert("keys".into(), keys.to_string());
                                         params.insert("ratio".into(), ratio.to_string());
+                                        if !dist_name.is_empty() {
+                                            params.insert("distribution".into(), dist_name.clone());
+                                        }
+                                        let mut cache = cache.clone();
+                                        for (k, v) in cache_combo {
+                                            if let Some(c) = cache.as_mut() {
+                                                c.cache.server_opts.insert(k.clone(), v.clone());
+                                                params.insert(format!("cache.{k}"), v.clone());
+                                            }
+                                        }
                                         if let Some(r) = rate {
                                             params.insert("rate".into(), r.to_string());
                                         }
                                         let plan = RunPlan {
-                                            cache: cache.clone(),
+                                            cache,
                                             target,
                                             workload: Workload {
                                                 keys,
                                                 value_size,
                                                 ratio,
-                                                distribution,
+                                                distribution: *distribution,
                                                 key_prefix: s.workload.key_prefix.clone(),
                                                 load: s.workload.load,
                                                 seed: 1,
@@ -185,10 +199,20 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
                                                 timeout_s: s.load.timeout,
                                                 shard: None,
                                                 start_at_ms: None,
+                                                events: t.events()?,
                                             },
                                         };
                                         plan.check_cache()
                                             .map_err(|e| anyhow!("target '{}': {e}", label(t)))?;
+                                        for e in &plan.load.events {
+                                            let window = match plan.load.stop {
+                                                Stop::Duration(d) => Some(d),
+                                                Stop::Requests(_) => None,
+                                            };
+                                            e.check(&plan, window).map_err(|e| {
+                                                anyhow!("target '{}': {e}", label(t))
+                                            })?;
+                                        }
                                         points.push(Point {
                                             index: points.len(),
                                             target: label(t),
@@ -206,4 +230,28 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
         }
     }
     Ok(points)
+}
+
+/// Every combination of the settings `axes` (name -> values), in order.
+fn combos(
+    axes: &BTreeMap<String, Vec<toml::Value>>,
+    what: &str,
+) -> Result<Vec<Vec<(String, String)>>> {
+    let mut out: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for (k, values) in axes {
+        if values.is_empty() {
+            bail!("{what}.{k} has no values");
+        }
+        out = out
+            .into_iter()
+            .flat_map(|c| {
+                values.iter().map(move |v| {
+                    let mut c = c.clone();
+                    c.push((k.clone(), value_text(v)));
+                    c
+                })
+            })
+            .collect();
+    }
+    Ok(out)
 }

@@ -118,7 +118,21 @@ impl Cache for Memcached {
             items: num(&st, "curr_items"),
             limit: num(&st, "limit_maxbytes"),
             evictions: num(&st, "evictions"),
+            used: num(&st, "bytes"),
         })
+    }
+
+    fn flush(&self, c: &Connector) -> Result<()> {
+        let mut s = c
+            .open(Duration::from_secs(5))
+            .with_context(|| format!("cannot connect to {}", c.display))?;
+        let reply = crate::driver::wire::roundtrip(&mut s, b"flush_all\r\n", |b| {
+            Ok(crate::driver::wire::line_end(b, 0))
+        })?;
+        if !reply.starts_with(b"OK") {
+            bail!("flush_all: {}", String::from_utf8_lossy(&reply).trim_end());
+        }
+        Ok(())
     }
 
     /// memcached 1.6's TLS stalls a connection whose requests in flight

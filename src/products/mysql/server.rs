@@ -91,6 +91,10 @@ impl Server for Mariadb {
 
 /// `mariadb-install-db` into `data`.
 fn init_mariadb(data: &Path, user: Option<&OsUser>) -> Result<()> {
+    if data.join("mysql").exists() {
+        // Started again after a kill (`--event`): the data is there.
+        return Ok(());
+    }
     let tool = find_binary("mariadb-install-db")
         .or_else(|| find_binary("mysql_install_db"))
         .context("mariadb-install-db is not installed; run `make deps` (or apt-get install mariadb-server)")?;

@@ -111,6 +111,10 @@ fn pg_binary(name: &str) -> Option<PathBuf> {
 
 /// `initdb` of a trust-authenticated cluster into `data`.
 fn init_postgres(data: &Path, user: Option<&OsUser>) -> Result<()> {
+    if data.join("PG_VERSION").exists() {
+        // Started again after a kill (`--event`): the data is there.
+        return Ok(());
+    }
     let initdb = pg_binary("initdb").context(
         "PostgreSQL's initdb is not installed; run `make deps` (or apt-get install postgresql)",
     )?;

@@ -138,8 +138,15 @@ impl Cache for ClusterProduct {
             sum.items += m.items;
             sum.limit += m.limit;
             sum.evictions += m.evictions;
+            sum.used += m.used;
         }
         Ok(sum)
+    }
+    fn flush(&self, c: &Connector) -> Result<()> {
+        for node in primaries(c)? {
+            super::RespProduct::flush_node(&node)?;
+        }
+        Ok(())
     }
     fn load_hint(&self, value_size: usize, managed: bool) -> String {
         super::load_hint(value_size, managed)

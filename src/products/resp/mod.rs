@@ -121,8 +121,21 @@ impl Cache for RespProduct {
     fn memory(&self, c: &Connector) -> Result<CacheMemory> {
         node_memory(c)
     }
+    fn flush(&self, c: &Connector) -> Result<()> {
+        RespProduct::flush_node(c)
+    }
     fn load_hint(&self, value_size: usize, managed: bool) -> String {
         load_hint(value_size, managed)
+    }
+}
+
+impl RespProduct {
+    /// `FLUSHALL` on one server.
+    pub(crate) fn flush_node(c: &Connector) -> Result<()> {
+        let mut s = open(c, Duration::from_secs(5))?;
+        s.set_timeout(Some(Duration::from_secs(10)))?;
+        command(&mut s, &[b"FLUSHALL"])?;
+        Ok(())
     }
 }
 
@@ -268,6 +281,7 @@ pub(crate) fn node_memory(c: &Connector) -> Result<CacheMemory> {
             items,
             limit: num(&mem, "maxmemory"),
             evictions: num(&stats, "evicted_keys"),
+            used: num(&mem, "used_memory"),
         })
     }
 }

@@ -1,0 +1,187 @@
+//! Events during a run (`--event AT:ACTION`): what kvlab does to a server it
+//! started, at a second of the measured window — kill it, restart it (after
+//! some seconds down), or flush a cache.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::UsageError;
+
+/// The server an event acts on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EventOn {
+    /// The cache of a cache-aside run.
+    Cache,
+    /// The run's target (the database behind a cache, or the server of a plain run).
+    Target,
+}
+
+/// What an event does.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "action")]
+pub enum EventAction {
+    /// SIGKILL, and the server stays down.
+    Kill,
+    /// SIGKILL, then the same server started again after `down_s` seconds
+    /// (a cache comes back empty, a database with its data).
+    Restart {
+        /// Seconds the server stays down (0: started again at once).
+        down_s: u32,
+    },
+    /// Every key of the cache dropped (FLUSHALL, flush_all).
+    Flush,
+}
+
+/// One event of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerEvent {
+    /// Seconds into the measured window.
+    pub at_s: u32,
+    /// The server it acts on.
+    pub on: EventOn,
+    /// What it does.
+    #[serde(flatten)]
+    pub action: EventAction,
+}
+
+/// The actions `--event` takes, for errors and help.
+pub const ACTIONS: &str =
+    "kill-cache, restart-cache[:DOWN], flush-cache, kill-target, restart-target[:DOWN] (kill-db, restart-db: the same)";
+
+impl FromStr for ServerEvent {
+    type Err = UsageError;
+
+    /// `AT:ACTION[:DOWN]`, e.g. `10:restart-cache:2`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = |problem: String| {
+            UsageError::bad(
+                "--event",
+                problem,
+                format!("give SECOND:ACTION[:DOWN_SECONDS], e.g. 10:restart-cache:2; actions: {ACTIONS}"),
+            )
+        };
+        let mut parts = s.trim().splitn(3, ':');
+        let at = parts.next().unwrap_or_default();
+        let at_s: u32 = at
+            .trim_end_matches('s')
+            .parse()
+            .map_err(|_| bad(format!("'{s}': '{at}' is not a whole second")))?;
+        let Some(what) = parts.next() else {
+            return Err(bad(format!("'{s}' names no action")));
+        };
+        let down = parts.next();
+        let (verb, on) = match what.rsplit_once('-') {
+            Some((v, "cache")) => (v, EventOn::Cache),
+            Some((v, "target" | "db" | "database" | "server")) => (v, EventOn::Target),
+            _ => return Err(bad(format!("'{s}': unknown action '{what}'"))),
+        };
+        let action = match (verb, down) {
+            ("kill", None) => EventAction::Kill,
+            ("flush", None) if on == EventOn::Cache => EventAction::Flush,
+            ("restart", d) => EventAction::Restart {
+                down_s: match d {
+                    None => 0,
+                    Some(d) => d
+                        .trim_end_matches('s')
+                        .parse()
+                        .map_err(|_| bad(format!("'{s}': '{d}' is not a whole number of seconds down")))?,
+                },
+            },
+            ("kill" | "flush", Some(_)) => {
+                return Err(bad(format!("'{s}': only a restart takes seconds down")));
+            }
+            _ => return Err(bad(format!("'{s}': unknown action '{what}'"))),
+        };
+        Ok(ServerEvent { at_s, on, action })
+    }
+}
+
+impl fmt::Display for ServerEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let on = match self.on {
+            EventOn::Cache => "cache",
+            EventOn::Target => "target",
+        };
+        match self.action {
+            EventAction::Kill => write!(f, "{}:kill-{on}", self.at_s),
+            EventAction::Flush => write!(f, "{}:flush-{on}", self.at_s),
+            EventAction::Restart { down_s } => write!(f, "{}:restart-{on}:{down_s}", self.at_s),
+        }
+    }
+}
+
+impl ServerEvent {
+    /// Checks the event against the run: a cache event needs a cache, every
+    /// event a server kvlab starts, and the event must fall in the window.
+    pub fn check(
+        &self,
+        plan: &crate::plan::RunPlan,
+        window_s: Option<f64>,
+    ) -> Result<(), UsageError> {
+        let bad = |problem: String, fix: &str| UsageError::bad("--event", problem, fix);
+        let spec = match (self.on, &plan.cache) {
+            (EventOn::Cache, None) => {
+                return Err(bad(
+                    format!("{self}: this run has no cache"),
+                    "add --cache, or act on the target (kill-target, restart-target)",
+                ));
+            }
+            (EventOn::Cache, Some(c)) => &c.cache,
+            (EventOn::Target, _) => &plan.target,
+        };
+        if spec.external.is_some() {
+            return Err(bad(
+                format!("{self}: kvlab acts only on servers it started, and this one is a URL"),
+                "use a managed server (e.g. --target redis) or drop --event",
+            ));
+        }
+        if spec.kind.product().facts().sharded {
+            return Err(bad(
+                format!("{self}: events on a cluster are not supported yet"),
+                "use a single server, or drop --event",
+            ));
+        }
+        if plan.load.shard.is_some() {
+            return Err(bad(
+                format!("{self}: a sharded run's clients cannot share one event"),
+                "drop --event or --shard",
+            ));
+        }
+        if let Some(w) = window_s
+            && f64::from(self.at_s) >= w
+        {
+            return Err(bad(
+                format!("{self}: second {} is past the {w} s window", self.at_s),
+                "give a second inside --duration",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_parse_and_print_back() {
+        for (text, want) in [
+            ("10:kill-cache", "10:kill-cache"),
+            ("5s:restart-cache:2", "5:restart-cache:2"),
+            ("3:restart-db", "3:restart-target:0"),
+            ("0:flush-cache", "0:flush-cache"),
+            ("7:kill-target", "7:kill-target"),
+        ] {
+            let e: ServerEvent = text.parse().unwrap();
+            assert_eq!(e.to_string(), want);
+            assert_eq!(e.to_string().parse::<ServerEvent>().unwrap(), e);
+        }
+        for bad in ["x:kill-cache", "3", "3:explode-cache", "3:flush-db", "3:kill-cache:2", "3:restart-cache:x"] {
+            let e = bad.parse::<ServerEvent>().unwrap_err().to_string();
+            assert!(e.contains("--event"), "{bad}: {e}");
+        }
+    }
+}

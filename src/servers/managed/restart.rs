@@ -1,0 +1,81 @@
+//! What an event does to a managed server during a run (`--event`): kill its
+//! process, start it again in the same directory on the same port with the
+//! same settings (a cache comes back empty, a database with its data).
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+
+use super::ManagedServer;
+use crate::driver::product::{Connector, Launch};
+use crate::system::process::{log_tail, spawn_owned};
+
+impl ManagedServer {
+    /// Kills the server (SIGKILL) and reaps it; the CPU it spent stays counted.
+    pub fn kill(&self) -> Result<()> {
+        let mut nodes = self.nodes();
+        if nodes.len() != 1 {
+            bail!("kvlab kills and restarts only a server of one process");
+        }
+        let (child, _) = &mut nodes[0];
+        if let Ok(None) = child.try_wait() {
+            if let Some(u) = self.product.server().usage(child.id()) {
+                *self.retired_cpu_s.lock().unwrap_or_else(|e| e.into_inner()) += u.cpu_s;
+            }
+            let _ = child.kill();
+        }
+        let _ = child.wait();
+        Ok(())
+    }
+
+    /// Starts the killed server again as it was started; returns once it
+    /// answers its protocol (within its start timeout).
+    pub fn start_again(&self) -> Result<()> {
+        let name = self.binary();
+        let dir = self.dir.path();
+        let log = dir.join("server-restarted.log");
+        {
+            let mut nodes = self.nodes();
+            if nodes.len() != 1 {
+                bail!("kvlab kills and restarts only a server of one process");
+            }
+            if let Ok(None) = nodes[0].0.try_wait() {
+                bail!("managed {name} still runs; it is started again only after a kill");
+            }
+            let port = nodes[0].1;
+            let (mut cmd, _) = self.product.server().command(&Launch {
+                binary: &self.binary,
+                dir,
+                data: &dir.join("data"),
+                port,
+                aux_port: 0,
+                run_as: self.run_as.as_ref(),
+                config: &self.config,
+                tls: self.access.tls.as_ref(),
+                socket: self
+                    .access
+                    .socket
+                    .then(|| self.access.sockets[0].as_path()),
+            })?;
+            cmd.args(&self.config.args);
+            nodes[0].0 = spawn_owned(&mut cmd, dir, &log, &self.binary)?;
+        }
+        let c = Connector::new(self.product, &self.endpoint())?;
+        let deadline = Instant::now() + self.product.facts().server.start_timeout;
+        loop {
+            if let Ok(Some(status)) = self.nodes()[0].0.try_wait() {
+                bail!(
+                    "managed {name} exited when started again ({status}): {}",
+                    log_tail(&log)
+                );
+            }
+            match c.probe(Duration::from_millis(500)) {
+                Ok(_) => return Ok(()),
+                Err(e) if Instant::now() >= deadline => {
+                    return Err(e.context(format!("managed {name} did not come back")));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    }
+}
