@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Request counters as the server reports them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerCounters {
     /// GET commands executed.
     pub gets: u64,
@@ -27,6 +27,17 @@ fn yes() -> bool {
 }
 
 impl ServerCounters {
+    /// `self + other`, field by field.
+    pub fn plus(&self, o: &ServerCounters) -> ServerCounters {
+        ServerCounters {
+            gets: self.gets + o.gets,
+            sets: self.sets + o.sets,
+            hits: self.hits + o.hits,
+            misses: self.misses + o.misses,
+            exact: self.exact && o.exact,
+        }
+    }
+
     /// `self - before`, field by field.
     pub fn since(&self, before: &ServerCounters) -> ServerCounters {
         ServerCounters {

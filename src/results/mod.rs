@@ -2,7 +2,9 @@
 //! `--json`, embedding the resolved plan, the target and its version, figures,
 //! timeline and the serialized HDR histograms (so reports can merge and re-cut).
 
+pub mod aside;
 pub mod capacity;
+pub mod events;
 pub mod fill;
 pub mod merge;
 pub mod stats;
@@ -22,6 +24,8 @@ use crate::plan::shard::Shard;
 use crate::results::stats::{Counts, Percentiles};
 use crate::servers::ManagedServer;
 use crate::transport::TransportInfo;
+pub use aside::{AsideReport, LegReport, WorkingSet};
+pub use events::EventReport;
 pub use timeline::{CacheSecond, ScheduleReport, Second};
 
 /// Version of this JSON layout.
@@ -109,6 +113,9 @@ pub struct RunResult {
     /// The background writer beside the measured load, if any.
     #[serde(default)]
     pub background: Option<BackgroundReport>,
+    /// What kvlab did to its servers during the window, and what followed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<EventReport>,
     /// Stale reads, when the run wrote and values carry versions.
     #[serde(default)]
     pub consistency: Option<ConsistencyReport>,
@@ -284,53 +291,6 @@ pub struct ConsistencyReport {
     pub stale_age_histogram: Option<String>,
 }
 
-/// What a cache-aside run measured beyond the end-to-end figures.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct AsideReport {
-    /// The cache in front of the database.
-    pub cache: TargetInfo,
-    /// `invalidate` or `update`.
-    pub write_policy: String,
-    /// Expiry of cache entries, seconds (0: never).
-    pub ttl_s: u32,
-    /// Reads the cache answered.
-    pub cache_hits: u64,
-    /// Reads the cache did not have (each read the database).
-    pub cache_misses: u64,
-    /// cache_hits / (cache_hits + cache_misses).
-    pub hit_ratio: f64,
-    /// Database reads the cache saved (its hits), per second of the window.
-    pub db_reads_saved_per_s: f64,
-    /// Database reads made (misses), per second.
-    pub db_reads_per_s: f64,
-    /// Each step: replies, errors and latency from send to reply.
-    pub legs: BTreeMap<String, LegReport>,
-    /// The cache server's CPU seconds in the window (managed cache only).
-    pub cache_cpu_s: Option<f64>,
-    /// The database server's CPU seconds in the window (managed only).
-    pub db_cpu_s: Option<f64>,
-    /// The cache's own counters beside kvlab's cache steps.
-    pub cache_counters: Option<CounterCheck>,
-    /// What the set-up, rather than the cache, decided about these figures.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
-
-/// One step of cache-aside requests.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct LegReport {
-    /// Replies received.
-    pub replies: u64,
-    /// Failed steps: error replies, and steps that got no reply (timeout,
-    /// disconnect).
-    pub errors: u64,
-    /// Latency from the step's send to its reply, µs.
-    pub latency_us: Percentiles,
-    /// The same as a histogram (ns, HdrHistogram V2 deflate, base64), for merging.
-    #[serde(default)]
-    pub histogram: Option<String>,
-}
-
 /// The target as driven.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TargetInfo {
@@ -397,6 +357,14 @@ pub struct CounterCheck {
     /// run), so that a merge takes them once over every client's window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<[ServerCounters; 2]>,
+    /// Requests that may have been in flight when kvlab killed the server
+    /// (`--event`): sent by kvlab, perhaps never counted by the server.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub slack: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl TargetInfo {
@@ -425,6 +393,17 @@ impl CounterCheck {
     /// Whether the server counted exactly what kvlab sent (within 0.1% when the
     /// server's counters are only approximate).
     pub fn agrees(&self) -> bool {
+        if self.slack > 0 {
+            // Never more than kvlab sent; less by at most what was in flight.
+            let tol = |kvlab: u64| match self.server.exact {
+                true => 0,
+                false => 1 + kvlab / 1000,
+            };
+            let within = |server: u64, kvlab: u64| {
+                server <= kvlab + tol(kvlab) && kvlab.saturating_sub(server) <= self.slack + tol(kvlab)
+            };
+            return within(self.server.gets, self.kvlab_gets) && within(self.server.sets, self.kvlab_sets);
+        }
         if self.server.exact {
             return self.server.gets == self.kvlab_gets && self.server.sets == self.kvlab_sets;
         }

@@ -158,9 +158,10 @@ pub(super) fn assemble(
         problems.extend(sc.not_sustained.clone());
     }
     // A run full of misses measured the wrong thing: not a valid result; nor
-    // is an open loop that did not carry its rate.
+    // is an open loop that did not carry its rate. Errors are what a run with
+    // events (a server killed) measures: counted and shown, not disqualifying.
     let mostly_misses = c.gets > 0 && c.misses * 2 > c.gets;
-    let valid = c.error_total() == 0
+    let valid = (c.error_total() == 0 || !plan.load.events.is_empty())
         && c.requests() > 0
         && !mostly_misses
         && schedule.as_ref().is_none_or(|s| s.not_sustained.is_none());
@@ -230,6 +231,7 @@ pub(super) fn assemble(
             })
             .collect(),
         background: None,
+        events: Vec::new(),
         consistency: plan_writes(plan).then(|| consistency_report(&r.measured)),
         cache_aside: None,
         histogram: encode_histogram(&r.measured.latency),

@@ -3,16 +3,17 @@
 //! the cache loaded with the same values), its counters, and the report of
 //! what the cache did (hit ratio, database reads saved, each leg).
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
-use crate::driver::{Connector, Role, ServerCounters};
-use crate::engine::{AsideSpec, EngineReport, Spec};
-use crate::plan::{CacheAside, RunPlan, WritePolicy};
+use crate::driver::{CacheMemory, Connector, Role, ServerCounters};
+use crate::engine::{AsideSpec, Beat, EngineReport, Observer, Spec};
+use crate::plan::{CacheAside, CacheStart, RunPlan, WritePolicy};
 use crate::results::stats::{Leg, Percentiles};
-use crate::results::{AsideReport, CounterCheck, LegReport, TargetInfo};
+use crate::results::{AsideReport, CounterCheck, LegReport, Second, TargetInfo, WorkingSet};
+use crate::system::progress::Progress;
 use crate::runner::launch::start_managed;
 use crate::servers::ManagedServer;
 use crate::system::progress::{RunOptions, note};
@@ -78,6 +79,11 @@ impl Cache {
         })
     }
 
+    /// What the cache holds when the load starts.
+    pub fn start(&self) -> CacheStart {
+        self.aside.start
+    }
+
     /// What the engine needs to drive this cache.
     pub fn spec(&self) -> AsideSpec {
         AsideSpec {
@@ -87,11 +93,23 @@ impl Cache {
         }
     }
 
-    /// A consistent start: every database value back at version 0, then every
-    /// key loaded into the cache at version 0 (with the TTL, if any).
+    /// A consistent start: every database value back at version 0, then (a
+    /// warm start) every key loaded into the cache at version 0 (with the TTL,
+    /// if any). A cold or settling start leaves kvlab's fresh cache empty.
     pub fn prepare(&self, db: &Spec, opts: RunOptions, shutdown: &AtomicBool) -> Result<()> {
         if db.values.size() >= VERSIONED_SIZE {
             reset_versions(&db.connector).context("resetting the database's values failed")?;
+        }
+        if self.aside.start != CacheStart::Warm {
+            if self.server.is_none() {
+                bail!(
+                    "--cache-start {}: the cache {} may hold kvlab's keys from an earlier run, and kvlab never flushes a server it did not start; use a managed cache (--cache {}) or --cache-start warm",
+                    self.aside.start.name(),
+                    self.connector.display,
+                    self.connector.product.name()
+                );
+            }
+            return Ok(());
         }
         let spec = Spec {
             connector: self.connector.clone(),
@@ -106,8 +124,54 @@ impl Cache {
             format!("kvlab: filling the cache {}", self.connector.display),
         );
         crate::runner::dataset::load_cache(&spec, self.server.is_some(), opts, shutdown)
-            .map_err(as_cache)?;
+            .map_err(|e| {
+                let e = as_cache(e);
+                match format!("{e:#}").contains("evicted") {
+                    true => anyhow::anyhow!(
+                        "{e:#}; or, for a cache that holds only the hot part of the data, start it empty: --cache-start cold (measured from the first request) or settle (measured once its hit ratio settles)"
+                    ),
+                    false => e,
+                }
+            })?;
         Ok(())
+    }
+
+    /// A settling start: runs the workload on the empty cache, unmeasured,
+    /// until its hit ratio settles (the mean of the last 3 seconds within half
+    /// a point of the 3 before; at most [`SETTLE_MAX_S`] seconds). Returns the
+    /// seconds it took (`None`: did not settle) and each second's hit ratio.
+    pub fn settle(
+        &self,
+        db: &Spec,
+        opts: RunOptions,
+        shutdown: &AtomicBool,
+    ) -> Result<(Option<f64>, Vec<f64>)> {
+        let spec = Spec {
+            warmup: Duration::ZERO,
+            stop: crate::workload::Stop::Duration(SETTLE_MAX_S),
+            start_at: None,
+            ..db.clone()
+        };
+        let stop = AtomicBool::new(false);
+        let mut obs = Settling {
+            stop: &stop,
+            shutdown,
+            ratios: Vec::new(),
+            settled: None,
+            progress: Progress::spinner("settle", opts.progress),
+        };
+        crate::engine::execute(&spec, &stop, &mut obs)?;
+        obs.progress.finish();
+        if shutdown.load(Ordering::SeqCst) {
+            bail!("interrupted while the cache settled; nothing was measured");
+        }
+        if obs.settled.is_none() {
+            note(
+                opts,
+                format!("kvlab: the cache's hit ratio did not settle in {SETTLE_MAX_S} s of warming; measuring now"),
+            );
+        }
+        Ok((obs.settled, obs.ratios))
     }
 
     /// The cache's counters now (`None` when they cannot be read).
@@ -116,16 +180,20 @@ impl Cache {
     }
 
     /// The report of what the cache did in the run.
-    pub fn report(
-        &self,
-        r: &EngineReport,
-        before: Option<ServerCounters>,
-        cache_cpu_s: Option<f64>,
-        db_cpu_s: Option<f64>,
-    ) -> AsideReport {
+    pub fn report(&self, r: &EngineReport, w: CacheWindow) -> AsideReport {
+        let CacheWindow {
+            before,
+            kills,
+            slack,
+            cache_cpu_s,
+            db_cpu_s,
+            memory,
+            settled,
+            data_bytes,
+        } = w;
         let legs = r.measured.legs.as_deref().cloned().unwrap_or_default();
         let window = r.window.as_secs_f64().max(1e-9);
-        let lookups = legs.cache_hits + legs.cache_misses;
+        let lookups = legs.cache_hits + legs.cache_misses + legs.cache_bypassed;
         let sent = |l: Leg| r.leg_requests[l as usize];
         let cache_sets = sent(Leg::CacheFill)
             + if self.aside.policy == WritePolicy::Update {
@@ -133,12 +201,25 @@ impl Cache {
             } else {
                 0
             };
-        let cache_counters = before.zip(self.counters()).map(|(b, a)| CounterCheck {
-            server: a.since(&b),
-            kvlab_gets: sent(Leg::CacheGet),
-            kvlab_sets: cache_sets,
-            exclusive: self.server.is_some(),
-            raw: None,
+        let after = self.counters();
+        let cache_counters = super::events::counted_across(before, &kills, after).map(|server| {
+            CounterCheck {
+                server,
+                kvlab_gets: sent(Leg::CacheGet),
+                kvlab_sets: cache_sets,
+                exclusive: self.server.is_some(),
+                raw: None,
+                slack: slack * kills.len() as u64,
+            }
+        });
+        let working_set = memory.last().map(|&(_, end)| WorkingSet {
+            data_bytes,
+            memory_limit_bytes: end.limit,
+            memory_used_bytes: end.used,
+            items: end.items,
+            evictions: evictions(&memory),
+            settled_after_s: settled.0,
+            settle_curve: settled.1.clone(),
         });
         AsideReport {
             cache: self.info.clone(),
@@ -146,6 +227,7 @@ impl Cache {
             ttl_s: self.aside.ttl_s,
             cache_hits: legs.cache_hits,
             cache_misses: legs.cache_misses,
+            cache_bypassed: legs.cache_bypassed,
             hit_ratio: if lookups > 0 {
                 legs.cache_hits as f64 / lookups as f64
             } else {
@@ -180,7 +262,129 @@ impl Cache {
                 .then(|| {
                     "every key was loaded into the cache before the run, nothing expires and --write-policy update writes each new value into the cache: its 100% hits and 0 stale reads follow from this set-up, not from the cache".to_string()
                 }),
+            start: self.aside.start.name().to_string(),
+            working_set,
         }
+    }
+}
+
+/// The longest a settling start warms the cache, seconds.
+pub const SETTLE_MAX_S: f64 = 120.0;
+
+/// What the run knows of the cache beyond the engine's report.
+pub struct CacheWindow {
+    /// Its counters when the window began.
+    pub before: Option<ServerCounters>,
+    /// Its counters just before each kill (`--event`).
+    pub kills: Vec<Option<ServerCounters>>,
+    /// Requests that may have been in flight at a kill.
+    pub slack: u64,
+    /// CPU seconds of the managed cache and database in the window.
+    pub cache_cpu_s: Option<f64>,
+    /// The database's.
+    pub db_cpu_s: Option<f64>,
+    /// The cache's memory at the window's start (second -1) and at the end of
+    /// each second.
+    pub memory: Vec<(i64, CacheMemory)>,
+    /// A settling start: how long it took and each second's hit ratio.
+    pub settled: (Option<f64>, Vec<f64>),
+    /// Keys × value size.
+    pub data_bytes: u64,
+}
+
+/// Keys evicted over `samples` (a counter that went back was restarted: its
+/// new count is all new).
+fn evictions(samples: &[(i64, CacheMemory)]) -> u64 {
+    samples
+        .windows(2)
+        .map(|w| step(w[0].1.evictions, w[1].1.evictions))
+        .sum()
+}
+
+/// The growth of a counter from `a` to `b`, across a restart.
+fn step(a: u64, b: u64) -> u64 {
+    if b >= a { b - a } else { b }
+}
+
+/// Adds the cache's own figures (evictions, memory in use, items) to each
+/// second of `timeline` that has cache figures, from `samples`.
+pub fn mark_timeline(timeline: &mut [Second], samples: &[(i64, CacheMemory)]) {
+    for w in samples.windows(2) {
+        let (prev, (s, m)) = (w[0].1, w[1]);
+        if let Some(c) = timeline
+            .iter_mut()
+            .find(|x| x.second == s)
+            .and_then(|x| x.cache.as_mut())
+        {
+            c.evictions = Some(step(prev.evictions, m.evictions));
+            c.memory_bytes = Some(m.used);
+            c.items = Some(m.items);
+        }
+    }
+}
+
+/// The observer of a settling start: stops the load once the hit ratio settles.
+struct Settling<'a> {
+    stop: &'a AtomicBool,
+    shutdown: &'a AtomicBool,
+    ratios: Vec<f64>,
+    settled: Option<f64>,
+    progress: Progress,
+}
+
+impl Observer for Settling<'_> {
+    fn second(&mut self, beat: &Beat) {
+        if let Some((hits, lookups)) = beat.cache
+            && lookups > 0
+        {
+            self.ratios.push(hits as f64 / lookups as f64);
+        }
+        let r = &self.ratios;
+        self.progress.message(format!(
+            "warming the cache: second {}, hit ratio {:.1}%",
+            r.len(),
+            r.last().copied().unwrap_or(0.0) * 100.0
+        ));
+        if self.settled.is_none() && settled(r) {
+            self.settled = Some(beat.elapsed.as_secs_f64());
+            self.stop.store(true, Ordering::SeqCst);
+        }
+        if self.shutdown.load(Ordering::SeqCst) {
+            self.stop.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Whether a hit ratio has settled: the mean of the last 3 seconds within half
+/// a point of the mean of the 3 before.
+fn settled(ratios: &[f64]) -> bool {
+    let n = ratios.len();
+    if n < 6 {
+        return false;
+    }
+    let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
+    (mean(&ratios[n - 3..]) - mean(&ratios[n - 6..n - 3])).abs() <= 0.005
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hit_ratio_settles_when_it_stops_rising() {
+        let rising = [0.1, 0.3, 0.45, 0.55, 0.62, 0.67];
+        assert!(!settled(&rising));
+        assert!(settled(&[0.6, 0.7, 0.75, 0.80, 0.801, 0.80, 0.802, 0.80, 0.803]));
+        assert!(!settled(&[0.8; 5]));
+    }
+
+    #[test]
+    fn evictions_add_up_across_a_restart() {
+        let m = |e| CacheMemory {
+            evictions: e,
+            ..CacheMemory::default()
+        };
+        assert_eq!(evictions(&[(-1, m(10)), (0, m(50)), (1, m(5)), (2, m(7))]), 47);
     }
 }
 

@@ -13,6 +13,7 @@ use anyhow::{Result, bail};
 
 mod assemble;
 pub mod cache;
+mod events;
 pub mod dataset;
 pub mod launch;
 mod observe;
@@ -159,12 +160,16 @@ pub fn measure_with(
     let transport = engine_connector
         .transport_info(Duration::from_secs(5))
         .map_err(|e| engine_connector.connect_error(e))?;
+    base.board = board;
+    base.connector = engine_connector;
+    let mut settled = (None, Vec::new());
     if let Some(c) = &cache {
         c.prepare(&base, opts, shutdown)?;
         base.aside = Some(c.spec());
+        if c.start() == crate::plan::CacheStart::Settle {
+            settled = c.settle(&base, opts, shutdown)?;
+        }
     }
-    base.board = board;
-    base.connector = engine_connector;
     if shutdown.load(Ordering::SeqCst) {
         bail!("interrupted before measuring; nothing was measured");
     }
@@ -177,6 +182,7 @@ pub fn measure_with(
         .err()
         .map(|e| format!("no server counters to cross-check: {e:#}"));
     let before = before.ok();
+    let server_managed = server.is_some();
     let mut obs = RunObserver {
         progress: Progress::spinner("run", opts.progress),
         server,
@@ -187,6 +193,24 @@ pub fn measure_with(
         at_start: None,
         at_end: None,
         warmup: base.warmup,
+        events: events::Events::new(
+            plan.load.events.clone(),
+            server.map(|server| events::Subject {
+                server,
+                connector: &connector,
+            }),
+            cache.as_ref().and_then(|c| {
+                c.server.as_ref().map(|server| events::Subject {
+                    server,
+                    connector: &c.connector,
+                })
+            }),
+        ),
+        cache_memory: cache.as_ref().and_then(|c| match c.connector.product.role() {
+            Role::Cache(m) => Some((m, &c.connector)),
+            Role::Database(_) => None,
+        }),
+        memory: Vec::new(),
     };
     // A separate writer at a fixed rate beside the measured load, reported apart.
     let bg_stop = AtomicBool::new(false);
@@ -236,17 +260,35 @@ pub fn measure_with(
             report.warmup.sets + report.measured.counts.sets + bg_sets,
         )
     };
-    let server_counters = before.zip(after).map(|(b, a)| CounterCheck {
-        server: a.since(&b),
-        kvlab_gets,
-        kvlab_sets,
-        exclusive: server.is_some(),
-        // A merge of the clients' results takes the server's counters once.
-        raw: shard.map(|_| [b, a]),
-    });
+    // What may have been in flight when an event killed a server.
+    let slack = (base.connections * base.pipeline) as u64;
+    let server_counters =
+        events::counted_across(before, &obs.events.target_kills, after).map(|server| {
+            CounterCheck {
+                server,
+                kvlab_gets,
+                kvlab_sets,
+                exclusive: server_managed,
+                // A merge of the clients' results takes the server's counters once.
+                raw: shard.zip(before).zip(after).map(|((_, b), a)| [b, a]),
+                slack: slack * obs.events.target_kills.len() as u64,
+            }
+        });
     let aside = cache.as_ref().map(|c| {
-        let (db_cpu, cache_cpu) = obs.cpu_deltas();
-        c.report(&report, cache_before, cache_cpu, db_cpu)
+        let (db_cpu_s, cache_cpu_s) = obs.cpu_deltas();
+        c.report(
+            &report,
+            cache::CacheWindow {
+                before: cache_before,
+                kills: obs.events.cache_kills.clone(),
+                slack,
+                cache_cpu_s,
+                db_cpu_s,
+                memory: obs.memory.clone(),
+                settled: settled.clone(),
+                data_bytes: plan.workload.keys * plan.workload.value_size as u64,
+            },
+        )
     });
     let background = background.map(|b| crate::results::BackgroundReport {
         target_rps: plan.workload.background_writes.unwrap_or(0.0),
@@ -276,6 +318,15 @@ pub fn measure_with(
             .push(format!("the background writer had {} errors", b.errors));
     }
     result.background = background;
+    cache::mark_timeline(&mut result.timeline, &obs.memory);
+    obs.events.report(&mut result);
+    for e in result.events.iter().filter(|e| e.error.is_some()) {
+        result.problems.push(format!(
+            "event {} failed: {}",
+            e.event,
+            e.error.as_deref().unwrap_or_default()
+        ));
+    }
     result.problems.extend(board_note);
     if base.board.is_none() {
         result.consistency = None;

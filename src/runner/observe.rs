@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use crate::driver::{Connector, ReportedUsage};
+use super::events::Events;
+use crate::driver::{Cache, CacheMemory, Connector, ReportedUsage};
 use crate::engine::{Beat, Observer};
 use crate::servers::ManagedServer;
 use crate::system::ProcUsage;
@@ -45,6 +46,13 @@ pub(super) struct RunObserver<'a> {
     pub at_end: Option<Sample>,
     /// The warm-up, for the progress line.
     pub warmup: Duration,
+    /// What kvlab does to its servers during the window.
+    pub events: Events<'a>,
+    /// A cache whose memory is read every second (cache-aside).
+    pub cache_memory: Option<(&'a dyn Cache, &'a Connector)>,
+    /// Those readings: at the window's start (second -1), then at the end of
+    /// each second.
+    pub memory: Vec<(i64, CacheMemory)>,
 }
 
 impl RunObserver<'_> {
@@ -112,9 +120,15 @@ impl Observer for RunObserver<'_> {
         let s = self.sample();
         self.track_peak(&s);
         self.at_start = Some(s);
+        self.read_memory(-1);
+        self.events.measure_started();
     }
     fn second(&mut self, beat: &Beat) {
         let (elapsed, requests, p99_us, errors) = (beat.elapsed, beat.requests, beat.p99_us, beat.errors);
+        if beat.second >= 0 {
+            self.read_memory(beat.second);
+            self.events.second_begins(beat.second + 1);
+        }
         // A process tree's peak is the largest total seen at a sample.
         if self.server.is_some() {
             let s = self.sample();
@@ -138,10 +152,22 @@ impl Observer for RunObserver<'_> {
         let s = self.sample();
         self.track_peak(&s);
         self.at_end = Some(s);
+        let next = self.memory.last().map_or(0, |m| m.0 + 1);
+        self.read_memory(next);
+        self.events.finish();
     }
 }
 
 impl RunObserver<'_> {
+    /// Reads the cache's memory for second `s` (nothing while it is down).
+    fn read_memory(&mut self, s: i64) {
+        if let Some((cache, c)) = self.cache_memory
+            && let Ok(m) = cache.memory(c)
+        {
+            self.memory.push((s, m));
+        }
+    }
+
     fn track_peak(&mut self, s: &Sample) {
         if let Some(u) = s.server {
             self.server_peak_kb = self.server_peak_kb.max(u.peak_rss_kb);

@@ -394,6 +394,7 @@ fn merged_counters(
         kvlab_sets: sets + warm_sets + background,
         exclusive: false,
         raw: None,
+        slack: 0,
     };
     let note = (!check.agrees()).then(|| {
         format!(

@@ -1,0 +1,92 @@
+//! What a cache-aside run measured beyond the end-to-end figures: the cache's
+//! hits and misses, each step, and the cache's memory against the data.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::stats::Percentiles;
+use super::{CounterCheck, TargetInfo};
+
+/// What a cache-aside run measured beyond the end-to-end figures.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AsideReport {
+    /// The cache in front of the database.
+    pub cache: TargetInfo,
+    /// `invalidate` or `update`.
+    pub write_policy: String,
+    /// Expiry of cache entries, seconds (0: never).
+    pub ttl_s: u32,
+    /// Reads the cache answered.
+    pub cache_hits: u64,
+    /// Reads the cache did not have (each read the database).
+    pub cache_misses: u64,
+    /// Reads that went around the cache while it was unreachable (each read
+    /// the database).
+    #[serde(default)]
+    pub cache_bypassed: u64,
+    /// cache_hits / (cache_hits + cache_misses + cache_bypassed).
+    pub hit_ratio: f64,
+    /// Database reads the cache saved (its hits), per second of the window.
+    pub db_reads_saved_per_s: f64,
+    /// Database reads made (misses), per second.
+    pub db_reads_per_s: f64,
+    /// Each step: replies, errors and latency from send to reply.
+    pub legs: BTreeMap<String, LegReport>,
+    /// The cache server's CPU seconds in the window (managed cache only).
+    pub cache_cpu_s: Option<f64>,
+    /// The database server's CPU seconds in the window (managed only).
+    pub db_cpu_s: Option<f64>,
+    /// The cache's own counters beside kvlab's cache steps.
+    pub cache_counters: Option<CounterCheck>,
+    /// What the set-up, rather than the cache, decided about these figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// What the cache held when the load started: `warm`, `cold` or `settle`.
+    #[serde(default = "warm")]
+    pub start: String,
+    /// The cache's memory against the data, from its own counters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_set: Option<WorkingSet>,
+}
+
+fn warm() -> String {
+    "warm".into()
+}
+
+/// How much of the data the cache held, and what it evicted, by its own counters.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct WorkingSet {
+    /// The data: keys × value size, bytes.
+    pub data_bytes: u64,
+    /// The cache's memory limit, bytes (0: none).
+    pub memory_limit_bytes: u64,
+    /// The cache's memory in use at the end of the window, bytes.
+    pub memory_used_bytes: u64,
+    /// Items it held at the end of the window.
+    pub items: u64,
+    /// Keys it evicted in the window.
+    pub evictions: u64,
+    /// `settle`: seconds the workload warmed the cache before the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_after_s: Option<f64>,
+    /// `settle`: the hit ratio of each second of that warming.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settle_curve: Vec<f64>,
+}
+
+/// One step of cache-aside requests.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LegReport {
+    /// Replies received.
+    pub replies: u64,
+    /// Failed steps: error replies, and steps that got no reply (timeout,
+    /// disconnect).
+    pub errors: u64,
+    /// Latency from the step's send to its reply, µs.
+    pub latency_us: Percentiles,
+    /// The same as a histogram (ns, HdrHistogram V2 deflate, base64), for merging.
+    #[serde(default)]
+    pub histogram: Option<String>,
+}
+

@@ -1,0 +1,177 @@
+//! What an event during a run did (`--event`): when it happened, and what the
+//! timeline shows after it — the database's peak load, the worst p99, the
+//! errors by kind, and the time until the run was back near its level before.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::Second;
+
+/// One event of a run and its aftermath.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct EventReport {
+    /// The event as given, e.g. `10:restart-cache:2`.
+    pub event: String,
+    /// Seconds into the measured window when kvlab acted.
+    pub at_s: f64,
+    /// How long the action took (a restart: until the server answered), ms.
+    pub took_ms: f64,
+    /// Why the action failed, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Before the event (up to 5 whole seconds): requests/s, p99 (µs),
+    /// database reads/s and hit ratio (cache-aside).
+    pub before: Level,
+    /// From the event's second on: the highest requests/s the database served
+    /// in a second (its reads in cache-aside, every request otherwise).
+    pub db_peak_rps: u64,
+    /// The worst per-second p99 from the event on, µs.
+    pub worst_p99_us: f64,
+    /// Errors by kind from the event's second until it recovered (or the end).
+    pub errors: BTreeMap<String, u64>,
+    /// Seconds from the event until two seconds in a row were back near the
+    /// level before (see [`recovered`]); `None`: not within the run.
+    pub recovered_after_s: Option<f64>,
+}
+
+/// A run's level over some seconds.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Level {
+    /// Requests per second.
+    pub rps: f64,
+    /// The worst p99 of those seconds, µs.
+    pub p99_us: f64,
+    /// Database reads per second (cache-aside), or requests per second.
+    pub db_rps: f64,
+    /// The cache's hit ratio (cache-aside).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hit_ratio: Option<f64>,
+}
+
+/// The database's load in a second: its reads in cache-aside, else every request.
+fn db_load(s: &Second) -> u64 {
+    s.cache.as_ref().map_or(s.requests, |c| c.db_reads)
+}
+
+/// The level of `seconds` (empty: zeros).
+fn level(seconds: &[Second]) -> Level {
+    let n = seconds.len().max(1) as f64;
+    let (hits, lookups) = seconds
+        .iter()
+        .filter_map(|s| s.cache.as_ref())
+        .fold((0, 0), |(h, l), c| (h + c.hits, l + c.hits + c.misses + c.bypassed));
+    Level {
+        rps: seconds.iter().map(|s| s.requests).sum::<u64>() as f64 / n,
+        p99_us: seconds.iter().map(|s| s.p99_us).fold(0.0, f64::max),
+        db_rps: seconds.iter().map(db_load).sum::<u64>() as f64 / n,
+        hit_ratio: (lookups > 0).then(|| hits as f64 / lookups as f64),
+    }
+}
+
+/// Whether second `s` is back near `before`: no errors, p99 at most 1.5x the
+/// level before (and at most 1 ms above it), the hit ratio at most 5 points
+/// below it.
+pub fn recovered(s: &Second, before: &Level) -> bool {
+    let p99_ok = s.p99_us <= (before.p99_us * 1.5).max(before.p99_us + 1000.0);
+    let hits_ok = match (before.hit_ratio, s.cache.as_ref().and_then(|c| c.hit_ratio())) {
+        (Some(b), Some(now)) => now >= b - 0.05,
+        (Some(_), None) => false,
+        (None, _) => true,
+    };
+    s.errors == 0 && s.requests > 0 && p99_ok && hits_ok
+}
+
+impl EventReport {
+    /// Fills the aftermath of an event at `at_s` from `timeline` (whole
+    /// seconds of the measured window).
+    pub fn analyse(&mut self, timeline: &[Second]) {
+        let first = self.at_s.floor() as i64;
+        let before: Vec<Second> = timeline
+            .iter()
+            .filter(|s| s.second < first && s.second >= first - 5)
+            .cloned()
+            .collect();
+        self.before = level(&before);
+        let after: Vec<&Second> = timeline.iter().filter(|s| s.second >= first).collect();
+        self.db_peak_rps = after.iter().map(|s| db_load(s)).max().unwrap_or(0);
+        self.worst_p99_us = after.iter().map(|s| s.p99_us).fold(0.0, f64::max);
+        // Recovered at the first of two seconds in a row near the level before,
+        // after the event's own second.
+        let back = after.windows(2).position(|w| {
+            w[0].second > first && recovered(w[0], &self.before) && recovered(w[1], &self.before)
+        });
+        self.recovered_after_s = match (before.is_empty(), back) {
+            (false, Some(i)) => Some((after[i].second as f64 - self.at_s).max(0.0)),
+            _ => None,
+        };
+        let until = back.map_or(i64::MAX, |i| after[i].second);
+        self.errors.clear();
+        for s in after.iter().filter(|s| s.second < until) {
+            for (k, n) in &s.error_kinds {
+                *self.errors.entry(k.clone()).or_default() += n;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::CacheSecond;
+
+    fn sec(second: i64, p99_us: f64, hits: u64, misses: u64, errors: u64) -> Second {
+        Second {
+            second,
+            requests: hits + misses,
+            errors,
+            p99_us,
+            error_kinds: (errors > 0)
+                .then(|| ("disconnect".to_string(), errors))
+                .into_iter()
+                .collect(),
+            cache: Some(CacheSecond {
+                hits,
+                misses,
+                db_reads: misses,
+                ..CacheSecond::default()
+            }),
+            ..Second::default()
+        }
+    }
+
+    #[test]
+    fn a_cache_restart_shows_its_spike_and_its_recovery() {
+        let t = vec![
+            sec(0, 300.0, 900, 100, 0),
+            sec(1, 310.0, 900, 100, 0),
+            sec(2, 2500.0, 100, 900, 40), // the event: the database takes it all
+            sec(3, 1800.0, 600, 400, 0),
+            sec(4, 320.0, 880, 120, 0),
+            sec(5, 300.0, 890, 110, 0),
+        ];
+        let mut e = EventReport {
+            event: "2:restart-cache:0".into(),
+            at_s: 2.0,
+            ..EventReport::default()
+        };
+        e.analyse(&t);
+        assert_eq!(e.before.hit_ratio, Some(0.9));
+        assert_eq!(e.db_peak_rps, 900);
+        assert_eq!(e.worst_p99_us, 2500.0);
+        assert_eq!(e.errors.get("disconnect"), Some(&40));
+        assert_eq!(e.recovered_after_s, Some(2.0));
+    }
+
+    #[test]
+    fn a_run_that_never_recovers_says_so() {
+        let t = vec![sec(0, 300.0, 900, 100, 0), sec(1, 5000.0, 0, 1000, 3), sec(2, 5000.0, 0, 1000, 0)];
+        let mut e = EventReport {
+            at_s: 1.0,
+            ..EventReport::default()
+        };
+        e.analyse(&t);
+        assert_eq!(e.recovered_after_s, None);
+        assert_eq!(e.errors.get("disconnect"), Some(&3));
+    }
+}

@@ -1,0 +1,200 @@
+//! Events during a run (`--event`), done by the run's observer when their
+//! second of the measured window begins: kill a managed server, start it again
+//! after its seconds down, or flush the cache. Each kill first reads the
+//! server's counters, so that the counters check adds up across restarts.
+
+use std::time::Instant;
+
+use crate::driver::{Connector, Role, ServerCounters};
+use crate::plan::events::{EventAction, EventOn, ServerEvent};
+use crate::results::{EventReport, RunResult};
+use crate::servers::ManagedServer;
+
+/// A managed server an event may act on, and how to read its counters.
+#[derive(Clone, Copy)]
+pub(super) struct Subject<'a> {
+    pub server: &'a ManagedServer,
+    pub connector: &'a Connector,
+}
+
+/// The events of a run, those still to come and what the done ones did.
+pub(super) struct Events<'a> {
+    planned: Vec<ServerEvent>,
+    target: Option<Subject<'a>>,
+    cache: Option<Subject<'a>>,
+    /// Restarts waiting for their seconds down: when, which, its report.
+    restarts: Vec<(u32, EventOn, usize, Instant)>,
+    measure_start: Option<Instant>,
+    /// One per event, in the order done.
+    pub reports: Vec<EventReport>,
+    /// The target's counters read just before each kill.
+    pub target_kills: Vec<Option<ServerCounters>>,
+    /// The cache's counters read just before each kill.
+    pub cache_kills: Vec<Option<ServerCounters>>,
+}
+
+impl<'a> Events<'a> {
+    /// The run's `planned` events over its managed `target` and `cache`.
+    pub fn new(
+        mut planned: Vec<ServerEvent>,
+        target: Option<Subject<'a>>,
+        cache: Option<Subject<'a>>,
+    ) -> Events<'a> {
+        planned.sort_by_key(|e| e.at_s);
+        Events {
+            planned,
+            target,
+            cache,
+            restarts: Vec::new(),
+            measure_start: None,
+            reports: Vec::new(),
+            target_kills: Vec::new(),
+            cache_kills: Vec::new(),
+        }
+    }
+
+
+    /// The measured window begins: events at second 0 happen now.
+    pub fn measure_started(&mut self) {
+        self.measure_start = Some(Instant::now());
+        self.second_begins(0);
+    }
+
+    /// Second `s` of the window begins: does what is due by then.
+    pub fn second_begins(&mut self, s: i64) {
+        let Some(t0) = self.measure_start else { return };
+        while let Some(e) = self.planned.first().copied().filter(|e| i64::from(e.at_s) <= s) {
+            self.planned.remove(0);
+            self.act(e, t0);
+        }
+        while let Some(i) = self.restarts.iter().position(|r| i64::from(r.0) <= s) {
+            let (_, on, report, killed) = self.restarts.remove(i);
+            let result = self.subject(on).map(|x| x.server.start_again());
+            let r = &mut self.reports[report];
+            r.took_ms = killed.elapsed().as_secs_f64() * 1e3;
+            if let Some(Err(e)) = result {
+                r.error = Some(format!("{e:#}"));
+            }
+        }
+    }
+
+    fn subject(&self, on: EventOn) -> Option<Subject<'a>> {
+        match on {
+            EventOn::Cache => self.cache,
+            EventOn::Target => self.target,
+        }
+    }
+
+    fn act(&mut self, e: ServerEvent, t0: Instant) {
+        let now = Instant::now();
+        let mut report = EventReport {
+            event: e.to_string(),
+            at_s: now.duration_since(t0).as_secs_f64(),
+            ..EventReport::default()
+        };
+        let Some(x) = self.subject(e.on) else {
+            report.error = Some("no server kvlab started to act on".into());
+            self.reports.push(report);
+            return;
+        };
+        let outcome = match e.action {
+            EventAction::Flush => match x.server.product().role() {
+                Role::Cache(c) => c.flush(x.connector),
+                Role::Database(_) => Err(anyhow::anyhow!("only a cache is flushed")),
+            },
+            EventAction::Kill | EventAction::Restart { .. } => {
+                let counters = x.connector.counters().ok();
+                let killed = x.server.kill();
+                match e.on {
+                    EventOn::Cache => self.cache_kills.push(counters),
+                    EventOn::Target => self.target_kills.push(counters),
+                }
+                killed
+            }
+        };
+        report.took_ms = now.elapsed().as_secs_f64() * 1e3;
+        if let Err(err) = outcome {
+            report.error = Some(format!("{err:#}"));
+        } else if let EventAction::Restart { down_s } = e.action {
+            self.restarts
+                .push((e.at_s + down_s, e.on, self.reports.len(), now));
+        }
+        self.reports.push(report);
+    }
+
+    /// Restarts still waiting when the window ended (their servers stay down).
+    pub fn finish(&mut self) {
+        for (_, _, i, _) in self.restarts.drain(..) {
+            let r = &mut self.reports[i];
+            r.error
+                .get_or_insert_with(|| "the run ended before the server was started again".into());
+        }
+    }
+
+    /// Marks each event in `result`'s timeline and fills in its aftermath.
+    pub fn report(&self, result: &mut RunResult) {
+        for r in &self.reports {
+            let mut r = r.clone();
+            let s = r.at_s.floor() as i64;
+            if let Some(sec) = result.timeline.iter_mut().find(|x| x.second == s) {
+                let label = r.event.split_once(':').map_or(&*r.event, |(_, a)| a);
+                sec.event = Some(match sec.event.take() {
+                    Some(prev) => format!("{prev}, {label}"),
+                    None => label.to_string(),
+                });
+            }
+            r.analyse(&result.timeline);
+            result.events.push(r);
+        }
+    }
+}
+
+/// What a server counted over a window in which it was killed: the counts up
+/// to each kill (the first from `before`, later ones from its restart at zero)
+/// and, if it came back, those since the last restart (`after`). `None` when
+/// a reading is missing.
+pub(super) fn counted_across(
+    before: Option<ServerCounters>,
+    kills: &[Option<ServerCounters>],
+    after: Option<ServerCounters>,
+) -> Option<ServerCounters> {
+    let before = before?;
+    if kills.is_empty() {
+        return after.map(|a| a.since(&before));
+    }
+    let zero = ServerCounters {
+        exact: before.exact,
+        ..ServerCounters::default()
+    };
+    let mut sum = kills[0]?.since(&before);
+    for k in kills[1..].iter().chain(std::iter::once(&after)) {
+        if let Some(k) = k {
+            sum = sum.plus(&k.since(&zero));
+        }
+    }
+    Some(sum)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(gets: u64, sets: u64) -> ServerCounters {
+        ServerCounters {
+            gets,
+            sets,
+            exact: true,
+            ..ServerCounters::default()
+        }
+    }
+
+    #[test]
+    fn counts_add_up_across_a_restart() {
+        let got = counted_across(Some(c(100, 10)), &[Some(c(600, 60))], Some(c(300, 30))).unwrap();
+        assert_eq!((got.gets, got.sets), (800, 80));
+        // Killed and never started again: the counts up to the kill.
+        let got = counted_across(Some(c(100, 10)), &[Some(c(600, 60))], None).unwrap();
+        assert_eq!((got.gets, got.sets), (500, 50));
+        assert!(counted_across(Some(c(1, 1)), &[None], Some(c(2, 2))).is_none());
+    }
+}
