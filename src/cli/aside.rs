@@ -77,12 +77,15 @@ impl AsideArgs {
             ));
         }
         cache.server_opts = self.cache_opt.iter().cloned().collect();
-        Ok(Some(CacheAside {
-            cache,
-            policy: self.write_policy.parse()?,
-            ttl_s: self.cache_ttl,
-            start: self.cache_start.parse()?,
-        }))
+        Ok(Some(
+            CacheAside {
+                cache,
+                policy: self.write_policy.parse()?,
+                ttl_s: self.cache_ttl,
+                start: self.cache_start.parse()?,
+            }
+            .evict_by_default(),
+        ))
     }
 }
 

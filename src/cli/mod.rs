@@ -1,7 +1,7 @@
 //! The command line (clap lives only here): parses flags and builds a [`RunPlan`].
 
-pub mod commands;
 mod aside;
+pub mod commands;
 mod tls;
 pub use tls::TlsArgs;
 
@@ -11,9 +11,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::driver::{Role, parse_opt};
 use crate::error::UsageError;
-use crate::plan::{
-    KeyDistribution, LoadShape, Ratio, RunPlan, Stop, TargetSpec, Workload,
-};
+use crate::plan::{KeyDistribution, LoadShape, Ratio, RunPlan, Stop, TargetSpec, Workload};
 use crate::products;
 
 /// kvlab: do you still need a cache in front of your database? Measure it.
@@ -269,7 +267,11 @@ impl RunArgs {
         let start_at = match &self.start_at {
             Some(s) => {
                 let ms = crate::plan::shard::parse_start_at(s)?;
-                crate::plan::shard::check_start_at(ms, self.warmup_s(), std::time::SystemTime::now())?;
+                crate::plan::shard::check_start_at(
+                    ms,
+                    self.warmup_s(),
+                    std::time::SystemTime::now(),
+                )?;
                 Some(ms)
             }
             None => None,
@@ -473,7 +475,10 @@ impl RunArgs {
         plan.check_cache()?;
         let mut plan = plan;
         plan.load.events = aside::events(&self.events, &plan)?;
-        if plan.cache.as_ref().is_some_and(|c| c.start == crate::plan::CacheStart::Cold)
+        if plan
+            .cache
+            .as_ref()
+            .is_some_and(|c| c.start == crate::plan::CacheStart::Cold)
             && self.warmup.is_none()
         {
             // A cold start is measured from the first request: the curve is the result.

@@ -113,6 +113,12 @@ pub trait Cache: Sync {
     fn memory(&self, c: &Connector) -> Result<CacheMemory>;
     /// Drops every key (only ever asked of a server kvlab started).
     fn flush(&self, c: &Connector) -> Result<()>;
+    /// Settings a managed cache gets in cache-aside unless given, so that it
+    /// evicts when full as a deployed cache does (e.g. Redis's
+    /// `maxmemory-policy=allkeys-lru`).
+    fn evicting(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
     /// The bytes of SETs a load keeps in flight on one connection (`tls`:
     /// over TLS); 1 MiB unless the server cannot take that many.
     fn load_window(&self, tls: bool) -> usize {

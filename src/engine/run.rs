@@ -145,6 +145,8 @@ pub(crate) fn execute_with<Cl: Client>(
         let mut measure_started = false;
         let mut last_shown = i64::MIN;
         let mut running = new_histogram();
+        // The next second of the window whose start the observer is told of.
+        let mut boundary: i64 = 0;
         loop {
             let now = Instant::now();
             if !measure_started && now >= timing.measure_start {
@@ -152,14 +154,15 @@ pub(crate) fn execute_with<Cl: Client>(
                 late = now - timing.measure_start;
                 observer.measure_started();
             }
-            let wait = if measure_started {
-                Duration::from_millis(200)
-            } else {
-                timing
-                    .measure_start
-                    .saturating_duration_since(now)
-                    .min(Duration::from_millis(200))
-            };
+            let next = timing.measure_start + Duration::from_secs(boundary.max(0) as u64);
+            if measure_started && now >= next {
+                observer.second_begins(boundary);
+                boundary += 1;
+            }
+            let next = timing.measure_start + Duration::from_secs(boundary.max(0) as u64);
+            let wait = next
+                .saturating_duration_since(Instant::now())
+                .clamp(Duration::from_millis(1), Duration::from_millis(200));
             match rx.recv_timeout(wait) {
                 Ok(tick) => {
                     let _ = running.add(&tick.measured.latency);

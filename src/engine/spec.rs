@@ -113,8 +113,12 @@ pub trait Observer {
     }
     /// The measured phase begins now.
     fn measure_started(&mut self) {}
-    /// A second finished (its requests measured or warm-up).
+    /// A second finished (its requests measured or warm-up); told once most
+    /// workers reported it, up to a second after it ended.
     fn second(&mut self, _beat: &Beat) {}
+    /// Second `s` of the measured window begins now (0: the window's start,
+    /// right after [`Observer::measure_started`]); on time, within a few ms.
+    fn second_begins(&mut self, _s: i64) {}
     /// All workers stopped.
     fn measure_ended(&mut self) {}
 }

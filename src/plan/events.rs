@@ -48,8 +48,7 @@ pub struct ServerEvent {
 }
 
 /// The actions `--event` takes, for errors and help.
-pub const ACTIONS: &str =
-    "kill-cache, restart-cache[:DOWN], flush-cache, kill-target, restart-target[:DOWN] (kill-db, restart-db: the same)";
+pub const ACTIONS: &str = "kill-cache, restart-cache[:DOWN], flush-cache, kill-target, restart-target[:DOWN] (kill-db, restart-db: the same)";
 
 impl FromStr for ServerEvent {
     type Err = UsageError;
@@ -60,7 +59,9 @@ impl FromStr for ServerEvent {
             UsageError::bad(
                 "--event",
                 problem,
-                format!("give SECOND:ACTION[:DOWN_SECONDS], e.g. 10:restart-cache:2; actions: {ACTIONS}"),
+                format!(
+                    "give SECOND:ACTION[:DOWN_SECONDS], e.g. 10:restart-cache:2; actions: {ACTIONS}"
+                ),
             )
         };
         let mut parts = s.trim().splitn(3, ':');
@@ -84,10 +85,11 @@ impl FromStr for ServerEvent {
             ("restart", d) => EventAction::Restart {
                 down_s: match d {
                     None => 0,
-                    Some(d) => d
-                        .trim_end_matches('s')
-                        .parse()
-                        .map_err(|_| bad(format!("'{s}': '{d}' is not a whole number of seconds down")))?,
+                    Some(d) => d.trim_end_matches('s').parse().map_err(|_| {
+                        bad(format!(
+                            "'{s}': '{d}' is not a whole number of seconds down"
+                        ))
+                    })?,
                 },
             },
             ("kill" | "flush", Some(_)) => {
@@ -179,7 +181,14 @@ mod tests {
             assert_eq!(e.to_string(), want);
             assert_eq!(e.to_string().parse::<ServerEvent>().unwrap(), e);
         }
-        for bad in ["x:kill-cache", "3", "3:explode-cache", "3:flush-db", "3:kill-cache:2", "3:restart-cache:x"] {
+        for bad in [
+            "x:kill-cache",
+            "3",
+            "3:explode-cache",
+            "3:flush-db",
+            "3:kill-cache:2",
+            "3:restart-cache:x",
+        ] {
             let e = bad.parse::<ServerEvent>().unwrap_err().to_string();
             assert!(e.contains("--event"), "{bad}: {e}");
         }

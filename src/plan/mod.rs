@@ -47,6 +47,25 @@ pub struct CacheAside {
     pub start: CacheStart,
 }
 
+impl CacheAside {
+    /// Makes a managed cache evict when full, as a deployed cache does: the
+    /// product's eviction settings, unless given (e.g. Redis's
+    /// `maxmemory-policy=allkeys-lru`; memcached evicts by default).
+    pub fn evict_by_default(mut self) -> CacheAside {
+        if self.cache.external.is_none()
+            && let Role::Cache(c) = self.cache.kind.product().role()
+        {
+            for (k, v) in c.evicting() {
+                self.cache
+                    .server_opts
+                    .entry((*k).to_string())
+                    .or_insert_with(|| (*v).to_string());
+            }
+        }
+        self
+    }
+}
+
 /// What the cache of a cache-aside run holds when the load starts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -109,6 +128,19 @@ impl RunPlan {
     /// database, one request at a time per client, the data loaded.
     pub fn check_cache(&self) -> Result<(), UsageError> {
         let Some(c) = &self.cache else { return Ok(()) };
+        if c.start != CacheStart::Warm && c.cache.external.is_some() {
+            return Err(UsageError::bad(
+                "--cache-start",
+                format!(
+                    "{}: a cache kvlab did not start may hold its keys from an earlier run, and kvlab never flushes a server it did not start",
+                    c.start.name()
+                ),
+                format!(
+                    "use a managed cache (--cache {}) or --cache-start warm",
+                    c.cache.kind.name()
+                ),
+            ));
+        }
         if c.cache.kind.is_sql() {
             return Err(UsageError::bad(
                 "--cache",

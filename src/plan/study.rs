@@ -255,7 +255,7 @@ impl TargetSection {
         let Some(c) = &self.cache else {
             if self.write_policy.is_some()
                 || self.cache_ttl.is_some()
-            || self.cache_start.is_some()
+                || self.cache_start.is_some()
                 || !self.cache_opts.is_empty()
             {
                 let caches: Vec<String> = crate::products::kinds(true)
@@ -277,16 +277,19 @@ impl TargetSection {
             None => crate::plan::CacheStart::Warm,
         };
         cache.server_opts = self.cache_opts.clone();
-        Ok(Some(crate::plan::CacheAside {
-            cache,
-            policy: self
-                .write_policy
-                .as_deref()
-                .unwrap_or("invalidate")
-                .parse()?,
-            ttl_s: self.cache_ttl.unwrap_or(0),
-            start,
-        }))
+        Ok(Some(
+            crate::plan::CacheAside {
+                cache,
+                policy: self
+                    .write_policy
+                    .as_deref()
+                    .unwrap_or("invalidate")
+                    .parse()?,
+                ttl_s: self.cache_ttl.unwrap_or(0),
+                start,
+            }
+            .evict_by_default(),
+        ))
     }
 
     /// The target's `events`, parsed.

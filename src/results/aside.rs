@@ -89,4 +89,3 @@ pub struct LegReport {
     #[serde(default)]
     pub histogram: Option<String>,
 }
-

@@ -30,6 +30,10 @@ pub struct EventReport {
     pub worst_p99_us: f64,
     /// Errors by kind from the event's second until it recovered (or the end).
     pub errors: BTreeMap<String, u64>,
+    /// GETs that missed from the event's second until it recovered (or the
+    /// end): a server that came back without its data.
+    #[serde(default)]
+    pub misses: u64,
     /// Seconds from the event until two seconds in a row were back near the
     /// level before (see [`recovered`]); `None`: not within the run.
     pub recovered_after_s: Option<f64>,
@@ -47,6 +51,9 @@ pub struct Level {
     /// The cache's hit ratio (cache-aside).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hit_ratio: Option<f64>,
+    /// Misses over requests.
+    #[serde(default)]
+    pub miss_ratio: f64,
 }
 
 /// The database's load in a second: its reads in cache-aside, else every request.
@@ -60,26 +67,39 @@ fn level(seconds: &[Second]) -> Level {
     let (hits, lookups) = seconds
         .iter()
         .filter_map(|s| s.cache.as_ref())
-        .fold((0, 0), |(h, l), c| (h + c.hits, l + c.hits + c.misses + c.bypassed));
+        .fold((0, 0), |(h, l), c| {
+            (h + c.hits, l + c.hits + c.misses + c.bypassed)
+        });
     Level {
         rps: seconds.iter().map(|s| s.requests).sum::<u64>() as f64 / n,
         p99_us: seconds.iter().map(|s| s.p99_us).fold(0.0, f64::max),
         db_rps: seconds.iter().map(db_load).sum::<u64>() as f64 / n,
         hit_ratio: (lookups > 0).then(|| hits as f64 / lookups as f64),
+        miss_ratio: miss_ratio(seconds.iter()),
     }
 }
 
+/// Misses over requests of `seconds`.
+fn miss_ratio<'a>(seconds: impl Iterator<Item = &'a Second>) -> f64 {
+    let (m, n) = seconds.fold((0, 0), |(m, n), s| (m + s.misses, n + s.requests));
+    m as f64 / n.max(1) as f64
+}
+
 /// Whether second `s` is back near `before`: no errors, p99 at most 1.5x the
-/// level before (and at most 1 ms above it), the hit ratio at most 5 points
-/// below it.
+/// level before (and at most 1 ms above it), the cache's hit ratio at most 5
+/// points below it and the share of misses at most 5 points above it.
 pub fn recovered(s: &Second, before: &Level) -> bool {
     let p99_ok = s.p99_us <= (before.p99_us * 1.5).max(before.p99_us + 1000.0);
-    let hits_ok = match (before.hit_ratio, s.cache.as_ref().and_then(|c| c.hit_ratio())) {
+    let hits_ok = match (
+        before.hit_ratio,
+        s.cache.as_ref().and_then(|c| c.hit_ratio()),
+    ) {
         (Some(b), Some(now)) => now >= b - 0.05,
         (Some(_), None) => false,
         (None, _) => true,
     };
-    s.errors == 0 && s.requests > 0 && p99_ok && hits_ok
+    let misses_ok = miss_ratio(std::iter::once(s)) <= before.miss_ratio + 0.05;
+    s.errors == 0 && s.requests > 0 && p99_ok && hits_ok && misses_ok
 }
 
 impl EventReport {
@@ -107,7 +127,9 @@ impl EventReport {
         };
         let until = back.map_or(i64::MAX, |i| after[i].second);
         self.errors.clear();
+        self.misses = 0;
         for s in after.iter().filter(|s| s.second < until) {
+            self.misses += s.misses;
             for (k, n) in &s.error_kinds {
                 *self.errors.entry(k.clone()).or_default() += n;
             }
@@ -165,7 +187,11 @@ mod tests {
 
     #[test]
     fn a_run_that_never_recovers_says_so() {
-        let t = vec![sec(0, 300.0, 900, 100, 0), sec(1, 5000.0, 0, 1000, 3), sec(2, 5000.0, 0, 1000, 0)];
+        let t = vec![
+            sec(0, 300.0, 900, 100, 0),
+            sec(1, 5000.0, 0, 1000, 3),
+            sec(2, 5000.0, 0, 1000, 0),
+        ];
         let mut e = EventReport {
             at_s: 1.0,
             ..EventReport::default()

@@ -400,9 +400,11 @@ impl CounterCheck {
                 false => 1 + kvlab / 1000,
             };
             let within = |server: u64, kvlab: u64| {
-                server <= kvlab + tol(kvlab) && kvlab.saturating_sub(server) <= self.slack + tol(kvlab)
+                server <= kvlab + tol(kvlab)
+                    && kvlab.saturating_sub(server) <= self.slack + tol(kvlab)
             };
-            return within(self.server.gets, self.kvlab_gets) && within(self.server.sets, self.kvlab_sets);
+            return within(self.server.gets, self.kvlab_gets)
+                && within(self.server.sets, self.kvlab_sets);
         }
         if self.server.exact {
             return self.server.gets == self.kvlab_gets && self.server.sets == self.kvlab_sets;

@@ -13,9 +13,9 @@ use crate::engine::{AsideSpec, Beat, EngineReport, Observer, Spec};
 use crate::plan::{CacheAside, CacheStart, RunPlan, WritePolicy};
 use crate::results::stats::{Leg, Percentiles};
 use crate::results::{AsideReport, CounterCheck, LegReport, Second, TargetInfo, WorkingSet};
-use crate::system::progress::Progress;
 use crate::runner::launch::start_managed;
 use crate::servers::ManagedServer;
+use crate::system::progress::Progress;
 use crate::system::progress::{RunOptions, note};
 use crate::workload::VERSIONED_SIZE;
 
@@ -101,14 +101,7 @@ impl Cache {
             reset_versions(&db.connector).context("resetting the database's values failed")?;
         }
         if self.aside.start != CacheStart::Warm {
-            if self.server.is_none() {
-                bail!(
-                    "--cache-start {}: the cache {} may hold kvlab's keys from an earlier run, and kvlab never flushes a server it did not start; use a managed cache (--cache {}) or --cache-start warm",
-                    self.aside.start.name(),
-                    self.connector.display,
-                    self.connector.product.name()
-                );
-            }
+            // kvlab's fresh cache is empty (RunPlan::check_cache refuses a URL).
             return Ok(());
         }
         let spec = Spec {
@@ -168,7 +161,9 @@ impl Cache {
         if obs.settled.is_none() {
             note(
                 opts,
-                format!("kvlab: the cache's hit ratio did not settle in {SETTLE_MAX_S} s of warming; measuring now"),
+                format!(
+                    "kvlab: the cache's hit ratio did not settle in {SETTLE_MAX_S} s of warming; measuring now"
+                ),
             );
         }
         Ok((obs.settled, obs.ratios))
@@ -202,16 +197,15 @@ impl Cache {
                 0
             };
         let after = self.counters();
-        let cache_counters = super::events::counted_across(before, &kills, after).map(|server| {
-            CounterCheck {
+        let cache_counters =
+            super::events::counted_across(before, &kills, after).map(|server| CounterCheck {
                 server,
                 kvlab_gets: sent(Leg::CacheGet),
                 kvlab_sets: cache_sets,
                 exclusive: self.server.is_some(),
                 raw: None,
                 slack: slack * kills.len() as u64,
-            }
-        });
+            });
         let working_set = memory.last().map(|&(_, end)| WorkingSet {
             data_bytes,
             memory_limit_bytes: end.limit,
@@ -366,28 +360,6 @@ fn settled(ratios: &[f64]) -> bool {
     (mean(&ratios[n - 3..]) - mean(&ratios[n - 6..n - 3])).abs() <= 0.005
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_hit_ratio_settles_when_it_stops_rising() {
-        let rising = [0.1, 0.3, 0.45, 0.55, 0.62, 0.67];
-        assert!(!settled(&rising));
-        assert!(settled(&[0.6, 0.7, 0.75, 0.80, 0.801, 0.80, 0.802, 0.80, 0.803]));
-        assert!(!settled(&[0.8; 5]));
-    }
-
-    #[test]
-    fn evictions_add_up_across_a_restart() {
-        let m = |e| CacheMemory {
-            evictions: e,
-            ..CacheMemory::default()
-        };
-        assert_eq!(evictions(&[(-1, m(10)), (0, m(50)), (1, m(5)), (2, m(7))]), 47);
-    }
-}
-
 /// Sets every value of kvlab's table back to version 0 (only rows that differ:
 /// one scan, few writes).
 fn reset_versions(db: &Connector) -> Result<()> {
@@ -404,4 +376,31 @@ pub fn as_cache(e: anyhow::Error) -> anyhow::Error {
         "{}",
         format!("{e:#}").replace("--server-opt", "--cache-opt")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hit_ratio_settles_when_it_stops_rising() {
+        let rising = [0.1, 0.3, 0.45, 0.55, 0.62, 0.67];
+        assert!(!settled(&rising));
+        assert!(settled(&[
+            0.6, 0.7, 0.75, 0.80, 0.801, 0.80, 0.802, 0.80, 0.803
+        ]));
+        assert!(!settled(&[0.8; 5]));
+    }
+
+    #[test]
+    fn evictions_add_up_across_a_restart() {
+        let m = |e| CacheMemory {
+            evictions: e,
+            ..CacheMemory::default()
+        };
+        assert_eq!(
+            evictions(&[(-1, m(10)), (0, m(50)), (1, m(5)), (2, m(7))]),
+            47
+        );
+    }
 }

@@ -24,13 +24,15 @@ pub(super) struct Events<'a> {
     cache: Option<Subject<'a>>,
     /// Restarts waiting for their seconds down: when, which, its report.
     restarts: Vec<(u32, EventOn, usize, Instant)>,
-    measure_start: Option<Instant>,
     /// One per event, in the order done.
     pub reports: Vec<EventReport>,
     /// The target's counters read just before each kill.
     pub target_kills: Vec<Option<ServerCounters>>,
     /// The cache's counters read just before each kill.
     pub cache_kills: Vec<Option<ServerCounters>>,
+    /// Seconds from each counters reading to its kill (requests served then
+    /// are counted by kvlab, lost with the server's counters).
+    pub kill_gaps_s: f64,
 }
 
 impl<'a> Events<'a> {
@@ -46,26 +48,23 @@ impl<'a> Events<'a> {
             target,
             cache,
             restarts: Vec::new(),
-            measure_start: None,
             reports: Vec::new(),
             target_kills: Vec::new(),
             cache_kills: Vec::new(),
+            kill_gaps_s: 0.0,
         }
-    }
-
-
-    /// The measured window begins: events at second 0 happen now.
-    pub fn measure_started(&mut self) {
-        self.measure_start = Some(Instant::now());
-        self.second_begins(0);
     }
 
     /// Second `s` of the window begins: does what is due by then.
     pub fn second_begins(&mut self, s: i64) {
-        let Some(t0) = self.measure_start else { return };
-        while let Some(e) = self.planned.first().copied().filter(|e| i64::from(e.at_s) <= s) {
+        while let Some(e) = self
+            .planned
+            .first()
+            .copied()
+            .filter(|e| i64::from(e.at_s) <= s)
+        {
             self.planned.remove(0);
-            self.act(e, t0);
+            self.act(e);
         }
         while let Some(i) = self.restarts.iter().position(|r| i64::from(r.0) <= s) {
             let (_, on, report, killed) = self.restarts.remove(i);
@@ -85,11 +84,12 @@ impl<'a> Events<'a> {
         }
     }
 
-    fn act(&mut self, e: ServerEvent, t0: Instant) {
+    fn act(&mut self, e: ServerEvent) {
         let now = Instant::now();
         let mut report = EventReport {
             event: e.to_string(),
-            at_s: now.duration_since(t0).as_secs_f64(),
+            // Told on time (within a few ms) by the engine's clock.
+            at_s: f64::from(e.at_s),
             ..EventReport::default()
         };
         let Some(x) = self.subject(e.on) else {
@@ -103,8 +103,10 @@ impl<'a> Events<'a> {
                 Role::Database(_) => Err(anyhow::anyhow!("only a cache is flushed")),
             },
             EventAction::Kill | EventAction::Restart { .. } => {
+                let read = Instant::now();
                 let counters = x.connector.counters().ok();
                 let killed = x.server.kill();
+                self.kill_gaps_s += read.elapsed().as_secs_f64();
                 match e.on {
                     EventOn::Cache => self.cache_kills.push(counters),
                     EventOn::Target => self.target_kills.push(counters),
@@ -167,10 +169,12 @@ pub(super) fn counted_across(
         ..ServerCounters::default()
     };
     let mut sum = kills[0]?.since(&before);
-    for k in kills[1..].iter().chain(std::iter::once(&after)) {
-        if let Some(k) = k {
-            sum = sum.plus(&k.since(&zero));
-        }
+    for k in &kills[1..] {
+        sum = sum.plus(&(*k)?.since(&zero));
+    }
+    // Not started again: nothing after the last kill.
+    if let Some(a) = after {
+        sum = sum.plus(&a.since(&zero));
     }
     Some(sum)
 }

@@ -13,8 +13,8 @@ use anyhow::{Result, bail};
 
 mod assemble;
 pub mod cache;
-mod events;
 pub mod dataset;
+mod events;
 pub mod launch;
 mod observe;
 
@@ -206,10 +206,12 @@ pub fn measure_with(
                 })
             }),
         ),
-        cache_memory: cache.as_ref().and_then(|c| match c.connector.product.role() {
-            Role::Cache(m) => Some((m, &c.connector)),
-            Role::Database(_) => None,
-        }),
+        cache_memory: cache
+            .as_ref()
+            .and_then(|c| match c.connector.product.role() {
+                Role::Cache(m) => Some((m, &c.connector)),
+                Role::Database(_) => None,
+            }),
         memory: Vec::new(),
     };
     // A separate writer at a fixed rate beside the measured load, reported apart.
@@ -260,8 +262,14 @@ pub fn measure_with(
             report.warmup.sets + report.measured.counts.sets + bg_sets,
         )
     };
-    // What may have been in flight when an event killed a server.
-    let slack = (base.connections * base.pipeline) as u64;
+    // What kvlab may have sent that a killed server did not count: what was in
+    // flight at the kill, and what it served between its counters reading and
+    // the kill (twice the run's average rate over those gaps).
+    let per_s = (report.leg_requests.iter().sum::<u64>() + report.measured.counts.requests())
+        as f64
+        / report.window.as_secs_f64().max(1e-3);
+    let slack = (base.connections * base.pipeline) as u64
+        + (2.0 * per_s * obs.events.kill_gaps_s).ceil() as u64;
     let server_counters =
         events::counted_across(before, &obs.events.target_kills, after).map(|server| {
             CounterCheck {
@@ -332,6 +340,14 @@ pub fn measure_with(
         result.consistency = None;
     }
     if let Some(a) = aside {
+        if a.cache_bypassed > 0 && plan.load.events.is_empty() {
+            // An outage nobody asked for: these figures are not the cache's.
+            result.valid = false;
+            result.problems.push(format!(
+                "the cache was unreachable during the run: {} reads went around it to the database",
+                a.cache_bypassed
+            ));
+        }
         if let Some(cc) = &a.cache_counters
             && cc.exclusive
             && !cc.agrees()

@@ -121,14 +121,16 @@ impl Observer for RunObserver<'_> {
         self.track_peak(&s);
         self.at_start = Some(s);
         self.read_memory(-1);
-        self.events.measure_started();
+    }
+    fn second_begins(&mut self, s: i64) {
+        if s > 0 {
+            self.read_memory(s - 1);
+        }
+        self.events.second_begins(s);
     }
     fn second(&mut self, beat: &Beat) {
-        let (elapsed, requests, p99_us, errors) = (beat.elapsed, beat.requests, beat.p99_us, beat.errors);
-        if beat.second >= 0 {
-            self.read_memory(beat.second);
-            self.events.second_begins(beat.second + 1);
-        }
+        let (elapsed, requests, p99_us, errors) =
+            (beat.elapsed, beat.requests, beat.p99_us, beat.errors);
         // A process tree's peak is the largest total seen at a sample.
         if self.server.is_some() {
             let s = self.sample();

@@ -111,6 +111,14 @@ impl Worker<'_> {
         let (mut io, state) = self.io(c);
         client.fail(&mut io, state, s, ErrorKind::Disconnect);
         c.pipes[s].close(now);
+        if c.may_lack(s) && c.ready() {
+            // The client goes on without this socket: what it sent elsewhere
+            // instead goes out now, and a closed loop starts the next request.
+            if self.pacer.is_none() {
+                self.refill(client, c, now);
+            }
+            self.flush(client, c, now);
+        }
     }
 
     /// Fails everything `c` has in flight with `kind` (the drain ran out).

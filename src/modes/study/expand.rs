@@ -115,15 +115,14 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
     let cache_combos = &combos(&s.sweep.cache, "sweep.cache")?;
     let distributions = &distributions;
     // Each key count and ratio, crossed with each distribution and cache setting.
-    let keys_ratios: Vec<(u64, Ratio, &(String, KeyDistribution), &Vec<(String, String)>)> =
-        keys_ratios
-            .iter()
-            .flat_map(|&(k, r)| {
-                distributions
-                    .iter()
-                    .flat_map(move |d| cache_combos.iter().map(move |c| (k, r, d, c)))
-            })
-            .collect();
+    let keys_ratios: Vec<(u64, Ratio, &Named, &Settings)> = keys_ratios
+        .iter()
+        .flat_map(|&(k, r)| {
+            distributions
+                .iter()
+                .flat_map(move |d| cache_combos.iter().map(move |c| (k, r, d, c)))
+        })
+        .collect();
     let mut points = Vec::new();
     for t in &s.targets {
         let base: TargetSpec = t.target.parse()?;
@@ -231,6 +230,11 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
     }
     Ok(points)
 }
+
+/// A distribution as written, and parsed.
+type Named = (String, KeyDistribution);
+/// Settings as name and value.
+type Settings = Vec<(String, String)>;
 
 /// Every combination of the settings `axes` (name -> values), in order.
 fn combos(

@@ -124,6 +124,9 @@ impl Cache for RespProduct {
     fn flush(&self, c: &Connector) -> Result<()> {
         RespProduct::flush_node(c)
     }
+    fn evicting(&self) -> &'static [(&'static str, &'static str)] {
+        &[("maxmemory-policy", "allkeys-lru")]
+    }
     fn load_hint(&self, value_size: usize, managed: bool) -> String {
         load_hint(value_size, managed)
     }

@@ -52,10 +52,7 @@ impl ManagedServer {
                 run_as: self.run_as.as_ref(),
                 config: &self.config,
                 tls: self.access.tls.as_ref(),
-                socket: self
-                    .access
-                    .socket
-                    .then(|| self.access.sockets[0].as_path()),
+                socket: self.access.socket.then(|| self.access.sockets[0].as_path()),
             })?;
             cmd.args(&self.config.args);
             nodes[0].0 = spawn_owned(&mut cmd, dir, &log, &self.binary)?;

@@ -1,0 +1,255 @@
+//! Caches as they are deployed, on real managed servers: a cache that holds
+//! only part of the data (its hit ratio emerges and agrees with its own
+//! counters), and events during a run — a cache killed and started again, a
+//! flush, a server of a plain run restarted — with the database's spike, the
+//! errors by kind and the recovery in the result, and counts that still add
+//! up across the restarts.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{fails, measure};
+use kvlab::plan::events::ServerEvent;
+use kvlab::plan::{
+    CacheAside, CacheStart, KeyDistribution, Ratio, RunPlan, Stop, TargetKind, WritePolicy,
+};
+use kvlab::results::RunResult;
+
+/// The tests' plan for a server of `kind` that the run starts itself.
+fn managed(kind: TargetKind) -> RunPlan {
+    let nowhere = kvlab::plan::Endpoint {
+        host: "127.0.0.1".into(),
+        port: 1,
+        user: None,
+        password: None,
+        database: None,
+        socket: None,
+        tls: None,
+    };
+    let mut p = common::plan(kind, nowhere);
+    p.target = kind.name().parse().unwrap();
+    p
+}
+
+/// A managed PostgreSQL with a managed cache of `cache` in front, `mb` MiB.
+fn aside(cache: TargetKind, mb: u32, start: CacheStart) -> RunPlan {
+    let mut p = managed(TargetKind::Postgres);
+    p.workload.keys = 50_000;
+    p.workload.value_size = 256;
+    p.workload.ratio = Ratio { set: 1, get: 19 };
+    p.workload.distribution = KeyDistribution::Zipf { theta: 0.99 };
+    p.load.connections = 8;
+    p.load.pipeline = 1;
+    p.load.warmup_s = 0.0;
+    p.load.stop = Stop::Duration(3.0);
+    let mut spec: kvlab::plan::TargetSpec = cache.name().parse().unwrap();
+    spec.server_opts.insert("memory-mb".into(), mb.to_string());
+    p.cache = Some(
+        CacheAside {
+            cache: spec,
+            policy: WritePolicy::Invalidate,
+            ttl_s: 0,
+            start,
+        }
+        .evict_by_default(),
+    );
+    p
+}
+
+/// Both servers counted what kvlab sent them.
+fn counts_agree(r: &RunResult) {
+    let db = r.server_counters.as_ref().expect("database counters");
+    assert!(db.agrees(), "{db:?}");
+    let a = r.cache_aside.as_ref().unwrap();
+    let cc = a.cache_counters.as_ref().expect("cache counters");
+    assert!(cc.agrees(), "{cc:?}");
+}
+
+#[test]
+fn a_cache_holding_a_tenth_of_the_data_hits_as_its_own_counters_say() {
+    // 50,000 keys of 256 B take about 18 MiB in redis; 3 MiB hold about a tenth.
+    let r = measure(&aside(TargetKind::Redis, 3, CacheStart::Cold));
+    assert!(r.valid, "{:?}", r.problems);
+    let a = r.cache_aside.as_ref().unwrap();
+    assert!(a.hit_ratio > 0.05 && a.hit_ratio < 0.95, "{}", a.hit_ratio);
+    assert_eq!(a.start, "cold");
+    // The hit ratio is the cache's own: its keyspace hits and misses.
+    let cc = a.cache_counters.as_ref().unwrap();
+    assert_eq!(
+        (cc.server.hits, cc.server.misses),
+        (a.cache_hits, a.cache_misses)
+    );
+    counts_agree(&r);
+    let w = a.working_set.as_ref().expect("the cache's memory");
+    assert_eq!(w.memory_limit_bytes, 3 << 20);
+    assert!(w.evictions > 0 && w.items < 50_000 / 5, "{w:?}");
+    assert_eq!(w.data_bytes, 50_000 * 256);
+    // Each second gives the hit ratio's parts, the database's reads and the
+    // cache's own evictions and memory.
+    for s in &r.timeline {
+        let c = s.cache.as_ref().expect("cache figures each second");
+        assert!(c.hits + c.misses > 0 && c.db_reads > 0, "{s:?}");
+        assert!(c.evictions.is_some() && c.memory_bytes.is_some(), "{s:?}");
+    }
+    // Stale reads are still judged with entries evicted.
+    assert_eq!(r.consistency.as_ref().unwrap().checked_reads, r.hits);
+}
+
+#[test]
+fn a_warm_start_of_a_cache_too_small_says_how_to_start_it_instead() {
+    let mut p = aside(TargetKind::Redis, 3, CacheStart::Warm);
+    p.load.stop = Stop::Duration(1.0);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let e = kvlab::runner::run(&p, Default::default(), &stop).unwrap_err();
+    let e = format!("{e:#}");
+    assert!(
+        e.contains("--cache-opt memory-mb") && e.contains("--cache-start cold"),
+        "{e}"
+    );
+    assert!(!e.contains("--server-opt"), "{e}");
+}
+
+#[test]
+fn a_settling_start_warms_the_cache_first_and_says_how_long() {
+    let mut p = aside(TargetKind::Redis, 3, CacheStart::Settle);
+    p.load.rate = Some(3000.0);
+    let r = measure(&p);
+    assert!(r.valid, "{:?}", r.problems);
+    let w = r.cache_aside.as_ref().unwrap().working_set.clone().unwrap();
+    assert!(w.settle_curve.len() >= 6, "{w:?}");
+    assert!(w.settled_after_s.is_some(), "{w:?}");
+    counts_agree(&r);
+}
+
+/// A cache of `cache` killed 2 s into a 5 s run and started again 1 s later.
+fn restart_cache(cache: TargetKind) {
+    let mut p = aside(cache, 64, CacheStart::Warm);
+    p.workload.keys = 20_000;
+    p.load.rate = Some(2000.0);
+    p.load.stop = Stop::Duration(5.0);
+    p.load.timeout_s = 1.0;
+    p.load.events = vec!["2:restart-cache:1".parse::<ServerEvent>().unwrap()];
+    let started = Instant::now();
+    let r = measure(&p);
+    assert!(started.elapsed() < Duration::from_secs(30), "ends on time");
+    assert!(r.valid, "{:?}", r.problems);
+    assert_eq!(r.events.len(), 1);
+    let e = &r.events[0];
+    assert!(e.error.is_none(), "{e:?}");
+    assert!(e.took_ms >= 1000.0, "down for a second: {e:?}");
+    // With the cache gone the database served every read.
+    assert!(
+        e.db_peak_rps as f64 > 3.0 * e.before.db_rps.max(1.0),
+        "{e:?}"
+    );
+    let marked = r.timeline.iter().find(|s| s.event.is_some()).unwrap();
+    assert_eq!(marked.second, 2);
+    assert!(marked.cache.as_ref().unwrap().bypassed > 0);
+    let a = r.cache_aside.as_ref().unwrap();
+    assert!(a.cache_bypassed > 0);
+    assert_eq!(r.errors_by_kind["wrong_value"], 0);
+    // The cache came back empty, so it missed after; its counters, read before
+    // the kill and since the restart, still add up to what kvlab sent.
+    assert!(a.cache_misses > 0);
+    counts_agree(&r);
+    let text = kvlab::report::summary::summary(&r);
+    assert!(text.contains("event 2:restart-cache:1"), "{text}");
+}
+
+#[test]
+fn a_redis_cache_killed_and_restarted_mid_run_shows_the_database_spike() {
+    restart_cache(TargetKind::Redis);
+}
+
+#[test]
+fn a_memcached_cache_killed_and_restarted_mid_run_shows_the_database_spike() {
+    restart_cache(TargetKind::Memcached);
+}
+
+#[test]
+fn a_plain_server_restarted_mid_run_comes_back_empty_and_recovers_in_latency() {
+    let mut p = managed(TargetKind::Redis);
+    p.load.rate = Some(5000.0);
+    p.load.warmup_s = 0.0;
+    p.load.timeout_s = 1.0;
+    p.load.stop = Stop::Duration(4.0);
+    p.load.events = vec!["1:restart-target:1".parse().unwrap()];
+    let r = measure(&p);
+    assert!(r.valid, "{:?}", r.problems);
+    let e = &r.events[0];
+    assert!(e.error.is_none(), "{e:?}");
+    assert!(r.connections.reconnects > 0);
+    // Its data went with it: every read after the restart missed.
+    assert!(e.misses > 0 && e.recovered_after_s.is_none(), "{e:?}");
+    let cc = r.server_counters.as_ref().unwrap();
+    assert!(cc.agrees() && cc.slack > 0, "{cc:?}");
+}
+
+#[test]
+fn a_flushed_cache_misses_then_fills_again() {
+    let mut p = aside(TargetKind::Redis, 64, CacheStart::Warm);
+    p.workload.keys = 20_000;
+    p.load.rate = Some(2000.0);
+    p.load.stop = Stop::Duration(3.0);
+    p.load.events = vec!["1:flush-cache".parse().unwrap()];
+    let r = measure(&p);
+    assert!(r.valid, "{:?}", r.problems);
+    let flushed = r.timeline.iter().find(|s| s.second == 1).unwrap();
+    assert_eq!(flushed.event.as_deref(), Some("flush-cache"));
+    let before = r.timeline[0].cache.as_ref().unwrap();
+    let after = flushed.cache.as_ref().unwrap();
+    assert!(
+        after.misses > 10 * before.misses.max(1),
+        "{before:?} {after:?}"
+    );
+    counts_agree(&r);
+}
+
+#[test]
+fn events_are_refused_where_kvlab_did_not_start_the_server() {
+    let e = fails(&[
+        "run",
+        "--target",
+        "redis://127.0.0.1:1",
+        "--event",
+        "1:kill-target",
+    ]);
+    assert!(e.contains("--event") && e.contains("URL"), "{e}");
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    let e = fails(&["run", "--target", "redis", "--event", "1:kill-cache"]);
+    assert!(e.contains("no cache"), "{e}");
+    let e = fails(&[
+        "run",
+        "--target",
+        "redis",
+        "--duration",
+        "3",
+        "--event",
+        "5:kill-target",
+    ]);
+    assert!(e.contains("past the 3 s window"), "{e}");
+    let e = fails(&["run", "--target", "redis", "--event", "1:explode-target"]);
+    assert!(
+        e.contains("unknown action") && e.contains("restart-cache"),
+        "{e}"
+    );
+    let e = fails(&[
+        "run",
+        "--target",
+        "postgres",
+        "--cache",
+        "redis://127.0.0.1:1",
+        "--cache-start",
+        "cold",
+    ]);
+    assert!(
+        e.contains("--cache-start: cold") && e.contains("never flushes"),
+        "{e}"
+    );
+    let e = fails(&["run", "--target", "redis", "--cache-start", "cold"]);
+    assert!(
+        e.contains("--cache-start") && e.contains("cache-aside"),
+        "{e}"
+    );
+}
