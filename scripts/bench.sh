@@ -71,7 +71,7 @@ record() { # tool pipeline requests "cpu wall"
 
 kvlab_run() { # url pipeline requests [extra...]
   local url=$1 p=$2 n=$3; shift 3
-  "${BIN:-$KVLAB}" run --target "$url" --no-load --warmup 0 --requests "$n" --connections 50 --threads 1 --pipeline "$p" "$@"
+  "${BIN:-$KVLAB}" run --target "$url" --no-load --warmup 0 --requests "$n" --connections "${CONNS:-50}" --threads 1 --pipeline "$p" "$@"
 }
 
 # kvlab_rec name pipeline requests url [extra...]: records kvlab's run, then the
@@ -263,7 +263,9 @@ fi
 # throughput it just reached, interleaved; client CPU per request is the figure.
 # On PostgreSQL pgbench -R paces the same rates beside it.
 # rate_rounds name url pipeline requests [peer]: the rows kvlab-NAME-closed,
-# kvlab-NAME-rate50, kvlab-NAME-rate80 (and pgbench-rate50/80 with peer=pgbench).
+# kvlab-NAME-closed2 and kvlab-NAME-rate-same (a closed loop on 2 connections and
+# the open loop at its throughput), kvlab-NAME-rate50, kvlab-NAME-rate80 (and
+# pgbench-rate50/80 with peer=pgbench).
 rate_rounds() {
   local name=$1 url=$2 p=$3 n=$4 peer=${5:-} round rps pct rate out
   for round in $(seq "$ROUNDS"); do
@@ -271,6 +273,12 @@ rate_rounds() {
     out=$(cpu_of kvlab_run "$url" "$p" "$n" --keys "$KEYS")
     record "kvlab-$name-closed" "$p" "$n" "$out"
     rps=$(awk '/throughput/ { gsub(",", "", $2); print $2; exit }' "$WORK/last.out")
+    # The same throughput both ways: a closed loop slowed by having only 2
+    # connections, then the open loop (50 connections) at the rate it reached.
+    out=$(CONNS=2 cpu_of kvlab_run "$url" "$p" $((n / 4)) --keys "$KEYS")
+    record "kvlab-$name-closed2" "$p" $((n / 4)) "$out"
+    rate=$(awk '/throughput/ { gsub(",", "", $2); print int($2); exit }' "$WORK/last.out")
+    record "kvlab-$name-rate-same" "$p" $((n / 4)) "$(cpu_of kvlab_run "$url" "$p" $((n / 4)) --keys "$KEYS" --rate "$rate")"
     for pct in 50 80; do
       rate=$((rps * pct / 100))
       record "kvlab-$name-rate$pct" "$p" "$n" "$(cpu_of kvlab_run "$url" "$p" "$n" --keys "$KEYS" --rate "$rate")"

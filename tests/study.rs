@@ -256,3 +256,75 @@ fn a_cache_aside_study_reports_hit_ratio_latency_and_stale_reads() {
     let mixed = legs.rows.iter().find(|r| r[1] == "1:4").unwrap();
     assert!(mixed[2..].iter().all(|c| c.contains(" / ")), "{mixed:?}");
 }
+
+const WORKING_SET: &str = r#"
+name = "working-set"
+description = "a small redis in front of postgres at two sizes, then killed mid-run"
+duration = 3
+warmup = 0
+[workload]
+keys = 20000
+value_size = 256
+ratio = "1:19"
+distribution = "zipf:0.99"
+[load]
+connections = 8
+pipeline = 1
+rate = 2000
+[[target]]
+name = "sized"
+target = "postgres"
+cache = "redis"
+cache_start = "cold"
+[[target]]
+name = "failing"
+target = "postgres"
+cache = "redis"
+cache_opts = { memory-mb = "3" }
+cache_start = "cold"
+events = ["1:restart-cache:0"]
+[sweep]
+cache = { memory-mb = [2, 4] }
+"#;
+
+#[test]
+fn a_working_set_study_charts_hit_ratio_by_size_and_marks_its_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = study::parse(WORKING_SET, "ws.toml").unwrap();
+    let path = study::exec::run(
+        &s,
+        dir.path(),
+        RunOptions::default(),
+        &AtomicBool::new(false),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let r = StudyResult::read(&path).unwrap();
+    assert_eq!(r.points.len(), 4);
+    let rep = report::build(std::slice::from_ref(&r));
+    let has = |what: &str| rep.verdict.iter().any(|v| v.contains(what));
+    assert!(has("of the data hit"), "{:?}", rep.verdict);
+    assert!(
+        has("restart-cache:0: the database's reads peaked"),
+        "{:?}",
+        rep.verdict
+    );
+    assert!(has("started cold"), "{:?}", rep.verdict);
+    let titles: Vec<&str> = rep.charts.iter().map(|c| c.title.as_str()).collect();
+    assert!(
+        titles.contains(&"Cache hit ratio vs cache memory"),
+        "{titles:?}"
+    );
+    let events = rep
+        .charts
+        .iter()
+        .find(|c| c.title == "Events: database reads per second")
+        .expect("the events' timeline");
+    assert_eq!(events.markers, vec![(1.0, "restart-cache:0".to_string())]);
+    let html = String::from_utf8(report::html::render(&rep)).unwrap();
+    assert!(
+        html.contains("stroke-dasharray=\"3 3\""),
+        "the event is drawn"
+    );
+    check_html(&html, rep.charts.len());
+}

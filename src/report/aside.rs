@@ -53,8 +53,11 @@ pub fn section(rows: &[Row]) -> Option<Section> {
                 };
                 match &r.aside {
                     None => format!(
-                        "{} alone {} req/s, p50 {} µs, p99 {} µs, {stale}{errors}",
-                        r.target,
+                        "{} {} req/s, p50 {} µs, p99 {} µs, {stale}{errors}",
+                        match r.target.contains("alone") {
+                            true => r.target.clone(),
+                            false => format!("{} alone", r.target),
+                        },
                         short(r.rps),
                         short(r.latency.p50),
                         short(r.latency.p99)
@@ -79,7 +82,7 @@ pub fn section(rows: &[Row]) -> Option<Section> {
         "Why a cache serves stale data: under invalidate, a reader that missed the cache reads the old value from the database; a writer then updates the database and deletes the cache entry; the reader, finishing last, fills the cache with the old value, which then answers every read until the next write of that key or the TTL. Under update, the same late fill can overwrite the newer value the writer put in the cache. The database alone never serves a value older than the last completed write.".into(),
     );
     let caveats = vec![
-        "Stale reads: a read counts as stale when it returns a version older than the newest version whose write had completed before the read began; writes to one key never overlap (kvlab draws another key while one is being written), so writer-writer races are not part of the count. Each cache-aside point starts from a cache loaded with every key.".into(),
+        "Stale reads: a read counts as stale when it returns a version older than the newest version whose write had completed before the read began; writes to one key never overlap (kvlab draws another key while one is being written), so writer-writer races are not part of the count. Unless a target says otherwise (cache_start), each cache-aside point starts from a cache loaded with every key.".into(),
     ];
     let mut table = Table {
         title: "Cache-aside vs the database alone".into(),
@@ -174,6 +177,7 @@ pub fn section(rows: &[Row]) -> Option<Section> {
             series: s,
             x_categories: cats,
             log_x: false,
+            markers: Vec::new(),
         });
     }
     let (s, cats) = series_by_target(
@@ -189,6 +193,7 @@ pub fn section(rows: &[Row]) -> Option<Section> {
         series: s,
         x_categories: cats,
         log_x: false,
+        markers: Vec::new(),
     });
     Some(Section {
         verdict,

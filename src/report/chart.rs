@@ -31,6 +31,8 @@ pub struct Chart {
     pub x_categories: Option<Vec<String>>,
     /// Logarithmic x axis (e.g. connections 1 ... 1000).
     pub log_x: bool,
+    /// Vertical lines at x with a label (events during a run).
+    pub markers: Vec<(f64, String)>,
 }
 
 const W: f64 = 780.0;
@@ -174,6 +176,18 @@ pub fn svg(c: &Chart) -> String {
         (T + H - B) / 2.0,
         esc(&c.y_label)
     );
+    for (x, label) in &c.markers {
+        let _ = write!(
+            s,
+            r##"<line x1="{0:.1}" y1="{1}" x2="{0:.1}" y2="{2}" stroke="#555" stroke-dasharray="3 3"/><text x="{3:.1}" y="{4}" font-size="11">{5}</text>"##,
+            px(*x),
+            T,
+            H - B,
+            px(*x) + 3.0,
+            T + 10.0,
+            esc(label)
+        );
+    }
     for (i, ser) in c.series.iter().enumerate() {
         let color = COLORS[ser.color.unwrap_or(i) % COLORS.len()];
         let dash = if ser.dashed {
@@ -247,6 +261,7 @@ mod tests {
             ],
             x_categories: None,
             log_x: true,
+            markers: Vec::new(),
         };
         let s = svg(&c);
         assert!(s.starts_with("<svg") && s.ends_with("</svg>"));

@@ -107,6 +107,7 @@ pub fn section(results: &[StudyResult]) -> Option<Section> {
         }],
         x_categories: Some(fills.iter().map(|(t, _)| t.to_string()).collect()),
         log_x: false,
+        markers: Vec::new(),
     };
     Some(Section {
         verdict,

@@ -14,6 +14,7 @@ mod series;
 pub mod summary;
 mod table;
 mod verdict;
+mod working_set;
 
 use crate::results::study::StudyResult;
 use chart::{Chart, Series};
@@ -132,6 +133,7 @@ pub fn build(results: &[StudyResult]) -> Report {
         series: s,
         x_categories: cats.clone(),
         log_x,
+        markers: Vec::new(),
     });
     let (mut s, _) = series_by_target(&rows, &axis_name, |r| Some(r.latency.p50), " p50");
     let (s99, _) = series_by_target(&rows, &axis_name, |r| Some(r.latency.p99), " p99");
@@ -143,6 +145,7 @@ pub fn build(results: &[StudyResult]) -> Report {
         series: s,
         x_categories: cats.clone(),
         log_x,
+        markers: Vec::new(),
     });
     if rows.iter().any(|r| r.server_us.is_some()) {
         let (s, _) = series_by_target(&rows, &axis_name, |r| r.server_us.map(|u| u * 0.1), "");
@@ -153,6 +156,7 @@ pub fn build(results: &[StudyResult]) -> Report {
             series: s,
             x_categories: cats,
             log_x,
+            markers: Vec::new(),
         });
     }
     let spectrum: Vec<Series> = best
@@ -183,6 +187,7 @@ pub fn build(results: &[StudyResult]) -> Report {
                     .to_vec(),
             ),
             log_x: false,
+            markers: Vec::new(),
         });
     }
     let timelines: Vec<Series> = best
@@ -203,6 +208,7 @@ pub fn build(results: &[StudyResult]) -> Report {
             series: timelines,
             x_categories: None,
             log_x: false,
+            markers: Vec::new(),
         });
     }
     if rows.is_empty() {
@@ -218,6 +224,11 @@ pub fn build(results: &[StudyResult]) -> Report {
         caveats.extend(a.caveats);
         tables.extend(a.tables);
         charts.extend(a.charts);
+    }
+    if let Some(w) = working_set::section(results) {
+        verdict.extend(w.verdict);
+        tables.extend(w.tables);
+        charts.extend(w.charts);
     }
     if !table.rows.is_empty() {
         tables.push(table);

@@ -44,7 +44,8 @@ pub struct EventReport {
 pub struct Level {
     /// Requests per second.
     pub rps: f64,
-    /// The worst p99 of those seconds, µs.
+    /// The median of those seconds' p99s, µs (one stalled second does not
+    /// set the level).
     pub p99_us: f64,
     /// Database reads per second (cache-aside), or requests per second.
     pub db_rps: f64,
@@ -72,10 +73,20 @@ fn level(seconds: &[Second]) -> Level {
         });
     Level {
         rps: seconds.iter().map(|s| s.requests).sum::<u64>() as f64 / n,
-        p99_us: seconds.iter().map(|s| s.p99_us).fold(0.0, f64::max),
+        p99_us: median(seconds.iter().map(|s| s.p99_us).collect()),
         db_rps: seconds.iter().map(db_load).sum::<u64>() as f64 / n,
         hit_ratio: (lookups > 0).then(|| hits as f64 / lookups as f64),
         miss_ratio: miss_ratio(seconds.iter()),
+    }
+}
+
+/// The median of `v` (0 when empty).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
 }
 

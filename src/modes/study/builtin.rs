@@ -19,6 +19,18 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("pooler", include_str!("../../../studies/pooler.toml")),
     ("tls", include_str!("../../../studies/tls.toml")),
     ("socket", include_str!("../../../studies/socket.toml")),
+    (
+        "cache-size",
+        include_str!("../../../studies/cache-size.toml"),
+    ),
+    (
+        "cold-start",
+        include_str!("../../../studies/cold-start.toml"),
+    ),
+    (
+        "cache-failure",
+        include_str!("../../../studies/cache-failure.toml"),
+    ),
 ];
 
 /// The text of the built-in study `name`.

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use anyhow::{Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::plan::events::{EventAction, EventOn};
 use crate::plan::study::{StudyFile, label};
 use crate::plan::{
     KeyDistribution, LoadShape, Ratio, RunPlan, SchemaOptions, Stop, TargetSpec, Workload,
@@ -211,6 +212,14 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
                                             e.check(&plan, window).map_err(|e| {
                                                 anyhow!("target '{}': {e}", label(t))
                                             })?;
+                                            if e.on == EventOn::Target
+                                                && e.action == EventAction::Kill
+                                            {
+                                                bail!(
+                                                    "target '{}': events = \"{e}\" would leave the server down for the points after it; use restart-target",
+                                                    label(t)
+                                                );
+                                            }
                                         }
                                         points.push(Point {
                                             index: points.len(),

@@ -1,0 +1,341 @@
+//! The working-set part of a report: what a cache's memory buys (hit ratio,
+//! database reads, latency, per key skew), how a cold cache warms up, and what
+//! the database must survive when the cache is gone (events during a run).
+
+use std::collections::BTreeMap;
+
+use super::chart::{Chart, Series, short};
+use super::table::Table;
+use crate::results::study::StudyResult;
+use crate::results::{RunResult, Second};
+
+/// The section's parts.
+pub struct Section {
+    /// Verdict lines: what the memory bought, the warm-up, each event.
+    pub verdict: Vec<String>,
+    /// Tables: one row per cache size.
+    pub tables: Vec<Table>,
+    /// The hit-ratio curve, and timelines with the events marked.
+    pub charts: Vec<Chart>,
+}
+
+/// One measured point: its target, swept values and (first) result.
+struct Run<'a> {
+    target: &'a str,
+    params: &'a BTreeMap<String, String>,
+    r: &'a RunResult,
+}
+
+impl Run<'_> {
+    /// Its label: the target and the swept values that tell it apart.
+    fn label(&self, keys: &[&str]) -> String {
+        let parts: Vec<String> = keys
+            .iter()
+            .filter_map(|k| self.params.get(*k).map(|v| format!("{k}={v}")))
+            .collect();
+        match parts.is_empty() {
+            true => self.target.to_string(),
+            false => format!("{} {}", self.target, parts.join(" ")),
+        }
+    }
+
+    fn distribution(&self) -> String {
+        self.params
+            .get("distribution")
+            .cloned()
+            .unwrap_or_else(|| self.r.config.workload.distribution.to_string())
+    }
+
+    fn rate(&self) -> Option<f64> {
+        self.r.config.load.rate
+    }
+}
+
+/// The section, when a study measured caches smaller than the data, a cold
+/// or settling start, or events.
+pub fn section(results: &[StudyResult]) -> Option<Section> {
+    let mut runs: Vec<Run> = Vec::new();
+    for sr in results {
+        for p in &sr.points {
+            if let Some(r) = &p.result
+                && p.repetition <= 1
+            {
+                runs.push(Run {
+                    target: &p.target,
+                    params: &p.params,
+                    r,
+                });
+            }
+        }
+    }
+    let mut s = Section {
+        verdict: Vec::new(),
+        tables: Vec::new(),
+        charts: Vec::new(),
+    };
+    sizes(&runs, &mut s);
+    warmups(&runs, &mut s);
+    events(&runs, &mut s);
+    (!s.verdict.is_empty() || !s.charts.is_empty()).then_some(s)
+}
+
+/// The cache's memory as a share of the data, %, and its hit ratio.
+fn size_of(r: &RunResult) -> Option<(f64, f64)> {
+    let a = r.cache_aside.as_ref()?;
+    let w = a.working_set.as_ref()?;
+    (w.memory_limit_bytes > 0 && w.data_bytes > 0).then(|| {
+        (
+            w.memory_limit_bytes as f64 * 100.0 / w.data_bytes as f64,
+            a.hit_ratio,
+        )
+    })
+}
+
+/// What the memory bought: the hit ratio against the cache's size per key
+/// skew, and a line per skew from the smallest cache to the largest.
+fn sizes(runs: &[Run], s: &mut Section) {
+    let mut by: BTreeMap<(String, String), Vec<&Run>> = BTreeMap::new();
+    for run in runs.iter().filter(|r| size_of(r.r).is_some()) {
+        by.entry((run.target.to_string(), run.distribution()))
+            .or_default()
+            .push(run);
+    }
+    by.retain(|_, v| {
+        v.sort_by(|a, b| size_of(a.r).unwrap().0.total_cmp(&size_of(b.r).unwrap().0));
+        v.len() >= 2
+    });
+    if by.is_empty() {
+        return;
+    }
+    let mut table = Table {
+        title: "Hit ratio by cache size".into(),
+        headers: [
+            "target",
+            "keys",
+            "cache MiB",
+            "% of data",
+            "hit ratio",
+            "database reads/s",
+            "p50 µs",
+            "p99 µs",
+            "cache CPU µs/req",
+            "database CPU µs/req",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: Vec::new(),
+    };
+    let mut series = Vec::new();
+    for (i, ((target, dist), v)) in by.iter().enumerate() {
+        let mut points = Vec::new();
+        for run in v {
+            let (pct, hit) = size_of(run.r).unwrap();
+            let a = run.r.cache_aside.as_ref().unwrap();
+            let w = a.working_set.as_ref().unwrap();
+            let per_req = |cpu: Option<f64>| {
+                cpu.filter(|_| run.r.requests > 0).map_or("-".into(), |c| {
+                    format!("{:.1}", c * 1e6 / run.r.requests as f64)
+                })
+            };
+            points.push((pct, hit * 100.0));
+            table.rows.push(vec![
+                target.clone(),
+                dist.clone(),
+                format!("{:.1}", w.memory_limit_bytes as f64 / (1u64 << 20) as f64),
+                format!("{pct:.1}"),
+                format!("{:.1}%", hit * 100.0),
+                short(a.db_reads_per_s),
+                short(run.r.latency_us.p50),
+                short(run.r.latency_us.p99),
+                per_req(a.cache_cpu_s),
+                per_req(a.db_cpu_s),
+            ]);
+        }
+        series.push(Series {
+            name: format!("{target} {dist}"),
+            points,
+            color: Some(i),
+            dashed: false,
+        });
+        let (lo, hi) = (v[0], v[v.len() - 1]);
+        let (lp, lh) = size_of(lo.r).unwrap();
+        let (hp, hh) = size_of(hi.r).unwrap();
+        let (la, ha) = (
+            lo.r.cache_aside.as_ref().unwrap(),
+            hi.r.cache_aside.as_ref().unwrap(),
+        );
+        s.verdict.push(format!(
+            "With {dist} keys, {target}: a cache of {:.0}% of the data hit {:.1}% of reads and left the database {} reads/s (p99 {} µs); one of {:.0}% hit {:.1}% and left it {} reads/s (p99 {} µs).",
+            lp,
+            lh * 100.0,
+            short(la.db_reads_per_s),
+            short(lo.r.latency_us.p99),
+            hp,
+            hh * 100.0,
+            short(ha.db_reads_per_s),
+            short(hi.r.latency_us.p99),
+        ));
+    }
+    s.tables.push(table);
+    s.charts.push(Chart {
+        title: "Cache hit ratio vs cache memory".into(),
+        x_label: "cache memory (% of the data)".into(),
+        y_label: "hit ratio (%)".into(),
+        series,
+        x_categories: None,
+        log_x: false,
+        markers: Vec::new(),
+    });
+}
+
+/// A run's per-second figure `f` as chart points.
+fn curve(t: &[Second], f: impl Fn(&Second) -> Option<f64>) -> Vec<(f64, f64)> {
+    t.iter()
+        .filter_map(|s| f(s).map(|y| (s.second as f64, y)))
+        .collect()
+}
+
+/// The timelines of `runs` (hit ratio, database reads, p99), events marked.
+fn timelines(title: &str, runs: &[&Run], keys: &[&str], s: &mut Section) {
+    let markers: Vec<(f64, String)> = runs
+        .iter()
+        .flat_map(|r| r.r.events.iter())
+        .map(|e| {
+            let what = e.event.split_once(':').map_or(&*e.event, |(_, a)| a);
+            (e.at_s, what.to_string())
+        })
+        .collect();
+    let mut chart = |what: &str, y: &str, f: &dyn Fn(&Second) -> Option<f64>| {
+        let series: Vec<Series> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Series {
+                name: r.label(keys),
+                points: curve(&r.r.timeline, f),
+                color: Some(i),
+                dashed: false,
+            })
+            .filter(|x| !x.points.is_empty())
+            .collect();
+        if !series.is_empty() {
+            s.charts.push(Chart {
+                title: format!("{title}: {what}"),
+                x_label: "second of the measured run".into(),
+                y_label: y.into(),
+                series,
+                x_categories: None,
+                log_x: false,
+                markers: markers.clone(),
+            });
+        }
+    };
+    chart("cache hit ratio per second", "hit ratio (%)", &|s| {
+        s.cache.as_ref()?.hit_ratio().map(|h| h * 100.0)
+    });
+    chart("database reads per second", "reads per second", &|s| {
+        Some(s.cache.as_ref().map_or(s.requests, |c| c.db_reads) as f64)
+    });
+    chart("p99 per second", "p99 latency (µs)", &|s| Some(s.p99_us));
+}
+
+/// A cold cache warming up: its curve, and whether the database alone could
+/// carry the same rate.
+fn warmups(runs: &[Run], s: &mut Section) {
+    let cold: Vec<&Run> = runs
+        .iter()
+        .filter(|r| {
+            r.r.events.is_empty() && r.r.cache_aside.as_ref().is_some_and(|a| a.start == "cold")
+        })
+        .collect();
+    if cold.is_empty() {
+        return;
+    }
+    for run in &cold {
+        let t = &run.r.timeline;
+        let (Some(first), Some(last)) = (t.first(), t.last()) else {
+            continue;
+        };
+        let hit = |x: &Second| x.cache.as_ref().and_then(|c| c.hit_ratio()).unwrap_or(0.0);
+        let db = |x: &Second| x.cache.as_ref().map_or(0, |c| c.db_reads);
+        let alone = runs.iter().find(|o| {
+            o.r.cache_aside.is_none()
+                && o.rate() == run.rate()
+                && o.r.config.target.kind == run.r.config.target.kind
+        });
+        let alone = match (run.rate(), alone) {
+            (Some(rate), Some(a)) => format!(
+                " The database alone at {} req/s: {} (p99 {} µs).",
+                short(rate),
+                match a.r.schedule.as_ref().and_then(|x| x.not_sustained.as_ref()) {
+                    Some(_) => "it could not carry that rate",
+                    None if a.r.valid => "it carried it",
+                    None => "its run failed",
+                },
+                short(a.r.latency_us.p99)
+            ),
+            _ => String::new(),
+        };
+        s.verdict.push(format!(
+            "{} started cold: its hit ratio went from {:.1}% in the first second to {:.1}% in second {}; the database's reads from {}/s to {}/s, p99 from {} to {} µs.{alone}",
+            run.label(&["distribution", "rate"]),
+            hit(first) * 100.0,
+            hit(last) * 100.0,
+            last.second + 1,
+            short(db(first) as f64),
+            short(db(last) as f64),
+            short(first.p99_us),
+            short(last.p99_us),
+        ));
+    }
+    // Beside them, the database alone at the same rate.
+    let mut shown = cold.clone();
+    shown.extend(
+        runs.iter()
+            .filter(|o| o.r.cache_aside.is_none() && cold.iter().any(|c| c.rate() == o.rate())),
+    );
+    timelines("Cold start", &shown, &["distribution", "rate"], s);
+}
+
+/// Each event and its aftermath, and the timelines of the runs that had them.
+fn events(runs: &[Run], s: &mut Section) {
+    let with: Vec<&Run> = runs.iter().filter(|r| !r.r.events.is_empty()).collect();
+    if with.is_empty() {
+        return;
+    }
+    for run in &with {
+        let aside = run.r.cache_aside.is_some();
+        for e in &run.r.events {
+            let what = e.event.split_once(':').map_or(&*e.event, |(_, a)| a);
+            if let Some(err) = &e.error {
+                s.verdict
+                    .push(format!("{}: event {what} failed: {err}", run.target));
+                continue;
+            }
+            let errors: Vec<String> = e.errors.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            s.verdict.push(format!(
+                "{}: at second {:.0}, {what}: the {} peaked at {} req/s ({}x the {} before), p99 at {} µs (from {}); {}; {}.",
+                run.label(&["distribution", "cache.memory-mb"]),
+                e.at_s,
+                if aside { "database's reads" } else { "server's load" },
+                short(e.db_peak_rps as f64),
+                short(e.db_peak_rps as f64 / e.before.db_rps.max(1.0)),
+                short(e.before.db_rps),
+                short(e.worst_p99_us),
+                short(e.before.p99_us),
+                if errors.is_empty() {
+                    "no request failed".to_string()
+                } else {
+                    format!("errors: {}", errors.join(", "))
+                },
+                match e.recovered_after_s {
+                    Some(t) => format!("back near its level before after {t:.0} s"),
+                    None => format!(
+                        "not back near its level before by the end of the {:.0} s run",
+                        run.r.duration_s
+                    ),
+                },
+            ));
+        }
+    }
+    timelines("Events", &with, &["distribution", "cache.memory-mb"], s);
+}
