@@ -303,7 +303,7 @@ fn a_working_set_study_charts_hit_ratio_by_size_and_marks_its_events() {
     assert_eq!(r.points.len(), 4);
     let rep = report::build(std::slice::from_ref(&r));
     let has = |what: &str| rep.verdict.iter().any(|v| v.contains(what));
-    assert!(has("of the data hit"), "{:?}", rep.verdict);
+    assert!(has("MiB of values) hit"), "{:?}", rep.verdict);
     assert!(
         has("restart-cache:0: the database's reads peaked"),
         "{:?}",

@@ -39,6 +39,10 @@ pub fn section(rows: &[Row]) -> Option<Section> {
     let mut verdict = Vec::new();
     for mix in &mixes {
         let here: Vec<&Row> = rows.iter().filter(|r| r.ratio == *mix).collect();
+        if here.len() > 4 {
+            // A sweep (e.g. of cache sizes): its own section and the table say it.
+            continue;
+        }
         let parts: Vec<String> = here
             .iter()
             .map(|r| {

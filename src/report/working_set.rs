@@ -113,7 +113,7 @@ fn sizes(runs: &[Run], s: &mut Section) {
             "target",
             "keys",
             "cache MiB",
-            "% of data",
+            "% of values",
             "hit ratio",
             "database reads/s",
             "p50 µs",
@@ -164,12 +164,25 @@ fn sizes(runs: &[Run], s: &mut Section) {
             lo.r.cache_aside.as_ref().unwrap(),
             hi.r.cache_aside.as_ref().unwrap(),
         );
+        let mib = |r: &RunResult| {
+            r.cache_aside
+                .as_ref()
+                .and_then(|a| a.working_set.as_ref())
+                .map_or(0.0, |w| w.memory_limit_bytes as f64 / (1u64 << 20) as f64)
+        };
+        let data = la
+            .working_set
+            .as_ref()
+            .map_or(0.0, |w| w.data_bytes as f64 / (1u64 << 20) as f64);
         s.verdict.push(format!(
-            "With {dist} keys, {target}: a cache of {:.0}% of the data hit {:.1}% of reads and left the database {} reads/s (p99 {} µs); one of {:.0}% hit {:.1}% and left it {} reads/s (p99 {} µs).",
+            "With {dist} keys, {target}: a cache of {} MiB ({:.0}% of the {:.1} MiB of values) hit {:.1}% of reads and left the database {} reads/s (p99 {} µs); one of {} MiB ({:.0}%) hit {:.1}% and left it {} reads/s (p99 {} µs).",
+            short(mib(lo.r)),
             lp,
+            data,
             lh * 100.0,
             short(la.db_reads_per_s),
             short(lo.r.latency_us.p99),
+            short(mib(hi.r)),
             hp,
             hh * 100.0,
             short(ha.db_reads_per_s),
@@ -179,7 +192,7 @@ fn sizes(runs: &[Run], s: &mut Section) {
     s.tables.push(table);
     s.charts.push(Chart {
         title: "Cache hit ratio vs cache memory".into(),
-        x_label: "cache memory (% of the data)".into(),
+        x_label: "cache memory (% of the values' bytes)".into(),
         y_label: "hit ratio (%)".into(),
         series,
         x_categories: None,
@@ -197,14 +210,14 @@ fn curve(t: &[Second], f: impl Fn(&Second) -> Option<f64>) -> Vec<(f64, f64)> {
 
 /// The timelines of `runs` (hit ratio, database reads, p99), events marked.
 fn timelines(title: &str, runs: &[&Run], keys: &[&str], s: &mut Section) {
-    let markers: Vec<(f64, String)> = runs
-        .iter()
-        .flat_map(|r| r.r.events.iter())
-        .map(|e| {
-            let what = e.event.split_once(':').map_or(&*e.event, |(_, a)| a);
-            (e.at_s, what.to_string())
-        })
-        .collect();
+    let mut markers: Vec<(f64, String)> = Vec::new();
+    for e in runs.iter().flat_map(|r| r.r.events.iter()) {
+        let what = e.event.split_once(':').map_or(&*e.event, |(_, a)| a);
+        // Runs of one sweep share their events: one line per second and action.
+        if !markers.iter().any(|(x, w)| *x == e.at_s && w == what) {
+            markers.push((e.at_s, what.to_string()));
+        }
+    }
     let mut chart = |what: &str, y: &str, f: &dyn Fn(&Second) -> Option<f64>| {
         let series: Vec<Series> = runs
             .iter()
