@@ -1,7 +1,8 @@
 //! Caches as they are deployed, on real managed servers: a cache that holds
 //! only part of the data (its hit ratio emerges and agrees with its own
 //! counters), and events during a run — a cache killed and started again, a
-//! flush, a server of a plain run restarted — with the database's spike, the
+//! flush, a server of a plain run restarted, a cluster primary killed so that
+//! its replica takes over — with the database's spike, the
 //! errors by kind and the recovery in the result, and counts that still add
 //! up across the restarts.
 
@@ -187,6 +188,49 @@ fn a_plain_server_restarted_mid_run_comes_back_empty_and_recovers_in_latency() {
 }
 
 #[test]
+fn a_killed_cluster_primary_fails_over_and_the_run_recovers() {
+    let mut p = managed(TargetKind::RedisCluster);
+    for (k, v) in [("replicas", "1"), ("cluster-node-timeout", "1000")] {
+        p.target.server_opts.insert(k.into(), v.into());
+    }
+    p.workload.keys = 10_000;
+    p.load.rate = Some(4000.0);
+    p.load.timeout_s = 1.0;
+    p.load.stop = Stop::Duration(8.0);
+    p.load.events = vec!["2:kill-primary".parse().unwrap()];
+    let started = Instant::now();
+    let r = measure(&p);
+    assert!(started.elapsed() < Duration::from_secs(40), "ends on time");
+    assert!(r.valid, "{:?}", r.problems);
+    let e = &r.events[0];
+    assert!(e.error.is_none(), "{e:?}");
+    // A third of the slots went with the primary until its replica took
+    // over: requests there failed (the connection, then CLUSTERDOWN), the
+    // rest went on, and once the replica served them the errors stopped.
+    assert!(e.errors.values().sum::<u64>() > 0, "{e:?}");
+    assert!(r.errors_by_kind["disconnect"] > 0, "{:?}", r.errors_by_kind);
+    let recovered = e.recovered_after_s.unwrap_or_else(|| {
+        panic!(
+            "the replica took over: {e:?} {:?}",
+            r.timeline
+                .iter()
+                .map(|s| (s.requests, s.errors, s.p99_us))
+                .collect::<Vec<_>>()
+        )
+    });
+    assert!(recovered <= 5.0, "{e:?}");
+    let last = r.timeline.last().unwrap();
+    assert_eq!(last.errors, 0, "no errors once failed over: {last:?}");
+    assert!(last.requests > 3000, "{last:?}");
+    assert_eq!(r.errors_by_kind["wrong_value"], 0);
+    assert_eq!(r.misses, 0, "the replica had every key");
+    let sh = r.connections.sharded.as_ref().unwrap();
+    assert!(sh.moved > 0, "{sh:?}");
+    let text = kvlab::report::summary::summary(&r);
+    assert!(text.contains("event 2:kill-primary"), "{text}");
+}
+
+#[test]
 fn a_flushed_cache_misses_then_fills_again() {
     let mut p = aside(TargetKind::Redis, 64, CacheStart::Warm);
     p.workload.keys = 20_000;
@@ -229,6 +273,16 @@ fn events_are_refused_where_kvlab_did_not_start_the_server() {
         "5:kill-target",
     ]);
     assert!(e.contains("past the 3 s window"), "{e}");
+    let e = fails(&["run", "--target", "redis", "--event", "1:kill-primary"]);
+    assert!(e.contains("replicas=1"), "{e}");
+    let e = fails(&[
+        "run",
+        "--target",
+        "redis-cluster",
+        "--event",
+        "1:kill-target",
+    ]);
+    assert!(e.contains("kill-primary"), "{e}");
     let e = fails(&["run", "--target", "redis", "--event", "1:explode-target"]);
     assert!(
         e.contains("unknown action") && e.contains("restart-cache"),

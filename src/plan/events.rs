@@ -33,6 +33,9 @@ pub enum EventAction {
     },
     /// Every key of the cache dropped (FLUSHALL, flush_all).
     Flush,
+    /// SIGKILL to the last primary of a managed cluster with replicas: its
+    /// replica takes over once the cluster marks it failed.
+    KillPrimary,
 }
 
 /// One event of a run.
@@ -48,7 +51,7 @@ pub struct ServerEvent {
 }
 
 /// The actions `--event` takes, for errors and help.
-pub const ACTIONS: &str = "kill-cache, restart-cache[:DOWN], flush-cache, kill-target, restart-target[:DOWN] (kill-db, restart-db: the same)";
+pub const ACTIONS: &str = "kill-cache, restart-cache[:DOWN], flush-cache, kill-target, restart-target[:DOWN] (kill-db, restart-db: the same), kill-primary (a cluster target with replicas)";
 
 impl FromStr for ServerEvent {
     type Err = UsageError;
@@ -74,6 +77,18 @@ impl FromStr for ServerEvent {
             return Err(bad(format!("'{s}' names no action")));
         };
         let down = parts.next();
+        if what == "kill-primary" {
+            if down.is_some() {
+                return Err(bad(format!(
+                    "'{s}': a killed primary stays down (its replica took over)"
+                )));
+            }
+            return Ok(ServerEvent {
+                at_s,
+                on: EventOn::Target,
+                action: EventAction::KillPrimary,
+            });
+        }
         let (verb, on) = match what.rsplit_once('-') {
             Some((v, "cache")) => (v, EventOn::Cache),
             Some((v, "target" | "db" | "database" | "server")) => (v, EventOn::Target),
@@ -110,6 +125,7 @@ impl fmt::Display for ServerEvent {
         match self.action {
             EventAction::Kill => write!(f, "{}:kill-{on}", self.at_s),
             EventAction::Flush => write!(f, "{}:flush-{on}", self.at_s),
+            EventAction::KillPrimary => write!(f, "{}:kill-primary", self.at_s),
             EventAction::Restart { down_s } => write!(f, "{}:restart-{on}:{down_s}", self.at_s),
         }
     }
@@ -140,10 +156,28 @@ impl ServerEvent {
                 "use a managed server (e.g. --target redis) or drop --event",
             ));
         }
-        if spec.kind.product().facts().sharded {
+        let sharded = spec.kind.product().facts().sharded;
+        if self.action == EventAction::KillPrimary {
+            let opt = |k: &str| spec.server_opts.get(k).map(String::as_str);
+            let shards = opt("shards").map_or(Some(3), |v| v.parse::<u32>().ok());
+            if !sharded
+                || plan.cache.is_some()
+                || shards.is_none_or(|n| n < 3)
+                || opt("replicas") != Some("1")
+            {
+                return Err(bad(
+                    format!(
+                        "{self}: a primary's replica takes over only in a managed cluster target of 3 or more primaries with replicas"
+                    ),
+                    "use e.g. --target redis-cluster --server-opt replicas=1 (and a shorter --server-opt cluster-node-timeout=MS for a quick failover)",
+                ));
+            }
+        } else if sharded {
             return Err(bad(
-                format!("{self}: events on a cluster are not supported yet"),
-                "use a single server, or drop --event",
+                format!(
+                    "{self}: on a cluster kvlab only kills a primary so that its replica takes over"
+                ),
+                "use kill-primary with --server-opt replicas=1, or a single server",
             ));
         }
         if plan.load.shard.is_some() {
@@ -176,6 +210,7 @@ mod tests {
             ("3:restart-db", "3:restart-target:0"),
             ("0:flush-cache", "0:flush-cache"),
             ("7:kill-target", "7:kill-target"),
+            ("2:kill-primary", "2:kill-primary"),
         ] {
             let e: ServerEvent = text.parse().unwrap();
             assert_eq!(e.to_string(), want);
@@ -188,6 +223,7 @@ mod tests {
             "3:flush-db",
             "3:kill-cache:2",
             "3:restart-cache:x",
+            "3:kill-primary:2",
         ] {
             let e = bad.parse::<ServerEvent>().unwrap_err().to_string();
             assert!(e.contains("--event"), "{bad}: {e}");

@@ -150,7 +150,9 @@ pub(super) fn assemble(
         let offered = sc.target_rps * local_share(plan);
         let load = Load {
             offered,
-            achieved: c.ok() as f64 / window,
+            // With events the errors are the measurement: the rate is
+            // carried when the requests went out and came back, failed or not.
+            achieved: if events { c.requests() } else { c.ok() } as f64 / window,
             backlog: sc.unsent,
             window,
             client_busy: r.client_busy,

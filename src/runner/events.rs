@@ -1,6 +1,7 @@
 //! Events during a run (`--event`), done by the run's observer when their
 //! second of the measured window begins: kill a managed server, start it again
-//! after its seconds down, or flush the cache. Each kill first reads the
+//! after its seconds down, flush the cache, or kill a cluster's primary so
+//! that its replica takes over. Each kill of a server first reads the
 //! server's counters, so that the counters check adds up across restarts.
 
 use std::time::Instant;
@@ -102,6 +103,12 @@ impl<'a> Events<'a> {
                 Role::Cache(c) => c.flush(x.connector),
                 Role::Database(_) => Err(anyhow::anyhow!("only a cache is flushed")),
             },
+            EventAction::KillPrimary => {
+                // The primary's counters go with it, and its replica's count
+                // the writes it replicated: the counters check is left out.
+                self.target_kills.push(None);
+                x.server.kill_primary()
+            }
             EventAction::Kill | EventAction::Restart { .. } => {
                 let read = Instant::now();
                 let counters = x.connector.counters().ok();

@@ -100,6 +100,13 @@ impl<C: Codec> Client for Plain<'_, C> {
         self.router.connector(s)
     }
 
+    /// On a sharded target a node may die (a primary killed, its replica
+    /// taking over): the connection goes on with the others, and a request
+    /// for the dead node's slots asks another node where they went.
+    fn optional(&self, _: usize) -> bool {
+        self.router.sharded()
+    }
+
     fn buffers(&self) -> (usize, usize) {
         // Room for two pipelines of replies, at least 64 KiB, at most 4 MiB unless
         // one reply alone needs more (the buffer also grows if a reply does not fit).

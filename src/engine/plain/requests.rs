@@ -36,7 +36,17 @@ impl<C: Codec> Plain<'_, C> {
             asking: false,
             hops: 0,
         };
-        let node = self.router.route(&self.codec, &self.key);
+        let mut node = self.router.route(&self.codec, &self.key);
+        if io.out(node).is_none()
+            && let Some(other) = (0..io.sockets()).find(|&s| io.out(s).is_some())
+        {
+            // The key's node is down (a sharded target: only there may a
+            // socket be down while requests go out). Another node redirects
+            // the request to whoever serves the slot now: once a replica has
+            // taken over, the slot map learns it; until then the redirect
+            // leads back to the dead node and the request fails.
+            node = other;
+        }
         self.send(io, c, node, f, r.sent);
     }
 

@@ -86,8 +86,9 @@ pub trait Client {
     /// The server socket `s` connects to.
     fn connector(&self, s: usize) -> &Connector;
     /// Whether socket `s` may be down while the connection issues requests
-    /// (the client goes around it); it is then retried every few hundred ms
-    /// and never given up. It must still open at the start.
+    /// (the client goes around it), as long as one socket is open; it is then
+    /// retried every few hundred ms and never given up. It must still open
+    /// at the start.
     fn optional(&self, s: usize) -> bool {
         let _ = s;
         false
@@ -221,7 +222,7 @@ impl<S> Conn<S> {
     #[inline]
     fn ready(&self) -> bool {
         !self.refused
-            && !self.pipes.is_empty()
+            && self.pipes.iter().any(Pipe::is_open)
             && self
                 .pipes
                 .iter()
@@ -301,7 +302,8 @@ pub fn run<Cl: Client>(
             quota: p.quota,
             due: now,
             refused: false,
-            optional: (0..client.sockets().min(64))
+            // Sockets a redirect adds later are covered too.
+            optional: (0..64)
                 .filter(|&s| client.optional(s))
                 .fold(0, |m, s| m | 1 << s),
         })

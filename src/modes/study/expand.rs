@@ -220,6 +220,12 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
                                                     label(t)
                                                 );
                                             }
+                                            if e.action == EventAction::KillPrimary {
+                                                bail!(
+                                                    "target '{}': events = \"{e}\" would leave the cluster without a replica for the points after it; run it with `kvlab run --event`",
+                                                    label(t)
+                                                );
+                                            }
                                         }
                                         points.push(Point {
                                             index: points.len(),

@@ -3,7 +3,8 @@
 //! for a single server. kvlab starts the nodes (cluster mode, bus on a second
 //! free port), joins them (`CLUSTER MEET`), gives each primary an equal range
 //! of the 16384 slots (`CLUSTER ADDSLOTSRANGE`), attaches the replicas, and
-//! waits until every node reports `cluster_state:ok` with every slot served.
+//! waits until every replica is in sync and every node reports
+//! `cluster_state:ok` with every slot served.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -81,8 +82,20 @@ impl Server for ClusterProduct {
             "--cluster-config-file",
             "nodes.conf",
         ])
-        .args(["--cluster-node-timeout", "5000", "--cluster-port"])
+        .arg("--cluster-port")
         .arg(l.aux_port.to_string());
+        // How long a node may be silent before the others mark it failed and
+        // its replica takes over; `--server-opt cluster-node-timeout=MS`.
+        // A replica's first sync starts at once rather than after 5 s, so
+        // that the cluster is ready (every replica in sync) sooner.
+        for (k, v) in [
+            ("--cluster-node-timeout", "5000"),
+            ("--repl-diskless-sync-delay", "0"),
+        ] {
+            if !l.config.args.iter().any(|a| a == k) {
+                cmd.args([k, v]);
+            }
+        }
         Ok((cmd, login))
     }
 
@@ -125,6 +138,16 @@ impl Server for ClusterProduct {
             let id = reply_text(primary, &[b"CLUSTER", b"MYID"])?;
             ok(r, &[b"CLUSTER", b"REPLICATE", id.trim().as_bytes()])?;
         }
+        // A replica that never synced could not take over from its primary.
+        wait(deadline, "every replica to sync with its primary", || {
+            for r in &nodes[shards..] {
+                let info = reply_text(r, &[b"INFO", b"replication"])?;
+                if info_field(&info, "master_link_status").as_deref() != Some("up") {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        })?;
         wait(deadline, "cluster_state:ok on every node", || {
             for n in nodes {
                 let info = reply_text(n, &[b"CLUSTER", b"INFO"])?;

@@ -1,6 +1,7 @@
 //! What an event does to a managed server during a run (`--event`): kill its
 //! process, start it again in the same directory on the same port with the
-//! same settings (a cache comes back empty, a database with its data).
+//! same settings (a cache comes back empty, a database with its data), or
+//! kill a cluster's primary so that its replica takes over.
 
 use std::time::{Duration, Instant};
 
@@ -13,11 +14,38 @@ use crate::system::process::{log_tail, spawn_owned};
 impl ManagedServer {
     /// Kills the server (SIGKILL) and reaps it; the CPU it spent stays counted.
     pub fn kill(&self) -> Result<()> {
-        let mut nodes = self.nodes();
-        if nodes.len() != 1 {
+        if self.nodes().len() != 1 {
             bail!("kvlab kills and restarts only a server of one process");
         }
-        let (child, _) = &mut nodes[0];
+        self.kill_node(0)
+    }
+
+    /// Kills the last primary of a managed cluster with a replica per
+    /// primary, so that its replica takes over (after the cluster's
+    /// `cluster-node-timeout`); the first primary, which kvlab reads the
+    /// cluster's counters from, stays up. The killed node stays down.
+    pub fn kill_primary(&self) -> Result<()> {
+        let get = |k: &str| {
+            self.config
+                .settings
+                .get(k)
+                .and_then(|v| v.parse::<usize>().ok())
+                .unwrap_or(0)
+        };
+        let (shards, replicas) = (get("shards"), get("replicas"));
+        if shards < 3 || replicas == 0 {
+            bail!(
+                "a primary's replica takes over only in a cluster of 3 or more primaries with replicas (--server-opt shards=3 --server-opt replicas=1)"
+            );
+        }
+        self.kill_node(shards - 1)
+    }
+
+    fn kill_node(&self, i: usize) -> Result<()> {
+        let mut nodes = self.nodes();
+        let Some((child, _)) = nodes.get_mut(i) else {
+            bail!("managed {} has no process {i}", self.binary());
+        };
         if let Ok(None) = child.try_wait() {
             if let Some(u) = self.product.server().usage(child.id()) {
                 *self.retired_cpu_s.lock().unwrap_or_else(|e| e.into_inner()) += u.cpu_s;
