@@ -13,6 +13,7 @@
 # redis-benchmark --cluster on a kvlab-managed cluster of 3 primaries.
 # TLS (BENCH_TLS=0 skips it): kvlab (rustls) beside redis-benchmark --tls
 # (OpenSSL) on a kvlab-managed redis speaking TLS only, both verifying its CA.
+# Single caches (BENCH_CACHES=0 skips them): redis, memcached, tarantool.
 # Open loop (BENCH_RATE=0 skips it): kvlab at 50% and 80% of its closed-loop
 # throughput beside that closed loop, on redis (pipeline 1 and 16) and on
 # PostgreSQL beside pgbench -R at the same rates.
@@ -87,6 +88,9 @@ kvlab_rec() {
 REDIS=$(serve redis)
 PORT=${REDIS##*:}
 
+# BENCH_CACHES=0 skips the single caches (loading, GET rounds, mixed load), e.g.
+# to run the open loop alone: BENCH_CACHES=0 BENCH_CLUSTER=0 BENCH_TLS=0 BENCH_CQL=0.
+if [ "${BENCH_CACHES:-1}" = 1 ]; then
 # Loading: kvlab's pipelined load vs redis-cli --pipe, each into an empty server.
 echo "bench: generating $KEYS SET commands for redis-cli --pipe"
 VAL=$(head -c 256 /dev/zero | tr '\0' 'v')
@@ -147,6 +151,9 @@ for round in $(seq "$ROUNDS"); do
       --key-pattern=R:R --key-maximum="$KEYS" -d 256 -c 50 -t 1 --pipeline=1 -n "$per" --hide-histogram)"
   fi
 done
+else
+  "$KVLAB" run --target "$REDIS" --keys "$KEYS" --requests 1 --warmup 0 > /dev/null
+fi
 
 # Redis Cluster, 3 primaries (kvlab-managed). redis-benchmark --cluster gives
 # each client one node and tags its keys with that node's slot; kvlab's 50
@@ -190,15 +197,17 @@ if [ "${BENCH_TLS:-1}" = 1 ]; then
   done
 fi
 
-MC=$(serve memcached)
-echo "bench: managed memcached at $MC; loading $KEYS keys"
-"$KVLAB" run --target "$MC" --keys "$KEYS" --requests 1 --warmup 0 > /dev/null
-memtier_fill "${MC##*:}" memcache_text
-rounds memcached "$MC" memcache_text
+if [ "${BENCH_CACHES:-1}" = 1 ]; then
+  MC=$(serve memcached)
+  echo "bench: managed memcached at $MC; loading $KEYS keys"
+  "$KVLAB" run --target "$MC" --keys "$KEYS" --requests 1 --warmup 0 > /dev/null
+  memtier_fill "${MC##*:}" memcache_text
+  rounds memcached "$MC" memcache_text
+fi
 
 # Tarantool (memtx, IPROTO): no peer tool speaks it here, so kvlab alone, in the
 # same rounds as the caches' figures above (redis is the yardstick).
-if command -v tarantool > /dev/null; then
+if [ "${BENCH_CACHES:-1}" = 1 ] && command -v tarantool > /dev/null; then
   TT=$(serve tarantool)
   echo "bench: managed tarantool at $TT; loading $KEYS keys"
   "$KVLAB" run --target "$TT" --keys "$KEYS" --requests 1 --warmup 0 > /dev/null
