@@ -156,9 +156,10 @@ pub struct RunArgs {
     /// Number of distinct keys.
     #[arg(long, default_value_t = 1_000_000, value_name = "N")]
     pub keys: u64,
-    /// Value size in bytes.
-    #[arg(long, default_value_t = 256, value_name = "B")]
-    pub value_size: usize,
+    /// Value size in bytes, or sizes by key: a weighted list
+    /// `100:80,1000:15,10000:5`, a range `64-4096`, `pareto:64-65536[:ALPHA]`.
+    #[arg(long, default_value = "256", value_name = "B|DIST")]
+    pub value_size: String,
     /// SET:GET ratio, e.g. 0:1 (read-only), 1:10.
     #[arg(long, default_value = "0:1", value_name = "SET:GET")]
     pub ratio: String,
@@ -351,13 +352,6 @@ impl RunArgs {
                 "give at least 1, e.g. --keys 100000",
             ));
         }
-        if self.value_size == 0 || self.value_size > 64 << 20 {
-            return Err(UsageError::bad(
-                "--value-size",
-                format!("{} bytes is out of range", self.value_size),
-                "give 1 to 67108864 bytes",
-            ));
-        }
         if self.key_prefix.is_empty() {
             return Err(UsageError::bad(
                 "--key-prefix",
@@ -433,6 +427,14 @@ impl RunArgs {
         }
         positive("--timeout", self.timeout, "give seconds, e.g. --timeout 5")?;
         let ratio: Ratio = self.ratio.parse()?;
+        let sizes: crate::workload::SizeDist = self.value_size.parse()?;
+        let (value_size, value_sizes) = match sizes {
+            crate::workload::SizeDist::Fixed { size } => (size, None),
+            d => (
+                crate::workload::Values::with(&d).mean().round() as usize,
+                Some(d),
+            ),
+        };
         let distribution: KeyDistribution = self.key_distribution.parse()?;
         let cache = self.aside.cache_aside()?;
         let (shard, start_at_ms) = self.sharding(&target, cache.is_some(), stop)?;
@@ -445,7 +447,8 @@ impl RunArgs {
             target,
             workload: Workload {
                 keys: self.keys,
-                value_size: self.value_size,
+                value_size,
+                value_sizes,
                 ratio,
                 distribution,
                 key_prefix: self.key_prefix.clone(),

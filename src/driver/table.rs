@@ -232,7 +232,7 @@ fn announce(
     opts: RunOptions,
     display: &str,
     keys: u64,
-    vsize: usize,
+    vsize: &str,
 ) -> TableState {
     match state {
         TableState::Reusable => note(
@@ -249,18 +249,24 @@ fn announce(
 }
 
 /// Reuse or reload, from `count, min(k), max(k), min(len(v)), max(len(v))` of
-/// kvlab's table: reused when it holds exactly keys `0..keys` of `vsize` bytes
-/// (or, without loading, any rows of the right size).
-fn figures_state(rows: &[Vec<Option<String>>], keys: u64, vsize: usize, load: bool) -> TableState {
+/// kvlab's table: reused when it holds exactly keys `0..keys` whose values
+/// run from `min` to `max` bytes (or, without loading, any rows of the right
+/// smallest size).
+fn figures_state(
+    rows: &[Vec<Option<String>>],
+    keys: u64,
+    (min, max): (usize, usize),
+    load: bool,
+) -> TableState {
     let n = |i: usize| {
         rows.first()
             .and_then(|r| r.get(i).cloned().flatten())
             .and_then(|v| v.parse::<i64>().ok())
             .unwrap_or(-2)
     };
-    let (k, v) = (keys as i64, vsize as i64);
-    let full = n(0) == k && n(1) == 0 && n(2) == k - 1 && n(3) == v && n(4) == v;
-    if full || (!load && n(3) == v) {
+    let (k, lo, hi) = (keys as i64, min as i64, max as i64);
+    let full = n(0) == k && n(1) == 0 && n(2) == k - 1 && n(3) == lo && n(4) == hi;
+    if full || (!load && n(3) == lo) {
         TableState::Reusable
     } else {
         TableState::Reload
@@ -331,7 +337,7 @@ pub fn prepare(
     opts: RunOptions,
     shutdown: &AtomicBool,
 ) -> Result<Option<LoadResult>> {
-    let (keys, vsize) = (data.keys, data.values.size());
+    let (keys, vsize) = (data.keys, data.values.label());
     let mut t = db.table(TableJob {
         connector: c,
         data,
@@ -348,10 +354,17 @@ pub fn prepare(
                     c.display
                 );
             }
-            if data.schema.recreate || !found.marker.contains(VALUES_MARK) || !found.layout_ok {
+            // The marker names the sizes: a table of other sizes is reloaded.
+            let sizes = format!("value_size={}, ", data.values.label());
+            if data.schema.recreate
+                || !found.marker.contains(VALUES_MARK)
+                || !found.marker.contains(&sizes)
+                || !found.layout_ok
+            {
                 TableState::Reload
             } else {
-                figures_state(&[t.figures()?], keys, vsize, data.load)
+                let span = (data.values.min(), data.values.size());
+                figures_state(&[t.figures()?], keys, span, data.load)
             }
         }
     };

@@ -96,7 +96,8 @@ pub fn tag_op(tag: u32) -> OpKind {
 pub struct CodecInput<'a> {
     /// The server's connector (query mode, consistency level).
     pub connector: &'a crate::driver::Connector,
-    /// Bytes per value.
+    /// Bytes of the smallest value (every value, when they have one size):
+    /// templates are built for it, others written with their own length.
     pub value_size: usize,
 }
 

@@ -21,7 +21,7 @@ pub fn execute(
     let kind = TargetKind::of(spec.connector.product);
     let input = CodecInput {
         connector: &spec.connector,
-        value_size: spec.values.size(),
+        value_size: spec.values.min(),
     };
     let plain = Plain {
         spec,
@@ -41,7 +41,7 @@ pub fn execute(
     };
     let cache = CodecInput {
         connector: &aside.cache,
-        value_size: spec.values.size(),
+        value_size: spec.values.min(),
     };
     match with_cache_codec(TargetKind::of(aside.cache.product), &cache, run) {
         Some(report) => report,
@@ -83,7 +83,7 @@ impl WithCacheCodec for Aside<'_> {
         let (db, spec) = (self.db, self.plain.spec);
         let input = CodecInput {
             connector: &spec.connector,
-            value_size: spec.values.size(),
+            value_size: spec.values.min(),
         };
         with_codec(db, &input, AsideWith { run: self, cache })
     }

@@ -14,7 +14,7 @@ pub use crate::results::fill::FillResult;
 use crate::runner;
 use crate::servers::ManagedServer;
 use crate::system::progress::RunOptions;
-use crate::workload::{KeyDistribution, OpMix, Ratio, Stop, Values};
+use crate::workload::{KeyDistribution, OpMix, Ratio, Stop};
 
 /// Items, limit and evictions of the cache `c` names.
 fn cache_memory(c: &Connector) -> Result<CacheMemory> {
@@ -79,7 +79,7 @@ pub fn fill(
         let spec = Spec {
             connector: connector.clone(),
             key_prefix: format!("{}f{n}:", plan.workload.key_prefix).into_bytes(),
-            values: Values::new(vsize),
+            values: plan.workload.values(),
             keys: batch,
             distribution: KeyDistribution::Sequential,
             mix: OpMix::new(Ratio { set: 1, get: 0 }),

@@ -416,8 +416,12 @@ impl TargetSpec {
 pub struct Workload {
     /// Number of distinct keys (ids `0..keys`).
     pub keys: u64,
-    /// Value size in bytes.
+    /// Value size in bytes; with `value_sizes`, their mean (rounded).
     pub value_size: usize,
+    /// Sizes that differ by key (`--value-size 100:80,1000:20`); `None`:
+    /// every value is `value_size` bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_sizes: Option<crate::workload::SizeDist>,
     /// SET:GET ratio.
     pub ratio: Ratio,
     /// How keys are picked.
@@ -436,6 +440,24 @@ pub struct Workload {
 
 fn default_seed() -> u64 {
     1
+}
+
+impl Workload {
+    /// The values of this workload (their size by key, their bytes).
+    pub fn values(&self) -> crate::workload::Values {
+        match &self.value_sizes {
+            Some(d) => crate::workload::Values::with(d),
+            None => crate::workload::Values::new(self.value_size),
+        }
+    }
+
+    /// How the value sizes are written: `256` or the distribution.
+    pub fn value_sizes_text(&self) -> String {
+        match &self.value_sizes {
+            Some(d) => d.to_string(),
+            None => self.value_size.to_string(),
+        }
+    }
 }
 
 /// How hard, how long, and how the load is shaped.

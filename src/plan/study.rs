@@ -109,6 +109,9 @@ pub struct WorkloadSection {
     pub keys: u64,
     /// Value bytes.
     pub value_size: usize,
+    /// Sizes by key instead (`"100:80,1000:15,10000:5"`, `"64-4096"`,
+    /// `"pareto:64-65536"`), as `--value-size` takes them.
+    pub value_sizes: Option<String>,
     /// SET:GET.
     pub ratio: String,
     /// uniform | zipf | zipf:THETA | sequential.
@@ -129,6 +132,7 @@ impl Default for WorkloadSection {
         WorkloadSection {
             keys: 100_000,
             value_size: 256,
+            value_sizes: None,
             ratio: "0:1".into(),
             distribution: "uniform".into(),
             key_prefix: "kvlab:".into(),

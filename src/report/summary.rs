@@ -79,9 +79,12 @@ pub fn summary(r: &RunResult) -> String {
     };
     let _ = writeln!(
         s,
-        "  workload: {} keys x {} B, SET:GET {}, {} keys, prefix '{}'",
+        "  workload: {} keys x {}, SET:GET {}, {} keys, prefix '{}'",
         num(c.workload.keys as f64),
-        c.workload.value_size,
+        match &c.workload.value_sizes {
+            None => format!("{} B", c.workload.value_size),
+            Some(d) => format!("{d} B (mean {} B)", num(c.workload.value_size as f64)),
+        },
         c.workload.ratio,
         c.workload.distribution,
         c.workload.key_prefix
@@ -123,6 +126,16 @@ pub fn summary(r: &RunResult) -> String {
     }
     let _ = writeln!(s);
     let _ = writeln!(s, "  throughput  {} req/s", num(r.throughput_rps));
+    if r.value_bytes > 0 && r.duration_s > 0.0 {
+        // Hits and stored writes carry a value.
+        let ok = (r.requests - r.errors - r.misses).max(1);
+        let _ = writeln!(
+            s,
+            "  bytes       {} MB/s of values read and written ({} B per request)",
+            num(r.value_bytes as f64 / r.duration_s / 1e6),
+            num(r.value_bytes as f64 / ok as f64)
+        );
+    }
     let _ = writeln!(
         s,
         "  requests    {} (GET {}, SET {}); hits {}, misses {}, errors {}",

@@ -68,6 +68,9 @@ pub struct RunResult {
     pub errors: u64,
     /// Failed requests by kind.
     pub errors_by_kind: BTreeMap<String, u64>,
+    /// Bytes of the values read (hits) and written (stored) in the window.
+    #[serde(default)]
+    pub value_bytes: u64,
     /// Start time latency is measured from: `intended` (paced) or `actual`.
     pub latency_start: String,
     /// Latency percentiles of successful requests, µs.

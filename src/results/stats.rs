@@ -89,6 +89,9 @@ pub struct Counts {
     /// Most versions one stale read was behind.
     #[serde(default)]
     pub stale_versions_max: u64,
+    /// Bytes of the values read (hits) and written (stored).
+    #[serde(default)]
+    pub value_bytes: u64,
 }
 
 impl Counts {
@@ -142,6 +145,7 @@ impl Counts {
         self.stale += other.stale;
         self.stale_versions += other.stale_versions;
         self.stale_versions_max = self.stale_versions_max.max(other.stale_versions_max);
+        self.value_bytes += other.value_bytes;
     }
 }
 

@@ -192,6 +192,7 @@ pub(super) fn assemble(
         misses: c.misses,
         errors: c.error_total(),
         errors_by_kind,
+        value_bytes: c.value_bytes,
         latency_start: if paced { "intended" } else { "actual" }.to_string(),
         latency_us: Percentiles::of(&r.measured.latency),
         service_time_us: paced.then(|| Percentiles::of(&r.measured.service)),
@@ -341,7 +342,7 @@ impl Load {
 
 fn plan_writes(plan: &RunPlan) -> bool {
     (plan.workload.ratio.set > 0 || plan.workload.background_writes.is_some())
-        && plan.workload.value_size >= crate::workload::VERSIONED_SIZE
+        && plan.workload.values().versioned()
 }
 
 fn consistency_report(m: &crate::results::stats::Recorder) -> crate::results::ConsistencyReport {

@@ -114,10 +114,10 @@ pub fn load_cache_part(
     note(
         opts,
         match shard {
-            None => format!("kvlab: loading {keys} keys of {} B", base.values.size()),
+            None => format!("kvlab: loading {keys} keys of {} B", base.values.label()),
             Some(s) => format!(
                 "kvlab: client {s} loading its slice of the keys, ids {first}..{last} ({keys} keys of {} B)",
-                base.values.size()
+                base.values.label()
             ),
         },
     );

@@ -29,7 +29,7 @@ use crate::runner::cache::Cache;
 use crate::runner::launch::raise_fd_limit;
 use crate::servers::ManagedServer;
 use crate::system::progress::Progress;
-use crate::workload::{OpMix, Values};
+use crate::workload::OpMix;
 use assemble::assemble;
 use observe::RunObserver;
 
@@ -115,7 +115,7 @@ pub fn measure_with(
         }
     };
 
-    let values = Values::new(plan.workload.value_size);
+    let values = plan.workload.values();
     let topology = match product.facts().sharded {
         true => connector.topology()?.map(std::sync::Arc::new),
         false => None,
@@ -427,7 +427,7 @@ fn version_board(
             Some("stale reads were not measured: the clients of a sharded run do not share the versions they write".into()),
         );
     }
-    if plan.workload.value_size < crate::workload::VERSIONED_SIZE {
+    if !plan.workload.values().versioned() {
         return (
             None,
             Some(format!(

@@ -7,8 +7,10 @@ use rand_distr::{Distribution, Zipf};
 
 pub mod consistency;
 pub mod params;
+pub mod sizes;
 
 pub use params::{KeyDistribution, Ratio, Stop, WritePolicy};
+pub use sizes::SizeDist;
 
 /// The kind of one request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,36 +134,102 @@ pub const VERSIONED_SIZE: usize = HEADER;
 
 /// Deterministic values: `hex(key id)`, `hex(version)` (0 for loaded values),
 /// then a slice of a fixed pseudo-random block that starts at an offset derived
-/// from the key; values shorter than the header keep its first bytes. Cheap to
-/// write and verify.
+/// from the key; values shorter than the header keep its first bytes. Each
+/// key's size is fixed (one size, or drawn once from a [`SizeDist`] by the
+/// key). Cheap to write and verify.
 #[derive(Clone, Debug)]
 pub struct Values {
-    size: usize,
+    /// The sizes a key hashes to (one entry: every value that size).
+    sizes: std::sync::Arc<[u32]>,
+    max: usize,
+    min: usize,
+    mean: f64,
+    /// How the sizes were given (`256`, `100:80,1000:20`).
+    label: String,
     block: Vec<u8>,
 }
 
 impl Values {
     /// Values of `size` bytes.
     pub fn new(size: usize) -> Values {
-        let mut block = Vec::with_capacity(size + 64);
+        Values::with(&SizeDist::Fixed { size })
+    }
+
+    /// Values whose sizes follow `dist`.
+    pub fn with(dist: &SizeDist) -> Values {
+        let sizes = dist.table();
+        let max = sizes.iter().copied().max().unwrap_or(0) as usize;
+        let min = sizes.iter().copied().min().unwrap_or(0) as usize;
+        let mean = sizes.iter().map(|&x| f64::from(x)).sum::<f64>() / sizes.len().max(1) as f64;
+        let mut block = Vec::with_capacity(max + 64);
         let mut x: u32 = 0x9e37_79b9;
-        for _ in 0..size + 64 {
+        for _ in 0..max + 64 {
             x ^= x << 13;
             x ^= x >> 17;
             x ^= x << 5;
             block.push(b'a' + (x % 26) as u8);
         }
-        Values { size, block }
+        Values {
+            sizes: sizes.into(),
+            max,
+            min,
+            mean,
+            label: dist.to_string(),
+            block,
+        }
     }
 
-    /// The value size in bytes.
+    /// How the sizes were given: `256`, or the distribution (`64-4096`).
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The largest value in bytes (what buffers and columns must hold).
     pub fn size(&self) -> usize {
-        self.size
+        self.max
     }
 
-    /// Whether values of this size carry their whole version.
+    /// A size to give buffers: the size, or for sizes by key twice the mean
+    /// (at most the largest; a buffer grows when a value needs more).
+    pub fn typical(&self) -> usize {
+        match self.varied() {
+            false => self.max,
+            true => ((self.mean * 2.0) as usize).min(self.max),
+        }
+    }
+
+    /// The smallest value in bytes.
+    pub fn min(&self) -> usize {
+        self.min
+    }
+
+    /// The mean value size in bytes (over keys).
+    pub fn mean(&self) -> f64 {
+        self.mean
+    }
+
+    /// Whether values have more than one size.
+    pub fn varied(&self) -> bool {
+        self.sizes.len() > 1
+    }
+
+    /// The size of `key`'s value, bytes.
+    #[inline]
+    pub fn size_of(&self, key: u64) -> usize {
+        size_in(&self.sizes, self.max, key)
+    }
+
+    /// The size of each key's value, cheap to clone (no value bytes).
+    pub fn sizer(&self) -> Sizer {
+        Sizer {
+            sizes: self.sizes.clone(),
+            max: self.max,
+        }
+    }
+
+    /// Whether every value carries its whole version.
     pub fn versioned(&self) -> bool {
-        self.size >= VERSIONED_SIZE
+        self.min >= VERSIONED_SIZE
     }
 
     fn header(key: u64, version: u64) -> [u8; HEADER] {
@@ -174,9 +242,9 @@ impl Values {
         h
     }
 
-    fn body(&self, key: u64) -> &[u8] {
+    fn body(&self, key: u64, size: usize) -> &[u8] {
         let off = (key % 64) as usize;
-        &self.block[off..off + self.size.saturating_sub(HEADER)]
+        &self.block[off..off + size.saturating_sub(HEADER)]
     }
 
     /// Appends the loaded value (version 0) of `key` to `out`.
@@ -188,9 +256,10 @@ impl Values {
     /// Appends version `version` of the value of `key` to `out`.
     #[inline]
     pub fn write_version(&self, key: u64, version: u64, out: &mut Vec<u8>) {
+        let size = self.size_of(key);
         let h = Self::header(key, version);
-        out.extend_from_slice(&h[..self.size.min(HEADER)]);
-        out.extend_from_slice(self.body(key));
+        out.extend_from_slice(&h[..size.min(HEADER)]);
+        out.extend_from_slice(self.body(key, size));
     }
 
     /// The version `got` holds when it is a value of `key`; `None` when it is
@@ -198,13 +267,14 @@ impl Values {
     /// too short to hold the whole version give the part they hold.
     #[inline]
     pub fn verify(&self, key: u64, got: &[u8]) -> Option<u64> {
-        if got.len() != self.size {
+        let size = self.size_of(key);
+        if got.len() != size {
             return None;
         }
-        let n = self.size.min(HEADER);
+        let n = size.min(HEADER);
         let h = Self::header(key, 0);
         let k = n.min(16);
-        if got[..k] != h[..k] || got[n..] != *self.body(key) {
+        if got[..k] != h[..k] || got[n..] != *self.body(key, size) {
             return None;
         }
         let mut version = 0u64;
@@ -218,6 +288,31 @@ impl Values {
         }
         Some(version)
     }
+}
+
+/// The size of each key's value (see [`Values::sizer`]).
+#[derive(Clone, Debug)]
+pub struct Sizer {
+    sizes: std::sync::Arc<[u32]>,
+    max: usize,
+}
+
+impl Sizer {
+    /// The size of `key`'s value, bytes.
+    #[inline]
+    pub fn size_of(&self, key: u64) -> usize {
+        size_in(&self.sizes, self.max, key)
+    }
+}
+
+#[inline]
+fn size_in(sizes: &[u32], max: usize, key: u64) -> usize {
+    if sizes.len() == 1 {
+        return max;
+    }
+    // The top bits of a multiplicative hash: neighbouring keys spread.
+    let slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 52) as usize;
+    sizes[slot % sizes.len()] as usize
 }
 
 /// Writes `prefix` + decimal key id into `out` (cleared first).
@@ -266,6 +361,38 @@ mod tests {
                 assert_eq!(v.verify(41, &w), None);
             }
         }
+    }
+
+    #[test]
+    fn mixed_sizes_are_a_fixed_function_of_the_key_and_verified() {
+        let v = Values::with(&"100:80,1000:15,10000:5".parse().unwrap());
+        assert_eq!((v.min(), v.size()), (100, 10000));
+        assert!(v.varied() && v.versioned());
+        let mut seen = std::collections::BTreeMap::new();
+        for key in 0..20_000u64 {
+            let mut a = Vec::new();
+            v.write_version(key, 7, &mut a);
+            assert_eq!(a.len(), v.size_of(key));
+            assert_eq!(v.verify(key, &a), Some(7));
+            *seen.entry(a.len()).or_insert(0u32) += 1;
+        }
+        let share = |s: usize| f64::from(seen[&s]) / 20_000.0;
+        assert!((share(100) - 0.8).abs() < 0.02, "{seen:?}");
+        assert!((share(10000) - 0.05).abs() < 0.01, "{seen:?}");
+        // A value of another key's size (or cut short) is wrong.
+        let (small, big) = (0..)
+            .find(|&k| v.size_of(k) == 100)
+            .zip((0..).find(|&k| v.size_of(k) == 1000))
+            .unwrap();
+        let mut a = Vec::new();
+        v.write(big, &mut a);
+        assert_eq!(v.verify(small, &a), None);
+        assert_eq!(v.verify(big, &a[..100]), None);
+        assert!(
+            (v.mean() - (80.0 + 150.0 + 500.0)).abs() < 5.0,
+            "{}",
+            v.mean()
+        );
     }
 
     #[test]

@@ -33,6 +33,7 @@ pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
         workload: Workload {
             keys: 2_000,
             value_size: 100,
+            value_sizes: None,
             ratio: Ratio { set: 0, get: 1 },
             distribution: KeyDistribution::Uniform,
             key_prefix: "kvlab:".into(),

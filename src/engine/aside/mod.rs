@@ -53,7 +53,7 @@ pub fn execute_with_codecs<K: CacheCodec, D: Codec>(
         spec,
         aside,
         key: Vec::with_capacity(spec.key_prefix.len() + 24),
-        value: Vec::with_capacity(spec.values.size()),
+        value: Vec::with_capacity(spec.values.typical()),
     })
 }
 
@@ -129,7 +129,7 @@ impl<K: CacheCodec, D: Codec> Client for Aside<'_, K, D> {
     }
 
     fn buffers(&self) -> (usize, usize) {
-        let read = (2 * self.spec.values.size() + 4096).max(16 * 1024);
+        let read = (2 * self.spec.values.typical() + 4096).max(16 * 1024);
         (read / 2, read)
     }
 

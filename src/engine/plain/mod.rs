@@ -64,7 +64,7 @@ impl<'a, C: Codec> Plain<'a, C> {
             spec,
             router: Router::new(&spec.connector, spec.topology.as_deref()),
             key: Vec::with_capacity(spec.key_prefix.len() + 24),
-            value: Vec::with_capacity(spec.values.size()),
+            value: Vec::with_capacity(spec.values.typical()),
         }
     }
 
@@ -110,7 +110,7 @@ impl<C: Codec> Client for Plain<'_, C> {
     fn buffers(&self) -> (usize, usize) {
         // Room for two pipelines of replies, at least 64 KiB, at most 4 MiB unless
         // one reply alone needs more (the buffer also grows if a reply does not fit).
-        let frame = self.spec.values.size() + 128;
+        let frame = self.spec.values.typical() + 128;
         let p = self.spec.pipeline;
         let read = (p * frame * 2).clamp(64 * 1024, (4 << 20).max(2 * frame));
         ((p * frame).min(4 << 20), read)

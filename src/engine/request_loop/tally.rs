@@ -36,6 +36,8 @@ pub struct Tally {
     pub redirects: [u64; 2],
     board: Option<Arc<VersionBoard>>,
     paced: bool,
+    /// Each key's value size (bytes read and written).
+    sizer: crate::workload::Sizer,
     fresh: fn() -> Recorder,
 }
 
@@ -59,6 +61,7 @@ impl Tally {
             redirects: [0; 2],
             board: spec.board.clone(),
             paced: spec.rate.is_some(),
+            sizer: spec.values.sizer(),
             fresh,
         }
     }
@@ -83,6 +86,9 @@ impl Tally {
             return;
         }
         self.interval.counts.count(get, outcome);
+        if matches!(outcome, Outcome::Hit | Outcome::Stored) {
+            self.interval.counts.value_bytes += self.sizer.size_of(r.key) as u64;
+        }
         if let Some(s) = stale {
             self.interval.checked_read(s);
         }

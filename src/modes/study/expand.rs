@@ -113,6 +113,17 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
             .map(|d| Ok((d.clone(), d.parse()?)))
             .collect::<Result<_>>()?
     };
+    let sizes: Option<crate::workload::SizeDist> = match &s.workload.value_sizes {
+        None => None,
+        Some(_) if !s.sweep.value_size.is_empty() => {
+            bail!("workload.value_sizes and sweep.value_size: give one or the other")
+        }
+        Some(text) => Some(
+            text.parse()
+                .map_err(|e| anyhow!("workload.value_sizes = \"{text}\": {e}"))?,
+        ),
+    };
+    let sizes = &sizes;
     let cache_combos = &combos(&s.sweep.cache, "sweep.cache")?;
     let distributions = &distributions;
     // Each key count and ratio, crossed with each distribution and cache setting.
@@ -177,7 +188,14 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
                                             target,
                                             workload: Workload {
                                                 keys,
-                                                value_size,
+                                                value_size: match &sizes {
+                                                    Some(d) => crate::workload::Values::with(d)
+                                                        .mean()
+                                                        .round()
+                                                        as usize,
+                                                    None => value_size,
+                                                },
+                                                value_sizes: sizes.clone(),
                                                 ratio,
                                                 distribution: *distribution,
                                                 key_prefix: s.workload.key_prefix.clone(),

@@ -96,8 +96,9 @@ impl TableSteps for CqlTable<'_> {
     /// The comment records a finished load: all keys when it says this many,
     /// else only the value size.
     fn figures(&mut self) -> Result<Figures> {
-        let (keys, v) = (self.data.keys, self.data.values.size().to_string());
-        let (n, lo, hi) = match self.comment == self.loaded {
+        let keys = self.data.keys;
+        let (lo, hi) = (self.data.values.min(), self.data.values.size());
+        let (n, lo_key, hi_key) = match self.comment == self.loaded {
             true => (
                 Some(keys.to_string()),
                 Some("0".into()),
@@ -105,7 +106,13 @@ impl TableSteps for CqlTable<'_> {
             ),
             false => (None, None, None),
         };
-        Ok(vec![n, lo, hi, Some(v.clone()), Some(v)])
+        Ok(vec![
+            n,
+            lo_key,
+            hi_key,
+            Some(lo.to_string()),
+            Some(hi.to_string()),
+        ])
     }
 
     fn drop_table(&mut self) -> Result<()> {
@@ -151,7 +158,7 @@ impl Database for Cassandra {
             data,
             opts,
         } = job;
-        let (keys, vsize) = (data.keys, data.values.size());
+        let (keys, vsize) = (data.keys, data.values.label());
         let ks = keyspace(connector)?;
         let mark = format!("{MARK} (value_size={vsize}, {VALUES_MARK})");
         let mut t = CqlTable {

@@ -16,7 +16,8 @@ pub const SET_SQL: &str =
 /// Largest value kvlab sends to MySQL/MariaDB (one protocol packet).
 pub const MAX_VALUE: usize = (1 << 24) - 64;
 
-/// The MySQL codec: `COM_STMT_EXECUTE` templates for one value size.
+/// The MySQL codec: `COM_STMT_EXECUTE` templates for one value size (a
+/// value of another size is written with its own length).
 #[derive(Clone, Debug)]
 pub struct MyCodec {
     get: Vec<u8>,
@@ -114,9 +115,18 @@ impl Codec for MyCodec {
         out.extend_from_slice(&self.set);
         let k = base + self.set_key_at();
         out[k..k + 8].copy_from_slice(&(key.id as i64).to_le_bytes());
-        let n = value.len().min(self.vlen);
-        let v = out.len() - self.vlen;
-        out[v..v + n].copy_from_slice(&value[..n]);
+        if value.len() == self.vlen {
+            let v = out.len() - self.vlen;
+            out[v..].copy_from_slice(value);
+            return;
+        }
+        // A value of another size (sizes by key): the key's end, then the
+        // value with its own length, and the packet's length patched.
+        out.truncate(k + 8);
+        lenenc(value.len().min(MAX_VALUE), out);
+        out.extend_from_slice(&value[..value.len().min(MAX_VALUE)]);
+        let len = (out.len() - base - 4) as u32;
+        out[base..base + 3].copy_from_slice(&len.to_le_bytes()[..3]);
     }
 
     fn bind(&self, session: &Session) -> Self {

@@ -64,7 +64,7 @@ impl TableSteps for MyTable<'_> {
 
     fn create(&mut self) -> Result<()> {
         let (column, engine) = (&self.column, &self.engine);
-        let vsize = self.data.values.size();
+        let vsize = self.data.values.label();
         self.c.query(&format!(
             "CREATE TABLE kvlab_kv (k BIGINT NOT NULL PRIMARY KEY, v {column} NOT NULL) ENGINE={engine} COMMENT='{MARK} (value_size={vsize}, {VALUES_MARK})'"
         ))?;

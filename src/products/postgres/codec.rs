@@ -47,6 +47,9 @@ struct Templates {
     set_key: usize,
     set_val: usize,
     vlen: usize,
+    /// Offsets of the SET's length fields (i32) that count the value's
+    /// bytes: its message's, and in binary mode the value's own.
+    set_lens: Vec<usize>,
 }
 
 enum Param {
@@ -66,13 +69,25 @@ impl Templates {
     /// `value_after` bytes after its key.
     fn new(get: Vec<u8>, set: Vec<u8>, key: &[u8], value_after: usize, vlen: usize) -> Templates {
         let (get_key, set_key) = (find(&get, key), find(&set, key));
+        let set_val = set_key + value_after;
+        // The message holding the value: its length follows its tag.
+        let mut at = 0;
+        while at + 5 <= set.len() {
+            let len = i32::from_be_bytes([set[at + 1], set[at + 2], set[at + 3], set[at + 4]]);
+            let end = at + 1 + len as usize;
+            if set_val < end {
+                break;
+            }
+            at = end;
+        }
         Templates {
             get,
             get_key,
             set,
             set_key,
-            set_val: set_key + value_after,
+            set_val,
             vlen,
+            set_lens: vec![at + 1],
         }
     }
 }
@@ -199,7 +214,8 @@ fn bound_templates(value_size: usize, unnamed: bool) -> Templates {
     frontend::execute("", 0, &mut b).expect("execute encodes");
     frontend::sync(&mut b);
     // The value follows the key's 8 bytes and its own length.
-    let t = Templates::new(get, b.to_vec(), &SENTINEL.to_be_bytes(), 8 + 4, value_size);
+    let mut t = Templates::new(get, b.to_vec(), &SENTINEL.to_be_bytes(), 8 + 4, value_size);
+    t.set_lens.push(t.set_val - 4);
     debug_assert!(
         t.set[t.set_val..t.set_val + value_size]
             .iter()
@@ -242,8 +258,21 @@ impl Codec for PgCodec {
         let base = out.len();
         out.extend_from_slice(&t.set);
         self.put_key(&mut out[base + t.set_key..], key.id);
-        let n = value.len().min(t.vlen);
-        out[base + t.set_val..base + t.set_val + n].copy_from_slice(&value[..n]);
+        if value.len() == t.vlen {
+            out[base + t.set_val..base + t.set_val + t.vlen].copy_from_slice(value);
+            return;
+        }
+        // A value of another size (sizes by key): the template's tail after
+        // it, and the lengths that count it patched.
+        out.truncate(base + t.set_val);
+        out.extend_from_slice(value);
+        out.extend_from_slice(&t.set[t.set_val + t.vlen..]);
+        let delta = value.len() as i64 - t.vlen as i64;
+        for &at in &t.set_lens {
+            let f = &mut out[base + at..base + at + 4];
+            let len = i64::from(i32::from_be_bytes([f[0], f[1], f[2], f[3]])) + delta;
+            f.copy_from_slice(&(len as i32).to_be_bytes());
+        }
     }
 
     #[inline]

@@ -246,7 +246,7 @@ impl PgConn {
             data.extend_from_slice(&2i16.to_be_bytes());
             data.extend_from_slice(&8i32.to_be_bytes());
             data.extend_from_slice(&(k as i64).to_be_bytes());
-            data.extend_from_slice(&(values.size() as i32).to_be_bytes());
+            data.extend_from_slice(&(values.size_of(k) as i32).to_be_bytes());
             values.write(k, &mut data);
             pending += 1;
             if data.len() >= 1 << 20 {

@@ -63,7 +63,7 @@ impl TableSteps for PgTable<'_> {
             ""
         };
         let pk = if self.data.load { "" } else { " PRIMARY KEY" };
-        let vsize = self.data.values.size();
+        let vsize = self.data.values.label();
         self.c.query(&format!(
             "CREATE {unlogged}TABLE kvlab_kv (k bigint{pk}, v bytea NOT NULL)"
         ))?;

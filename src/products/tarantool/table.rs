@@ -71,7 +71,7 @@ impl TtTable<'_> {
     fn mark(&self) -> String {
         format!(
             "{MARK} (value_size={}, {VALUES_MARK})",
-            self.data.values.size()
+            self.data.values.label()
         )
     }
 }
@@ -100,13 +100,13 @@ impl TableSteps for TtTable<'_> {
             return Ok(None);
         }
         // Rows, smallest and largest key; the marker vouches for the size.
-        let v = self.data.values.size().to_string();
+        let values = &self.data.values;
         self.figures = vec![
             Some(int(r.get(3)).to_string()),
             Some(int(r.get(4)).to_string()),
             Some(int(r.get(5)).to_string()),
-            Some(v.clone()),
-            Some(v),
+            Some(values.min().to_string()),
+            Some(values.size().to_string()),
         ];
         let marker = text(r.get(1));
         Ok(Some(Existing {

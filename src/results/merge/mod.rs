@@ -98,6 +98,7 @@ pub fn merge(parts: &[(String, RunResult)]) -> Result<RunResult> {
     m.hits = sum(|r| r.hits);
     m.misses = sum(|r| r.misses);
     m.errors = sum(|r| r.errors);
+    m.value_bytes = sum(|r| r.value_bytes);
     m.errors_by_kind = BTreeMap::new();
     for r in &rs {
         for (k, v) in &r.errors_by_kind {

@@ -1,0 +1,129 @@
+//! Values whose size differs by key (`--value-size 100:80,1000:20`, a range,
+//! a Pareto tail), on real managed servers of every protocol that runs here
+//! without a JVM: loaded, read back and verified, written again, counted in
+//! bytes, and the servers' own counters agree; a value of the wrong size is a
+//! `wrong_value`; a table of other sizes is loaded again, not reused.
+
+mod common;
+
+use common::{measure, server};
+use kvlab::plan::{Ratio, RunPlan, Stop, TargetKind};
+use kvlab::results::RunResult;
+use kvlab::workload::{SizeDist, Values};
+
+/// A plan of `kind` started by the run, values sized by `sizes`, 1 write in 5.
+fn sized(kind: TargetKind, sizes: &str) -> RunPlan {
+    let nowhere = kvlab::plan::Endpoint {
+        host: "127.0.0.1".into(),
+        port: 1,
+        user: None,
+        password: None,
+        database: None,
+        socket: None,
+        tls: None,
+    };
+    let mut p = common::plan(kind, nowhere);
+    p.target = kind.name().parse().unwrap();
+    set_sizes(&mut p, sizes);
+    p.workload.ratio = Ratio { set: 1, get: 4 };
+    p.load.stop = Stop::Requests(6_000);
+    p
+}
+
+fn set_sizes(p: &mut RunPlan, sizes: &str) {
+    let d: SizeDist = sizes.parse().unwrap();
+    p.workload.value_size = Values::with(&d).mean().round() as usize;
+    p.workload.value_sizes = Some(d);
+}
+
+/// Every read verified at its key's size, the bytes counted, the counters agree.
+fn all_sizes_verified(r: &RunResult, values: &Values, counted: bool) {
+    assert!(r.valid, "{:?}", r.problems);
+    assert_eq!((r.errors, r.misses), (0, 0), "{:?}", r.errors_by_kind);
+    assert!(r.hits > 0 && r.sets > 0);
+    let per = r.value_bytes as f64 / (r.hits + r.sets) as f64;
+    assert!(
+        (per - values.mean()).abs() < 0.25 * values.mean(),
+        "{per} B per request, mean {}",
+        values.mean()
+    );
+    if counted {
+        let cc = r.server_counters.as_ref().expect("counters read");
+        assert!(cc.agrees(), "{cc:?}");
+    }
+}
+
+#[test]
+fn mixed_sizes_are_verified_on_every_protocol() {
+    for (kind, sizes) in [
+        (TargetKind::Redis, "100:80,1000:15,10000:5"),
+        (TargetKind::Memcached, "64-4096"),
+        (TargetKind::Postgres, "100:80,1000:15,10000:5"),
+        (TargetKind::Mariadb, "pareto:40-20000"),
+        (TargetKind::Tarantool, "64-4096"),
+    ] {
+        let p = sized(kind, sizes);
+        let r = measure(&p);
+        all_sizes_verified(&r, &p.workload.values(), true);
+        let text = kvlab::report::summary::summary(&r);
+        assert!(
+            text.contains(&format!("x {} B (mean", p.workload.value_sizes_text())),
+            "{text}"
+        );
+        assert!(text.contains("MB/s of values"), "{text}");
+    }
+}
+
+#[test]
+fn mixed_sizes_go_through_every_postgres_query_mode() {
+    for mode in ["simple", "extended"] {
+        let mut p = sized(TargetKind::Postgres, "pareto:32-8000");
+        p.target.query_mode = Some(mode.into());
+        let r = measure(&p);
+        all_sizes_verified(&r, &p.workload.values(), true);
+    }
+}
+
+#[test]
+fn a_value_of_another_size_is_a_wrong_value() {
+    let s = server(TargetKind::Redis);
+    let mut p = common::plan(TargetKind::Redis, s.endpoint());
+    set_sizes(&mut p, "100:50,200:50");
+    p.workload.keys = 20;
+    measure(&p);
+    // Key 3's value, written again one byte short.
+    let values = p.workload.values();
+    let mut v = Vec::new();
+    values.write(3, &mut v);
+    v.pop();
+    let mut req = format!("*3\r\n$3\r\nSET\r\n$7\r\nkvlab:3\r\n${}\r\n", v.len()).into_bytes();
+    req.extend_from_slice(&v);
+    req.extend_from_slice(b"\r\n");
+    let reply = common::raw(s.endpoint().port, &req, |b| b.ends_with(b"\r\n"));
+    assert_eq!(reply, b"+OK\r\n");
+    p.workload.load = false;
+    p.load.stop = Stop::Requests(2_000);
+    let r = measure(&p);
+    assert!(
+        r.errors_by_kind["wrong_value"] > 0,
+        "{:?}",
+        r.errors_by_kind
+    );
+    assert!(!r.valid);
+}
+
+#[test]
+fn a_table_of_other_sizes_is_loaded_again() {
+    let s = server(TargetKind::Postgres);
+    let mut p = common::plan(TargetKind::Postgres, s.endpoint());
+    set_sizes(&mut p, "100-400");
+    assert!(measure(&p).load.is_some(), "loaded");
+    assert!(measure(&p).load.is_none(), "the same sizes: reused");
+    // Same smallest and largest size, other weights: loaded again.
+    set_sizes(&mut p, "100:1,400:1");
+    p.workload.ratio = Ratio { set: 1, get: 4 };
+    let r = measure(&p);
+    assert!(r.load.is_some(), "other sizes: loaded again");
+    // (A server the test started itself: kvlab reads no counters of it.)
+    all_sizes_verified(&r, &p.workload.values(), false);
+}
