@@ -239,6 +239,11 @@ pub struct RunArgs {
     /// load, reported on its own (e.g. 65, as in the query-cache study).
     #[arg(long, value_name = "N")]
     pub background_writes: Option<f64>,
+    /// Loaded and written keys expire after this many seconds (caches; a
+    /// cache-aside run's cache: --cache-ttl). Misses after a key's TTL are
+    /// counted as expired.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    pub ttl: u32,
     #[command(flatten)]
     pub aside: aside::AsideArgs,
     /// What kvlab does to a server it started, at a second of the measured
@@ -462,6 +467,7 @@ impl RunArgs {
                     )?),
                     None => None,
                 },
+                ttl_s: self.ttl,
             },
             load: LoadShape {
                 connections: self.connections,
@@ -477,6 +483,7 @@ impl RunArgs {
             },
         };
         plan.check_cache()?;
+        plan.check_ttl()?;
         let mut plan = plan;
         plan.load.events = aside::events(&self.events, &plan)?;
         if plan

@@ -46,6 +46,9 @@ pub struct Spec {
     pub seed: u64,
     /// Expiry of written keys, seconds (0: never; caches only).
     pub ttl_s: u32,
+    /// When this run's load of the keys ended (their TTL runs from before
+    /// then); `None`: not loaded by this run.
+    pub loaded_at: Option<std::time::Instant>,
     /// Versions of written values, when stale reads are measured.
     pub board: Option<Arc<crate::workload::consistency::VersionBoard>>,
     /// Cache-aside: the cache in front of `connector` (the database).

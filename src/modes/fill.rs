@@ -92,6 +92,7 @@ pub fn fill(
             timeout: Duration::from_secs_f64(plan.load.timeout_s),
             seed: 1,
             ttl_s: 0,
+            loaded_at: None,
             board: None,
             aside: None,
             topology: topology.clone(),

@@ -124,6 +124,37 @@ impl RunPlan {
 }
 
 impl RunPlan {
+    /// Checks `--ttl`: only a target that expires keys (a cache) takes it,
+    /// and a cache-aside run gives its cache's TTL with `--cache-ttl`.
+    pub fn check_ttl(&self) -> Result<(), UsageError> {
+        let ttl = self.workload.ttl_s;
+        if ttl == 0 {
+            return Ok(());
+        }
+        if self.cache.is_some() {
+            return Err(UsageError::bad(
+                "--ttl",
+                "a cache-aside run's database keeps its rows",
+                "give the cache's expiry with --cache-ttl",
+            ));
+        }
+        if !self.target.kind.expires() {
+            return Err(UsageError::bad(
+                "--ttl",
+                format!("{} does not expire keys", self.target.kind.name()),
+                "use a cache target (redis, valkey, memcached or their clusters), or drop --ttl",
+            ));
+        }
+        if ttl > 30 * 24 * 3600 {
+            return Err(UsageError::bad(
+                "--ttl",
+                format!("{ttl} s is more than 30 days"),
+                "give at most 2592000 seconds (memcached reads more as a date)",
+            ));
+        }
+        Ok(())
+    }
+
     /// Checks that a cache-aside plan makes sense: a cache in front of a
     /// database, one request at a time per client, the data loaded.
     pub fn check_cache(&self) -> Result<(), UsageError> {
@@ -436,6 +467,9 @@ pub struct Workload {
     /// A separate writer at this many SETs per second beside the measured load.
     #[serde(default)]
     pub background_writes: Option<f64>,
+    /// Loaded and written keys expire after this many seconds (0: never).
+    #[serde(default)]
+    pub ttl_s: u32,
 }
 
 fn default_seed() -> u64 {

@@ -120,6 +120,8 @@ pub struct WorkloadSection {
     pub key_prefix: String,
     /// A separate writer at this many SETs per second beside the load.
     pub background_writes: Option<f64>,
+    /// Loaded and written keys expire after this many seconds (caches).
+    pub ttl: Option<u32>,
     /// Load the keys before measuring (false: the points write them).
     pub load: bool,
     /// Measure this many requests per point instead of `duration`: a number,
@@ -137,6 +139,7 @@ impl Default for WorkloadSection {
             distribution: "uniform".into(),
             key_prefix: "kvlab:".into(),
             background_writes: None,
+            ttl: None,
             load: true,
             requests: None,
         }

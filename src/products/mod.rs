@@ -105,6 +105,12 @@ impl TargetKind {
         matches!(self.product().role(), Role::Database(_))
     }
 
+    /// Whether it expires keys kvlab writes with a TTL (the caches: RESP and
+    /// memcached servers and clusters).
+    pub fn expires(self) -> bool {
+        !self.is_sql()
+    }
+
     /// URL scheme used when displaying an address of this kind.
     pub fn scheme(self) -> &'static str {
         self.product().facts().schemes[0]

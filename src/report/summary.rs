@@ -141,6 +141,26 @@ pub fn summary(r: &RunResult) -> String {
         "  requests    {} (GET {}, SET {}); hits {}, misses {}, errors {}",
         r.requests, r.gets, r.sets, r.hits, r.misses, r.errors
     );
+    if r.config.workload.ttl_s > 0 {
+        let _ = writeln!(
+            s,
+            "  expiry      keys live {} s (--ttl); {}",
+            r.config.workload.ttl_s,
+            match r.expired_misses {
+                Some(e) => format!(
+                    "{e} of the {} misses ({:.1}% of GETs) read a key after its TTL ran out{}",
+                    r.misses,
+                    e as f64 * 100.0 / r.gets.max(1) as f64,
+                    if e < r.misses {
+                        " (the others came sooner after the key's write: an eviction, or a server that counts expiry in whole seconds, as memcached does, and drops a key up to a second early)"
+                    } else {
+                        ""
+                    }
+                ),
+                None => "which misses came from expiry is not known (the keys' write times are not tracked in this run)".into(),
+            }
+        );
+    }
     if r.errors > 0 {
         let kinds: Vec<String> = r
             .errors_by_kind

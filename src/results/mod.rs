@@ -71,6 +71,10 @@ pub struct RunResult {
     /// Bytes of the values read (hits) and written (stored) in the window.
     #[serde(default)]
     pub value_bytes: u64,
+    /// With `--ttl`: misses of keys read after their TTL ran out (`None`:
+    /// no TTL, or kvlab cannot tell when the keys were written).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expired_misses: Option<u64>,
     /// Start time latency is measured from: `intended` (paced) or `actual`.
     pub latency_start: String,
     /// Latency percentiles of successful requests, µs.

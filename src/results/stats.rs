@@ -92,6 +92,9 @@ pub struct Counts {
     /// Bytes of the values read (hits) and written (stored).
     #[serde(default)]
     pub value_bytes: u64,
+    /// Misses of a key read after its TTL had run out (`--ttl`).
+    #[serde(default)]
+    pub expired: u64,
 }
 
 impl Counts {
@@ -146,6 +149,7 @@ impl Counts {
         self.stale_versions += other.stale_versions;
         self.stale_versions_max = self.stale_versions_max.max(other.stale_versions_max);
         self.value_bytes += other.value_bytes;
+        self.expired += other.expired;
     }
 }
 

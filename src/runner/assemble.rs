@@ -79,6 +79,8 @@ pub(super) fn assemble(
     // With events (a server killed), errors and misses are what the run
     // measures: the summary's event lines and the timeline give them.
     let events = !plan.load.events.is_empty();
+    // Keys given a TTL miss once it runs out: what such a run measures.
+    let expiring = plan.workload.ttl_s > 0;
     if c.error_total() > 0 && !events {
         let kinds: Vec<String> = ErrorKind::ALL
             .iter()
@@ -92,7 +94,7 @@ pub(super) fn assemble(
             kinds.join(", ")
         ));
     }
-    if plan.workload.load && c.misses > 0 && !events {
+    if plan.workload.load && c.misses > 0 && !events && !expiring {
         problems.push(format!(
             "{} GETs missed although every key was loaded ({}evictions or another client?)",
             c.misses,
@@ -168,7 +170,7 @@ pub(super) fn assemble(
     let mostly_misses = c.gets > 0 && c.misses * 2 > c.gets;
     let valid = (c.error_total() == 0 || events)
         && c.requests() > 0
-        && (!mostly_misses || events)
+        && (!mostly_misses || events || expiring)
         && schedule.as_ref().is_none_or(|s| s.not_sustained.is_none());
     let mut errors_by_kind = std::collections::BTreeMap::new();
     for k in ErrorKind::ALL {
@@ -193,6 +195,10 @@ pub(super) fn assemble(
         errors: c.error_total(),
         errors_by_kind,
         value_bytes: c.value_bytes,
+        // Known from the load (a run that only reads) or the versions board.
+        expired_misses: (expiring
+            && (plan.workload.ratio.set == 0 || (plan_writes(plan) && plan.load.shard.is_none())))
+        .then_some(c.expired),
         latency_start: if paced { "intended" } else { "actual" }.to_string(),
         latency_us: Percentiles::of(&r.measured.latency),
         service_time_us: paced.then(|| Percentiles::of(&r.measured.service)),

@@ -147,7 +147,8 @@ pub fn measure_with(
         rate: plan.load.rate,
         timeout: Duration::from_secs_f64(plan.load.timeout_s),
         seed: shard.map_or(plan.workload.seed, |s| s.seed(plan.workload.seed)),
-        ttl_s: 0,
+        ttl_s: plan.workload.ttl_s,
+        loaded_at: None,
         board: None,
         aside: None,
         topology,
@@ -156,6 +157,7 @@ pub fn measure_with(
     };
 
     let load = crate::runner::dataset::prepare(&base, plan, server.is_some(), opts, shutdown)?;
+    base.loaded_at = load.as_ref().map(|_| std::time::Instant::now());
     // After the load: a database's connections need kvlab's table.
     let transport = engine_connector
         .transport_info(Duration::from_secs(5))

@@ -111,6 +111,19 @@ impl VersionBoard {
         slot.state.store(version << 1, Ordering::Release);
     }
 
+    /// When version `version` of `key` was written (its write completed),
+    /// if the board still knows; `None` for version 0 (the loaded value).
+    #[inline]
+    pub fn written_at(&self, key: u64, version: u64) -> Option<Instant> {
+        if version == 0 {
+            return None;
+        }
+        let e = self.slots[key as usize].done[version as usize % RING].load(Ordering::Acquire);
+        let tag = version & ((1 << TAG_BITS) - 1);
+        (e != 0 && e >> (64 - TAG_BITS) == tag)
+            .then(|| self.epoch + std::time::Duration::from_micros(e & TIME_MASK))
+    }
+
     /// The newest completed version of `key`, taken when a read of it begins.
     #[inline]
     pub fn snapshot(&self, key: u64) -> u64 {

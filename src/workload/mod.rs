@@ -109,6 +109,11 @@ impl OpMix {
         }
     }
 
+    /// Whether it writes at all.
+    pub fn writes(&self) -> bool {
+        self.all_set || self.threshold > 0
+    }
+
     /// The next operation.
     #[inline]
     pub fn next(&self, rng: &mut SmallRng) -> OpKind {

@@ -40,6 +40,7 @@ pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
             load: true,
             seed: 7,
             background_writes: None,
+            ttl_s: 0,
         },
         load: LoadShape {
             connections: 4,

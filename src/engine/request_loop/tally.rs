@@ -38,6 +38,8 @@ pub struct Tally {
     paced: bool,
     /// Each key's value size (bytes read and written).
     sizer: crate::workload::Sizer,
+    /// `--ttl`, and when the load ended: a miss after a key's TTL expired.
+    ttl: Option<(Duration, Option<Instant>)>,
     fresh: fn() -> Recorder,
 }
 
@@ -62,6 +64,10 @@ impl Tally {
             board: spec.board.clone(),
             paced: spec.rate.is_some(),
             sizer: spec.values.sizer(),
+            // When a key was written is known from the versions board, or
+            // for a run that only reads, from the load.
+            ttl: (spec.ttl_s > 0 && (spec.board.is_some() || !spec.mix.writes()))
+                .then(|| (Duration::from_secs(u64::from(spec.ttl_s)), spec.loaded_at)),
             fresh,
         }
     }
@@ -88,6 +94,19 @@ impl Tally {
         self.interval.counts.count(get, outcome);
         if matches!(outcome, Outcome::Hit | Outcome::Stored) {
             self.interval.counts.value_bytes += self.sizer.size_of(r.key) as u64;
+        }
+        if outcome == Outcome::Miss
+            && let Some((ttl, loaded)) = self.ttl
+        {
+            // Written (or loaded) at least a TTL before the read began.
+            let written = match &self.board {
+                Some(b) if r.version > 0 => b.written_at(r.key, r.version),
+                _ if r.version == 0 => loaded,
+                _ => None,
+            };
+            if written.is_some_and(|w| r.sent >= w + ttl) {
+                self.interval.counts.expired += 1;
+            }
         }
         if let Some(s) = stale {
             self.interval.checked_read(s);

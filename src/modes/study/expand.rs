@@ -202,6 +202,7 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
                                                 load: s.workload.load,
                                                 seed: 1,
                                                 background_writes: s.workload.background_writes,
+                                                ttl_s: s.workload.ttl.unwrap_or(0),
                                             },
                                             load: LoadShape {
                                                 connections,
@@ -220,6 +221,8 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
                                                 events: t.events()?,
                                             },
                                         };
+                                        plan.check_ttl()
+                                            .map_err(|e| anyhow!("target '{}': {e}", label(t)))?;
                                         plan.check_cache()
                                             .map_err(|e| anyhow!("target '{}': {e}", label(t)))?;
                                         for e in &plan.load.events {

@@ -99,6 +99,7 @@ pub fn merge(parts: &[(String, RunResult)]) -> Result<RunResult> {
     m.misses = sum(|r| r.misses);
     m.errors = sum(|r| r.errors);
     m.value_bytes = sum(|r| r.value_bytes);
+    m.expired_misses = rs.iter().map(|r| r.expired_misses).sum::<Option<u64>>();
     m.errors_by_kind = BTreeMap::new();
     for r in &rs {
         for (k, v) in &r.errors_by_kind {

@@ -1,8 +1,10 @@
-//! Values whose size differs by key (`--value-size 100:80,1000:20`, a range,
-//! a Pareto tail), on real managed servers of every protocol that runs here
-//! without a JVM: loaded, read back and verified, written again, counted in
-//! bytes, and the servers' own counters agree; a value of the wrong size is a
-//! `wrong_value`; a table of other sizes is loaded again, not reused.
+//! Traffic shaped like production, on real managed servers of every protocol
+//! that runs here without a JVM: values whose size differs by key
+//! (`--value-size 100:80,1000:20`, a range, a Pareto tail) loaded, read back
+//! and verified, written again, counted in bytes, with the servers' own
+//! counters agreeing; a value of the wrong size is a `wrong_value`; a table of
+//! other sizes is loaded again, not reused. Keys with a TTL expire, and the
+//! misses after it are counted as expired.
 
 mod common;
 
@@ -126,4 +128,53 @@ fn a_table_of_other_sizes_is_loaded_again() {
     assert!(r.load.is_some(), "other sizes: loaded again");
     // (A server the test started itself: kvlab reads no counters of it.)
     all_sizes_verified(&r, &p.workload.values(), false);
+}
+
+/// Keys given a TTL of 1 s, read for 3 s after the load: they expire, the
+/// misses after the TTL are counted as expired, and the counters agree.
+fn keys_expire(kind: TargetKind) {
+    let mut p = sized(kind, "64-512");
+    p.workload.ttl_s = 1;
+    p.workload.ratio = Ratio { set: 0, get: 1 };
+    p.load.warmup_s = 0.0;
+    p.load.stop = Stop::Duration(3.0);
+    p.load.rate = Some(3000.0);
+    let r = measure(&p);
+    assert!(r.valid, "{:?}", r.problems);
+    assert_eq!(r.errors, 0, "{:?}", r.errors_by_kind);
+    let expired = r.expired_misses.expect("known for a run that only reads");
+    // After the first second (or two, memcached's clock) nearly every read misses.
+    assert!(r.misses * 2 > r.gets, "{} of {}", r.misses, r.gets);
+    assert!(
+        expired > 0 && expired <= r.misses,
+        "{expired} of {}",
+        r.misses
+    );
+    assert!(r.hits > 0, "read before the TTL ran out");
+    let cc = r.server_counters.as_ref().expect("counters read");
+    assert!(cc.agrees(), "{cc:?}");
+    let text = kvlab::report::summary::summary(&r);
+    assert!(text.contains("read a key after its TTL ran out"), "{text}");
+}
+
+#[test]
+fn redis_keys_expire_and_their_misses_are_counted_as_expired() {
+    keys_expire(TargetKind::Redis);
+}
+
+#[test]
+fn memcached_keys_expire_and_their_misses_are_counted_as_expired() {
+    keys_expire(TargetKind::Memcached);
+}
+
+#[test]
+fn a_ttl_is_refused_where_keys_do_not_expire() {
+    let e = common::fails(&["run", "--target", "postgres", "--ttl", "5"]);
+    assert!(e.contains("--ttl") && e.contains("does not expire"), "{e}");
+    let e = common::fails(&[
+        "run", "--target", "postgres", "--cache", "redis", "--ttl", "5",
+    ]);
+    assert!(e.contains("--cache-ttl"), "{e}");
+    let e = common::fails(&["run", "--target", "redis", "--value-size", "100:x"]);
+    assert!(e.contains("--value-size") && e.lines().count() == 1, "{e}");
 }
