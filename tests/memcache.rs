@@ -1,6 +1,7 @@
 //! Memcached, started through kvlab's managed-server code, beyond the contract
 //! every product passes (tests/contract): a full memcached fails the load
-//! clearly, its own CPU report agrees with /proc, TLS and unix sockets work.
+//! clearly, its own CPU report agrees with /proc, TLS and unix sockets work,
+//! and the meta protocol (plain and as a cache-aside cache) counts agree.
 
 mod common;
 
@@ -45,4 +46,77 @@ fn memcached_over_tls_counts_agree() {
 #[test]
 fn memcached_over_a_unix_socket_counts_agree() {
     common::transport_counts_agree(TargetKind::Memcached, &[("socket", "on")], |_, _| {});
+}
+
+/// A managed memcached driven over the meta protocol (`mg`, `ms`).
+#[test]
+fn the_meta_protocol_reads_writes_and_agrees_with_the_counters() {
+    let s = server(TargetKind::Memcached);
+    let mut p = plan(TargetKind::Memcached, s.endpoint());
+    p.target.query_mode = Some("meta".into());
+    p.workload.ratio = kvlab::plan::Ratio { set: 1, get: 4 };
+    p.workload.value_sizes = Some("64-2048".parse().unwrap());
+    let r = common::measure(&p);
+    assert!(r.valid, "{:?}", r.problems);
+    assert_eq!((r.errors, r.misses), (0, 0), "{:?}", r.errors_by_kind);
+    assert!(r.hits > 0 && r.sets > 0);
+    assert_eq!(r.query_mode.as_deref(), Some("meta"));
+    let cc = r.server_counters.as_ref().expect("counters read");
+    assert!(cc.agrees(), "{cc:?}");
+    let text = kvlab::report::summary::summary(&r);
+    assert!(text.contains("query mode: meta"), "{text}");
+}
+
+/// Memcached as the cache in front of PostgreSQL, over the meta protocol:
+/// fills (`ms`) and invalidations (`md`) counted by both servers.
+#[test]
+fn a_meta_protocol_cache_in_front_of_a_database_agrees_with_both_counters() {
+    let out = common::kvlab()
+        .args([
+            "run",
+            "--target",
+            "postgres",
+            "--cache",
+            "memcached",
+            "--cache-query-mode",
+            "meta",
+            "--keys",
+            "5000",
+            "--ratio",
+            "1:9",
+            "--requests",
+            "20000",
+            "--connections",
+            "8",
+            "--json",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: kvlab::results::RunResult = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(r.valid, "{:?}", r.problems);
+    let a = r.cache_aside.as_ref().unwrap();
+    assert_eq!(a.cache_query_mode.as_deref(), Some("meta"));
+    assert!(a.cache_hits > 0);
+    let cc = a.cache_counters.as_ref().expect("cache counters read");
+    assert!(cc.agrees(), "{cc:?}");
+    assert!(r.server_counters.as_ref().unwrap().agrees());
+    let e = common::fails(&[
+        "run",
+        "--target",
+        "postgres",
+        "--cache",
+        "redis",
+        "--cache-query-mode",
+        "meta",
+    ]);
+    assert!(
+        e.contains("--cache-query-mode") && e.contains("redis"),
+        "{e}"
+    );
 }

@@ -178,3 +178,55 @@ fn a_ttl_is_refused_where_keys_do_not_expire() {
     let e = common::fails(&["run", "--target", "redis", "--value-size", "100:x"]);
     assert!(e.contains("--value-size") && e.lines().count() == 1, "{e}");
 }
+
+#[test]
+fn a_profile_sets_the_workload_and_flags_beside_it_win() {
+    let run = |extra: &[&str]| -> kvlab::results::RunResult {
+        let mut args = vec![
+            "run",
+            "--target",
+            "redis",
+            "--profile",
+            "twitter-c29",
+            "--keys",
+            "2000",
+            "--duration",
+            "1",
+            "--warmup",
+            "0",
+            "--connections",
+            "4",
+            "--json",
+            "-",
+        ];
+        args.extend_from_slice(extra);
+        let out = common::kvlab().args(&args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let r = run(&[]);
+    assert!(r.valid, "{:?}", r.problems);
+    let w = &r.config.workload;
+    assert_eq!(w.profile.as_deref(), Some("twitter-c29"));
+    assert_eq!((w.ratio.set, w.ratio.get), (13, 86));
+    assert_eq!(w.ttl_s, 3600);
+    assert!(
+        w.value_sizes.is_some() && w.value_size > 700 && w.value_size < 900,
+        "{w:?}"
+    );
+    assert!(r.sets > 0 && r.hits > 0);
+    // A flag beside the profile wins over it.
+    let r = run(&["--ratio", "0:1", "--value-size", "100"]);
+    let w = &r.config.workload;
+    assert_eq!((w.ratio.set, w.value_size, r.sets), (0, 100, 0));
+    assert!(w.value_sizes.is_none());
+    let e = common::fails(&["run", "--target", "redis", "--profile", "twitter-c99"]);
+    assert!(
+        e.contains("--profile") && e.contains("twitter-c29") && e.lines().count() == 1,
+        "{e}"
+    );
+}

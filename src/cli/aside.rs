@@ -1,5 +1,6 @@
 //! The cache-aside flags (`--cache`, `--cache-opt`, `--write-policy`,
-//! `--cache-ttl`, `--cache-start`) and `--event`, checked into the plan.
+//! `--cache-ttl`, `--cache-start`, `--cache-query-mode`) and `--event`,
+//! checked into the plan.
 
 use clap::Args;
 
@@ -32,6 +33,10 @@ pub struct AsideArgs {
     /// measured).
     #[arg(long, default_value = "warm", value_name = "START")]
     pub cache_start: String,
+    /// Cache-aside: the protocol the cache speaks, where it has several
+    /// (memcached: text or meta).
+    #[arg(long, value_name = "MODE")]
+    pub cache_query_mode: Option<String>,
 }
 
 impl AsideArgs {
@@ -42,9 +47,10 @@ impl AsideArgs {
                 || self.cache_ttl > 0
                 || self.write_policy != "invalidate"
                 || self.cache_start != "warm"
+                || self.cache_query_mode.is_some()
             {
                 return Err(UsageError::bad(
-                    "--cache-opt/--cache-ttl/--write-policy/--cache-start",
+                    "--cache-opt/--cache-ttl/--write-policy/--cache-start/--cache-query-mode",
                     "apply only to a cache-aside run",
                     format!(
                         "add --cache {} (or a URL) in front of the database",
@@ -77,6 +83,13 @@ impl AsideArgs {
             ));
         }
         cache.server_opts = self.cache_opt.iter().cloned().collect();
+        if let Some(m) = &self.cache_query_mode {
+            cache.query_mode = Some(crate::plan::query_mode_of(
+                cache.kind,
+                m,
+                "--cache-query-mode",
+            )?);
+        }
         Ok(Some(
             CacheAside {
                 cache,

@@ -88,7 +88,7 @@ pub struct StudyArgs {
     /// The study file (TOML; see studies/ for annotated examples), or the name
     /// of a built-in study (s0, s1, s2, s3, s3-read, s4, tarantool, cluster,
     /// pooler, cache-aside, demo, tls, socket, cache-size, cold-start,
-    /// cache-failure).
+    /// cache-failure, profiles).
     pub file: PathBuf,
     /// `quick`: as written, scaled for a small machine; `original`: the
     /// published study's parameters (its `[original]` tables).
@@ -156,16 +156,21 @@ pub struct RunArgs {
     /// Number of distinct keys.
     #[arg(long, default_value_t = 1_000_000, value_name = "N")]
     pub keys: u64,
-    /// Value size in bytes, or sizes by key: a weighted list
+    /// Value size in bytes (default 256), or sizes by key: a weighted list
     /// `100:80,1000:15,10000:5`, a range `64-4096`, `pareto:64-65536[:ALPHA]`.
-    #[arg(long, default_value = "256", value_name = "B|DIST")]
-    pub value_size: String,
-    /// SET:GET ratio, e.g. 0:1 (read-only), 1:10.
-    #[arg(long, default_value = "0:1", value_name = "SET:GET")]
-    pub ratio: String,
-    /// uniform | zipf | zipf:THETA | sequential.
-    #[arg(long, default_value = "uniform", value_name = "DIST")]
-    pub key_distribution: String,
+    #[arg(long, value_name = "B|DIST")]
+    pub value_size: Option<String>,
+    /// SET:GET ratio, e.g. 0:1 (read-only, the default), 1:10.
+    #[arg(long, value_name = "SET:GET")]
+    pub ratio: Option<String>,
+    /// uniform (the default) | zipf | zipf:THETA | sequential.
+    #[arg(long, value_name = "DIST")]
+    pub key_distribution: Option<String>,
+    /// A production workload: value sizes, SET:GET, key popularity and TTL of
+    /// a published cache cluster (twitter-c1, twitter-c4, twitter-c7,
+    /// twitter-c19, twitter-c29); flags given beside it win.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
     /// Prefix of every key kvlab reads or writes.
     #[arg(long, default_value = "kvlab:")]
     pub key_prefix: String,
@@ -242,8 +247,8 @@ pub struct RunArgs {
     /// Loaded and written keys expire after this many seconds (caches; a
     /// cache-aside run's cache: --cache-ttl). Misses after a key's TTL are
     /// counted as expired.
-    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
-    pub ttl: u32,
+    #[arg(long, value_name = "SECONDS")]
+    pub ttl: Option<u32>,
     #[command(flatten)]
     pub aside: aside::AsideArgs,
     /// What kvlab does to a server it started, at a second of the measured
@@ -431,8 +436,26 @@ impl RunArgs {
             ));
         }
         positive("--timeout", self.timeout, "give seconds, e.g. --timeout 5")?;
-        let ratio: Ratio = self.ratio.parse()?;
-        let sizes: crate::workload::SizeDist = self.value_size.parse()?;
+        let profile = match &self.profile {
+            None => None,
+            Some(n) => Some(crate::workload::profiles::profile(n).ok_or_else(|| {
+                UsageError::bad(
+                    "--profile",
+                    format!("unknown profile '{n}'"),
+                    format!("use {}", crate::workload::profiles::names()),
+                )
+            })?),
+        };
+        let ratio: Ratio = match (&self.ratio, profile) {
+            (Some(r), _) => r.parse()?,
+            (None, Some(p)) => p.ratio,
+            (None, None) => Ratio { set: 0, get: 1 },
+        };
+        let sizes: crate::workload::SizeDist = match (&self.value_size, profile) {
+            (Some(v), _) => v.parse()?,
+            (None, Some(p)) => p.value_sizes.parse()?,
+            (None, None) => crate::workload::SizeDist::Fixed { size: 256 },
+        };
         let (value_size, value_sizes) = match sizes {
             crate::workload::SizeDist::Fixed { size } => (size, None),
             d => (
@@ -440,7 +463,17 @@ impl RunArgs {
                 Some(d),
             ),
         };
-        let distribution: KeyDistribution = self.key_distribution.parse()?;
+        let distribution: KeyDistribution = match (&self.key_distribution, profile) {
+            (Some(d), _) => d.parse()?,
+            (None, Some(p)) => KeyDistribution::Zipf { theta: p.theta },
+            (None, None) => KeyDistribution::Uniform,
+        };
+        // A profile's TTL where keys expire (a cache target, no cache in front).
+        let ttl_s = match (self.ttl, profile) {
+            (Some(t), _) => t,
+            (None, Some(p)) if self.aside.cache.is_none() && target.kind.expires() => p.ttl_s,
+            _ => 0,
+        };
         let cache = self.aside.cache_aside()?;
         let (shard, start_at_ms) = self.sharding(&target, cache.is_some(), stop)?;
         let threads = threads.min(crate::plan::shard::local_connections(
@@ -467,7 +500,8 @@ impl RunArgs {
                     )?),
                     None => None,
                 },
-                ttl_s: self.ttl,
+                ttl_s,
+                profile: profile.map(|p| p.name.to_string()),
             },
             load: LoadShape {
                 connections: self.connections,

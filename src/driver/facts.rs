@@ -51,6 +51,9 @@ pub struct Facts {
     /// The query modes requests may use (`--query-mode`), the default first;
     /// empty when the product has one way to send a request.
     pub query_modes: &'static [&'static str],
+    /// Its batch read (`--batch`), in words: the request and what the server
+    /// counts of it (`None`: kvlab reads one key per request).
+    pub batch_reads: Option<&'static str>,
     /// When its connections turn to TLS (by default from the first byte).
     pub tls_start: TlsStart,
     /// Whether a managed server of it can listen on a unix socket
@@ -90,6 +93,7 @@ impl Facts {
         max_pipeline: usize::MAX,
         consistency_levels: &[],
         query_modes: &[],
+        batch_reads: None,
         tls_start: TlsStart::Immediate,
         unix_sockets: true,
         unix_url_example: None,

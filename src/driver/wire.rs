@@ -20,6 +20,9 @@ pub enum Reply {
     Stored,
     /// The server answered with an error (e.g. `-OOM`, `SERVER_ERROR`).
     ServerError,
+    /// A batch read was answered: the values found are in the `found` list
+    /// the decoder was given, as (key id, range of the input) pairs.
+    Batch,
     /// A sharded server says another node serves the key's slot: for good
     /// (`ask == false`, e.g. `-MOVED`) or for this one request (`-ASK`), which
     /// is then sent there after [`Codec::encode_asking`].
@@ -91,6 +94,45 @@ pub fn tag_op(tag: u32) -> OpKind {
     }
 }
 
+/// The keys of one batch read (`--batch`): their ids and their names, laid
+/// end to end in one buffer.
+#[derive(Clone, Copy, Debug)]
+pub struct Batch<'a> {
+    /// Key ids, distinct, in the order they were drawn.
+    pub ids: &'a [u64],
+    /// The names, end to end.
+    pub names: &'a [u8],
+    /// Where each name ends in `names`.
+    pub ends: &'a [u32],
+    /// The request's tag, as [`Key::tag`].
+    pub tag: u32,
+}
+
+impl Batch<'_> {
+    /// The name of key `i`.
+    #[inline]
+    pub fn name(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.names[start..self.ends[i] as usize]
+    }
+
+    /// The keys' names in order.
+    pub fn names(&self) -> impl Iterator<Item = &[u8]> {
+        (0..self.ids.len()).map(|i| self.name(i))
+    }
+}
+
+/// The key id a kvlab key name ends with (its decimal digits after the prefix).
+#[inline]
+pub fn id_of_name(name: &[u8]) -> Option<u64> {
+    let digits = name.iter().rev().take_while(|b| b.is_ascii_digit()).count();
+    let d = &name[name.len() - digits..];
+    if d.is_empty() || d.len() > 19 {
+        return None;
+    }
+    Some(d.iter().fold(0u64, |n, b| n * 10 + u64::from(b - b'0')))
+}
+
 /// What a product's codec is made for: the server it talks to and the size
 /// of the values of the point.
 pub struct CodecInput<'a> {
@@ -118,6 +160,24 @@ pub trait Codec: Clone + Send + Sync + 'static {
     /// flight, of kind `op` ([`Decoded::Frame`]), or, for protocols that may
     /// answer out of order, to the request its tag names ([`Decoded::Tagged`]).
     fn decode(&self, op: OpKind, buf: &[u8]) -> Result<Decoded, Malformed>;
+    /// Appends one request reading every key of `b` with the protocol's own
+    /// multi-key read (products whose facts declare `batch_reads`).
+    fn encode_get_many(&self, b: &Batch<'_>, out: &mut Vec<u8>) {
+        let _ = (b, out);
+    }
+    /// Decodes the reply to a batch read of `ids` (the oldest in flight;
+    /// protocols that answer out of order name theirs in [`Decoded::Tagged`]):
+    /// [`Reply::Batch`] with each value found pushed onto `found` as (key id,
+    /// range of `buf`); keys not there are misses.
+    fn decode_many(
+        &self,
+        ids: &[u64],
+        buf: &[u8],
+        found: &mut Vec<(u64, Range<usize>)>,
+    ) -> Result<Decoded, Malformed> {
+        let _ = (ids, buf, found);
+        Err(Malformed("this protocol has no batch read"))
+    }
     /// The bits of a [`Key::tag`] the protocol carries: a [`Decoded::Tagged`]
     /// reply names the request whose tag, masked by this, equals its tag.
     /// Requests in flight on a connection must stay below `(TAG_MASK + 1) / 2`.

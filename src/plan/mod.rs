@@ -442,6 +442,27 @@ impl TargetSpec {
     }
 }
 
+/// `mode` as a query mode of `kind` (lower case), or the error naming `flag`.
+pub fn query_mode_of(
+    kind: TargetKind,
+    mode: &str,
+    flag: &'static str,
+) -> Result<String, UsageError> {
+    let modes = kind.product().facts().query_modes;
+    let m = mode.to_ascii_lowercase();
+    if modes.contains(&m.as_str()) {
+        return Ok(m);
+    }
+    Err(UsageError::bad(
+        flag,
+        format!("{} speaks no query mode '{mode}'", kind.name()),
+        match modes.is_empty() {
+            true => "drop it".to_string(),
+            false => format!("use {}", modes.join(" or ")),
+        },
+    ))
+}
+
 /// The data and the operations.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Workload {
@@ -470,6 +491,10 @@ pub struct Workload {
     /// Loaded and written keys expire after this many seconds (0: never).
     #[serde(default)]
     pub ttl_s: u32,
+    /// The workload profile the sizes, mix, keys and TTL came from
+    /// (`--profile`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 fn default_seed() -> u64 {

@@ -122,6 +122,9 @@ pub struct WorkloadSection {
     pub background_writes: Option<f64>,
     /// Loaded and written keys expire after this many seconds (caches).
     pub ttl: Option<u32>,
+    /// A workload profile (`--profile`): its value sizes, SET:GET, key
+    /// popularity and TTL replace the study's own.
+    pub profile: Option<String>,
     /// Load the keys before measuring (false: the points write them).
     pub load: bool,
     /// Measure this many requests per point instead of `duration`: a number,
@@ -140,6 +143,7 @@ impl Default for WorkloadSection {
             key_prefix: "kvlab:".into(),
             background_writes: None,
             ttl: None,
+            profile: None,
             load: true,
             requests: None,
         }
@@ -228,6 +232,9 @@ pub struct TargetSection {
     /// Cache-aside: `warm` (default), `cold` or `settle` (see `--cache-start`).
     #[serde(default)]
     pub cache_start: Option<String>,
+    /// Cache-aside: the protocol the cache speaks (memcached: text or meta).
+    #[serde(default)]
+    pub cache_query_mode: Option<String>,
     /// What kvlab does to its servers during each point, e.g.
     /// `["10:restart-cache:2"]` (see `--event`).
     #[serde(default)]
@@ -263,13 +270,14 @@ impl TargetSection {
             if self.write_policy.is_some()
                 || self.cache_ttl.is_some()
                 || self.cache_start.is_some()
+                || self.cache_query_mode.is_some()
                 || !self.cache_opts.is_empty()
             {
                 let caches: Vec<String> = crate::products::kinds(true)
                     .map(|k| format!("\"{}\"", k.name()))
                     .collect();
                 bail!(
-                    "write_policy, cache_ttl, cache_opts and cache_start need cache = {} (or a URL)",
+                    "write_policy, cache_ttl, cache_opts, cache_start and cache_query_mode need cache = {} (or a URL)",
                     crate::products::or_list(&caches)
                 );
             }
@@ -284,6 +292,13 @@ impl TargetSection {
             None => crate::plan::CacheStart::Warm,
         };
         cache.server_opts = self.cache_opts.clone();
+        if let Some(m) = &self.cache_query_mode {
+            cache.query_mode = Some(crate::plan::query_mode_of(
+                cache.kind,
+                m,
+                "cache_query_mode",
+            )?);
+        }
         Ok(Some(
             crate::plan::CacheAside {
                 cache,
@@ -344,6 +359,10 @@ pub struct Sweep {
     /// Key distributions, e.g. `["uniform", "zipf:0.99"]`.
     #[serde(default)]
     pub distribution: Vec<String>,
+    /// Workload profiles, e.g. `["none", "twitter-c29"]` (`none`: the
+    /// study's own `[workload]`).
+    #[serde(default)]
+    pub profile: Vec<String>,
 }
 
 /// The label of a target section.

@@ -69,8 +69,9 @@ products! {
         RedisCluster = "redis-cluster" => resp::REDIS_CLUSTER, |_| resp::Resp;
         /// Valkey Cluster (RESP, slot-routed), managed as N `valkey-server` nodes.
         ValkeyCluster = "valkey-cluster" => resp::VALKEY_CLUSTER, |_| resp::Resp;
-        /// Memcached (text protocol), managed binary `memcached`.
-        Memcached = "memcached" => memcached::MEMCACHED, |_| memcached::Memcache;
+        /// Memcached (text or meta protocol), managed binary `memcached`.
+        Memcached = "memcached" => memcached::MEMCACHED,
+            |s| memcached::Memcache::for_connector(s.connector);
     }
     databases {
         /// PostgreSQL (wire protocol v3), managed binaries `initdb` + `postgres`.

@@ -89,6 +89,20 @@ pub fn summary(r: &RunResult) -> String {
         c.workload.distribution,
         c.workload.key_prefix
     );
+    if let Some(p) = c
+        .workload
+        .profile
+        .as_deref()
+        .and_then(crate::workload::profiles::profile)
+    {
+        let _ = writeln!(
+            s,
+            "  profile:  {} ({}); not reproduced: {}",
+            p.name,
+            p.source,
+            p.not_reproduced(c.workload.ttl_s > 0)
+        );
+    }
     let _ = writeln!(
         s,
         "  load:     {} connections on {} threads, pipeline {}, {shape}, {:.1} s measured after {} s warm-up",
@@ -201,9 +215,13 @@ pub fn summary(r: &RunResult) -> String {
     if let Some(a) = &r.cache_aside {
         let _ = writeln!(
             s,
-            "  cache-aside: {} {} in front, write policy {}{}; cache hit ratio {:.2}% ({} hits, {} misses)",
+            "  cache-aside: {} {}{} in front, write policy {}{}; cache hit ratio {:.2}% ({} hits, {} misses)",
             a.cache.product,
             a.cache.version,
+            a.cache_query_mode
+                .as_ref()
+                .map(|m| format!(" ({m} protocol)"))
+                .unwrap_or_default(),
             a.write_policy,
             if a.ttl_s > 0 {
                 format!(", TTL {} s", a.ttl_s)

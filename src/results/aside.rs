@@ -15,6 +15,10 @@ pub struct AsideReport {
     pub cache: TargetInfo,
     /// `invalidate` or `update`.
     pub write_policy: String,
+    /// The protocol the cache spoke, where it has several (memcached: `text`
+    /// or `meta`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_query_mode: Option<String>,
     /// Expiry of cache entries, seconds (0: never).
     pub ttl_s: u32,
     /// Reads the cache answered.

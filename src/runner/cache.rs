@@ -53,7 +53,8 @@ impl Cache {
             (None, Some(s)) => s.endpoint(),
             (None, None) => unreachable!("a managed cache has a server"),
         };
-        let connector = Connector::new(kind, &endpoint)?;
+        let connector =
+            Connector::new(kind, &endpoint)?.with_query_mode(aside.cache.query_mode_used());
         let sinfo = match &server {
             Some(s) => s.info.clone(),
             None => {
@@ -218,6 +219,7 @@ impl Cache {
         AsideReport {
             cache: self.info.clone(),
             write_policy: self.aside.policy.name().to_string(),
+            cache_query_mode: self.connector.query_mode.clone(),
             ttl_s: self.aside.ttl_s,
             cache_hits: legs.cache_hits,
             cache_misses: legs.cache_misses,

@@ -7,6 +7,7 @@ use rand_distr::{Distribution, Zipf};
 
 pub mod consistency;
 pub mod params;
+pub mod profiles;
 pub mod sizes;
 
 pub use params::{KeyDistribution, Ratio, Stop, WritePolicy};

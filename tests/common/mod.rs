@@ -41,6 +41,7 @@ pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
             seed: 7,
             background_writes: None,
             ttl_s: 0,
+            profile: None,
         },
         load: LoadShape {
             connections: 4,

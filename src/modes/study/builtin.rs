@@ -31,6 +31,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "cache-failure",
         include_str!("../../../studies/cache-failure.toml"),
     ),
+    ("profiles", include_str!("../../../studies/profiles.toml")),
 ];
 
 /// The text of the built-in study `name`.

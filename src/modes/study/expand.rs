@@ -11,6 +11,7 @@ use crate::plan::study::{StudyFile, label};
 use crate::plan::{
     KeyDistribution, LoadShape, Ratio, RunPlan, SchemaOptions, Stop, TargetSpec, Workload,
 };
+use crate::workload::profiles::Profile;
 
 /// One measured point of a study.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -38,6 +39,7 @@ pub fn swept_axes(study: &StudyFile) -> Vec<String> {
         ("rate".into(), s.rate.len()),
         ("keys".into(), s.keys.len()),
         ("ratio".into(), s.ratio.len()),
+        ("profile".into(), s.profile.len()),
     ];
     axes.extend(
         s.server
@@ -126,13 +128,17 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
     let sizes = &sizes;
     let cache_combos = &combos(&s.sweep.cache, "sweep.cache")?;
     let distributions = &distributions;
-    // Each key count and ratio, crossed with each distribution and cache setting.
-    let keys_ratios: Vec<(u64, Ratio, &Named, &Settings)> = keys_ratios
+    let profiles = &profiles(s)?;
+    // Each key count and ratio, crossed with each distribution, cache setting
+    // and profile.
+    let keys_ratios: Vec<(u64, Ratio, &Named, &Settings, Option<&Profile>)> = keys_ratios
         .iter()
         .flat_map(|&(k, r)| {
-            distributions
-                .iter()
-                .flat_map(move |d| cache_combos.iter().map(move |c| (k, r, d, c)))
+            distributions.iter().flat_map(move |d| {
+                cache_combos
+                    .iter()
+                    .flat_map(move |c| profiles.iter().map(move |p| (k, r, d, c, *p)))
+            })
         })
         .collect();
     let mut points = Vec::new();
@@ -140,7 +146,7 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
         let base: TargetSpec = t.target.parse()?;
         let cache = t.cache_aside()?;
         for combo in &server_combos {
-            for &(keys, ratio, (dist_name, distribution), cache_combo) in &keys_ratios {
+            for &(keys, ratio, (dist_name, distribution), cache_combo, profile) in &keys_ratios {
                 for &value_size in &one(&s.sweep.value_size, s.workload.value_size) {
                     for &connections in &one(&s.sweep.connections, s.load.connections) {
                         for &threads in &one(&s.sweep.threads, threads_default) {
@@ -183,27 +189,42 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
                                         if let Some(r) = rate {
                                             params.insert("rate".into(), r.to_string());
                                         }
+                                        if let Some(p) = profile {
+                                            // The profile's mix, sizes and keys, not the study's.
+                                            for k in ["ratio", "value_size", "distribution"] {
+                                                params.remove(k);
+                                            }
+                                            params.insert("profile".into(), p.name.into());
+                                        } else if !s.sweep.profile.is_empty() {
+                                            params.insert("profile".into(), "none".into());
+                                        }
+                                        let mut workload = Workload {
+                                            keys,
+                                            value_size: match &sizes {
+                                                Some(d) => {
+                                                    crate::workload::Values::with(d).mean().round()
+                                                        as usize
+                                                }
+                                                None => value_size,
+                                            },
+                                            value_sizes: sizes.clone(),
+                                            ratio,
+                                            distribution: *distribution,
+                                            key_prefix: s.workload.key_prefix.clone(),
+                                            load: s.workload.load,
+                                            seed: 1,
+                                            background_writes: s.workload.background_writes,
+                                            ttl_s: s.workload.ttl.unwrap_or(0),
+                                            profile: None,
+                                        };
+                                        if let Some(p) = profile {
+                                            let expires = cache.is_none() && target.kind.expires();
+                                            apply_profile(&mut workload, p, expires)?;
+                                        }
                                         let plan = RunPlan {
                                             cache,
                                             target,
-                                            workload: Workload {
-                                                keys,
-                                                value_size: match &sizes {
-                                                    Some(d) => crate::workload::Values::with(d)
-                                                        .mean()
-                                                        .round()
-                                                        as usize,
-                                                    None => value_size,
-                                                },
-                                                value_sizes: sizes.clone(),
-                                                ratio,
-                                                distribution: *distribution,
-                                                key_prefix: s.workload.key_prefix.clone(),
-                                                load: s.workload.load,
-                                                seed: 1,
-                                                background_writes: s.workload.background_writes,
-                                                ttl_s: s.workload.ttl.unwrap_or(0),
-                                            },
+                                            workload,
                                             load: LoadShape {
                                                 connections,
                                                 threads: threads.min(connections),
@@ -294,4 +315,44 @@ fn combos(
             .collect();
     }
     Ok(out)
+}
+
+/// The study's profiles: those swept (`none`: its own workload), else its
+/// `[workload] profile`, else none.
+fn profiles(s: &StudyFile) -> Result<Vec<Option<&'static Profile>>> {
+    let find = |n: &str| -> Result<Option<&'static Profile>> {
+        if n == "none" {
+            return Ok(None);
+        }
+        crate::workload::profiles::profile(n)
+            .map(Some)
+            .ok_or_else(|| {
+                anyhow!(
+                    "profile \"{n}\" is not known; use none or {}",
+                    crate::workload::profiles::names()
+                )
+            })
+    };
+    if s.sweep.profile.is_empty() {
+        return match &s.workload.profile {
+            Some(n) => Ok(vec![find(n)?]),
+            None => Ok(vec![None]),
+        };
+    }
+    s.sweep.profile.iter().map(|n| find(n)).collect()
+}
+
+/// Replaces `w`'s value sizes, mix, key popularity and (where keys expire)
+/// TTL with `p`'s.
+fn apply_profile(w: &mut Workload, p: &Profile, expires: bool) -> Result<()> {
+    let sizes: crate::workload::SizeDist = p.value_sizes.parse()?;
+    w.value_size = crate::workload::Values::with(&sizes).mean().round() as usize;
+    w.value_sizes = Some(sizes);
+    w.ratio = p.ratio;
+    w.distribution = KeyDistribution::Zipf { theta: p.theta };
+    if expires {
+        w.ttl_s = p.ttl_s;
+    }
+    w.profile = Some(p.name.to_string());
+    Ok(())
 }

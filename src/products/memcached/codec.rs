@@ -1,5 +1,6 @@
-//! Memcached text-protocol codec: `get`/`set` encoding and reply decoding over
-//! byte buffers, plus blocking helpers for probing and reading `stats`.
+//! Memcached codec: `get`/`set` encoding and reply decoding over byte buffers
+//! in the text protocol, or the meta protocol's (`meta`), plus blocking
+//! helpers for probing and reading `stats`.
 
 use std::io::{Read, Write};
 
@@ -11,13 +12,31 @@ use crate::driver::wire::{
 };
 use crate::workload::OpKind;
 
-/// The memcached text codec (stateless).
+/// The memcached codec (stateless): the text protocol, or the meta one.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Memcache;
+pub struct Memcache {
+    /// Speaks the meta protocol (`mg`, `ms`, `md`).
+    pub meta: bool,
+}
+
+/// The protocols requests may speak (`--query-mode`), the default first.
+pub const MODES: [&str; 2] = ["text", "meta"];
+
+impl Memcache {
+    /// The codec for `c`'s query mode.
+    pub fn for_connector(c: &crate::driver::Connector) -> Memcache {
+        Memcache {
+            meta: c.query_mode.as_deref() == Some("meta"),
+        }
+    }
+}
 
 impl Codec for Memcache {
     #[inline]
     fn encode_get(&self, key: Key<'_>, out: &mut Vec<u8>) {
+        if self.meta {
+            return super::meta::encode_get(key.name, out);
+        }
         let key = key.name;
         out.extend_from_slice(b"get ");
         out.extend_from_slice(key);
@@ -31,6 +50,9 @@ impl Codec for Memcache {
 
     #[inline]
     fn encode_set_ttl(&self, key: Key<'_>, value: &[u8], ttl_s: u32, out: &mut Vec<u8>) {
+        if self.meta {
+            return super::meta::encode_set(key.name, value, ttl_s, out);
+        }
         let key = key.name;
         let mut b = itoa::Buffer::new();
         out.extend_from_slice(b"set ");
@@ -46,6 +68,9 @@ impl Codec for Memcache {
 
     #[inline]
     fn decode(&self, op: OpKind, buf: &[u8]) -> Result<Decoded, Malformed> {
+        if self.meta {
+            return super::meta::decode(op, buf);
+        }
         let Some(eol) = reply_line(buf, 0, 2048, "reply line longer than 2 KiB")? else {
             return Ok(Decoded::Incomplete);
         };
@@ -97,6 +122,9 @@ impl Codec for Memcache {
 impl CacheCodec for Memcache {
     #[inline]
     fn encode_delete(&self, key: Key<'_>, out: &mut Vec<u8>) {
+        if self.meta {
+            return super::meta::encode_delete(key.name, out);
+        }
         out.extend_from_slice(b"delete ");
         out.extend_from_slice(key.name);
         out.extend_from_slice(b"\r\n");
@@ -104,6 +132,9 @@ impl CacheCodec for Memcache {
 
     #[inline]
     fn decode_delete(&self, buf: &[u8]) -> Result<Decoded, Malformed> {
+        if self.meta {
+            return super::meta::decode_delete(buf);
+        }
         let Some(eol) = reply_line(buf, 0, 2048, "reply line longer than 2 KiB")? else {
             return Ok(Decoded::Incomplete);
         };
@@ -174,33 +205,36 @@ mod tests {
     use crate::driver::wire::testing::{assert_incomplete, encoded, frame, key};
 
     fn dec(op: OpKind, b: &[u8]) -> Result<Decoded, Malformed> {
-        Memcache.decode(op, b)
+        Memcache::default().decode(op, b)
     }
 
     #[test]
     fn encodes_and_decodes_cache_aside_commands() {
         let k = key(1, b"k1");
         let mut out = Vec::new();
-        Memcache.encode_set_ttl(k, b"vv", 30, &mut out);
+        Memcache::default().encode_set_ttl(k, b"vv", 30, &mut out);
         assert_eq!(out, b"set k1 0 30 2\r\nvv\r\n");
         out.clear();
-        Memcache.encode_delete(k, &mut out);
+        Memcache::default().encode_delete(k, &mut out);
         assert_eq!(out, b"delete k1\r\n");
         assert_eq!(
-            Memcache.decode_delete(b"DELETED\r\n"),
+            Memcache::default().decode_delete(b"DELETED\r\n"),
             frame(9, Reply::Stored)
         );
         assert_eq!(
-            Memcache.decode_delete(b"NOT_FOUND\r\n"),
+            Memcache::default().decode_delete(b"NOT_FOUND\r\n"),
             frame(11, Reply::Stored)
         );
-        assert_eq!(Memcache.decode_delete(b"DELE"), Ok(Decoded::Incomplete));
-        assert!(Memcache.decode_delete(b"STORED\r\n").is_err());
+        assert_eq!(
+            Memcache::default().decode_delete(b"DELE"),
+            Ok(Decoded::Incomplete)
+        );
+        assert!(Memcache::default().decode_delete(b"STORED\r\n").is_err());
     }
 
     #[test]
     fn encodes_commands() {
-        let (get, set) = encoded(&Memcache, key(1, b"k:1"), b"vv");
+        let (get, set) = encoded(&Memcache::default(), key(1, b"k:1"), b"vv");
         assert_eq!(get, b"get k:1\r\n");
         assert_eq!(set, b"set k:1 0 0 2\r\nvv\r\n");
     }
@@ -224,7 +258,11 @@ mod tests {
 
     #[test]
     fn partial_replies_are_incomplete() {
-        assert_incomplete(&Memcache, OpKind::Get, b"VALUE k 0 3\r\nabc\r\nEND\r\n");
+        assert_incomplete(
+            &Memcache::default(),
+            OpKind::Get,
+            b"VALUE k 0 3\r\nabc\r\nEND\r\n",
+        );
         assert_eq!(dec(OpKind::Set, b"STOR"), Ok(Decoded::Incomplete));
     }
 

@@ -1,12 +1,15 @@
-//! Memcached over its text protocol. Everything kvlab knows of it lives here:
-//! the `memcached://` scheme, the codec, the probe (`version`), the managed
-//! server's settings, its counters and memory (`stats`), and its key rules.
+//! Memcached over its text protocol, or its meta protocol (`--query-mode
+//! meta`). Everything kvlab knows of it lives here: the `memcached://` scheme,
+//! the codec, the probe (`version`), the managed server's settings, its
+//! counters and memory (`stats`), and its key rules.
 //!
 //! # Layout
-//! - [`codec`]: the sans-IO text codec and blocking helpers (`version`, `stats`).
+//! - [`codec`]: the sans-IO codec and blocking helpers (`version`, `stats`).
+//! - `meta`: the meta protocol's frames (`mg`, `ms`, `md`).
 //! - [`server`]: `--server-opt` → `memcached` flags.
 
 pub mod codec;
+mod meta;
 pub mod server;
 
 use std::io;
@@ -39,6 +42,7 @@ static FACTS: Facts = Facts {
     refuses_login: Some("SASL is not supported"),
     unix_url_example: Some("memcached+unix:///path/to.sock"),
     example_url: "memcached://127.0.0.1:11211",
+    query_modes: &codec::MODES,
     usage_report: Some(UsageReport {
         cpu: "stats rusage_user + rusage_system",
         memory: Some("stats bytes, the items' memory"),
