@@ -14,6 +14,7 @@
 # TLS (BENCH_TLS=0 skips it): kvlab (rustls) beside redis-benchmark --tls
 # (OpenSSL) on a kvlab-managed redis speaking TLS only, both verifying its CA.
 # Single caches (BENCH_CACHES=0 skips them): redis, memcached, tarantool.
+# Batch reads (BENCH_BATCH=0 skips them): MGET of 10 keys on redis.
 # Open loop (BENCH_RATE=0 skips it): kvlab at 50% and 80% of its closed-loop
 # throughput beside that closed loop, on redis (pipeline 1 and 16) and on
 # PostgreSQL beside pgbench -R at the same rates.
@@ -127,7 +128,7 @@ rounds() {
       if [ -n "$MEMTIER" ]; then
         per=$((N / 50))
         record "memtier$suffix" "$P" $((per * 50)) "$(cpu_of "$MEMTIER" -p "$port" --protocol="$proto" --ratio=0:1 \
-          --key-pattern=R:R --key-maximum="$KEYS" -d 256 -c 50 -t 1 --pipeline="$P" -n "$per" --hide-histogram)"
+          --key-pattern=R:R --distinct-client-seed --key-maximum="$KEYS" -d 256 -c 50 -t 1 --pipeline="$P" -n "$per" --hide-histogram)"
       fi
     done
   done
@@ -148,11 +149,34 @@ for round in $(seq "$ROUNDS"); do
   if [ -n "$MEMTIER" ]; then
     per=$((N1 / 50))
     record "memtier-1:4" 1 $((per * 50)) "$(cpu_of "$MEMTIER" -p "$PORT" --protocol=redis --ratio=1:4 \
-      --key-pattern=R:R --key-maximum="$KEYS" -d 256 -c 50 -t 1 --pipeline=1 -n "$per" --hide-histogram)"
+      --key-pattern=R:R --distinct-client-seed --key-maximum="$KEYS" -d 256 -c 50 -t 1 --pipeline=1 -n "$per" --hide-histogram)"
   fi
 done
 else
   "$KVLAB" run --target "$REDIS" --keys "$KEYS" --requests 1 --warmup 0 > /dev/null
+fi
+
+# Batch reads (BENCH_BATCH=0 skips them): MGET of 10 random keys, kvlab
+# (--batch 10, every value verified) beside redis-benchmark running the
+# command MGET of 10 key:__rand_int__ (each drawn on its own) and memtier
+# (--command "mget" of 10 __key__), requests of 10 keys each.
+if [ "${BENCH_BATCH:-1}" = 1 ]; then
+  redis-benchmark -p "$PORT" -t set -n $((KEYS * 5)) -r "$KEYS" -d 256 -P 64 -q > /dev/null
+  MG="mget$(printf ' __key__%.0s' $(seq 10))"
+  for round in $(seq "$ROUNDS"); do
+    for P in 1 16; do
+      N=$(( $([ "$P" = 1 ] && echo "$N1" || echo "$N16") / 10 ))
+      echo "bench: round $round, redis MGET of 10 keys, pipeline $P"
+      # shellcheck disable=SC2046
+      record redis-benchmark-mget "$P" "$N" "$(cpu_of redis-benchmark -p "$PORT" -n "$N" -r "$KEYS" -c 50 -P "$P" -q MGET $(printf 'key:__rand_int__ %.0s' $(seq 10)))"
+      kvlab_rec kvlab-mget "$P" "$N" "$REDIS" --keys "$KEYS" --batch 10
+      if [ -n "$MEMTIER" ]; then
+        per=$((N / 50))
+        record memtier-mget "$P" $((per * 50)) "$(cpu_of "$MEMTIER" -p "$PORT" --protocol=redis --command="$MG" \
+          --command-key-pattern=R --distinct-client-seed --key-prefix=kvlab: --key-maximum="$KEYS" -c 50 -t 1 --pipeline="$P" -n "$per" --hide-histogram)"
+      fi
+    done
+  done
 fi
 
 # Redis Cluster, 3 primaries (kvlab-managed). redis-benchmark --cluster gives

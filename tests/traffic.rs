@@ -230,3 +230,38 @@ fn a_profile_sets_the_workload_and_flags_beside_it_win() {
         "{e}"
     );
 }
+
+#[test]
+fn batch_reads_are_refused_where_they_cannot_run() {
+    let e = common::fails(&["run", "--target", "redis", "--batch", "0"]);
+    assert!(e.contains("--batch") && e.lines().count() == 1, "{e}");
+    let e = common::fails(&["run", "--target", "redis", "--batch", "10:x"]);
+    assert!(e.contains("--batch") && e.contains("weight"), "{e}");
+    let e = common::fails(&["run", "--target", "redis", "--batch", "50", "--keys", "20"]);
+    assert!(e.contains("--batch") && e.contains("--keys"), "{e}");
+    let e = common::fails(&[
+        "run", "--target", "postgres", "--cache", "redis", "--batch", "10",
+    ]);
+    assert!(e.contains("--batch") && e.contains("cache"), "{e}");
+}
+
+#[test]
+fn a_batch_mix_with_expiry_counts_keys_and_expired_keys() {
+    // Keys live 1 s; reads 2 s later find them gone, key by key.
+    let mut p = sized(TargetKind::Redis, "100");
+    p.workload.ttl_s = 1;
+    p.workload.ratio = Ratio { set: 0, get: 1 };
+    p.workload.batch = Some("1:50,8:50".parse().unwrap());
+    p.workload.keys = 500;
+    p.load.warmup_s = 2.0;
+    p.load.stop = kvlab::plan::Stop::Duration(1.0);
+    let r = common::measure(&p);
+    let keys = r.keys_read.unwrap();
+    assert!(
+        keys > r.gets * 3 && keys < r.gets * 6,
+        "{keys} / {}",
+        r.gets
+    );
+    assert_eq!((r.hits, r.misses), (0, keys));
+    assert_eq!(r.expired_misses, Some(keys));
+}

@@ -2,6 +2,7 @@
 
 mod aside;
 pub mod commands;
+mod help;
 mod tls;
 pub use tls::TlsArgs;
 
@@ -9,10 +10,11 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::driver::{Role, parse_opt};
+use crate::driver::parse_opt;
 use crate::error::UsageError;
 use crate::plan::{KeyDistribution, LoadShape, Ratio, RunPlan, Stop, TargetSpec, Workload};
 use crate::products;
+use help::{consistency_help, query_mode_help, schema_help};
 
 /// kvlab: do you still need a cache in front of your database? Measure it.
 #[derive(Debug, Parser)]
@@ -171,6 +173,10 @@ pub struct RunArgs {
     /// twitter-c19, twitter-c29); flags given beside it win.
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
+    /// Keys one GET reads, with the protocol's multi-key read (MGET, `get k1
+    /// k2 …`, `= ANY($1)`, `IN (…)`): N, or a mix as KEYS:WEIGHT,…
+    #[arg(long, value_name = "N|MIX")]
+    pub batch: Option<String>,
     /// Prefix of every key kvlab reads or writes.
     #[arg(long, default_value = "kvlab:")]
     pub key_prefix: String,
@@ -502,6 +508,7 @@ impl RunArgs {
                 },
                 ttl_s,
                 profile: profile.map(|p| p.name.to_string()),
+                batch: crate::plan::parse_batch(self.batch.as_deref())?,
             },
             load: LoadShape {
                 connections: self.connections,
@@ -518,6 +525,7 @@ impl RunArgs {
         };
         plan.check_cache()?;
         plan.check_ttl()?;
+        plan.check_batch()?;
         let mut plan = plan;
         plan.load.events = aside::events(&self.events, &plan)?;
         if plan
@@ -531,63 +539,4 @@ impl RunArgs {
         }
         Ok(plan)
     }
-}
-
-/// The help of a table option: `what`, and the databases that take it (with
-/// their engines, for `table_engine`).
-fn schema_help(option: &str, what: &str) -> String {
-    let takers: Vec<String> = products::kinds(false)
-        .filter(|k| k.takes(option))
-        .map(|k| match k.product().role() {
-            Role::Database(_) if option == "table_engine" => {
-                let facts = k.product().facts();
-                format!("{} ({})", facts.title, facts.table.engines.join("|"))
-            }
-            _ => k.product().facts().title.to_string(),
-        })
-        .collect();
-    format!("{}: {what}", products::or_list(&takers))
-}
-
-/// The `--query-mode` help: the products that have modes, with the modes.
-fn query_mode_help() -> String {
-    let takers: Vec<String> = crate::products::TargetKind::ALL
-        .into_iter()
-        .filter_map(|k| {
-            let modes = k.product().facts().query_modes;
-            (!modes.is_empty()).then(|| {
-                format!(
-                    "{} ({}; default {})",
-                    k.product().facts().title,
-                    modes.join("|"),
-                    modes[0]
-                )
-            })
-        })
-        .collect();
-    format!(
-        "{}: how requests are sent (as pgbench's -M); a transaction-pooling --pooler needs the unnamed statement, so it defaults to extended there",
-        products::or_list(&takers)
-    )
-}
-
-/// The `--consistency` help: the products that have levels, with the levels.
-fn consistency_help() -> String {
-    let takers: Vec<String> = crate::products::TargetKind::ALL
-        .into_iter()
-        .filter_map(|k| {
-            let levels = k.product().facts().consistency_levels;
-            (!levels.is_empty()).then(|| {
-                format!(
-                    "{} ({}; default one)",
-                    k.product().facts().title,
-                    levels.join("|")
-                )
-            })
-        })
-        .collect();
-    format!(
-        "{}: consistency level of every request",
-        products::or_list(&takers)
-    )
 }

@@ -20,6 +20,10 @@ pub struct ServerCounters {
     /// statistics, e.g. PostgreSQL without pg_stat_statements).
     #[serde(default = "yes")]
     pub exact: bool,
+    /// Whether `gets` counts keys read rather than requests (memcached's
+    /// `cmd_get` counts each key of a multi-key get).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub per_key: bool,
 }
 
 fn yes() -> bool {
@@ -35,6 +39,7 @@ impl ServerCounters {
             hits: self.hits + o.hits,
             misses: self.misses + o.misses,
             exact: self.exact && o.exact,
+            per_key: self.per_key,
         }
     }
 
@@ -46,6 +51,7 @@ impl ServerCounters {
             hits: self.hits.saturating_sub(before.hits),
             misses: self.misses.saturating_sub(before.misses),
             exact: self.exact && before.exact,
+            per_key: self.per_key,
         }
     }
 }

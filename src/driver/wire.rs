@@ -122,12 +122,11 @@ impl Batch<'_> {
     }
 }
 
-/// The key id a kvlab key name ends with (its decimal digits after the prefix).
+/// The key id of kvlab key `name` (`prefix` then the id in decimal).
 #[inline]
-pub fn id_of_name(name: &[u8]) -> Option<u64> {
-    let digits = name.iter().rev().take_while(|b| b.is_ascii_digit()).count();
-    let d = &name[name.len() - digits..];
-    if d.is_empty() || d.len() > 19 {
+pub fn id_of_name(prefix: &[u8], name: &[u8]) -> Option<u64> {
+    let d = name.strip_prefix(prefix)?;
+    if d.is_empty() || d.len() > 19 || !d.iter().all(u8::is_ascii_digit) {
         return None;
     }
     Some(d.iter().fold(0u64, |n, b| n * 10 + u64::from(b - b'0')))
@@ -165,18 +164,26 @@ pub trait Codec: Clone + Send + Sync + 'static {
     fn encode_get_many(&self, b: &Batch<'_>, out: &mut Vec<u8>) {
         let _ = (b, out);
     }
-    /// Decodes the reply to a batch read of `ids` (the oldest in flight;
+    /// Decodes the reply to a batch read of `ids`, named `prefix` + id (the oldest in flight;
     /// protocols that answer out of order name theirs in [`Decoded::Tagged`]):
     /// [`Reply::Batch`] with each value found pushed onto `found` as (key id,
     /// range of `buf`); keys not there are misses.
     fn decode_many(
         &self,
+        prefix: &[u8],
         ids: &[u64],
         buf: &[u8],
         found: &mut Vec<(u64, Range<usize>)>,
     ) -> Result<Decoded, Malformed> {
-        let _ = (ids, buf, found);
+        let _ = (prefix, ids, buf, found);
         Err(Malformed("this protocol has no batch read"))
+    }
+    /// Protocols that may answer out of order: the tag of the reply at the
+    /// front of `buf` once its header is whole (`None`: in order, or not yet).
+    #[inline]
+    fn reply_tag(&self, buf: &[u8]) -> Option<u32> {
+        let _ = buf;
+        None
     }
     /// The bits of a [`Key::tag`] the protocol carries: a [`Decoded::Tagged`]
     /// reply names the request whose tag, masked by this, equals its tag.
@@ -238,6 +245,8 @@ pub enum Session {
         get: StatementId,
         /// Id of the prepared SET.
         set: StatementId,
+        /// Id of the prepared batch read.
+        batch: StatementId,
         /// The protocol's code of the consistency level.
         level: u16,
     },

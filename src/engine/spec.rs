@@ -46,6 +46,8 @@ pub struct Spec {
     pub seed: u64,
     /// Expiry of written keys, seconds (0: never; caches only).
     pub ttl_s: u32,
+    /// Keys per GET (`--batch`); `None`: one.
+    pub batch: Option<crate::workload::BatchSizes>,
     /// When this run's load of the keys ended (their TTL runs from before
     /// then); `None`: not loaded by this run.
     pub loaded_at: Option<std::time::Instant>,

@@ -77,6 +77,7 @@ pub fn fill(
             break format!("the cap of {} keys (workload.keys)", plan.workload.keys);
         }
         let spec = Spec {
+            batch: None,
             connector: connector.clone(),
             key_prefix: format!("{}f{n}:", plan.workload.key_prefix).into_bytes(),
             values: plan.workload.values(),

@@ -155,6 +155,46 @@ impl RunPlan {
         Ok(())
     }
 
+    /// Checks `--batch`: a target with a multi-key read, no cache
+    /// in front, and no more keys per GET than there are keys.
+    pub fn check_batch(&self) -> Result<(), UsageError> {
+        let Some(b) = &self.workload.batch else {
+            return Ok(());
+        };
+        let kind = self.target.kind;
+        let takers: Vec<&str> = crate::products::TargetKind::ALL
+            .into_iter()
+            .filter(|k| k.product().facts().batch_reads.is_some())
+            .map(|k| k.name())
+            .collect();
+        if kind.product().facts().batch_reads.is_none() {
+            return Err(UsageError::bad(
+                "--batch",
+                format!("kvlab has no batch read for {}", kind.name()),
+                format!("use one of {}, or drop --batch", takers.join(", ")),
+            ));
+        }
+        if self.cache.is_some() {
+            return Err(UsageError::bad(
+                "--batch",
+                "a cache-aside run reads one key per request",
+                "drop --batch, or run the cache and the database on their own",
+            ));
+        }
+        if b.max() as u64 > self.workload.keys {
+            return Err(UsageError::bad(
+                "--batch",
+                format!(
+                    "{} keys per GET but only {} keys",
+                    b.max(),
+                    self.workload.keys
+                ),
+                "raise --keys or give a smaller batch",
+            ));
+        }
+        Ok(())
+    }
+
     /// Checks that a cache-aside plan makes sense: a cache in front of a
     /// database, one request at a time per client, the data loaded.
     pub fn check_cache(&self) -> Result<(), UsageError> {
@@ -495,6 +535,23 @@ pub struct Workload {
     /// (`--profile`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// Keys one GET reads (`--batch`), with the protocol's multi-key read;
+    /// `None`: one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<crate::workload::BatchSizes>,
+}
+
+/// `--batch` as given (`None`: one key per GET).
+pub fn parse_batch(text: Option<&str>) -> Result<Option<crate::workload::BatchSizes>, UsageError> {
+    let Some(t) = text else { return Ok(None) };
+    let b: crate::workload::BatchSizes = t.parse().map_err(|e: String| {
+        UsageError::bad(
+            "--batch",
+            e,
+            "give keys per GET, e.g. --batch 10 or --batch 1:50,10:40,100:10",
+        )
+    })?;
+    Ok((!b.single()).then_some(b))
 }
 
 fn default_seed() -> u64 {

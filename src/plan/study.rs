@@ -125,6 +125,8 @@ pub struct WorkloadSection {
     /// A workload profile (`--profile`): its value sizes, SET:GET, key
     /// popularity and TTL replace the study's own.
     pub profile: Option<String>,
+    /// Keys one GET reads (`--batch`): `"10"` or `"1:50,10:40,100:10"`.
+    pub batch: Option<String>,
     /// Load the keys before measuring (false: the points write them).
     pub load: bool,
     /// Measure this many requests per point instead of `duration`: a number,
@@ -144,6 +146,7 @@ impl Default for WorkloadSection {
             background_writes: None,
             ttl: None,
             profile: None,
+            batch: None,
             load: true,
             requests: None,
         }

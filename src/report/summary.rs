@@ -142,12 +142,35 @@ pub fn summary(r: &RunResult) -> String {
     let _ = writeln!(s, "  throughput  {} req/s", num(r.throughput_rps));
     if r.value_bytes > 0 && r.duration_s > 0.0 {
         // Hits and stored writes carry a value.
-        let ok = (r.requests - r.errors - r.misses).max(1);
+        let ok = match r.keys_read {
+            Some(_) => r.hits + r.sets,
+            None => r.requests.saturating_sub(r.errors + r.misses),
+        };
         let _ = writeln!(
             s,
-            "  bytes       {} MB/s of values read and written ({} B per request)",
+            "  bytes       {} MB/s of values read and written ({} B per {})",
             num(r.value_bytes as f64 / r.duration_s / 1e6),
-            num(r.value_bytes as f64 / ok as f64)
+            num(r.value_bytes as f64 / ok.max(1) as f64),
+            if r.keys_read.is_some() {
+                "key found or written"
+            } else {
+                "request"
+            }
+        );
+    }
+    if let (Some(k), Some(b)) = (r.keys_read, &r.config.workload.batch) {
+        let _ = writeln!(
+            s,
+            "  batch       {:.1} keys per GET (--batch {b}): {} keys/s; hits and misses count keys, latency is per request; {}",
+            k as f64 / r.gets.max(1) as f64,
+            num(k as f64 / r.duration_s.max(1e-9)),
+            r.config
+                .target
+                .kind
+                .product()
+                .facts()
+                .batch_reads
+                .unwrap_or("")
         );
     }
     let _ = writeln!(
@@ -164,7 +187,7 @@ pub fn summary(r: &RunResult) -> String {
                 Some(e) => format!(
                     "{e} of the {} misses ({:.1}% of GETs) read a key after its TTL ran out{}",
                     r.misses,
-                    e as f64 * 100.0 / r.gets.max(1) as f64,
+                    e as f64 * 100.0 / r.keys_read.unwrap_or(r.gets).max(1) as f64,
                     if e < r.misses {
                         " (the others came sooner after the key's write: an eviction, or a server that counts expiry in whole seconds, as memcached does, and drops a key up to a second early)"
                     } else {
@@ -399,8 +422,16 @@ pub fn summary(r: &RunResult) -> String {
         };
         let _ = writeln!(
             s,
-            "  server counters (warm-up + run): GET {} / SET {}, kvlab sent GET {} / SET {}: {verdict}",
-            cc.server.gets, cc.server.sets, cc.kvlab_gets, cc.kvlab_sets
+            "  server counters (warm-up + run): GET {} / SET {}, kvlab sent GET {} / SET {}{}: {verdict}",
+            cc.server.gets,
+            cc.server.sets,
+            cc.kvlab_gets,
+            cc.kvlab_sets,
+            if cc.server.per_key {
+                " (GET: keys read)"
+            } else {
+                ""
+            }
         );
     }
     if let Some(sh) = &r.connections.sharded {

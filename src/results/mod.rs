@@ -64,6 +64,10 @@ pub struct RunResult {
     pub hits: u64,
     /// GETs that found nothing.
     pub misses: u64,
+    /// Batch reads (`--batch`): keys the GETs asked for (`hits` and `misses`
+    /// count keys; `gets`, requests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys_read: Option<u64>,
     /// Failed requests (all kinds).
     pub errors: u64,
     /// Failed requests by kind.

@@ -95,6 +95,18 @@ pub struct Counts {
     /// Misses of a key read after its TTL had run out (`--ttl`).
     #[serde(default)]
     pub expired: u64,
+    /// Keys the GETs asked for (one each, or a batch's keys with `--batch`):
+    /// hits and misses count keys, `gets` counts requests.
+    #[serde(default)]
+    pub keys: u64,
+    /// Commands batch reads sent beyond one per request (on a sharded
+    /// target a batch read sends one per slot its keys fall in).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub extra_commands: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Counts {
@@ -103,6 +115,7 @@ impl Counts {
     pub fn count(&mut self, get: bool, outcome: Outcome) {
         if get {
             self.gets += 1;
+            self.keys += 1;
         } else {
             self.sets += 1;
         }
@@ -112,6 +125,24 @@ impl Counts {
             Outcome::Stored => self.stored += 1,
             Outcome::Error(k) => self.errors[k as usize] += 1,
         }
+    }
+
+    /// Counts one finished batch read of `keys` keys sent as `commands`
+    /// commands, `error` if it failed
+    /// (its keys' hits and misses are counted apart, by the caller).
+    #[inline]
+    pub fn count_batch(&mut self, keys: u64, commands: u64, error: Option<ErrorKind>) {
+        self.gets += 1;
+        self.keys += keys;
+        self.extra_commands += commands.saturating_sub(1);
+        if let Some(k) = error {
+            self.errors[k as usize] += 1;
+        }
+    }
+
+    /// Keys the GETs asked for (`gets` in results written before `keys`).
+    pub fn keys_read(&self) -> u64 {
+        if self.keys == 0 { self.gets } else { self.keys }
     }
 
     /// All finished requests.
@@ -126,7 +157,7 @@ impl Counts {
 
     /// Requests that succeeded (hit, miss or stored).
     pub fn ok(&self) -> u64 {
-        self.hits + self.misses + self.stored
+        self.requests() - self.error_total()
     }
 
     /// Errors of one kind.
@@ -150,6 +181,8 @@ impl Counts {
         self.stale_versions_max = self.stale_versions_max.max(other.stale_versions_max);
         self.value_bytes += other.value_bytes;
         self.expired += other.expired;
+        self.keys += other.keys;
+        self.extra_commands += other.extra_commands;
     }
 }
 

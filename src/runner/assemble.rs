@@ -105,10 +105,10 @@ pub(super) fn assemble(
             }
         ));
     }
-    if !plan.workload.load && c.gets > 0 && c.misses * 2 > c.gets {
+    if !plan.workload.load && c.gets > 0 && c.misses * 2 > c.keys_read() {
         problems.push(format!(
             "{:.0}% of GETs missed (--no-load): the figures describe misses, not cache hits",
-            c.misses as f64 * 100.0 / c.gets as f64
+            c.misses as f64 * 100.0 / c.keys_read() as f64
         ));
     }
     if c.requests() == 0 {
@@ -167,7 +167,7 @@ pub(super) fn assemble(
     // A run full of misses measured the wrong thing: not a valid result; nor
     // is an open loop that did not carry its rate. Errors are what a run with
     // events (a server killed) measures: counted and shown, not disqualifying.
-    let mostly_misses = c.gets > 0 && c.misses * 2 > c.gets;
+    let mostly_misses = c.gets > 0 && c.misses * 2 > c.keys_read();
     let valid = (c.error_total() == 0 || events)
         && c.requests() > 0
         && (!mostly_misses || events || expiring)
@@ -192,6 +192,7 @@ pub(super) fn assemble(
         sets: c.sets,
         hits: c.hits,
         misses: c.misses,
+        keys_read: plan.workload.batch.is_some().then_some(c.keys_read()),
         errors: c.error_total(),
         errors_by_kind,
         value_bytes: c.value_bytes,

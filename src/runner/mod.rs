@@ -148,6 +148,7 @@ pub fn measure_with(
         timeout: Duration::from_secs_f64(plan.load.timeout_s),
         seed: shard.map_or(plan.workload.seed, |s| s.seed(plan.workload.seed)),
         ttl_s: plan.workload.ttl_s,
+        batch: plan.workload.batch.clone(),
         loaded_at: None,
         board: None,
         aside: None,
@@ -259,8 +260,17 @@ pub fn measure_with(
         let sent = |l: Leg| report.leg_requests[l as usize];
         (sent(Leg::DbGet), sent(Leg::DbSet))
     } else {
+        // A server that counts keys read (memcached's cmd_get) is given the
+        // keys kvlab's GETs asked for; others a command per request.
+        let per_key = after.is_some_and(|a| a.per_key);
         (
-            report.warmup.gets + report.measured.counts.gets,
+            match per_key {
+                true => report.warmup.keys_read() + report.measured.counts.keys_read(),
+                false => {
+                    let c = &report.measured.counts;
+                    report.warmup.gets + report.warmup.extra_commands + c.gets + c.extra_commands
+                }
+            },
             report.warmup.sets + report.measured.counts.sets + bg_sets,
         )
     };

@@ -5,11 +5,13 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 
+pub mod batch;
 pub mod consistency;
 pub mod params;
 pub mod profiles;
 pub mod sizes;
 
+pub use batch::BatchSizes;
 pub use params::{KeyDistribution, Ratio, Stop, WritePolicy};
 pub use sizes::SizeDist;
 

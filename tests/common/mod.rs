@@ -42,6 +42,7 @@ pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
             background_writes: None,
             ttl_s: 0,
             profile: None,
+            batch: None,
         },
         load: LoadShape {
             connections: 4,

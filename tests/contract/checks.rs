@@ -185,3 +185,63 @@ pub fn the_wrong_protocol_fails_fast(kind: TargetKind, entry: &Entry, e: &Endpoi
     let title = entry.other.product().facts().title;
     assert!(err.contains(&format!("{title} server")), "{kind:?}: {err}");
 }
+
+/// Batch reads (`--batch`): with the protocol's own multi-key read, hits and
+/// misses count keys, every value is verified (a corrupted one is a
+/// `wrong_value`), and the server counts what its facts say (a request, or a
+/// key). A product without one refuses `--batch` in one line.
+pub fn batch_reads_agree(kind: TargetKind, entry: &Entry, e: &Endpoint) {
+    let facts = kind.product().facts();
+    let mut p = plan_of(kind, entry, e);
+    p.workload.batch = Some("1:30,10:50,40:20".parse().unwrap());
+    p.workload.ratio = Ratio { set: 1, get: 9 };
+    if facts.batch_reads.is_none() {
+        let err = p.check_batch().unwrap_err().to_string();
+        assert!(
+            err.contains("--batch") && err.contains("redis"),
+            "{kind:?}: {err}"
+        );
+        return;
+    }
+    let r = measure(&p);
+    assert!(r.valid, "{kind:?}: {:?}", r.problems);
+    let keys = r.keys_read.expect("keys read");
+    // 13.3 keys per GET on average.
+    assert!(
+        keys > r.gets * 10 && keys < r.gets * 17,
+        "{kind:?}: {keys} / {}",
+        r.gets
+    );
+    assert_eq!((r.hits, r.misses, r.errors), (keys, 0, 0), "{kind:?}");
+    assert!(r.sets > 0, "{kind:?}");
+    let cc = r.server_counters.as_ref().expect("the server's counters");
+    assert!(cc.agrees(), "{kind:?}: {cc:?}");
+    let want = match cc.server.per_key {
+        true => r.warmup.keys_read() + keys,
+        false => r.warmup.gets + r.gets,
+    };
+    assert_eq!(cc.server.gets, want, "{kind:?}: {cc:?}");
+    // Keys no run stored: misses, key by key.
+    let mut m = p.clone();
+    m.workload.load = false;
+    m.workload.key_prefix = "batchmiss:".into();
+    m.workload.value_size = 120;
+    m.workload.ratio = Ratio { set: 0, get: 1 };
+    let r = measure(&m);
+    assert_eq!((r.hits, r.errors), (0, 0), "{kind:?}");
+    assert_eq!(r.misses, r.keys_read.unwrap(), "{kind:?}");
+    // A corrupted value within a batch fails its request as wrong_value.
+    p.workload.keys = 10;
+    p.workload.batch = Some("5".parse().unwrap());
+    p.workload.ratio = Ratio { set: 0, get: 1 };
+    let _ = measure(&p);
+    (entry.corrupt)(e);
+    p.workload.load = false;
+    let r = measure(&p);
+    let wrong = r.errors_by_kind["wrong_value"];
+    assert!(
+        wrong > 500,
+        "{kind:?}: half the batches hold key 3: {wrong}"
+    );
+    assert!(!r.valid, "{kind:?}");
+}

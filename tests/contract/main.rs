@@ -5,6 +5,7 @@
 //! - kvlab's counts equal the server's own counters;
 //! - GETs of absent keys are counted as misses;
 //! - a corrupted value is reported as `wrong_value`;
+//! - batch reads (`--batch`) count keys and agree with the server's counters;
 //! - a bad password (or none) is a one-line error within seconds;
 //! - the wrong protocol, either way round, is a one-line error within seconds;
 //! - Ctrl-C stops the server: none of its processes is left.
@@ -45,6 +46,7 @@ fn passes(kind: TargetKind) {
     let r = checks::counts_agree(kind, &entry, e);
     checks::misses_are_counted(kind, &entry, e);
     checks::a_corrupted_value_is_wrong_value(kind, &entry, e);
+    checks::batch_reads_agree(kind, &entry, e);
     checks::a_bad_password_fails_fast(kind, &entry, e, &r);
     checks::the_wrong_protocol_fails_fast(kind, &entry, e);
     (entry.also)(&served);

@@ -8,7 +8,9 @@
 //! - `requests`: encoding a request onto its node's socket, redirects.
 //! - `replies`: decoding, matching (in order or by tag), verifying, counting.
 //! - `route`: the node of each request on a sharded target.
+//! - `batch`: batch reads (`--batch`): one request reading several keys.
 
+mod batch;
 mod replies;
 mod requests;
 mod route;
@@ -20,7 +22,7 @@ use super::request_loop::{Client, Io, Request};
 use super::spec::Spec;
 use crate::driver::Connector;
 use crate::driver::wire::{Codec, Session};
-use crate::results::stats::{ErrorKind, Outcome};
+use crate::results::stats::ErrorKind;
 use route::Router;
 
 /// A request in flight on a socket.
@@ -32,6 +34,12 @@ struct InFlight {
     asking: bool,
     /// Times it was redirected.
     hops: u8,
+    /// A batch read's keys with their versions, the first being `r`'s
+    /// (empty for other requests); the vector comes from the connection's spares.
+    keys: Vec<(u64, u64)>,
+    /// On a sharded target, the batch read this is a part of (its keys of
+    /// one slot): an index into the connection's parents.
+    parent: Option<u32>,
 }
 
 /// One connection of the plain client: a codec bound to each socket's session
@@ -43,6 +51,8 @@ pub struct PlainConn<C> {
     inflight: usize,
     /// Number of the next request on this connection (its tag).
     next: u32,
+    /// Batch reads' key lists and, on a sharded target, their parts.
+    batches: batch::Batches,
 }
 
 /// The plain client of one worker, generic over the protocol codec.
@@ -54,6 +64,13 @@ pub struct Plain<'a, C> {
     key: Vec<u8>,
     /// The value being written.
     value: Vec<u8>,
+    /// A batch read's key names (end to end), where each ends, and the keys'
+    /// ids; and the versions its values carried.
+    names: Vec<u8>,
+    ends: Vec<u32>,
+    ids: Vec<u64>,
+    found: Vec<(u64, std::ops::Range<usize>)>,
+    got: Vec<Option<u64>>,
 }
 
 impl<'a, C: Codec> Plain<'a, C> {
@@ -65,6 +82,11 @@ impl<'a, C: Codec> Plain<'a, C> {
             router: Router::new(&spec.connector, spec.topology.as_deref()),
             key: Vec::with_capacity(spec.key_prefix.len() + 24),
             value: Vec::with_capacity(spec.values.typical()),
+            names: Vec::new(),
+            ends: Vec::new(),
+            ids: Vec::new(),
+            found: Vec::new(),
+            got: Vec::new(),
         }
     }
 
@@ -87,6 +109,7 @@ impl<C: Codec> Client for Plain<'_, C> {
             queues: Vec::new(),
             inflight: 0,
             next: 0,
+            batches: batch::Batches::default(),
         };
         self.grow(&mut c, self.router.nodes());
         c
@@ -153,7 +176,7 @@ impl<C: Codec> Client for Plain<'_, C> {
         let now = Instant::now();
         while let Some(f) = q.pop_front() {
             c.inflight -= 1;
-            io.tally.finish(&f.r, Outcome::Error(kind), now, None);
+            Self::end_failed(io, &mut c.batches, f, kind, now);
         }
     }
 }

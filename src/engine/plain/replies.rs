@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use super::batch;
 use super::requests::Hop;
 use super::route::parse_addr;
 use super::{Plain, PlainConn};
@@ -56,7 +57,26 @@ impl<C: Codec> Plain<'_, C> {
                     }
                 }
             }
-            let (len, reply, at) = match codec.decode(front.r.op, buf) {
+            // A batch read's reply is decoded with its keys: those of the
+            // request its tag names, where replies may come out of order.
+            let batch = match self.spec.batch.is_some() {
+                true => match codec.reply_tag(buf) {
+                    Some(t) => queue.iter().find(|f| f.tag & C::TAG_MASK == t),
+                    None => queue.front(),
+                },
+                false => None,
+            }
+            .filter(|f| !f.keys.is_empty());
+            self.found.clear();
+            let decoded = match batch {
+                Some(f) => {
+                    self.ids.clear();
+                    self.ids.extend(f.keys.iter().map(|k| k.0));
+                    codec.decode_many(&self.spec.key_prefix, &self.ids, buf, &mut self.found)
+                }
+                None => codec.decode(queue.front().expect("front exists").r.op, buf),
+            };
+            let (len, reply, at) = match decoded {
                 Ok(Decoded::Incomplete) => return true,
                 Ok(Decoded::Frame { len, reply }) => (len, reply, 0),
                 Ok(Decoded::Tagged { len, reply, tag }) => {
@@ -68,8 +88,7 @@ impl<C: Codec> Plain<'_, C> {
                 Err(_) => {
                     let f = queue.pop_front().expect("front exists");
                     c.inflight -= 1;
-                    io.tally
-                        .finish(&f.r, Outcome::Error(ErrorKind::Protocol), now, None);
+                    Self::end_failed(io, &mut c.batches, f, ErrorKind::Protocol, now);
                     return false;
                 }
             };
@@ -79,6 +98,23 @@ impl<C: Codec> Plain<'_, C> {
                 queue.remove(at)
             }
             .expect("in flight");
+            if !f.keys.is_empty() && !matches!(reply, Reply::Redirect { .. }) {
+                let error = match reply {
+                    Reply::Batch => {
+                        batch::judge(&self.spec.values, &f.keys, &self.found, buf, &mut self.got)
+                            .err()
+                    }
+                    Reply::ServerError => Some(ErrorKind::Server),
+                    _ => Some(ErrorKind::Protocol),
+                };
+                io.consume(s, len);
+                if error.is_none() {
+                    io.served(s);
+                }
+                c.inflight -= 1;
+                self.end_batch(io, &mut c.batches, f, error, now);
+                continue;
+            }
             let then = match (f.r.op, reply) {
                 (OpKind::Get, Reply::Value(r)) => match self.spec.values.verify(f.r.key, &buf[r]) {
                     Some(v) => Then::Count(Outcome::Hit, Some(v)),

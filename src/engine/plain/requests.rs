@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::{InFlight, Plain, PlainConn};
 use crate::driver::wire::{Codec, Key, tag_of};
 use crate::engine::request_loop::{Io, MAX_SOCKETS, Request};
-use crate::results::stats::{ErrorKind, Outcome};
+use crate::results::stats::ErrorKind;
 use crate::workload::{OpKind, write_key};
 
 /// Redirects after which a request counts as a server error (a loop).
@@ -30,13 +30,31 @@ impl<C: Codec> Plain<'_, C> {
         write_key(&self.spec.key_prefix, r.key, &mut self.key);
         let tag = tag_of(c.next, r.op);
         c.next = c.next.wrapping_add(1) & (u32::MAX >> 1);
+        let mut keys = Vec::new();
+        if r.op == OpKind::Get && self.spec.batch.is_some() {
+            keys = c.batches.spare();
+            keys.push((r.key, r.version));
+            keys.extend_from_slice(io.extra);
+        }
         let f = InFlight {
             r,
             tag,
             asking: false,
             hops: 0,
+            keys,
+            parent: None,
         };
-        let mut node = self.router.route(&self.codec, &self.key);
+        if !f.keys.is_empty() && self.router.sharded() {
+            return self.issue_parts(io, c, f);
+        }
+        let node = self.node_of(io, &self.key);
+        self.send(io, c, node, f, r.sent);
+    }
+
+    /// The node a request for key `name` goes to.
+    #[inline]
+    pub(super) fn node_of(&self, io: &mut Io<'_>, name: &[u8]) -> usize {
+        let node = self.router.route(&self.codec, name);
         if io.out(node).is_none()
             && let Some(other) = (0..io.sockets()).find(|&s| io.out(s).is_some())
         {
@@ -45,16 +63,16 @@ impl<C: Codec> Plain<'_, C> {
             // the request to whoever serves the slot now: once a replica has
             // taken over, the slot map learns it; until then the redirect
             // leads back to the dead node and the request fails.
-            node = other;
+            return other;
         }
-        self.send(io, c, node, f, r.sent);
+        node
     }
 
     /// Encodes `f` (its key name already in `self.key`) onto the socket of
     /// `node` and puts it in flight; counts it as failed when that socket is
     /// down.
     #[inline]
-    fn send(
+    pub(super) fn send(
         &mut self,
         io: &mut Io<'_>,
         c: &mut PlainConn<C>,
@@ -63,14 +81,10 @@ impl<C: Codec> Plain<'_, C> {
         now: Instant,
     ) {
         if node >= io.sockets() && !self.reach(io, c, node, now) {
-            return io
-                .tally
-                .finish(&f.r, Outcome::Error(ErrorKind::Server), now, None);
+            return Self::end_failed(io, &mut c.batches, f, ErrorKind::Server, now);
         }
         let Some(out) = io.out(node) else {
-            return io
-                .tally
-                .finish(&f.r, Outcome::Error(ErrorKind::Disconnect), now, None);
+            return Self::end_failed(io, &mut c.batches, f, ErrorKind::Disconnect, now);
         };
         let codec = &c.codecs[node];
         if f.asking {
@@ -82,6 +96,15 @@ impl<C: Codec> Plain<'_, C> {
             tag: f.tag,
         };
         match f.r.op {
+            OpKind::Get if !f.keys.is_empty() => {
+                let b = super::batch::names(
+                    &self.spec.key_prefix,
+                    &f.keys,
+                    f.tag,
+                    (&mut self.names, &mut self.ends, &mut self.ids),
+                );
+                codec.encode_get_many(&b, out);
+            }
             OpKind::Get => codec.encode_get(k, out),
             OpKind::Set => {
                 self.value.clear();
@@ -129,9 +152,7 @@ impl<C: Codec> Plain<'_, C> {
         // A target that is not sharded answers a redirect only when it is a
         // cluster node addressed as a single server: an error, not a route.
         if f.hops >= MAX_HOPS || !self.router.sharded() {
-            return io
-                .tally
-                .finish(&f.r, Outcome::Error(ErrorKind::Server), now, None);
+            return Self::end_failed(io, &mut c.batches, f, ErrorKind::Server, now);
         }
         let node = self.router.redirected(hop.slot, hop.to, hop.moved);
         f.hops += 1;

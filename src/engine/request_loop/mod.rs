@@ -123,6 +123,9 @@ pub struct Io<'a> {
     pub(crate) pipes: &'a mut Vec<Pipe>,
     /// The worker's accounting.
     pub tally: &'a mut Tally,
+    /// In [`Client::start`] of a batch read: the request's other keys and
+    /// their versions (empty otherwise).
+    pub extra: &'a [(u64, u64)],
     net: &'a Net,
     conn: usize,
 }
@@ -258,6 +261,8 @@ struct Worker<'a> {
     /// Connects housekeeping may still try in this pass (they block the thread).
     attempts_left: u32,
     draining: bool,
+    /// The other keys of the batch read being started, with their versions.
+    extra: Vec<(u64, u64)>,
 }
 
 impl Worker<'_> {
@@ -266,6 +271,7 @@ impl Worker<'_> {
         let io = Io {
             pipes: &mut c.pipes,
             tally: &mut self.tally,
+            extra: &[],
             net: &self.net,
             conn: c.slot,
         };
@@ -326,6 +332,7 @@ pub fn run<Cl: Client>(
         next_due: now,
         attempts_left: 0,
         draining: false,
+        extra: Vec::with_capacity(spec.batch.as_ref().map_or(0, |b| b.max())),
     };
     for c in conns.iter_mut() {
         if shutdown.load(Ordering::Relaxed) {

@@ -63,8 +63,28 @@ impl Worker<'_> {
             measured,
         };
         self.tally.inflight += 1;
-        let (mut io, state) = self.io(c);
-        client.start(&mut io, state, r);
+        self.extra.clear();
+        if op == OpKind::Get
+            && let Some(b) = &self.spec.batch
+        {
+            let n = b.draw(&mut self.rng);
+            draw_more(
+                n,
+                key,
+                &mut c.keys,
+                self.spec.board.as_deref(),
+                &mut self.rng,
+                &mut self.extra,
+            );
+        }
+        let mut io = super::Io {
+            pipes: &mut c.pipes,
+            tally: &mut self.tally,
+            extra: &self.extra,
+            net: &self.net,
+            conn: c.slot,
+        };
+        client.start(&mut io, &mut c.state, r);
     }
 
     /// Closed loop: fills `c`'s pipeline.
@@ -183,6 +203,35 @@ pub fn draw(
         op = OpKind::Get;
     }
     (op, key, b.snapshot(key))
+}
+
+/// The other keys of a batch read of `n` keys whose first is `first`, each
+/// distinct, with its version snapshot (0 without a board), into `out`. A key
+/// drawn again is drawn anew, up to 16 times (then the batch is smaller).
+#[inline]
+pub fn draw_more(
+    n: usize,
+    first: u64,
+    keys: &mut KeyGen,
+    board: Option<&VersionBoard>,
+    rng: &mut SmallRng,
+    out: &mut Vec<(u64, u64)>,
+) {
+    for _ in 1..n {
+        let mut tries = 0;
+        let key = loop {
+            let k = keys.next(rng);
+            if k != first && !out.iter().any(|&(o, _)| o == k) {
+                break Some(k);
+            }
+            tries += 1;
+            if tries == 16 {
+                break None;
+            }
+        };
+        let Some(key) = key else { return };
+        out.push((key, board.map_or(0, |b| b.snapshot(key))));
+    }
 }
 
 /// Counts a send that left `lag` after its intended time.

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::Request;
 use crate::engine::spec::{Spec, Tick, WorkerReport};
 use crate::results::ScheduleReport;
-use crate::results::stats::{Counts, Outcome, Recorder};
+use crate::results::stats::{Counts, ErrorKind, Outcome, Recorder};
 use crate::workload::OpKind;
 use crate::workload::consistency::VersionBoard;
 
@@ -95,18 +95,8 @@ impl Tally {
         if matches!(outcome, Outcome::Hit | Outcome::Stored) {
             self.interval.counts.value_bytes += self.sizer.size_of(r.key) as u64;
         }
-        if outcome == Outcome::Miss
-            && let Some((ttl, loaded)) = self.ttl
-        {
-            // Written (or loaded) at least a TTL before the read began.
-            let written = match &self.board {
-                Some(b) if r.version > 0 => b.written_at(r.key, r.version),
-                _ if r.version == 0 => loaded,
-                _ => None,
-            };
-            if written.is_some_and(|w| r.sent >= w + ttl) {
-                self.interval.counts.expired += 1;
-            }
+        if outcome == Outcome::Miss && self.expired(r.key, r.version, r.sent) {
+            self.interval.counts.expired += 1;
         }
         if let Some(s) = stale {
             self.interval.checked_read(s);
@@ -119,6 +109,79 @@ impl Tally {
                 self.interval.service.saturating_record(svc.max(1));
             }
         }
+    }
+
+    /// Counts one key of batch read `r`: `key` read with `version` the
+    /// newest at its start, found with version `got` (a hit) or not (a miss).
+    /// The request itself ends with [`Tally::finish_batch`].
+    #[inline]
+    pub fn batch_key(&mut self, r: &Request, key: u64, version: u64, got: Option<u64>) {
+        let stale = match (&self.board, got) {
+            (Some(b), Some(v)) => Some(b.judge(key, version, v, r.sent)),
+            _ => None,
+        };
+        if !r.measured {
+            match got {
+                Some(_) => self.interval_warm.hits += 1,
+                None => self.interval_warm.misses += 1,
+            }
+            return;
+        }
+        if got.is_some() {
+            self.interval.counts.hits += 1;
+            self.interval.counts.value_bytes += self.sizer.size_of(key) as u64;
+        } else {
+            self.interval.counts.misses += 1;
+            if self.expired(key, version, r.sent) {
+                self.interval.counts.expired += 1;
+            }
+        }
+        if let Some(s) = stale {
+            self.interval.checked_read(s);
+        }
+    }
+
+    /// Ends batch read `r` of `keys` keys, sent as `commands` commands, at
+    /// `done`, failed with `error` (its
+    /// keys then go uncounted) or read (each counted by [`Tally::batch_key`]):
+    /// one request, one latency.
+    #[inline]
+    pub fn finish_batch(
+        &mut self,
+        r: &Request,
+        (keys, commands): (u64, u64),
+        error: Option<ErrorKind>,
+        done: Instant,
+    ) {
+        self.inflight -= 1;
+        if !r.measured {
+            self.interval_warm.count_batch(keys, commands, error);
+            return;
+        }
+        self.interval.counts.count_batch(keys, commands, error);
+        if error.is_none() {
+            let lat = done.saturating_duration_since(r.intended).as_nanos() as u64;
+            self.interval.latency.saturating_record(lat.max(1));
+            if self.paced {
+                let svc = done.saturating_duration_since(r.sent).as_nanos() as u64;
+                self.interval.service.saturating_record(svc.max(1));
+            }
+        }
+    }
+
+    /// Whether a miss of `key`, read at `sent` with `version` the newest, came
+    /// from its TTL: written (or loaded) at least a TTL before the read began.
+    #[inline]
+    fn expired(&self, key: u64, version: u64, sent: Instant) -> bool {
+        let Some((ttl, loaded)) = self.ttl else {
+            return false;
+        };
+        let written = match &self.board {
+            Some(b) if version > 0 => b.written_at(key, version),
+            _ if version == 0 => loaded,
+            _ => None,
+        };
+        written.is_some_and(|w| sent >= w + ttl)
     }
 
     /// Counts a failed connect, keeping its message now and then.

@@ -216,6 +216,9 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
                                             background_writes: s.workload.background_writes,
                                             ttl_s: s.workload.ttl.unwrap_or(0),
                                             profile: None,
+                                            batch: crate::plan::parse_batch(
+                                                s.workload.batch.as_deref(),
+                                            )?,
                                         };
                                         if let Some(p) = profile {
                                             let expires = cache.is_none() && target.kind.expires();
@@ -245,6 +248,8 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
                                         plan.check_ttl()
                                             .map_err(|e| anyhow!("target '{}': {e}", label(t)))?;
                                         plan.check_cache()
+                                            .map_err(|e| anyhow!("target '{}': {e}", label(t)))?;
+                                        plan.check_batch()
                                             .map_err(|e| anyhow!("target '{}': {e}", label(t)))?;
                                         for e in &plan.load.events {
                                             let window = match plan.load.stop {

@@ -83,6 +83,8 @@ pub fn level(name: &str) -> Option<u16> {
 pub struct CqlCodec {
     get: Vec<u8>,
     set: Vec<u8>,
+    /// The batch read's EXECUTE up to its value.
+    batch: Vec<u8>,
 }
 
 /// Appends a frame header with `opcode`; stream and length are patched later.
@@ -114,11 +116,19 @@ fn template(id: &StatementId, level: u16, flags: u8, values: u16) -> Vec<u8> {
 }
 
 impl CqlCodec {
-    /// The codec for statements `get` and `set` at consistency `level`.
-    pub fn prepared(get: &StatementId, set: &StatementId, level: u16) -> CqlCodec {
+    /// The codec for statements `get`, `set` and `batch` at consistency `level`.
+    pub fn prepared(
+        get: &StatementId,
+        set: &StatementId,
+        batch: &StatementId,
+        level: u16,
+    ) -> CqlCodec {
+        let mut batch = template(batch, level, WITH_VALUES | SKIP_METADATA, 1);
+        batch.truncate(batch.len() - 4); // its value's length is the list's
         CqlCodec {
             get: template(get, level, WITH_VALUES | SKIP_METADATA, 1),
             set: template(set, level, WITH_VALUES, 2),
+            batch,
         }
     }
 
@@ -149,6 +159,24 @@ impl Codec for CqlCodec {
         patch(out, at, (key.tag & Self::TAG_MASK) as u16);
     }
 
+    fn encode_get_many(&self, b: &crate::driver::wire::Batch<'_>, out: &mut Vec<u8>) {
+        super::batch::encode(&self.batch, b, out);
+    }
+
+    fn reply_tag(&self, buf: &[u8]) -> Option<u32> {
+        super::batch::reply_tag(buf)
+    }
+
+    fn decode_many(
+        &self,
+        _prefix: &[u8],
+        _ids: &[u64],
+        buf: &[u8],
+        found: &mut Vec<(u64, Range<usize>)>,
+    ) -> Result<Decoded, Malformed> {
+        super::batch::decode(buf, found)
+    }
+
     fn decode(&self, _op: OpKind, buf: &[u8]) -> Result<Decoded, Malformed> {
         let Some(f) = frame(buf)? else {
             return Ok(Decoded::Incomplete);
@@ -171,7 +199,12 @@ impl Codec for CqlCodec {
 
     fn bind(&self, session: &Session) -> Self {
         match session {
-            Session::Prepared { get, set, level } => CqlCodec::prepared(get, set, *level),
+            Session::Prepared {
+                get,
+                set,
+                batch,
+                level,
+            } => CqlCodec::prepared(get, set, batch, *level),
             _ => self.clone(),
         }
     }
@@ -414,7 +447,7 @@ mod tests {
     fn codec() -> CqlCodec {
         let id = StatementId::new(&[7; 16]).unwrap();
         let id2 = StatementId::new(&[9; 16]).unwrap();
-        CqlCodec::prepared(&id, &id2, level("quorum").unwrap())
+        CqlCodec::prepared(&id, &id2, &id2, level("quorum").unwrap())
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! - [`server`]: the managed node (`cassandra.yaml`, JVM options).
 //! - [`table`]: kvlab's keyspace and table: check, load, reset, size.
 
+mod batch;
 pub mod codec;
 pub mod conn;
 pub mod server;
@@ -69,6 +70,9 @@ fn consistency(c: &Connector) -> u16 {
 /// no unix socket, stream ids are 15 bits; the managed node is a JVM started
 /// from Cassandra's jars.
 static FACTS: Facts = Facts {
+    batch_reads: Some(
+        "the prepared SELECT k, v FROM kvlab_kv WHERE k IN ? with the keys as one list: Cassandra counts a local read per key",
+    ),
     name: "cassandra",
     title: "Cassandra/CQL",
     schemes: &["cql", "cassandra", "scylla"],
@@ -103,8 +107,15 @@ impl Product for Cassandra {
         let ks = keyspace(c)?;
         let get = conn.prepare(&format!("SELECT v FROM {ks}.kvlab_kv WHERE k = ?"))?;
         let set = conn.prepare(&format!("INSERT INTO {ks}.kvlab_kv (k, v) VALUES (?, ?)"))?;
+        let batch = conn.prepare(&batch::cql(&ks))?;
         let level = consistency(c);
-        hand_over(conn.into_stream(), Session::Prepared { get, set, level })
+        let session = Session::Prepared {
+            get,
+            set,
+            batch,
+            level,
+        };
+        hand_over(conn.into_stream(), session)
     }
 
     fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo> {
@@ -138,6 +149,7 @@ impl Product for Cassandra {
             hits: 0,
             misses: 0,
             exact: true,
+            per_key: true,
         })
     }
 

@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 
 use crate::driver::ServerInfo;
 use crate::driver::wire::{
-    CacheCodec, Codec, Decoded, Key, Malformed, Reply, line_end, parse_usize, reply_line,
+    Batch, CacheCodec, Codec, Decoded, Key, Malformed, Reply, line_end, parse_usize, reply_line,
 };
 use crate::workload::OpKind;
 
@@ -116,6 +116,22 @@ impl Codec for Memcache {
                 })
             }
         }
+    }
+
+    #[inline]
+    fn encode_get_many(&self, b: &Batch<'_>, out: &mut Vec<u8>) {
+        super::multi::encode(self.meta, b, out);
+    }
+
+    #[inline]
+    fn decode_many(
+        &self,
+        prefix: &[u8],
+        _ids: &[u64],
+        buf: &[u8],
+        found: &mut Vec<(u64, std::ops::Range<usize>)>,
+    ) -> Result<Decoded, Malformed> {
+        super::multi::decode(self.meta, prefix, buf, found)
     }
 }
 

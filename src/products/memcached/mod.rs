@@ -10,6 +10,7 @@
 
 pub mod codec;
 mod meta;
+mod multi;
 pub mod server;
 
 use std::io;
@@ -43,6 +44,9 @@ static FACTS: Facts = Facts {
     unix_url_example: Some("memcached+unix:///path/to.sock"),
     example_url: "memcached://127.0.0.1:11211",
     query_modes: &codec::MODES,
+    batch_reads: Some(
+        "get of the keys (text), or a quiet mg per key then mn (meta): the server counts each key (cmd_get)",
+    ),
     usage_report: Some(UsageReport {
         cpu: "stats rusage_user + rusage_system",
         memory: Some("stats bytes, the items' memory"),
@@ -91,6 +95,7 @@ impl Product for Memcached {
             hits: num(&st, "get_hits"),
             misses: num(&st, "get_misses"),
             exact: true,
+            per_key: true,
         })
     }
 

@@ -137,6 +137,22 @@ impl Codec for MyCodec {
     }
 
     #[inline]
+    fn encode_get_many(&self, b: &crate::driver::wire::Batch<'_>, out: &mut Vec<u8>) {
+        super::batch::encode(b, out);
+    }
+
+    #[inline]
+    fn decode_many(
+        &self,
+        _prefix: &[u8],
+        _ids: &[u64],
+        buf: &[u8],
+        found: &mut Vec<(u64, std::ops::Range<usize>)>,
+    ) -> Result<Decoded, Malformed> {
+        super::batch::decode(buf, found)
+    }
+
+    #[inline]
     fn decode(&self, op: OpKind, buf: &[u8]) -> Result<Decoded, Malformed> {
         // Walk whole packets; any packet not yet complete means: read more.
         let next = |pos: usize| -> Option<(usize, &[u8])> {

@@ -11,6 +11,7 @@
 //! - [`table`]: kvlab's table: check, load, reset, size.
 //! - [`url`]: the URL options (TLS modes and files, the unix socket).
 
+mod batch;
 pub mod codec;
 pub mod conn;
 pub mod server;
@@ -43,6 +44,9 @@ pub static MARIADB: Mariadb = Mariadb;
 /// What MariaDB/MySQL declares; the protocol answers one command at a time
 /// on a connection (no pipelining).
 static FACTS: Facts = Facts {
+    batch_reads: Some(
+        "SELECT k, v FROM kvlab_kv WHERE k IN (…) as a text query: the server counts one Com_select",
+    ),
     name: "mariadb",
     title: "MariaDB/MySQL",
     aliases: &["mysql"],
@@ -118,6 +122,7 @@ impl Product for Mariadb {
             hits: 0,
             misses: 0,
             exact: true,
+            per_key: false,
         })
     }
 

@@ -276,6 +276,22 @@ impl Codec for PgCodec {
     }
 
     #[inline]
+    fn encode_get_many(&self, b: &crate::driver::wire::Batch<'_>, out: &mut Vec<u8>) {
+        super::batch::encode(b, out);
+    }
+
+    #[inline]
+    fn decode_many(
+        &self,
+        _prefix: &[u8],
+        _ids: &[u64],
+        buf: &[u8],
+        found: &mut Vec<(u64, std::ops::Range<usize>)>,
+    ) -> Result<Decoded, Malformed> {
+        super::batch::decode(buf, found)
+    }
+
+    #[inline]
     fn decode(&self, op: OpKind, buf: &[u8]) -> Result<Decoded, Malformed> {
         let mut pos = 0;
         let mut value = None;

@@ -11,6 +11,7 @@
 //! - [`table`]: kvlab's table: check, load, reset, size.
 //! - [`url`]: the URL options (TLS modes and files, the unix socket).
 
+mod batch;
 pub mod codec;
 pub mod conn;
 pub mod server;
@@ -51,6 +52,9 @@ static FACTS: Facts = Facts {
     example_url: "postgres://user:pass@host:5432/db",
     url_database: true,
     query_modes: &QueryMode::NAMES,
+    batch_reads: Some(
+        "SELECT k, v FROM kvlab_kv WHERE k = ANY($1), the unnamed statement of the extended protocol in every query mode: pg_stat_statements counts one statement",
+    ),
     url_options: url::OPTIONS,
     tls_start: TlsStart::Negotiated,
     server: ServerFacts {
@@ -105,9 +109,10 @@ impl Product for Postgres {
     fn counters(&self, c: &Connector) -> Result<ServerCounters> {
         let mut conn = open(c, Duration::from_secs(5))?;
         let q = format!(
-            "SELECT coalesce(sum(calls) FILTER (WHERE query IN ({}, {})), 0), coalesce(sum(calls) FILTER (WHERE query = {}), 0) FROM pg_stat_statements",
+            "SELECT coalesce(sum(calls) FILTER (WHERE query IN ({}, {}, {})), 0), coalesce(sum(calls) FILTER (WHERE query = {}), 0) FROM pg_stat_statements",
             literal(GET_SQL),
             literal(SIMPLE_GET_STAT),
+            literal(batch::BATCH_SQL),
             literal(SET_SQL)
         );
         let rows = conn
@@ -125,6 +130,7 @@ impl Product for Postgres {
             hits: 0,
             misses: 0,
             exact: true,
+            per_key: false,
         })
     }
 

@@ -21,6 +21,9 @@ use crate::driver::{
 };
 use crate::transport::Stream;
 
+/// A cluster's batch read.
+const BATCH: &str = "an MGET per hash slot the keys fall in, each to its slot's node, as a cluster client does: the nodes count a command per slot, a keyspace hit or miss per key";
+
 /// A RESP product in cluster mode.
 pub struct ClusterProduct {
     pub(super) base: &'static RespProduct,
@@ -38,6 +41,7 @@ const REDIS_CLUSTER_FACTS: Facts = Facts {
     unix_sockets: false,
     unix_url_example: None,
     sharded: true,
+    batch_reads: Some(BATCH),
     ..REDIS_FACTS
 };
 
@@ -86,6 +90,7 @@ impl Product for ClusterProduct {
             hits: 0,
             misses: 0,
             exact: true,
+            per_key: false,
         };
         for node in primaries(c)? {
             let n = node_counters(&node)?;

@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 
 use crate::driver::ServerInfo;
 use crate::driver::wire::{
-    CacheCodec, Codec, Decoded, Key, Malformed, Reply, line_end, parse_usize, reply_line,
+    Batch, CacheCodec, Codec, Decoded, Key, Malformed, Reply, line_end, parse_usize, reply_line,
 };
 use crate::workload::OpKind;
 
@@ -139,6 +139,22 @@ impl Codec for Resp {
             }
             _ => Err(Malformed("not a RESP reply")),
         }
+    }
+
+    #[inline]
+    fn encode_get_many(&self, b: &Batch<'_>, out: &mut Vec<u8>) {
+        super::mget::encode(b, out);
+    }
+
+    #[inline]
+    fn decode_many(
+        &self,
+        _prefix: &[u8],
+        ids: &[u64],
+        buf: &[u8],
+        found: &mut Vec<(u64, std::ops::Range<usize>)>,
+    ) -> Result<Decoded, Malformed> {
+        super::mget::decode(ids, buf, found)
     }
 
     #[inline]

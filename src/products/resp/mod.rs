@@ -14,6 +14,7 @@
 pub mod cluster;
 pub mod cluster_server;
 pub mod codec;
+mod mget;
 pub mod server;
 
 use std::io;
@@ -38,6 +39,9 @@ pub struct RespProduct {
 
 /// What every RESP server declares; each product names its own.
 const RESP: Facts = Facts {
+    batch_reads: Some(
+        "MGET of the keys: the server counts one command, a keyspace hit or miss per key",
+    ),
     title: "Redis/Valkey",
     default_port: 6379,
     usage_report: Some(USAGE_REPORT),
@@ -231,11 +235,13 @@ pub(crate) fn node_counters(c: &Connector) -> Result<ServerCounters> {
                 .unwrap_or(0)
         };
         Ok(ServerCounters {
-            gets: calls("cmdstat_get"),
+            // A batch read is one MGET command.
+            gets: calls("cmdstat_get") + calls("cmdstat_mget"),
             sets: calls("cmdstat_set"),
             hits: num("keyspace_hits"),
             misses: num("keyspace_misses"),
             exact: true,
+            per_key: false,
         })
     }
 }

@@ -45,14 +45,14 @@ pub struct TtCodec {
 }
 
 /// A request header: length (patched later), type, sync (patched per request).
-fn header(code: u8, out: &mut Vec<u8>) {
+pub(super) fn header(code: u8, out: &mut Vec<u8>) {
     out.extend_from_slice(&[0xce, 0, 0, 0, 0]);
     out.extend_from_slice(&[0x82, KEY_CODE as u8, code, KEY_SYNC as u8, 0xce, 0, 0, 0, 0]);
 }
 
 /// Writes the length of the request that starts at `at` (the rest of `out`).
 #[inline]
-fn patch_len(out: &mut [u8], at: usize) {
+pub(super) fn patch_len(out: &mut [u8], at: usize) {
     let len = (out.len() - at - PREFIX) as u32;
     out[at + 1..at + 5].copy_from_slice(&len.to_be_bytes());
 }
@@ -174,6 +174,24 @@ impl Codec for TtCodec {
         Ok(Decoded::Tagged { len, reply, tag })
     }
 
+    fn encode_get_many(&self, b: &crate::driver::wire::Batch<'_>, out: &mut Vec<u8>) {
+        super::batch::encode(b, out);
+    }
+
+    fn reply_tag(&self, buf: &[u8]) -> Option<u32> {
+        super::batch::reply_tag(buf)
+    }
+
+    fn decode_many(
+        &self,
+        _prefix: &[u8],
+        _ids: &[u64],
+        buf: &[u8],
+        found: &mut Vec<(u64, std::ops::Range<usize>)>,
+    ) -> Result<Decoded, Malformed> {
+        super::batch::decode(buf, found)
+    }
+
     fn bind(&self, session: &Session) -> Self {
         match *session {
             Session::Table { id } => self.for_space(id),
@@ -269,9 +287,11 @@ fn data(buf: &[u8], body: usize) -> Result<Option<std::ops::Range<usize>>, Malfo
 }
 
 /// A cursor over MessagePack bytes; `Ok(None)` means the bytes end early.
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
+pub(super) struct Reader<'a> {
+    /// The bytes.
+    pub buf: &'a [u8],
+    /// Where the next value starts.
+    pub pos: usize,
 }
 
 impl Reader<'_> {
@@ -293,7 +313,7 @@ impl Reader<'_> {
 
     /// An unsigned integer.
     #[inline]
-    fn uint(&mut self) -> Result<Option<u64>, Malformed> {
+    pub(super) fn uint(&mut self) -> Result<Option<u64>, Malformed> {
         let Some(&b) = self.buf.get(self.pos) else {
             return Ok(None);
         };
@@ -310,7 +330,7 @@ impl Reader<'_> {
 
     /// A map header: its number of pairs.
     #[inline]
-    fn map(&mut self) -> Result<Option<u64>, Malformed> {
+    pub(super) fn map(&mut self) -> Result<Option<u64>, Malformed> {
         let Some(&b) = self.buf.get(self.pos) else {
             return Ok(None);
         };
@@ -325,7 +345,7 @@ impl Reader<'_> {
 
     /// An array header: its number of elements.
     #[inline]
-    fn array(&mut self) -> Result<Option<u64>, Malformed> {
+    pub(super) fn array(&mut self) -> Result<Option<u64>, Malformed> {
         let Some(&b) = self.buf.get(self.pos) else {
             return Ok(None);
         };
@@ -340,7 +360,7 @@ impl Reader<'_> {
 
     /// A string or binary: the range of its bytes.
     #[inline]
-    fn bytes(&mut self) -> Result<std::ops::Range<usize>, Malformed> {
+    pub(super) fn bytes(&mut self) -> Result<std::ops::Range<usize>, Malformed> {
         const SHORT: Malformed = Malformed("truncated IPROTO body");
         let b = *self.buf.get(self.pos).ok_or(SHORT)?;
         self.pos += 1;
@@ -357,7 +377,7 @@ impl Reader<'_> {
     }
 
     /// Skips one value of any type.
-    fn skip(&mut self, depth: usize) -> Result<(), Malformed> {
+    pub(super) fn skip(&mut self, depth: usize) -> Result<(), Malformed> {
         const SHORT: Malformed = Malformed("truncated IPROTO reply");
         if depth > 32 {
             return Err(Malformed("IPROTO value nested too deep"));

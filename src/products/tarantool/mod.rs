@@ -11,6 +11,7 @@
 //! - [`server`]: the managed server.
 //! - [`table`]: kvlab's space: check, load, reset, size.
 
+mod batch;
 pub mod codec;
 pub mod conn;
 pub mod server;
@@ -46,6 +47,9 @@ pub fn space_id(c: &mut TtConn) -> io::Result<Option<u32>> {
 
 /// What Tarantool declares; its URLs name no database.
 static FACTS: Facts = Facts {
+    batch_reads: Some(
+        "SQL SELECT \"k\", \"v\" FROM \"kvlab_kv\" WHERE \"k\" IN (?, …) as IPROTO_EXECUTE: box.stat() counts one EXECUTE",
+    ),
     name: "tarantool",
     title: "Tarantool",
     schemes: &["tarantool"],
@@ -99,7 +103,7 @@ impl Product for Tarantool {
         let mut conn = open(c, Duration::from_secs(5))?;
         let r = conn
             .eval(
-                "local s = box.stat() return s.SELECT.total, s.REPLACE.total",
+                "local s = box.stat() return s.SELECT.total + (s.EXECUTE and s.EXECUTE.total or 0), s.REPLACE.total",
                 vec![],
             )
             .context("cannot read box.stat()")?;
@@ -110,6 +114,7 @@ impl Product for Tarantool {
             hits: 0,
             misses: 0,
             exact: true,
+            per_key: false,
         })
     }
 

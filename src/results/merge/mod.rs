@@ -100,6 +100,7 @@ pub fn merge(parts: &[(String, RunResult)]) -> Result<RunResult> {
     m.errors = sum(|r| r.errors);
     m.value_bytes = sum(|r| r.value_bytes);
     m.expired_misses = rs.iter().map(|r| r.expired_misses).sum::<Option<u64>>();
+    m.keys_read = rs.iter().map(|r| r.keys_read).sum::<Option<u64>>();
     m.errors_by_kind = BTreeMap::new();
     for r in &rs {
         for (k, v) in &r.errors_by_kind {

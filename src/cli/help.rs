@@ -1,0 +1,63 @@
+//! Help texts built from the registry: which products take an option.
+
+use crate::driver::Role;
+use crate::products;
+
+/// The help of a table option: `what`, and the databases that take it (with
+/// their engines, for `table_engine`).
+pub(super) fn schema_help(option: &str, what: &str) -> String {
+    let takers: Vec<String> = products::kinds(false)
+        .filter(|k| k.takes(option))
+        .map(|k| match k.product().role() {
+            Role::Database(_) if option == "table_engine" => {
+                let facts = k.product().facts();
+                format!("{} ({})", facts.title, facts.table.engines.join("|"))
+            }
+            _ => k.product().facts().title.to_string(),
+        })
+        .collect();
+    format!("{}: {what}", products::or_list(&takers))
+}
+
+/// The `--query-mode` help: the products that have modes, with the modes.
+pub(super) fn query_mode_help() -> String {
+    let takers: Vec<String> = crate::products::TargetKind::ALL
+        .into_iter()
+        .filter_map(|k| {
+            let modes = k.product().facts().query_modes;
+            (!modes.is_empty()).then(|| {
+                format!(
+                    "{} ({}; default {})",
+                    k.product().facts().title,
+                    modes.join("|"),
+                    modes[0]
+                )
+            })
+        })
+        .collect();
+    format!(
+        "{}: how requests are sent (as pgbench's -M); a transaction-pooling --pooler needs the unnamed statement, so it defaults to extended there",
+        products::or_list(&takers)
+    )
+}
+
+/// The `--consistency` help: the products that have levels, with the levels.
+pub(super) fn consistency_help() -> String {
+    let takers: Vec<String> = crate::products::TargetKind::ALL
+        .into_iter()
+        .filter_map(|k| {
+            let levels = k.product().facts().consistency_levels;
+            (!levels.is_empty()).then(|| {
+                format!(
+                    "{} ({}; default one)",
+                    k.product().facts().title,
+                    levels.join("|")
+                )
+            })
+        })
+        .collect();
+    format!(
+        "{}: consistency level of every request",
+        products::or_list(&takers)
+    )
+}
