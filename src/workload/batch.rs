@@ -136,7 +136,7 @@ mod tests {
         assert_eq!((b.max(), b.mean(), b.to_string()), (10, 10.0, "10".into()));
         let b: BatchSizes = "1:50,10:40,100:10".parse().unwrap();
         assert_eq!(b.max(), 100);
-        assert!((b.mean() - 15.5).abs() < 1e-9);
+        assert!((b.mean() - 14.5).abs() < 1e-9);
         assert_eq!(b.to_string(), "1:50,10:40,100:10");
         let mut rng = crate::workload::rng(7);
         let n = 100_000;

@@ -113,7 +113,7 @@ mod tests {
                 reply: Reply::Batch
             }
         );
-        assert_eq!(f, [(22, 14..17)]);
+        assert_eq!(f, [(22, 13..16)]);
         assert!(decode(&[1], reply, &mut f).is_err());
         assert!(decode(&[1, 22], b"+OK\r\n", &mut f).is_err());
         let e = decode(&[1], b"-ERR x\r\n", &mut f).unwrap();
