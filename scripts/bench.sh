@@ -15,6 +15,8 @@
 # (OpenSSL) on a kvlab-managed redis speaking TLS only, both verifying its CA.
 # Single caches (BENCH_CACHES=0 skips them): redis, memcached, tarantool.
 # Batch reads (BENCH_BATCH=0 skips them): MGET of 10 keys on redis.
+# Trace replay (BENCH_REPLAY=0 skips it): kvlab replay beside kvlab run of the
+# same mix at the same rate, on redis.
 # Open loop (BENCH_RATE=0 skips it): kvlab at 50% and 80% of its closed-loop
 # throughput beside that closed loop, on redis (pipeline 1 and 16) and on
 # PostgreSQL beside pgbench -R at the same rates.
@@ -288,6 +290,23 @@ if [ "${BENCH_SQL:-1}" = 1 ]; then
     echo "bench: round $round, mariadb"
     kvlab_rec kvlab-mariadb 1 "$NSQL" "$MY" --keys "$KEYS"
     record sysbench-mariadb 1 "$NSQL" "$(cpu_of sysbench oltp_point_select "${SB_MY[@]}" --threads=50 --events="$NSQL" --time=0 --point-selects=1 run)"
+  done
+fi
+
+# Trace replay (BENCH_REPLAY=0 skips it): kvlab replay of a generated trace
+# (REPLAY_RPS lines a second for REPLAY_S seconds, SET:GET 1:4 over KEYS keys,
+# 256-byte values) beside kvlab run of the same mix at the same fixed rate, on
+# redis, interleaved. The replay's CPU includes its read of the whole trace
+# before the run and the reader thread that streams it.
+if [ "${BENCH_REPLAY:-1}" = 1 ]; then
+  REDIS=${REDIS:-$(serve redis)}
+  RR=${REPLAY_RPS:-20000}; RS=${REPLAY_S:-10}
+  awk -v n=$((RR * RS)) -v r="$RR" -v k="$KEYS" 'BEGIN { srand(7); for (i = 0; i < n; i++)
+    printf "%.6f,key%d,10,256,%d,%s,0\n", i / r, int(rand() * k), i % 50, (rand() < 0.2 ? "set" : "get") }' > "$WORK/trace.csv"
+  for round in $(seq "$ROUNDS"); do
+    echo "bench: round $round, redis replay of a 1:4 trace at $RR req/s beside a run at that rate"
+    record kvlab-replay 1 $((RR * RS)) "$(cpu_of "$KVLAB" replay "$WORK/trace.csv" --target "$REDIS" --no-load --keys "$KEYS" --connections 50 --threads 1)"
+    record kvlab-rate-1:4 1 $((RR * RS)) "$(cpu_of kvlab_run "$REDIS" 1 $((RR * RS)) --keys "$KEYS" --ratio 1:4 --rate "$RR")"
   done
 fi
 

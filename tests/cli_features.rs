@@ -77,7 +77,7 @@ fn pooler_and_query_mode_errors_are_one_line() {
         ),
         (
             &["run", "--target", "redis", "--query-mode", "simple"],
-            "--query-mode: applies to PostgreSQL targets only",
+            "--query-mode: applies to memcached or PostgreSQL targets only",
         ),
         (
             &["run", "--target", "postgres", "--query-mode", "fast"],

@@ -31,11 +31,12 @@ impl Cli {
     /// rates itself), `--shard` and `--start-at` (it is one client).
     pub fn parse_args() -> Result<Cli, clap::Error> {
         use clap::{CommandFactory, FromArgMatches};
-        let cmd = Cli::command().mut_subcommand("capacity", |c| {
-            ["rate", "shard", "start_at"]
-                .into_iter()
-                .fold(c, |c, id| c.mut_arg(id, |a| a.hide(true)))
-        });
+        let hide = |ids: &'static [&'static str]| {
+            move |c: clap::Command| ids.iter().fold(c, |c, id| c.mut_arg(*id, |a| a.hide(true)))
+        };
+        let cmd = Cli::command()
+            .mut_subcommand("capacity", hide(&["rate", "shard", "start_at"]))
+            .mut_subcommand("replay", hide(&commands::replay::REFUSED));
         Cli::from_arg_matches(&cmd.try_get_matches()?)
     }
 }
@@ -45,6 +46,9 @@ impl Cli {
 pub enum Command {
     /// One measured run of one workload against one target.
     Run(Box<RunArgs>),
+    /// Drive a target from a trace (the public cache-trace CSV format, plain
+    /// or zstd), open loop at the trace's own times.
+    Replay(Box<commands::replay::ReplayArgs>),
     /// Start a managed server, print its URL, and keep it until Ctrl-C (for
     /// driving it with other tools beside kvlab).
     Serve(ServeArgs),
@@ -509,6 +513,7 @@ impl RunArgs {
                 ttl_s,
                 profile: profile.map(|p| p.name.to_string()),
                 batch: crate::plan::parse_batch(self.batch.as_deref())?,
+                trace: None,
             },
             load: LoadShape {
                 connections: self.connections,

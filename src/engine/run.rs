@@ -92,6 +92,7 @@ pub(crate) fn execute_with<Cl: Client>(
                         ticks: tx,
                         opened: &opened,
                         release,
+                        trace: spec.trace.as_ref().and_then(|f| f.take(t)),
                     };
                     request_loop::run(
                         client(),

@@ -63,6 +63,9 @@ pub struct Spec {
     /// The wall-clock instant the measured phase starts (warm-up begins
     /// `warmup` before it); `None`: as soon as every connection is open.
     pub start_at: Option<SystemTime>,
+    /// Trace replay: the trace streamed to the workers, one cursor each
+    /// (requests then come from it, at its times; `rate` is its mean rate).
+    pub trace: Option<Arc<crate::workload::trace::feed::Feed>>,
 }
 
 /// The cache of a cache-aside point.
@@ -228,4 +231,6 @@ pub struct Links<'a> {
     /// Set once the end of the run has been sampled: connections may close
     /// (closing 1000 database sessions costs the server CPU that is not the run's).
     pub release: &'a AtomicBool,
+    /// Trace replay: this worker's requests (`None`: drawn by the workload).
+    pub trace: Option<crate::workload::trace::feed::Cursor>,
 }

@@ -98,6 +98,7 @@ pub fn fill(
             aside: None,
             topology: topology.clone(),
             share: crate::plan::shard::Share::all(8),
+            trace: None,
             start_at: None,
         };
         let r = crate::engine::execute(&spec, shutdown, &mut Quiet)?;

@@ -13,6 +13,7 @@ pub use crate::products::TargetKind;
 pub use crate::workload::params::{KeyDistribution, Ratio, Stop, WritePolicy};
 
 pub mod events;
+pub mod replay;
 pub mod shard;
 pub mod study;
 mod url;
@@ -539,6 +540,9 @@ pub struct Workload {
     /// `None`: one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<crate::workload::BatchSizes>,
+    /// `kvlab replay`: requests come from this trace, at its times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<replay::TracePlan>,
 }
 
 /// `--batch` as given (`None`: one key per GET).

@@ -9,6 +9,7 @@ mod figures;
 pub mod fill;
 pub mod html;
 pub mod markdown;
+pub mod replay;
 mod rows;
 mod series;
 pub mod summary;

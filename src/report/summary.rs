@@ -73,22 +73,30 @@ pub fn summary(r: &RunResult) -> String {
     if let Some(line) = t.transport.as_ref().and_then(|x| x.describe()) {
         let _ = writeln!(s, "  transport: {line}");
     }
-    let shape = match c.load.rate {
-        Some(rate) => format!("open loop at {} req/s", num(rate)),
-        None => "closed loop".to_string(),
+    let shape = match (c.load.rate, &c.workload.trace) {
+        (_, Some(_)) => "open loop at the trace's times".to_string(),
+        (Some(rate), None) => format!("open loop at {} req/s", num(rate)),
+        (None, None) => "closed loop".to_string(),
     };
     let _ = writeln!(
         s,
-        "  workload: {} keys x {}, SET:GET {}, {} keys, prefix '{}'",
+        "  workload: {} keys x {}, {}, prefix '{}'",
         num(c.workload.keys as f64),
         match &c.workload.value_sizes {
             None => format!("{} B", c.workload.value_size),
             Some(d) => format!("{d} B (mean {} B)", num(c.workload.value_size as f64)),
         },
-        c.workload.ratio,
-        c.workload.distribution,
+        match &c.workload.trace {
+            Some(_) =>
+                "trace keys hashed onto them, operations and times from the trace".to_string(),
+            None => format!(
+                "SET:GET {}, {} keys",
+                c.workload.ratio, c.workload.distribution
+            ),
+        },
         c.workload.key_prefix
     );
+    s.push_str(&super::replay::lines(r));
     if let Some(p) = c
         .workload
         .profile

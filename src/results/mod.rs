@@ -7,6 +7,7 @@ pub mod capacity;
 pub mod events;
 pub mod fill;
 pub mod merge;
+pub mod replay;
 pub mod stats;
 pub mod study;
 pub mod timeline;
@@ -127,6 +128,9 @@ pub struct RunResult {
     /// What kvlab did to its servers during the window, and what followed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<EventReport>,
+    /// `kvlab replay`: the trace, what was sent for it, what was not reproduced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<replay::ReplayReport>,
     /// Stale reads, when the run wrote and values carry versions.
     #[serde(default)]
     pub consistency: Option<ConsistencyReport>,

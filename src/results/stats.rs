@@ -105,7 +105,7 @@ pub struct Counts {
     pub extra_commands: u64,
 }
 
-fn is_zero(n: &u64) -> bool {
+pub(crate) fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 

@@ -84,6 +84,10 @@ pub struct ScheduleReport {
     /// with a batch (it is then timed from its actual send).
     #[serde(default)]
     pub batch_window_us: f64,
+    /// Trace replay: writes not sent because their key had a write in flight
+    /// (kvlab keeps one write per key in flight to judge stale reads).
+    #[serde(default, skip_serializing_if = "crate::results::stats::is_zero")]
+    pub overlapping_writes: u64,
     /// Set when the run did not carry the offered rate: the one line that says
     /// so (the run is then not valid: its throughput is not the target's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -98,6 +102,7 @@ impl ScheduleReport {
         self.late_requests += o.late_requests;
         self.max_lag_ms = self.max_lag_ms.max(o.max_lag_ms);
         self.unsent += o.unsent;
+        self.overlapping_writes += o.overlapping_writes;
         self.batch_window_us = self.batch_window_us.max(o.batch_window_us);
         if self.not_sustained.is_none() {
             self.not_sustained.clone_from(&o.not_sustained);

@@ -245,6 +245,7 @@ pub(super) fn assemble(
             .collect(),
         background: None,
         events: Vec::new(),
+        replay: None,
         consistency: plan_writes(plan).then(|| consistency_report(&r.measured)),
         cache_aside: None,
         histogram: encode_histogram(&r.measured.latency),

@@ -5,6 +5,7 @@
 //! # Layout
 //! - `observe`: samples of client and server resources at the window's edges.
 //! - `assemble`: the result and its problems.
+//! - `replay`: the trace reader of a replay and its report.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -17,6 +18,7 @@ pub mod dataset;
 mod events;
 pub mod launch;
 mod observe;
+mod replay;
 
 use crate::driver::table::TABLE;
 use crate::driver::{Connector, Role};
@@ -155,6 +157,7 @@ pub fn measure_with(
         topology,
         share: shard.map_or(Share::all(total_conns), |s| s.connections(total_conns)),
         start_at: plan.load.start_at_ms.map(crate::plan::shard::instant_of),
+        trace: None,
     };
 
     let load = crate::runner::dataset::prepare(&base, plan, server.is_some(), opts, shutdown)?;
@@ -217,6 +220,9 @@ pub fn measure_with(
             }),
         memory: Vec::new(),
     };
+    // Trace replay: the reader streams the trace while the workers connect.
+    let feed = replay::start(plan, &base)?;
+    base.trace = feed.clone();
     // A separate writer at a fixed rate beside the measured load, reported apart.
     let bg_stop = AtomicBool::new(false);
     let (report, background) = std::thread::scope(|scope| -> Result<_> {
@@ -235,6 +241,7 @@ pub fn measure_with(
                 // With a start instant, the writer begins with the measured
                 // phase (every client's data is loaded by then).
                 start_at: base.start_at,
+                trace: None,
                 ..base.clone()
             };
             let stop = &bg_stop;
@@ -338,6 +345,7 @@ pub fn measure_with(
             .push(format!("the background writer had {} errors", b.errors));
     }
     result.background = background;
+    replay::finish(feed, plan, &mut result);
     cache::mark_timeline(&mut result.timeline, &obs.memory);
     obs.events.report(&mut result);
     for e in result.events.iter().filter(|e| e.error.is_some()) {

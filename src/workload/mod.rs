@@ -10,6 +10,7 @@ pub mod consistency;
 pub mod params;
 pub mod profiles;
 pub mod sizes;
+pub mod trace;
 
 pub use batch::BatchSizes;
 pub use params::{KeyDistribution, Ratio, Stop, WritePolicy};

@@ -43,6 +43,7 @@ pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
             ttl_s: 0,
             profile: None,
             batch: None,
+            trace: None,
         },
         load: LoadShape {
             connections: 4,

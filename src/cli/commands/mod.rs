@@ -2,11 +2,12 @@
 //! dispatches a command line to them and holds what several share.
 //!
 //! # Layout
-//! - [`run`], [`serve`], [`study`], [`report`], [`capacity`], [`demo`], [`merge`].
+//! - [`run`], [`replay`], [`serve`], [`study`], [`report`], [`capacity`], [`demo`], [`merge`].
 
 pub mod capacity;
 pub mod demo;
 pub mod merge;
+pub mod replay;
 pub mod report;
 pub mod run;
 pub mod serve;
@@ -22,6 +23,7 @@ use crate::cli::{Cli, Command};
 pub fn dispatch(cli: Cli, shutdown: &AtomicBool) -> Result<()> {
     match cli.command {
         Command::Run(args) => run::exec(&args, shutdown),
+        Command::Replay(args) => replay::exec(&args, shutdown),
         Command::Serve(args) => serve::exec(&args.to_target()?, shutdown),
         Command::Study(args) => study::exec(&args, shutdown),
         Command::Merge(args) => merge::exec(&args),

@@ -70,10 +70,15 @@ impl Worker<'_> {
                 Err(_) => return self.close(client, c, s, now),
             }
         }
-        if self.pacer.is_none() {
+        if self.closed() {
             let now = Instant::now();
             self.refill(client, c, now);
             self.flush(client, c, now);
+        } else if let Some(rp) = &self.replay {
+            // A reply made room: a trace that waited for it goes on.
+            if rp.blocked {
+                self.next_due = now;
+            }
         } else if let Some(p) = self.pacer
             && !self.draining
             && c.ready()
@@ -114,7 +119,7 @@ impl Worker<'_> {
         if c.may_lack(s) && c.ready() {
             // The client goes on without this socket: what it sent elsewhere
             // instead goes out now, and a closed loop starts the next request.
-            if self.pacer.is_none() {
+            if self.closed() {
                 self.refill(client, c, now);
             }
             self.flush(client, c, now);
@@ -171,7 +176,7 @@ impl Worker<'_> {
                     if let Some(session) = io.open(s, client.connector(s), now) {
                         client.opened(state, s, &session);
                         self.tally.reconnects += 1;
-                        if self.pacer.is_none() {
+                        if self.closed() {
                             self.refill(client, c, now);
                             self.flush(client, c, now);
                         }

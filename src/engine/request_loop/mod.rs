@@ -17,10 +17,12 @@
 //! # Layout
 //! - `conns`: opening, watching and closing a connection's sockets.
 //! - `schedule`: whether a request may start, drawing it, refilling and pacing.
+//! - `replay`: trace replay's schedule (requests from the trace, at its times).
 //! - [`tally`]: counting outcomes and latency, the per-second hand-over.
 //! - [`rhythm`]: ticks, the measured window, the drain, the poll and its timer.
 
 mod conns;
+mod replay;
 pub mod rhythm;
 mod schedule;
 pub mod tally;
@@ -263,9 +265,17 @@ struct Worker<'a> {
     draining: bool,
     /// The other keys of the batch read being started, with their versions.
     extra: Vec<(u64, u64)>,
+    /// Trace replay: the worker's place in the trace (else `None`).
+    replay: Option<replay::Replay>,
 }
 
 impl Worker<'_> {
+    /// A closed loop: each reply makes room for the next request at once.
+    #[inline]
+    fn closed(&self) -> bool {
+        self.pacer.is_none() && self.replay.is_none()
+    }
+
     /// The client's view of connection `c`.
     fn io<'b, S>(&'b mut self, c: &'b mut Conn<S>) -> (Io<'b>, &'b mut S) {
         let io = Io {
@@ -293,6 +303,7 @@ pub fn run<Cl: Client>(
         ticks,
         opened,
         release,
+        trace,
     } = links;
     let (mut poll, registry, start) = open_poll(start)?;
     let now = Instant::now();
@@ -323,8 +334,10 @@ pub fn run<Cl: Client>(
         },
         tally: Tally::new(spec, Cl::recorder),
         timing: Timing::placeholder(now),
+        // A replay keeps the trace's times; `rate` is their mean.
         pacer: spec
             .rate
+            .filter(|_| spec.trace.is_none())
             .map(|r| Pacer::new(r, spec.share.total).for_worker(conns.len(), spec.pipeline)),
         mix: spec.mix,
         rng: crate::workload::rng(seed),
@@ -333,6 +346,7 @@ pub fn run<Cl: Client>(
         attempts_left: 0,
         draining: false,
         extra: Vec::with_capacity(spec.batch.as_ref().map_or(0, |b| b.max())),
+        replay: trace.map(replay::Replay::new),
     };
     for c in conns.iter_mut() {
         if shutdown.load(Ordering::Relaxed) {
@@ -354,12 +368,12 @@ pub fn run<Cl: Client>(
         };
     }
 
-    let mut rhythm = Rhythm::new(&poll, timing, w.pacer.is_some())?;
+    let mut rhythm = Rhythm::new(&poll, timing, !w.closed())?;
     let mut events = Events::with_capacity(1024);
     let window_end;
 
     // Closed loop: fill every connection's pipeline to start.
-    if w.pacer.is_none() {
+    if w.closed() {
         for c in conns.iter_mut() {
             w.refill(&mut client, c, timing.t0);
             w.flush(&mut client, c, timing.t0);
@@ -370,7 +384,8 @@ pub fn run<Cl: Client>(
         let now = Instant::now();
         let over = shutdown.load(Ordering::Relaxed)
             || timing.deadline.is_some_and(|d| now >= d)
-            || w.quota_left == Some(0);
+            || w.quota_left == Some(0)
+            || w.replay.as_ref().is_some_and(|r| r.over);
         match rhythm.begin(now, over, spec.timeout, w.tally.inflight) {
             Phase::Running => {}
             phase => {
@@ -404,6 +419,11 @@ pub fn run<Cl: Client>(
                 w.issue_batch(&mut client, &mut conns, p, now);
             }
             wake = wake.min(w.next_due);
+        } else if w.replay.is_some() && !w.draining {
+            if now >= w.next_due {
+                w.issue_traced(&mut client, &mut conns, now);
+            }
+            wake = wake.min(w.next_due);
         }
         rhythm.poll(&mut poll, &mut events, wake)?;
         let now = Instant::now();
@@ -430,6 +450,14 @@ pub fn run<Cl: Client>(
         for c in conns.iter().filter(|c| c.quota != Some(0)) {
             w.tally.schedule.unsent += schedule::unsent(c.due, deadline, p.per_conn);
         }
+    }
+    // Trace replay: what was meant for the window but never sent; then the
+    // reader may stop.
+    if let Some(mut rp) = w.replay.take()
+        && let Some(deadline) = timing.deadline
+        && !shutdown.load(Ordering::Relaxed)
+    {
+        w.tally.schedule.unsent += rp.unsent(timing.t0, deadline.min(window_end));
     }
     w.tally.send_tick(&ticks, rhythm.last_second());
     drop(ticks); // the last worker to drop its sender ends the run for the caller

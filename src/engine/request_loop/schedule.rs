@@ -44,6 +44,20 @@ impl Worker<'_> {
             self.spec.board.as_deref(),
             &mut self.rng,
         );
+        self.start_request(client, c, (op, key, version), intended, now);
+    }
+
+    /// Hands request `(op, key, version)` of `c`, meant for `intended`, to
+    /// the client: takes it from the quotas, and draws a batch read's other keys.
+    #[inline]
+    pub(super) fn start_request<Cl: Client>(
+        &mut self,
+        client: &mut Cl,
+        c: &mut Conn<Cl::Conn>,
+        (op, key, version): (OpKind, u64, u64),
+        intended: Instant,
+        now: Instant,
+    ) {
         // A request belongs to the window it is sent in: one an overloaded
         // schedule meant for the warm-up but sent in the window counts there
         // (its latency still runs from its intended time).
@@ -133,7 +147,7 @@ impl Worker<'_> {
 
     /// Whether `c` is open and its pipeline has room for one more request.
     #[inline]
-    fn has_room<Cl: Client>(&self, client: &Cl, c: &Conn<Cl::Conn>) -> bool {
+    pub(super) fn has_room<Cl: Client>(&self, client: &Cl, c: &Conn<Cl::Conn>) -> bool {
         c.ready() && client.inflight(&c.state) < client.depth(&c.state, c.pipes.len())
     }
 
@@ -158,7 +172,7 @@ impl Worker<'_> {
 }
 
 /// A wake-up no schedule needs (the next tick or housekeeping comes first).
-const FAR: Duration = Duration::from_secs(3600);
+pub(super) const FAR: Duration = Duration::from_secs(3600);
 
 /// Whether a request meant for `intended` may start at `sent`: not while
 /// draining, not when meant for the `deadline` or later, and when sent in the

@@ -219,6 +219,7 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
                                             batch: crate::plan::parse_batch(
                                                 s.workload.batch.as_deref(),
                                             )?,
+                                            trace: None,
                                         };
                                         if let Some(p) = profile {
                                             let expires = cache.is_none() && target.kind.expires();

@@ -1,0 +1,238 @@
+//! `kvlab replay`: drives a target (plain or cache-aside) from a trace in the
+//! public cache-trace CSV format, open loop at the trace's own times, and
+//! reports it like `kvlab run`, with what the trace held and what was sent.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::{Result, bail};
+use clap::Args;
+
+use super::{check_writable, say, write_json};
+use crate::cli::RunArgs;
+use crate::error::UsageError;
+use crate::plan::replay::TracePlan;
+use crate::plan::{CacheStart, Stop};
+use crate::report::summary::summary;
+use crate::runner;
+use crate::workload::trace::feed;
+use crate::workload::trace::{Modelled, Scan};
+
+/// Flags of `kvlab replay`: the trace, its speed, and `kvlab run`'s target,
+/// keys and load flags (those the trace decides are refused).
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The trace: one request a line, `timestamp,key,key size,value size,client id,operation,TTL`
+(Twitter's cache-trace format; timestamps in seconds), plain text or zstd. get and gets are sent as
+GETs; set, add, replace and cas as SETs; other operations are counted, not sent. Keys are hashed
+onto --keys keys (loaded first); values are sized as the trace's first 100,000 value sizes.
+
+Examples:
+  kvlab replay cluster52.csv.zst --target redis --keys 1000000
+  kvlab replay trace.csv --speed 2 --target postgres --cache redis --cache-start cold"
+)]
+pub struct ReplayArgs {
+    /// The trace file (plain text or zstd).
+    #[arg(value_name = "TRACE")]
+    pub trace: PathBuf,
+    /// Times the trace's own pace: 2 replays it twice as fast, 0.5 at half speed.
+    #[arg(long, default_value_t = 1.0, value_name = "FACTOR")]
+    pub speed: f64,
+    /// The target and load, as for `kvlab run`.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// `kvlab run` flags a replay does not take (the trace decides them), hidden
+/// from its help.
+pub const REFUSED: [&str; 9] = [
+    "rate",
+    "ratio",
+    "key_distribution",
+    "profile",
+    "batch",
+    "requests",
+    "shard",
+    "start_at",
+    "background_writes",
+];
+
+/// Runs `kvlab replay`.
+pub fn exec(args: &ReplayArgs, shutdown: &AtomicBool) -> Result<()> {
+    refuse_flags(&args.run)?;
+    if !(args.speed.is_finite() && args.speed > 0.0 && args.speed <= 1e6) {
+        return Err(UsageError::bad(
+            "--speed",
+            format!("{} is not a positive factor", args.speed),
+            "give e.g. --speed 1 (the trace's pace), 2 (twice as fast) or 0.5",
+        )
+        .into());
+    }
+    let path = &args.trace;
+    if !path.is_file() {
+        return Err(UsageError::bad(
+            "TRACE",
+            format!("'{}' is not a file", path.display()),
+            "give the path of a cache-trace CSV file (plain or .zst)",
+        )
+        .into());
+    }
+    let mut plan = args.run.to_plan()?;
+    if let Some(p) = &args.run.json {
+        check_writable(p)?;
+    }
+    if plan
+        .cache
+        .as_ref()
+        .is_some_and(|c| c.start == CacheStart::Settle)
+    {
+        return Err(UsageError::bad(
+            "--cache-start",
+            "settle warms the cache with kvlab's own workload, not the trace",
+            "use --cache-start cold (the trace warms it, measured) or warm",
+        )
+        .into());
+    }
+    eprintln!("kvlab: reading the trace {} to its end", path.display());
+    let input =
+        feed::open(path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    let (scan, err) = feed::scan(input, shutdown);
+    if let Some(e) = err {
+        bail!("cannot read the trace {} {e}", path.display());
+    }
+    check_scan(&scan, path)?;
+    let warmup = args.run.warmup.unwrap_or(0.0);
+    plan.load.warmup_s = warmup;
+    if args.run.value_size.is_none()
+        && let Some(d) = scan.size_dist()
+    {
+        plan.workload.value_size = crate::workload::Values::with(&d).mean().round() as usize;
+        plan.workload.value_sizes = match d {
+            crate::workload::SizeDist::Fixed { size } => {
+                plan.workload.value_size = size;
+                None
+            }
+            d => Some(d),
+        };
+    }
+    let trace = TracePlan {
+        path: path.clone(),
+        speed: args.speed,
+        compressed: feed::compressed(path),
+        span_s: scan.span_s(),
+        requests: scan.modelled(Modelled::Get) + scan.modelled(Modelled::Set),
+        sizes_from_trace: args.run.value_size.is_none() && !scan.sizes.is_empty(),
+    };
+    let whole = trace.replay_s();
+    if warmup >= whole {
+        return Err(UsageError::bad(
+            "--warmup",
+            format!("{warmup} s is as long as the whole replay ({whole:.1} s)"),
+            "give a shorter --warmup (a replay's default is 0)",
+        )
+        .into());
+    }
+    // The window lasts to the trace's end (the replay stops there), or --duration.
+    let to_end = whole - warmup + 0.5;
+    plan.load.stop = Stop::Duration(args.run.duration.map_or(to_end, |d| d.min(to_end)));
+    plan.load.rate = Some(trace.rate());
+    plan.workload.ratio = crate::workload::Ratio {
+        set: u32::from(scan.modelled(Modelled::Set) > 0),
+        get: 1,
+    };
+    plan.workload.trace = Some(trace);
+    let opts = runner::RunOptions {
+        progress: true,
+        notes: true,
+    };
+    let result = runner::run(&plan, opts, shutdown)?;
+    say(args.run.json.as_deref(), &summary(&result));
+    if let Some(p) = &args.run.json {
+        write_json(p, &result)?;
+    }
+    if !result.valid {
+        bail!(
+            "the replay is not a valid measurement: {}",
+            result
+                .problems
+                .first()
+                .map_or("no requests finished", String::as_str)
+        );
+    }
+    Ok(())
+}
+
+/// Refuses the `kvlab run` flags whose answer the trace gives.
+fn refuse_flags(r: &RunArgs) -> Result<(), UsageError> {
+    let given: [(&'static str, bool, &str); 9] = [
+        (
+            "--rate",
+            r.rate.is_some(),
+            "the trace's timestamps set the rate; use --speed",
+        ),
+        (
+            "--ratio",
+            r.ratio.is_some(),
+            "the trace's operations set the mix",
+        ),
+        (
+            "--key-distribution",
+            r.key_distribution.is_some(),
+            "the trace's keys are replayed",
+        ),
+        (
+            "--profile",
+            r.profile.is_some(),
+            "the trace is the workload",
+        ),
+        (
+            "--batch",
+            r.batch.is_some(),
+            "each trace line is one request",
+        ),
+        (
+            "--requests",
+            r.requests.is_some(),
+            "a replay runs to the trace's end, or for --duration",
+        ),
+        ("--shard", r.shard.is_some(), "a replay is one client"),
+        ("--start-at", r.start_at.is_some(), "a replay is one client"),
+        (
+            "--background-writes",
+            r.background_writes.is_some(),
+            "the trace's writes are replayed",
+        ),
+    ];
+    match given.into_iter().find(|g| g.1) {
+        Some((flag, _, why)) => Err(UsageError::bad(
+            flag,
+            format!("kvlab replay does not take it: {why}"),
+            format!("drop {flag}"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Fails on a file that is not a cache trace, or holds nothing to send.
+fn check_scan(s: &Scan, path: &std::path::Path) -> Result<()> {
+    let why = s
+        .first_malformed
+        .map(|(n, w)| format!(" (line {n}: {w})"))
+        .unwrap_or_default();
+    if s.lines > 0 && s.malformed * 2 > s.lines {
+        bail!(
+            "{}: {} of its {} lines are not in the cache-trace CSV format `timestamp,key,key size,value size,client id,operation,TTL`{why}",
+            path.display(),
+            s.malformed,
+            s.lines
+        );
+    }
+    if s.modelled(Modelled::Get) + s.modelled(Modelled::Set) == 0 {
+        bail!(
+            "{}: no GET or SET to replay in its {} lines{why}; kvlab sends get, gets, set, add, replace and cas",
+            path.display(),
+            s.lines
+        );
+    }
+    Ok(())
+}
