@@ -33,12 +33,13 @@ pub fn lines(r: &RunResult) -> String {
     let _ = writeln!(s, "  trace ops: {}", ops.join(", "));
     let _ = writeln!(
         s,
-        "  sent:     {} GETs and {} SETs handed out (warm-up included){}{}{}",
-        num(p.handed_gets as f64),
-        num(p.handed_sets as f64),
+        "  sent:     {} GETs and {} SETs (warm-up included) of the {} the reader read{}{}{}",
+        num((r.gets + r.warmup.gets) as f64),
+        num((r.sets + r.warmup.sets) as f64),
+        num((p.handed_gets + p.handed_sets) as f64),
         p.keys_touched
             .map(|k| format!(
-                ", {} of {} keys touched",
+                ", which touch {} of {} keys",
                 num(k as f64),
                 num(r.config.workload.keys as f64)
             ))

@@ -64,7 +64,11 @@ pub fn summary(r: &RunResult) -> String {
     let _ = writeln!(
         s,
         "kvlab {}: {} {} ({}{})",
-        if r.clients.is_empty() { "run" } else { "merge" },
+        match (r.clients.is_empty(), r.replay.is_some()) {
+            (false, _) => "merge",
+            (true, true) => "replay",
+            (true, false) => "run",
+        },
         t.product,
         t.version,
         if t.managed { "managed, " } else { "" },

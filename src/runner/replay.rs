@@ -10,6 +10,7 @@ use crate::engine::Spec;
 use crate::plan::RunPlan;
 use crate::results::RunResult;
 use crate::results::replay::{OpLines, ReplayReport};
+use crate::results::stats::num;
 use crate::workload::trace::feed::{self, Feed, ReadOutcome};
 use crate::workload::trace::{Modelled, OPS, SIZE_SAMPLE};
 
@@ -90,11 +91,13 @@ fn report(out: &ReadOutcome, plan: &RunPlan, overlapping: u64) -> ReplayReport {
     let mut not_reproduced = vec![
         format!(
             "key sizes: kvlab's keys are '{}' and a number; trace keys are hashed onto {} keys",
-            plan.workload.key_prefix, plan.workload.keys
+            plan.workload.key_prefix,
+            num(plan.workload.keys as f64)
         ),
         match t.sizes_from_trace {
             true => format!(
-                "each request's value size: a key's value has one size, drawn from the trace's first {SIZE_SAMPLE} value sizes, so that every value read back is verified"
+                "each request's value size: a key's value has one size, drawn from the trace's first {} value sizes, so that every value read back is verified",
+                num(SIZE_SAMPLE as f64)
             ),
             false => format!(
                 "each request's value size: values are sized by --value-size {}",
@@ -106,7 +109,7 @@ fn report(out: &ReadOutcome, plan: &RunPlan, overlapping: u64) -> ReplayReport {
     if s.with_ttl > 0 {
         not_reproduced.push(format!(
             "TTLs: {} lines carried one; written keys {}",
-            s.with_ttl,
+            num(s.with_ttl as f64),
             match plan.workload.ttl_s {
                 0 => "do not expire".to_string(),
                 n => format!("expire after --ttl {n} s"),
@@ -120,7 +123,8 @@ fn report(out: &ReadOutcome, plan: &RunPlan, overlapping: u64) -> ReplayReport {
         .sum();
     if unsent > 0 {
         not_reproduced.push(format!(
-            "{unsent} lines of operations kvlab does not model (delete, incr, decr, append, prepend, others): counted, not sent"
+            "{} lines of operations kvlab does not model (delete, incr, decr, append, prepend, others): counted, not sent",
+            num(unsent as f64)
         ));
     }
     ReplayReport {

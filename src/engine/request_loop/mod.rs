@@ -358,6 +358,9 @@ pub fn run<Cl: Client>(
     if let Some(p) = w.pacer {
         w.tally.schedule.batch_window_us = p.lead.max(p.conn_lead).as_secs_f64() * 1e6;
     }
+    if w.replay.is_some() {
+        w.tally.schedule.batch_window_us = replay::LEAD.as_secs_f64() * 1e6;
+    }
     let established = w.refuse_unopened(&mut conns);
     let timing = start.wait(shutdown);
     w.timing = timing;

@@ -13,7 +13,7 @@ use crate::workload::OpKind;
 use crate::workload::trace::feed::{Cursor, Next};
 
 /// The most a traced request leaves before its time to share a wake-up.
-const LEAD: Duration = Duration::from_micros(300);
+pub(super) const LEAD: Duration = Duration::from_micros(300);
 /// How soon a worker looks again when the reader has not got that far.
 const BEHIND: Duration = Duration::from_millis(1);
 
