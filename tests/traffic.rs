@@ -4,9 +4,11 @@
 //! and verified, written again, counted in bytes, with the servers' own
 //! counters agreeing; a value of the wrong size is a `wrong_value`; a table of
 //! other sizes is loaded again, not reused. Keys with a TTL expire, and the
-//! misses after it are counted as expired.
+//! misses after it are counted as expired. `replay`: traces replayed.
 
 mod common;
+#[path = "traffic/replay.rs"]
+mod replay;
 
 use common::{measure, server};
 use kvlab::plan::{Ratio, RunPlan, Stop, TargetKind};

@@ -3,12 +3,12 @@
 //! back as that mix and rate within 1%, with the servers' counters agreeing;
 //! and bad traces and flags get one-line errors.
 
-mod common;
-
 use std::io::Write as _;
 use std::path::Path;
 
 use kvlab::results::RunResult;
+
+use super::common;
 
 /// Lines per second of the generated trace, and its seconds.
 const RATE: u64 = 2000;
@@ -55,9 +55,17 @@ fn trace(path: &Path, zstd: bool) -> [u64; 4] {
     n
 }
 
-fn replay(args: &[&str]) -> RunResult {
+/// Writes the generated trace (zstd or not) and replays it with `args`:
+/// the result and the trace's lines per op.
+fn replay(zstd: bool, args: &[&str]) -> (RunResult, [u64; 4]) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir
+        .path()
+        .join(if zstd { "trace.csv.zst" } else { "trace.csv" });
+    let n = trace(&path, zstd);
     let out = common::kvlab()
         .arg("replay")
+        .arg(&path)
         .args(args)
         .args(["--json", "-", "--connections", "8", "--keys", "3000"])
         .output()
@@ -67,7 +75,7 @@ fn replay(args: &[&str]) -> RunResult {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    (serde_json::from_slice(&out.stdout).unwrap(), n)
 }
 
 /// The replay reproduced the trace's mix and rate, every value verified, and
@@ -115,36 +123,21 @@ fn reproduces(r: &RunResult, n: [u64; 4]) {
 
 #[test]
 fn a_trace_replayed_against_redis_keeps_its_mix_and_rate() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("trace.csv");
-    let n = trace(&path, false);
-    let r = replay(&[path.to_str().unwrap(), "--target", "redis"]);
+    let (r, n) = replay(false, &["--target", "redis"]);
     reproduces(&r, n);
     assert!(!r.replay.as_ref().unwrap().compressed);
 }
 
 #[test]
 fn a_zstd_trace_replayed_against_postgres_keeps_its_mix_and_rate() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("trace.csv.zst");
-    let n = trace(&path, true);
-    let r = replay(&[path.to_str().unwrap(), "--target", "postgres"]);
+    let (r, n) = replay(true, &["--target", "postgres"]);
     reproduces(&r, n);
     assert!(r.replay.as_ref().unwrap().compressed);
 }
 
 #[test]
 fn a_trace_at_twice_its_speed_halves_the_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("trace.csv");
-    let n = trace(&path, false);
-    let r = replay(&[
-        path.to_str().unwrap(),
-        "--target",
-        "memcached",
-        "--speed",
-        "2",
-    ]);
+    let (r, n) = replay(false, &["--target", "memcached", "--speed", "2"]);
     assert!(r.valid, "{:?}", r.problems);
     let rate = 2.0 * (n[0] + n[1]) as f64 / SECS as f64;
     assert!(
@@ -183,18 +176,17 @@ fn bad_traces_and_flags_get_one_line_errors() {
 
 #[test]
 fn a_trace_replays_through_a_cold_cache_in_front_of_postgres() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("trace.csv");
-    let n = trace(&path, false);
-    let r = replay(&[
-        path.to_str().unwrap(),
-        "--target",
-        "postgres",
-        "--cache",
-        "memcached",
-        "--cache-start",
-        "cold",
-    ]);
+    let (r, n) = replay(
+        false,
+        &[
+            "--target",
+            "postgres",
+            "--cache",
+            "memcached",
+            "--cache-start",
+            "cold",
+        ],
+    );
     reproduces(&r, n);
     let a = r.cache_aside.as_ref().unwrap();
     assert!(a.hit_ratio > 0.2 && a.hit_ratio < 1.0, "{}", a.hit_ratio);
