@@ -30,3 +30,13 @@ impl UsageError {
         }
     }
 }
+
+/// The exit code of a run whose gate failed: a threshold the user set
+/// (`kvlab compare --fail-on-worse`, a study's `[thresholds]`) was not met.
+pub const GATE_EXIT: u8 = 3;
+
+/// A threshold the user set was not met (a CI gate): the line names it. The
+/// binary exits with [`GATE_EXIT`]; the results are written before.
+#[derive(Debug, Error)]
+#[error("{0}")]
+pub struct GateFailed(pub String);

@@ -29,7 +29,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("Error: {e:#}");
-            ExitCode::FAILURE
+            match e.downcast_ref::<kvlab::error::GateFailed>() {
+                Some(_) => ExitCode::from(kvlab::error::GATE_EXIT),
+                None => ExitCode::FAILURE,
+            }
         }
     }
 }

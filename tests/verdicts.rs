@@ -244,3 +244,156 @@ fn json_dash_writes_the_result_to_standard_output() {
         "the summary goes to stderr: {err}"
     );
 }
+
+/// Runs `kvlab run` with each of `configs` at the same time (so that the
+/// machine's load falls on all alike), each against its own managed server;
+/// the paths of their results.
+fn side_by_side(dir: &std::path::Path, configs: &[&[&str]]) -> Vec<std::path::PathBuf> {
+    let runs: Vec<_> = configs
+        .iter()
+        .enumerate()
+        .map(|(i, args)| {
+            let json = dir.join(format!("run{i}.json"));
+            let child = std::process::Command::new(env!("CARGO_BIN_EXE_kvlab"))
+                .arg("run")
+                .args(*args)
+                .args(["--duration", "5", "--warmup", "1", "--keys", "5000"])
+                .arg("--json")
+                .arg(&json)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            (child, json)
+        })
+        .collect();
+    runs.into_iter()
+        .map(|(child, json)| {
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            json
+        })
+        .collect()
+}
+
+#[test]
+fn compare_calls_two_runs_of_one_configuration_within_noise() {
+    // The same study twice, side by side, each point repeated: the
+    // repetitions measure how much runs of one configuration differ.
+    let dir = tempfile::tempdir().unwrap();
+    let study = dir.path().join("same.toml");
+    std::fs::write(
+        &study,
+        "name = \"same\"\nduration = 2\nwarmup = 0.5\nrepetitions = 3\n[workload]\nkeys = 5000\n[load]\nconnections = 4\nrate = 2000\n[[target]]\ntarget = \"redis\"\n",
+    )
+    .unwrap();
+    let runs: Vec<_> = ["a", "b"]
+        .iter()
+        .map(|side| {
+            let out = dir.path().join(side);
+            let child = std::process::Command::new(env!("CARGO_BIN_EXE_kvlab"))
+                .arg("study")
+                .arg(&study)
+                .arg("--out")
+                .arg(&out)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            (child, out)
+        })
+        .collect();
+    let files: Vec<std::path::PathBuf> = runs
+        .into_iter()
+        .map(|(child, out)| {
+            let o = child.wait_with_output().unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            std::fs::read_dir(&out)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .find(|p| p.extension().is_some_and(|x| x == "json"))
+                .unwrap()
+        })
+        .collect();
+    let out = kvlab().arg("compare").args(&files).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("0 figures worse, 0 better, 6 within noise (a change counts from 5%"),
+        "{text}"
+    );
+    assert!(
+        text.contains("over repetitions") && text.contains("p99.9 µs"),
+        "{text}"
+    );
+}
+
+#[test]
+fn compare_calls_a_worse_configuration_worse_and_the_gate_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let pg = ["--target", "postgres", "--connections", "4"];
+    let prepared: Vec<&str> = pg
+        .iter()
+        .copied()
+        .chain(["--query-mode", "prepared"])
+        .collect();
+    let simple: Vec<&str> = pg
+        .iter()
+        .copied()
+        .chain(["--query-mode", "simple"])
+        .collect();
+    let files = side_by_side(dir.path(), &[&prepared, &simple]);
+    let html = dir.path().join("cmp");
+    let out = kvlab()
+        .arg("compare")
+        .args(&files)
+        .arg("--out")
+        .arg(&html)
+        .arg("--fail-on-worse")
+        .output()
+        .unwrap();
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    // The simple protocol parses every statement: slower, with significance.
+    assert_eq!(out.status.code(), Some(3), "{text}\n{err}");
+    assert!(text.contains("WORSE") && text.contains("p = "), "{text}");
+    // (The client may well spend less with it: fewer messages a query.)
+    assert!(text.contains("server CPU µs/req"), "{text}");
+    let gate: Vec<&str> = err.lines().filter(|l| l.starts_with("Error:")).collect();
+    assert!(
+        gate.len() == 1 && gate[0].contains("--fail-on-worse"),
+        "{err}"
+    );
+    let page = std::fs::read_to_string(html.join("compare.html")).unwrap();
+    assert!(page.contains("<table>") && page.contains("worse"));
+    assert!(html.join("compare.md").is_file());
+    // Without the gate the same comparison exits 0; bad inputs get one line.
+    let out = kvlab().arg("compare").args(&files).output().unwrap();
+    assert!(out.status.success());
+    let (ok, _, e) = kv(&[
+        "compare".as_ref(),
+        files[0].as_os_str(),
+        "/nonexistent".as_ref(),
+    ]);
+    assert!(
+        !ok && e.contains("not a file") && e.trim_end().lines().count() == 1,
+        "{e}"
+    );
+}
+
+#[test]
+fn compare_of_study_results_matches_points_and_pools_repetitions() {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/study.json");
+    let (ok, text, err) = kv(&["compare".as_ref(), p.as_os_str(), p.as_os_str()]);
+    assert!(ok, "{err}");
+    assert!(text.contains(" 0 figures worse, 0 better, "), "{text}");
+    for point in ["redis connections=4", "postgres connections=16"] {
+        assert!(text.contains(point), "{text}");
+    }
+}

@@ -63,6 +63,9 @@ pub enum Command {
     /// Merge the results of the clients of one sharded run (`kvlab run
     /// --shard I/N`) into one result, exactly (histograms merged, never averaged).
     Merge(commands::merge::MergeArgs),
+    /// Compare two results (runs or studies): each figure better, worse or
+    /// within noise, with its significance.
+    Compare(commands::compare::CompareArgs),
 }
 
 /// What `kvlab demo` does, for its help (a unit test keeps the target list

@@ -369,6 +369,7 @@ impl Acc {
             misses: c.misses,
             p50_us: p.p50,
             p99_us: p.p99,
+            p999_us: p.p999,
             histogram: Some(encode_histogram(&self.latency)),
             error_kinds: ErrorKind::ALL
                 .iter()

@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use super::table::Table;
 use super::{Report, chart};
 
-fn esc(s: &str) -> String {
+/// `s` with HTML's special characters escaped.
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

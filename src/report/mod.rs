@@ -5,6 +5,7 @@
 pub mod aside;
 mod baseline;
 pub mod chart;
+pub mod compare;
 mod figures;
 pub mod fill;
 pub mod html;

@@ -22,6 +22,9 @@ pub struct Second {
     pub p50_us: f64,
     /// 99th percentile latency, µs.
     pub p99_us: f64,
+    /// 99.9th percentile latency, µs (0 in results from before it was kept).
+    #[serde(default)]
+    pub p999_us: f64,
     /// The second's latency histogram (HdrHistogram V2 deflate, base64, ns),
     /// kept in the results of a sharded run so their timelines merge exactly.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -2,9 +2,10 @@
 //! dispatches a command line to them and holds what several share.
 //!
 //! # Layout
-//! - [`run`], [`replay`], [`serve`], [`study`], [`report`], [`capacity`], [`demo`], [`merge`].
+//! - [`run`], [`replay`], [`compare`], [`serve`], [`study`], [`report`], [`capacity`], [`demo`], [`merge`].
 
 pub mod capacity;
+pub mod compare;
 pub mod demo;
 pub mod merge;
 pub mod replay;
@@ -27,6 +28,7 @@ pub fn dispatch(cli: Cli, shutdown: &AtomicBool) -> Result<()> {
         Command::Serve(args) => serve::exec(&args.to_target()?, shutdown),
         Command::Study(args) => study::exec(&args, shutdown),
         Command::Merge(args) => merge::exec(&args),
+        Command::Compare(args) => compare::exec(&args),
         Command::Report(args) => report::exec(&args),
         Command::Capacity(args) => capacity::exec(&args, shutdown),
         Command::Demo(args) => demo::exec(&args, shutdown),

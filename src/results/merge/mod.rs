@@ -329,6 +329,7 @@ fn merged_timeline(rs: &[&RunResult]) -> Result<Vec<Second>> {
             }
             e.0.p50_us = e.0.p50_us.max(s.p50_us);
             e.0.p99_us = e.0.p99_us.max(s.p99_us);
+            e.0.p999_us = e.0.p999_us.max(s.p999_us);
             e.1 = match (e.1.take(), &s.histogram) {
                 (Some(mut h), Some(x)) => {
                     let x = decode_histogram(x).context("a result's timeline is damaged")?;
@@ -345,7 +346,7 @@ fn merged_timeline(rs: &[&RunResult]) -> Result<Vec<Second>> {
         .map(|(mut s, h)| {
             if let Some(h) = h.filter(|h| !h.is_empty()) {
                 let p = Percentiles::of(&h);
-                (s.p50_us, s.p99_us) = (p.p50, p.p99);
+                (s.p50_us, s.p99_us, s.p999_us) = (p.p50, p.p99, p.p999);
             }
             s
         })

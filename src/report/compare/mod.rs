@@ -1,0 +1,423 @@
+//! `kvlab compare A B`: B's figures against A's, point by point — throughput,
+//! p50, p99, p99.9 and CPU per request — each with its difference, how sure it
+//! is, and a verdict: better, worse, or within noise. A pure function of the
+//! results; rendered as text, Markdown and HTML by [`render`].
+//!
+//! How each figure is judged:
+//! - with repetitions (a study that repeats its points, at least 2 a side):
+//!   Welch's t-test over the repetitions' figures; their coefficient of
+//!   variation is reported, and a point above the noise threshold is unstable;
+//! - else throughput and the percentiles by Welch's t-test over the run's
+//!   per-second figures, the sample size
+//!   corrected for their autocorrelation; each percentile also shows the 95%
+//!   confidence intervals of the two runs' figures, read from their HDR
+//!   histograms (order statistics; the requests counted as worth as many
+//!   independent samples as that autocorrelation leaves);
+//! - CPU per request has one figure a run: without repetitions it is not
+//!   tested, only held to the threshold.
+//!
+//! A difference is better or worse only when it is significant (p < 0.05) and
+//! at least the threshold: 5% by default where both sides have repetitions,
+//! 50% where a side has one run (per-second samples of one run say nothing of
+//! the next run's drift: two runs of one configuration side by side on a
+//! shared 2-core machine differed by up to 2x in client CPU per request and
+//! 1.5x in p50).
+//!
+//! # Layout
+//! - [`stats`]: the series, Welch's test, percentile intervals.
+//! - [`render`]: text, Markdown and HTML.
+
+pub mod render;
+pub mod stats;
+
+use std::collections::BTreeMap;
+
+use crate::results::RunResult;
+use crate::results::stats::decode_histogram;
+use crate::results::study::StudyResult;
+use stats::{Series, quantile_ci, welch};
+
+/// What a difference is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// B is better, beyond noise and the threshold.
+    Better,
+    /// B is worse, beyond noise and the threshold.
+    Worse,
+    /// Not shown to differ by the threshold or more.
+    Noise,
+}
+
+impl Verdict {
+    /// How it reads.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Better => "better",
+            Verdict::Worse => "worse",
+            Verdict::Noise => "within noise",
+        }
+    }
+}
+
+/// How `kvlab compare` judges.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rules {
+    /// The smallest change, percent, called better or worse where both sides
+    /// have repetitions.
+    pub threshold_pct: f64,
+    /// Repetitions varying more than this (coefficient of variation, percent)
+    /// make a point unstable.
+    pub noise_pct: f64,
+    /// The smallest change, percent, called better or worse where a side has
+    /// one run: a run's per-second figures say nothing of how the next run
+    /// differs (a shared machine drifts by tens of percent between runs), and CPU
+    /// per request is one figure a run, not tested at all.
+    pub one_run_pct: f64,
+}
+
+impl Default for Rules {
+    fn default() -> Self {
+        Rules {
+            threshold_pct: 5.0,
+            noise_pct: 10.0,
+            one_run_pct: 50.0,
+        }
+    }
+}
+
+/// One figure of one point, A against B.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Figure {
+    /// Its name, e.g. `p99 µs`.
+    pub name: &'static str,
+    /// A's value.
+    pub a: f64,
+    /// B's value.
+    pub b: f64,
+    /// (B − A) / A, percent.
+    pub change_pct: f64,
+    /// How sure: the p-value, the intervals, or why there is no test.
+    pub evidence: String,
+    /// Better, worse or within noise.
+    pub verdict: Verdict,
+}
+
+/// One point (a run, or a study point with its repetitions), compared.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PointCmp {
+    /// The point: its target and parameters.
+    pub label: String,
+    /// Its figures.
+    pub figures: Vec<Figure>,
+    /// What to keep in mind (unstable repetitions, errors).
+    pub notes: Vec<String>,
+}
+
+/// B against A.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    /// A's name (its file).
+    pub a: String,
+    /// B's name.
+    pub b: String,
+    /// The rules applied.
+    pub rules: Rules,
+    /// The smallest change called better or worse: the threshold where every
+    /// point has repetitions, else the one-run threshold.
+    pub applied_pct: f64,
+    /// The points both have.
+    pub points: Vec<PointCmp>,
+    /// Points only one side has.
+    pub unmatched: Vec<String>,
+}
+
+impl Comparison {
+    /// Every figure B is worse in: (point, figure).
+    pub fn worse(&self) -> Vec<(&str, &Figure)> {
+        self.points
+            .iter()
+            .flat_map(|p| p.figures.iter().map(move |f| (p.label.as_str(), f)))
+            .filter(|(_, f)| f.verdict == Verdict::Worse)
+            .collect()
+    }
+
+    /// Figures per verdict: better, worse, within noise.
+    pub fn tally(&self) -> [usize; 3] {
+        let mut t = [0; 3];
+        for f in self.points.iter().flat_map(|p| &p.figures) {
+            t[match f.verdict {
+                Verdict::Better => 0,
+                Verdict::Worse => 1,
+                Verdict::Noise => 2,
+            }] += 1;
+        }
+        t
+    }
+}
+
+/// A results file: one run, or a study.
+pub enum Results {
+    /// `kvlab run --json`.
+    Run(Box<RunResult>),
+    /// `kvlab study`.
+    Study(Box<StudyResult>),
+}
+
+impl Results {
+    /// Its points: label → the runs of it (repetitions).
+    fn points(&self) -> BTreeMap<String, Vec<&RunResult>> {
+        let mut m: BTreeMap<String, Vec<&RunResult>> = BTreeMap::new();
+        match self {
+            Results::Run(r) => {
+                m.insert(r.target.product.clone(), vec![r]);
+            }
+            Results::Study(s) => {
+                for p in &s.points {
+                    let Some(r) = p.result.as_ref() else { continue };
+                    let params: Vec<String> =
+                        p.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    let label = match params.is_empty() {
+                        true => p.target.clone(),
+                        false => format!("{} {}", p.target, params.join(" ")),
+                    };
+                    m.entry(label).or_default().push(r);
+                }
+            }
+        }
+        m
+    }
+}
+
+/// Compares `b` (named `bn`) against `a` (named `an`) under `rules`.
+pub fn compare(a: &Results, an: &str, b: &Results, bn: &str, rules: Rules) -> Comparison {
+    let (pa, pb) = (a.points(), b.points());
+    let single = matches!((a, b), (Results::Run(_), Results::Run(_)));
+    let mut points = Vec::new();
+    let mut unmatched = Vec::new();
+    for (label, ra) in &pa {
+        // Two runs are one point whatever their targets are called.
+        let rb = match single {
+            true => pb.values().next(),
+            false => pb.get(label),
+        };
+        match rb {
+            Some(rb) => points.push(point(label, ra, rb, rules)),
+            None => unmatched.push(format!("{label} (only in {an})")),
+        }
+    }
+    if !single {
+        unmatched.extend(
+            pb.keys()
+                .filter(|k| !pa.contains_key(*k))
+                .map(|k| format!("{k} (only in {bn})")),
+        );
+    }
+    let reps = |p: &BTreeMap<String, Vec<&RunResult>>| p.values().all(|r| r.len() >= 2);
+    Comparison {
+        a: an.to_string(),
+        b: bn.to_string(),
+        rules,
+        applied_pct: match reps(&pa) && reps(&pb) {
+            true => rules.threshold_pct,
+            false => rules.threshold_pct.max(rules.one_run_pct),
+        },
+        points,
+        unmatched,
+    }
+}
+
+/// Which way is better for a figure.
+#[derive(Clone, Copy)]
+enum Better {
+    Higher,
+    Lower,
+}
+
+/// One point's figures.
+fn point(label: &str, a: &[&RunResult], b: &[&RunResult], rules: Rules) -> PointCmp {
+    let label = match (a.len(), b.len()) {
+        (1, 1) if a[0].target.product != b[0].target.product => {
+            format!("{} → {}", a[0].target.product, b[0].target.product)
+        }
+        _ => label.to_string(),
+    };
+    let mut notes = Vec::new();
+    let reps = a.len() >= 2 && b.len() >= 2;
+    type Get = fn(&RunResult) -> Option<f64>;
+    let whole: [(&'static str, Better, Get); 6] = [
+        ("throughput req/s", Better::Higher, |r| {
+            Some(r.throughput_rps)
+        }),
+        ("p50 µs", Better::Lower, |r| Some(r.latency_us.p50)),
+        ("p99 µs", Better::Lower, |r| Some(r.latency_us.p99)),
+        ("p99.9 µs", Better::Lower, |r| Some(r.latency_us.p999)),
+        ("client CPU µs/req", Better::Lower, |r| {
+            Some(r.client_cpu_us_per_request)
+        }),
+        ("server CPU µs/req", Better::Lower, |r| {
+            r.server_cpu_us_per_request
+        }),
+    ];
+    let mut figures = Vec::new();
+    for (i, (name, better, get)) in whole.into_iter().enumerate() {
+        let va: Vec<f64> = a.iter().filter_map(|r| get(r)).collect();
+        let vb: Vec<f64> = b.iter().filter_map(|r| get(r)).collect();
+        if va.is_empty() || vb.is_empty() {
+            continue;
+        }
+        let (ma, mb) = (mean(&va), mean(&vb));
+        let change = pct(ma, mb);
+        let (evidence, apart) = if reps {
+            let (sa, sb) = (Series::of(&va), Series::of(&vb));
+            for (side, s) in [("A", sa), ("B", sb)] {
+                if let Some(s) = s.filter(|s| s.cv() * 100.0 > rules.noise_pct) {
+                    notes.push(format!(
+                        "unstable: {name} of {side} varies {:.0}% between repetitions (over {}%)",
+                        s.cv() * 100.0,
+                        rules.noise_pct
+                    ));
+                }
+            }
+            tested(sa.zip(sb), "over repetitions")
+        } else {
+            match i {
+                0..=3 => {
+                    let (sa, sb) = (per_second(a[0], i), per_second(b[0], i));
+                    let (mut evidence, apart) =
+                        tested(sa.zip(sb), "per second, autocorrelation-corrected");
+                    if let Some(q) = [None, Some(0.5), Some(0.99), Some(0.999)][i] {
+                        evidence.push_str(&intervals(a[0], b[0], q));
+                    }
+                    (evidence, apart)
+                }
+                _ => ("one figure a run: no test".to_string(), true),
+            }
+        };
+        let threshold = match reps {
+            true => rules.threshold_pct,
+            false => rules.threshold_pct.max(rules.one_run_pct),
+        };
+        let verdict = match (apart && change.abs() >= threshold, better) {
+            (false, _) => Verdict::Noise,
+            (true, Better::Higher) if mb > ma => Verdict::Better,
+            (true, Better::Lower) if mb < ma => Verdict::Better,
+            (true, _) => Verdict::Worse,
+        };
+        figures.push(Figure {
+            name,
+            a: ma,
+            b: mb,
+            change_pct: change,
+            evidence,
+            verdict,
+        });
+    }
+    for (side, rs) in [("A", a), ("B", b)] {
+        let errors: u64 = rs.iter().map(|r| r.errors).sum();
+        if errors > 0 || rs.iter().any(|r| !r.valid) {
+            notes.push(format!(
+                "{side} had {errors} errors or a result that is not valid: its figures may not be the target's"
+            ));
+        }
+    }
+    PointCmp {
+        label,
+        figures,
+        notes,
+    }
+}
+
+/// Welch's verdict on a pair of series: the evidence and whether they differ.
+fn tested(s: Option<(Series, Series)>, how: &str) -> (String, bool) {
+    let Some((sa, sb)) = s else {
+        return (format!("too few samples to test ({how})"), false);
+    };
+    match welch(&sa, &sb) {
+        None => (format!("identical ({how})"), false),
+        Some(w) => (
+            format!(
+                "p = {}, 95% CI of B − A {:+.1} .. {:+.1} ({how}; n_eff {:.0} / {:.0})",
+                p_text(w.p),
+                w.ci.0,
+                w.ci.1,
+                sa.n_eff(),
+                sb.n_eff()
+            ),
+            w.p < 0.05,
+        ),
+    }
+}
+
+/// A p-value as text.
+fn p_text(p: f64) -> String {
+    match p < 0.0001 {
+        true => "< 0.0001".into(),
+        false => format!("{p:.4}"),
+    }
+}
+
+/// Run `r`'s per-second series of figure `i` (0 throughput, 1 p50, 2 p99,
+/// 3 p99.9) over the window's whole seconds.
+fn per_second(r: &RunResult, i: usize) -> Option<Series> {
+    // A last second past the window's whole seconds is partial: left out.
+    let whole = (r.duration_s + 0.05).floor() as i64;
+    let xs: Vec<f64> = r
+        .timeline
+        .iter()
+        .filter(|s| (0..whole).contains(&s.second))
+        .filter_map(|s| match i {
+            0 => Some((s.requests - s.errors.min(s.requests)) as f64),
+            1 => Some(s.p50_us),
+            2 => Some(s.p99_us),
+            // Results from before p99.9 was kept per second have 0 there;
+            // a sharded run's seconds keep their histograms.
+            _ if s.p999_us > 0.0 => Some(s.p999_us),
+            _ => {
+                let h = decode_histogram(s.histogram.as_deref()?).ok()?;
+                (!h.is_empty()).then(|| h.value_at_quantile(0.999) as f64 / 1000.0)
+            }
+        })
+        .collect();
+    Series::of(&xs)
+}
+
+/// The 95% intervals of quantile `q` of two runs, from their whole-run HDR
+/// histograms (order statistics; the requests worth as many independent
+/// samples as their per-second p99s' autocorrelation leaves).
+fn intervals(a: &RunResult, b: &RunResult, q: f64) -> String {
+    let ci = |r: &RunResult| -> Option<(f64, f64)> {
+        let h = decode_histogram(&r.histogram).ok()?;
+        let share = per_second(r, 2).map_or(1.0, |s| s.n_eff() / s.n as f64);
+        Some(quantile_ci(&h, q, h.len() as f64 * share))
+    };
+    match (ci(a), ci(b)) {
+        (Some(x), Some(y)) => format!(
+            "; the runs' 95% CIs (HDR) A {}..{}, B {}..{} µs",
+            short(x.0),
+            short(x.1),
+            short(y.0),
+            short(y.1)
+        ),
+        _ => String::new(),
+    }
+}
+
+/// A latency as text: µs, whole beyond 100.
+fn short(x: f64) -> String {
+    match x < 100.0 {
+        true => format!("{x:.1}"),
+        false => format!("{x:.0}"),
+    }
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len().max(1) as f64
+}
+
+/// (b − a) / a, percent (0 when a is 0).
+fn pct(a: f64, b: f64) -> f64 {
+    match a.abs() > 0.0 {
+        true => (b - a) / a.abs() * 100.0,
+        false => 0.0,
+    }
+}
