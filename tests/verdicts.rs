@@ -397,3 +397,51 @@ fn compare_of_study_results_matches_points_and_pools_repetitions() {
         assert!(text.contains(point), "{text}");
     }
 }
+
+#[test]
+fn a_failed_threshold_exits_3_and_leaves_the_results_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let study = dir.path().join("gate.toml");
+    std::fs::write(
+        &study,
+        "name = \"gate\"\nduration = 1\nwarmup = 0\n[workload]\nkeys = 1000\n[load]\nconnections = 2\n[thresholds]\np99_ms = 1000\nerrors = 0\nmin_rps = 1000000000\n[[target]]\ntarget = \"redis\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let run = kvlab()
+        .arg("study")
+        .arg(&study)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(3), "{err}");
+    let gate: Vec<&str> = err.lines().filter(|l| l.starts_with("Error:")).collect();
+    assert!(
+        gate.len() == 1
+            && gate[0].contains("thresholds: 1 failed")
+            && gate[0].contains("throughput >= 1000000000 req/s")
+            && !gate[0].contains("p99"),
+        "{err}"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("Thresholds") && html.contains("FAIL") && html.contains("pass"));
+    let results: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    assert_eq!(results.len(), 1);
+    // A limit that makes no sense is refused at its line.
+    std::fs::write(
+        &study,
+        "name = \"gate\"\n[thresholds]\np99_ms = -1\n[[target]]\ntarget = \"redis\"\n",
+    )
+    .unwrap();
+    let (ok, _, e) = kv(&["study".as_ref(), study.as_os_str(), "--dry-run".as_ref()]);
+    assert!(
+        !ok && e.contains(":3:") && e.contains("thresholds.p99_ms"),
+        "{e}"
+    );
+}

@@ -37,6 +37,10 @@ pub struct StudyFile {
     /// What "good enough" means, for the verdict.
     #[serde(default)]
     pub goal: Goal,
+    /// `[thresholds]`: limits every point must meet (a CI gate: `kvlab study`
+    /// exits 3 when one fails).
+    #[serde(default, skip_serializing_if = "Thresholds::is_empty")]
+    pub thresholds: Thresholds,
     /// CPUs for managed servers, e.g. "1" or "2-3" (sched_setaffinity).
     #[serde(default)]
     pub server_cpus: Option<String>,
@@ -99,6 +103,32 @@ pub struct Goal {
     /// (at the first point's load shape, on the same server).
     #[serde(default)]
     pub capacity: bool,
+}
+
+/// `[thresholds]`: limits every point of a study must meet. Each is
+/// optional; a point without a result fails them all.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Thresholds {
+    /// Largest p50 latency, ms.
+    pub p50_ms: Option<f64>,
+    /// Largest p99 latency, ms.
+    pub p99_ms: Option<f64>,
+    /// Largest p99.9 latency, ms.
+    pub p999_ms: Option<f64>,
+    /// Most failed requests.
+    pub errors: Option<u64>,
+    /// Most stale reads.
+    pub stale_reads: Option<u64>,
+    /// Least throughput, requests per second.
+    pub min_rps: Option<f64>,
+}
+
+impl Thresholds {
+    /// Whether it sets no limit.
+    pub fn is_empty(&self) -> bool {
+        *self == Thresholds::default()
+    }
 }
 
 /// `[workload]`.

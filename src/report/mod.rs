@@ -232,6 +232,10 @@ pub fn build(results: &[StudyResult]) -> Report {
         tables.extend(w.tables);
         charts.extend(w.charts);
     }
+    if let Some((line, t)) = thresholds(results) {
+        verdict.insert(0, line);
+        tables.insert(0, t);
+    }
     if !table.rows.is_empty() {
         tables.push(table);
     }
@@ -243,4 +247,45 @@ pub fn build(results: &[StudyResult]) -> Report {
         tables,
         charts,
     }
+}
+
+/// The study's `[thresholds]` checked on every point: the verdict's first
+/// line and the table of pass and fail (`None` without thresholds).
+fn thresholds(results: &[StudyResult]) -> Option<(String, Table)> {
+    let t = &results.first()?.study.thresholds;
+    if t.is_empty() {
+        return None;
+    }
+    let checks: Vec<_> = results
+        .iter()
+        .flat_map(|r| crate::results::thresholds::check(t, &r.points))
+        .collect();
+    let failed: Vec<String> = checks
+        .iter()
+        .filter(|c| !c.passed)
+        .map(|c| format!("{}: {} (got {})", c.point, c.limit, c.value))
+        .collect();
+    let line = match failed.is_empty() {
+        true => format!("Thresholds: all {} checks passed.", checks.len()),
+        false => format!(
+            "Thresholds: {} of {} checks FAILED: {}.",
+            failed.len(),
+            checks.len(),
+            failed.join("; ")
+        ),
+    };
+    let table = Table {
+        title: "Thresholds".into(),
+        headers: ["point", "limit", "measured", "result"]
+            .map(String::from)
+            .to_vec(),
+        rows: checks
+            .into_iter()
+            .map(|c| {
+                let result = if c.passed { "pass" } else { "FAIL" };
+                vec![c.point, c.limit, c.value, result.to_string()]
+            })
+            .collect(),
+    };
+    Some((line, table))
 }

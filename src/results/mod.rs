@@ -10,6 +10,7 @@ pub mod merge;
 pub mod replay;
 pub mod stats;
 pub mod study;
+pub mod thresholds;
 pub mod timeline;
 
 use std::collections::BTreeMap;

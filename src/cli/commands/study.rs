@@ -151,5 +151,18 @@ pub fn run_study(
             s.name
         );
     }
+    let failed: Vec<String> = crate::results::thresholds::check(&s.thresholds, &results[0].points)
+        .into_iter()
+        .filter(|c| !c.passed)
+        .map(|c| format!("{}: {} (got {})", c.point, c.limit, c.value))
+        .collect();
+    if !failed.is_empty() {
+        return Err(crate::error::GateFailed(format!(
+            "thresholds: {} failed: {}; the results and report are written",
+            failed.len(),
+            failed.join("; ")
+        ))
+        .into());
+    }
     Ok(())
 }

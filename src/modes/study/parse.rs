@@ -181,6 +181,22 @@ fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
             at_in("goal", 0, "rps")
         );
     }
+    let t = &s.thresholds;
+    for (key, v) in [
+        ("p50_ms", t.p50_ms),
+        ("p99_ms", t.p99_ms),
+        ("p999_ms", t.p999_ms),
+        ("min_rps", t.min_rps),
+    ] {
+        if let Some(v) = v
+            && !(v.is_finite() && v > 0.0)
+        {
+            bail!(
+                "{}: thresholds.{key} = {v}: give a positive number",
+                at_in("thresholds", 0, key)
+            );
+        }
+    }
     if !matches!(s.mode.as_deref(), None | Some("measure") | Some("fill")) {
         bail!("{}: mode must be \"measure\" or \"fill\"", at("mode"));
     }
