@@ -50,6 +50,18 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
+    /// Whether the server is on this machine: a unix socket, or a loopback
+    /// host (`localhost`, `127.*`, `::1`).
+    pub fn is_loopback(&self) -> bool {
+        self.socket.is_some()
+            || self.host == "localhost"
+            || self
+                .host
+                .trim_matches(|c| c == '[' || c == ']')
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    }
+
     /// The URL with the password masked for a server of `product`: its TLS
     /// scheme (`rediss://`) when TLS is on and it has one.
     pub fn display_for(&self, product: &dyn crate::driver::Product) -> String {

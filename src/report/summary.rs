@@ -488,11 +488,32 @@ pub fn summary(r: &RunResult) -> String {
         );
     }
     events(&mut s, &r.events, r.cache_aside.is_some());
+    if let Some(m) = &r.machine {
+        let _ = writeln!(
+            s,
+            "  machine:  {} x {}, {} MiB, kernel {}, governor {}, THP {}, last-level cache {}{}",
+            m.cores,
+            m.cpu,
+            m.memory_mib,
+            m.kernel,
+            m.governor.as_deref().unwrap_or("n/a"),
+            m.thp.as_deref().unwrap_or("n/a"),
+            m.llc_kib
+                .map_or("n/a".into(), |k| format!("{} KiB", num(k as f64))),
+            match r.shared_cores {
+                Some(true) => "; kvlab and the server shared its cores",
+                _ => "",
+            }
+        );
+    }
     if r.interrupted {
         let _ = writeln!(
             s,
             "  NOTE: interrupted: the figures cover the run until Ctrl-C"
         );
+    }
+    for n in &r.suspect {
+        let _ = writeln!(s, "  NOTE: {n}");
     }
     for p in &r.problems {
         let _ = writeln!(s, "  WARNING: {p}");

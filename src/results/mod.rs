@@ -129,6 +129,17 @@ pub struct RunResult {
     /// What kvlab did to its servers during the window, and what followed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<EventReport>,
+    /// The machine kvlab ran on (CPU, governor, huge pages, last-level cache).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<study::Machine>,
+    /// What about the machine makes the figures suspect (a governor other
+    /// than `performance`, a data set that fits in the CPU's cache).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suspect: Vec<String>,
+    /// Whether kvlab and the server shared this machine's cores (a managed
+    /// server, or one on loopback); `None`: unknown (a server elsewhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_cores: Option<bool>,
     /// `kvlab replay`: the trace, what was sent for it, what was not reproduced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<replay::ReplayReport>,

@@ -29,6 +29,15 @@ pub struct Machine {
     pub kernel: String,
     /// Host name.
     pub host: String,
+    /// The CPU frequency governor of CPU 0 (`None`: no cpufreq, e.g. a VM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub governor: Option<String>,
+    /// Transparent huge pages: the mode in use (`always`, `madvise`, `never`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thp: Option<String>,
+    /// The size of CPU 0's last-level cache, KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llc_kib: Option<u64>,
 }
 
 impl Machine {
@@ -61,8 +70,56 @@ impl Machine {
             memory_mib,
             kernel: read("/proc/sys/kernel/osrelease"),
             host: read("/proc/sys/kernel/hostname"),
+            governor: Some(read(
+                "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
+            ))
+            .filter(|g| !g.is_empty()),
+            // "always [madvise] never": the bracketed one is in use.
+            thp: read("/sys/kernel/mm/transparent_hugepage/enabled")
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix('[')?.strip_suffix(']').map(String::from)),
+            llc_kib: last_level_cache_kib(),
         }
     }
+
+    /// What makes this machine's figures suspect, one sentence each: a
+    /// frequency governor other than `performance` (clock speed varies with
+    /// load), and `data_bytes` of data that fit in the last-level cache (reads
+    /// then never wait for memory, unlike a data set of production size).
+    pub fn suspicions(&self, data_bytes: u64) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(g) = self.governor.as_deref().filter(|g| *g != "performance") {
+            out.push(format!(
+                "the CPU frequency governor is '{g}', not 'performance': clock speed follows the load, so figures vary between runs"
+            ));
+        }
+        if let Some(llc) = self.llc_kib.filter(|&l| l > 0 && data_bytes <= l * 1024) {
+            out.push(format!(
+                "the data set ({:.1} MiB) fits in the CPU's last-level cache ({:.1} MiB): reads never wait for memory, so figures are better than for a data set of production size",
+                data_bytes as f64 / (1 << 20) as f64,
+                llc as f64 / 1024.0
+            ));
+        }
+        out
+    }
+}
+
+/// The size of CPU 0's highest-level cache, KiB (`None` where sysfs lacks it).
+fn last_level_cache_kib() -> Option<u64> {
+    let dir = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache");
+    let read = |p: std::path::PathBuf| std::fs::read_to_string(p).ok();
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("index"))
+        .filter_map(|e| {
+            let level: u32 = read(e.path().join("level"))?.trim().parse().ok()?;
+            let size = read(e.path().join("size"))?;
+            let kib: u64 = size.trim().trim_end_matches('K').parse().ok()?;
+            Some((level, kib))
+        })
+        .max()
+        .map(|(_, kib)| kib)
 }
 
 /// One point's outcome.

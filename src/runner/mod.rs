@@ -346,6 +346,15 @@ pub fn measure_with(
     }
     result.background = background;
     replay::finish(feed, plan, &mut result);
+    let machine = crate::results::study::Machine::this();
+    let data_bytes = plan.workload.keys * plan.workload.value_size as u64;
+    result.suspect = machine.suspicions(data_bytes);
+    result.machine = Some(machine);
+    result.shared_cores = match &plan.target.external {
+        None => Some(true),
+        Some(e) if e.is_loopback() => Some(true),
+        Some(_) => None,
+    };
     cache::mark_timeline(&mut result.timeline, &obs.memory);
     obs.events.report(&mut result);
     for e in result.events.iter().filter(|e| e.error.is_some()) {
