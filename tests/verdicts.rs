@@ -445,3 +445,58 @@ fn a_failed_threshold_exits_3_and_leaves_the_results_written() {
         "{e}"
     );
 }
+
+#[test]
+fn a_capacity_search_reports_its_bracket_and_fixed_rates_agree() {
+    use kvlab::modes::capacity::{MoreLimits, judge};
+    let common = [
+        "--target",
+        "redis",
+        "--duration",
+        "1",
+        "--warmup",
+        "0.5",
+        "--connections",
+        "8",
+        "--keys",
+        "10000",
+        "--json",
+        "-",
+    ];
+    let out = kvlab()
+        .args(["capacity", "--p99-ms", "1", "--p50-ms", "0.5"])
+        .args(common)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    let c: kvlab::results::capacity::Capacity = serde_json::from_slice(&out.stdout).unwrap();
+    let more = MoreLimits {
+        p50_ms: Some(0.5),
+        p999_ms: None,
+    };
+    assert_eq!(c.limits, more);
+    let pass = c.capacity_rps.expect("a rate passed");
+    let [lo, hi] = c.bracket.expect("a bracket");
+    assert!(lo == pass && hi > lo, "{:?}", c.bracket);
+    assert!(
+        c.headroom.len() == 2
+            && c.headroom[1].starts_with("p99 ")
+            && c.headroom[1].contains("under"),
+        "{:?}",
+        c.headroom
+    );
+    assert!(text.contains("bracket: passed at"), "{text}");
+    // A fixed rate well inside the bracket passes; well outside it fails.
+    let at = |rate: f64| -> Result<(), String> {
+        let out = kvlab()
+            .args(["run", "--rate", &format!("{rate:.0}")])
+            .args(common)
+            .output()
+            .unwrap();
+        let r: kvlab::results::RunResult = serde_json::from_slice(&out.stdout).unwrap();
+        judge(&r, rate, 1.0, more)
+    };
+    assert!(at(lo * 0.5).is_ok(), "{:?}", at(lo * 0.5));
+    assert!(at(hi * 1.5).is_err());
+}

@@ -79,6 +79,12 @@ pub struct CapacityArgs {
     /// Largest acceptable p99 latency, milliseconds.
     #[arg(long, value_name = "MS")]
     pub p99_ms: f64,
+    /// Also a largest p50, milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub p50_ms: Option<f64>,
+    /// Also a largest p99.9, milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub p999_ms: Option<f64>,
     /// Most paced runs after the closed-loop one.
     #[arg(long, default_value_t = 7)]
     pub steps: usize,

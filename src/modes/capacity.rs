@@ -1,6 +1,9 @@
 //! Capacity search: the highest request rate a target sustains open-loop with
-//! p99 under a limit and no errors, found by a bounded bisection over `--rate`
-//! on one server, after a closed-loop run that bounds the search.
+//! p99 (and, if given, p50 and p99.9) under their limits, no errors, and the
+//! rate carried, found by a bounded bisection over `--rate` on one server,
+//! after a closed-loop run that bounds the search. It ends with a bracket
+//! (the highest pass, the lowest failure above it) and the headroom at the
+//! answer. Latency is always from each request's intended send time.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -8,7 +11,7 @@ use anyhow::{Result, bail};
 
 use crate::plan::RunPlan;
 use crate::results::RunResult;
-pub use crate::results::capacity::{Capacity, Step};
+pub use crate::results::capacity::{Capacity, MoreLimits, Step};
 use crate::runner::{self, RunOptions};
 
 /// Why a failed step `r` failed on kvlab's side, when it did: its workers were
@@ -34,34 +37,70 @@ pub fn client_limited(r: &RunResult, p99_ms: f64) -> Option<String> {
     })
 }
 
-/// Whether `r`, run at `rate`, met the goal; else why not.
-pub fn judge(r: &RunResult, rate: f64, p99_ms: f64) -> Result<(), String> {
+/// The least share of the offered rate a passing step must carry.
+pub const CARRIED: f64 = 0.95;
+
+/// The latency limits of `r` as (name, measured ms, limit ms).
+fn latencies(r: &RunResult, p99_ms: f64, more: MoreLimits) -> Vec<(&'static str, f64, f64)> {
+    let l = &r.latency_us;
+    [
+        ("p50", l.p50, more.p50_ms),
+        ("p99", l.p99, Some(p99_ms)),
+        ("p99.9", l.p999, more.p999_ms),
+    ]
+    .into_iter()
+    .filter_map(|(n, us, lim)| lim.map(|ms| (n, us / 1000.0, ms)))
+    .collect()
+}
+
+/// Whether `r`, run at `rate`, met every limit; else why not.
+pub fn judge(r: &RunResult, rate: f64, p99_ms: f64, more: MoreLimits) -> Result<(), String> {
     if r.errors > 0 {
         return Err(format!("{} errors", r.errors));
     }
-    if r.latency_us.p99 > p99_ms * 1000.0 {
-        return Err(format!(
-            "p99 {:.2} ms over {p99_ms} ms",
-            r.latency_us.p99 / 1000.0
-        ));
+    let over: Vec<String> = latencies(r, p99_ms, more)
+        .into_iter()
+        .filter(|(_, got, lim)| got > lim)
+        .map(|(n, got, lim)| format!("{n} {got:.2} ms over {lim} ms"))
+        .collect();
+    if !over.is_empty() {
+        return Err(over.join(", "));
     }
     let unsent = r.schedule.as_ref().map_or(0, |s| s.unsent) as f64;
     if unsent > 0.001 * rate * r.duration_s {
         return Err(format!("{unsent:.0} scheduled requests never sent"));
     }
-    if r.throughput_rps < 0.95 * rate {
-        return Err(format!("served {:.0} req/s of {rate:.0}", r.throughput_rps));
+    if r.throughput_rps < CARRIED * rate {
+        return Err(format!(
+            "served {:.0} req/s of {rate:.0} (under {:.0}%)",
+            r.throughput_rps,
+            CARRIED * 100.0
+        ));
     }
     Ok(())
 }
 
-/// Searches with at most `steps` paced runs after the closed-loop one,
+/// How far under each limit `r` stayed, one line each.
+pub fn headroom(r: &RunResult, p99_ms: f64, more: MoreLimits) -> Vec<String> {
+    latencies(r, p99_ms, more)
+        .into_iter()
+        .map(|(n, got, lim)| {
+            format!(
+                "{n} {got:.3} ms of {lim} ms: {:.0}% under",
+                (1.0 - got / lim) * 100.0
+            )
+        })
+        .collect()
+}
+
+/// Searches within `p99_ms` and the `more` limits with at most `steps`
+/// paced runs after the closed-loop one,
 /// against `server`, already running (started for the purpose, or a study's),
 /// or the plan's external target when `None`.
 pub fn search_on(
     plan: &RunPlan,
     server: Option<&crate::servers::ManagedServer>,
-    p99_ms: f64,
+    (p99_ms, more): (f64, MoreLimits),
     steps: usize,
     opts: RunOptions,
     shutdown: &AtomicBool,
@@ -75,8 +114,18 @@ pub fn search_on(
     let first = runner::measure(&plan, server, opts, shutdown)?;
     plan.workload.load = false; // loaded once
     let bound = first.throughput_rps;
+    for (flag, v) in [("--p50-ms", more.p50_ms), ("--p999-ms", more.p999_ms)] {
+        if let Some(v) = v
+            && !(v.is_finite() && v > 0.0)
+        {
+            bail!("{flag}: give a positive number of milliseconds");
+        }
+    }
     let mut out = Capacity {
         p99_ms,
+        limits: more,
+        bracket: None,
+        headroom: Vec::new(),
         capacity_rps: None,
         steps: Vec::new(),
     };
@@ -93,6 +142,7 @@ pub fn search_on(
         bail!("the closed-loop run served nothing; cannot search");
     }
     let (mut lo, mut hi) = (0.0f64, bound * 1.1);
+    let mut failed_above: Option<f64> = None;
     for _ in 0..steps {
         if shutdown.load(Ordering::SeqCst) {
             break;
@@ -102,7 +152,7 @@ pub fn search_on(
         let rate = if lo == 0.0 { hi * 0.5 } else { (lo + hi) / 2.0 };
         plan.load.rate = Some(rate);
         let r = runner::measure(&plan, server, opts, shutdown)?;
-        let mut verdict = judge(&r, rate, p99_ms);
+        let mut verdict = judge(&r, rate, p99_ms, more);
         let limited = verdict
             .is_err()
             .then(|| client_limited(&r, p99_ms))
@@ -114,8 +164,10 @@ pub fn search_on(
         if passed {
             lo = rate;
             out.capacity_rps = Some(rate);
+            out.headroom = headroom(&r, p99_ms, more);
         } else {
             hi = rate;
+            failed_above = Some(rate);
         }
         let step = Step {
             rate: Some(rate),
@@ -130,5 +182,10 @@ pub fn search_on(
             break;
         }
     }
+    // Bisection keeps every failure above the best pass.
+    out.bracket = out
+        .capacity_rps
+        .zip(failed_above)
+        .map(|(pass, fail)| [pass, fail]);
     Ok(out)
 }

@@ -217,6 +217,7 @@ pub(super) fn caveats(results: &[StudyResult], rows: &[Row]) -> Vec<String> {
             caveats.push(format!("{c}."));
         }
     }
+    caveats.extend(unstable(results));
     for r in results {
         for c in crate::modes::study::core_caveats(&r.study, r.machine.cores) {
             if !caveats.contains(&c) {
@@ -307,4 +308,33 @@ pub(super) fn caveats(results: &[StudyResult], rows: &[Row]) -> Vec<String> {
         caveats.push("The study was interrupted: only finished points are shown.".into());
     }
     caveats
+}
+
+/// Repetitions whose throughput varies more than 10% (coefficient of
+/// variation): those points are unstable, their figures not to be trusted to
+/// better than that.
+fn unstable(results: &[StudyResult]) -> Vec<String> {
+    let mut groups: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    for p in results.iter().flat_map(|r| &r.points) {
+        if let Some(r) = &p.result {
+            let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            groups
+                .entry(format!("{} {}", p.target, params.join(" ")))
+                .or_default()
+                .push(r.throughput_rps);
+        }
+    }
+    groups
+        .into_iter()
+        .filter_map(|(point, xs)| {
+            let cv = crate::report::compare::stats::Series::of(&xs)?.cv();
+            (cv > 0.10).then(|| {
+                format!(
+                    "Unstable: the {} repetitions of {point} vary {:.0}% in throughput (over 10%); compare such points with care.",
+                    xs.len(),
+                    cv * 100.0
+                )
+            })
+        })
+        .collect()
 }

@@ -1,5 +1,5 @@
-//! The result of a capacity search: every tried rate and the highest that
-//! met the p99 goal.
+//! The result of a capacity search: every tried rate, the highest that met
+//! the limits, the bracket the search ended with and the headroom there.
 
 use serde::{Deserialize, Serialize};
 
@@ -22,11 +22,33 @@ pub struct Step {
     pub result: RunResult,
 }
 
+/// Latency limits a rate must meet besides p99 (each optional).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MoreLimits {
+    /// Largest p50, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_ms: Option<f64>,
+    /// Largest p99.9, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p999_ms: Option<f64>,
+}
+
 /// The outcome of a search.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Capacity {
     /// The latency limit, ms.
     pub p99_ms: f64,
+    /// The other latency limits.
+    #[serde(default)]
+    pub limits: MoreLimits,
+    /// The search's end: the highest rate that passed and the lowest above it
+    /// that failed (the capacity lies between them); `None` until both exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bracket: Option<[f64; 2]>,
+    /// At the capacity found: each limit, what was measured and how far under
+    /// it, one line each (e.g. `p99 0.62 ms of 1 ms: 38% under`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headroom: Vec<String>,
     /// The highest passing rate, if any passed.
     pub capacity_rps: Option<f64>,
     /// Every run, in order.

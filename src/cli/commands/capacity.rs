@@ -54,8 +54,15 @@ pub fn exec(args: &CapacityArgs, shutdown: &AtomicBool) -> Result<()> {
     say(
         json,
         &format!(
-            "kvlab capacity: highest rate with p99 <= {} ms and no errors\n",
-            args.p99_ms
+            "kvlab capacity: highest rate with p99 <= {} ms{}{}, no errors, and at least {:.0}% of it carried\n",
+            args.p99_ms,
+            args.p50_ms
+                .map(|m| format!(", p50 <= {m} ms"))
+                .unwrap_or_default(),
+            args.p999_ms
+                .map(|m| format!(", p99.9 <= {m} ms"))
+                .unwrap_or_default(),
+            capacity::CARRIED * 100.0
         ),
     );
     if !(args.p99_ms.is_finite() && args.p99_ms > 0.0) {
@@ -65,7 +72,13 @@ pub fn exec(args: &CapacityArgs, shutdown: &AtomicBool) -> Result<()> {
     let c = capacity::search_on(
         &plan,
         server.as_ref(),
-        args.p99_ms,
+        (
+            args.p99_ms,
+            capacity::MoreLimits {
+                p50_ms: args.p50_ms,
+                p999_ms: args.p999_ms,
+            },
+        ),
         args.steps,
         opts,
         shutdown,
@@ -101,6 +114,23 @@ pub fn exec(args: &CapacityArgs, shutdown: &AtomicBool) -> Result<()> {
                 args.p99_ms
             ),
         ),
+    }
+    match c.bracket {
+        Some([pass, fail]) => say(
+            json,
+            &format!(
+                "bracket: passed at {pass:.0} req/s, failed at {fail:.0} req/s: the capacity lies between ({:.1}% apart)\n",
+                (fail - pass) / fail * 100.0
+            ),
+        ),
+        None if c.capacity_rps.is_some() => say(
+            json,
+            "bracket: no tried rate above the capacity failed (the closed loop's rate bounds it)\n",
+        ),
+        None => {}
+    }
+    for h in &c.headroom {
+        say(json, &format!("headroom: {h}\n"));
     }
     let limited = c.steps.iter().filter(|s| s.client_limited).count();
     if limited > 0 {

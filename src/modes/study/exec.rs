@@ -197,7 +197,7 @@ pub fn run(
             match crate::modes::capacity::search_on(
                 &plan,
                 server,
-                ms,
+                (ms, crate::modes::capacity::MoreLimits::default()),
                 6,
                 opts,
                 shutdown,
