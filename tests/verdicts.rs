@@ -500,3 +500,44 @@ fn a_capacity_search_reports_its_bracket_and_fixed_rates_agree() {
     assert!(at(lo * 0.5).is_ok(), "{:?}", at(lo * 0.5));
     assert!(at(hi * 1.5).is_err());
 }
+
+#[test]
+fn a_study_with_a_stated_load_sizes_each_architecture() {
+    let dir = tempfile::tempdir().unwrap();
+    let study = dir.path().join("size.toml");
+    std::fs::write(
+        &study,
+        "name = \"size\"\nduration = 1\nwarmup = 0.5\n[goal]\np99_ms = 50\n[sizing]\nrps = 200000\nkeys = 1000000\nmachine_cores = 8\nmachine_gib = 32\nprice_core_hour = 0.05\n[workload]\nkeys = 2000\nratio = \"1:9\"\n[load]\nconnections = 4\n[[target]]\ntarget = \"postgres\"\n[[target]]\nname = \"aside\"\ntarget = \"postgres\"\ncache = \"redis\"\n[[target]]\ntarget = \"redis\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let (ok, text, err) = kv(&[
+        "study".as_ref(),
+        study.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        text.contains("Sizing: the database alone (postgres) needs"),
+        "{text}"
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("### Sizing for 200,000 req/s within p99 50 ms"),
+        "{md}"
+    );
+    for row in [
+        "| the database alone | postgres |",
+        "| the cache alone | redis |",
+        "| cache in front of the database | redis + postgres |",
+    ] {
+        assert!(md.contains(row), "{row}: {md}");
+    }
+    assert!(
+        md.contains("all 200,000 req/s:") && md.contains("extrapolates server CPU per request"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("Sizing for 200,000 req/s"));
+}

@@ -103,7 +103,7 @@ pub struct StudyArgs {
     /// The study file (TOML; see studies/ for annotated examples), or the name
     /// of a built-in study (s0, s1, s2, s3, s3-read, s4, tarantool, cluster,
     /// pooler, cache-aside, demo, tls, socket, cache-size, cold-start,
-    /// cache-failure, profiles).
+    /// cache-failure, profiles, sizing).
     pub file: PathBuf,
     /// `quick`: as written, scaled for a small machine; `original`: the
     /// published study's parameters (its `[original]` tables).

@@ -13,6 +13,7 @@ pub mod markdown;
 pub mod replay;
 mod rows;
 mod series;
+pub mod sizing;
 pub mod summary;
 mod table;
 mod verdict;
@@ -231,6 +232,11 @@ pub fn build(results: &[StudyResult]) -> Report {
         verdict.extend(w.verdict);
         tables.extend(w.tables);
         charts.extend(w.charts);
+    }
+    if let Some(z) = sizing::section(results) {
+        verdict.extend(z.verdict);
+        caveats.extend(z.caveats);
+        tables.insert(0, z.table);
     }
     if let Some((line, t)) = thresholds(results) {
         verdict.insert(0, line);

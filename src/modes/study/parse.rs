@@ -181,6 +181,23 @@ fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
             at_in("goal", 0, "rps")
         );
     }
+    if let Some(z) = &s.sizing {
+        for (key, v) in [
+            ("rps", Some(z.rps)),
+            ("p99_ms", z.p99_ms),
+            ("machine_cores", z.machine_cores),
+            ("machine_gib", z.machine_gib),
+        ] {
+            if let Some(v) = v
+                && !(v.is_finite() && v > 0.0)
+            {
+                bail!(
+                    "{}: sizing.{key} = {v}: give a positive number",
+                    at_in("sizing", 0, key)
+                );
+            }
+        }
+    }
     let t = &s.thresholds;
     for (key, v) in [
         ("p50_ms", t.p50_ms),
