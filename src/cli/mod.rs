@@ -58,7 +58,8 @@ pub enum Command {
     Report(commands::report::ReportArgs),
     #[command(about = DEMO_ABOUT)]
     Demo(DemoArgs),
-    /// Find the highest rate a target sustains with p99 under a limit.
+    /// Find the highest rate a target sustains within latency limits (p99,
+    /// and p50 or p99.9 if given), with its bracket and headroom.
     Capacity(Box<CapacityArgs>),
     /// Merge the results of the clients of one sharded run (`kvlab run
     /// --shard I/N`) into one result, exactly (histograms merged, never averaged).

@@ -178,6 +178,13 @@ pub fn search_on(
         };
         on_step(&step);
         out.steps.push(step);
+        // Every rate up to the ceiling passed: the closed loop understated
+        // the target (an open loop can carry more); raise the ceiling so that
+        // the search ends with a failure above its answer (up to 8x).
+        if failed_above.is_none() && lo > 0.0 && hi - lo < 0.02 * hi && hi < bound * 8.0 {
+            hi *= 2.0;
+            continue;
+        }
         if (lo > 0.0 && hi - lo < 0.02 * hi) || (lo == 0.0 && hi < bound * 0.01) {
             break;
         }

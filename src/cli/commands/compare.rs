@@ -19,7 +19,7 @@ use crate::results::study::StudyResult;
 
 Examples:
   kvlab compare before.json after.json
-  kvlab compare results/s0-old/results.json results/s0/results.json --out cmp --fail-on-worse"
+  kvlab compare results/s0-old/s0-1763900000.json results/s0/s0-1764000000.json --out cmp --fail-on-worse"
 )]
 pub struct CompareArgs {
     /// The baseline (A): a `kvlab run --json` file or a study's results.json.

@@ -181,36 +181,26 @@ fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
             at_in("goal", 0, "rps")
         );
     }
-    if let Some(z) = &s.sizing {
-        for (key, v) in [
-            ("rps", Some(z.rps)),
-            ("p99_ms", z.p99_ms),
-            ("machine_cores", z.machine_cores),
-            ("machine_gib", z.machine_gib),
-        ] {
-            if let Some(v) = v
-                && !(v.is_finite() && v > 0.0)
-            {
-                bail!(
-                    "{}: sizing.{key} = {v}: give a positive number",
-                    at_in("sizing", 0, key)
-                );
-            }
-        }
-    }
+    // Limits and loads that must be positive numbers, by table.
+    let z = s.sizing.clone().unwrap_or_default();
     let t = &s.thresholds;
-    for (key, v) in [
-        ("p50_ms", t.p50_ms),
-        ("p99_ms", t.p99_ms),
-        ("p999_ms", t.p999_ms),
-        ("min_rps", t.min_rps),
-    ] {
+    let positive = [
+        ("sizing", "rps", s.sizing.as_ref().map(|z| z.rps)),
+        ("sizing", "p99_ms", z.p99_ms),
+        ("sizing", "machine_cores", z.machine_cores),
+        ("sizing", "machine_gib", z.machine_gib),
+        ("thresholds", "p50_ms", t.p50_ms),
+        ("thresholds", "p99_ms", t.p99_ms),
+        ("thresholds", "p999_ms", t.p999_ms),
+        ("thresholds", "min_rps", t.min_rps),
+    ];
+    for (table, key, v) in positive {
         if let Some(v) = v
             && !(v.is_finite() && v > 0.0)
         {
             bail!(
-                "{}: thresholds.{key} = {v}: give a positive number",
-                at_in("thresholds", 0, key)
+                "{}: {table}.{key} = {v}: give a positive number",
+                at_in(table, 0, key)
             );
         }
     }
