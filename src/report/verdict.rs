@@ -317,11 +317,7 @@ fn unstable(results: &[StudyResult]) -> Vec<String> {
     let mut groups: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
     for p in results.iter().flat_map(|r| &r.points) {
         if let Some(r) = &p.result {
-            let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            groups
-                .entry(format!("{} {}", p.target, params.join(" ")))
-                .or_default()
-                .push(r.throughput_rps);
+            groups.entry(p.label()).or_default().push(r.throughput_rps);
         }
     }
     groups

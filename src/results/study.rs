@@ -188,6 +188,17 @@ impl PointResult {
     }
 }
 
+impl PointResult {
+    /// The point as text: its target and every parameter (`redis
+    /// connections=4 pipeline=1`), the same for each of its repetitions.
+    pub fn label(&self) -> String {
+        std::iter::once(self.target.clone())
+            .chain(self.params.iter().map(|(k, v)| format!("{k}={v}")))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
 impl StudyResult {
     /// Every point ran and failed (none was interrupted): the reason of the
     /// first, when so.

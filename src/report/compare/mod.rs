@@ -75,6 +75,17 @@ pub struct Rules {
     pub one_run_pct: f64,
 }
 
+impl Rules {
+    /// The smallest change called better or worse, with repetitions on both
+    /// sides or not.
+    pub fn threshold(&self, reps: bool) -> f64 {
+        match reps {
+            true => self.threshold_pct,
+            false => self.threshold_pct.max(self.one_run_pct),
+        }
+    }
+}
+
 impl Default for Rules {
     fn default() -> Self {
         Rules {
@@ -173,14 +184,9 @@ impl Results {
             }
             Results::Study(s) => {
                 for p in &s.points {
-                    let Some(r) = p.result.as_ref() else { continue };
-                    let params: Vec<String> =
-                        p.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                    let label = match params.is_empty() {
-                        true => p.target.clone(),
-                        false => format!("{} {}", p.target, params.join(" ")),
-                    };
-                    m.entry(label).or_default().push(r);
+                    if let Some(r) = p.result.as_ref() {
+                        m.entry(p.label()).or_default().push(r);
+                    }
                 }
             }
         }
@@ -217,10 +223,7 @@ pub fn compare(a: &Results, an: &str, b: &Results, bn: &str, rules: Rules) -> Co
         a: an.to_string(),
         b: bn.to_string(),
         rules,
-        applied_pct: match reps(&pa) && reps(&pb) {
-            true => rules.threshold_pct,
-            false => rules.threshold_pct.max(rules.one_run_pct),
-        },
+        applied_pct: rules.threshold(reps(&pa) && reps(&pb)),
         points,
         unmatched,
     }
@@ -293,10 +296,7 @@ fn point(label: &str, a: &[&RunResult], b: &[&RunResult], rules: Rules) -> Point
                 _ => ("one figure a run: no test".to_string(), true),
             }
         };
-        let threshold = match reps {
-            true => rules.threshold_pct,
-            false => rules.threshold_pct.max(rules.one_run_pct),
-        };
+        let threshold = rules.threshold(reps);
         let verdict = match (apart && change.abs() >= threshold, better) {
             (false, _) => Verdict::Noise,
             (true, Better::Higher) if mb > ma => Verdict::Better,
