@@ -328,11 +328,18 @@ fn compare_calls_two_runs_of_one_configuration_within_noise() {
                 .unwrap()
         })
         .collect();
-    let out = kvlab().arg("compare").args(&files).output().unwrap();
+    // 10%: the noise threshold Redis's benchmark CI uses (3 repetitions of
+    // 2 s on a shared 2-core machine differ by 5% in p50 now and then).
+    let out = kvlab()
+        .arg("compare")
+        .args(&files)
+        .args(["--threshold", "10"])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(
-        text.contains("0 figures worse, 0 better, 6 within noise (a change counts from 5%"),
+        text.contains("0 figures worse, 0 better, 6 within noise (a change counts from 10%"),
         "{text}"
     );
     assert!(
@@ -345,18 +352,13 @@ fn compare_calls_two_runs_of_one_configuration_within_noise() {
 fn compare_calls_a_worse_configuration_worse_and_the_gate_fails() {
     let _turn = serial();
     let dir = tempfile::tempdir().unwrap();
-    let pg = ["--target", "postgres", "--connections", "4"];
-    let prepared: Vec<&str> = pg
-        .iter()
-        .copied()
-        .chain(["--query-mode", "prepared"])
-        .collect();
-    let simple: Vec<&str> = pg
-        .iter()
-        .copied()
-        .chain(["--query-mode", "simple"])
-        .collect();
-    let files = side_by_side(dir.path(), &[&prepared, &simple]);
+    // A configuration worse by construction: the same server offered a
+    // quarter of the rate. (postgres --query-mode simple against prepared
+    // was worse by 170% in p50 on a quiet machine, but faster under load:
+    // not a difference a test can count on here.)
+    let good = ["--target", "redis", "--connections", "4", "--rate", "4000"];
+    let poor = ["--target", "redis", "--connections", "4", "--rate", "1000"];
+    let files = side_by_side(dir.path(), &[&good, &poor]);
     let html = dir.path().join("cmp");
     let out = kvlab()
         .arg("compare")
@@ -370,11 +372,10 @@ fn compare_calls_a_worse_configuration_worse_and_the_gate_fails() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
     );
-    // The simple protocol parses every statement: slower, with significance.
+    // A quarter of the throughput, second after second: worse, significantly.
     assert_eq!(out.status.code(), Some(3), "{text}\n{err}");
     assert!(text.contains("WORSE") && text.contains("p = "), "{text}");
-    // (The client may well spend less with it: fewer messages a query.)
-    assert!(text.contains("server CPU µs/req"), "{text}");
+    assert!(text.contains("worse: redis: throughput req/s"), "{text}");
     let gate: Vec<&str> = err.lines().filter(|l| l.starts_with("Error:")).collect();
     assert!(
         gate.len() == 1 && gate[0].contains("--fail-on-worse"),
