@@ -86,7 +86,7 @@ pub struct CapacityArgs {
     /// Also a largest p99.9, milliseconds.
     #[arg(long, value_name = "MS")]
     pub p999_ms: Option<f64>,
-    /// Most paced runs after the closed-loop one.
+    /// Most rates tried after the closed-loop run (a failing rate is run twice).
     #[arg(long, default_value_t = 7)]
     pub steps: usize,
     /// The workload and target, as for `kvlab run`.

@@ -1,7 +1,8 @@
 //! Capacity search: the highest request rate a target sustains open-loop with
 //! p99 (and, if given, p50 and p99.9) under their limits, no errors, and the
 //! rate carried, found by a bounded bisection over `--rate` on one server,
-//! after a closed-loop run that bounds the search. It ends with a bracket
+//! after a closed-loop run that bounds the search; a rate fails only when a
+//! second run at it fails too. It ends with a bracket
 //! (the highest pass, the lowest failure above it) and the headroom at the
 //! answer. Latency is always from each request's intended send time.
 
@@ -94,7 +95,8 @@ pub fn headroom(r: &RunResult, p99_ms: f64, more: MoreLimits) -> Vec<String> {
 }
 
 /// Searches within `p99_ms` and the `more` limits with at most `steps`
-/// paced runs after the closed-loop one,
+/// paced rates after the closed-loop run (a failing rate is run twice and
+/// fails only if both runs fail),
 /// against `server`, already running (started for the purpose, or a study's),
 /// or the plan's external target when `None`.
 pub fn search_on(
@@ -151,14 +153,41 @@ pub fn search_on(
         // lowest failure.
         let rate = if lo == 0.0 { hi * 0.5 } else { (lo + hi) / 2.0 };
         plan.load.rate = Some(rate);
-        let r = runner::measure(&plan, server, opts, shutdown)?;
+        let mut r = runner::measure(&plan, server, opts, shutdown)?;
         let mut verdict = judge(&r, rate, p99_ms, more);
-        let limited = verdict
+        let mut limited = verdict
             .is_err()
             .then(|| client_limited(&r, p99_ms))
             .flatten();
         if let (Err(why), Some(l)) = (verdict.as_mut(), &limited) {
             *why = format!("{why} ({l})");
+        }
+        // A rate fails only when a second run at it fails too: one run's p99
+        // can be a spike of a shared machine, and the bracket's upper end
+        // should be a rate that fails again.
+        if let Err(first) = &verdict
+            && !shutdown.load(Ordering::SeqCst)
+        {
+            let step = Step {
+                rate: Some(rate),
+                passed: false,
+                reason: Some(format!("{first} (run again to confirm)")),
+                client_limited: limited.is_some(),
+                result: r,
+            };
+            on_step(&step);
+            out.steps.push(step);
+            r = runner::measure(&plan, server, opts, shutdown)?;
+            verdict = judge(&r, rate, p99_ms, more);
+            limited = verdict
+                .is_err()
+                .then(|| client_limited(&r, p99_ms))
+                .flatten();
+            match (verdict.as_mut(), &limited) {
+                (Err(why), Some(l)) => *why = format!("{why} ({l}); failed twice"),
+                (Err(why), None) => *why = format!("{why}; failed twice"),
+                (Ok(()), _) => {}
+            }
         }
         let passed = verdict.is_ok();
         if passed {
