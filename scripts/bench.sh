@@ -17,6 +17,7 @@
 # Batch reads (BENCH_BATCH=0 skips them): MGET of 10 keys on redis.
 # Trace replay (BENCH_REPLAY=0 skips it): kvlab replay beside kvlab run of the
 # same mix at the same rate, on redis.
+# Live metrics (BENCH_METRICS=0 skips them): kvlab with and without --metrics.
 # Open loop (BENCH_RATE=0 skips it): kvlab at 50% and 80% of its closed-loop
 # throughput beside that closed loop, on redis (pipeline 1 and 16) and on
 # PostgreSQL beside pgbench -R at the same rates.
@@ -308,6 +309,23 @@ if [ "${BENCH_REPLAY:-1}" = 1 ]; then
     record kvlab-replay 1 $((RR * RS)) "$(cpu_of "$KVLAB" replay "$WORK/trace.csv" --target "$REDIS" --no-load --keys "$KEYS" --connections 50 --threads 1)"
     record kvlab-rate-1:4 1 $((RR * RS)) "$(cpu_of kvlab_run "$REDIS" 1 $((RR * RS)) --keys "$KEYS" --ratio 1:4 --rate "$RR")"
   done
+fi
+
+# Live metrics (BENCH_METRICS=0 skips them): kvlab on redis with and without
+# --metrics, the endpoint scraped every second (a Prometheus stand-in),
+# interleaved; client CPU per request is the figure.
+if [ "${BENCH_METRICS:-1}" = 1 ]; then
+  REDIS=${REDIS:-$(serve redis)}
+  MP=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  ( while :; do curl -s "127.0.0.1:$MP/metrics" > /dev/null || true; sleep 1; done ) &
+  SCRAPER=$!
+  "$KVLAB" run --target "$REDIS" --keys "$KEYS" --requests 1 --warmup 0 > /dev/null 2>&1
+  for round in $(seq "$ROUNDS"); do
+    echo "bench: round $round, redis with and without --metrics (scraped every second)"
+    kvlab_rec kvlab-metrics-off 1 "$N1" "$REDIS" --keys "$KEYS"
+    kvlab_rec kvlab-metrics-on 1 "$N1" "$REDIS" --keys "$KEYS" --metrics "127.0.0.1:$MP"
+  done
+  kill "$SCRAPER" 2>/dev/null || true
 fi
 
 # Open loop at a fixed rate beside the closed loop (BENCH_RATE=0 skips it):

@@ -19,6 +19,7 @@ declare -A MAIN_PKGS=(
   [sysbench]=sysbench
   [tarantool]=tarantool
   [pgbouncer]=pgbouncer
+  [prometheus]=prometheus
 )
 # binary -> package (bookworm-backports)
 declare -A BPO_PKGS=(
@@ -66,7 +67,7 @@ if [ ${#missing_bpo[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends -t bookworm-backports $(printf '%s\n' "${missing_bpo[@]}" | sort -u)
 fi
 # Debian's packages start system-wide services; kvlab starts its own servers.
-for svc in redis-server memcached valkey-server postgresql mariadb tarantool pgbouncer; do
+for svc in redis-server memcached valkey-server postgresql mariadb tarantool pgbouncer prometheus; do
   $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true
 done
 echo "deps: done"

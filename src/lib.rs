@@ -18,6 +18,8 @@
 //!   over a client ([`engine::plain`] or [`engine::aside`]).
 //! - [`runner`]: one run from plan to [`results::RunResult`]: servers, load, engine,
 //!   counters, the cache of a cache-aside run.
+//! - [`metrics`]: the live `--metrics` endpoint (OpenMetrics for Prometheus),
+//!   fed by the engine's per-second ticks.
 //! - [`modes`]: runs repeated: studies, the capacity search, the fill.
 //! - [`results`]: every result type kvlab writes (JSON), counters and histograms,
 //!   and the exact merge of a sharded run.
@@ -28,6 +30,7 @@ pub mod cli;
 pub mod driver;
 pub mod engine;
 pub mod error;
+pub mod metrics;
 pub mod modes;
 pub mod plan;
 pub mod products;

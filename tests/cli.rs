@@ -40,6 +40,7 @@ fn bad_flags_name_the_flag_and_the_fix() {
         ),
         (&["run", "--server-opt", "io-threads"], "--server-opt"),
         (&["run", "--duration", "1", "--requests", "5"], "--requests"),
+        (&["run", "--timeline-seconds", "0"], "--timeline-seconds"),
         (
             &[
                 "run",
@@ -257,6 +258,56 @@ fn a_managed_run_writes_json_and_leaves_no_server_behind() {
     assert!(!v["timeline"].as_array().unwrap().is_empty());
     let h = kvlab::results::stats::decode_histogram(v["histogram"].as_str().unwrap()).unwrap();
     assert_eq!(h.len(), v["hits"].as_u64().unwrap());
+    let pid = v["target"]["pid"].as_u64().unwrap() as u32;
+    assert!(!common::alive(pid), "server {pid} left running");
+}
+
+#[test]
+fn a_long_window_keeps_seconds_then_minutes_in_its_timeline() {
+    let out = kvlab()
+        .args([
+            "run",
+            "--target",
+            "redis",
+            "--keys",
+            "1000",
+            "--connections",
+            "4",
+        ])
+        .args([
+            "--duration",
+            "4",
+            "--warmup",
+            "0.5",
+            "--timeline-seconds",
+            "2",
+        ])
+        .args(["--json", "-"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["config"]["load"]["timeline_seconds"], 2);
+    let t = v["timeline"].as_array().unwrap();
+    // Seconds 0 and 1, then one entry from 2 to the window's end (4 s).
+    let shape: Vec<(i64, u64)> = t
+        .iter()
+        .map(|s| {
+            (
+                s["second"].as_i64().unwrap(),
+                s["span_s"].as_u64().unwrap_or(1),
+            )
+        })
+        .collect();
+    assert_eq!(shape, [(0, 1), (1, 1), (2, 2)], "{}", v["timeline"]);
+    assert!(
+        t[..2].iter().all(|s| s.get("span_s").is_none()),
+        "1 is left out"
+    );
+    let sum: u64 = t.iter().map(|s| s["requests"].as_u64().unwrap()).sum();
+    assert_eq!(sum, v["requests"].as_u64().unwrap());
     let pid = v["target"]["pid"].as_u64().unwrap() as u32;
     assert!(!common::alive(pid), "server {pid} left running");
 }

@@ -153,6 +153,11 @@ fn clients_from_the_job_manifest_merge_to_the_servers_own_counts() {
     let mut env = job.env.clone();
     env.insert("KVLAB_TARGET".into(), url.clone());
     env.insert("KVLAB_START_AT".into(), start_at.to_string());
+    // Each client's live endpoint on a free loopback port here (a pod's own
+    // address in the cluster), with no hold at the end.
+    assert_eq!(job.env["KVLAB_METRICS"], ":9464");
+    env.insert("KVLAB_METRICS".into(), "127.0.0.1:0".into());
+    env.insert("KVLAB_METRICS_HOLD".into(), "0".into());
     let pods: Vec<_> = (0..n)
         .map(|i| {
             let mut args = pod_args(&job, &env, i, dir.path());

@@ -94,6 +94,38 @@ fn errors_name_file_line_and_fix() {
     .unwrap_err()
     .to_string();
     assert!(e.starts_with("s.toml:3: workload.ratio:"), "{e}");
+    let e = parse(
+        "name = \"x\"\n[load]\ntimeline_seconds = 0\n[[target]]\ntarget = \"redis\"\n",
+        "s.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.starts_with("s.toml:3: load.timeline_seconds"), "{e}");
+}
+
+#[test]
+fn the_load_table_sets_the_per_second_part_of_the_timeline() {
+    let s = parse(
+        &STUDY.replace(
+            "[[target]]\ntarget = \"redis\"",
+            "[load]\ntimeline_seconds = 120\n[[target]]\ntarget = \"redis\"",
+        ),
+        "t.toml",
+    )
+    .unwrap();
+    assert!(
+        expand(&s)
+            .unwrap()
+            .iter()
+            .all(|p| p.plan.load.timeline_seconds == 120)
+    );
+    let s = parse(STUDY, "t.toml").unwrap();
+    assert!(
+        expand(&s)
+            .unwrap()
+            .iter()
+            .all(|p| p.plan.load.timeline_seconds == 600)
+    );
 }
 
 #[test]

@@ -3,6 +3,7 @@
 mod aside;
 pub mod commands;
 mod help;
+pub mod metrics;
 mod tls;
 pub use tls::TlsArgs;
 
@@ -116,6 +117,8 @@ pub struct StudyArgs {
     /// Only print the expanded plan.
     #[arg(long)]
     pub dry_run: bool,
+    #[command(flatten)]
+    pub metrics: metrics::MetricsArgs,
 }
 
 /// Flags of `kvlab demo`.
@@ -220,6 +223,10 @@ pub struct RunArgs {
     /// Seconds a request may wait for its reply before it counts as a timeout.
     #[arg(long, default_value_t = 5.0, value_name = "SECS")]
     pub timeout: f64,
+    /// Keep per-second figures for the first N seconds of the window, per-minute
+    /// ones after (bounds memory and JSON of long runs).
+    #[arg(long, default_value_t = crate::plan::TIMELINE_SECONDS, value_name = "N")]
+    pub timeline_seconds: u32,
     /// Do not load the keys before measuring.
     #[arg(long)]
     pub no_load: bool,
@@ -271,6 +278,8 @@ pub struct RunArgs {
     pub ttl: Option<u32>,
     #[command(flatten)]
     pub aside: aside::AsideArgs,
+    #[command(flatten)]
+    pub metrics: metrics::MetricsArgs,
     /// What kvlab does to a server it started, at a second of the measured
     /// window (repeatable): SECOND:ACTION[:DOWN], e.g. 10:restart-cache:2.
     #[arg(long = "event", value_name = "SECOND:ACTION", help = format!("What kvlab does to a server it started, at a second of the measured window (repeatable): SECOND:ACTION[:DOWN], e.g. 10:restart-cache:2. Actions: {}", crate::plan::events::ACTIONS))]
@@ -536,6 +545,7 @@ impl RunArgs {
                 shard,
                 start_at_ms,
                 events: Vec::new(),
+                timeline_seconds: crate::plan::check_timeline_seconds(self.timeline_seconds)?,
             },
         };
         plan.check_cache()?;

@@ -13,7 +13,8 @@
 //! # Layout
 //! - [`spec`]: the point ([`Spec`]), its ticks, observer and report.
 //! - [`clock`]: the start line, the run's instants, the once-a-second tick.
-//! - [`run`]: threads, ticks and the merge.
+//! - [`run`]: threads, ticks and the merge; `timeline`: the ticks as the
+//!   timeline (per second, then per minute; entries sealed once left behind).
 //! - [`request_loop`]: the one hot loop (sockets, schedule, window, timeouts,
 //!   back-off, drain, accounting), generic over a [`request_loop::Client`].
 //! - [`plain`]: the client that sends one command per request (pipelined,
@@ -29,6 +30,7 @@ pub mod plain;
 pub mod request_loop;
 pub mod run;
 pub mod spec;
+mod timeline;
 
 pub use clock::{StartLine, Timing};
 pub use dispatch::execute;

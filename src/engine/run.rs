@@ -1,6 +1,8 @@
 //! Running one point: T worker threads at one start line, their per-second
-//! ticks merged into the timeline and shown to the [`Observer`], and their
-//! reports merged into one [`EngineReport`].
+//! ticks merged into the timeline (per second for the spec's
+//! `timeline_seconds`, per minute after them: memory and results stay bounded
+//! over hours) and shown to the [`Observer`], and their reports merged into
+//! one [`EngineReport`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -10,19 +12,15 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
-use hdrhistogram::Histogram;
 
 use super::clock::{StartLine, Timing};
 use super::plain::Plain;
 use super::request_loop::{self, Client};
-use super::spec::{
-    Beat, ConnPlan, EngineReport, Links, Observer, Spec, StartReport, Tick, WorkerReport,
-};
+use super::spec::{ConnPlan, EngineReport, Links, Observer, Spec, StartReport, Tick, WorkerReport};
+use super::timeline::{Acc, RECENT, Timeline, fold_timeline};
 use crate::driver::wire::Codec;
-use crate::results::stats::{
-    Counts, ErrorKind, Leg, Legs, Percentiles, Recorder, encode_histogram, new_histogram,
-};
-use crate::results::{CacheSecond, ScheduleReport, Second};
+use crate::results::ScheduleReport;
+use crate::results::stats::{Counts, Recorder};
 use crate::workload::{KeyGen, Stop, slice_of};
 
 /// Runs one point with `codec` to its end (or until `shutdown`), reporting to
@@ -142,10 +140,14 @@ pub(crate) fn execute_with<Cl: Client>(
             None => observer.started(spec.warmup),
         }
         let mut late = Duration::ZERO;
-        let mut seconds: BTreeMap<i64, Acc> = BTreeMap::new();
+        let per_second = i64::from(spec.timeline_seconds.max(1));
+        // The timeline's entries by their first second: at most
+        // `per_second` seconds and then a minute each.
+        let mut entries = Timeline::default();
+        // The last few seconds, warm-up included, for the progress display.
+        let mut recent: BTreeMap<i64, Acc> = BTreeMap::new();
         let mut measure_started = false;
         let mut last_shown = i64::MIN;
-        let mut running = new_histogram();
         // The next second of the window whose start the observer is told of.
         let mut boundary: i64 = 0;
         loop {
@@ -166,11 +168,14 @@ pub(crate) fn execute_with<Cl: Client>(
                 .clamp(Duration::from_millis(1), Duration::from_millis(200));
             match rx.recv_timeout(wait) {
                 Ok(tick) => {
-                    let _ = running.add(&tick.measured.latency);
-                    seconds.entry(tick.second).or_default().add(&tick);
+                    observer.tick(&tick);
+                    if tick.second >= 0 {
+                        entries.add(&tick, per_second);
+                    }
+                    recent.entry(tick.second).or_default().add(&tick);
                     // Show the newest complete second once most workers reported it.
                     if tick.second > last_shown
-                        && let Some((&s, v)) = seconds.range(..tick.second).next_back()
+                        && let Some((&s, v)) = recent.range_mut(..tick.second).next_back()
                         && s > last_shown
                     {
                         last_shown = s;
@@ -178,6 +183,9 @@ pub(crate) fn execute_with<Cl: Client>(
                             + Duration::from_secs((s + 1).max(0) as u64))
                         .saturating_duration_since(timing.t0);
                         observer.second(&v.beat(s, elapsed));
+                    }
+                    while recent.len() > RECENT {
+                        recent.pop_first();
                     }
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -200,7 +208,7 @@ pub(crate) fn execute_with<Cl: Client>(
         let mut report = merge(
             spec,
             reports,
-            seconds,
+            entries,
             shutdown.load(std::sync::atomic::Ordering::Relaxed),
         );
         report.window_start = window_start;
@@ -235,7 +243,7 @@ fn start_instant(spec: &Spec) -> Result<(Timing, Option<Duration>), Duration> {
 fn merge(
     spec: &Spec,
     reports: Vec<WorkerReport>,
-    seconds: BTreeMap<i64, Acc>,
+    ticks: Timeline,
     interrupted: bool,
 ) -> EngineReport {
     let mut measured = Recorder::default();
@@ -269,20 +277,8 @@ fn merge(
     let client_busy = busy.map(|b| {
         (b as f64 / (window.as_nanos().max(1) as f64 * reports.len().max(1) as f64)).min(1.0)
     });
-    // The drain after the deadline belongs to the last full second.
-    let last_full = match spec.stop {
-        Stop::Duration(d) => Some((d.ceil() as i64 - 1).max(0)),
-        Stop::Requests(_) => None,
-    };
-    let mut folded: BTreeMap<i64, Acc> = BTreeMap::new();
-    for (s, acc) in seconds.into_iter().filter(|(s, _)| *s >= 0) {
-        let s = last_full.map_or(s, |l| s.min(l));
-        folded.entry(s).or_default().fold(&acc);
-    }
-    let timeline = folded
-        .into_iter()
-        .map(|(second, acc)| acc.second(second))
-        .collect();
+    let per_second = i64::from(spec.timeline_seconds.max(1));
+    let timeline = fold_timeline(spec.stop, per_second, ticks);
     EngineReport {
         measured,
         warmup,
@@ -300,90 +296,5 @@ fn merge(
         nodes: spec.topology.as_ref().map(|t| t.nodes.len()),
         window_start: SystemTime::now(),
         start: None,
-    }
-}
-
-/// What the workers reported of one second, added up.
-struct Acc {
-    counts: Counts,
-    latency: Histogram<u64>,
-    warmup: Counts,
-    /// Cache-aside: the measured requests' legs.
-    legs: Option<Box<Legs>>,
-}
-
-impl Default for Acc {
-    fn default() -> Self {
-        Acc {
-            counts: Counts::default(),
-            latency: new_histogram(),
-            warmup: Counts::default(),
-            legs: None,
-        }
-    }
-}
-
-impl Acc {
-    fn add(&mut self, tick: &Tick) {
-        self.counts.add(&tick.measured.counts);
-        let _ = self.latency.add(&tick.measured.latency);
-        self.warmup.add(&tick.warmup);
-        if let Some(l) = &tick.measured.legs {
-            self.legs.get_or_insert_with(Box::default).add(l);
-        }
-    }
-
-    /// Adds a measured second (the warm-up is not folded).
-    fn fold(&mut self, o: &Acc) {
-        self.counts.add(&o.counts);
-        let _ = self.latency.add(&o.latency);
-        if let Some(l) = &o.legs {
-            self.legs.get_or_insert_with(Box::default).add(l);
-        }
-    }
-
-    fn beat(&self, second: i64, elapsed: Duration) -> Beat {
-        Beat {
-            second,
-            elapsed,
-            requests: self.counts.requests() + self.warmup.requests(),
-            p99_us: self.latency.value_at_quantile(0.99) as f64 / 1000.0,
-            errors: self.counts.error_total() + self.warmup.error_total(),
-            cache: self.legs.as_ref().map(|l| {
-                (
-                    l.cache_hits,
-                    l.cache_hits + l.cache_misses + l.cache_bypassed,
-                )
-            }),
-        }
-    }
-
-    fn second(&self, second: i64) -> Second {
-        let c = &self.counts;
-        let p = Percentiles::of(&self.latency);
-        Second {
-            second,
-            requests: c.requests(),
-            errors: c.error_total(),
-            timeouts: c.error(ErrorKind::Timeout),
-            misses: c.misses,
-            p50_us: p.p50,
-            p99_us: p.p99,
-            p999_us: p.p999,
-            histogram: Some(encode_histogram(&self.latency)),
-            error_kinds: ErrorKind::ALL
-                .iter()
-                .filter(|&&k| c.error(k) > 0)
-                .map(|&k| (k.name().to_string(), c.error(k)))
-                .collect(),
-            cache: self.legs.as_ref().map(|l| CacheSecond {
-                hits: l.cache_hits,
-                misses: l.cache_misses,
-                bypassed: l.cache_bypassed,
-                db_reads: l.replies[Leg::DbGet as usize],
-                ..CacheSecond::default()
-            }),
-            event: None,
-        }
     }
 }

@@ -66,6 +66,9 @@ pub struct Spec {
     /// Trace replay: the trace streamed to the workers, one cursor each
     /// (requests then come from it, at its times; `rate` is its mean rate).
     pub trace: Option<Arc<crate::workload::trace::feed::Feed>>,
+    /// Seconds at the start of the window the timeline keeps per second;
+    /// after them, one entry per minute (see [`crate::results::timeline`]).
+    pub timeline_seconds: u32,
 }
 
 /// The cache of a cache-aside point.
@@ -124,6 +127,9 @@ pub trait Observer {
     /// A second finished (its requests measured or warm-up); told once most
     /// workers reported it, up to a second after it ended.
     fn second(&mut self, _beat: &Beat) {}
+    /// A worker's second (counts and histograms), as it arrives; a
+    /// `--metrics` endpoint adds them up.
+    fn tick(&mut self, _tick: &Tick) {}
     /// Second `s` of the measured window begins now (0: the window's start,
     /// right after [`Observer::measure_started`]); on time, within a few ms.
     fn second_begins(&mut self, _s: i64) {}

@@ -113,6 +113,10 @@ pub fn search_on(
     }
     let mut plan = plan.clone();
     plan.load.rate = None;
+    let live = crate::metrics::installed();
+    if let Some(m) = live {
+        m.set_point("capacity: closed loop");
+    }
     let first = runner::measure(&plan, server, opts, shutdown)?;
     plan.workload.load = false; // loaded once
     let bound = first.throughput_rps;
@@ -153,6 +157,9 @@ pub fn search_on(
         // lowest failure.
         let rate = if lo == 0.0 { hi * 0.5 } else { (lo + hi) / 2.0 };
         plan.load.rate = Some(rate);
+        if let Some(m) = live {
+            m.set_point(&format!("capacity: {rate:.0} req/s"));
+        }
         let mut r = runner::measure(&plan, server, opts, shutdown)?;
         let mut verdict = judge(&r, rate, p99_ms, more);
         let mut limited = verdict

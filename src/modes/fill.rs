@@ -100,6 +100,7 @@ pub fn fill(
             share: crate::plan::shard::Share::all(8),
             trace: None,
             start_at: None,
+            timeline_seconds: crate::plan::TIMELINE_SECONDS,
         };
         let r = crate::engine::execute(&spec, shutdown, &mut Quiet)?;
         written += r.measured.counts.stored;

@@ -533,4 +533,28 @@ pub struct LoadShape {
     /// What kvlab does to its servers during the window (`--event`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<events::ServerEvent>,
+    /// Seconds at the start of the window the timeline keeps per second;
+    /// after them it keeps one entry per minute (`--timeline-seconds`), so a
+    /// run of hours has a bounded timeline in memory and in its results.
+    #[serde(default = "default_timeline_seconds")]
+    pub timeline_seconds: u32,
+}
+
+/// The seconds a timeline keeps per second unless told otherwise.
+pub const TIMELINE_SECONDS: u32 = 600;
+
+fn default_timeline_seconds() -> u32 {
+    TIMELINE_SECONDS
+}
+
+/// Checks `--timeline-seconds` (`load.timeline_seconds`): at least 1.
+pub fn check_timeline_seconds(n: u32) -> Result<u32, UsageError> {
+    match n {
+        0 => Err(UsageError::bad(
+            "--timeline-seconds",
+            "0 would keep no per-second figures",
+            "give at least 1, e.g. --timeline-seconds 600",
+        )),
+        n => Ok(n),
+    }
 }

@@ -44,6 +44,10 @@ pub struct StudyFile {
     /// exits 3 when one fails).
     #[serde(default, skip_serializing_if = "Thresholds::is_empty")]
     pub thresholds: Thresholds,
+    /// Serve live metrics for Prometheus at this `HOST:PORT` while the study
+    /// runs (`--metrics` overrides it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<String>,
     /// CPUs for managed servers, e.g. "1" or "2-3" (sched_setaffinity).
     #[serde(default)]
     pub server_cpus: Option<String>,
@@ -224,6 +228,9 @@ pub struct LoadSection {
     pub rate: Option<f64>,
     /// Per-request timeout, seconds.
     pub timeout: f64,
+    /// Seconds of each point's window its timeline keeps per second; per
+    /// minute after them (`--timeline-seconds`).
+    pub timeline_seconds: u32,
 }
 
 impl Default for LoadSection {
@@ -234,6 +241,7 @@ impl Default for LoadSection {
             pipeline: 1,
             rate: None,
             timeout: 5.0,
+            timeline_seconds: crate::plan::TIMELINE_SECONDS,
         }
     }
 }

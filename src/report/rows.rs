@@ -35,7 +35,9 @@ pub struct Row {
     /// The pooler in front of the server, if any, and its CPU µs per request
     /// (part of `server_us`), when known.
     pub pooler: Option<(String, Option<f64>)>,
-    /// Per-second throughput of the first repetition.
+    /// Throughput of the first repetition over time: (the middle of each
+    /// timeline entry, its requests per second), entries of a second or, past
+    /// the per-second part, a minute.
     pub timeline: Vec<(f64, f64)>,
     /// Whether any repetition saturated the client.
     pub saturated: bool,
@@ -114,7 +116,7 @@ pub fn rows(results: &[StudyResult]) -> Vec<Row> {
                 timeline: runs[0]
                     .timeline
                     .iter()
-                    .map(|s| (s.second as f64 + 1.0, s.requests as f64))
+                    .map(|s| (s.midpoint(), s.rps()))
                     .collect(),
                 saturated: runs.iter().any(|r| r.client_saturated),
                 ratio: runs[0].config.workload.ratio.to_string(),
@@ -173,5 +175,31 @@ pub(super) fn describe(r: &Row, axis: Option<&str>) -> String {
             "{} connections",
             r.params.get("connections").map_or("?", String::as_str)
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::Second;
+
+    #[test]
+    fn the_timeline_is_charted_as_rates_at_the_middle_of_each_entry() {
+        let mut s: StudyResult =
+            serde_json::from_str(include_str!("../../tests/fixtures/study.json")).unwrap();
+        let at = |second, span_s, requests| Second {
+            second,
+            span_s,
+            requests,
+            ..Second::default()
+        };
+        // A second, then a minute, then a last minute clipped to 30 s.
+        s.points[0].result.as_mut().unwrap().timeline =
+            vec![at(0, 1, 1000), at(1, 60, 60_000), at(61, 30, 15_000)];
+        let rows = rows(&[s]);
+        assert_eq!(
+            rows[0].timeline,
+            [(0.5, 1000.0), (31.0, 1000.0), (76.0, 500.0)]
+        );
     }
 }

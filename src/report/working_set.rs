@@ -201,7 +201,9 @@ fn sizes(runs: &[Run], s: &mut Section) {
     });
 }
 
-/// A run's per-second figure `f` as chart points.
+/// A run's figure `f` of each timeline entry as chart points, at the entry's
+/// start (where an event's marker is). Past the per-second part an entry is
+/// a minute: `f` gives a count as a rate per second ([`Second::per_s`]).
 fn curve(t: &[Second], f: impl Fn(&Second) -> Option<f64>) -> Vec<(f64, f64)> {
     t.iter()
         .filter_map(|s| f(s).map(|y| (s.second as f64, y)))
@@ -246,7 +248,7 @@ fn timelines(title: &str, runs: &[&Run], keys: &[&str], s: &mut Section) {
         s.cache.as_ref()?.hit_ratio().map(|h| h * 100.0)
     });
     chart("database reads per second", "reads per second", &|s| {
-        Some(s.cache.as_ref().map_or(s.requests, |c| c.db_reads) as f64)
+        Some(s.per_s(s.cache.as_ref().map_or(s.requests, |c| c.db_reads)))
     });
     chart("p99 per second", "p99 latency (µs)", &|s| Some(s.p99_us));
 }
@@ -269,7 +271,7 @@ fn warmups(runs: &[Run], s: &mut Section) {
             continue;
         };
         let hit = |x: &Second| x.cache.as_ref().and_then(|c| c.hit_ratio()).unwrap_or(0.0);
-        let db = |x: &Second| x.cache.as_ref().map_or(0, |c| c.db_reads);
+        let db = |x: &Second| x.per_s(x.cache.as_ref().map_or(0, |c| c.db_reads));
         let alone = runs.iter().find(|o| {
             o.r.cache_aside.is_none()
                 && o.rate() == run.rate()
@@ -293,9 +295,9 @@ fn warmups(runs: &[Run], s: &mut Section) {
             run.label(&["distribution", "rate"]),
             hit(first) * 100.0,
             hit(last) * 100.0,
-            last.second + 1,
-            short(db(first) as f64),
-            short(db(last) as f64),
+            last.second + last.span(),
+            short(db(first)),
+            short(db(last)),
             short(first.p99_us),
             short(last.p99_us),
         ));

@@ -1,6 +1,13 @@
 //! What an event during a run did (`--event`): when it happened, and what the
 //! timeline shows after it — the database's peak load, the worst p99, the
 //! errors by kind, and the time until the run was back near its level before.
+//!
+//! Past the timeline's per-second part (`load.timeline_seconds`) its entries
+//! are minutes. The analysis reads them as they are, rates per second over
+//! each entry's span: a minute's "peak" is its mean rate, its p99 the
+//! minute's, and a recovery is told to the minute. Events meant to be seen
+//! second by second belong in the per-second part (raise
+//! `--timeline-seconds` past them).
 
 use std::collections::BTreeMap;
 
@@ -20,11 +27,13 @@ pub struct EventReport {
     /// Why the action failed, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// Before the event (up to 5 whole seconds): requests/s, p99 (µs),
-    /// database reads/s and hit ratio (cache-aside).
+    /// Before the event (the last 5 seconds before the timeline entry that
+    /// holds it; past the per-second part, the minute before): requests/s,
+    /// p99 (µs), database reads/s and hit ratio (cache-aside).
     pub before: Level,
     /// From the event's second on: the highest requests/s the database served
-    /// in a second (its reads in cache-aside, every request otherwise).
+    /// in a timeline entry (its reads in cache-aside, every request
+    /// otherwise): in a second, or a minute's mean past the per-second part.
     pub db_peak_rps: u64,
     /// The worst per-second p99 from the event on, µs.
     pub worst_p99_us: f64,
@@ -57,14 +66,14 @@ pub struct Level {
     pub miss_ratio: f64,
 }
 
-/// The database's load in a second: its reads in cache-aside, else every request.
+/// The database's load in an entry: its reads in cache-aside, else every request.
 fn db_load(s: &Second) -> u64 {
     s.cache.as_ref().map_or(s.requests, |c| c.db_reads)
 }
 
-/// The level of `seconds` (empty: zeros).
+/// The level of `seconds` (empty: zeros), rates per second over their spans.
 fn level(seconds: &[Second]) -> Level {
-    let n = seconds.len().max(1) as f64;
+    let n = seconds.iter().map(Second::span).sum::<i64>().max(1) as f64;
     let (hits, lookups) = seconds
         .iter()
         .filter_map(|s| s.cache.as_ref())
@@ -114,18 +123,32 @@ pub fn recovered(s: &Second, before: &Level) -> bool {
 }
 
 impl EventReport {
-    /// Fills the aftermath of an event at `at_s` from `timeline` (whole
-    /// seconds of the measured window).
+    /// Fills the aftermath of an event at `at_s` from `timeline` (entries of
+    /// the measured window, a second or a minute each).
     pub fn analyse(&mut self, timeline: &[Second]) {
         let first = self.at_s.floor() as i64;
+        // The entry holding the event begins at `start` (`first`, or its minute's start).
+        let start = timeline
+            .iter()
+            .find(|s| s.contains(first))
+            .map_or(first, |s| s.second);
+        // Before it: the entries of the 5 seconds before `start` (a minute's
+        // entry overlapping them counts whole).
         let before: Vec<Second> = timeline
             .iter()
-            .filter(|s| s.second < first && s.second >= first - 5)
+            .filter(|s| s.second < start && s.second + s.span() > start - 5)
             .cloned()
             .collect();
         self.before = level(&before);
-        let after: Vec<&Second> = timeline.iter().filter(|s| s.second >= first).collect();
-        self.db_peak_rps = after.iter().map(|s| db_load(s)).max().unwrap_or(0);
+        let after: Vec<&Second> = timeline
+            .iter()
+            .filter(|s| s.second + s.span() > first)
+            .collect();
+        self.db_peak_rps = after
+            .iter()
+            .map(|s| s.per_s(db_load(s)).round() as u64)
+            .max()
+            .unwrap_or(0);
         self.worst_p99_us = after.iter().map(|s| s.p99_us).fold(0.0, f64::max);
         // Recovered at the first of two seconds in a row near the level before,
         // after the event's own second.
@@ -210,5 +233,34 @@ mod tests {
         e.analyse(&t);
         assert_eq!(e.recovered_after_s, None);
         assert_eq!(e.errors.get("disconnect"), Some(&3));
+    }
+
+    #[test]
+    fn past_the_per_second_part_minutes_are_read_as_rates() {
+        let min = |second, p99_us, hits: u64, misses: u64, errors| Second {
+            span_s: 60,
+            ..sec(second, p99_us, hits * 60, misses * 60, errors)
+        };
+        let t = vec![
+            sec(0, 300.0, 900, 100, 0),
+            sec(1, 300.0, 900, 100, 0),
+            min(2, 300.0, 900, 100, 0),
+            min(62, 2500.0, 500, 500, 40), // holds the event at 70
+            min(122, 320.0, 880, 120, 0),
+            min(182, 300.0, 890, 110, 0),
+        ];
+        let mut e = EventReport {
+            event: "70:restart-cache:0".into(),
+            at_s: 70.0,
+            ..EventReport::default()
+        };
+        e.analyse(&t);
+        // The minute before the event's: 1000 req/s, 100 database reads/s.
+        assert_eq!((e.before.rps, e.before.db_rps), (1000.0, 100.0));
+        assert_eq!(e.before.hit_ratio, Some(0.9));
+        assert_eq!((e.db_peak_rps, e.worst_p99_us), (500, 2500.0));
+        assert_eq!(e.errors.get("disconnect"), Some(&40));
+        // Back at the start of the minute after the event's.
+        assert_eq!(e.recovered_after_s, Some(52.0));
     }
 }

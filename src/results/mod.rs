@@ -121,7 +121,8 @@ pub struct RunResult {
     pub connections: ConnectionReport,
     /// The server's own counters over warm-up plus measured phase, beside kvlab's.
     pub server_counters: Option<CounterCheck>,
-    /// Per second of the measured phase.
+    /// The measured phase over time: per second for its first
+    /// `config.load.timeline_seconds`, per minute after (see [`Second::span_s`]).
     pub timeline: Vec<Second>,
     /// The background writer beside the measured load, if any.
     #[serde(default)]

@@ -1,16 +1,27 @@
-//! How a run went over time: one [`Second`] of the timeline and how well an
-//! open-loop schedule was kept ([`ScheduleReport`]).
+//! How a run went over time: one [`Second`] of the timeline (an entry of one
+//! second, or of a minute past the run's per-second part: [`entry_of`],
+//! [`span_of`]) and how well an open-loop schedule was kept
+//! ([`ScheduleReport`]).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// One second of the timeline.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+/// One entry of the timeline: a second of the measured window, or, past its
+/// first `load.timeline_seconds` seconds, a minute (`span_s` > 1). Counts are
+/// the entry's whole; a rate per second is a count over [`Second::span`]
+/// ([`Second::per_s`]).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Second {
-    /// Seconds since measuring began.
+    /// Seconds since measuring began (an entry's first second).
     pub second: i64,
-    /// Requests that finished in this second.
+    /// Seconds the entry covers from `second`: 1 in the timeline's per-second
+    /// part, up to 60 in its per-minute part (the last entry of a duration
+    /// run clipped to the window's end). Absent in the JSON when 1 (and in
+    /// results from before entries could be wider).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub span_s: u32,
+    /// Requests that finished in this entry.
     pub requests: u64,
     /// Errors among them.
     pub errors: u64,
@@ -38,6 +49,88 @@ pub struct Second {
     /// What kvlab did to a server during this second (`--event`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event: Option<String>,
+}
+
+impl Default for Second {
+    fn default() -> Self {
+        Second {
+            second: 0,
+            span_s: 1,
+            requests: 0,
+            errors: 0,
+            timeouts: 0,
+            misses: 0,
+            p50_us: 0.0,
+            p99_us: 0.0,
+            p999_us: 0.0,
+            histogram: None,
+            error_kinds: BTreeMap::new(),
+            cache: None,
+            event: None,
+        }
+    }
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+/// The width of the timeline's entries past its per-second part, seconds.
+pub const MINUTE: i64 = 60;
+
+/// The first second of the timeline entry that second `s` of the window is
+/// kept in: `s` itself within the first `per_second` seconds (and in the
+/// warm-up, before 0), else the first second of its minute after them
+/// (`per_second`, `per_second + 60`, ...).
+pub fn entry_of(s: i64, per_second: i64) -> i64 {
+    if s < per_second {
+        s
+    } else {
+        per_second + (s - per_second) / MINUTE * MINUTE
+    }
+}
+
+/// How many seconds the entry starting at `start` covers when the window
+/// ends at second `end` (exclusive): 1 within the first `per_second`
+/// seconds, else a minute clipped to the end (at least 1).
+pub fn span_of(start: i64, per_second: i64, end: i64) -> u32 {
+    if start < per_second {
+        1
+    } else {
+        (end - start).clamp(1, MINUTE) as u32
+    }
+}
+
+impl Second {
+    /// Seconds the entry covers (1 at least, whatever the file says).
+    pub fn span(&self) -> i64 {
+        i64::from(self.span_s.max(1))
+    }
+
+    /// Whether second `s` of the window falls in this entry.
+    pub fn contains(&self, s: i64) -> bool {
+        (self.second..self.second + self.span()).contains(&s)
+    }
+
+    /// A count of this entry as a rate per second (`n` over its span).
+    pub fn per_s(&self, n: u64) -> f64 {
+        n as f64 / self.span() as f64
+    }
+
+    /// Requests per second over the entry.
+    pub fn rps(&self) -> f64 {
+        self.per_s(self.requests)
+    }
+
+    /// The middle of the entry, seconds since measuring began (where a
+    /// chart plots its rate).
+    pub fn midpoint(&self) -> f64 {
+        self.second as f64 + self.span() as f64 / 2.0
+    }
 }
 
 /// One second of a cache-aside run, from kvlab's side and the cache's own.
@@ -110,5 +203,60 @@ impl ScheduleReport {
         if self.not_sustained.is_none() {
             self.not_sustained.clone_from(&o.not_sustained);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_past_the_per_second_part_fall_into_minutes() {
+        let at = |s| entry_of(s, 600);
+        assert_eq!([at(-2), at(0), at(599)], [-2, 0, 599]);
+        assert_eq!([at(600), at(659), at(660), at(3599)], [600, 600, 660, 3540]);
+        // Per-second part of 2: 0, 1, then minutes from 2.
+        assert_eq!(
+            [
+                entry_of(1, 2),
+                entry_of(2, 2),
+                entry_of(61, 2),
+                entry_of(62, 2)
+            ],
+            [1, 2, 2, 62]
+        );
+    }
+
+    #[test]
+    fn spans_are_a_minute_clipped_to_the_window() {
+        // A 630 s run keeping 600 s per second: its last minute has 30 s.
+        assert_eq!(span_of(599, 600, 630), 1);
+        assert_eq!(span_of(600, 600, 630), 30);
+        assert_eq!(span_of(600, 600, 7200), 60);
+        // A 4 s run keeping 2 s per second: 0, 1 and an entry of 2 s.
+        assert_eq!([span_of(1, 2, 4), span_of(2, 2, 4)], [1, 2]);
+        assert_eq!(span_of(2, 2, 2), 1, "never empty");
+    }
+
+    #[test]
+    fn a_span_of_one_is_left_out_of_the_json_and_read_back_when_absent() {
+        let s = Second {
+            second: 3,
+            requests: 10,
+            ..Second::default()
+        };
+        let text = serde_json::to_string(&s).unwrap();
+        assert!(!text.contains("span_s"), "{text}");
+        assert_eq!(serde_json::from_str::<Second>(&text).unwrap().span_s, 1);
+        let m = Second {
+            second: 600,
+            span_s: 60,
+            requests: 600,
+            ..Second::default()
+        };
+        let back: Second = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(back, m);
+        assert_eq!((m.rps(), m.midpoint()), (10.0, 630.0));
+        assert!(m.contains(600) && m.contains(659) && !m.contains(660) && !m.contains(599));
     }
 }

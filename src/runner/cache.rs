@@ -302,17 +302,22 @@ fn step(a: u64, b: u64) -> u64 {
     if b >= a { b - a } else { b }
 }
 
-/// Adds the cache's own figures (evictions, memory in use, items) to each
-/// second of `timeline` that has cache figures, from `samples`.
+/// Adds the cache's own figures to each entry of `timeline` that has cache
+/// figures, from `samples` (one at the end of each second): the evictions
+/// of its seconds added up, the memory in use and the items at its last
+/// sample (a minute's entry takes the samples of its seconds).
 pub fn mark_timeline(timeline: &mut [Second], samples: &[(i64, CacheMemory)]) {
+    let mut at = 0;
     for w in samples.windows(2) {
         let (prev, (s, m)) = (w[0].1, w[1]);
-        if let Some(c) = timeline
-            .iter_mut()
-            .find(|x| x.second == s)
-            .and_then(|x| x.cache.as_mut())
-        {
-            c.evictions = Some(step(prev.evictions, m.evictions));
+        // Samples come in order: the entry is this one or a later one.
+        let Some(i) = timeline[at..].iter().position(|x| x.contains(s)) else {
+            continue;
+        };
+        at += i;
+        if let Some(c) = timeline[at].cache.as_mut() {
+            let before = c.evictions.unwrap_or(0);
+            c.evictions = Some(before + step(prev.evictions, m.evictions));
             c.memory_bytes = Some(m.used);
             c.items = Some(m.items);
         }
@@ -403,6 +408,39 @@ mod tests {
         assert_eq!(
             evictions(&[(-1, m(10)), (0, m(50)), (1, m(5)), (2, m(7))]),
             47
+        );
+    }
+
+    #[test]
+    fn memory_samples_land_in_the_entry_that_holds_their_second() {
+        let m = |evictions, used| CacheMemory {
+            evictions,
+            used,
+            items: used / 10,
+            ..CacheMemory::default()
+        };
+        let entry = |second, span_s| Second {
+            second,
+            span_s,
+            cache: Some(crate::results::CacheSecond::default()),
+            ..Second::default()
+        };
+        // Second 0, then a minute from 1 (1..61).
+        let mut t = vec![entry(0, 1), entry(1, 60)];
+        let samples = [
+            (-1, m(0, 100)),
+            (0, m(2, 200)),
+            (1, m(3, 300)),
+            (2, m(7, 400)),
+            (60, m(8, 500)),
+            (61, m(9, 600)),
+        ];
+        mark_timeline(&mut t, &samples);
+        let c = |i: usize| t[i].cache.clone().unwrap();
+        assert_eq!((c(0).evictions, c(0).memory_bytes), (Some(2), Some(200)));
+        assert_eq!(
+            (c(1).evictions, c(1).memory_bytes, c(1).items),
+            (Some(6), Some(500), Some(50))
         );
     }
 }

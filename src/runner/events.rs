@@ -140,12 +140,13 @@ impl<'a> Events<'a> {
         }
     }
 
-    /// Marks each event in `result`'s timeline and fills in its aftermath.
+    /// Marks each event in `result`'s timeline (on the entry whose seconds
+    /// hold it: a minute's, past the per-second part) and fills in its aftermath.
     pub fn report(&self, result: &mut RunResult) {
         for r in &self.reports {
             let mut r = r.clone();
             let s = r.at_s.floor() as i64;
-            if let Some(sec) = result.timeline.iter_mut().find(|x| x.second == s) {
+            if let Some(sec) = result.timeline.iter_mut().find(|x| x.contains(s)) {
                 let label = r.event.split_once(':').map_or(&*r.event, |(_, a)| a);
                 sec.event = Some(match sec.event.take() {
                     Some(prev) => format!("{prev}, {label}"),

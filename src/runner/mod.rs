@@ -158,6 +158,7 @@ pub fn measure_with(
         share: shard.map_or(Share::all(total_conns), |s| s.connections(total_conns)),
         start_at: plan.load.start_at_ms.map(crate::plan::shard::instant_of),
         trace: None,
+        timeline_seconds: plan.load.timeline_seconds,
     };
 
     let load = crate::runner::dataset::prepare(&base, plan, server.is_some(), opts, shutdown)?;
@@ -219,6 +220,13 @@ pub fn measure_with(
                 Role::Database(_) => None,
             }),
         memory: Vec::new(),
+        metrics: crate::metrics::installed().map(|m| {
+            let target = match &plan.cache {
+                Some(c) => format!("{}+{}", c.cache.kind.product().name(), product.name()),
+                None => product.name().to_string(),
+            };
+            m.begin(&target, product.name(), plan.load.rate)
+        }),
     };
     // Trace replay: the reader streams the trace while the workers connect.
     let feed = replay::start(plan, &base)?;

@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use super::events::Events;
 use crate::driver::{Cache, CacheMemory, Connector, ReportedUsage};
-use crate::engine::{Beat, Observer};
+use crate::engine::{Beat, Observer, Tick};
 use crate::servers::ManagedServer;
 use crate::system::ProcUsage;
+pub(super) use crate::system::procfs::{self_cpu_s, self_peak_rss_kb};
 use crate::system::progress::Progress;
 
 /// Resources used so far, at one instant.
@@ -53,6 +54,8 @@ pub(super) struct RunObserver<'a> {
     /// Those readings: at the window's start (second -1), then at the end of
     /// each second.
     pub memory: Vec<(i64, CacheMemory)>,
+    /// The live `--metrics` endpoint's feed, when one is installed.
+    pub metrics: Option<crate::metrics::Feed>,
 }
 
 impl RunObserver<'_> {
@@ -100,6 +103,9 @@ impl RunObserver<'_> {
 
 impl Observer for RunObserver<'_> {
     fn connecting(&mut self, done: usize, total: usize) {
+        if let Some(m) = &self.metrics {
+            m.connections(done);
+        }
         self.progress
             .message(format!("opening connections: {done}/{total}"));
     }
@@ -132,9 +138,13 @@ impl Observer for RunObserver<'_> {
         let (elapsed, requests, p99_us, errors) =
             (beat.elapsed, beat.requests, beat.p99_us, beat.errors);
         // A process tree's peak is the largest total seen at a sample.
-        if self.server.is_some() {
+        if self.server.is_some() || self.metrics.is_some() {
             let s = self.sample();
             self.track_peak(&s);
+            if let Some(m) = &self.metrics {
+                m.beat(beat);
+                live_usage(m, &s);
+            }
         }
         let phase = if elapsed <= self.warmup {
             "warm-up"
@@ -150,9 +160,17 @@ impl Observer for RunObserver<'_> {
             "{phase}: {requests} req/s, p99 {p99_us:.0} µs{err}"
         ));
     }
+    fn tick(&mut self, tick: &Tick) {
+        if let Some(m) = &self.metrics {
+            m.tick(tick);
+        }
+    }
     fn measure_ended(&mut self) {
         let s = self.sample();
         self.track_peak(&s);
+        if let Some(m) = &self.metrics {
+            live_usage(m, &s);
+        }
         self.at_end = Some(s);
         let next = self.memory.last().map_or(0, |m| m.0 + 1);
         self.read_memory(next);
@@ -177,19 +195,18 @@ impl RunObserver<'_> {
     }
 }
 
-/// CPU seconds (user + system) of this whole process so far.
-pub(super) fn self_cpu_s() -> f64 {
-    // SAFETY: getrusage writes into the zeroed struct we pass.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
-/// Peak resident memory of this process, KiB.
-pub(super) fn self_peak_rss_kb() -> u64 {
-    // SAFETY: as above.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    ru.ru_maxrss.max(0) as u64
+/// Tells the live endpoint the servers' use in `s`.
+fn live_usage(m: &crate::metrics::Feed, s: &Sample) {
+    for (role, u) in [
+        ("server", s.server),
+        ("cache", s.cache),
+        ("pooler", s.pooler),
+    ] {
+        if let Some(u) = u {
+            m.usage(role, u);
+        }
+    }
+    if let Some(r) = s.reported {
+        m.reported(r.cpu_s, r.memory_bytes);
+    }
 }

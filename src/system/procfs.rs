@@ -122,6 +122,23 @@ fn proc_tree_usage_inner(pid: u32) -> Option<ProcUsage> {
     })
 }
 
+/// CPU seconds (user + system) of this whole process so far.
+pub fn self_cpu_s() -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Peak resident memory of this process, KiB.
+pub fn self_peak_rss_kb() -> u64 {
+    // SAFETY: as above.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    ru.ru_maxrss.max(0) as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

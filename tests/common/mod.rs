@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: plans, in-process runs, raw commands.
 #![allow(dead_code)]
 
+pub mod prometheus;
+
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -56,6 +58,7 @@ pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
             shard: None,
             start_at_ms: None,
             events: Vec::new(),
+            timeline_seconds: kvlab::plan::TIMELINE_SECONDS,
         },
     }
 }

@@ -68,6 +68,7 @@ pub fn exec(args: &CapacityArgs, shutdown: &AtomicBool) -> Result<()> {
     if !(args.p99_ms.is_finite() && args.p99_ms > 0.0) {
         bail!("--p99-ms: give a positive number of milliseconds, e.g. --p99-ms 1");
     }
+    args.run.metrics.start(None, "kvlab", None)?;
     let server = runner::start_server(&plan, opts)?;
     let c = capacity::search_on(
         &plan,
@@ -144,5 +145,6 @@ pub fn exec(args: &CapacityArgs, shutdown: &AtomicBool) -> Result<()> {
     if let Some(path) = json {
         write_json(path, &c)?;
     }
+    crate::cli::metrics::hold(shutdown);
     Ok(())
 }

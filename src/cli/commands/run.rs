@@ -21,11 +21,13 @@ pub fn exec(args: &RunArgs, shutdown: &AtomicBool) -> Result<()> {
         progress: true,
         notes: true,
     };
+    args.metrics.start(None, "kvlab", plan.load.shard)?;
     let result = runner::run(&plan, opts, shutdown)?;
     say(args.json.as_deref(), &summary(&result));
     if let Some(path) = &args.json {
         write_json(path, &result)?;
     }
+    crate::cli::metrics::hold(shutdown);
     if !result.valid {
         bail!(
             "the run is not a valid measurement: {}",

@@ -18,7 +18,13 @@ pub fn exec(args: &StudyArgs, shutdown: &AtomicBool) -> Result<()> {
         .clone()
         .or_else(|| study.output.clone())
         .unwrap_or_else(|| std::path::PathBuf::from("results").join(&study.name));
-    run_study(&study, &out, args.dry_run, shutdown)
+    if !args.dry_run {
+        args.metrics
+            .start(study.metrics.as_deref(), &study.name, None)?;
+    }
+    let done = run_study(&study, &out, args.dry_run, shutdown);
+    crate::cli::metrics::hold(shutdown);
+    done
 }
 
 /// Runs a study, then writes and summarises its report.

@@ -152,6 +152,9 @@ pub fn run(
             },
             None => None,
         };
+        if let Some(m) = crate::metrics::installed() {
+            m.set_point(&blank(point).label());
+        }
         let pr = match runner::measure_with(&plan, server, cache, opts, shutdown) {
             Ok(r) => {
                 loaded = Some(shape);

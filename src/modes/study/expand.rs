@@ -244,6 +244,7 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
                                                 shard: None,
                                                 start_at_ms: None,
                                                 events: t.events()?,
+                                                timeline_seconds: s.load.timeline_seconds,
                                             },
                                         };
                                         plan.check_ttl()

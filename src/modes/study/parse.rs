@@ -159,6 +159,12 @@ fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
     if !(s.warmup.is_finite() && s.warmup >= 0.0) {
         bail!("{}: warmup must be 0 or more seconds", at("warmup"));
     }
+    if s.load.timeline_seconds == 0 {
+        bail!(
+            "{}: load.timeline_seconds = 0 would keep no per-second figures; give at least 1, e.g. 600",
+            at_in("load", 0, "timeline_seconds")
+        );
+    }
     if s.goal.capacity && s.goal.p99_ms.is_none() {
         bail!(
             "{}: goal.capacity needs goal.p99_ms, the latency limit to search within",

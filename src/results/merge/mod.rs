@@ -1,6 +1,6 @@
 //! One result from the clients of one sharded run (`kvlab run --shard I/N`):
 //! counts summed, latency and service-time histograms merged (never
-//! averaged), the per-second timeline aligned by wall clock and summed, the
+//! averaged), the timeline aligned by wall clock and summed entry by entry, the
 //! server's counters taken once and checked against the clients' sum, and
 //! each client's part kept (a failed or missing client included).
 
@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::driver::ServerCounters;
 use crate::plan::shard::Shard;
 use crate::results::stats::{Percentiles, decode_histogram, encode_histogram, new_histogram};
+use crate::results::timeline::{entry_of, span_of};
 use crate::results::{ClientReport, CounterCheck, RunResult, StartKept, Window};
 use crate::results::{ScheduleReport, Second};
 
@@ -297,24 +298,40 @@ fn merged_histogram<'a>(hs: impl Iterator<Item = Option<&'a str>>) -> Result<His
     Ok(sum)
 }
 
-/// The timeline of the whole run: each client's seconds placed by its
+/// The timeline of the whole run: each client's entries placed by its
 /// window's wall-clock start and summed; percentiles from the merged
-/// per-second histograms (the worst client's when a result has none).
+/// histograms (the worst client's when a result has none). The run's rule
+/// holds (its `load.timeline_seconds`, equal on every client): a second
+/// placed past the per-second part joins its minute, and a client's minute
+/// that its start offset moved off the run's minutes joins the one holding
+/// its first second (placed to within that offset, as seconds are).
 fn merged_timeline(rs: &[&RunResult]) -> Result<Vec<Second>> {
     let start = rs
         .iter()
         .filter_map(|r| r.window.map(|w| w.start_unix_ms))
         .fold(f64::MAX, f64::min);
+    let per_second = rs
+        .first()
+        .map_or(1, |r| i64::from(r.config.load.timeline_seconds.max(1)));
+    let mut end = 0;
     let mut out: BTreeMap<i64, (Second, Option<Histogram<u64>>)> = BTreeMap::new();
     for r in rs {
         let offset = r
             .window
             .map_or(0, |w| ((w.start_unix_ms - start) / 1e3).round() as i64);
         for s in &r.timeline {
-            let e = out.entry(s.second + offset).or_insert_with(|| {
+            let placed = s.second + offset;
+            if s.span() > 1 && placed < per_second {
+                bail!(
+                    "cannot merge: a client's timeline has a minute from second {placed}, inside the run's {per_second} s kept per second; give the clients' files as kvlab run wrote them"
+                );
+            }
+            end = end.max(placed + s.span());
+            let at = entry_of(placed, per_second);
+            let e = out.entry(at).or_insert_with(|| {
                 (
                     Second {
-                        second: s.second + offset,
+                        second: at,
                         ..Default::default()
                     },
                     Some(new_histogram()),
@@ -344,6 +361,7 @@ fn merged_timeline(rs: &[&RunResult]) -> Result<Vec<Second>> {
     Ok(out
         .into_values()
         .map(|(mut s, h)| {
+            s.span_s = span_of(s.second, per_second, end);
             if let Some(h) = h.filter(|h| !h.is_empty()) {
                 let p = Percentiles::of(&h);
                 (s.p50_us, s.p99_us, s.p999_us) = (p.p50, p.p99, p.p999);

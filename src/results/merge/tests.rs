@@ -144,3 +144,50 @@ fn results_of_different_runs_or_no_shard_are_refused() {
     let e = merge(&[a.clone(), a]).unwrap_err().to_string();
     assert!(e.contains("given twice"), "{e}");
 }
+
+#[test]
+fn minutes_merge_with_minutes_and_seconds_past_the_per_second_part_join_them() {
+    // Timelines keeping 2 s per second; entries (second, span, requests).
+    let timeline = |entries: &[(i64, u32, u64)]| -> Vec<Second> {
+        entries
+            .iter()
+            .map(|&(second, span_s, requests)| Second {
+                second,
+                span_s,
+                requests,
+                ..Default::default()
+            })
+            .collect()
+    };
+    let with = |index, offset_s, entries: &[(i64, u32, u64)]| {
+        let (name, mut r) = client(index, 2, offset_s, &[1000; 10]);
+        r.config.load.timeline_seconds = 2;
+        r.timeline = timeline(entries);
+        (name, r)
+    };
+    let a = with(
+        0,
+        0.0,
+        &[(0, 1, 10), (1, 1, 10), (2, 60, 600), (62, 10, 100)],
+    );
+    // Client 1 began 1 s later: its second 1 is the run's second 2, in the
+    // run's first minute, and so is its first minute (placed 1 s late).
+    let b = with(1, 1.0, &[(0, 1, 1), (1, 1, 1), (2, 60, 60), (62, 10, 10)]);
+    let m = merge(&[a.clone(), b]).unwrap();
+    let got: Vec<(i64, u32, u64)> = m
+        .timeline
+        .iter()
+        .map(|s| (s.second, s.span_s, s.requests))
+        .collect();
+    // The last minute runs to client 1's end (second 73).
+    assert_eq!(got, [(0, 1, 10), (1, 1, 11), (2, 60, 661), (62, 11, 110)]);
+    // Clients that kept different per-second parts are not clients of one run.
+    let mut c = with(1, 0.0, &[(0, 1, 1)]);
+    c.1.config.load.timeline_seconds = 600;
+    let e = merge(&[a.clone(), c]).unwrap_err().to_string();
+    assert!(e.contains("config.load.timeline_seconds"), "{e}");
+    // A minute inside the per-second part is refused, not folded into a second.
+    let d = with(1, 0.0, &[(0, 60, 60)]);
+    let e = merge(&[a, d]).unwrap_err().to_string();
+    assert!(e.contains("kept per second"), "{e}");
+}
