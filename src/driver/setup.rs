@@ -28,11 +28,16 @@ pub trait SetupConn: Sized {
     }
 }
 
+/// How long one reply of long work may take (a load's batch, a scan of
+/// every row): long, never unbounded, so a server that stops answering
+/// mid-load ends the run instead of hanging it.
+pub const LONG_WORK: Duration = Duration::from_secs(600);
+
 /// A session on `c` for long work (a load, a scan of every row): logged in
-/// within 10 s, then without a timeout.
+/// within 10 s, then each reply within [`LONG_WORK`].
 pub fn untimed<C: SetupConn>(c: &Connector) -> io::Result<C> {
     let conn = C::open(c, LOGIN_TIMEOUT)?;
-    conn.set_timeout(None)?;
+    conn.set_timeout(Some(LONG_WORK))?;
     Ok(conn)
 }
 

@@ -25,6 +25,9 @@ pub(crate) struct Pipe {
     pub(crate) rbuf: Vec<u8>,
     pub(crate) rstart: usize,
     pub(crate) rend: usize,
+    /// The most the read buffer may grow to: a reply that does not fit is
+    /// larger than any this run's requests can be answered with.
+    rmax: usize,
     want_write: bool,
     token: Token,
     /// Not before this instant is it opened again.
@@ -36,8 +39,13 @@ pub(crate) struct Pipe {
 }
 
 impl Pipe {
-    /// A closed socket polled as `token`, with buffers of `wbuf` and `rbuf` bytes.
-    pub(crate) fn new(token: Token, wbuf: usize, rbuf: usize, now: Instant) -> Pipe {
+    /// A closed socket polled as `token`, with buffers of `wbuf` and `rbuf`
+    /// bytes, the read buffer growing to at most `rmax`.
+    pub(crate) fn new(
+        token: Token,
+        (wbuf, rbuf, rmax): (usize, usize, usize),
+        now: Instant,
+    ) -> Pipe {
         Pipe {
             stream: None,
             tls: None,
@@ -46,6 +54,7 @@ impl Pipe {
             rbuf: vec![0; rbuf],
             rstart: 0,
             rend: 0,
+            rmax: rmax.max(rbuf),
             want_write: false,
             token,
             retry_at: now,
@@ -148,7 +157,7 @@ impl Pipe {
     /// `(0, _)` when the peer closed, else the bytes read and whether more
     /// may be waiting; `WouldBlock` when nothing was there.
     pub(crate) fn read_some(&mut self) -> io::Result<(usize, bool)> {
-        self.make_room();
+        self.make_room()?;
         let Some(s) = self.stream.as_mut() else {
             return Ok((0, false));
         };
@@ -163,8 +172,9 @@ impl Pipe {
     }
 
     /// Leaves free space at the end of the read buffer: moves unparsed bytes
-    /// to the front, or doubles it when it is full of them.
-    fn make_room(&mut self) {
+    /// to the front, or doubles it when it is full of them (`InvalidData`
+    /// past its limit: the server sent a reply no request of the run has).
+    fn make_room(&mut self) -> io::Result<()> {
         if self.rstart == self.rend {
             self.rstart = 0;
             self.rend = 0;
@@ -174,11 +184,17 @@ impl Pipe {
                 self.rbuf.copy_within(self.rstart..self.rend, 0);
                 self.rend -= self.rstart;
                 self.rstart = 0;
+            } else if self.rbuf.len() >= self.rmax {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "a reply larger than any this run's requests can be answered with",
+                ));
             } else {
-                let n = self.rbuf.len() * 2;
+                let n = (self.rbuf.len() * 2).min(self.rmax);
                 self.rbuf.resize(n, 0);
             }
         }
+        Ok(())
     }
 }
 
@@ -269,7 +285,7 @@ mod tests {
     #[test]
     fn a_socket_closed_before_serving_backs_off() {
         let now = Instant::now();
-        let mut p = Pipe::new(Token(0), 16, 16, now);
+        let mut p = Pipe::new(Token(0), (16, 16, 64), now);
         p.close(now);
         assert_eq!((p.streak, p.retry_at), (1, now + backoff(1)));
         p.served = true;

@@ -23,6 +23,8 @@
 //! - `registry`: the `products!` macro behind the list, and the codec dispatch.
 
 pub mod cql;
+#[cfg(test)]
+mod fuzz;
 pub mod memcached;
 pub mod mysql;
 pub mod pgbouncer;

@@ -3,10 +3,11 @@
 //! [`Stream::into_engine`] hands the same connection, TLS state and all, to
 //! the engine's non-blocking loop as an [`EngineSock`].
 
+use std::cell::Cell;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rustls::ClientConnection;
 
@@ -42,30 +43,105 @@ impl Write for Sock {
     }
 }
 
-/// A blocking connection for set-up work, TLS or not.
+/// The most bytes a set-up reply may take (what kvlab reads after sending
+/// a request and before sending the next): no request kvlab sends at set-up
+/// is answered with more, so more is a server gone wrong, refused before it
+/// costs memory.
+pub const MAX_SETUP_REPLY: usize = 16 << 20;
+
+/// A blocking connection for set-up work, TLS or not. Every wait has an
+/// overall deadline: what is read after a request must come within the
+/// timeout of sending it (a trickle of bytes does not extend it), and within
+/// [`MAX_SETUP_REPLY`] bytes.
 pub struct Stream {
     sock: Sock,
     tls: Option<Box<ClientConnection>>,
+    /// The timeout set (`None`: wait as long as it takes).
+    limit: Cell<Option<Duration>>,
+    /// When what is being read must have come.
+    deadline: Cell<Option<Instant>>,
+    /// Bytes read since the last request was sent.
+    read_since_write: usize,
 }
 
 impl Stream {
     /// A plain stream over `sock`.
     pub fn new(sock: Sock) -> Stream {
-        Stream { sock, tls: None }
+        Stream {
+            sock,
+            tls: None,
+            limit: Cell::new(None),
+            deadline: Cell::new(None),
+            read_since_write: 0,
+        }
     }
 
-    /// Sets how long one read and one write may block (`None`: forever).
+    /// Sets how long a reply (and one write) may take, from now and from
+    /// each request sent (`None`: forever).
     pub fn set_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        self.limit.set(t);
+        self.deadline.set(t.map(|t| Instant::now() + t));
+        self.socket_timeouts(t, t)
+    }
+
+    fn socket_timeouts(&self, read: Option<Duration>, write: Option<Duration>) -> io::Result<()> {
         match &self.sock {
             Sock::Tcp(s) => {
-                s.set_read_timeout(t)?;
-                s.set_write_timeout(t)
+                s.set_read_timeout(read)?;
+                s.set_write_timeout(write)
             }
             Sock::Unix(s) => {
-                s.set_read_timeout(t)?;
-                s.set_write_timeout(t)
+                s.set_read_timeout(read)?;
+                s.set_write_timeout(write)
             }
         }
+    }
+
+    /// Before a read: the time left to the deadline as the socket's read
+    /// timeout; an error once it has passed.
+    fn before_read(&self) -> io::Result<()> {
+        let (Some(deadline), Some(limit)) = (self.deadline.get(), self.limit.get()) else {
+            return Ok(());
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "no whole reply within {:.1} s: the server answers too slowly or never ends its reply",
+                    limit.as_secs_f64()
+                ),
+            ));
+        }
+        match &self.sock {
+            Sock::Tcp(s) => s.set_read_timeout(Some(left)),
+            Sock::Unix(s) => s.set_read_timeout(Some(left)),
+        }
+    }
+
+    /// After a read of `n` bytes: an error past [`MAX_SETUP_REPLY`].
+    fn after_read(&mut self, n: usize) -> io::Result<usize> {
+        self.read_since_write += n;
+        if self.read_since_write > MAX_SETUP_REPLY {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "a reply over {} MiB: no request kvlab sends at set-up is answered with that much",
+                    MAX_SETUP_REPLY >> 20
+                ),
+            ));
+        }
+        Ok(n)
+    }
+
+    /// After a write: what is read next is a new reply, due within the timeout.
+    fn after_write(&mut self, n: usize) -> usize {
+        if n > 0 {
+            self.read_since_write = 0;
+            self.deadline
+                .set(self.limit.get().map(|t| Instant::now() + t));
+        }
+        n
     }
 
     /// Runs a TLS handshake as `client` over this stream (blocking, within
@@ -74,6 +150,7 @@ impl Stream {
         let mut conn = ClientConnection::new(client.config.clone(), client.name.clone())
             .map_err(io::Error::other)?;
         while conn.is_handshaking() {
+            self.before_read()?; // the handshake, too, within the deadline
             conn.complete_io(&mut self.sock)?;
         }
         self.tls = Some(Box::new(conn));
@@ -116,19 +193,22 @@ impl Stream {
 
 impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match &mut self.tls {
+        self.before_read()?;
+        let n = match &mut self.tls {
             Some(c) => rustls::Stream::new(c.as_mut(), &mut self.sock).read(buf),
             None => self.sock.read(buf),
-        }
+        }?;
+        self.after_read(n)
     }
 }
 
 impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match &mut self.tls {
+        let n = match &mut self.tls {
             Some(c) => rustls::Stream::new(c.as_mut(), &mut self.sock).write(buf),
             None => self.sock.write(buf),
-        }
+        }?;
+        Ok(self.after_write(n))
     }
     fn flush(&mut self) -> io::Result<()> {
         match &mut self.tls {

@@ -67,6 +67,13 @@ impl Worker<'_> {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                    // A reply past the read limit: what waited on it failed
+                    // with a protocol error, and the socket is closed.
+                    let (mut io, state) = self.io(c);
+                    client.fail(&mut io, state, s, ErrorKind::Protocol);
+                    return self.close(client, c, s, now);
+                }
                 Err(_) => return self.close(client, c, s, now),
             }
         }

@@ -135,8 +135,9 @@ pub struct Io<'a> {
 /// How a worker opens sockets.
 struct Net {
     registry: mio::Registry,
-    /// Buffer sizes of a new socket: write, read.
-    buffers: (usize, usize),
+    /// Buffer sizes of a new socket: write, read, and the most the read
+    /// buffer may grow to.
+    buffers: (usize, usize, usize),
     /// Bound on one blocking connect.
     connect_timeout: Duration,
 }
@@ -146,8 +147,8 @@ impl Io<'_> {
     /// success (a failure is counted and backed off; housekeeping retries it).
     pub fn add_socket(&mut self, to: &Connector, now: Instant) -> Option<Session> {
         let s = self.pipes.len();
-        let (w, r) = self.net.buffers;
-        self.pipes.push(Pipe::new(token(self.conn, s), w, r, now));
+        self.pipes
+            .push(Pipe::new(token(self.conn, s), self.net.buffers, now));
         self.open(s, to, now)
     }
 
@@ -329,7 +330,10 @@ pub fn run<Cl: Client>(
         spec,
         net: Net {
             registry,
-            buffers: client.buffers(),
+            buffers: {
+                let (w, r) = client.buffers();
+                (w, r, read_limit(spec, r))
+            },
             connect_timeout: spec.timeout.min(Duration::from_secs(2)),
         },
         tally: Tally::new(spec, Cl::recorder),
@@ -482,4 +486,15 @@ pub fn run<Cl: Client>(
 /// The poll token of socket `s` of connection `conn`.
 fn token(conn: usize, s: usize) -> Token {
     Token((conn << SOCKET_BITS) | s)
+}
+
+/// The most a socket's read buffer may hold: twice the largest reply a
+/// request of the run can be answered with (the largest value for each key
+/// of the largest batch read, with room for the protocol's framing), and at
+/// least four times its first size. A server that sends more in one reply
+/// has gone wrong: the socket is failed (a protocol error), not grown.
+pub(crate) fn read_limit(spec: &Spec, first: usize) -> usize {
+    let keys = spec.batch.as_ref().map_or(1, |b| b.max());
+    let reply = keys * (spec.values.size() + 512) + (64 << 10);
+    (2 * reply).max(4 * first)
 }

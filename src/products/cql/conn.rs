@@ -196,7 +196,7 @@ impl SetupConn for CqlConn {
 }
 
 /// The message of the ERROR frame at the front of `buf`.
-fn error_message(buf: &[u8]) -> String {
+pub(crate) fn error_message(buf: &[u8]) -> String {
     let Ok(Some(f)) = frame(buf) else {
         return "an unreadable reply".into();
     };
@@ -214,20 +214,42 @@ fn error_message(buf: &[u8]) -> String {
 }
 
 /// The rows of a RESULT body (none for Void, SetKeyspace, SchemaChange).
-fn rows(body: &[u8]) -> Result<Vec<Row>, Malformed> {
+pub(crate) fn rows(body: &[u8]) -> Result<Vec<Row>, Malformed> {
     let mut r = Reader { buf: body, pos: 0 };
     if r.int()? != 2 {
         return Ok(Vec::new());
     }
     let columns = skip_metadata(&mut r)?;
     let n = usize::try_from(r.int()?).map_err(|_| Malformed("negative row count"))?;
+    if columns == 0 && n > 0 {
+        return Err(Malformed("rows without columns"));
+    }
     let mut out = Vec::with_capacity(n.min(4096));
     for _ in 0..n {
-        let mut row = Vec::with_capacity(columns);
+        let mut row = Vec::with_capacity(columns.min(4096));
         for _ in 0..columns {
             row.push(r.bytes()?.map(|c| body[c].to_vec()));
         }
         out.push(row);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_of_a_huge_declared_size_are_malformed() {
+        // Found by fuzzing: a row's cells were allocated for the column count
+        // the server declared (here 2^31 - 1, 51 GB) before any was read.
+        let body = [2i32, 0x04, i32::MAX, 1].map(i32::to_be_bytes).concat();
+        assert!(rows(&body).is_err());
+        // And rows of no columns, read from no bytes: 2^31 - 1 of them.
+        let body = [2i32, 0x04, 0, i32::MAX].map(i32::to_be_bytes).concat();
+        assert!(rows(&body).is_err());
+        let mut body = [2i32, 0x04, 1, 1, 2].map(i32::to_be_bytes).concat();
+        body.extend_from_slice(b"ab");
+        assert_eq!(rows(&body), Ok(vec![vec![Some(b"ab".to_vec())]]));
+    }
 }

@@ -224,7 +224,7 @@ impl MyConn {
             Some(0xff) => return Err(err_packet(&first, self.caps)),
             _ => {}
         }
-        let cols = usize::from(first[0]);
+        let cols = usize::from(*first.first().ok_or_else(|| other("an empty reply"))?);
         for _ in 0..cols {
             self.read_packet()?;
         }
@@ -238,40 +238,7 @@ impl MyConn {
             if p.first() == Some(&0xff) {
                 return Err(err_packet(&p, self.caps));
             }
-            let mut row = Vec::with_capacity(cols);
-            let mut i = 0;
-            for _ in 0..cols {
-                match p.get(i) {
-                    Some(0xfb) => {
-                        row.push(None);
-                        i += 1;
-                    }
-                    Some(&b) => {
-                        let (n, skip) = match b {
-                            0xfc => (usize::from(u16::from_le_bytes([p[i + 1], p[i + 2]])), 3),
-                            0xfd => (
-                                usize::from(p[i + 1])
-                                    | usize::from(p[i + 2]) << 8
-                                    | usize::from(p[i + 3]) << 16,
-                                4,
-                            ),
-                            0xfe => (
-                                u64::from_le_bytes(p[i + 1..i + 9].try_into().unwrap_or_default())
-                                    as usize,
-                                9,
-                            ),
-                            b => (usize::from(b), 1),
-                        };
-                        let v = p
-                            .get(i + skip..i + skip + n)
-                            .ok_or_else(|| other("short row"))?;
-                        row.push(Some(String::from_utf8_lossy(v).into_owned()));
-                        i += skip + n;
-                    }
-                    None => return Err(other("short row")),
-                }
-            }
-            rows.push(row);
+            rows.push(text_row(&p, cols)?);
         }
     }
 
@@ -356,10 +323,68 @@ impl SqlConn for MyConn {
     }
 }
 
+/// The `cols` cells of a text-protocol row packet `p` (`None`: SQL NULL);
+/// an error, never a panic, on a packet cut short.
+pub(crate) fn text_row(p: &[u8], cols: usize) -> io::Result<Vec<Option<String>>> {
+    let short = || other("short row");
+    let le = |at: usize, n: usize| -> io::Result<usize> {
+        let b = p.get(at..at + n).ok_or_else(short)?;
+        Ok(b.iter().rev().fold(0usize, |a, &x| a << 8 | usize::from(x)))
+    };
+    let mut row = Vec::with_capacity(cols);
+    let mut i = 0;
+    for _ in 0..cols {
+        let b = *p.get(i).ok_or_else(short)?;
+        if b == 0xfb {
+            row.push(None);
+            i += 1;
+            continue;
+        }
+        let (n, skip) = match b {
+            0xfc => (le(i + 1, 2)?, 3),
+            0xfd => (le(i + 1, 3)?, 4),
+            0xfe => (le(i + 1, 8)?, 9),
+            b => (usize::from(b), 1),
+        };
+        let start = i.checked_add(skip).ok_or_else(short)?;
+        let end = start.checked_add(n).ok_or_else(short)?;
+        let v = p.get(start..end).ok_or_else(short)?;
+        row.push(Some(String::from_utf8_lossy(v).into_owned()));
+        i = end;
+    }
+    Ok(row)
+}
+
 /// Opens a set-up session on `c`.
 pub fn open(c: &Connector, timeout: Duration) -> io::Result<MyConn> {
     let s = c.dial(timeout)?;
     let user = c.user.as_deref().unwrap_or("root");
     let db = c.database.as_deref().unwrap_or("");
     MyConn::start(s, user, c.password.as_deref(), db, c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::text_row;
+
+    #[test]
+    fn rows_cut_short_are_errors_not_panics() {
+        assert_eq!(
+            text_row(b"\x02ab\xfb\x01c", 3).unwrap(),
+            [Some("ab".into()), None, Some("c".into())]
+        );
+        assert_eq!(text_row(b"\xfc\x02\x00hi", 1).unwrap(), [Some("hi".into())]);
+        for p in [
+            &b"\xfc"[..],
+            b"\xfc\x01",
+            b"\xfd\x01\x00",
+            b"\xfe\x01",
+            b"\x05ab",
+            b"",
+        ] {
+            assert!(text_row(p, 1).is_err(), "{p:?}");
+        }
+        let huge = b"\xfe\xff\xff\xff\xff\xff\xff\xff\xff";
+        assert!(text_row(huge, 1).is_err());
+    }
 }

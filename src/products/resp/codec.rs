@@ -206,7 +206,8 @@ fn frame_len_at(buf: &[u8], at: usize, depth: usize) -> Result<Option<usize>, Ma
     let Some(eol) = line_end(buf, at + 1) else {
         return Ok(None);
     };
-    if buf[eol - 2] != b'\r' {
+    // The type byte is no part of the line: `\r\n` alone is no frame.
+    if eol < at + 3 || buf[eol - 2] != b'\r' {
         return Err(Malformed("reply line not ended by CRLF"));
     }
     let line = &buf[at + 1..eol - 2];
@@ -261,7 +262,10 @@ pub fn bulk_payload(frame: &[u8]) -> Result<&[u8]> {
         );
     }
     let eol = line_end(frame, 1).unwrap_or(frame.len());
-    Ok(&frame[eol..frame.len().saturating_sub(2)])
+    match frame.get(eol..frame.len().saturating_sub(2)) {
+        Some(payload) => Ok(payload),
+        None => bail!("expected a bulk string, got nil"),
+    }
 }
 
 /// Checks that the peer speaks RESP (PING) and reads product and version (INFO server).
@@ -446,6 +450,12 @@ mod tests {
         assert_eq!(frame_len(b"*2\r\n$1\r\na\r\n"), Ok(None));
         assert_eq!(frame_len(b"$-1\r\n"), Ok(Some(5)));
         assert!(frame_len(b"ERROR\r\n").is_err());
+        // Found by fuzzing: a bare line end, alone or in an array, panicked.
+        assert!(frame_len(b"\r\n").is_err());
+        assert!(frame_len(b"*1\r\n\r\n").is_err());
+        // Found by fuzzing: a nil bulk string (INFO answered `$-1`) panicked.
+        assert!(bulk_payload(b"$-1\r\n").is_err());
+        assert_eq!(bulk_payload(b"$3\r\nabc\r\n").unwrap(), b"abc");
         assert_eq!(
             info_field("# Server\r\nredis_version:7.0.15\r\n", "redis_version").as_deref(),
             Some("7.0.15")

@@ -164,7 +164,7 @@ impl Codec for TtCodec {
         let reply = if code != 0 {
             Reply::ServerError
         } else {
-            match (tag_op(tag), data(buf, body)?) {
+            match (tag_op(tag), data(&buf[..len], body)?) {
                 (OpKind::Get, None) => Reply::Nil,
                 (OpKind::Get, Some(v)) => Reply::Value(v),
                 (OpKind::Set, Some(_)) => Reply::Stored,
@@ -546,6 +546,15 @@ mod tests {
         assert!(c.decode(OpKind::Get, &r).is_err(), "value not binary");
         let r = reply(0, 2, &[0x81, 0x30, 0x91, 0x91, 0x09]);
         assert!(c.decode(OpKind::Get, &r).is_err(), "tuple without value");
+        // Found by fuzzing: a body cut short by its frame's length was read
+        // on into the bytes after the frame (the next reply).
+        let mut r = reply(
+            0,
+            2,
+            &[0x81, 0x30, 0x91, 0x92, 0x09, 0xc4, 3, b'a', b'b', b'c'],
+        );
+        r[4] -= 2;
+        assert!(c.decode(OpKind::Get, &r).is_err(), "value past its frame");
     }
 
     #[test]
