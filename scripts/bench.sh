@@ -323,7 +323,8 @@ if [ "${BENCH_METRICS:-1}" = 1 ]; then
   for round in $(seq "$ROUNDS"); do
     echo "bench: round $round, redis with and without --metrics (scraped every second)"
     kvlab_rec kvlab-metrics-off 1 "$N1" "$REDIS" --keys "$KEYS"
-    kvlab_rec kvlab-metrics-on 1 "$N1" "$REDIS" --keys "$KEYS" --metrics "127.0.0.1:$MP"
+    # Not with KVLAB_BASE: an older kvlab may not know --metrics.
+    record kvlab-metrics-on 1 "$N1" "$(cpu_of kvlab_run "$REDIS" 1 "$N1" --keys "$KEYS" --metrics "127.0.0.1:$MP")"
   done
   kill "$SCRAPER" 2>/dev/null || true
 fi
