@@ -11,7 +11,7 @@ use hdrhistogram::Histogram;
 
 use super::spec::{Beat, Tick};
 use crate::results::stats::{
-    Counts, ErrorKind, Leg, Percentiles, decode_histogram, encode_histogram, new_histogram,
+    Counts, ErrorKind, Percentiles, decode_histogram, encode_histogram, new_histogram,
 };
 use crate::results::timeline::{entry_of, span_of};
 use crate::results::{CacheSecond, Second};
@@ -135,11 +135,7 @@ impl Acc {
         let _ = self.latency.open().add(&tick.measured.latency);
         self.warmup.add(&tick.warmup);
         if let Some(l) = &tick.measured.legs {
-            let c = self.cache.get_or_insert([0; 4]);
-            c[0] += l.cache_hits;
-            c[1] += l.cache_misses;
-            c[2] += l.cache_bypassed;
-            c[3] += l.replies[Leg::DbGet as usize];
+            l.add_cache_counts(self.cache.get_or_insert([0; 4]));
         }
     }
 

@@ -5,7 +5,7 @@
 use hdrhistogram::Histogram;
 
 use crate::engine::Tick;
-use crate::results::stats::{Counts, Leg, new_histogram};
+use crate::results::stats::{Counts, new_histogram};
 use crate::system::ProcUsage;
 
 /// The labels that tell one series from another (besides the process's run
@@ -75,11 +75,7 @@ impl Series {
         let _ = self.latency.add(&m.latency);
         let _ = self.service.add(&m.service);
         if let Some(l) = &m.legs {
-            let c = self.cache.get_or_insert([0; 4]);
-            c[0] += l.cache_hits;
-            c[1] += l.cache_misses;
-            c[2] += l.cache_bypassed;
-            c[3] += l.replies[Leg::DbGet as usize];
+            l.add_cache_counts(self.cache.get_or_insert([0; 4]));
         }
     }
 

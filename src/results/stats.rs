@@ -255,6 +255,15 @@ impl Default for Legs {
 }
 
 impl Legs {
+    /// Adds this second's cache reads (hits, misses, bypassed) and database
+    /// reads to the running totals `c` (the timeline's and the live metrics').
+    pub fn add_cache_counts(&self, c: &mut [u64; 4]) {
+        c[0] += self.cache_hits;
+        c[1] += self.cache_misses;
+        c[2] += self.cache_bypassed;
+        c[3] += self.replies[Leg::DbGet as usize];
+    }
+
     /// Adds another's data.
     pub fn add(&mut self, other: &Legs) {
         for i in 0..5 {

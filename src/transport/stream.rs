@@ -81,18 +81,18 @@ impl Stream {
     pub fn set_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         self.limit.set(t);
         self.deadline.set(t.map(|t| Instant::now() + t));
-        self.socket_timeouts(t, t)
+        self.socket_timeouts(t)
     }
 
-    fn socket_timeouts(&self, read: Option<Duration>, write: Option<Duration>) -> io::Result<()> {
+    fn socket_timeouts(&self, t: Option<Duration>) -> io::Result<()> {
         match &self.sock {
             Sock::Tcp(s) => {
-                s.set_read_timeout(read)?;
-                s.set_write_timeout(write)
+                s.set_read_timeout(t)?;
+                s.set_write_timeout(t)
             }
             Sock::Unix(s) => {
-                s.set_read_timeout(read)?;
-                s.set_write_timeout(write)
+                s.set_read_timeout(t)?;
+                s.set_write_timeout(t)
             }
         }
     }
