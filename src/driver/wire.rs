@@ -276,7 +276,9 @@ impl StatementId {
     }
 }
 
-/// Sends `req` and reads until `frame_len` reports a whole reply; returns its bytes.
+/// Sends `req` and reads until `frame_len` reports a whole reply; returns its
+/// bytes. Bytes past the reply are an error: set-up sends one request at a
+/// time, so they answer none (a server out of step, or a hostile one).
 /// Blocking; for set-up and counters only, never on the hot path.
 pub fn roundtrip<S: Read + Write>(
     s: &mut S,
@@ -289,6 +291,7 @@ pub fn roundtrip<S: Read + Write>(
     loop {
         match frame_len(&buf) {
             Ok(Some(n)) => {
+                past_the_reply(buf.len(), n)?;
                 buf.truncate(n);
                 return Ok(buf);
             }
@@ -328,17 +331,31 @@ pub fn roundtrip<S: Read + Write>(
     }
 }
 
-/// Reads from `s` into `buf` until `parse` finds a whole reply at its front,
-/// and returns what it found. Blocking; for set-up only, never on the hot path.
+/// Set-up is one request, one reply: bytes past the reply (`got` bytes read,
+/// the reply `len`) answer no request, a protocol error.
+fn past_the_reply(got: usize, len: usize) -> io::Result<()> {
+    match got > len {
+        true => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{} bytes after the reply, answering no request", got - len),
+        )),
+        false => Ok(()),
+    }
+}
+
+/// Reads from `s` into `buf` until `parse` finds a whole reply at its front
+/// (and its length), and returns what it found; bytes past it are an error
+/// (see [`roundtrip`]). Blocking; for set-up only, never on the hot path.
 pub fn read_frame<S: Read, T>(
     s: &mut S,
     buf: &mut Vec<u8>,
-    parse: impl Fn(&[u8]) -> Result<Option<T>, Malformed>,
+    parse: impl Fn(&[u8]) -> Result<Option<(T, usize)>, Malformed>,
 ) -> io::Result<T> {
     let mut chunk = [0u8; 16384];
     loop {
         let found = parse(buf).map_err(|m| io::Error::new(io::ErrorKind::InvalidData, m.0))?;
-        if let Some(found) = found {
+        if let Some((found, len)) = found {
+            past_the_reply(buf.len(), len)?;
             return Ok(found);
         }
         let n = s.read(&mut chunk)?;
@@ -441,5 +458,47 @@ pub(crate) mod testing {
             let got = codec.decode(op, &buf[..n]);
             assert_eq!(got, Ok(Decoded::Incomplete), "{n} bytes");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stream that has `reply` to read and takes any request.
+    struct Canned(io::Cursor<Vec<u8>>);
+
+    impl Read for Canned {
+        fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
+            self.0.read(b)
+        }
+    }
+
+    impl Write for Canned {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn line(b: &[u8]) -> Result<Option<usize>, Malformed> {
+        Ok(line_end(b, 0))
+    }
+
+    #[test]
+    fn bytes_past_a_set_up_reply_answer_no_request() {
+        let mut s = Canned(io::Cursor::new(b"+OK\r\n".to_vec()));
+        assert_eq!(roundtrip(&mut s, b"PING\r\n", line).unwrap(), b"+OK\r\n");
+        let mut s = Canned(io::Cursor::new(b"+OK\r\n+OK\r\n".to_vec()));
+        let e = roundtrip(&mut s, b"PING\r\n", line).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        assert!(e.to_string().contains("5 bytes after the reply"), "{e}");
+        let framed = |b: &[u8]| Ok(line_end(b, 0).map(|n| (n, n)));
+        let mut s = Canned(io::Cursor::new(b"+OK\r\n".to_vec()));
+        assert_eq!(read_frame(&mut s, &mut Vec::new(), framed).unwrap(), 5);
+        let mut s = Canned(io::Cursor::new(b"+OK\r\nx".to_vec()));
+        assert!(read_frame(&mut s, &mut Vec::new(), framed).is_err());
     }
 }

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests: plans, in-process runs, raw commands.
 #![allow(dead_code)]
 
+pub mod hostile;
 pub mod prometheus;
 
 use std::collections::BTreeMap;

@@ -3,7 +3,9 @@
 //! (kvlab's throwaway CA; the `optional` native port serves plain clients
 //! too). Every write lands (pipelined, with writes answered out of order), a
 //! plain client is served beside TLS ones, an unmeetable consistency level
-//! fails every request honestly, and a fill sizes the table.
+//! fails every request honestly, a fill sizes the table, and every reply no
+//! server should send (the hostile proxy of `tests/hostile.rs`, in front of
+//! the plain port) ends a run with a one-line error.
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -26,6 +28,7 @@ pub fn checks(node: &Served) {
     a_plain_client_is_served_too(e);
     an_unmet_consistency_level_fails_every_request(e);
     a_fill_sizes_the_table(e);
+    every_hostile_reply_is_a_one_line_error(e);
 }
 
 fn session(e: &Endpoint) -> cql::CqlConn {
@@ -99,4 +102,10 @@ fn a_fill_sizes_the_table(e: &Endpoint) {
         (1000.0..3000.0).contains(&per_item),
         "a 1000-byte row takes {per_item} B on disk"
     );
+}
+
+fn every_hostile_reply_is_a_one_line_error(e: &Endpoint) {
+    let mut plain = e.clone();
+    plain.tls = None;
+    crate::common::hostile::every_act(KIND, &plain);
 }

@@ -59,6 +59,10 @@ impl Worker<'_> {
                 Ok((_, more)) => {
                     let (mut io, state) = self.io(c);
                     if !client.replies(&mut io, state, s, now) {
+                        // A reply that breaks the protocol (or answers no
+                        // request): what waited on the socket cannot be
+                        // answered, and the server is why.
+                        client.fail(&mut io, state, s, ErrorKind::Protocol);
                         return self.close(client, c, s, now);
                     }
                     if !more {

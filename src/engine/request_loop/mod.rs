@@ -110,7 +110,8 @@ pub trait Client {
     /// Encodes request `r` onto `c`'s sockets (the loop flushes them).
     fn start(&mut self, io: &mut Io<'_>, c: &mut Self::Conn, r: Request);
     /// Handles every whole reply buffered on socket `s` (sending next steps
-    /// where a request has more); `false` when the stream is broken.
+    /// where a request has more); `false` when the server broke the protocol
+    /// (what is still in flight on `s` then fails as a protocol error).
     fn replies(&mut self, io: &mut Io<'_>, c: &mut Self::Conn, s: usize, now: Instant) -> bool;
     /// When the oldest request still waiting on socket `s` was sent.
     fn oldest(&self, c: &Self::Conn, s: usize) -> Option<Instant>;

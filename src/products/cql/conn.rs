@@ -28,6 +28,9 @@ pub type Row = Vec<Option<Vec<u8>>>;
 /// A set-up session.
 pub struct CqlConn {
     stream: Stream,
+    /// The stream id of the last set-up request (each has its own, so a
+    /// reply to another one is caught).
+    last: i16,
     /// Whether the server said it is ScyllaDB (its OPTIONS name shards).
     pub scylla: bool,
 }
@@ -72,6 +75,7 @@ impl CqlConn {
     ) -> io::Result<CqlConn> {
         let mut c = CqlConn {
             stream,
+            last: 0,
             scylla: false,
         };
         let (op, body) = c.call(OPTIONS, &[])?;
@@ -110,21 +114,34 @@ impl CqlConn {
     pub fn resume(stream: Stream) -> CqlConn {
         CqlConn {
             stream,
+            last: 0,
             scylla: false,
         }
     }
 
-    /// Sends one request on stream 0 and returns the reply's opcode and body;
-    /// an ERROR reply becomes an error with the server's message (refused
-    /// credentials: `PermissionDenied`).
+    /// Sends one request on a stream id of its own and returns the reply's
+    /// opcode and body; an ERROR reply becomes an error with the server's
+    /// message (refused credentials: `PermissionDenied`), a reply on another
+    /// stream a protocol error.
     fn call(&mut self, opcode: u8, body: &[u8]) -> io::Result<(u8, Vec<u8>)> {
+        self.last = self.last % i16::MAX + 1;
         let mut req = Vec::with_capacity(HEADER + body.len());
         header(opcode, &mut req);
         req.extend_from_slice(body);
-        patch(&mut req, 0, 0);
+        patch(&mut req, 0, self.last as u16);
         self.stream.write_all(&req)?;
         let mut buf = Vec::new();
-        let f = read_frame(&mut self.stream, &mut buf, frame)?;
+        let f = read_frame(&mut self.stream, &mut buf, |b| {
+            Ok(frame(b)?.map(|f| {
+                let len = f.len;
+                (f, len)
+            }))
+        })?;
+        if f.stream != self.last {
+            return Err(invalid(Malformed(
+                "a reply on another stream than its request's",
+            )));
+        }
         let body = buf[f.body].to_vec();
         if f.opcode == ERROR {
             let mut r = Reader { buf: &body, pos: 0 };

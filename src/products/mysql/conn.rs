@@ -27,6 +27,10 @@ use crate::transport::Stream;
 pub struct MyConn {
     stream: Stream,
     caps: CapabilityFlags,
+    /// The sequence number the next reply packet of a command must carry
+    /// (`None` during the handshake): a packet out of step answers another
+    /// request.
+    next: Option<u8>,
     /// Version string the server sent in its greeting.
     pub server_version: String,
 }
@@ -97,9 +101,29 @@ impl MyConn {
         let mut h = [0u8; 4];
         self.stream.read_exact(&mut h)?;
         let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+        if let Some(want) = self.next {
+            if h[3] != want {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "packet {} where {want} was due: a reply out of step with its request",
+                        h[3]
+                    ),
+                ));
+            }
+            self.next = Some(want.wrapping_add(1));
+        }
         let mut body = vec![0; len];
         self.stream.read_exact(&mut body)?;
         Ok((h[3], body))
+    }
+
+    /// Sends command `body` as a packet of its own; its reply's packets are
+    /// numbered from 1.
+    fn command(&mut self, body: &[u8]) -> io::Result<()> {
+        self.stream.write_all(&packet(0, body))?;
+        self.next = Some(1);
+        Ok(())
     }
 
     /// Connects on `stream`: greeting, TLS when `tls` uses it (the
@@ -114,6 +138,7 @@ impl MyConn {
         let mut c = MyConn {
             stream,
             caps: CapabilityFlags::empty(),
+            next: None,
             server_version: String::new(),
         };
         let (_, greeting) = c.read_packet()?;
@@ -217,7 +242,7 @@ impl MyConn {
     pub fn query(&mut self, sql: &str) -> io::Result<Rows> {
         let mut body = vec![0x03];
         body.extend_from_slice(sql.as_bytes());
-        self.stream.write_all(&packet(0, &body))?;
+        self.command(&body)?;
         let (_, first) = self.read_packet()?;
         match first.first() {
             Some(0x00) => return Ok(Vec::new()),
@@ -245,7 +270,7 @@ impl MyConn {
     fn prepare(&mut self, sql: &str) -> io::Result<u32> {
         let mut body = vec![0x16];
         body.extend_from_slice(sql.as_bytes());
-        self.stream.write_all(&packet(0, &body))?;
+        self.command(&body)?;
         let (_, p) = self.read_packet()?;
         if p.first() == Some(&0xff) {
             return Err(err_packet(&p, self.caps));

@@ -140,6 +140,21 @@ impl PgConn {
         }
     }
 
+    /// Sends a request; bytes still unread from the server when one is sent
+    /// (past the last ReadyForQuery) answer no request, a protocol error.
+    fn send(&mut self, out: &[u8]) -> io::Result<()> {
+        if !self.buf.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{} bytes after the reply, answering no request",
+                    self.buf.len()
+                ),
+            ));
+        }
+        self.stream.write_all(out)
+    }
+
     fn read_message(&mut self) -> io::Result<backend::Message> {
         let mut chunk = [0u8; 16384];
         loop {
@@ -179,7 +194,7 @@ impl PgConn {
         let mut names = Vec::new();
         let mut out = BytesMut::new();
         frontend::query(sql, &mut out)?;
-        self.stream.write_all(&out)?;
+        self.send(&out)?;
         let mut rows = Vec::new();
         let mut err = None;
         loop {
@@ -215,7 +230,7 @@ impl PgConn {
         frontend::parse("kvlab_get", GET_SQL, [INT8_OID], &mut out)?;
         frontend::parse("kvlab_set", SET_SQL, [INT8_OID, BYTEA_OID], &mut out)?;
         frontend::sync(&mut out);
-        self.stream.write_all(&out)?;
+        self.send(&out)?;
         self.wait_ready()
     }
 
@@ -226,7 +241,7 @@ impl PgConn {
         let (values, done) = (slice.values, slice.done);
         let mut out = BytesMut::new();
         frontend::query("COPY kvlab_kv (k, v) FROM STDIN (FORMAT binary)", &mut out)?;
-        self.stream.write_all(&out)?;
+        self.send(&out)?;
         loop {
             match self.read_message()? {
                 backend::Message::CopyInResponse(_) => break,

@@ -123,9 +123,15 @@ impl TtConn {
         req.extend(payload);
         self.stream.write_all(&req)?;
         let mut buf = Vec::new();
-        let (len, code, body_at) = read_frame(&mut self.stream, &mut buf, |b| {
-            Ok(frame(b)?.map(|(len, code, _, at)| (len, code, at)))
+        let (len, code, sync, body_at) = read_frame(&mut self.stream, &mut buf, |b| {
+            Ok(frame(b)?.map(|f| (f, f.0)))
         })?;
+        if sync != self.sync {
+            return Err(invalid(format!(
+                "a reply to request {sync}, not to {}",
+                self.sync
+            )));
+        }
         let body = rmpv::decode::read_value(&mut &buf[body_at..len])
             .map_err(|e| invalid(e.to_string()))?;
         let field = |k: u64| {
