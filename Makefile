@@ -17,9 +17,11 @@ build:
 	@bash scripts/need-rust.sh
 	$(CARGO) build --release
 
-## test: unit and integration tests against real managed servers
-test: deps build
-	$(CARGO) test --release
+## test: unit and integration tests against real managed servers, built with
+## the `suite` profile (release optimisation without LTO: links in seconds)
+test: deps
+	@bash scripts/need-rust.sh
+	$(CARGO) test --profile suite
 
 ## bench: kvlab beside redis-benchmark (and memtier_benchmark if on PATH), interleaved
 bench: deps build

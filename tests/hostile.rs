@@ -1,9 +1,10 @@
 //! Replies no server should send: a hostile proxy the test starts on a free
 //! loopback port in front of a real managed server forwards faithfully, then,
 //! at set-up (its first byte) or mid-run (after a while), misbehaves — with
-//! garbage, a close in the middle of a frame, a huge declared length, an
-//! endless reply, a reply after the timeout, or a reply repeated (the right
-//! reply to the wrong request). For RESP, memcached, PostgreSQL, MySQL and
+//! garbage, a close in the middle of a frame, a frame cut short that the
+//! next replies run into, a huge declared length, an endless reply, a reply
+//! after the timeout, or a reply repeated (the right reply to the wrong
+//! request, then every reply out of step). For RESP, memcached, PostgreSQL, MySQL and
 //! Tarantool here (CQL on the contract's one Cassandra node, in
 //! `tests/contract/cassandra.rs`), `kvlab run` must exit non-zero within its
 //! timeout plus a few seconds, with a one-line error, no panic, and its peak

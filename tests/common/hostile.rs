@@ -21,6 +21,9 @@ enum Act {
     Garbage,
     /// Half of the next reply, then the connection closed.
     CloseMidFrame,
+    /// Half of the next reply, its other half never sent, then faithful
+    /// again: a truncated frame the following replies run into.
+    Truncate,
     /// A frame header declaring a huge length, then silence.
     HugeLength,
     /// A frame header declaring a huge length, then bytes without end.
@@ -28,13 +31,15 @@ enum Act {
     /// Nothing for longer than kvlab's timeout (at set-up, its login's
     /// 10 s), then the replies.
     Late,
-    /// The last reply sent again: the right reply to the wrong request.
+    /// The last reply sent again: the right reply to the wrong request, and
+    /// every later one a reply to the request before its own (out of order).
     Repeat,
 }
 
-const ACTS: [Act; 6] = [
+const ACTS: [Act; 7] = [
     Act::Garbage,
     Act::CloseMidFrame,
+    Act::Truncate,
     Act::HugeLength,
     Act::Endless,
     Act::Late,
@@ -147,6 +152,7 @@ fn relay(
                 let _ = client.shutdown(Shutdown::Both);
                 break;
             }
+            Act::Truncate => client.write_all(&chunk[..n.div_ceil(2)]),
             Act::HugeLength => {
                 let _ = client.write_all(header);
                 // Silence, the connection open, until kvlab gives up on it.
