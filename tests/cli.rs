@@ -39,6 +39,24 @@ fn bad_flags_name_the_flag_and_the_fix() {
             "--server-opt",
         ),
         (&["run", "--server-opt", "io-threads"], "--server-opt"),
+        // 64 TiB of data: no managed server is started to be killed by the
+        // OOM killer or to fill the disk.
+        (
+            &["run", "--keys", "1000000", "--value-size", "67108864"],
+            "does not fit in the",
+        ),
+        (
+            &[
+                "run",
+                "--target",
+                "postgres",
+                "--keys",
+                "1000000",
+                "--value-size",
+                "67108864",
+            ],
+            "free in",
+        ),
         (&["run", "--duration", "1", "--requests", "5"], "--requests"),
         (&["run", "--timeline-seconds", "0"], "--timeline-seconds"),
         (

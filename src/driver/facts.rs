@@ -122,10 +122,14 @@ pub struct ServerFacts {
     /// Its settings that set how many threads serve requests (e.g.
     /// `io-threads`), for warnings about sweeps beyond the machine's cores.
     pub thread_settings: &'static [&'static str],
+    /// Whether it keeps its data on disk (a database) rather than in memory
+    /// (a cache), for the check that a managed server's data fits.
+    pub on_disk: bool,
 }
 
 impl ServerFacts {
-    /// No binary yet; 30 s to start; kvlab's own user; no thread settings.
+    /// No binary yet; 30 s to start; kvlab's own user; no thread settings;
+    /// data in memory.
     pub const DEFAULTS: ServerFacts = ServerFacts {
         binary: "",
         package: "",
@@ -133,6 +137,7 @@ impl ServerFacts {
         start_timeout: Duration::from_secs(30),
         system_user: None,
         thread_settings: &[],
+        on_disk: false,
     };
 
     /// What is missing, and how to install it, when the binary is not found.

@@ -2,17 +2,62 @@
 //! pooler in front of the target), sized for the plan's data and connections,
 //! with a note of what was started.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
 use crate::driver::Sizing;
 use crate::plan::{RunPlan, TargetSpec};
 use crate::servers::{ManagedPooler, ManagedServer};
+use crate::system::procfs;
 use crate::system::progress::{RunOptions, note};
 
 /// Bytes of data `plan` stores (keys, values, overhead), for sizing servers.
 pub fn data_bytes(plan: &RunPlan) -> u64 {
     plan.workload.keys
         * (plan.workload.value_size as u64 + plan.workload.key_prefix.len() as u64 + 80)
+}
+
+/// Refuses to start a server that cannot hold `data` bytes on this machine:
+/// one that keeps its data in memory against the memory available (a
+/// `memory-mb` cap counts instead where it is smaller), one that keeps it on
+/// disk against twice the data (indexes, logs) in the free space of the
+/// temporary directory. Past it the machine's OOM killer or a full disk would
+/// end the run, and might take other processes with it.
+fn room_for_data(target: &TargetSpec, data: u64) -> Result<()> {
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let kind = target.kind;
+    if kind.product().facts().server.on_disk {
+        let dir = std::env::temp_dir();
+        let need = data.saturating_mul(2);
+        if let Some(free) = procfs::disk_free(&dir)
+            && need > free / 10 * 9
+        {
+            bail!(
+                "the data set ({:.1} GiB with overheads, about {:.1} GiB on disk) does not fit in the {:.1} GiB free in {} for a managed {}; lower --keys or --value-size, set TMPDIR to a larger file system (managed servers keep their files there), or point --target at a server elsewhere",
+                gib(data),
+                gib(need),
+                gib(free),
+                dir.display(),
+                kind.name()
+            );
+        }
+        return Ok(());
+    }
+    let cap = target
+        .server_opts
+        .get("memory-mb")
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(u64::MAX, |mb| mb.saturating_mul(1 << 20));
+    if let Some(free) = procfs::mem_available()
+        && data.min(cap) > free / 10 * 9
+    {
+        bail!(
+            "the data set ({:.1} GiB with overheads) does not fit in the {:.1} GiB of memory this machine has available for a managed {}, which keeps its data in memory; lower --keys or --value-size, cap the server with --server-opt memory-mb=N (it then holds only part of the data), or point --target at a server elsewhere",
+            gib(data),
+            gib(free),
+            kind.name()
+        );
+    }
+    Ok(())
 }
 
 /// Starts `target` (the plan's target or its cache) if kvlab is to manage it,
@@ -26,6 +71,7 @@ pub fn start_managed(
     if target.external.is_some() {
         return Ok(None);
     }
+    room_for_data(target, data_bytes(plan))?;
     raise_fd_limit(plan.load.connections);
     let pooler = target.pooler_settings(plan.load.connections)?;
     if let Some((p, s)) = &pooler {

@@ -122,6 +122,28 @@ fn proc_tree_usage_inner(pid: u32) -> Option<ProcUsage> {
     })
 }
 
+/// Memory this machine has available for new work (`MemAvailable`), bytes.
+pub fn mem_available() -> Option<u64> {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb << 10)
+}
+
+/// Bytes free to an unprivileged user on the file system holding `dir`.
+pub fn disk_free(dir: &std::path::Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a struct statvfs fills.
+    match unsafe { libc::statvfs(path.as_ptr(), &mut st) } {
+        0 => Some(st.f_bavail as u64 * st.f_frsize as u64),
+        _ => None,
+    }
+}
+
 /// CPU seconds (user + system) of this whole process so far.
 pub fn self_cpu_s() -> f64 {
     // SAFETY: getrusage writes into the zeroed struct we pass.

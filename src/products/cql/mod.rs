@@ -89,6 +89,7 @@ static FACTS: Facts = Facts {
             "Cassandra's jars or Java are not installed; run `make deps` (scripts/cassandra-jars.sh fetches the jars into ~/.cache/kvlab)",
         ),
         start_timeout: Duration::from_secs(180),
+        on_disk: true,
         ..ServerFacts::DEFAULTS
     },
     ..Facts::DEFAULTS

@@ -62,6 +62,7 @@ static FACTS: Facts = Facts {
         binary: "mariadbd",
         package: "mariadb-server",
         system_user: Some("mysql"),
+        on_disk: true,
         ..ServerFacts::DEFAULTS
     },
     table: TableFacts {

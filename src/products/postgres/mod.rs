@@ -61,6 +61,7 @@ static FACTS: Facts = Facts {
         binary: "postgres",
         package: "postgresql",
         system_user: Some("postgres"),
+        on_disk: true,
         ..ServerFacts::DEFAULTS
     },
     table: TableFacts {
