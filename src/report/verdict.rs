@@ -209,7 +209,7 @@ pub(super) fn caveats(results: &[StudyResult], rows: &[Row]) -> Vec<String> {
     if let Some(m) = results.first().map(|r| &r.machine) {
         caveats.push(format!("Client and server shared one machine: {} cores of {} with {} MiB, kernel {}; on separate machines both sides would get more CPU.", m.cores, m.cpu, m.memory_mib, m.kernel));
         let w = &results[0].study.workload;
-        for c in m.suspicions(w.keys * w.value_size as u64) {
+        for c in m.suspicions(w.keys.saturating_mul(w.value_size as u64)) {
             let mut c = c;
             if let Some(f) = c.get_mut(0..1) {
                 f.make_ascii_uppercase();

@@ -12,8 +12,9 @@ use crate::system::progress::{RunOptions, note};
 
 /// Bytes of data `plan` stores (keys, values, overhead), for sizing servers.
 pub fn data_bytes(plan: &RunPlan) -> u64 {
-    plan.workload.keys
-        * (plan.workload.value_size as u64 + plan.workload.key_prefix.len() as u64 + 80)
+    plan.workload.keys.saturating_mul(
+        plan.workload.value_size as u64 + plan.workload.key_prefix.len() as u64 + 80,
+    )
 }
 
 /// Refuses to start a server that cannot hold `data` bytes on this machine:

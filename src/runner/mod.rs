@@ -321,7 +321,10 @@ pub fn measure_with(
                 db_cpu_s,
                 memory: obs.memory.clone(),
                 settled: settled.clone(),
-                data_bytes: plan.workload.keys * plan.workload.value_size as u64,
+                data_bytes: plan
+                    .workload
+                    .keys
+                    .saturating_mul(plan.workload.value_size as u64),
             },
         )
     });
@@ -355,7 +358,10 @@ pub fn measure_with(
     result.background = background;
     replay::finish(feed, plan, &mut result);
     let machine = crate::results::study::Machine::this();
-    let data_bytes = plan.workload.keys * plan.workload.value_size as u64;
+    let data_bytes = plan
+        .workload
+        .keys
+        .saturating_mul(plan.workload.value_size as u64);
     result.suspect = machine.suspicions(data_bytes);
     result.machine = Some(machine);
     result.shared_cores = match &plan.target.external {
