@@ -12,6 +12,7 @@ use super::RunResult;
 use super::capacity::Capacity;
 use super::fill::FillResult;
 use crate::plan::study::StudyFile;
+use crate::system::procfs;
 
 /// Version of the study results layout.
 pub const STUDY_SCHEMA: u32 = 1;
@@ -52,12 +53,7 @@ impl Machine {
             })
             .map(|s| s.trim().to_string())
             .unwrap_or_else(|| "unknown".into());
-        let memory_mib = std::fs::read_to_string("/proc/meminfo")
-            .unwrap_or_default()
-            .lines()
-            .find_map(|l| l.strip_prefix("MemTotal:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .map_or(0, |kb| kb / 1024);
+        let memory_mib = procfs::meminfo("MemTotal").map_or(0, |b| b >> 20);
         let read = |p: &str| {
             std::fs::read_to_string(p)
                 .unwrap_or_default()

@@ -48,7 +48,7 @@ fn room_for_data(target: &TargetSpec, data: u64) -> Result<()> {
         .get("memory-mb")
         .and_then(|v| v.parse::<u64>().ok())
         .map_or(u64::MAX, |mb| mb.saturating_mul(1 << 20));
-    if let Some(free) = procfs::mem_available()
+    if let Some(free) = procfs::meminfo("MemAvailable")
         && data.min(cap) > free / 10 * 9
     {
         bail!(

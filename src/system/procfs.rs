@@ -122,12 +122,12 @@ fn proc_tree_usage_inner(pid: u32) -> Option<ProcUsage> {
     })
 }
 
-/// Memory this machine has available for new work (`MemAvailable`), bytes.
-pub fn mem_available() -> Option<u64> {
+/// A field of `/proc/meminfo` (`MemTotal`, `MemAvailable`, …), bytes.
+pub fn meminfo(field: &str) -> Option<u64> {
     std::fs::read_to_string("/proc/meminfo")
         .ok()?
         .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map(|kb| kb << 10)
 }
