@@ -59,11 +59,7 @@ impl Worker<'_> {
                 Ok((_, more)) => {
                     let (mut io, state) = self.io(c);
                     if !client.replies(&mut io, state, s, now) {
-                        // A reply that breaks the protocol (or answers no
-                        // request): what waited on the socket cannot be
-                        // answered, and the server is why.
-                        client.fail(&mut io, state, s, ErrorKind::Protocol);
-                        return self.close(client, c, s, now);
+                        return self.broken(client, c, s, now);
                     }
                     if !more {
                         break;
@@ -71,12 +67,9 @@ impl Worker<'_> {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // A reply past the read limit.
                 Err(e) if e.kind() == io::ErrorKind::InvalidData => {
-                    // A reply past the read limit: what waited on it failed
-                    // with a protocol error, and the socket is closed.
-                    let (mut io, state) = self.io(c);
-                    client.fail(&mut io, state, s, ErrorKind::Protocol);
-                    return self.close(client, c, s, now);
+                    return self.broken(client, c, s, now);
                 }
                 Err(_) => return self.close(client, c, s, now),
             }
@@ -113,6 +106,21 @@ impl Worker<'_> {
                 self.close(client, c, s, now);
             }
         }
+    }
+
+    /// The server broke the protocol on socket `s` (a reply that cannot be
+    /// decoded, answers no request or is larger than any the run can get):
+    /// what waited on it fails as a protocol error, and it is closed.
+    fn broken<Cl: Client>(
+        &mut self,
+        client: &mut Cl,
+        c: &mut Conn<Cl::Conn>,
+        s: usize,
+        now: Instant,
+    ) {
+        let (mut io, state) = self.io(c);
+        client.fail(&mut io, state, s, ErrorKind::Protocol);
+        self.close(client, c, s, now);
     }
 
     /// Closes socket `s`, failing what waited on it; one closed before it
