@@ -483,3 +483,71 @@ fn built_in_studies_run_by_name_and_at_the_original_scale() {
     let err = fails(&["study", "s99"]);
     assert!(err.contains("built-in study (s0, s1"), "{err}");
 }
+
+/// `kvlab` run with an open-file limit of 512 (soft and hard).
+fn kvlab_with_512_files(args: &[&str]) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("kvlab"));
+    cmd.args(args);
+    // SAFETY: setrlimit is async-signal-safe and touches only the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 512,
+                rlim_max: 512,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn connections_past_the_open_file_limit_are_refused_before_anything_starts() {
+    // 1000 sockets cannot be open under a limit of 512: one line, no server.
+    let started = Instant::now();
+    let out = kvlab_with_512_files(&["run", "--target", "redis", "--connections", "1000"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--connections") && err.contains("may open 512") && err.contains("ulimit -Hn"),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "nothing started"
+    );
+    // With a cache in front every connection holds two sockets.
+    let out = kvlab_with_512_files(&[
+        "run",
+        "--target",
+        "postgres://kvlab@127.0.0.1:1/x",
+        "--cache",
+        "redis://127.0.0.1:1",
+        "--connections",
+        "300",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("600 sockets"), "{err}");
+    // Under the limit the run goes on: the managed server has room for them all.
+    let out = kvlab_with_512_files(&[
+        "run",
+        "--target",
+        "memcached",
+        "--connections",
+        "400",
+        "--keys",
+        "1000",
+        "--duration",
+        "1",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -7,6 +7,7 @@ use anyhow::{Result, bail};
 use crate::driver::Sizing;
 use crate::plan::{RunPlan, TargetSpec};
 use crate::servers::{ManagedPooler, ManagedServer};
+use crate::system::process::{open_files, raise_open_files};
 use crate::system::procfs;
 use crate::system::progress::{RunOptions, note};
 
@@ -73,14 +74,14 @@ pub fn start_managed(
         return Ok(None);
     }
     room_for_data(target, data_bytes(plan))?;
-    raise_fd_limit(plan.load.connections);
+    room_for_sockets(kvlab_sockets(plan))?;
     let pooler = target.pooler_settings(plan.load.connections)?;
     if let Some((p, s)) = &pooler {
         // The pooler (which inherits kvlab's limit) holds a socket per client
         // and per server connection.
         let sockets = plan.load.connections + p.server_connections(s);
         raise_fd_limit(sockets);
-        let limit = fd_limit();
+        let (limit, _) = open_files();
         if limit < sockets as u64 + 64 {
             note(
                 opts,
@@ -152,30 +153,34 @@ pub fn start_managed(
     Ok(Some(s))
 }
 
-/// The open-file limit now (soft).
-fn fd_limit() -> u64 {
-    // SAFETY: getrlimit writes the struct we pass.
-    unsafe {
-        let mut lim: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
-            lim.rlim_cur
-        } else {
-            u64::MAX
-        }
+/// Raises the open-file limit for `sockets` of kvlab's own (one a connection,
+/// two with a cache in front), and refuses a run whose sockets cannot all be
+/// open at once: the connections past the limit would fail and the run with them.
+pub fn room_for_sockets(sockets: usize) -> Result<()> {
+    raise_fd_limit(sockets);
+    let (limit, _) = open_files();
+    let need = sockets as u64 + FD_SPARE;
+    if limit < need {
+        bail!(
+            "--connections: {sockets} sockets and kvlab's own files need {need} open files, but this process may open {limit} (ulimit -Hn); lower --connections, raise the hard limit (ulimit -Hn {} as root, LimitNOFILE= for a systemd unit, ulimits in a container), or split the run over client processes (--shard I/N)",
+            need.next_power_of_two()
+        );
     }
+    Ok(())
 }
 
-/// Raises the open-file limit to what `connections` need (up to the hard limit).
-pub fn raise_fd_limit(connections: usize) {
-    // SAFETY: getrlimit/setrlimit read and write the struct we pass.
-    unsafe {
-        let mut lim: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
-            let want = (connections as u64 * 2 + 256).min(lim.rlim_max);
-            if lim.rlim_cur < want {
-                lim.rlim_cur = want;
-                libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-            }
-        }
-    }
+/// The sockets this process opens: one a connection (this client's share of a
+/// sharded run), and one more to the cache in front, if any.
+pub fn kvlab_sockets(plan: &RunPlan) -> usize {
+    let local = crate::plan::shard::local_connections(plan.load.shard, plan.load.connections);
+    local * if plan.cache.is_some() { 2 } else { 1 }
 }
+
+/// Raises the open-file limit to what `connections` need, with room for the
+/// managed servers that inherit it (up to the hard limit).
+fn raise_fd_limit(connections: usize) {
+    raise_open_files(connections as u64 * 2 + 256);
+}
+
+/// Files kvlab holds beside its sockets (epoll, timers, results, threads).
+const FD_SPARE: u64 = 64;

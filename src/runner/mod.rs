@@ -28,7 +28,7 @@ use crate::plan::shard::Share;
 use crate::results::stats::Leg;
 use crate::results::{CounterCheck, RunResult, TargetInfo};
 use crate::runner::cache::Cache;
-use crate::runner::launch::raise_fd_limit;
+use crate::runner::launch::{kvlab_sockets, room_for_sockets};
 use crate::servers::ManagedServer;
 use crate::system::progress::Progress;
 use crate::workload::OpMix;
@@ -74,7 +74,7 @@ pub fn measure_with(
     let kind = plan.target.kind;
     let product = kind.product();
     product.check_prefix(&plan.workload.key_prefix)?;
-    raise_fd_limit(plan.load.connections);
+    room_for_sockets(kvlab_sockets(plan))?;
     let started_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

@@ -1,6 +1,6 @@
 //! Child processes kvlab starts (servers, poolers): a free loopback port,
-//! spawning one that kvlab owns, the tail of a process's log for errors, and
-//! stopping exactly one child.
+//! the open-file limit they inherit, spawning one that kvlab owns, the tail of
+//! a process's log for errors, and stopping exactly one child.
 
 use std::fs::File;
 use std::net::TcpListener;
@@ -70,5 +70,33 @@ pub fn log_tail(log: &Path) -> String {
         "no output".into()
     } else {
         tail
+    }
+}
+
+/// This process's open-file limit, soft and hard; the servers it starts inherit it.
+pub fn open_files() -> (u64, u64) {
+    // SAFETY: getrlimit writes the struct we pass.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+            (lim.rlim_cur, lim.rlim_max)
+        } else {
+            (u64::MAX, u64::MAX)
+        }
+    }
+}
+
+/// Raises the soft open-file limit to `want`, at most to the hard limit.
+pub fn raise_open_files(want: u64) {
+    // SAFETY: getrlimit/setrlimit read and write the struct we pass.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+            let want = want.min(lim.rlim_max);
+            if lim.rlim_cur < want {
+                lim.rlim_cur = want;
+                libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+            }
+        }
     }
 }

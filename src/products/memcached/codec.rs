@@ -76,10 +76,7 @@ impl Codec for Memcache {
         };
         let line = &buf[..eol - 2];
         let frame = |reply| Ok(Decoded::Frame { len: eol, reply });
-        if line.starts_with(b"SERVER_ERROR")
-            || line.starts_with(b"CLIENT_ERROR")
-            || line == b"ERROR"
-        {
+        if super::is_error(line) {
             return frame(Reply::ServerError);
         }
         match op {
@@ -156,12 +153,7 @@ impl CacheCodec for Memcache {
         };
         let reply = match &buf[..eol - 2] {
             b"DELETED" | b"NOT_FOUND" => Reply::Stored,
-            l if l.starts_with(b"SERVER_ERROR")
-                || l.starts_with(b"CLIENT_ERROR")
-                || l == b"ERROR" =>
-            {
-                Reply::ServerError
-            }
+            l if super::is_error(l) => Reply::ServerError,
             _ => return Err(Malformed("unexpected reply to delete")),
         };
         Ok(Decoded::Frame { len: eol, reply })
@@ -176,10 +168,7 @@ pub fn stats_frame_len(buf: &[u8]) -> Result<Option<usize>, Malformed> {
         if line == b"END\r\n" || line.starts_with(b"VERSION ") {
             return Ok(Some(eol));
         }
-        if line.starts_with(b"ERROR")
-            || line.starts_with(b"CLIENT_ERROR")
-            || line.starts_with(b"SERVER_ERROR")
-        {
+        if super::is_error(line.strip_suffix(b"\r\n").unwrap_or(line)) {
             return Ok(Some(eol));
         }
         if !line.starts_with(b"STAT ") {
@@ -270,6 +259,11 @@ mod tests {
         assert_eq!(dec(OpKind::Set, b"STORED\r\n"), frame(8, Reply::Stored));
         let oom = b"SERVER_ERROR out of memory storing object\r\n";
         assert_eq!(dec(OpKind::Set, oom), frame(43, Reply::ServerError));
+        // What memcached sends a connection over its `-c` limit before closing it.
+        let full = b"ERROR Too many open connections\r\n";
+        assert_eq!(get(full), frame(33, Reply::ServerError));
+        assert!(get(b"ERRORS\r\n").is_err());
+        assert_eq!(stats_frame_len(full), Ok(Some(33)));
     }
 
     #[test]

@@ -44,10 +44,6 @@ fn line(buf: &[u8]) -> Result<Option<usize>, Malformed> {
     reply_line(buf, 0, 2048, "reply line longer than 2 KiB")
 }
 
-fn is_error(line: &[u8]) -> bool {
-    line.starts_with(b"SERVER_ERROR") || line.starts_with(b"CLIENT_ERROR") || line == b"ERROR"
-}
-
 /// Decodes the reply to a GET (`mg`) or SET (`ms`) at the front of `buf`.
 #[inline]
 pub(super) fn decode(op: OpKind, buf: &[u8]) -> Result<Decoded, Malformed> {
@@ -56,7 +52,7 @@ pub(super) fn decode(op: OpKind, buf: &[u8]) -> Result<Decoded, Malformed> {
     };
     let l = &buf[..eol - 2];
     let frame = |reply| Ok(Decoded::Frame { len: eol, reply });
-    if is_error(l) {
+    if super::is_error(l) {
         return frame(Reply::ServerError);
     }
     match op {
@@ -98,7 +94,7 @@ pub(super) fn decode_delete(buf: &[u8]) -> Result<Decoded, Malformed> {
     };
     let reply = match &buf[..eol - 2] {
         b"HD" | b"NF" => Reply::Stored,
-        l if is_error(l) => Reply::ServerError,
+        l if super::is_error(l) => Reply::ServerError,
         _ => return Err(Malformed("unexpected reply to md")),
     };
     Ok(Decoded::Frame { len: eol, reply })

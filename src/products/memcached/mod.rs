@@ -178,3 +178,13 @@ fn num(stats: &[(String, String)], name: &str) -> u64 {
         .and_then(|(_, v)| v.parse().ok())
         .unwrap_or(0)
 }
+
+/// Whether a reply line is one of memcached's errors: `ERROR` (with a reason
+/// when it refuses a connection over its `-c` limit, "ERROR Too many open
+/// connections"), `CLIENT_ERROR ...` or `SERVER_ERROR ...`.
+fn is_error(line: &[u8]) -> bool {
+    line == b"ERROR"
+        || line.starts_with(b"ERROR ")
+        || line.starts_with(b"CLIENT_ERROR")
+        || line.starts_with(b"SERVER_ERROR")
+}

@@ -50,10 +50,7 @@ pub fn decode(
                 reply: Reply::Batch,
             });
         }
-        if line.starts_with(b"SERVER_ERROR")
-            || line.starts_with(b"CLIENT_ERROR")
-            || line == b"ERROR"
-        {
+        if super::is_error(line) {
             // The rest of the batch's reply may follow: the stream cannot
             // be trusted to be in step any more.
             return Err(Malformed("an error in the middle of a batch read"));

@@ -10,6 +10,7 @@ use super::Memcached;
 use crate::driver::settings::{bad_number, mib_for, with_defaults};
 use crate::driver::{Config, Launch, Login, Server, Sizing};
 use crate::system::osuser::is_root;
+use crate::system::process::open_files;
 
 /// Settings kvlab accepts for a managed memcached, with the flag each maps to.
 pub const MEMCACHED_KEYS: &[(&str, &str, &str)] = &[
@@ -22,18 +23,26 @@ pub const MEMCACHED_KEYS: &[(&str, &str, &str)] = &[
     (
         "max-connections",
         "-c",
-        "simultaneous connections (kvlab default 4096)",
+        "simultaneous connections (kvlab default 4096, or the run's connections + 32 when more; at most the open-file hard limit)",
     ),
     ("item-size-max", "-I", "largest item, e.g. 1m or 4m"),
     ("backlog", "-b", "listen backlog"),
 ];
+
+/// The default `-c`: room for the run's connections, at least memcached's own
+/// usual 4096, at most the open files memcached may set itself (it sets its
+/// limit to `-c` and refuses to start where it cannot).
+fn max_connections(sizing: Sizing) -> u64 {
+    let (_, hard) = open_files();
+    (sizing.connections as u64 + 32).max(4096).min(hard)
+}
 
 impl Server for Memcached {
     fn configure(&self, opts: &BTreeMap<String, String>, sizing: Sizing) -> Result<Config> {
         let given = with_defaults(
             opts,
             [
-                ("max-connections", "4096".into()),
+                ("max-connections", max_connections(sizing).to_string()),
                 ("memory-mb", mib_for(sizing.data_bytes, 64).to_string()),
             ],
         );
@@ -96,7 +105,14 @@ mod tests {
             .unwrap();
         assert!(args.windows(2).any(|w| w == ["-t", "2"]));
         assert!(args.windows(2).any(|w| w == ["-m", "150"]));
-        assert_eq!(settings["max-connections"], "4096");
+        let (_, hard) = open_files();
+        assert_eq!(settings["max-connections"], 4096.min(hard).to_string());
+        let many = Sizing {
+            connections: 20_000,
+            ..Sizing::test(0)
+        };
+        let c = MEMCACHED.configure(&BTreeMap::new(), many).unwrap();
+        assert_eq!(c.settings["max-connections"], 20_032.min(hard).to_string());
         o.insert("bogus".into(), "1".into());
         let e = MEMCACHED
             .configure(&o, Sizing::test(0))

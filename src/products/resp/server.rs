@@ -14,8 +14,14 @@ use crate::driver::{Config, Launch, Login, Server, Sizing};
 /// Settings kvlab sets itself on a managed RESP server.
 const OWN: &[&str] = &["port", "bind", "dir", "daemonize", "logfile", "unixsocket"];
 
+/// Redis's and Valkey's own `maxclients`.
+const DEFAULT_MAXCLIENTS: usize = 10_000;
+
+/// Clients beyond the run's connections (kvlab's set-up and counters, replicas).
+const MAXCLIENTS_SPARE: usize = 32;
+
 impl Server for RespProduct {
-    fn configure(&self, opts: &BTreeMap<String, String>, _sizing: Sizing) -> Result<Config> {
+    fn configure(&self, opts: &BTreeMap<String, String>, sizing: Sizing) -> Result<Config> {
         let mut config = Config {
             password: opts.get("requirepass").cloned(),
             ..Config::default()
@@ -38,6 +44,17 @@ impl Server for RespProduct {
                     .extend(value.split_whitespace().map(str::to_string));
             }
             config.settings.insert(key.clone(), shown(&key, &value));
+        }
+        // Room for every connection of the run (the server's default is
+        // 10000), unless the user set it.
+        let clients = sizing.connections + MAXCLIENTS_SPARE;
+        if clients > DEFAULT_MAXCLIENTS && !config.settings.contains_key("maxclients") {
+            config
+                .args
+                .extend(["--maxclients".into(), clients.to_string()]);
+            config
+                .settings
+                .insert("maxclients".into(), clients.to_string());
         }
         Ok(config)
     }
@@ -97,5 +114,22 @@ mod tests {
         assert_eq!(settings["requirepass"], "***");
         o.insert("port".into(), "1".into());
         assert!(REDIS.configure(&o, Sizing::test(0)).is_err());
+    }
+
+    #[test]
+    fn maxclients_has_room_for_the_run_unless_the_user_set_it() {
+        let none = BTreeMap::new();
+        let c = REDIS.configure(&none, Sizing::test(0)).unwrap();
+        assert!(!c.args.iter().any(|a| a == "--maxclients"), "{:?}", c.args);
+        let many = Sizing {
+            connections: 20_000,
+            ..Sizing::test(0)
+        };
+        let c = REDIS.configure(&none, many).unwrap();
+        assert!(c.args.windows(2).any(|w| w == ["--maxclients", "20032"]));
+        let mut o = BTreeMap::new();
+        o.insert("maxclients".to_string(), "500".to_string());
+        let c = REDIS.configure(&o, many).unwrap();
+        assert_eq!(c.args, ["--maxclients", "500"]);
     }
 }
