@@ -74,7 +74,7 @@ pub fn start_managed(
         return Ok(None);
     }
     room_for_data(target, data_bytes(plan))?;
-    room_for_sockets(kvlab_sockets(plan))?;
+    room_for_sockets(kvlab_sockets(plan, None))?;
     let pooler = target.pooler_settings(plan.load.connections)?;
     if let Some((p, s)) = &pooler {
         // The pooler (which inherits kvlab's limit) holds a socket per client
@@ -162,7 +162,7 @@ pub fn room_for_sockets(sockets: usize) -> Result<()> {
     let need = sockets as u64 + FD_SPARE;
     if limit < need {
         bail!(
-            "--connections: {sockets} sockets and kvlab's own files need {need} open files, but this process may open {limit} (ulimit -Hn); lower --connections, raise the hard limit (ulimit -Hn {} as root, LimitNOFILE= for a systemd unit, ulimits in a container), or split the run over client processes (--shard I/N)",
+            "--connections: the run's {sockets} sockets (one a connection and cluster node, one more with --cache) and kvlab's own files need {need} open files, but this process may open {limit} (ulimit -Hn); lower --connections, raise the hard limit (ulimit -Hn {} as root, LimitNOFILE= for a systemd unit, ulimits in a container), or split the run over client processes (--shard I/N)",
             need.next_power_of_two()
         );
     }
@@ -170,10 +170,16 @@ pub fn room_for_sockets(sockets: usize) -> Result<()> {
 }
 
 /// The sockets this process opens: one a connection (this client's share of a
-/// sharded run), and one more to the cache in front, if any.
-pub fn kvlab_sockets(plan: &RunPlan) -> usize {
+/// sharded run) and node of `server` (a managed cluster's primaries; an
+/// external cluster's are known only once connected), and one more to the
+/// cache in front, if any.
+pub fn kvlab_sockets(plan: &RunPlan, server: Option<&ManagedServer>) -> usize {
     let local = crate::plan::shard::local_connections(plan.load.shard, plan.load.connections);
-    local * if plan.cache.is_some() { 2 } else { 1 }
+    let nodes = server
+        .and_then(|s| s.settings.get("shards"))
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(1);
+    local * nodes + if plan.cache.is_some() { local } else { 0 }
 }
 
 /// Raises the open-file limit to what `connections` need, with room for the

@@ -74,7 +74,7 @@ pub fn measure_with(
     let kind = plan.target.kind;
     let product = kind.product();
     product.check_prefix(&plan.workload.key_prefix)?;
-    room_for_sockets(kvlab_sockets(plan))?;
+    room_for_sockets(kvlab_sockets(plan, server))?;
     let started_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
