@@ -4,7 +4,7 @@
 //! garbage, a close in the middle of a frame, a frame cut short that the
 //! next replies run into, a huge declared length, an endless reply, a reply
 //! after the timeout, or a reply repeated (the right reply to the wrong
-//! request, then every reply out of step). For RESP, memcached, PostgreSQL, MySQL and
+//! request, then every reply out of step). For RESP, memcached (text and meta), PostgreSQL, MySQL and
 //! Tarantool here (CQL on the contract's one Cassandra node, in
 //! `tests/contract/cassandra.rs`), `kvlab run` must exit non-zero within its
 //! timeout plus a few seconds, with a one-line error, no panic, and its peak
@@ -30,6 +30,12 @@ fn redis_survives_every_hostile_reply() {
 #[test]
 fn memcached_survives_every_hostile_reply() {
     every_act(TargetKind::Memcached);
+}
+
+#[test]
+fn memcached_meta_survives_every_hostile_reply() {
+    let server = common::server(TargetKind::Memcached);
+    common::hostile::every_act_in(TargetKind::Memcached, &server.endpoint(), Some("meta"));
 }
 
 #[test]

@@ -178,6 +178,16 @@ pub trait Codec: Clone + Send + Sync + 'static {
         let _ = (prefix, ids, buf, found);
         Err(Malformed("this protocol has no batch read"))
     }
+    /// The fewest bytes the reply at the front of `buf` can take, as the
+    /// headers buffered so far declare (`None`: nothing declared yet). Asked
+    /// only when [`Codec::decode`] finds the reply incomplete: a reply that
+    /// declares more than any the run can get is a protocol error at once,
+    /// not a wait for bytes that should never come.
+    #[inline]
+    fn declared_len(&self, buf: &[u8]) -> Option<usize> {
+        let _ = buf;
+        None
+    }
     /// Protocols that may answer out of order: the tag of the reply at the
     /// front of `buf` once its header is whole (`None`: in order, or not yet).
     #[inline]
@@ -400,6 +410,27 @@ pub(crate) fn reply_line(
     Ok(Some(eol))
 }
 
+/// [`Codec::declared_len`] of a reply made of messages that each declare
+/// their length in a header of `header` bytes (`total` gives a message's
+/// whole length from its header): the end of the first message not yet whole
+/// whose header is.
+#[inline]
+pub(crate) fn declared_by_messages(
+    buf: &[u8],
+    header: usize,
+    total: impl Fn(&[u8]) -> usize,
+) -> Option<usize> {
+    let mut at = 0usize;
+    while let Some(h) = buf.get(at..at + header) {
+        let end = at.saturating_add(total(h).max(header));
+        if end > buf.len() {
+            return Some(end);
+        }
+        at = end;
+    }
+    None
+}
+
 /// Parses an unsigned decimal; `None` for empty, non-digit or overflow.
 #[inline]
 pub(crate) fn parse_usize(d: &[u8]) -> Option<usize> {
@@ -457,6 +488,11 @@ pub(crate) mod testing {
         for n in 0..buf.len() {
             let got = codec.decode(op, &buf[..n]);
             assert_eq!(got, Ok(Decoded::Incomplete), "{n} bytes");
+            let declared = codec.declared_len(&buf[..n]);
+            assert!(
+                declared.is_none_or(|d| d <= buf.len()),
+                "{n} bytes declare {declared:?}"
+            );
         }
     }
 }

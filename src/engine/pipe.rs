@@ -153,6 +153,12 @@ impl Pipe {
         Ok(())
     }
 
+    /// Whether the read buffer can ever hold a reply of `n` bytes.
+    #[inline]
+    pub(crate) fn can_hold(&self, n: usize) -> bool {
+        n <= self.rmax
+    }
+
     /// Reads once into the free end of the read buffer (making room first):
     /// `(0, _)` when the peer closed, else the bytes read and whether more
     /// may be waiting; `WouldBlock` when nothing was there.

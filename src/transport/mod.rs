@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use stream::{EngineSock, Sock, Stream};
+pub use stream::{EngineSock, MAX_SETUP_REPLY, Sock, Stream};
 pub use tls::{TlsClient, TlsOptions, Verify};
 
 /// When a product's connection turns to TLS.

@@ -49,9 +49,11 @@ const ACTS: [Act; 7] = [
 /// kvlab's `--timeout` in these runs, seconds.
 const TIMEOUT_S: u64 = 1;
 
-/// A frame header of `kind`'s protocol declaring a reply of 2 GiB.
-fn huge_header(kind: TargetKind) -> &'static [u8] {
+/// A frame header of `kind`'s protocol (in query mode `mode`) declaring a
+/// reply of 2 GiB.
+fn huge_header(kind: TargetKind, mode: Option<&str>) -> &'static [u8] {
     match kind {
+        TargetKind::Memcached if mode == Some("meta") => b"VA 2147483647 v\r\n",
         TargetKind::Memcached => b"VALUE kvlab:1 0 2147483647\r\n",
         TargetKind::Postgres => b"D\x7f\xff\xff\xff",
         TargetKind::Mariadb => b"\xff\xff\xff\x01",
@@ -209,12 +211,13 @@ struct Outcome {
 
 // The child is reaped by `wait4` (for its peak RSS), which clippy cannot see.
 #[allow(clippy::zombie_processes)]
-fn run_through(url: &str) -> Outcome {
+fn run_through(url: &str, args: &[&str]) -> Outcome {
     let t0 = Instant::now();
     let child = Command::new(env!("CARGO_BIN_EXE_kvlab"))
         .args(["run", "--target", url, "--duration", "3", "--warmup", "0.5"])
         .args(["--keys", "2000", "--connections", "2", "--threads", "1"])
         .args(["--timeout", &TIMEOUT_S.to_string(), "--ratio", "1:4"])
+        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -241,6 +244,13 @@ fn run_through(url: &str) -> Outcome {
 /// Every act against `kind`'s server at `e` (plain TCP on loopback), at
 /// set-up and mid-run; panics naming every case that failed.
 pub fn every_act(kind: TargetKind, e: &Endpoint) {
+    every_act_in(kind, e, None);
+}
+
+/// [`every_act`] with `--query-mode mode` (a protocol of its own, such as
+/// memcached's meta protocol).
+pub fn every_act_in(kind: TargetKind, e: &Endpoint, mode: Option<&str>) {
+    let args: Vec<&str> = mode.map(|m| vec!["--query-mode", m]).unwrap_or_default();
     let upstream: SocketAddr = format!("127.0.0.1:{}", e.port).parse().unwrap();
     let mut failures = Vec::new();
     for act in ACTS {
@@ -248,8 +258,8 @@ pub fn every_act(kind: TargetKind, e: &Endpoint) {
             ("set-up", Duration::ZERO),
             ("mid-run", Duration::from_secs(3)),
         ] {
-            let proxy = Hostile::start(upstream, act, after, huge_header(kind));
-            let o = run_through(&url_via(e, kind, proxy.port));
+            let proxy = Hostile::start(upstream, act, after, huge_header(kind, mode));
+            let o = run_through(&url_via(e, kind, proxy.port), &args);
             drop(proxy);
             let last = o
                 .stderr
@@ -257,7 +267,10 @@ pub fn every_act(kind: TargetKind, e: &Endpoint) {
                 .rev()
                 .find(|l| !l.trim().is_empty())
                 .unwrap_or("");
-            let what = format!("{kind:?} {act:?} {phase}");
+            let what = format!(
+                "{kind:?} {}{act:?} {phase}",
+                mode.map(|m| format!("{m} ")).unwrap_or_default()
+            );
             // Set-up may wait for a login (10 s) or a reply (the timeout);
             // a run its 3.5 s, a drain and the timeout.
             if o.ok {
@@ -271,6 +284,13 @@ pub fn every_act(kind: TargetKind, e: &Endpoint) {
                 ));
             } else if o.secs > 25.0 {
                 failures.push(format!("{what}: took {:.1} s\n{last}", o.secs));
+            } else if matches!(act, Act::HugeLength)
+                && !after.is_zero()
+                && !last.contains("protocol")
+            {
+                // A length no reply of the run can have is an error at
+                // once, not a wait for the timeout.
+                failures.push(format!("{what}: not a protocol error\n{last}"));
             } else if o.peak_rss_kb > 128 * 1024 {
                 failures.push(format!("{what}: peak RSS {} KiB", o.peak_rss_kb));
             }

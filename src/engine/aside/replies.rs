@@ -42,7 +42,13 @@ impl<K: CacheCodec, D: Codec> Aside<'_, K, D> {
                 c.db.decode(kind, buf)
             };
             match decoded {
-                Ok(Decoded::Incomplete) => return true,
+                Ok(Decoded::Incomplete) => {
+                    let declared = match s == CACHE {
+                        true => c.cache.declared_len(buf),
+                        false => c.db.declared_len(buf),
+                    };
+                    return io.may_hold(s, declared);
+                }
                 Err(_) => {
                     leg_done(io.tally, &op, now, false, true);
                     finish(io.tally, c, Outcome::Error(ErrorKind::Protocol), now);

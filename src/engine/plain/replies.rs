@@ -39,7 +39,7 @@ impl<C: Codec> Plain<'_, C> {
             if front.asking {
                 // The reply to the request that let this one be served first.
                 match codec.decode(OpKind::Set, buf) {
-                    Ok(Decoded::Incomplete) => return true,
+                    Ok(Decoded::Incomplete) => return io.may_hold(s, codec.declared_len(buf)),
                     Ok(Decoded::Frame {
                         len,
                         reply: Reply::Stored,
@@ -77,7 +77,7 @@ impl<C: Codec> Plain<'_, C> {
                 None => codec.decode(queue.front().expect("front exists").r.op, buf),
             };
             let (len, reply, at) = match decoded {
-                Ok(Decoded::Incomplete) => return true,
+                Ok(Decoded::Incomplete) => return io.may_hold(s, codec.declared_len(buf)),
                 Ok(Decoded::Frame { len, reply }) => (len, reply, 0),
                 Ok(Decoded::Tagged { len, reply, tag }) => {
                     match queue.iter().position(|f| f.tag & C::TAG_MASK == tag) {

@@ -193,6 +193,14 @@ impl Io<'_> {
         (!buf.is_empty()).then_some(buf)
     }
 
+    /// Whether socket `s` can ever buffer a reply the server declared to take
+    /// `declared` bytes ([`crate::driver::wire::Codec::declared_len`]);
+    /// `false`: larger than any the run can get, the protocol is broken.
+    #[inline]
+    pub fn may_hold(&self, s: usize, declared: Option<usize>) -> bool {
+        declared.is_none_or(|n| self.pipes[s].can_hold(n))
+    }
+
     /// Drops the first `len` buffered bytes of socket `s` (a decoded reply).
     #[inline]
     pub fn consume(&mut self, s: usize, len: usize) {

@@ -177,6 +177,13 @@ impl Codec for CqlCodec {
         super::batch::decode(buf, found)
     }
 
+    /// Every frame's 9-byte header ends with its body's length.
+    #[inline]
+    fn declared_len(&self, buf: &[u8]) -> Option<usize> {
+        let len = buf.get(5..HEADER)?;
+        Some(HEADER + u32::from_be_bytes(len.try_into().expect("4 bytes")) as usize)
+    }
+
     fn decode(&self, _op: OpKind, buf: &[u8]) -> Result<Decoded, Malformed> {
         let Some(f) = frame(buf)? else {
             return Ok(Decoded::Incomplete);
@@ -416,6 +423,16 @@ mod tests {
     use super::*;
     use crate::driver::wire::tag_of;
     use crate::driver::wire::testing::assert_incomplete;
+
+    #[test]
+    fn the_header_declares_the_body() {
+        let c = CqlCodec::default();
+        assert_eq!(
+            c.declared_len(b"\x84\0\0\0\x08\0\x10\0\0"),
+            Some(9 + 0x10_0000)
+        );
+        assert_eq!(c.declared_len(b"\x84\0\0\0\x08\0\x10"), None);
+    }
 
     fn reply(stream: i16, opcode: u8, flags: u8, body: &[u8]) -> Vec<u8> {
         let mut out = vec![0x84, flags];

@@ -189,6 +189,8 @@ pub(super) trait Subject {
     ) -> Result<Decoded, Malformed>;
     /// [`Codec::reply_tag`].
     fn reply_tag(&self, buf: &[u8]) -> Option<u32>;
+    /// [`Codec::declared_len`].
+    fn declared_len(&self, buf: &[u8]) -> Option<usize>;
 }
 
 fn decode_plain<C: Codec>(
@@ -225,6 +227,9 @@ impl<C: Codec> Subject for Plain<C> {
     fn reply_tag(&self, buf: &[u8]) -> Option<u32> {
         self.0.reply_tag(buf)
     }
+    fn declared_len(&self, buf: &[u8]) -> Option<usize> {
+        self.0.declared_len(buf)
+    }
 }
 
 /// A cache codec's decoders, DELETE's too.
@@ -249,6 +254,9 @@ impl<C: CacheCodec> Subject for Cache<C> {
     fn reply_tag(&self, buf: &[u8]) -> Option<u32> {
         self.0.reply_tag(buf)
     }
+    fn declared_len(&self, buf: &[u8]) -> Option<usize> {
+        self.0.declared_len(buf)
+    }
 }
 
 /// A whole reply as decoded: its length, what it says, the tag it names.
@@ -272,6 +280,8 @@ fn judge<T: Subject + ?Sized>(
         Ok(Decoded::Frame { len, reply }) => (*len, reply.clone(), None),
         Ok(Decoded::Tagged { len, reply, tag }) => (*len, reply.clone(), Some(*tag)),
         Ok(Decoded::Incomplete) | Err(_) => {
+            // What the engine asks of an incomplete reply must not panic.
+            let _ = t.declared_len(buf);
             for (_, r) in &found {
                 prop_assert!(
                     r.start <= r.end && r.end <= buf.len(),
@@ -540,6 +550,17 @@ where
                 );
                 let tag = t.reply_tag(&bytes[..n]);
                 prop_assert!(tag.is_none() || tag == r.tag, "a prefix names tag {tag:?}");
+                // A prefix never declares more than the whole reply: the
+                // engine fails a socket whose reply declares more than it
+                // can buffer, so an overstatement would fail a good reply.
+                let declared = t.declared_len(&bytes[..n]);
+                prop_assert!(
+                    declared.is_none_or(|d| d <= bytes.len()),
+                    "{} of {} bytes declare {:?}",
+                    n,
+                    bytes.len(),
+                    declared
+                );
             }
             Ok(())
         },

@@ -116,6 +116,11 @@ impl Codec for Memcache {
     }
 
     #[inline]
+    fn declared_len(&self, buf: &[u8]) -> Option<usize> {
+        declared(self.meta, buf)
+    }
+
+    #[inline]
     fn encode_get_many(&self, b: &Batch<'_>, out: &mut Vec<u8>) {
         super::multi::encode(self.meta, b, out);
     }
@@ -130,6 +135,33 @@ impl Codec for Memcache {
     ) -> Result<Decoded, Malformed> {
         super::multi::decode(self.meta, prefix, buf, found)
     }
+}
+
+/// [`Codec::declared_len`] for memcached: walks the reply lines buffered; a
+/// value's line (`VALUE <key> <flags> <bytes>`, in meta `VA <bytes>`)
+/// declares its data block.
+pub fn declared(meta: bool, buf: &[u8]) -> Option<usize> {
+    let (prefix, field): (&[u8], usize) = match meta {
+        true => (b"VA ", 0),
+        false => (b"VALUE ", 2),
+    };
+    let mut at = 0;
+    while let Some(eol) = line_end(buf, at) {
+        let line = &buf[at..eol];
+        at = eol;
+        if let Some(rest) = line.strip_prefix(prefix) {
+            let n = rest
+                .split(|b| b" \r\n".contains(b))
+                .filter(|f| !f.is_empty())
+                .nth(field)
+                .and_then(parse_usize)?;
+            at = eol.saturating_add(n).saturating_add(2);
+            if at > buf.len() {
+                return Some(at);
+            }
+        }
+    }
+    None
 }
 
 impl CacheCodec for Memcache {
@@ -211,6 +243,20 @@ mod tests {
 
     fn dec(op: OpKind, b: &[u8]) -> Result<Decoded, Malformed> {
         Memcache::default().decode(op, b)
+    }
+
+    #[test]
+    fn value_lines_declare_their_data() {
+        let huge = b"VALUE k 0 2147483647\r\n";
+        assert_eq!(declared(false, huge), Some(huge.len() + 2147483647 + 2));
+        assert_eq!(
+            declared(false, b"VALUE k 0 3\r\nabc\r\nVALUE j 0 9 77\r\n"),
+            Some(45)
+        );
+        assert_eq!(declared(true, b"VA 100 v\r\n"), Some(112));
+        assert_eq!(declared(true, b"EN\r\nVA 2 t\r\nab\r\n"), None);
+        assert_eq!(declared(false, b"VALUE k 0 x\r\n"), None);
+        assert_eq!(declared(false, b"VALUE k 0 3"), None);
     }
 
     #[test]

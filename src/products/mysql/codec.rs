@@ -5,7 +5,7 @@
 //! the binary result set by packet headers. The protocol answers one command at a
 //! time, so the engine runs MySQL connections at pipeline 1.
 
-use crate::driver::wire::{Codec, Decoded, Key, Malformed, Reply, Session};
+use crate::driver::wire::{Codec, Decoded, Key, Malformed, Reply, Session, declared_by_messages};
 use crate::workload::OpKind;
 
 /// The prepared point select.
@@ -102,6 +102,14 @@ impl MyCodec {
 }
 
 impl Codec for MyCodec {
+    /// Every packet is a 3-byte length (little-endian) and a sequence number.
+    #[inline]
+    fn declared_len(&self, buf: &[u8]) -> Option<usize> {
+        declared_by_messages(buf, 4, |h| {
+            4 + u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize
+        })
+    }
+
     #[inline]
     fn encode_get(&self, key: Key<'_>, out: &mut Vec<u8>) {
         let at = out.len() + self.get_key_at();
@@ -245,6 +253,14 @@ impl Codec for MyCodec {
 mod tests {
     use super::*;
     use crate::driver::wire::testing::{assert_incomplete, assert_value, encoded, frame, key};
+
+    #[test]
+    fn packet_headers_declare_their_lengths() {
+        let m = MyCodec::new(3);
+        let buf = b"\x01\0\0\x01\x01\xff\xff\xff\x02";
+        assert_eq!(m.declared_len(buf), Some(5 + 4 + 0xff_ffff));
+        assert_eq!(m.declared_len(&buf[..7]), None);
+    }
 
     fn pk(seq: u8, body: &[u8]) -> Vec<u8> {
         packet(seq, body)

@@ -17,7 +17,7 @@ use bytes::{BufMut, BytesMut};
 use postgres_protocol::IsNull;
 use postgres_protocol::message::{backend, frontend};
 
-use crate::driver::wire::{Codec, Decoded, Key, Malformed, Reply};
+use crate::driver::wire::{Codec, Decoded, Key, Malformed, Reply, declared_by_messages};
 use crate::workload::OpKind;
 
 /// The prepared point select.
@@ -244,6 +244,14 @@ fn simple_templates(value_size: usize) -> Templates {
 }
 
 impl Codec for PgCodec {
+    /// Every backend message is a type byte and a length that counts itself.
+    #[inline]
+    fn declared_len(&self, buf: &[u8]) -> Option<usize> {
+        declared_by_messages(buf, 5, |h| {
+            1 + u32::from_be_bytes([h[1], h[2], h[3], h[4]]) as usize
+        })
+    }
+
     #[inline]
     fn encode_get(&self, key: Key<'_>, out: &mut Vec<u8>) {
         let t = &*self.t;
@@ -345,6 +353,16 @@ impl Codec for PgCodec {
 mod tests {
     use super::*;
     use crate::driver::wire::testing::{assert_incomplete, assert_value, encoded, frame, key};
+
+    #[test]
+    fn message_headers_declare_their_lengths() {
+        let pg = PgCodec::new(4);
+        // BindComplete whole, then a DataRow declaring 2 GiB.
+        let buf = b"2\0\0\0\x04D\x7f\xff\xff\xff";
+        assert_eq!(pg.declared_len(buf), Some(5 + 1 + 0x7fff_ffff));
+        assert_eq!(pg.declared_len(&buf[..7]), None);
+        assert_eq!(pg.declared_len(b"2\0\0\0\x04"), None);
+    }
 
     fn msg(tag: u8, body: &[u8]) -> Vec<u8> {
         let mut m = vec![tag];

@@ -9,6 +9,7 @@ use crate::driver::ServerInfo;
 use crate::driver::wire::{
     Batch, CacheCodec, Codec, Decoded, Key, Malformed, Reply, line_end, parse_usize, reply_line,
 };
+use crate::transport::MAX_SETUP_REPLY;
 use crate::workload::OpKind;
 
 /// The RESP codec (stateless).
@@ -142,6 +143,11 @@ impl Codec for Resp {
     }
 
     #[inline]
+    fn declared_len(&self, buf: &[u8]) -> Option<usize> {
+        declared(buf)
+    }
+
+    #[inline]
     fn encode_get_many(&self, b: &Batch<'_>, out: &mut Vec<u8>) {
         super::mget::encode(b, out);
     }
@@ -191,9 +197,17 @@ impl CacheCodec for Resp {
     }
 }
 
-/// Length of the whole RESP frame (any type, nested) at the front of `buf`.
+/// Length of the whole RESP frame (any type, nested) at the front of `buf`;
+/// a set-up reply that declares more than [`MAX_SETUP_REPLY`] is refused
+/// at once.
 pub fn frame_len(buf: &[u8]) -> Result<Option<usize>, Malformed> {
-    frame_len_at(buf, 0, 0)
+    let len = frame_len_at(buf, 0, 0)?;
+    if len.is_none() && declared(buf).is_some_and(|n| n > MAX_SETUP_REPLY) {
+        return Err(Malformed(
+            "a reply declaring over 16 MiB: no request kvlab sends at set-up is answered with that much",
+        ));
+    }
+    Ok(len)
 }
 
 fn frame_len_at(buf: &[u8], at: usize, depth: usize) -> Result<Option<usize>, Malformed> {
@@ -238,6 +252,36 @@ fn frame_len_at(buf: &[u8], at: usize, depth: usize) -> Result<Option<usize>, Ma
         }
         _ => Err(Malformed("not a RESP reply")),
     }
+}
+
+/// [`Codec::declared_len`] for RESP: walks the headers buffered (a bulk
+/// string declares its length, an aggregate its count of elements, each of
+/// which takes at least 3 bytes, `+\r\n`).
+pub fn declared(buf: &[u8]) -> Option<usize> {
+    let (mut at, mut left) = (0usize, 1usize);
+    while left > 0 {
+        let Some(eol) = line_end(buf, at) else {
+            return Some(at.saturating_add(left.saturating_mul(3)));
+        };
+        left -= 1;
+        let n = buf.get(at + 1..eol.saturating_sub(2)).and_then(parse_usize);
+        at = match (buf[at], n) {
+            (b'$' | b'=' | b'!', Some(n)) => eol.saturating_add(n).saturating_add(2),
+            (b'*' | b'~' | b'>', Some(n)) => {
+                left = left.saturating_add(n);
+                eol
+            }
+            (b'%', Some(n)) => {
+                left = left.saturating_add(n.saturating_mul(2));
+                eol
+            }
+            _ => eol,
+        };
+        if at > buf.len() {
+            return Some(at.saturating_add(left.saturating_mul(3)));
+        }
+    }
+    None
 }
 
 /// Sends one command and returns its raw reply frame (blocking).
@@ -312,6 +356,21 @@ mod tests {
 
     fn dec(op: OpKind, b: &[u8]) -> Result<Decoded, Malformed> {
         Resp.decode(op, b)
+    }
+
+    #[test]
+    fn headers_declare_the_least_a_reply_takes() {
+        assert_eq!(declared(b"$2147483647\r\n"), Some(13 + 2147483647 + 2));
+        // Two more elements to come, 3 bytes each at least.
+        assert_eq!(declared(b"*3\r\n$1\r\na\r\n"), Some(17));
+        assert!(declared(b"*2147483647\r\n").unwrap() > 6 << 30);
+        assert_eq!(declared(b"*2\r\n$-1\r\n$10\r\nab"), Some(26));
+        assert_eq!(declared(b"$3\r\nabc\r\n"), None);
+        assert_eq!(declared(b"\n"), None);
+        assert_eq!(declared(b"$"), Some(3));
+        assert!(frame_len(b"$16777000\r\n").is_ok());
+        assert!(frame_len(b"$16777217\r\n").is_err());
+        assert!(frame_len(b"*9999999\r\n").is_err());
     }
 
     #[test]

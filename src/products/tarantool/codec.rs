@@ -156,6 +156,13 @@ impl Codec for TtCodec {
         patch_len(out, at);
     }
 
+    /// Every reply is framed by a 5-byte length, `0xce` and a u32.
+    #[inline]
+    fn declared_len(&self, buf: &[u8]) -> Option<usize> {
+        let len = buf.get(1..PREFIX)?;
+        Some(PREFIX + u32::from_be_bytes(len.try_into().expect("4 bytes")) as usize)
+    }
+
     fn decode(&self, _op: OpKind, buf: &[u8]) -> Result<Decoded, Malformed> {
         let Some((len, code, sync, body)) = frame(buf)? else {
             return Ok(Decoded::Incomplete);
@@ -433,6 +440,13 @@ mod tests {
     use super::*;
     use crate::driver::wire::tag_of;
     use crate::driver::wire::testing::assert_incomplete;
+
+    #[test]
+    fn the_frame_declares_its_length() {
+        let c = TtCodec::new();
+        assert_eq!(c.declared_len(b"\xce\x00\x10\x00\x00"), Some(5 + 0x10_0000));
+        assert_eq!(c.declared_len(b"\xce\x00\x10"), None);
+    }
 
     /// A reply: header {code, sync, schema 5}, then `body`.
     fn reply(code: u32, sync: u32, body: &[u8]) -> Vec<u8> {
