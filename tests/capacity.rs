@@ -11,7 +11,7 @@ use common::kvlab;
 
 #[test]
 fn a_capacity_search_reports_its_bracket_and_agrees_with_runs_inside_and_outside_it() {
-    use kvlab::modes::capacity::{MoreLimits, judge};
+    use kvlab::modes::capacity::{MoreLimits, client_limited, judge};
     let common = [
         "--target",
         "redis",
@@ -55,17 +55,25 @@ fn a_capacity_search_reports_its_bracket_and_agrees_with_runs_inside_and_outside
     // A fixed rate inside the bracket passes and one outside it fails, each
     // judged as the search judges a rate (a failure is confirmed by a second
     // run): the bracket's upper end failed twice.
-    let at = |rate: f64| -> Result<(), String> {
+    // A failure says whether it was kvlab's own (`client_limited`).
+    let at = |rate: f64| -> Result<(), (String, bool)> {
         let out = kvlab()
             .args(["run", "--rate", &format!("{rate:.0}")])
             .args(common)
             .output()
             .unwrap();
         let r: kvlab::results::RunResult = serde_json::from_slice(&out.stdout).unwrap();
-        judge(&r, rate, 5.0, more)
+        judge(&r, rate, 5.0, more).map_err(|why| (why, client_limited(&r, 5.0).is_some()))
     };
+    // Inside, the server keeps up: a run there passes, or fails only where
+    // kvlab's own sends were late (a stall of this shared 2-core machine,
+    // which says nothing of the server; kvlab says so in its result).
     let inside = at(lo * 0.8).or_else(|_| at(lo * 0.8));
-    assert!(inside.is_ok(), "{inside:?} at {:.0} in {text}", lo * 0.8);
+    assert!(
+        inside.as_ref().is_ok() || inside.as_ref().is_err_and(|(_, kvlabs)| *kvlabs),
+        "{inside:?} at {:.0} in {text}",
+        lo * 0.8
+    );
     // Outside: where the bracket's failure was the server's, a rate above
     // it fails too. Where it was kvlab's own (late sends on a machine it
     // shares with the server: the usual case on 2 cores), the capacity is a
