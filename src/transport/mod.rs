@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use stream::{EngineSock, MAX_SETUP_REPLY, Sock, Stream};
+pub use stream::{EngineSock, MAX_SETUP_REPLY, Sock, Stream, setup_reply_too_large};
 pub use tls::{TlsClient, TlsOptions, Verify};
 
 /// When a product's connection turns to TLS.

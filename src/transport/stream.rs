@@ -49,6 +49,17 @@ impl Write for Sock {
 /// costs memory.
 pub const MAX_SETUP_REPLY: usize = 16 << 20;
 
+/// The error of a set-up reply past [`MAX_SETUP_REPLY`], read or declared.
+pub fn setup_reply_too_large() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "a reply over {} MiB: no request kvlab sends at set-up is answered with that much",
+            MAX_SETUP_REPLY >> 20
+        ),
+    )
+}
+
 /// A blocking connection for set-up work, TLS or not. Every wait has an
 /// overall deadline: what is read after a request must come within the
 /// timeout of sending it (a trickle of bytes does not extend it), and within
@@ -123,13 +134,7 @@ impl Stream {
     fn after_read(&mut self, n: usize) -> io::Result<usize> {
         self.read_since_write += n;
         if self.read_since_write > MAX_SETUP_REPLY {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!(
-                    "a reply over {} MiB: no request kvlab sends at set-up is answered with that much",
-                    MAX_SETUP_REPLY >> 20
-                ),
-            ));
+            return Err(setup_reply_too_large());
         }
         Ok(n)
     }

@@ -103,10 +103,7 @@ impl MyConn {
         let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
         if len == 0xff_ffff {
             // A payload continued in another packet: 16 MiB or more.
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "a reply over 16 MiB: no request kvlab sends at set-up is answered with that much",
-            ));
+            return Err(crate::transport::setup_reply_too_large());
         }
         if let Some(want) = self.next {
             if h[3] != want {
