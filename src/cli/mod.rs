@@ -65,8 +65,8 @@ pub enum Command {
     /// Merge the results of the clients of one sharded run (`kvlab run
     /// --shard I/N`) into one result, exactly (histograms merged, never averaged).
     Merge(commands::merge::MergeArgs),
-    /// Compare two results (runs or studies): each figure better, worse or
-    /// within noise, with its significance.
+    /// Compare two results (runs or studies): each figure better, worse, below
+    /// threshold or within noise, with its significance.
     Compare(commands::compare::CompareArgs),
 }
 

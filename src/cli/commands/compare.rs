@@ -1,6 +1,7 @@
 //! `kvlab compare A B`: B's results against A's (two runs, or two studies'
-//! points), each figure better, worse or within noise; text on stdout,
-//! Markdown and HTML with `--out`, and a gate for CI (`--fail-on-worse`).
+//! points), each figure better, worse, below threshold or within noise (the
+//! same verdicts mirrored when A and B swap); text on stdout, Markdown and HTML
+//! with `--out`, and a gate for CI (`--fail-on-worse`).
 
 use std::path::{Path, PathBuf};
 
@@ -15,7 +16,9 @@ use crate::results::study::StudyResult;
 /// Flags of `kvlab compare`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Exit codes: 0 compared (and, with --fail-on-worse, nothing worse); 1 an error; 3 --fail-on-worse and a figure is worse.
+    after_help = "Verdicts: better or worse when significant (p < 0.05) and at least the threshold either way (at 50%: B/A >= 1.5 or <= 1/1.5, so swapping A and B swaps better and worse); below threshold when significant but smaller; within noise when not significant.
+
+Exit codes: 0 compared (and, with --fail-on-worse, nothing worse); 1 an error; 3 --fail-on-worse and a figure is worse (below threshold and within noise never fail).
 
 Examples:
   kvlab compare before.json after.json
@@ -26,16 +29,18 @@ pub struct CompareArgs {
     pub a: PathBuf,
     /// The candidate (B), of the same kind as A.
     pub b: PathBuf,
-    /// The smallest change, percent, called better or worse (when significant)
-    /// where both sides have repetitions.
+    /// The smallest change, percent either way (B/A ≥ 1 + PCT/100 or ≤ its
+    /// inverse), called better or worse (when significant) where both sides
+    /// have repetitions.
     #[arg(long, default_value_t = 5.0, value_name = "PCT")]
     pub threshold: f64,
     /// Repetitions varying more than this (coefficient of variation, percent)
     /// make a point unstable.
     #[arg(long, default_value_t = 10.0, value_name = "PCT")]
     pub noise: f64,
-    /// The smallest change, percent, called better or worse where a side has
-    /// one run (its per-second figures say nothing of the next run's drift).
+    /// The smallest change, percent either way, called better or worse where a
+    /// side has one run (its per-second figures say nothing of the next run's
+    /// drift).
     #[arg(long, default_value_t = 50.0, value_name = "PCT")]
     pub one_run_threshold: f64,
     /// Directory for compare.md and compare.html.

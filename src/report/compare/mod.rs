@@ -1,7 +1,7 @@
 //! `kvlab compare A B`: B's figures against A's, point by point — throughput,
 //! p50, p99, p99.9 and CPU per request — each with its difference, how sure it
-//! is, and a verdict: better, worse, or within noise. A pure function of the
-//! results; rendered as text, Markdown and HTML by [`render`].
+//! is, and a verdict: better, worse, below threshold or within noise. A pure
+//! function of the results; rendered as text, Markdown and HTML by [`render`].
 //!
 //! How each figure is judged:
 //! - with repetitions (a study that repeats its points, at least 2 a side):
@@ -17,11 +17,16 @@
 //!   tested, only held to the threshold.
 //!
 //! A difference is better or worse only when it is significant (p < 0.05) and
-//! at least the threshold: 5% by default where both sides have repetitions,
-//! 50% where a side has one run (per-second samples of one run say nothing of
-//! the next run's drift: two runs of one configuration side by side on a
-//! shared 2-core machine differed by up to 2x in client CPU per request and
-//! 1.5x in p50).
+//! at least the threshold either way: the larger figure over the smaller is at
+//! least 1 + threshold (B/A ≥ 1.5 or ≤ 1/1.5 at 50%), so `compare A B` and
+//! `compare B A` always give mirrored verdicts (the change shown stays
+//! (B − A) / A: +50% one way is −33.3% the other). The threshold is 5% by
+//! default where both sides have repetitions, 50% where a side has one run
+//! (per-second samples of one run say nothing of the next run's drift: two
+//! runs of one configuration side by side on a shared 2-core machine differed
+//! by up to 2x in client CPU per request and 1.5x in p50). A significant
+//! difference smaller than that is below threshold; one not significant is
+//! within noise.
 //!
 //! # Layout
 //! - [`stats`]: the series, Welch's test, percentile intervals.
@@ -44,7 +49,10 @@ pub enum Verdict {
     Better,
     /// B is worse, beyond noise and the threshold.
     Worse,
-    /// Not shown to differ by the threshold or more.
+    /// A significant difference (p < 0.05), but smaller than the threshold.
+    BelowThreshold,
+    /// Not shown to differ: not significant, or untested and smaller than the
+    /// threshold.
     Noise,
 }
 
@@ -54,7 +62,18 @@ impl Verdict {
         match self {
             Verdict::Better => "better",
             Verdict::Worse => "worse",
+            Verdict::BelowThreshold => "below threshold",
             Verdict::Noise => "within noise",
+        }
+    }
+
+    /// The verdict of the same figure with A and B swapped: better and worse
+    /// trade places, the rest stay.
+    pub fn mirrored(self) -> Verdict {
+        match self {
+            Verdict::Better => Verdict::Worse,
+            Verdict::Worse => Verdict::Better,
+            v => v,
         }
     }
 }
@@ -109,7 +128,7 @@ pub struct Figure {
     pub change_pct: f64,
     /// How sure: the p-value, the intervals, or why there is no test.
     pub evidence: String,
-    /// Better, worse or within noise.
+    /// Better, worse, below threshold or within noise.
     pub verdict: Verdict,
 }
 
@@ -152,14 +171,15 @@ impl Comparison {
             .collect()
     }
 
-    /// Figures per verdict: better, worse, within noise.
-    pub fn tally(&self) -> [usize; 3] {
-        let mut t = [0; 3];
+    /// Figures per verdict: better, worse, below threshold, within noise.
+    pub fn tally(&self) -> [usize; 4] {
+        let mut t = [0; 4];
         for f in self.points.iter().flat_map(|p| &p.figures) {
             t[match f.verdict {
                 Verdict::Better => 0,
                 Verdict::Worse => 1,
-                Verdict::Noise => 2,
+                Verdict::BelowThreshold => 2,
+                Verdict::Noise => 3,
             }] += 1;
         }
         t
@@ -175,12 +195,13 @@ pub enum Results {
 }
 
 impl Results {
-    /// Its points: label → the runs of it (repetitions).
+    /// Its points: label → the runs of it (repetitions). A run is labelled
+    /// by its architecture (a cache-aside run is not its database alone).
     fn points(&self) -> BTreeMap<String, Vec<&RunResult>> {
         let mut m: BTreeMap<String, Vec<&RunResult>> = BTreeMap::new();
         match self {
             Results::Run(r) => {
-                m.insert(r.target.product.clone(), vec![r]);
+                m.insert(r.architecture(), vec![r]);
             }
             Results::Study(s) => {
                 for p in &s.points {
@@ -239,8 +260,8 @@ enum Better {
 /// One point's figures.
 fn point(label: &str, a: &[&RunResult], b: &[&RunResult], rules: Rules) -> PointCmp {
     let label = match (a.len(), b.len()) {
-        (1, 1) if a[0].target.product != b[0].target.product => {
-            format!("{} → {}", a[0].target.product, b[0].target.product)
+        (1, 1) if a[0].architecture() != b[0].architecture() => {
+            format!("{} → {}", a[0].architecture(), b[0].architecture())
         }
         _ => label.to_string(),
     };
@@ -270,6 +291,7 @@ fn point(label: &str, a: &[&RunResult], b: &[&RunResult], rules: Rules) -> Point
         }
         let (ma, mb) = (mean(&va), mean(&vb));
         let change = pct(ma, mb);
+        // Whether a test found them apart (p < 0.05); `None`: no test.
         let (evidence, apart) = if reps {
             let (sa, sb) = (Series::of(&va), Series::of(&vb));
             for (side, s) in [("A", sa), ("B", sb)] {
@@ -298,16 +320,10 @@ fn point(label: &str, a: &[&RunResult], b: &[&RunResult], rules: Rules) -> Point
                     }
                     (evidence, apart)
                 }
-                _ => ("one figure a run: no test".to_string(), true),
+                _ => ("one figure a run: no test".to_string(), None),
             }
         };
-        let threshold = rules.threshold(reps);
-        let verdict = match (apart && change.abs() >= threshold, better) {
-            (false, _) => Verdict::Noise,
-            (true, Better::Higher) if mb > ma => Verdict::Better,
-            (true, Better::Lower) if mb < ma => Verdict::Better,
-            (true, _) => Verdict::Worse,
-        };
+        let verdict = judge(ma, mb, apart, rules.threshold(reps), better);
         figures.push(Figure {
             name,
             a: ma,
@@ -332,13 +348,41 @@ fn point(label: &str, a: &[&RunResult], b: &[&RunResult], rules: Rules) -> Point
     }
 }
 
+/// The verdict on A's figure `a` against B's `b`: `apart` says whether a test
+/// found them significantly apart (`None`: no test, the threshold alone
+/// decides). The size is judged either way ([`ratio`]), so swapping A and B
+/// mirrors the verdict.
+fn judge(a: f64, b: f64, apart: Option<bool>, threshold_pct: f64, better: Better) -> Verdict {
+    let big = ratio(a, b) >= 1.0 + threshold_pct / 100.0;
+    match (apart, big, better) {
+        (Some(false), ..) | (None, false, _) => Verdict::Noise,
+        (Some(true), false, _) => Verdict::BelowThreshold,
+        (_, true, Better::Higher) if b > a => Verdict::Better,
+        (_, true, Better::Lower) if b < a => Verdict::Better,
+        (_, true, _) => Verdict::Worse,
+    }
+}
+
+/// The size of a change whichever side is A: the larger magnitude over the
+/// smaller (1 for none, infinite from 0 to anything else, NaN for NaN).
+pub fn ratio(a: f64, b: f64) -> f64 {
+    let (a, b) = (a.abs(), b.abs());
+    if a.is_nan() || b.is_nan() {
+        return f64::NAN;
+    }
+    if a == b {
+        return 1.0;
+    }
+    a.max(b) / a.min(b)
+}
+
 /// Welch's verdict on a pair of series: the evidence and whether they differ.
-fn tested(s: Option<(Series, Series)>, how: &str) -> (String, bool) {
+fn tested(s: Option<(Series, Series)>, how: &str) -> (String, Option<bool>) {
     let Some((sa, sb)) = s else {
-        return (format!("too few samples to test ({how})"), false);
+        return (format!("too few samples to test ({how})"), Some(false));
     };
     match welch(&sa, &sb) {
-        None => (format!("identical ({how})"), false),
+        None => (format!("identical ({how})"), Some(false)),
         Some(w) => (
             format!(
                 "p = {}, 95% CI of B − A {:+.1} .. {:+.1} ({how}; n_eff {:.0} / {:.0})",
@@ -348,7 +392,7 @@ fn tested(s: Option<(Series, Series)>, how: &str) -> (String, bool) {
                 sa.n_eff(),
                 sb.n_eff()
             ),
-            w.p < 0.05,
+            Some(w.p < 0.05),
         ),
     }
 }
@@ -430,52 +474,14 @@ fn mean(xs: &[f64]) -> f64 {
     xs.iter().sum::<f64>() / xs.len().max(1) as f64
 }
 
-/// (b − a) / a, percent (0 when a is 0).
+/// (b − a) / a, percent (0 when both are 0, infinite from 0 to anything else).
 fn pct(a: f64, b: f64) -> f64 {
-    match a.abs() > 0.0 {
-        true => (b - a) / a.abs() * 100.0,
-        false => 0.0,
+    match (a.abs() > 0.0, b == a) {
+        (_, true) => 0.0,
+        (true, false) => (b - a) / a.abs() * 100.0,
+        (false, false) => (b - a) * f64::INFINITY,
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::results::Second;
-
-    /// A run whose timeline has `seconds` (requests each), then minutes of
-    /// `minutes` requests per second each.
-    fn run(seconds: &[u64], minutes: &[u64]) -> RunResult {
-        let mut r: RunResult =
-            serde_json::from_str(include_str!("../../../tests/fixtures/client-result.json"))
-                .unwrap();
-        let n = seconds.len() as i64;
-        let entry = |second, span_s, requests| Second {
-            second,
-            span_s,
-            requests,
-            p99_us: 100.0,
-            ..Second::default()
-        };
-        r.timeline = (0..n)
-            .map(|i| entry(i, 1, seconds[i as usize]))
-            .chain((0..minutes.len()).map(|i| entry(n + 60 * i as i64, 60, minutes[i] * 60)))
-            .collect();
-        r.duration_s = (n + 60 * minutes.len() as i64) as f64;
-        r
-    }
-
-    #[test]
-    fn the_per_second_test_reads_the_per_second_entries_only() {
-        let r = run(&[1000, 1010, 990, 1000, 1005, 995], &[2000, 2000]);
-        let s = per_second(&r, 0).unwrap();
-        assert_eq!((s.n, s.mean), (6, 1000.0));
-        assert_eq!(per_second(&r, 2).unwrap().n, 6);
-        // The evidence says what the test covered.
-        let p = point("x", &[&r], &[&r], Rules::default());
-        let e = &p.figures[0].evidence;
-        assert!(e.contains("per-second part"), "{e}");
-        let plain = run(&[1000, 1010, 990], &[]);
-        assert!(!has_minutes(&plain) && has_minutes(&r));
-    }
-}
+mod tests;

@@ -7,11 +7,13 @@ use super::{Comparison, Verdict};
 use crate::report::table::Table;
 use crate::report::{html, markdown};
 
-/// The headline: what B is against A, in one sentence per kind of verdict.
+/// The headline: what B is against A, in one sentence per kind of verdict,
+/// with the rule the verdicts followed.
 pub fn headline(c: &Comparison) -> Vec<String> {
-    let [better, worse, noise] = c.tally();
+    let [better, worse, below, noise] = c.tally();
+    let f = factor(c.applied_pct);
     let mut lines = vec![format!(
-        "{} against {}: {worse} figures worse, {better} better, {noise} within noise (a change counts from {}% and p < 0.05{})",
+        "{} against {}: {worse} figures worse, {better} better, {below} below threshold, {noise} within noise (a change counts from {}% either way: B/A ≥ {f} or ≤ 1/{f}, and p < 0.05; below threshold: p < 0.05 but smaller; within noise: not significant{})",
         c.b,
         c.a,
         c.applied_pct,
@@ -82,11 +84,12 @@ pub fn text(c: &Comparison) -> String {
             let mark = match f.verdict {
                 Verdict::Better => "better",
                 Verdict::Worse => "WORSE",
+                Verdict::BelowThreshold => "below threshold",
                 Verdict::Noise => "within noise",
             };
             let _ = writeln!(
                 s,
-                "    {:<18} {:>12} → {:<12} {:>+7.1}%  {:<12}  {}",
+                "    {:<18} {:>12} → {:<12} {:>+7.1}%  {:<15}  {}",
                 f.name,
                 num(f.a),
                 num(f.b),
@@ -123,6 +126,12 @@ pub fn html(c: &Comparison) -> Vec<u8> {
     s.push_str(&html::table(&table(c)));
     s.push_str("<p><small>Made by kvlab from the results files alone.</small></p></body></html>\n");
     s.into_bytes()
+}
+
+/// 1 + `pct` / 100 as text, without trailing zeros: 50 → `1.5`.
+fn factor(pct: f64) -> String {
+    let s = format!("{:.4}", 1.0 + pct / 100.0);
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// A figure as text: thousands separated, small ones with decimals.
