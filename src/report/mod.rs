@@ -20,11 +20,11 @@ mod verdict;
 mod working_set;
 
 use crate::results::study::StudyResult;
-use chart::{Chart, Series};
+use chart::{Axis, Chart, Scale, Series};
 pub use figures::{AsideFigures, StaleFigures};
 pub use rows::{Row, rows};
 use rows::{axis, describe, target_order, varies};
-use series::series_by_target;
+use series::{p99_goal, series_by_target};
 pub use table::Table;
 
 /// Everything a report shows.
@@ -131,20 +131,29 @@ pub fn build(results: &[StudyResult]) -> Report {
     let (s, cats) = series_by_target(&rows, &axis_name, |r| Some(r.rps), "");
     charts.push(Chart {
         title: format!("Throughput vs {axis_name}"),
-        x_label: axis_name.clone(),
+        x_label: axis_name.clone().into(),
         y_label: "requests per second".into(),
         series: s,
         x_categories: cats.clone(),
         log_x,
         markers: Vec::new(),
     });
+    // Latency charts show the study's p99 goal, where it states one.
+    let goal = p99_goal(results);
+    let latency_axis = || {
+        let a = Axis::new("latency (µs)");
+        match &goal {
+            Some((us, label)) => a.with_line(*us, label.clone()),
+            None => a,
+        }
+    };
     let (mut s, _) = series_by_target(&rows, &axis_name, |r| Some(r.latency.p50), " p50");
     let (s99, _) = series_by_target(&rows, &axis_name, |r| Some(r.latency.p99), " p99");
     s.extend(s99);
     charts.push(Chart {
         title: format!("Latency p50 and p99 vs {axis_name}"),
-        x_label: axis_name.clone(),
-        y_label: "latency (µs)".into(),
+        x_label: axis_name.clone().into(),
+        y_label: latency_axis(),
         series: s,
         x_categories: cats.clone(),
         log_x,
@@ -154,7 +163,7 @@ pub fn build(results: &[StudyResult]) -> Report {
         let (s, _) = series_by_target(&rows, &axis_name, |r| r.server_us.map(|u| u * 0.1), "");
         charts.push(Chart {
             title: "Server CPU per 100k requests".into(),
-            x_label: axis_name.clone(),
+            x_label: axis_name.clone().into(),
             y_label: "CPU seconds per 100k requests".into(),
             series: s,
             x_categories: cats,
@@ -167,12 +176,12 @@ pub fn build(results: &[StudyResult]) -> Report {
         .map(|r| Series {
             name: format!("{} @ {}", r.target, describe(r, axis.as_deref())),
             points: vec![
-                (0.0, r.latency.p50),
-                (1.0, r.latency.p90),
-                (2.0, r.latency.p99),
-                (3.0, r.latency.p999),
-                (4.0, r.latency.p9999),
-                (5.0, r.latency.p99999),
+                (50.0, r.latency.p50),
+                (90.0, r.latency.p90),
+                (99.0, r.latency.p99),
+                (99.9, r.latency.p999),
+                (99.99, r.latency.p9999),
+                (99.999, r.latency.p99999),
             ],
             color: target_order(&rows).iter().position(|t| *t == r.target),
             dashed: false,
@@ -181,14 +190,11 @@ pub fn build(results: &[StudyResult]) -> Report {
     if !spectrum.is_empty() {
         charts.push(Chart {
             title: "Latency spectrum at each target's best point".into(),
-            x_label: "percentile".into(),
-            y_label: "latency (µs)".into(),
+            // As HdrHistogram plots it: each nine its own room, latency by decades.
+            x_label: Axis::new("percentile").scaled(Scale::Percentile),
+            y_label: latency_axis().scaled(Scale::Log),
             series: spectrum,
-            x_categories: Some(
-                ["p50", "p90", "p99", "p99.9", "p99.99", "p99.999"]
-                    .map(String::from)
-                    .to_vec(),
-            ),
+            x_categories: None,
             log_x: false,
             markers: Vec::new(),
         });

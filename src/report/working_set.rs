@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use super::chart::{Chart, Series, short};
+use super::chart::{Axis, Chart, Series, short};
+use super::series::p99_goal;
 use super::table::Table;
 use crate::results::study::StudyResult;
 use crate::results::{RunResult, Second};
@@ -74,8 +75,9 @@ pub fn section(results: &[StudyResult]) -> Option<Section> {
         charts: Vec::new(),
     };
     sizes(&runs, &mut s);
-    warmups(&runs, &mut s);
-    events(&runs, &mut s);
+    let goal = p99_goal(results);
+    warmups(&runs, goal.as_ref(), &mut s);
+    events(&runs, goal.as_ref(), &mut s);
     (!s.verdict.is_empty() || !s.charts.is_empty()).then_some(s)
 }
 
@@ -91,16 +93,66 @@ fn size_of(r: &RunResult) -> Option<(f64, f64)> {
     })
 }
 
-/// What the memory bought: the hit ratio against the cache's size per key
-/// skew, and a line per skew from the smallest cache to the largest.
-fn sizes(runs: &[Run], s: &mut Section) {
-    let mut by: BTreeMap<(String, String), Vec<&Run>> = BTreeMap::new();
-    for run in runs.iter().filter(|r| size_of(r.r).is_some()) {
-        by.entry((run.target.to_string(), run.distribution()))
-            .or_default()
-            .push(run);
+/// A run's settings beside its cache's size and key skew: its swept values,
+/// and its rate where that was not swept.
+fn settings(run: &Run) -> BTreeMap<String, String> {
+    let mut m: BTreeMap<String, String> = run.params.clone();
+    m.remove("distribution");
+    if !m.contains_key("rate") {
+        let rate = run.rate().map_or("closed-loop".into(), short);
+        m.insert("rate".into(), rate);
     }
-    by.retain(|_, v| {
+    m
+}
+
+/// Each run of `sized` labelled by the settings that differ between its
+/// target's runs of one cache size (the rate, the keys): ` rate=500`, or
+/// nothing. A setting that only changes with the size (`cache.memory-mb`)
+/// draws no curve of its own.
+fn apart(sized: &[&Run]) -> Vec<String> {
+    let all: Vec<BTreeMap<String, String>> = sized.iter().map(|r| settings(r)).collect();
+    let same_size = |i: usize, j: usize| {
+        let size = |r: &Run| {
+            r.r.cache_aside
+                .as_ref()?
+                .working_set
+                .as_ref()
+                .map(|w| w.memory_limit_bytes)
+        };
+        sized[i].target == sized[j].target
+            && sized[i].distribution() == sized[j].distribution()
+            && size(sized[i]) == size(sized[j])
+    };
+    let mut keys: Vec<&String> = all.iter().flat_map(|m| m.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.retain(|k| {
+        (0..sized.len())
+            .any(|i| (0..sized.len()).any(|j| same_size(i, j) && all[i].get(*k) != all[j].get(*k)))
+    });
+    all.iter()
+        .map(|m| {
+            keys.iter()
+                .filter_map(|k| m.get(*k).map(|v| format!(" {k}={v}")))
+                .collect()
+        })
+        .collect()
+}
+
+/// What the memory bought: the hit ratio against the cache's size, a curve
+/// per target, key skew and any other setting that differs at one size (each
+/// rate its own), from the smallest cache to the largest.
+fn sizes(runs: &[Run], s: &mut Section) {
+    let sized: Vec<&Run> = runs.iter().filter(|r| size_of(r.r).is_some()).collect();
+    let mut by: Vec<((String, String), Vec<&Run>)> = Vec::new();
+    for (run, apart) in sized.iter().zip(apart(&sized)) {
+        let key = (format!("{}{apart}", run.target), run.distribution());
+        match by.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(run),
+            None => by.push((key, vec![run])),
+        }
+    }
+    by.retain_mut(|(_, v)| {
         v.sort_by(|a, b| size_of(a.r).unwrap().0.total_cmp(&size_of(b.r).unwrap().0));
         v.len() >= 2
     });
@@ -210,8 +262,12 @@ fn curve(t: &[Second], f: impl Fn(&Second) -> Option<f64>) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// The timelines of `runs` (hit ratio, database reads, p99), events marked.
-fn timelines(title: &str, runs: &[&Run], keys: &[&str], s: &mut Section) {
+/// The study's p99 limit on a latency chart: µs and its label.
+type Goal<'a> = Option<&'a (f64, String)>;
+
+/// The timelines of `runs` (hit ratio, database reads, p99), events marked,
+/// the p99 `goal` drawn on the p99 one.
+fn timelines(title: &str, runs: &[&Run], keys: &[&str], goal: Goal, s: &mut Section) {
     let mut markers: Vec<(f64, String)> = Vec::new();
     for e in runs.iter().flat_map(|r| r.r.events.iter()) {
         let what = e.event.split_once(':').map_or(&*e.event, |(_, a)| a);
@@ -220,7 +276,7 @@ fn timelines(title: &str, runs: &[&Run], keys: &[&str], s: &mut Section) {
             markers.push((e.at_s, what.to_string()));
         }
     }
-    let mut chart = |what: &str, y: &str, f: &dyn Fn(&Second) -> Option<f64>| {
+    let mut chart = |what: &str, y: Axis, f: &dyn Fn(&Second) -> Option<f64>| {
         let series: Vec<Series> = runs
             .iter()
             .enumerate()
@@ -236,7 +292,7 @@ fn timelines(title: &str, runs: &[&Run], keys: &[&str], s: &mut Section) {
             s.charts.push(Chart {
                 title: format!("{title}: {what}"),
                 x_label: "second of the measured run".into(),
-                y_label: y.into(),
+                y_label: y,
                 series,
                 x_categories: None,
                 log_x: false,
@@ -244,18 +300,25 @@ fn timelines(title: &str, runs: &[&Run], keys: &[&str], s: &mut Section) {
             });
         }
     };
-    chart("cache hit ratio per second", "hit ratio (%)", &|s| {
+    chart("cache hit ratio per second", "hit ratio (%)".into(), &|s| {
         s.cache.as_ref()?.hit_ratio().map(|h| h * 100.0)
     });
-    chart("database reads per second", "reads per second", &|s| {
-        Some(s.per_s(s.cache.as_ref().map_or(s.requests, |c| c.db_reads)))
-    });
-    chart("p99 per second", "p99 latency (µs)", &|s| Some(s.p99_us));
+    chart(
+        "database reads per second",
+        "reads per second".into(),
+        &|s| Some(s.per_s(s.cache.as_ref().map_or(s.requests, |c| c.db_reads))),
+    );
+    let p99 = Axis::new("p99 latency (µs)");
+    let p99 = match goal {
+        Some((us, label)) => p99.with_line(*us, label.clone()),
+        None => p99,
+    };
+    chart("p99 per second", p99, &|s| Some(s.p99_us));
 }
 
 /// A cold cache warming up: its curve, and whether the database alone could
 /// carry the same rate.
-fn warmups(runs: &[Run], s: &mut Section) {
+fn warmups(runs: &[Run], goal: Goal, s: &mut Section) {
     let cold: Vec<&Run> = runs
         .iter()
         .filter(|r| {
@@ -308,11 +371,11 @@ fn warmups(runs: &[Run], s: &mut Section) {
         runs.iter()
             .filter(|o| o.r.cache_aside.is_none() && cold.iter().any(|c| c.rate() == o.rate())),
     );
-    timelines("Cold start", &shown, &["distribution", "rate"], s);
+    timelines("Cold start", &shown, &["distribution", "rate"], goal, s);
 }
 
 /// Each event and its aftermath, and the timelines of the runs that had them.
-fn events(runs: &[Run], s: &mut Section) {
+fn events(runs: &[Run], goal: Goal, s: &mut Section) {
     let with: Vec<&Run> = runs.iter().filter(|r| !r.r.events.is_empty()).collect();
     if with.is_empty() {
         return;
@@ -352,5 +415,105 @@ fn events(runs: &[Run], s: &mut Section) {
             ));
         }
     }
-    timelines("Events", &with, &["distribution", "cache.memory-mb"], s);
+    timelines(
+        "Events",
+        &with,
+        &["distribution", "cache.memory-mb"],
+        goal,
+        s,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fixture study as a cache in front of postgres at `(cache MiB,
+    /// rate, hit ratio)` points, of 100 MiB of values.
+    fn sized(points: &[(u64, u32, f64)]) -> StudyResult {
+        let mut s: StudyResult =
+            serde_json::from_str(include_str!("../../tests/fixtures/study.json")).unwrap();
+        let template = s.points[0].clone();
+        s.points = points
+            .iter()
+            .enumerate()
+            .map(|(i, &(mb, rate, hit))| {
+                let mut p = template.clone();
+                p.index = i;
+                p.target = "pg+redis".into();
+                p.params = [
+                    ("cache.memory-mb".to_string(), mb.to_string()),
+                    ("rate".to_string(), rate.to_string()),
+                ]
+                .into();
+                let r = p.result.as_mut().unwrap();
+                r.config.load.rate = Some(rate as f64);
+                r.cache_aside = Some(
+                    serde_json::from_value(serde_json::json!({
+                        "cache": serde_json::to_value(&r.target).unwrap(),
+                        "write_policy": "invalidate",
+                        "ttl_s": 0,
+                        "cache_hits": (hit * 1000.0) as u64,
+                        "cache_misses": 1000 - (hit * 1000.0) as u64,
+                        "hit_ratio": hit,
+                        "db_reads_saved_per_s": 0.0,
+                        "db_reads_per_s": (1.0 - hit) * rate as f64,
+                        "legs": {},
+                        "cache_cpu_s": null,
+                        "db_cpu_s": null,
+                        "cache_counters": null,
+                        "working_set": {
+                            "data_bytes": 100u64 << 20,
+                            "memory_limit_bytes": mb << 20,
+                            "memory_used_bytes": 0,
+                            "items": 0,
+                            "evictions": 0
+                        }
+                    }))
+                    .unwrap(),
+                );
+                p
+            })
+            .collect();
+        s
+    }
+
+    #[test]
+    fn each_rate_draws_its_own_hit_ratio_curve() {
+        let s = sized(&[
+            (10, 500, 0.60),
+            (10, 1000, 0.55),
+            (50, 500, 0.90),
+            (50, 1000, 0.85),
+        ]);
+        let sec = section(&[s]).expect("a working-set section");
+        let c = sec
+            .charts
+            .iter()
+            .find(|c| c.title == "Cache hit ratio vs cache memory")
+            .unwrap();
+        let names: Vec<&str> = c.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["pg+redis rate=500 uniform", "pg+redis rate=1000 uniform"]
+        );
+        for ser in &c.series {
+            assert_eq!(ser.points.len(), 2, "{ser:?}");
+            assert!(ser.points[0].0 < ser.points[1].0, "{ser:?}");
+        }
+        assert_eq!(c.series[0].points, [(10.0, 60.0), (50.0, 90.0)]);
+        // The legend names both; the size's own setting names neither.
+        let svg = super::super::chart::svg(c);
+        assert!(svg.contains(">pg+redis rate=1000 uniform</text>"));
+        assert!(!svg.contains("memory-mb"));
+        assert_eq!(sec.verdict.len(), 2, "{:?}", sec.verdict);
+    }
+
+    #[test]
+    fn one_rate_is_one_curve() {
+        let s = sized(&[(10, 500, 0.6), (50, 500, 0.9)]);
+        let sec = section(&[s]).unwrap();
+        assert_eq!(sec.charts[0].series.len(), 1);
+        assert_eq!(sec.charts[0].series[0].name, "pg+redis uniform");
+    }
 }

@@ -1,7 +1,17 @@
-//! Line charts as self-contained SVG: axes with ticks and units, a title, a
-//! legend; one polyline per series. A pure function of the chart data.
+//! Charts as self-contained SVG: axes with ticks and units (linear,
+//! logarithmic, or percentiles spread as HdrHistogram plots them), a title, a
+//! legend; one polyline per series, or bars where every point has one x;
+//! dashed lines across the plot (a goal) and event markers. A pure function of
+//! the chart data.
+
+mod scale;
+#[cfg(test)]
+mod tests;
 
 use std::fmt::Write as _;
+
+pub use scale::{Axis, Scale};
+use scale::{place_span, value_span};
 
 /// One line of a chart.
 #[derive(Clone, Debug, PartialEq)]
@@ -21,15 +31,16 @@ pub struct Series {
 pub struct Chart {
     /// Title above the plot.
     pub title: String,
-    /// X axis label with unit.
-    pub x_label: String,
-    /// Y axis label with unit.
-    pub y_label: String,
+    /// X axis: label with unit (a label converts), scale, lines across.
+    pub x_label: Axis,
+    /// Y axis: label with unit (a label converts), scale, lines across (a
+    /// p99 goal).
+    pub y_label: Axis,
     /// The lines.
     pub series: Vec<Series>,
     /// Labels for x positions 0, 1, 2, ... (categorical axis), if any.
     pub x_categories: Option<Vec<String>>,
-    /// Logarithmic x axis (e.g. connections 1 ... 1000).
+    /// Logarithmic x axis (e.g. connections 1 ... 1000), as `Scale::Log`.
     pub log_x: bool,
     /// Vertical lines at x with a label (events during a run).
     pub markers: Vec<(f64, String)>,
@@ -79,19 +90,6 @@ pub fn short(v: f64) -> String {
     format!("{s}{suffix}")
 }
 
-fn nice_max(v: f64) -> f64 {
-    if v <= 0.0 {
-        return 1.0;
-    }
-    let p = 10f64.powf(v.log10().floor());
-    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
-        if v <= m * p {
-            return m * p;
-        }
-    }
-    10.0 * p
-}
-
 /// Renders the chart as an `<svg>` element.
 pub fn svg(c: &Chart) -> String {
     let pts: Vec<(f64, f64)> = c
@@ -99,20 +97,31 @@ pub fn svg(c: &Chart) -> String {
         .iter()
         .flat_map(|s| s.points.iter().copied())
         .collect();
-    let fx = |x: f64| if c.log_x { x.max(1e-9).log10() } else { x };
-    let (mut x0, mut x1) = pts.iter().fold((f64::MAX, f64::MIN), |(a, b), p| {
-        (a.min(fx(p.0)), b.max(fx(p.0)))
-    });
-    if pts.is_empty() {
-        (x0, x1) = (0.0, 1.0);
-    }
-    if (x1 - x0).abs() < 1e-12 {
-        x0 -= 0.5;
-        x1 += 0.5;
-    }
-    let ymax = nice_max(pts.iter().map(|p| p.1).fold(0.0, f64::max) * 1.05);
-    let px = |x: f64| L + (fx(x) - x0) / (x1 - x0) * (W - L - R);
-    let py = |y: f64| H - B - y / ymax * (H - T - B);
+    let xs: Vec<f64> = pts.iter().map(|p| p.0).collect();
+    let ys: Vec<f64> = pts.iter().map(|p| p.1).collect();
+    let x_scale = match (&c.x_categories, c.log_x) {
+        (Some(_), _) => Scale::Linear,
+        (None, true) => Scale::Log,
+        (None, false) => c.x_label.scale,
+    };
+    let x_axis = Axis {
+        scale: x_scale,
+        ..c.x_label.clone()
+    };
+    let tick_label = |x: f64| match &c.x_categories {
+        Some(cats) => cats.get(x as usize).cloned().unwrap_or_default(),
+        None if x_scale == Scale::Percentile => scale::percent(x),
+        None => short(x),
+    };
+    let xspan = place_span(&x_axis, &xs, &tick_label);
+    let yspan = value_span(&c.y_label, &ys);
+    // Every point at one x: bars side by side, not lines from nowhere.
+    let bars = !pts.is_empty() && xs.iter().all(|x| *x == xs[0]);
+    let px = |x: f64| L + (x_scale.pos(x) - xspan.lo) / (xspan.hi - xspan.lo) * (W - L - R);
+    let py = |y: f64| {
+        let f = (c.y_label.scale.pos(y) - yspan.lo) / (yspan.hi - yspan.lo);
+        H - B - f.clamp(0.0, 1.0) * (H - T - B)
+    };
     let mut s = String::new();
     let _ = write!(
         s,
@@ -126,35 +135,26 @@ pub fn svg(c: &Chart) -> String {
         esc(&c.title)
     );
     // Y grid and ticks.
-    for i in 0..=5 {
-        let v = ymax * i as f64 / 5.0;
-        let y = py(v);
+    for (v, label) in &yspan.ticks {
+        let y = py(*v);
         let _ = write!(
             s,
-            r##"<line x1="{L}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#e5e5e5"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
+            r##"<line x1="{L}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#e5e5e5"/><text class="ytick" x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
             W - R,
             L - 6.0,
             y + 4.0,
-            short(v)
+            esc(label)
         );
     }
-    // X ticks: categories, or the distinct x values.
-    let mut xs: Vec<f64> = pts.iter().map(|p| p.0).collect();
-    xs.sort_by(|a, b| a.total_cmp(b));
-    xs.dedup();
-    for x in &xs {
-        let label = match &c.x_categories {
-            Some(cats) => cats.get(*x as usize).cloned().unwrap_or_default(),
-            None => short(*x),
-        };
+    for (x, label) in &xspan.ticks {
         let _ = write!(
             s,
-            r##"<line x1="{0:.1}" y1="{1}" x2="{0:.1}" y2="{2}" stroke="#999"/><text x="{0:.1}" y="{3}" text-anchor="middle">{4}</text>"##,
+            r##"<line x1="{0:.1}" y1="{1}" x2="{0:.1}" y2="{2}" stroke="#999"/><text class="xtick" x="{0:.1}" y="{3}" text-anchor="middle">{4}</text>"##,
             px(*x),
             H - B,
             H - B + 5.0,
             H - B + 18.0,
-            esc(&label)
+            esc(label)
         );
     }
     let _ = write!(
@@ -168,15 +168,15 @@ pub fn svg(c: &Chart) -> String {
         r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
         (L + W - R) / 2.0,
         H - 12.0,
-        esc(&c.x_label)
+        esc(&c.x_label.label)
     );
     let _ = write!(
         s,
         r#"<text x="16" y="{0}" text-anchor="middle" transform="rotate(-90 16 {0})">{1}</text>"#,
         (T + H - B) / 2.0,
-        esc(&c.y_label)
+        esc(&c.y_label.label)
     );
-    for (x, label) in &c.markers {
+    for (x, label) in c.markers.iter().chain(&c.x_label.lines) {
         let _ = write!(
             s,
             r##"<line x1="{0:.1}" y1="{1}" x2="{0:.1}" y2="{2}" stroke="#555" stroke-dasharray="3 3"/><text x="{3:.1}" y="{4}" font-size="11">{5}</text>"##,
@@ -188,6 +188,19 @@ pub fn svg(c: &Chart) -> String {
             esc(label)
         );
     }
+    for (y, label) in &c.y_label.lines {
+        let _ = write!(
+            s,
+            r##"<line class="goal" x1="{L}" y1="{0:.1}" x2="{1}" y2="{0:.1}" stroke="#b00" stroke-width="1.5" stroke-dasharray="8 4"/><text x="{2}" y="{3:.1}" text-anchor="end" font-size="11" fill="#b00">{4}</text>"##,
+            py(*y),
+            W - R,
+            W - R - 4.0,
+            py(*y) - 4.0,
+            esc(label)
+        );
+    }
+    let n = c.series.len().max(1) as f64;
+    let slot = (48f64).min((W - L - R) * 0.6 / n);
     for (i, ser) in c.series.iter().enumerate() {
         let color = COLORS[ser.color.unwrap_or(i) % COLORS.len()];
         let dash = if ser.dashed {
@@ -195,12 +208,29 @@ pub fn svg(c: &Chart) -> String {
         } else {
             ""
         };
+        // A bar's middle: its slot beside the others' around the one x.
+        let at = |x: f64| match bars {
+            true => px(x) - n * slot / 2.0 + (i as f64 + 0.5) * slot,
+            false => px(x),
+        };
         let path: Vec<String> = ser
             .points
             .iter()
-            .map(|p| format!("{:.1},{:.1}", px(p.0), py(p.1)))
+            .map(|p| format!("{:.1},{:.1}", at(p.0), py(p.1)))
             .collect();
-        if path.len() > 1 {
+        if bars {
+            let opacity = if ser.dashed { 0.45 } else { 0.85 };
+            for p in &ser.points {
+                let _ = write!(
+                    s,
+                    r#"<rect class="bar" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{color}" fill-opacity="{opacity}"/>"#,
+                    at(p.0) - slot / 2.0 + 3.0,
+                    py(p.1),
+                    slot - 6.0,
+                    (H - B - py(p.1)).max(0.0)
+                );
+            }
+        } else if path.len() > 1 {
             let _ = write!(
                 s,
                 r#"<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="{}"/>"#,
@@ -211,11 +241,11 @@ pub fn svg(c: &Chart) -> String {
             let _ = write!(
                 s,
                 r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{color}"><title>{}: {} at {}</title></circle>"#,
-                px(p.0),
+                at(p.0),
                 py(p.1),
                 esc(&ser.name),
                 short(p.1),
-                short(p.0)
+                tick_label(p.0)
             );
         }
         let ly = T + 10.0 + i as f64 * 20.0;
@@ -226,52 +256,19 @@ pub fn svg(c: &Chart) -> String {
             ly + 2.0,
             esc(&ser.name),
         );
-        let _ = write!(
-            s,
-            r#"<line x1="{lx0}" y1="{ly}" x2="{lx1}" y2="{ly}" stroke="{color}" stroke-width="3"{dash}/><text x="{tx}" y="{ty}">{name}</text>"#
-        );
+        let _ = match bars {
+            true => write!(
+                s,
+                r#"<rect x="{lx0}" y="{}" width="20" height="10" fill="{color}" fill-opacity="{}"/><text x="{tx}" y="{ty}">{name}</text>"#,
+                ly - 5.0,
+                if ser.dashed { 0.45 } else { 0.85 }
+            ),
+            false => write!(
+                s,
+                r#"<line x1="{lx0}" y1="{ly}" x2="{lx1}" y2="{ly}" stroke="{color}" stroke-width="3"{dash}/><text x="{tx}" y="{ty}">{name}</text>"#
+            ),
+        };
     }
     s.push_str("</svg>");
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn draws_every_series_and_labels() {
-        let c = Chart {
-            title: "Throughput".into(),
-            x_label: "connections".into(),
-            y_label: "requests/s".into(),
-            series: vec![
-                Series {
-                    name: "cache-a".into(),
-                    points: vec![(10.0, 1000.0), (100.0, 5000.0)],
-                    color: None,
-                    dashed: false,
-                },
-                Series {
-                    name: "pg <x>".into(),
-                    points: vec![(10.0, 500.0)],
-                    color: Some(3),
-                    dashed: true,
-                },
-            ],
-            x_categories: None,
-            log_x: true,
-            markers: Vec::new(),
-        };
-        let s = svg(&c);
-        assert!(s.starts_with("<svg") && s.ends_with("</svg>"));
-        assert_eq!(s.matches("<polyline").count(), 1);
-        assert_eq!(s.matches("<circle").count(), 3);
-        assert!(
-            s.contains("pg &lt;x&gt;") && s.contains("requests/s") && s.contains("connections")
-        );
-        assert_eq!(short(1500.0), "1.5k");
-        assert_eq!(short(2_000_000.0), "2M");
-        assert_eq!(short(0.25), "0.25");
-    }
 }
