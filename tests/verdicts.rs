@@ -482,6 +482,11 @@ fn a_study_with_a_stated_load_sizes_each_architecture() {
         text.contains("Sizing: the database alone (postgres) needs"),
         "{text}"
     );
+    // Costs name their unit; the study gave no currency.
+    assert!(
+        text.contains("a month (in the unit of price_core_hour)"),
+        "{text}"
+    );
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
         md.contains("### Sizing for 200,000 req/s within p99 50 ms"),
@@ -490,10 +495,19 @@ fn a_study_with_a_stated_load_sizes_each_architecture() {
     for row in [
         "| the database alone | postgres |",
         "| the cache alone | redis |",
-        "| cache in front of the database | redis + postgres |",
+        "| cache-aside | redis in front of postgres |",
     ] {
         assert!(md.contains(row), "{row}: {md}");
     }
+    // The cache-aside row's memory is both servers', each named.
+    let aside = md
+        .lines()
+        .find(|l| l.starts_with("| cache-aside |"))
+        .unwrap();
+    assert!(
+        aside.contains("memory postgres ") && aside.contains(" MiB + redis "),
+        "{aside}"
+    );
     assert!(
         md.contains("all 200,000 req/s:") && md.contains("extrapolates server CPU per request"),
         "{md}"

@@ -37,7 +37,11 @@ impl Cli {
         };
         let cmd = Cli::command()
             .mut_subcommand("capacity", hide(&["rate", "shard", "start_at"]))
-            .mut_subcommand("replay", hide(&commands::replay::REFUSED));
+            .mut_subcommand("replay", |c| {
+                hide(&commands::replay::REFUSED)(c)
+                    .mut_arg("duration", |a| a.help(commands::replay::DURATION_HELP))
+                    .mut_arg("warmup", |a| a.help(commands::replay::WARMUP_HELP))
+            });
         Cli::from_arg_matches(&cmd.try_get_matches()?)
     }
 }
@@ -114,7 +118,9 @@ pub struct StudyArgs {
     /// Output directory [default: the study's `output`, else results/NAME].
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Only print the expanded plan.
+    /// Print the plan and run nothing: the settings every point shares
+    /// (cache start, memory, events, [sizing]...), each target's, each point's
+    /// swept values, and how long the study takes (about, and at most).
     #[arg(long)]
     pub dry_run: bool,
     #[command(flatten)]

@@ -134,6 +134,10 @@ pub struct Sizing {
     pub price_core_hour: Option<f64>,
     /// Price of a GiB of memory for an hour.
     pub price_gib_hour: Option<f64>,
+    /// The currency of the prices (e.g. "USD"), shown beside every cost
+    /// [default: costs say "in the unit of price_core_hour"].
+    #[serde(default)]
+    pub currency: Option<String>,
 }
 
 /// `[thresholds]`: limits every point of a study must meet. Each is

@@ -7,6 +7,7 @@ use super::figures::StaleFigures;
 use super::rows::Row;
 use super::series::series_by_target;
 use super::table::Table;
+use crate::results::aside::HIT_RATIO_NAME;
 use crate::results::stats::Leg;
 
 /// The section's parts.
@@ -67,13 +68,14 @@ pub fn section(rows: &[Row]) -> Option<Section> {
                         short(r.latency.p99)
                     ),
                     Some(a) => format!(
-                        "{} ({} {}) {} req/s, p50 {} µs, p99 {} µs, hit ratio {:.1}%, {} database reads saved per second, {stale}{errors}",
+                        "{} ({} {}) {} req/s, p50 {} µs, p99 {} µs, {} {:.1}%, {} database reads saved per second, {stale}{errors}",
                         r.target,
                         a.cache,
                         a.policy,
                         short(r.rps),
                         short(r.latency.p50),
                         short(r.latency.p99),
+                        HIT_RATIO_NAME,
                         a.hit_ratio * 100.0,
                         short(a.db_reads_saved_per_s)
                     ),
@@ -97,7 +99,7 @@ pub fn section(rows: &[Row]) -> Option<Section> {
             "req/s",
             "p50 µs",
             "p99 µs",
-            "hit ratio",
+            HIT_RATIO_NAME,
             "DB reads saved/s",
             "DB reads/s",
             "stale reads / M reads",

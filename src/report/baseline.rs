@@ -144,6 +144,7 @@ mod tests {
             ratio: "0:1".into(),
             aside: None,
             paced: false,
+            offered: None,
             not_sustained: false,
             stale: None,
         }

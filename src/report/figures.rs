@@ -75,11 +75,12 @@ pub struct AsideFigures {
     pub cache: String,
     /// Expiry of cache entries, seconds.
     pub ttl_s: u32,
-    /// Cache hits / lookups.
+    /// The hit ratio of all reads ([`crate::results::aside::hit_ratio`]).
     pub hit_ratio: f64,
     /// Database reads the cache saved per second.
     pub db_reads_saved_per_s: f64,
-    /// Database reads made per second (cache misses).
+    /// Database reads made per second (cache misses, and reads around an
+    /// unreachable cache).
     pub db_reads_per_s: f64,
     /// Latency of each leg (as [`Leg::ALL`]), µs; `None` for a leg never taken.
     pub legs: Vec<Option<Percentiles>>,
@@ -88,11 +89,12 @@ pub struct AsideFigures {
 /// Merges the cache-aside figures of one point's runs (`None` without a cache).
 pub fn figures(runs: &[&RunResult]) -> Option<AsideFigures> {
     let first = runs.iter().find_map(|r| r.cache_aside.as_ref())?;
-    let (mut hits, mut misses, mut secs) = (0u64, 0u64, 0f64);
+    let (mut hits, mut misses, mut bypassed, mut secs) = (0u64, 0u64, 0u64, 0f64);
     for r in runs {
         if let Some(a) = &r.cache_aside {
             hits += a.cache_hits;
             misses += a.cache_misses;
+            bypassed += a.cache_bypassed;
             secs += r.duration_s;
         }
     }
@@ -101,9 +103,9 @@ pub fn figures(runs: &[&RunResult]) -> Option<AsideFigures> {
         policy: first.write_policy.clone(),
         cache: first.cache.kind.clone(),
         ttl_s: first.ttl_s,
-        hit_ratio: hits as f64 / (hits + misses).max(1) as f64,
+        hit_ratio: crate::results::aside::hit_ratio(hits, misses, bypassed).unwrap_or(0.0),
         db_reads_saved_per_s: hits as f64 / secs,
-        db_reads_per_s: misses as f64 / secs,
+        db_reads_per_s: (misses + bypassed) as f64 / secs,
         legs: Leg::ALL
             .iter()
             .map(|l| {

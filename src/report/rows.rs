@@ -47,6 +47,8 @@ pub struct Row {
     pub aside: Option<AsideFigures>,
     /// Run open-loop at a fixed rate (latency from the intended start).
     pub paced: bool,
+    /// The rate offered, req/s (open loop only).
+    pub offered: Option<f64>,
     /// An open-loop point that did not carry its rate: a failed point, not a figure.
     pub not_sustained: bool,
     /// Stale reads, when tracked.
@@ -122,6 +124,7 @@ pub fn rows(results: &[StudyResult]) -> Vec<Row> {
                 ratio: runs[0].config.workload.ratio.to_string(),
                 aside: figures::figures(runs),
                 paced: runs[0].schedule.is_some(),
+                offered: runs[0].config.load.rate,
                 not_sustained: runs.iter().any(|r| {
                     r.schedule
                         .as_ref()

@@ -6,12 +6,12 @@
 //! comes from; CPU is extrapolated linearly from the rate measured, which the
 //! caveat says does not hold to many cores.
 
-use crate::driver::Role;
 use crate::plan::study::Sizing;
 use crate::report::table::Table;
 use crate::results::RunResult;
 use crate::results::stats::num;
 use crate::results::study::StudyResult;
+use crate::results::usage::Role;
 
 /// Hours in a month, for prices per hour.
 const MONTH_H: f64 = 730.0;
@@ -30,8 +30,8 @@ pub struct Section {
 struct Need {
     architecture: &'static str,
     target: String,
-    cores: f64,
-    gib: f64,
+    /// Server cores and memory (GiB); `None`: no point to size from.
+    size: Option<(f64, f64)>,
     stale: String,
     if_cache_fails: String,
     source: String,
@@ -48,8 +48,14 @@ pub fn section(results: &[StudyResult]) -> Option<Section> {
     // Per target, the point within the limit that spent the least server CPU
     // per request: the cheapest way the study saw it carry its load.
     let mut best: std::collections::BTreeMap<&str, &RunResult> = Default::default();
+    // Every architecture the study ran, in its order, with its points.
+    let mut ran: Vec<(&str, Vec<&RunResult>)> = Vec::new();
     for p in results.iter().flat_map(|r| &r.points) {
         let Some(r) = p.result.as_ref() else { continue };
+        match ran.iter_mut().find(|(t, _)| *t == p.target) {
+            Some((_, rs)) => rs.push(r),
+            None => ran.push((p.target.as_str(), vec![r])),
+        }
         let within =
             r.valid && r.errors == 0 && p99_ms.is_none_or(|ms| r.latency_us.p99 <= ms * 1e3);
         if !within || cpu_per_req(r).is_none() {
@@ -60,7 +66,7 @@ pub fn section(results: &[StudyResult]) -> Option<Section> {
             *e = r;
         }
     }
-    if best.is_empty() {
+    if ran.is_empty() {
         return None;
     }
     // A database's own cost alone, for what it must carry when a cache fails.
@@ -70,10 +76,17 @@ pub fn section(results: &[StudyResult]) -> Option<Section> {
             .filter_map(|(t, r)| Some((cpu_per_req(r)? * s.rps / 1e6, t.to_string())))
             .next()
     };
-    let needs: Vec<Need> = best
+    let needs: Vec<Need> = ran
         .iter()
-        .map(|(t, r)| need(t, r, s, keys, value, db_alone))
+        .map(|(t, rs)| match best.get(t) {
+            Some(r) => need(t, r, s, keys, value, &db_alone),
+            None => no_point(rs, p99_ms),
+        })
         .collect();
+    let cost_unit = match &s.currency {
+        Some(c) => c.clone(),
+        None => "in the unit of price_core_hour".to_string(),
+    };
     let mut table = Table {
         title: format!(
             "Sizing for {} req/s{}, {} keys x {} B",
@@ -99,13 +112,34 @@ pub fn section(results: &[StudyResult]) -> Option<Section> {
         .to_vec(),
         rows: Vec::new(),
     };
+    if s.price_core_hour.is_some() || s.price_gib_hour.is_some() {
+        table.headers[5] = format!("cost a month ({cost_unit})");
+    }
     let mut verdict = Vec::new();
     for n in &needs {
+        let Some((cores, gib)) = n.size else {
+            verdict.push(format!(
+                "Sizing: {} ({}): not sized: {}.",
+                n.architecture, n.target, n.source
+            ));
+            table.rows.push(vec![
+                n.architecture.to_string(),
+                n.target.clone(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                n.stale.clone(),
+                n.if_cache_fails.clone(),
+                n.source.clone(),
+            ]);
+            continue;
+        };
         let machines = match (s.machine_cores, s.machine_gib) {
             (None, None) => "-".to_string(),
             (c, g) => {
-                let by_cores = c.map_or(0.0, |c| n.cores / c);
-                let by_mem = g.map_or(0.0, |g| n.gib / g);
+                let by_cores = c.map_or(0.0, |c| cores / c);
+                let by_mem = g.map_or(0.0, |g| gib / g);
                 format!("{:.0}", by_cores.max(by_mem).ceil().max(1.0))
             }
         };
@@ -113,26 +147,26 @@ pub fn section(results: &[StudyResult]) -> Option<Section> {
             (None, None) => "-".to_string(),
             (c, g) => format!(
                 "{:.0}",
-                (n.cores * c.unwrap_or(0.0) + n.gib * g.unwrap_or(0.0)) * MONTH_H
+                (cores * c.unwrap_or(0.0) + gib * g.unwrap_or(0.0)) * MONTH_H
             ),
         };
         verdict.push(format!(
             "Sizing: {} ({}) needs {:.1} server cores and {:.1} GiB for {} req/s{}.",
             n.architecture,
             n.target,
-            n.cores,
-            n.gib,
+            cores,
+            gib,
             num(s.rps),
             match cost.as_str() {
                 "-" => String::new(),
-                c => format!(", about {c} a month"),
+                c => format!(", about {c} a month ({cost_unit})"),
             }
         ));
         table.rows.push(vec![
             n.architecture.to_string(),
             n.target.clone(),
-            format!("{:.1}", n.cores),
-            format!("{:.2}", n.gib),
+            format!("{cores:.1}"),
+            format!("{gib:.2}"),
             machines,
             cost,
             n.stale.clone(),
@@ -155,15 +189,94 @@ pub fn section(results: &[StudyResult]) -> Option<Section> {
     })
 }
 
-/// Server CPU µs per request of a run (cache and database together in a
-/// cache-aside run).
+/// Server CPU µs per request of a run: every server of it together (cache
+/// and database in a cache-aside run, the pooler too).
 fn cpu_per_req(r: &RunResult) -> Option<f64> {
-    match &r.cache_aside {
-        Some(a) => {
+    match (&r.cache_aside, r.servers.is_empty()) {
+        // Results from before each server's use was kept.
+        (Some(a), true) => {
             let cpu = a.cache_cpu_s? + a.db_cpu_s?;
             (r.requests > 0).then(|| cpu * 1e6 / r.requests as f64)
         }
-        None => r.server_cpu_us_per_request,
+        _ => r.server_cpu_us_per_request,
+    }
+}
+
+/// The architecture of a run, in the sizing's words.
+fn architecture(r: &RunResult) -> &'static str {
+    let cache_alone = match crate::results::usage::of(&r.servers, Role::Cache) {
+        Some(_) => r.servers.len() == 1,
+        None if r.servers.is_empty() => !r.config.target.kind.is_sql(),
+        None => false,
+    };
+    match (&r.cache_aside, cache_alone) {
+        (Some(_), _) => "cache-aside",
+        (None, true) => "the cache alone",
+        (None, false) => "the database alone",
+    }
+}
+
+/// An architecture the study ran with no point to size from: why, its
+/// lowest p99, and what to run to get one.
+fn no_point(rs: &[&RunResult], p99_ms: Option<f64>) -> Need {
+    let ok: Vec<&&RunResult> = rs.iter().filter(|r| r.valid && r.errors == 0).collect();
+    let low = ok
+        .iter()
+        .min_by(|a, b| a.latency_us.p99.total_cmp(&b.latency_us.p99));
+    let why = match (low, p99_ms) {
+        (None, _) => "every point had errors or was not valid; see each point's problems".into(),
+        (Some(l), Some(ms)) => format!(
+            "no point met p99 ≤ {ms} ms; the lowest p99 was {} ms at {} req/s. To get one, run it at lower rates (a [sweep] of rate) or search its capacity: kvlab capacity --target {} --p99-ms {ms}",
+            num(l.latency_us.p99 / 1e3),
+            num(l.throughput_rps),
+            l.config.target.kind.name()
+        ),
+        (Some(_), None) => {
+            "its server CPU was not measured (a server kvlab did not start that reports none)"
+                .into()
+        }
+    };
+    let r = rs[0];
+    Need {
+        architecture: architecture(r),
+        target: r.architecture(),
+        size: None,
+        stale: "-".into(),
+        if_cache_fails: "-".into(),
+        source: why,
+    }
+}
+
+/// Memory the stated keys need (GiB), from each server's peak resident
+/// memory per key measured, and how it was read.
+fn memory(r: &RunResult, keys: u64, data_gib: f64) -> (f64, String) {
+    let measured_keys = r.config.workload.keys.max(1) as f64;
+    let gib = |kb: u64| kb as f64 * 1024.0 / measured_keys * keys as f64 / (1u64 << 30) as f64;
+    let parts: Vec<String> = r
+        .servers
+        .iter()
+        .filter_map(|u| {
+            Some(format!(
+                "{} {} MiB",
+                u.product,
+                num(u.peak_rss_kb? as f64 / 1024.0)
+            ))
+        })
+        .collect();
+    match r.server_peak_rss_kb {
+        Some(kb) if !parts.is_empty() => (
+            gib(kb),
+            format!(
+                "memory {} at {} keys, scaled per key",
+                parts.join(" + "),
+                num(measured_keys)
+            ),
+        ),
+        Some(kb) => (gib(kb), "memory: resident, scaled per key".into()),
+        None => (
+            data_gib,
+            "memory: the data's size (no server memory measured)".into(),
+        ),
     }
 }
 
@@ -174,10 +287,8 @@ fn need(
     s: &Sizing,
     keys: u64,
     value: usize,
-    db_alone: impl Fn(&str) -> Option<(f64, String)>,
+    db_alone: &dyn Fn(&str) -> Option<(f64, String)>,
 ) -> Need {
-    let measured_keys = r.config.workload.keys.max(1) as f64;
-    let rss_gib = |kb: u64| kb as f64 * 1024.0 / measured_keys * keys as f64 / (1u64 << 30) as f64;
     let at = format!(
         "{} at {} req/s, p99 {:.0} µs, {:.1} µs server CPU/req",
         t,
@@ -187,14 +298,20 @@ fn need(
     );
     let cores = cpu_per_req(r).unwrap_or(0.0) * s.rps / 1e6;
     let data_gib = keys as f64 * value as f64 / (1u64 << 30) as f64;
+    let (mut gib, mem) = memory(r, keys, data_gib);
+    let target = r.architecture();
     match &r.cache_aside {
         Some(a) => {
             let stale = r.consistency.as_ref().map_or("not measured".into(), |c| {
                 format!("{:.1} per million reads", c.stale_per_million_reads)
             });
-            let cache_gib = a.working_set.as_ref().map_or(data_gib, |w| {
-                w.memory_limit_bytes as f64 / w.data_bytes.max(1) as f64 * data_gib
-            });
+            if r.servers.is_empty() {
+                // Results from before the cache's memory was kept: its share
+                // of the data, as measured.
+                gib += a.working_set.as_ref().map_or(data_gib, |w| {
+                    w.memory_limit_bytes as f64 / w.data_bytes.max(1) as f64 * data_gib
+                });
+            }
             let fails = match db_alone(&r.target.product) {
                 Some((c, from)) => format!("all {} req/s: {c:.1} cores ({from})", num(s.rps)),
                 None => format!(
@@ -203,33 +320,84 @@ fn need(
                 ),
             };
             Need {
-                architecture: "cache in front of the database",
-                target: format!("{} + {}", a.cache.product, r.target.product),
-                cores,
-                gib: cache_gib + r.server_peak_rss_kb.map_or(data_gib, rss_gib),
+                architecture: architecture(r),
+                target,
+                size: Some((cores, gib)),
                 stale,
                 if_cache_fails: fails,
                 source: format!(
-                    "{at}; hit ratio {:.1}%; cache sized as measured",
+                    "{at}; hit ratio {:.1}% of all reads; {mem}",
                     a.hit_ratio * 100.0
                 ),
             }
         }
-        None => {
-            let cache = matches!(r.config.target.kind.product().role(), Role::Cache(_));
-            Need {
-                architecture: if cache {
-                    "the cache alone"
-                } else {
-                    "the database alone"
-                },
-                target: r.target.product.clone(),
-                cores,
-                gib: r.server_peak_rss_kb.map_or(data_gib, rss_gib),
-                stale: "-".into(),
-                if_cache_fails: "-".into(),
-                source: at,
-            }
-        }
+        None => Need {
+            architecture: architecture(r),
+            target,
+            size: Some((cores, gib)),
+            stale: "-".into(),
+            if_cache_fails: "-".into(),
+            source: format!("{at}; {mem}"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(p99_ms: f64, currency: Option<&str>) -> StudyResult {
+        let mut s: StudyResult =
+            serde_json::from_str(include_str!("../../tests/fixtures/study.json")).unwrap();
+        s.study.sizing = Some(Sizing {
+            rps: 100_000.0,
+            p99_ms: Some(p99_ms),
+            keys: None,
+            value_size: None,
+            machine_cores: Some(16.0),
+            machine_gib: Some(64.0),
+            price_core_hour: Some(0.04),
+            price_gib_hour: Some(0.005),
+            currency: currency.map(String::from),
+        });
+        s
+    }
+
+    #[test]
+    fn an_architecture_with_no_point_within_the_limit_is_a_row_that_says_why() {
+        // redis meets p99 ≤ 0.15 ms (124 µs at 4 connections); postgres's
+        // lowest p99 is 200 µs.
+        let sec = section(&[fixture(0.15, None)]).unwrap();
+        let rows = &sec.table.rows;
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        let redis = rows.iter().find(|r| r[1] == "redis").unwrap();
+        assert_eq!(redis[0], "the cache alone");
+        let pg = rows.iter().find(|r| r[1].starts_with("postgres")).unwrap();
+        assert_eq!(pg[0], "the database alone");
+        assert_eq!(pg[2], "-");
+        assert!(
+            pg[8].contains("no point met p99 ≤ 0.15 ms; the lowest p99 was 0.20 ms at"),
+            "{pg:?}"
+        );
+        assert!(
+            pg[8].contains("kvlab capacity --target postgres --p99-ms 0.15"),
+            "{pg:?}"
+        );
+        assert!(sec.verdict.iter().any(|v| v.contains("not sized")));
+        assert_eq!(
+            sec.table.headers[5],
+            "cost a month (in the unit of price_core_hour)"
+        );
+    }
+
+    #[test]
+    fn costs_carry_their_currency() {
+        let sec = section(&[fixture(2.0, Some("EUR"))]).unwrap();
+        assert_eq!(sec.table.headers[5], "cost a month (EUR)");
+        assert!(
+            sec.verdict.iter().any(|v| v.contains("a month (EUR)")),
+            "{:?}",
+            sec.verdict
+        );
     }
 }

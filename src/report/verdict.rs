@@ -51,8 +51,6 @@ pub(super) fn verdict<'a>(
             targets.push(t);
         }
     }
-    let within =
-        |r: &Row| r.errors == 0 && goal.p99_ms.is_none_or(|ms| r.latency.p99 <= ms * 1000.0);
     let failed = |r: &Row| r.errors > 0 || r.not_sustained;
     let mut best: Vec<&Row> = Vec::new();
     for t in &targets {
@@ -60,10 +58,14 @@ pub(super) fn verdict<'a>(
             .iter()
             .filter(|r| &settings_of(r) == t && !failed(r))
             .collect();
-        let Some(top) = mine.iter().copied().max_by(|a, b| a.rps.total_cmp(&b.rps)) else {
+        if mine.is_empty() {
             verdict.push(format!(
                 "{t}: every point failed (errors, or an offered rate not sustained)."
             ));
+            continue;
+        }
+        let Some((top, best_is)) = best_of(&mine, goal.p99_ms) else {
+            verdict.push(missed_goal(t, &mine, goal.p99_ms.unwrap_or(0.0), axis));
             continue;
         };
         let product = match &top.aside {
@@ -72,7 +74,7 @@ pub(super) fn verdict<'a>(
             None => format!(" ({})", top.product),
         };
         let mut s = format!(
-            "{t}{product}: best {} req/s at {}, p50 {} µs, p99 {} µs",
+            "{t}{product}: {best_is} {} req/s at {}, p50 {} µs, p99 {} µs",
             short(top.rps),
             describe(top, axis),
             short(top.latency.p50),
@@ -93,29 +95,16 @@ pub(super) fn verdict<'a>(
                 );
             }
         }
+        // The best is within the goal already: say how its latency was read.
         if let Some(ms) = goal.p99_ms {
-            match mine
-                .iter()
-                .copied()
-                .filter(|r| within(r))
-                .max_by(|a, b| a.rps.total_cmp(&b.rps))
-            {
-                Some(g) => {
-                    let how = match g.paced {
-                        true => "open loop, latency from the intended start",
-                        false => "closed loop, latency from the send",
-                    };
-                    let _ = write!(
-                        s,
-                        "; its fastest point within p99 ≤ {ms} ms served {} req/s ({}; {how})",
-                        short(g.rps),
-                        describe(g, axis)
-                    );
+            let _ = write!(
+                s,
+                "; within p99 ≤ {ms} ms ({})",
+                match top.paced {
+                    true => "open loop, latency from the intended start",
+                    false => "closed loop, latency from the send",
                 }
-                None => {
-                    let _ = write!(s, "; no point met p99 ≤ {ms} ms");
-                }
-            }
+            );
         }
         if let Some(rps) = goal.rps {
             let _ = write!(
@@ -164,6 +153,55 @@ pub(super) fn verdict<'a>(
         verdict.insert(0, line);
     }
     (verdict, best)
+}
+
+/// The best of a target's points that did not fail, and how to name it: with
+/// a p99 goal, only points within it count (`None`: none was); where every
+/// point was offered the same rate, the best is the lowest p99 at that rate
+/// (throughputs then differ by noise), else the highest throughput.
+fn best_of<'a>(mine: &[&'a Row], p99_ms: Option<f64>) -> Option<(&'a Row, &'static str)> {
+    let ok: Vec<&Row> = mine
+        .iter()
+        .copied()
+        .filter(|r| p99_ms.is_none_or(|ms| r.latency.p99 <= ms * 1000.0))
+        .collect();
+    let first = ok.first()?;
+    let one_rate = first.offered.is_some() && ok.iter().all(|r| r.offered == first.offered);
+    match one_rate {
+        true => ok
+            .iter()
+            .copied()
+            .min_by(|a, b| a.latency.p99.total_cmp(&b.latency.p99))
+            .map(|r| (r, "lowest p99 at the offered rate:")),
+        false => ok
+            .iter()
+            .copied()
+            .max_by(|a, b| a.rps.total_cmp(&b.rps))
+            .map(|r| {
+                let name = match p99_ms.is_some() {
+                    true => "best within the p99 goal:",
+                    false => "best",
+                };
+                (r, name)
+            }),
+    }
+}
+
+/// A target none of whose points met the p99 goal: its lowest p99 and what to
+/// run to find a point that meets it.
+fn missed_goal(t: &str, mine: &[&Row], ms: f64, axis: Option<&str>) -> String {
+    let Some(low) = mine
+        .iter()
+        .min_by(|a, b| a.latency.p99.total_cmp(&b.latency.p99))
+    else {
+        return format!("{t}: no point met p99 ≤ {ms} ms.");
+    };
+    format!(
+        "{t}: no point met p99 ≤ {ms} ms; the lowest p99 was {} µs at {} req/s ({}). To find the rate it carries within the goal: kvlab capacity --p99-ms {ms} on it, or lower rates in the study's [sweep].",
+        short(low.latency.p99),
+        short(low.rps),
+        describe(low, axis)
+    )
 }
 
 /// The best cache against the best database (without a cache in front), when
@@ -333,4 +371,57 @@ fn unstable(results: &[StudyResult]) -> Vec<String> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::rows::rows;
+
+    fn fixture(p99_ms: f64, fixed_rate: bool) -> StudyResult {
+        let mut s: StudyResult =
+            serde_json::from_str(include_str!("../../tests/fixtures/study.json")).unwrap();
+        s.study.goal.p99_ms = Some(p99_ms);
+        for p in &mut s.points {
+            let r = p.result.as_mut().unwrap();
+            if fixed_rate {
+                r.config.load.rate = Some(20_000.0);
+                r.schedule = Some(Default::default());
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn a_point_that_missed_the_goal_is_never_the_best() {
+        // redis meets p99 ≤ 0.15 ms at 4 connections (124 µs), postgres never
+        // (its lowest p99 is 200 µs).
+        let s = [fixture(0.15, false)];
+        let rs = rows(&s);
+        let (v, best) = verdict(&s, &rs, Some("connections"), None);
+        let redis = v.iter().find(|l| l.starts_with("redis")).unwrap();
+        assert!(redis.contains("best within the p99 goal:"), "{redis}");
+        assert!(redis.contains("at connections 4,"), "{redis}");
+        let pg = v.iter().find(|l| l.starts_with("postgres")).unwrap();
+        assert!(
+            pg.contains("no point met p99 ≤ 0.15 ms; the lowest p99 was 200 µs"),
+            "{pg}"
+        );
+        assert!(pg.contains("kvlab capacity --p99-ms 0.15"), "{pg}");
+        assert!(!pg.contains("best"), "{pg}");
+        assert!(best.iter().all(|r| r.target == "redis"));
+    }
+
+    #[test]
+    fn at_one_offered_rate_the_best_is_the_lowest_p99() {
+        // Every point offered the same rate: throughputs differ by noise, so
+        // the best is the lowest p99 (4 connections), not the most req/s.
+        let s = [fixture(2.0, true)];
+        let rs = rows(&s);
+        let (v, _) = verdict(&s, &rs, Some("connections"), None);
+        let redis = v.iter().find(|l| l.starts_with("redis")).unwrap();
+        assert!(redis.contains("lowest p99 at the offered rate:"), "{redis}");
+        assert!(redis.contains("at connections 4,"), "{redis}");
+        assert!(!redis.contains("best"), "{redis}");
+    }
 }

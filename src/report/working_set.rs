@@ -75,8 +75,9 @@ pub fn section(results: &[StudyResult]) -> Option<Section> {
         charts: Vec::new(),
     };
     sizes(&runs, &mut s);
+    let goal_p99_ms = results.first().and_then(|r| r.study.goal.p99_ms);
     let goal = p99_goal(results);
-    warmups(&runs, goal.as_ref(), &mut s);
+    warmups(&runs, goal_p99_ms, goal.as_ref(), &mut s);
     events(&runs, goal.as_ref(), &mut s);
     (!s.verdict.is_empty() || !s.charts.is_empty()).then_some(s)
 }
@@ -317,8 +318,8 @@ fn timelines(title: &str, runs: &[&Run], keys: &[&str], goal: Goal, s: &mut Sect
 }
 
 /// A cold cache warming up: its curve, and whether the database alone could
-/// carry the same rate.
-fn warmups(runs: &[Run], goal: Goal, s: &mut Section) {
+/// carry the same rate (within the study's p99 goal, where it has one).
+fn warmups(runs: &[Run], goal_p99_ms: Option<f64>, goal: Goal, s: &mut Section) {
     let cold: Vec<&Run> = runs
         .iter()
         .filter(|r| {
@@ -344,11 +345,7 @@ fn warmups(runs: &[Run], goal: Goal, s: &mut Section) {
             (Some(rate), Some(a)) => format!(
                 " The database alone at {} req/s: {} (p99 {} µs).",
                 short(rate),
-                match a.r.schedule.as_ref().and_then(|x| x.not_sustained.as_ref()) {
-                    Some(_) => "it could not carry that rate",
-                    None if a.r.valid => "it carried it",
-                    None => "its run failed",
-                },
+                alone_verdict(a.r, goal_p99_ms),
                 short(a.r.latency_us.p99)
             ),
             _ => String::new(),
@@ -372,6 +369,25 @@ fn warmups(runs: &[Run], goal: Goal, s: &mut Section) {
             .filter(|o| o.r.cache_aside.is_none() && cold.iter().any(|c| c.rate() == o.rate())),
     );
     timelines("Cold start", &shown, &["distribution", "rate"], goal, s);
+}
+
+/// Whether the database alone carried a rate: never "carried" when its p99
+/// missed the goal.
+fn alone_verdict(r: &RunResult, goal_p99_ms: Option<f64>) -> String {
+    let missed = goal_p99_ms.filter(|ms| r.latency_us.p99 > ms * 1e3);
+    match (
+        r.schedule.as_ref().and_then(|x| x.not_sustained.as_ref()),
+        missed,
+    ) {
+        (Some(_), _) => "it could not carry that rate".into(),
+        (None, _) if !r.valid => "its run failed".into(),
+        (None, Some(ms)) => format!("it kept the rate but missed the goal of p99 ≤ {ms} ms"),
+        (None, None) if r.errors > 0 => format!("it kept the rate with {} errors", r.errors),
+        (None, None) => match goal_p99_ms {
+            Some(ms) => format!("it carried it within p99 ≤ {ms} ms"),
+            None => "it carried it".into(),
+        },
+    }
 }
 
 /// Each event and its aftermath, and the timelines of the runs that had them.

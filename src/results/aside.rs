@@ -29,11 +29,13 @@ pub struct AsideReport {
     /// the database).
     #[serde(default)]
     pub cache_bypassed: u64,
-    /// cache_hits / (cache_hits + cache_misses + cache_bypassed).
+    /// The hit ratio of all reads ([`hit_ratio`]): cache_hits / (cache_hits +
+    /// cache_misses + cache_bypassed).
     pub hit_ratio: f64,
     /// Database reads the cache saved (its hits), per second of the window.
     pub db_reads_saved_per_s: f64,
-    /// Database reads made (misses), per second.
+    /// Database reads made (misses, and reads around an unreachable cache),
+    /// per second.
     pub db_reads_per_s: f64,
     /// Each step: replies, errors and latency from send to reply.
     pub legs: BTreeMap<String, LegReport>,
@@ -53,6 +55,19 @@ pub struct AsideReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub working_set: Option<WorkingSet>,
 }
+
+/// The one hit ratio kvlab shows for cache-aside, wherever it shows it (the
+/// progress line, the summary, the JSON, the timeline, the verdict and
+/// tables, events): hits over *all* reads — hits, misses, and reads that went
+/// around an unreachable cache — so it is the share of reads the cache spared
+/// the database. `None` when nothing was read.
+pub fn hit_ratio(hits: u64, misses: u64, bypassed: u64) -> Option<f64> {
+    let reads = hits + misses + bypassed;
+    (reads > 0).then(|| hits as f64 / reads as f64)
+}
+
+/// How [`hit_ratio`] is named where it is shown.
+pub const HIT_RATIO_NAME: &str = "hit ratio of all reads";
 
 fn warm() -> String {
     "warm".into()

@@ -74,17 +74,17 @@ fn db_load(s: &Second) -> u64 {
 /// The level of `seconds` (empty: zeros), rates per second over their spans.
 fn level(seconds: &[Second]) -> Level {
     let n = seconds.iter().map(Second::span).sum::<i64>().max(1) as f64;
-    let (hits, lookups) = seconds
+    let (hits, misses, bypassed) = seconds
         .iter()
         .filter_map(|s| s.cache.as_ref())
-        .fold((0, 0), |(h, l), c| {
-            (h + c.hits, l + c.hits + c.misses + c.bypassed)
+        .fold((0, 0, 0), |(h, m, b), c| {
+            (h + c.hits, m + c.misses, b + c.bypassed)
         });
     Level {
         rps: seconds.iter().map(|s| s.requests).sum::<u64>() as f64 / n,
         p99_us: median(seconds.iter().map(|s| s.p99_us).collect()),
         db_rps: seconds.iter().map(db_load).sum::<u64>() as f64 / n,
-        hit_ratio: (lookups > 0).then(|| hits as f64 / lookups as f64),
+        hit_ratio: super::aside::hit_ratio(hits, misses, bypassed),
         miss_ratio: miss_ratio(seconds.iter()),
     }
 }

@@ -12,6 +12,7 @@ pub mod stats;
 pub mod study;
 pub mod thresholds;
 pub mod timeline;
+pub mod usage;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -99,12 +100,20 @@ pub struct RunResult {
     pub client_saturated: bool,
     /// kvlab's peak resident memory, KiB.
     pub client_peak_rss_kb: u64,
-    /// Server CPU seconds during the window (managed servers only).
+    /// Server CPU seconds during the window: every server of the run
+    /// together (database, cache, pooler: each in `servers`); `None` unless
+    /// each one's is known.
     pub server_cpu_s: Option<f64>,
-    /// Server CPU µs per finished request.
+    /// Server CPU µs per finished request (`server_cpu_s` per request).
     pub server_cpu_us_per_request: Option<f64>,
-    /// Server peak resident memory, KiB (managed servers only).
+    /// Server peak resident memory, KiB: each server's own peak, summed over
+    /// every server of the run (each in `servers`); `None` unless each one's
+    /// is known.
     pub server_peak_rss_kb: Option<u64>,
+    /// What each server spent, by role (database, cache, pooler); the sums
+    /// are `server_cpu_s` and `server_peak_rss_kb`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<usage::ServerUse>,
     /// Where `server_cpu_s` comes from: `proc` (a server kvlab started, from
     /// /proc) or the server's own report (e.g. `INFO cpu used_cpu_user + …`); `null` when
     /// neither is available (a server kvlab did not start that reports none).
@@ -450,5 +459,30 @@ impl RunResult {
         std::fs::write(&tmp, json).with_context(|| format!("cannot write {}", tmp.display()))?;
         std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
         Ok(())
+    }
+
+    /// The architecture this run measured, named as everywhere kvlab shows it
+    /// (see [`architecture_name`]).
+    pub fn architecture(&self) -> String {
+        architecture_name(
+            &self.target.product,
+            self.cache_aside.as_ref().map(|a| a.cache.product.as_str()),
+            self.pooler.as_ref().map(|p| p.name.as_str()),
+        )
+    }
+}
+
+/// The one name of an architecture: `postgres`, `redis in front of postgres`
+/// (cache-aside), `postgres behind pgbouncer` (a pooler), or both. Every
+/// place that names what a run measured (summary, verdict, tables, sizing,
+/// compare) uses this, so one architecture never has two names.
+pub fn architecture_name(target: &str, cache: Option<&str>, pooler: Option<&str>) -> String {
+    let db = match pooler {
+        Some(p) => format!("{target} behind {p}"),
+        None => target.to_string(),
+    };
+    match cache {
+        Some(c) => format!("{c} in front of {db}"),
+        None => db,
     }
 }

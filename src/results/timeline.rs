@@ -160,8 +160,7 @@ impl CacheSecond {
     /// Hits over lookups (bypassed reads count as lookups that missed);
     /// `None` when nothing was looked up.
     pub fn hit_ratio(&self) -> Option<f64> {
-        let n = self.hits + self.misses + self.bypassed;
-        (n > 0).then(|| self.hits as f64 / n as f64)
+        super::aside::hit_ratio(self.hits, self.misses, self.bypassed)
     }
 }
 

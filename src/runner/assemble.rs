@@ -8,6 +8,7 @@ use crate::engine::EngineReport;
 use crate::plan::RunPlan;
 use crate::plan::shard::unix_ms;
 use crate::results::stats::{ErrorKind, Percentiles, encode_histogram};
+use crate::results::usage::{self, Role, ServerUse};
 use crate::results::{ConnectionReport, CounterCheck, RunResult, TargetInfo};
 
 /// The result of one run.
@@ -211,7 +212,8 @@ pub(super) fn assemble(
         client_peak_rss_kb: self_peak_rss_kb(),
         server_cpu_s,
         server_cpu_us_per_request: server_cpu_s.map(per_req),
-        server_peak_rss_kb: end.and_then(|e| e.server).map(|_| obs.server_peak_kb),
+        server_peak_rss_kb: end.and_then(|e| e.server).and(obs.peak_kb.server),
+        servers: Vec::new(),
         server_cpu_source,
         server_reported_memory: server_memory.map(|(bytes, what)| crate::results::ReportedMemory {
             bytes,
@@ -375,4 +377,50 @@ fn consistency_report(m: &crate::results::stats::Recorder) -> crate::results::Co
         stale_age_us: Percentiles::of(&m.stale_age),
         stale_age_histogram: Some(encode_histogram(&m.stale_age)),
     }
+}
+
+/// Each server's CPU and memory by role, and their sums as the run's server
+/// figures: the database (or the target, in the role its product plays), the
+/// cache of a cache-aside run, the pooler. `target_is_db`: the target is a
+/// database product.
+pub(super) fn server_use(result: &mut RunResult, target_is_db: bool, obs: &RunObserver) {
+    let n = result.requests;
+    let role = match target_is_db || result.cache_aside.is_some() {
+        true => Role::Database,
+        false => Role::Cache,
+    };
+    let mut servers = vec![ServerUse::new(
+        role,
+        &result.target.product,
+        result.server_cpu_s,
+        result.server_peak_rss_kb,
+        n,
+    )];
+    if let Some(a) = &result.cache_aside {
+        // Its peak while it ran, also when an event killed it.
+        servers.push(ServerUse::new(
+            Role::Cache,
+            &a.cache.product,
+            a.cache_cpu_s,
+            obs.peak_kb.cache,
+            n,
+        ));
+    }
+    if let Some(p) = &result.pooler {
+        servers.push(ServerUse::new(
+            Role::Pooler,
+            &p.name,
+            p.pooler_cpu_s,
+            p.pooler_peak_rss_kb,
+            n,
+        ));
+    }
+    if servers.len() > 1 {
+        result.server_cpu_s = usage::total_cpu_s(&servers);
+        result.server_cpu_us_per_request = result
+            .server_cpu_s
+            .map(|c| if n > 0 { c * 1e6 / n as f64 } else { 0.0 });
+        result.server_peak_rss_kb = usage::total_peak_rss_kb(&servers);
+    }
+    result.servers = servers;
 }

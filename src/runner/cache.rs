@@ -224,13 +224,14 @@ impl Cache {
             cache_hits: legs.cache_hits,
             cache_misses: legs.cache_misses,
             cache_bypassed: legs.cache_bypassed,
-            hit_ratio: if lookups > 0 {
-                legs.cache_hits as f64 / lookups as f64
-            } else {
-                0.0
-            },
+            hit_ratio: crate::results::aside::hit_ratio(
+                legs.cache_hits,
+                legs.cache_misses,
+                legs.cache_bypassed,
+            )
+            .unwrap_or(0.0),
             db_reads_saved_per_s: legs.cache_hits as f64 / window,
-            db_reads_per_s: legs.cache_misses as f64 / window,
+            db_reads_per_s: (legs.cache_misses + legs.cache_bypassed) as f64 / window,
             legs: Leg::ALL
                 .iter()
                 .map(|&l| {

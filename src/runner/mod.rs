@@ -196,7 +196,7 @@ pub fn measure_with(
         cache: cache.as_ref().and_then(|c| c.server.as_ref()),
         reporting: (server.is_none() && product.facts().usage_report.is_some())
             .then_some(&connector),
-        server_peak_kb: 0,
+        peak_kb: Default::default(),
         at_start: None,
         at_end: None,
         warmup: base.warmup,
@@ -221,10 +221,11 @@ pub fn measure_with(
             }),
         memory: Vec::new(),
         metrics: crate::metrics::installed().map(|m| {
-            let target = match &plan.cache {
-                Some(c) => format!("{}+{}", c.cache.kind.product().name(), product.name()),
-                None => product.name().to_string(),
-            };
+            let target = crate::results::architecture_name(
+                product.name(),
+                plan.cache.as_ref().map(|c| c.cache.kind.product().name()),
+                plan.target.pooler.as_deref(),
+            );
             m.begin(&target, product.name(), plan.load.rate)
         }),
     };
@@ -400,12 +401,6 @@ pub fn measure_with(
                 cc.server.gets, cc.server.sets, cc.kvlab_gets, cc.kvlab_sets
             ));
         }
-        // Both servers' CPU is the price of a request through the cache.
-        if let (Some(d), Some(c)) = (a.db_cpu_s, a.cache_cpu_s) {
-            result.server_cpu_s = Some(d + c);
-            result.server_cpu_us_per_request =
-                (result.requests > 0).then(|| (d + c) * 1e6 / result.requests as f64);
-        }
         result.cache_aside = Some(a);
     }
     if let Some(p) = pooler {
@@ -430,11 +425,6 @@ pub fn measure_with(
         }
         let used = obs.pooler_use();
         let cpu = used.map(|u| u.0);
-        if let (Some(s), Some(c)) = (result.server_cpu_s, cpu) {
-            result.server_cpu_s = Some(s + c);
-            result.server_cpu_us_per_request =
-                (result.requests > 0).then(|| (s + c) * 1e6 / result.requests as f64);
-        }
         result.pooler = Some(crate::results::PoolerReport {
             name: p.pooler().name().to_string(),
             version: p.version.clone(),
@@ -444,10 +434,11 @@ pub fn measure_with(
             pooler_cpu_us_per_request: cpu
                 .filter(|_| result.requests > 0)
                 .map(|c| c * 1e6 / result.requests as f64),
-            pooler_peak_rss_kb: used.map(|u| u.1),
+            pooler_peak_rss_kb: obs.peak_kb.pooler.or(used.map(|u| u.1)),
             counters,
         });
     }
+    assemble::server_use(&mut result, kind.is_sql(), &obs);
     drop(cache);
     Ok(result)
 }

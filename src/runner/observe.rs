@@ -28,6 +28,17 @@ pub(super) struct Sample {
     pub reported: Option<ReportedUsage>,
 }
 
+/// The largest memory seen of each managed process (KiB; `None`: never read).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Peaks {
+    /// The server (the target).
+    pub server: Option<u64>,
+    /// The cache of a cache-aside run.
+    pub cache: Option<u64>,
+    /// The pooler in front of the server.
+    pub pooler: Option<u64>,
+}
+
 /// The engine observer of a measured run: progress, and resource samples at
 /// the edges of the measured window (and every second, for peak memory).
 pub(super) struct RunObserver<'a> {
@@ -39,8 +50,9 @@ pub(super) struct RunObserver<'a> {
     pub cache: Option<&'a ManagedServer>,
     /// A server kvlab did not start that reports its own CPU use.
     pub reporting: Option<&'a Connector>,
-    /// Largest server memory seen at any sample.
-    pub server_peak_kb: u64,
+    /// Largest memory seen at any sample (KiB) of the server, the cache and
+    /// the pooler.
+    pub peak_kb: Peaks,
     /// Sample when measuring began.
     pub at_start: Option<Sample>,
     /// Sample when measuring ended.
@@ -189,8 +201,15 @@ impl RunObserver<'_> {
     }
 
     fn track_peak(&mut self, s: &Sample) {
-        if let Some(u) = s.server {
-            self.server_peak_kb = self.server_peak_kb.max(u.peak_rss_kb);
+        let p = &mut self.peak_kb;
+        for (peak, u) in [
+            (&mut p.server, s.server),
+            (&mut p.cache, s.cache),
+            (&mut p.pooler, s.pooler),
+        ] {
+            if let Some(u) = u {
+                *peak = Some(peak.unwrap_or(0).max(u.peak_rss_kb));
+            }
         }
     }
 }

@@ -43,6 +43,13 @@ pub struct ReplayArgs {
     pub run: RunArgs,
 }
 
+/// `--duration` as a replay reads it (no 10 s default: the trace's end).
+pub const DURATION_HELP: &str =
+    "Seconds to measure [default: to the trace's end, less the warm-up]";
+/// `--warmup` as a replay reads it (no 2 s default).
+pub const WARMUP_HELP: &str =
+    "Seconds of the trace replayed before measuring, excluded from the figures [default: 0]";
+
 /// `kvlab run` flags a replay does not take (the trace decides them), hidden
 /// from its help.
 pub const REFUSED: [&str; 9] = [

@@ -150,6 +150,16 @@ pub fn merge(parts: &[(String, RunResult)]) -> Result<RunResult> {
     m.server_cpu_s = rs.iter().filter_map(|r| r.server_cpu_s).reduce(f64::max);
     m.server_cpu_us_per_request = m.server_cpu_s.map(|s| per_request(s, m.requests));
     m.server_peak_rss_kb = rs.iter().filter_map(|r| r.server_peak_rss_kb).max();
+    // Each server's figures as the run's: the widest window's, per role.
+    for s in &mut m.servers {
+        let same = rs
+            .iter()
+            .flat_map(|r| &r.servers)
+            .filter(|x| x.role == s.role);
+        let cpu = same.clone().filter_map(|x| x.cpu_s).reduce(f64::max);
+        let peak = same.filter_map(|x| x.peak_rss_kb).max();
+        *s = crate::results::usage::ServerUse::new(s.role, &s.product, cpu, peak, m.requests);
+    }
     m.server_reported_memory = last_to_end(&rs).server_reported_memory.clone();
     m.load = rs
         .iter()

@@ -1,4 +1,12 @@
 //! The human summary of a [`RunResult`], rendered as a string.
+//!
+//! # Layout
+//! - [`aside`]: a cache-aside run's lines (the cache, its hit ratio, memory,
+//!   each leg, its counters) and what came before the window.
+//! - [`servers`]: the servers' CPU and memory, all together and by role.
+
+mod aside;
+mod servers;
 
 use std::fmt::Write as _;
 
@@ -117,8 +125,12 @@ pub fn summary(r: &RunResult) -> String {
     }
     let _ = writeln!(
         s,
-        "  load:     {} connections on {} threads, pipeline {}, {shape}, {:.1} s measured after {} s warm-up",
-        c.load.connections, c.load.threads, c.load.pipeline, r.duration_s, c.load.warmup_s
+        "  load:     {} connections on {} threads, pipeline {}, {shape}, {:.1} s measured after {}",
+        c.load.connections,
+        c.load.threads,
+        c.load.pipeline,
+        r.duration_s,
+        aside::before_window(r)
     );
     let facts = c.target.kind.product().facts();
     if !facts.consistency_levels.is_empty() {
@@ -187,8 +199,18 @@ pub fn summary(r: &RunResult) -> String {
     }
     let _ = writeln!(
         s,
-        "  requests    {} (GET {}, SET {}); hits {}, misses {}, errors {}",
-        r.requests, r.gets, r.sets, r.hits, r.misses, r.errors
+        "  requests    {} (GET {}, SET {}); {}, errors {}",
+        r.requests,
+        r.gets,
+        r.sets,
+        match r.cache_aside {
+            Some(_) => format!(
+                "found {}, not found {} (end to end: in neither the cache nor the database; the cache's own hits and misses below)",
+                r.hits, r.misses
+            ),
+            None => format!("hits {}, misses {}", r.hits, r.misses),
+        },
+        r.errors
     );
     if r.config.workload.ttl_s > 0 {
         let _ = writeln!(
@@ -248,79 +270,7 @@ pub fn summary(r: &RunResult) -> String {
         );
     }
     if let Some(a) = &r.cache_aside {
-        let _ = writeln!(
-            s,
-            "  cache-aside: {} {}{} in front, write policy {}{}; cache hit ratio {:.2}% ({} hits, {} misses)",
-            a.cache.product,
-            a.cache.version,
-            a.cache_query_mode
-                .as_ref()
-                .map(|m| format!(" ({m} protocol)"))
-                .unwrap_or_default(),
-            a.write_policy,
-            if a.ttl_s > 0 {
-                format!(", TTL {} s", a.ttl_s)
-            } else {
-                String::new()
-            },
-            a.hit_ratio * 100.0,
-            a.cache_hits,
-            a.cache_misses
-        );
-        let _ = writeln!(
-            s,
-            "  database reads saved {} /s, made {} /s",
-            num(a.db_reads_saved_per_s),
-            num(a.db_reads_per_s)
-        );
-        if a.cache_bypassed > 0 {
-            let _ = writeln!(
-                s,
-                "  {} reads went around the cache while it was unreachable (to the database)",
-                a.cache_bypassed
-            );
-        }
-        if let Some(w) = &a.working_set {
-            working_set(&mut s, &a.start, w);
-        }
-        if let Some(n) = &a.note {
-            let _ = writeln!(s, "  NOTE: {n}");
-        }
-        for leg in crate::results::stats::Leg::ALL {
-            let name = leg.name();
-            let Some(l) = a.legs.get(name).filter(|l| l.replies > 0) else {
-                continue;
-            };
-            let _ = writeln!(
-                s,
-                "    leg {name:<11} {} replies, {} errors, µs p50 {}  p99 {}  max {}",
-                l.replies,
-                l.errors,
-                num(l.latency_us.p50),
-                num(l.latency_us.p99),
-                num(l.latency_us.max)
-            );
-        }
-        if let Some(cc) = &a.cache_counters {
-            let slack = format!(
-                "agree, counted across its restart (kvlab sent at most {} more, in flight at the kill)",
-                cc.slack
-            );
-            let verdict = if cc.agrees() && cc.slack > 0 {
-                &slack
-            } else if cc.agrees() {
-                "agree"
-            } else if cc.exclusive {
-                "DISAGREE"
-            } else {
-                "differ (other clients may use this cache)"
-            };
-            let _ = writeln!(
-                s,
-                "  cache counters (warm-up + run): GET {} / SET {}, kvlab sent GET {} / SET {}: {verdict}",
-                cc.server.gets, cc.server.sets, cc.kvlab_gets, cc.kvlab_sets
-            );
-        }
+        aside::lines(&mut s, r, a);
     }
     if let Some(c) = &r.consistency {
         let _ = writeln!(
@@ -375,52 +325,12 @@ pub fn summary(r: &RunResult) -> String {
             .map(|b| format!(", workers busy {:.0}%", b * 100.0))
             .unwrap_or_default()
     );
-    match (r.server_cpu_s, r.server_cpu_us_per_request) {
-        (Some(cpu), Some(per)) => {
-            let source = match r.server_cpu_source.as_deref() {
-                Some("proc") | None => String::new(),
-                Some(src) => format!(", as the server reports it ({src})"),
-            };
-            let memory = match (&r.server_peak_rss_kb, &r.server_reported_memory) {
-                (Some(kb), _) => format!(", peak RSS {} MiB", num(*kb as f64 / 1024.0)),
-                (None, Some(m)) => {
-                    format!(
-                        "; memory {} MiB ({})",
-                        num(m.bytes as f64 / 1048576.0),
-                        m.source
-                    )
-                }
-                (None, None) => String::new(),
-            };
-            let _ = writeln!(
-                s,
-                "  server CPU  {cpu:.2} s, {} µs/request{source}{memory}",
-                num(per)
-            );
-        }
-        _ if r.cache_aside.is_none() && !r.target.managed => {
-            let _ = writeln!(
-                s,
-                "  server CPU  not known: {} does not report its own CPU use; run it through kvlab (a managed --target) to measure it from /proc",
-                r.target.product
-            );
-        }
-        _ => {}
-    }
-    if let Some(p) = &r.pooler
-        && let (Some(cpu), Some(per)) = (p.pooler_cpu_s, p.pooler_cpu_us_per_request)
-    {
-        let _ = writeln!(
-            s,
-            "    of which pooler {cpu:.2} s, {} µs/request, peak RSS {} MiB",
-            num(per),
-            num(p.pooler_peak_rss_kb.unwrap_or(0) as f64 / 1024.0)
-        );
-    }
+    servers::lines(&mut s, r);
     if let Some(cc) = &r.server_counters {
         let verdict = if cc.agrees() && cc.slack > 0 {
             format!(
-                "agree, counted across its restart (kvlab sent at most {} more, in flight at the kill)",
+                "agree, {} (kvlab sent at most {} more, in flight at the kill)",
+                aside::counted_across(r, crate::plan::events::EventOn::Target),
                 cc.slack
             )
         } else if cc.agrees() && !cc.server.exact {
@@ -434,7 +344,8 @@ pub fn summary(r: &RunResult) -> String {
         };
         let _ = writeln!(
             s,
-            "  server counters (warm-up + run): GET {} / SET {}, kvlab sent GET {} / SET {}{}: {verdict}",
+            "  server counters ({}): GET {} / SET {}, kvlab sent GET {} / SET {}{}: {verdict}",
+            aside::counted_phases(r),
             cc.server.gets,
             cc.server.sets,
             cc.kvlab_gets,
@@ -461,7 +372,8 @@ pub fn summary(r: &RunResult) -> String {
         };
         let _ = writeln!(
             s,
-            "  pooler counters (warm-up + run): {} queries, {} transactions, kvlab sent {}{setup}: {}",
+            "  pooler counters ({}): {} queries, {} transactions, kvlab sent {}{setup}: {}",
+            aside::counted_phases(r),
             pc.pooler.queries,
             pc.pooler.transactions,
             pc.kvlab_requests,
@@ -521,31 +433,6 @@ pub fn summary(r: &RunResult) -> String {
     s
 }
 
-/// The cache's start and its memory against the data.
-fn working_set(s: &mut String, start: &str, w: &crate::results::WorkingSet) {
-    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
-    let start = match (start, w.settled_after_s) {
-        ("settle", Some(t)) => format!("started empty, settled after {t:.0} s of the workload"),
-        ("settle", None) => {
-            "started empty; its hit ratio had not settled when measuring began".into()
-        }
-        ("cold", _) => "started empty (cold), measured from the first request".into(),
-        _ => "every key loaded first (warm)".into(),
-    };
-    let _ = writeln!(
-        s,
-        "  cache memory: {start}; {:.1} MiB in use of {} for {:.1} MiB of data ({} items held), {} evicted in the window",
-        mib(w.memory_used_bytes),
-        match w.memory_limit_bytes {
-            0 => "no limit".to_string(),
-            l => format!("{:.1} MiB", mib(l)),
-        },
-        mib(w.data_bytes),
-        w.items,
-        w.evictions
-    );
-}
-
 /// What each event did, one line each; `aside`: the target is a database
 /// behind a cache (its load is the cache's misses).
 pub(super) fn events(s: &mut String, events: &[crate::results::EventReport], aside: bool) {
@@ -583,7 +470,65 @@ pub(super) fn events(s: &mut String, events: &[crate::results::EventReport], asi
 
 #[cfg(test)]
 mod tests {
-    use super::num;
+    use super::{num, summary};
+    use crate::results::RunResult;
+
+    /// A cache-aside result: `start` (warm, cold, settle), the cache's counts,
+    /// and the events of its plan.
+    fn aside(start: &str, hits: u64, misses: u64, bypassed: u64, events: &[&str]) -> RunResult {
+        let mut r: RunResult =
+            serde_json::from_str(include_str!("../../../tests/fixtures/client-result.json"))
+                .unwrap();
+        let counters = r#"{"server": {"gets": 10, "sets": 2, "hits": 0, "misses": 0, "exact": true},
+            "kvlab_gets": 10, "kvlab_sets": 2, "exclusive": true, "slack": 8}"#;
+        let json = format!(
+            r#"{{"cache": {{"kind": "redis", "product": "redis", "version": "7", "managed": true,
+            "url": "redis://127.0.0.1:1", "settings": {{}}, "pid": 1}},
+            "write_policy": "invalidate", "ttl_s": 0, "cache_hits": {hits},
+            "cache_misses": {misses}, "cache_bypassed": {bypassed}, "hit_ratio": {},
+            "db_reads_saved_per_s": 1, "db_reads_per_s": 1, "legs": {{}},
+            "cache_cpu_s": null, "db_cpu_s": null, "cache_counters": {counters},
+            "start": "{start}", "working_set": {{"data_bytes": 1, "memory_limit_bytes": 0,
+            "memory_used_bytes": 1, "items": 1, "evictions": 0, "settled_after_s": 24}}}}"#,
+            crate::results::aside::hit_ratio(hits, misses, bypassed).unwrap()
+        );
+        r.cache_aside = Some(serde_json::from_str(&json).unwrap());
+        r.config.load.warmup_s = 2.0;
+        r.config.load.events = events.iter().map(|e| e.parse().unwrap()).collect();
+        r
+    }
+
+    #[test]
+    fn the_hit_ratio_adds_up_and_is_named() {
+        // 3799 hits of 3915 lookups plus 15100 reads around a dead cache.
+        let s = summary(&aside("warm", 3799, 116, 15100, &["1:kill-cache"]));
+        assert!(
+            s.contains("hit ratio of all reads 19.98% (3799 hits, 116 misses, 15100 around the unreachable cache)"),
+            "{s}"
+        );
+        // Nothing restarted: the counters were summed up to the kill.
+        assert!(s.contains("counted up to its kill"), "{s}");
+        assert!(!s.contains("across its restart"), "{s}");
+        // The end-to-end misses are not the cache's.
+        assert!(s.contains("not found"), "{s}");
+        let s = summary(&aside("warm", 10, 1, 0, &["1:restart-cache:1"]));
+        assert!(s.contains("counted across its restart"), "{s}");
+    }
+
+    #[test]
+    fn a_settling_cache_is_named_before_the_window_and_beside_the_counters() {
+        let s = summary(&aside("settle", 10, 1, 0, &[]));
+        assert!(
+            s.contains("measured after 24 s of the cache settling, then 2 s warm-up"),
+            "{s}"
+        );
+        assert!(
+            s.contains("cache counters (warm-up + run; not the settling before them)"),
+            "{s}"
+        );
+        let s = summary(&aside("warm", 10, 1, 0, &[]));
+        assert!(s.contains("measured after 2 s warm-up"), "{s}");
+    }
 
     #[test]
     fn formats_numbers() {

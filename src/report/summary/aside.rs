@@ -1,0 +1,164 @@
+//! A cache-aside run's lines of the summary: the cache, its hit ratio (the
+//! one definition, [`crate::results::aside::hit_ratio`]), database reads,
+//! memory, each leg and the cache's counters; and the words for what came
+//! before the window and how counters were summed across events.
+
+use std::fmt::Write as _;
+
+use crate::plan::events::{EventAction, EventOn};
+use crate::results::stats::num;
+use crate::results::{AsideReport, RunResult};
+
+/// The lines of cache-aside run `r` with its report `a`.
+pub(super) fn lines(s: &mut String, r: &RunResult, a: &AsideReport) {
+    let _ = writeln!(
+        s,
+        "  cache-aside: {} {}{} in front, write policy {}{}; cache {} {:.2}% ({} hits, {} misses{})",
+        a.cache.product,
+        a.cache.version,
+        a.cache_query_mode
+            .as_ref()
+            .map(|m| format!(" ({m} protocol)"))
+            .unwrap_or_default(),
+        a.write_policy,
+        if a.ttl_s > 0 {
+            format!(", TTL {} s", a.ttl_s)
+        } else {
+            String::new()
+        },
+        crate::results::aside::HIT_RATIO_NAME,
+        a.hit_ratio * 100.0,
+        a.cache_hits,
+        a.cache_misses,
+        match a.cache_bypassed {
+            0 => String::new(),
+            n => format!(", {n} around the unreachable cache"),
+        }
+    );
+    let _ = writeln!(
+        s,
+        "  database reads saved {} /s, made {} /s (misses and reads around the cache)",
+        num(a.db_reads_saved_per_s),
+        num(a.db_reads_per_s)
+    );
+    if a.cache_bypassed > 0 {
+        let _ = writeln!(
+            s,
+            "  {} reads went around the cache while it was unreachable (to the database)",
+            a.cache_bypassed
+        );
+    }
+    if let Some(w) = &a.working_set {
+        working_set(s, &a.start, w);
+    }
+    if let Some(n) = &a.note {
+        let _ = writeln!(s, "  NOTE: {n}");
+    }
+    for leg in crate::results::stats::Leg::ALL {
+        let name = leg.name();
+        let Some(l) = a.legs.get(name).filter(|l| l.replies > 0) else {
+            continue;
+        };
+        let _ = writeln!(
+            s,
+            "    leg {name:<11} {} replies, {} errors, µs p50 {}  p99 {}  max {}",
+            l.replies,
+            l.errors,
+            num(l.latency_us.p50),
+            num(l.latency_us.p99),
+            num(l.latency_us.max)
+        );
+    }
+    if let Some(cc) = &a.cache_counters {
+        let slack = format!(
+            "agree, {} (kvlab sent at most {} more, in flight at the kill)",
+            counted_across(r, EventOn::Cache),
+            cc.slack
+        );
+        let verdict = if cc.agrees() && cc.slack > 0 {
+            &slack
+        } else if cc.agrees() {
+            "agree"
+        } else if cc.exclusive {
+            "DISAGREE"
+        } else {
+            "differ (other clients may use this cache)"
+        };
+        let _ = writeln!(
+            s,
+            "  cache counters ({}): GET {} / SET {}, kvlab sent GET {} / SET {}: {verdict}",
+            counted_phases(r),
+            cc.server.gets,
+            cc.server.sets,
+            cc.kvlab_gets,
+            cc.kvlab_sets
+        );
+    }
+}
+
+/// The cache's start and its memory against the data.
+fn working_set(s: &mut String, start: &str, w: &crate::results::WorkingSet) {
+    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+    let start = match (start, w.settled_after_s) {
+        ("settle", Some(t)) => format!("started empty, settled after {t:.0} s of the workload"),
+        ("settle", None) => {
+            "started empty; its hit ratio had not settled when measuring began".into()
+        }
+        ("cold", _) => "started empty (cold), measured from the first request".into(),
+        _ => "every key loaded first (warm)".into(),
+    };
+    let _ = writeln!(
+        s,
+        "  cache memory: {start}; {:.1} MiB in use of {} for {:.1} MiB of data ({} items held), {} evicted in the window",
+        mib(w.memory_used_bytes),
+        match w.memory_limit_bytes {
+            0 => "no limit".to_string(),
+            l => format!("{:.1} MiB", mib(l)),
+        },
+        mib(w.data_bytes),
+        w.items,
+        w.evictions
+    );
+}
+
+/// What came before the measured window: the warm-up, and a settling cache's
+/// warming before it.
+pub(super) fn before_window(r: &RunResult) -> String {
+    let warmup = format!("{} s warm-up", r.config.load.warmup_s);
+    let settle = r
+        .cache_aside
+        .as_ref()
+        .filter(|a| a.start == "settle")
+        .and_then(|a| a.working_set.as_ref());
+    match settle {
+        Some(w) => match w.settled_after_s {
+            Some(t) => format!("{t:.0} s of the cache settling, then {warmup}"),
+            None => format!("the cache's settling (it did not settle), then {warmup}"),
+        },
+        None => warmup,
+    }
+}
+
+/// The phases the servers' counters cover: read before the warm-up and after
+/// the window, so a settling cache's warming before them is not counted.
+pub(super) fn counted_phases(r: &RunResult) -> &'static str {
+    match r.cache_aside.as_ref().is_some_and(|a| a.start == "settle") {
+        true => "warm-up + run; not the settling before them",
+        false => "warm-up + run",
+    }
+}
+
+/// How counters were summed over the kills of the server `on`: across a
+/// restart, or only up to a kill it did not come back from.
+pub(super) fn counted_across(r: &RunResult, on: EventOn) -> &'static str {
+    let restarted = r
+        .config
+        .load
+        .events
+        .iter()
+        .any(|e| e.on == on && matches!(e.action, EventAction::Restart { .. }));
+    match restarted {
+        true => "counted across its restart",
+        false => "counted up to its kill (it was not started again)",
+    }
+}
