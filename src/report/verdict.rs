@@ -96,10 +96,10 @@ pub(super) fn verdict<'a>(
             }
         }
         // The best is within the goal already: say how its latency was read.
-        if let Some(ms) = goal.p99_ms {
+        if goal.p99_ms.is_some() {
             let _ = write!(
                 s,
-                "; within p99 ≤ {ms} ms ({})",
+                "; {}",
                 match top.paced {
                     true => "open loop, latency from the intended start",
                     false => "closed loop, latency from the send",
@@ -159,7 +159,7 @@ pub(super) fn verdict<'a>(
 /// a p99 goal, only points within it count (`None`: none was); where every
 /// point was offered the same rate, the best is the lowest p99 at that rate
 /// (throughputs then differ by noise), else the highest throughput.
-fn best_of<'a>(mine: &[&'a Row], p99_ms: Option<f64>) -> Option<(&'a Row, &'static str)> {
+fn best_of<'a>(mine: &[&'a Row], p99_ms: Option<f64>) -> Option<(&'a Row, String)> {
     let ok: Vec<&Row> = mine
         .iter()
         .copied()
@@ -172,15 +172,15 @@ fn best_of<'a>(mine: &[&'a Row], p99_ms: Option<f64>) -> Option<(&'a Row, &'stat
             .iter()
             .copied()
             .min_by(|a, b| a.latency.p99.total_cmp(&b.latency.p99))
-            .map(|r| (r, "lowest p99 at the offered rate:")),
+            .map(|r| (r, "lowest p99 at the offered rate:".to_string())),
         false => ok
             .iter()
             .copied()
             .max_by(|a, b| a.rps.total_cmp(&b.rps))
             .map(|r| {
-                let name = match p99_ms.is_some() {
-                    true => "best within the p99 goal:",
-                    false => "best",
+                let name = match p99_ms {
+                    Some(ms) => format!("best within p99 ≤ {ms} ms:"),
+                    None => "best".to_string(),
                 };
                 (r, name)
             }),
@@ -400,7 +400,7 @@ mod tests {
         let rs = rows(&s);
         let (v, best) = verdict(&s, &rs, Some("connections"), None);
         let redis = v.iter().find(|l| l.starts_with("redis")).unwrap();
-        assert!(redis.contains("best within the p99 goal:"), "{redis}");
+        assert!(redis.contains("best within p99 ≤ 0.15 ms:"), "{redis}");
         assert!(redis.contains("at connections 4,"), "{redis}");
         let pg = v.iter().find(|l| l.starts_with("postgres")).unwrap();
         assert!(
