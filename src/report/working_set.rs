@@ -532,4 +532,19 @@ mod tests {
         assert_eq!(sec.charts[0].series.len(), 1);
         assert_eq!(sec.charts[0].series[0].name, "pg+redis uniform");
     }
+
+    #[test]
+    fn the_database_alone_never_carried_a_rate_whose_p99_missed_the_goal() {
+        let mut r: RunResult =
+            serde_json::from_str(include_str!("../../tests/fixtures/client-result.json")).unwrap();
+        r.valid = true;
+        r.errors = 0;
+        r.latency_us.p99 = 117_000.0;
+        let missed = alone_verdict(&r, Some(5.0));
+        assert!(!missed.contains("carried"), "{missed}");
+        assert!(missed.contains("missed the goal of p99 ≤ 5 ms"), "{missed}");
+        r.latency_us.p99 = 3_000.0;
+        assert_eq!(alone_verdict(&r, Some(5.0)), "it carried it within p99 ≤ 5 ms");
+        assert_eq!(alone_verdict(&r, None), "it carried it");
+    }
 }
