@@ -431,7 +431,7 @@ fn bad_study_files_and_results_give_one_line_errors() {
         ),
         (
             "name = \"x\"\n[[target]]\ntarget = \"postgres\"\ncache = \"redis\"\nwrite_policy = \"later\"\n",
-            "bad.toml:3:",
+            "bad.toml:5:",
             "write_policy",
         ),
     ];

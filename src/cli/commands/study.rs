@@ -7,6 +7,7 @@ use anyhow::Result;
 
 use super::report::write_report;
 use crate::cli::StudyArgs;
+use crate::modes::study::exec::{Estimate, duration_text};
 use crate::results::study::{PointResult, StudyResult};
 use crate::{modes::study, report, runner};
 
@@ -35,8 +36,9 @@ pub fn run_study(
     shutdown: &AtomicBool,
 ) -> Result<()> {
     let points = study::expand(s)?;
+    let time = study::exec::estimate(s, &points);
     println!(
-        "kvlab study {}{}: {} points over {} target(s), about {:.0} s of load",
+        "kvlab study {}{}: {} points over {} target(s), {}",
         s.name,
         if s.scale.is_some() {
             " at the original's scale"
@@ -45,36 +47,15 @@ pub fn run_study(
         },
         points.len(),
         s.targets.len(),
-        points.len() as f64 * (s.duration + s.warmup)
+        time.text()
     );
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     for c in study::core_caveats(s, cores) {
         eprintln!("kvlab: warning: {c}");
     }
+    let axes = study::Point::varying(&points);
     if dry_run {
-        for p in &points {
-            let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let cache = p
-                .plan
-                .cache
-                .as_ref()
-                .map(|c| {
-                    format!(
-                        " (behind {} {}, ttl {} s)",
-                        c.cache.kind.name(),
-                        c.policy.name(),
-                        c.ttl_s
-                    )
-                })
-                .unwrap_or_default();
-            println!(
-                "  {:>3} {}{cache} #{} {}",
-                p.index + 1,
-                p.target,
-                p.repetition,
-                params.join(" ")
-            );
-        }
+        print_plan(s, &points, &axes, &time);
         return Ok(());
     }
     let opts = runner::RunOptions {
@@ -82,20 +63,12 @@ pub fn run_study(
         notes: false,
     };
     let total = points.len();
-    let swept = study::swept_axes(s);
     let mut on_point = |p: &study::Point, r: &PointResult| {
-        let params: Vec<String> = p
-            .params
-            .iter()
-            .filter(|(k, _)| swept.contains(k))
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
+        let label = p.label(&axes);
         match (&r.result, &r.error) {
             (Some(x), _) => println!(
-                "  [{}/{total}] {} {}: {:.0} req/s, p99 {:.0} µs, errors {}{}",
+                "  [{}/{total}] {label}: {:.0} req/s, p99 {:.0} µs, errors {}{}",
                 p.index + 1,
-                p.target,
-                params.join(" "),
                 x.throughput_rps,
                 x.latency_us.p99,
                 x.errors,
@@ -104,7 +77,13 @@ pub fn run_study(
                     .unwrap_or_default()
                     + &x.cache_aside
                         .as_ref()
-                        .map(|a| format!(", hit ratio {:.1}%", a.hit_ratio * 100.0))
+                        .map(|a| {
+                            format!(
+                                ", {} {:.1}%",
+                                crate::results::aside::HIT_RATIO_NAME,
+                                a.hit_ratio * 100.0
+                            )
+                        })
                         .unwrap_or_default()
                     + &x.consistency
                         .as_ref()
@@ -125,10 +104,8 @@ pub fn run_study(
                 );
             }
             (None, Some(e)) => println!(
-                "  [{}/{total}] {} {}: {}: {e}",
+                "  [{}/{total}] {label}: {}: {e}",
                 p.index + 1,
-                p.target,
-                params.join(" "),
                 if r.interrupted {
                     "INTERRUPTED"
                 } else {
@@ -171,4 +148,143 @@ pub fn run_study(
         .into());
     }
     Ok(())
+}
+
+/// Prints the plan of `--dry-run`: the settings every point shares, those of
+/// each target, the time the study takes by part, then each point with its
+/// values of `axes` (the settings that vary).
+fn print_plan(s: &study::StudyFile, points: &[study::Point], axes: &[String], time: &Estimate) {
+    let parts: Vec<String> = time
+        .parts
+        .iter()
+        .map(|(part, secs)| format!("{part} {}", duration_text(*secs)))
+        .collect();
+    println!("time: {}", parts.join(", "));
+    if time.at_most_s > time.about_s + 1.0 {
+        println!(
+            "  (at most {}: {})",
+            duration_text(time.at_most_s),
+            time.bounds.join("; ")
+        );
+    }
+    let sets: Vec<Vec<(String, String)>> = points.iter().map(study::Point::settings).collect();
+    // A setting is shared by every point, else by a target's, else per point.
+    let mut every: Vec<String> = vec![
+        format!("repetitions={}", s.repetitions),
+        format!("mode={}", s.mode.as_deref().unwrap_or("measure")),
+    ];
+    let names = sets
+        .first()
+        .map(|f| f.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>());
+    for k in names.unwrap_or_default() {
+        if let Some(v) = fixed(&k, &sets) {
+            every.push(format!("{k}={v}"));
+        }
+    }
+    for (key, cpus) in [
+        ("server_cpus", &s.server_cpus),
+        ("client_cpus", &s.client_cpus),
+    ] {
+        if let Some(c) = cpus {
+            every.push(format!("{key}={c}"));
+        }
+    }
+    println!("every point:");
+    wrap("  ", &every);
+    for (name, table) in [
+        ("goal", pairs(&s.goal)),
+        ("sizing", s.sizing.as_ref().map(pairs).unwrap_or_default()),
+        ("thresholds", pairs(&s.thresholds)),
+    ] {
+        if !table.is_empty() {
+            wrap(&format!("  {name}: "), &table);
+        }
+    }
+    for t in s.targets.iter().map(study::label) {
+        let mine: Vec<(&study::Point, &Vec<(String, String)>)> = points
+            .iter()
+            .zip(&sets)
+            .filter(|(p, _)| p.target == t)
+            .collect();
+        let Some((point, first)) = mine.first() else {
+            continue;
+        };
+        let own: Vec<String> = first
+            .iter()
+            .filter(|(k, _)| fixed(k, &sets).is_none() && !axes.contains(k))
+            .filter_map(|(k, _)| {
+                fixed(k, mine.iter().map(|(_, set)| *set)).map(|v| format!("{k}={v}"))
+            })
+            .collect();
+        let plan = &point.plan;
+        let what = match &plan.cache {
+            Some(c) => format!(
+                "{} behind {} {}, {} start",
+                plan.target.kind.name(),
+                c.cache.kind.name(),
+                c.policy.name(),
+                c.start.name()
+            ),
+            None => plan.target.kind.name().to_string(),
+        };
+        println!("target {t} ({what}):");
+        if !own.is_empty() {
+            wrap("  ", &own);
+        }
+    }
+    println!("points:");
+    for p in points {
+        println!("  {:>3} #{} {}", p.index + 1, p.repetition, p.label(axes));
+    }
+}
+
+/// The value of setting `k` when every one of `sets` has the same.
+fn fixed<'a>(
+    k: &str,
+    sets: impl IntoIterator<Item = &'a Vec<(String, String)>>,
+) -> Option<&'a String> {
+    let mut values = sets
+        .into_iter()
+        .map(|set| set.iter().find(|(n, _)| n == k).map(|(_, v)| v));
+    let first = values.next().flatten();
+    values.all(|v| v == first).then_some(first).flatten()
+}
+
+/// A study table's settings as `key=value` (unset and false ones left out).
+fn pairs<T: serde::Serialize>(table: &T) -> Vec<String> {
+    match toml::Value::try_from(table) {
+        Ok(toml::Value::Table(t)) => t
+            .iter()
+            .filter(|(_, v)| **v != toml::Value::Boolean(false))
+            .map(|(k, v)| match v {
+                toml::Value::String(s) => format!("{k}={s}"),
+                toml::Value::Float(f) if f.fract() == 0.0 && f.abs() < 1e15 => {
+                    format!("{k}={}", *f as i64)
+                }
+                v => format!("{k}={v}"),
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Prints `items` space-separated, wrapped at 100 columns, each line led by
+/// `lead` (the first) or as many spaces.
+fn wrap(lead: &str, items: &[String]) {
+    let indent = " ".repeat(lead.chars().count());
+    let mut line = lead.to_string();
+    let mut empty = true;
+    for item in items {
+        if !empty && line.chars().count() + 1 + item.len() > 100 {
+            println!("{line}");
+            line = indent.clone();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(item);
+        empty = false;
+    }
+    println!("{line}");
 }

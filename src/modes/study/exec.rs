@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 
 use super::{Point, StudyFile, expand};
 use crate::results::study::{Machine, PointResult, STUDY_SCHEMA, StudyResult, TargetCapacity};
+use crate::runner::cache::SETTLE_MAX_S;
 use crate::runner::{self, RunOptions};
 use crate::servers::ManagedServer;
 
@@ -288,4 +289,187 @@ fn start_pinned(
         s.pin(cpus)?;
     }
     Ok(s)
+}
+
+/// How long a study takes: what to expect, and at most.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Estimate {
+    /// Seconds to expect.
+    pub about_s: f64,
+    /// Seconds at most: every settling cache warmed to its limit, every
+    /// capacity rate run twice (other parts as expected).
+    pub at_most_s: f64,
+    /// What `about_s` is made of, in seconds, by part (parts of 0 s left out).
+    pub parts: Vec<(&'static str, f64)>,
+    /// Why it may take up to `at_most_s`, one reason a line.
+    pub bounds: Vec<String>,
+}
+
+/// Keys per second a data load is counted at (conservative: kvlab loads
+/// 300,000 to 700,000 a second into local servers).
+const LOAD_KEYS_PER_S: f64 = 50_000.0;
+/// Value bytes per second a data load is counted at (conservative).
+const LOAD_BYTES_PER_S: f64 = 25e6;
+/// Requests per second a closed-loop point measured by its request count is
+/// counted at.
+const REQUESTS_PER_S: f64 = 10_000.0;
+/// Seconds each point spends outside its phases (connecting, counters, the
+/// results file).
+const POINT_OVERHEAD_S: f64 = 0.5;
+/// Runs of a capacity search (`goal.capacity`): the closed-loop run and the
+/// rates tried, each failing rate run twice at most.
+const CAPACITY_RUNS: (f64, f64) = (7.0, 13.0);
+
+/// Estimates how long `points` of `study` take, phase by phase as
+/// [`run`] runs them: managed servers started when their settings change,
+/// data loaded once per server and shape, a fresh cache for each cache-aside
+/// point (filled, or settling until its hit ratio settles, at most
+/// [`SETTLE_MAX_S`]), servers restarted
+/// by events, warm-up and the measured window, and capacity searches.
+pub fn estimate(study: &StudyFile, points: &[Point]) -> Estimate {
+    use crate::plan::events::{EventAction, EventOn};
+    let mut parts: Vec<(&'static str, f64)> = Vec::new();
+    let mut add = |part: &'static str, s: f64| match parts.iter_mut().find(|(p, _)| *p == part) {
+        Some((_, t)) => *t += s,
+        None => parts.push((part, s)),
+    };
+    let mut extra_max = 0.0;
+    let mut bounds: Vec<String> = Vec::new();
+    let mut bound = |why: String| {
+        if !bounds.contains(&why) {
+            bounds.push(why);
+        }
+    };
+    let mut current: Option<(&str, &BTreeMap<String, String>)> = None;
+    let mut loaded: Option<(u64, usize)> = None;
+    let window = |p: &crate::plan::RunPlan| match p.load.stop {
+        crate::plan::Stop::Duration(d) => d,
+        crate::plan::Stop::Requests(n) => n as f64 / p.load.rate.unwrap_or(REQUESTS_PER_S),
+    };
+    for (i, point) in points.iter().enumerate() {
+        let plan = &point.plan;
+        let managed = plan.target.external.is_none();
+        let here = (point.target.as_str(), &plan.target.server_opts);
+        if managed && current != Some(here) {
+            add("server starts", start_s(&plan.target));
+            current = Some(here);
+            loaded = None;
+        }
+        let shape = (plan.workload.keys, plan.workload.value_size);
+        // kvlab's table in a database outlives a run; an external cache's keys do not count.
+        let kept = managed || plan.target.kind.is_sql();
+        if plan.workload.load && !(kept && loaded == Some(shape)) {
+            add("data loads", load_s(plan));
+            loaded = Some(shape);
+        }
+        add("between phases", POINT_OVERHEAD_S);
+        if study.mode.as_deref() == Some("fill") {
+            add("filling", load_s(plan));
+            continue;
+        }
+        if let Some(c) = &plan.cache {
+            add("cache starts", start_s(&c.cache));
+            match c.start {
+                crate::plan::CacheStart::Warm => add("cache fills", load_s(plan)),
+                crate::plan::CacheStart::Cold => {}
+                crate::plan::CacheStart::Settle => {
+                    add("cache settling", settle_s(plan));
+                    extra_max += SETTLE_MAX_S - settle_s(plan);
+                    bound(format!(
+                        "a settling cache warms until its hit ratio settles, up to {SETTLE_MAX_S} s"
+                    ));
+                }
+            }
+        }
+        for e in &plan.load.events {
+            if let EventAction::Restart { .. } = e.action {
+                let server = match (e.on, &plan.cache) {
+                    (EventOn::Cache, Some(c)) => &c.cache,
+                    _ => &plan.target,
+                };
+                add("event restarts", start_s(server));
+            }
+        }
+        add("warm-up", plan.load.warmup_s);
+        add("measured", window(plan));
+        let last_here = points.get(i + 1).is_none_or(|n| {
+            n.target != point.target || n.plan.target.server_opts != plan.target.server_opts
+        });
+        if study.goal.capacity && study.goal.p99_ms.is_some() && last_here {
+            let run = plan.load.warmup_s + window(plan);
+            add("capacity searches", CAPACITY_RUNS.0 * run);
+            extra_max += (CAPACITY_RUNS.1 - CAPACITY_RUNS.0) * run;
+            bound("a capacity search runs each failing rate twice".into());
+        }
+    }
+    parts.retain(|(_, s)| *s > 0.0);
+    let about_s: f64 = parts.iter().map(|(_, s)| s).sum();
+    Estimate {
+        about_s,
+        at_most_s: about_s + extra_max,
+        parts,
+        bounds,
+    }
+}
+
+impl Estimate {
+    /// `about 6 min 10 s`, with `(at most …)` where that is more.
+    pub fn text(&self) -> String {
+        match self.at_most_s > self.about_s + 1.0 {
+            true => format!(
+                "about {} (at most {})",
+                duration_text(self.about_s),
+                duration_text(self.at_most_s)
+            ),
+            false => format!("about {}", duration_text(self.about_s)),
+        }
+    }
+}
+
+/// Seconds as text: `45 s`, `6 min 10 s`, `2 h 5 min`.
+pub fn duration_text(s: f64) -> String {
+    let s = s.max(0.0).round() as u64;
+    match s {
+        0..100 => format!("{s} s"),
+        100..3600 if s.is_multiple_of(60) => format!("{} min", s / 60),
+        100..3600 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, s % 3600 / 60),
+    }
+}
+
+/// Seconds a managed server of `t` takes to start (0 for a URL): a JVM
+/// (allowed minutes to start) 20, a cluster 5, a database 4, a cache 0.5;
+/// a pooler in front 0.5 more.
+fn start_s(t: &crate::plan::TargetSpec) -> f64 {
+    if t.external.is_some() {
+        return 0.0;
+    }
+    let f = t.kind.product().facts();
+    let server = if f.server.start_timeout.as_secs() >= 120 {
+        20.0
+    } else if f.sharded {
+        5.0
+    } else if f.server.on_disk {
+        4.0
+    } else {
+        0.5
+    };
+    server + if t.pooler.is_some() { 0.5 } else { 0.0 }
+}
+
+/// Seconds a settling cache of `plan` warms: two 3-second means to compare,
+/// and 1.5 times the time its requests take to go over every key once (at
+/// `rate`, else 10,000 a second), at most [`SETTLE_MAX_S`]. The built-in
+/// cache-size study settled in 6 to 35 s, 13 s on average (counted: 15 s);
+/// cache-failure in 27 s (counted: 25 s).
+fn settle_s(plan: &crate::plan::RunPlan) -> f64 {
+    let rate = plan.load.rate.unwrap_or(REQUESTS_PER_S);
+    (6.0 + 1.5 * plan.workload.keys as f64 / rate).min(SETTLE_MAX_S)
+}
+
+/// Seconds loading `plan`'s keys takes, counted conservatively.
+fn load_s(plan: &crate::plan::RunPlan) -> f64 {
+    let w = &plan.workload;
+    let bytes = w.keys as f64 * w.value_size as f64;
+    (w.keys as f64 / LOAD_KEYS_PER_S).max(bytes / LOAD_BYTES_PER_S)
 }

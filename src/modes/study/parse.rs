@@ -4,6 +4,8 @@
 use std::path::Path;
 
 use anyhow::{Result, anyhow, bail};
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
 
 use super::builtin::{builtin, names};
 use super::expand::expand;
@@ -37,21 +39,11 @@ pub fn parse(text: &str, origin: &str) -> Result<StudyFile> {
 /// Parses study text at `scale`: `Scale::Original` lays the file's
 /// `[original]` tables over the rest (the published study's parameters).
 pub fn parse_scaled(text: &str, origin: &str, scale: Scale) -> Result<StudyFile> {
+    let lines = Lines::new(text, scale == Scale::Original);
     let mut study: StudyFile = toml::from_str(text).map_err(|e| {
         let msg = e.message().trim().replace('\n', " ");
-        // An unknown key's span may cover its whole table: point at the key.
-        let key_line = msg
-            .strip_prefix("unknown field `")
-            .and_then(|r| r.split('`').next())
-            .and_then(|k| {
-                text.lines()
-                    .position(|l| l.trim_start().starts_with(k))
-                    .map(|i| i + 1)
-            });
-        let line = key_line.or_else(|| {
-            e.span()
-                .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
-        });
+        // The parser's span is the offending key's (or value's) own.
+        let line = e.span().map(|s| lines.line(s.start));
         let fix = if msg.contains("unknown field") {
             "; check the spelling against the annotated examples in studies/"
         } else if msg.contains("missing field") {
@@ -59,10 +51,7 @@ pub fn parse_scaled(text: &str, origin: &str, scale: Scale) -> Result<StudyFile>
         } else {
             ""
         };
-        match line {
-            Some(l) => anyhow!("{origin}:{l}: {msg}{fix}"),
-            None => anyhow!("{origin}: {msg}{fix}"),
-        }
+        anyhow!("{}: {msg}{fix}", lines.at(origin, line))
     })?;
     let original = study.original.take();
     if scale == Scale::Original {
@@ -75,13 +64,19 @@ pub fn parse_scaled(text: &str, origin: &str, scale: Scale) -> Result<StudyFile>
             .map_err(|e| anyhow!("{origin}: cannot apply [original]: {e}"))?;
         overlay(&mut v, toml::Value::Table(original));
         study = v.try_into().map_err(|e: toml::de::Error| {
-            anyhow!("{origin}: [original]: {}", e.message().trim())
+            let msg = e.message().trim().replace('\n', " ");
+            // No spans here: the key the message names, within [original].
+            let named = msg.split('`').nth(1).unwrap_or_default();
+            let line = lines
+                .named_under("original", named)
+                .or_else(|| lines.walk(&["original"]).map(|(l, _)| l));
+            anyhow!("{}: [original]: {msg}", lines.at(origin, line))
         })?;
         study.scale = Some("original".into());
     } else {
         study.original = original;
     }
-    check(&study, text, origin)?;
+    check(&study, &lines, origin)?;
     Ok(study)
 }
 
@@ -102,48 +97,10 @@ fn overlay(base: &mut toml::Value, top: toml::Value) {
     }
 }
 
-/// The line (from 1) where `key` is set in table `table` of `text` (the top
-/// level when empty; `[[table]]` blocks count from 0 by `nth`), else that
-/// table's header, else 1.
-fn line_in(text: &str, table: &str, nth: usize, key: &str) -> usize {
-    let (set, header) = locate(text, table, nth, key);
-    set.or(header).unwrap_or(1)
-}
-
-/// The line where `key` is set in table `table` (see [`line_in`]), and the
-/// line of that table's header.
-fn locate(text: &str, table: &str, nth: usize, key: &str) -> (Option<usize>, Option<usize>) {
-    let mut here = table.is_empty();
-    let mut header = None;
-    let mut seen = 0;
-    for (i, l) in text.lines().enumerate() {
-        let l = l.trim();
-        if l.starts_with('[') {
-            let name = l.trim_matches(|c| c == '[' || c == ']').trim();
-            here = name == table && {
-                seen += 1;
-                seen == nth + 1
-            };
-            if here {
-                header = Some(i + 1);
-            }
-            continue;
-        }
-        let set = l
-            .split_once('=')
-            .is_some_and(|(k, _)| k.trim().trim_matches('"') == key);
-        if here && set {
-            return (Some(i + 1), header);
-        }
-    }
-    (None, header)
-}
-
 /// Checks a parsed study; errors point at the offending line of `text`.
-fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
-    let at = |needle: &str| format!("{origin}:{}", line_in(text, "", 0, needle));
-    let at_in =
-        |table: &str, nth: usize, key: &str| format!("{origin}:{}", line_in(text, table, nth, key));
+fn check(s: &StudyFile, lines: &Lines, origin: &str) -> Result<()> {
+    let at = |key: &str| lines.at(origin, lines.of(&[key]));
+    let at_in = |table: &str, key: &str| lines.at(origin, lines.of(&[table, key]));
     if s.targets.is_empty() {
         bail!(
             "{origin}: no [[target]]; add at least one, e.g. [[target]] target = \"{}\"",
@@ -162,13 +119,13 @@ fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
     if s.load.timeline_seconds == 0 {
         bail!(
             "{}: load.timeline_seconds = 0 would keep no per-second figures; give at least 1, e.g. 600",
-            at_in("load", 0, "timeline_seconds")
+            at_in("load", "timeline_seconds")
         );
     }
     if s.goal.capacity && s.goal.p99_ms.is_none() {
         bail!(
             "{}: goal.capacity needs goal.p99_ms, the latency limit to search within",
-            at_in("goal", 0, "capacity")
+            at_in("goal", "capacity")
         );
     }
     if let Some(ms) = s.goal.p99_ms
@@ -176,7 +133,7 @@ fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
     {
         bail!(
             "{}: goal.p99_ms = {ms}: give a positive number of milliseconds, e.g. p99_ms = 2",
-            at_in("goal", 0, "p99_ms")
+            at_in("goal", "p99_ms")
         );
     }
     if let Some(rps) = s.goal.rps
@@ -184,7 +141,7 @@ fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
     {
         bail!(
             "{}: goal.rps = {rps}: give a positive number of requests per second",
-            at_in("goal", 0, "rps")
+            at_in("goal", "rps")
         );
     }
     // Limits and loads that must be positive numbers, by table.
@@ -206,7 +163,7 @@ fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
         {
             bail!(
                 "{}: {table}.{key} = {v}: give a positive number",
-                at_in(table, 0, key)
+                at_in(table, key)
             );
         }
     }
@@ -236,34 +193,52 @@ fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
         if n.contains(&0) {
             bail!(
                 "{}: sweep.{axis} has a 0; give positive values",
-                at_in("sweep", 0, axis)
+                at_in("sweep", axis)
             );
         }
     }
     let mut names = std::collections::BTreeSet::new();
     for (i, t) in s.targets.iter().enumerate() {
-        let at = |_: &str| at_in("target", i, "target");
-        let mut spec: TargetSpec = t
-            .target
-            .parse()
-            .map_err(|e| anyhow!("{}: {e}", at(&t.target)))?;
+        let n = i.to_string();
+        // Each error at the line of the target's key it names, else of `target`.
+        let at = |msg: &str| {
+            let key = lines.in_table(&["target", &n], msg);
+            lines.at(origin, key.or_else(|| lines.of(&["target", &n, "target"])))
+        };
+        let mut spec: TargetSpec = t.target.parse().map_err(|e| {
+            anyhow!(
+                "{}: {e}",
+                lines.at(origin, lines.of(&["target", &n, "target"]))
+            )
+        })?;
         spec.schema.table_engine = t.table_engine.clone();
         spec.schema.unlogged = t.unlogged;
         t.apply_request_options(&mut spec);
-        spec.check_schema()
-            .map_err(|e| anyhow!("{}: {}", at(&t.target), study_words(&e.to_string())))?;
-        if spec.external.is_some() && (!t.server_opts.is_empty() || !s.sweep.server.is_empty()) {
+        spec.check_schema().map_err(|e| {
+            let msg = study_words(&e.to_string());
+            anyhow!("{}: {msg}", at(&msg))
+        })?;
+        if spec.external.is_some() && !t.server_opts.is_empty() {
             bail!(
                 "{}: server settings apply only to servers kvlab starts; drop them or use a bare kind",
-                at(&t.target)
+                at("server_opts")
             );
         }
-        t.cache_aside()
-            .map_err(|e| anyhow!("{}: {}", at(&t.target), study_words(&format!("{e:#}"))))?;
+        if spec.external.is_some() && !s.sweep.server.is_empty() {
+            bail!(
+                "{}: target {} is a URL, and server settings apply only to servers kvlab starts; drop [sweep.server] or use a bare kind",
+                lines.at(origin, lines.of(&["sweep", "server"])),
+                label(t)
+            );
+        }
+        t.cache_aside().map_err(|e| {
+            let msg = study_words(&format!("{e:#}"));
+            anyhow!("{}: {msg}", at(&msg))
+        })?;
         if !names.insert(label(t)) {
             bail!(
                 "{}: two targets are named '{}'; give each a distinct name",
-                at(&t.target),
+                at("name"),
                 label(t)
             );
         }
@@ -274,40 +249,42 @@ fn check(s: &StudyFile, text: &str, origin: &str) -> Result<()> {
         .chain(s.targets.iter().filter_map(|t| t.baseline.as_ref()))
         .find(|b| !names.contains(*b))
     {
+        let line = match s.baseline.as_ref() == Some(b) {
+            true => lines.of(&["baseline"]),
+            false => s
+                .targets
+                .iter()
+                .position(|t| t.baseline.as_ref() == Some(b))
+                .and_then(|i| lines.of(&["target", &i.to_string(), "baseline"])),
+        };
         bail!(
-            "{origin}: baseline = \"{b}\" names no target; use one of {}",
+            "{}: baseline = \"{b}\" names no target; use one of {}",
+            lines.at(origin, line),
             names.iter().cloned().collect::<Vec<_>>().join(", ")
         );
     }
     // Every point must make a valid plan: expand once to surface errors early,
-    // at the line that sets the key the error names, if one does.
+    // at the line that sets the key the error names.
     expand(s).map_err(|e| {
         let msg = study_words(&format!("{e:#}"));
-        let key = msg.split_once(':').map_or("", |(k, _)| k.trim());
-        let name = key.rsplit('.').next().unwrap_or(key);
-        let line = ["workload", "load", "sweep"]
-            .iter()
-            .find_map(|t| locate(text, t, 0, name).0)
-            .filter(|_| {
-                key.chars()
-                    .all(|c| c.is_ascii_lowercase() || "_.".contains(c))
-            })
-            .map(|l| format!(":{l}"))
-            .unwrap_or_default();
-        anyhow!("{origin}{line}: {msg}")
+        anyhow!("{}: {msg}", lines.at(origin, lines.blame(s, &msg)))
     })?;
     Ok(())
 }
 
-/// A message about command-line flags, in the words of a study file.
+/// A message about command-line flags, in the words of a study file (a key
+/// named twice in a row, `cache_start: cache_start: …`, once).
 fn study_words(msg: &str) -> String {
-    [
+    let words = [
         ("--write-policy", "write_policy"),
         ("--cache-ttl", "cache_ttl"),
         ("--cache-opt", "cache_opts"),
+        ("--cache-start", "cache_start"),
+        ("--cache-query-mode", "cache_query_mode"),
         ("--background-writes", "workload.background_writes"),
         ("--no-load", "workload.load = false"),
         ("--pipeline", "load.pipeline"),
+        ("--timeline-seconds", "load.timeline_seconds"),
         ("--table-engine", "table_engine"),
         ("--unlogged", "unlogged"),
         ("--consistency", "consistency"),
@@ -316,12 +293,230 @@ fn study_words(msg: &str) -> String {
         ("--pooler", "pooler"),
         ("--target", "target"),
         ("--cache", "cache"),
+        ("--event:", "events:"),
         ("--ratio", "workload.ratio"),
         ("--key-distribution", "workload.distribution"),
         ("--key-prefix", "workload.key_prefix"),
         ("--value-size", "workload.value_size"),
         ("--keys", "workload.keys"),
+        ("--ttl", "workload.ttl"),
+        ("--batch", "workload.batch"),
+        ("--profile", "workload.profile"),
     ]
     .iter()
-    .fold(msg.to_string(), |m, (flag, key)| m.replace(flag, key))
+    .fold(msg.to_string(), |m, (flag, key)| m.replace(flag, key));
+    let mut parts = words.splitn(3, ": ");
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(a), Some(b), Some(rest)) if a == b => format!("{a}: {rest}"),
+        _ => words,
+    }
+}
+
+/// Where a study's keys are set: the TOML parser's spans over its text, so
+/// that every error points at the offending key's own line.
+struct Lines<'t> {
+    text: &'t str,
+    doc: Option<Spanned<DeTable<'t>>>,
+    /// Running at `--scale original`: a key set in `[original]` wins.
+    original: bool,
+}
+
+/// A value of a study's text, as parsed with its span.
+type Node<'a, 't> = &'a Spanned<DeValue<'t>>;
+
+impl<'t> Lines<'t> {
+    /// The spans of `text` (none if it does not parse: then no lines).
+    fn new(text: &'t str, original: bool) -> Self {
+        Lines {
+            text,
+            doc: DeTable::parse(text).ok(),
+            original,
+        }
+    }
+
+    /// The line (from 1) of byte `at`.
+    fn line(&self, at: usize) -> usize {
+        self.text[..at.min(self.text.len())].matches('\n').count() + 1
+    }
+
+    /// `origin:line`, or `origin` alone without a line.
+    fn at(&self, origin: &str, line: Option<usize>) -> String {
+        match line {
+            Some(l) => format!("{origin}:{l}"),
+            None => origin.to_string(),
+        }
+    }
+
+    /// The value at `path` (keys; a number indexes an array, e.g.
+    /// `["target", "2", "cache_start"]`) and the byte its key (or element)
+    /// starts at; else `Err` with the start of the deepest table reached.
+    fn walk_node(&self, path: &[&str]) -> Result<(Node<'_, 't>, usize), Option<usize>> {
+        let doc = self.doc.as_ref().ok_or(None)?;
+        let (first, rest) = path.split_first().ok_or(None)?;
+        let (mut node, mut at) = key_of(doc.get_ref(), first).ok_or(None)?;
+        for seg in rest {
+            let deepest = Some(at);
+            (node, at) = match node.get_ref() {
+                DeValue::Table(t) => key_of(t, seg),
+                DeValue::Array(a) => seg
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|n| a.get(n))
+                    .map(|e| (e, e.span().start)),
+                _ => None,
+            }
+            .ok_or(deepest)?;
+        }
+        Ok((node, at))
+    }
+
+    /// The value at `path` (in `[original]` first at that scale) and the
+    /// byte its key starts at.
+    fn node(&self, path: &[&str]) -> Option<(Node<'_, 't>, usize)> {
+        let within = [&["original"], path].concat();
+        self.original
+            .then(|| self.walk_node(&within).ok())
+            .flatten()
+            .or_else(|| self.walk_node(path).ok())
+    }
+
+    /// The line of `path`'s key (`true`), else of the deepest table on the
+    /// way (`false`).
+    fn walk(&self, path: &[&str]) -> Option<(usize, bool)> {
+        match self.walk_node(path) {
+            Ok((_, at)) => Some((self.line(at), true)),
+            Err(deepest) => deepest.map(|at| (self.line(at), false)),
+        }
+    }
+
+    /// The line where `path` is set (in `[original]` first at that scale),
+    /// else that of the deepest table on the way (its header).
+    fn of(&self, path: &[&str]) -> Option<usize> {
+        if let Some((_, at)) = self.node(path) {
+            return Some(self.line(at));
+        }
+        self.walk(path).map(|(l, _)| l)
+    }
+
+    /// The line of `path`, and how plainly `msg` quotes its value (see
+    /// [`Lines::quoted`]): of an array, the element it quotes most plainly;
+    /// `None` when `path` is not set.
+    fn value_line(&self, path: &[&str], msg: &str) -> Option<(usize, u8)> {
+        let (node, at) = self.node(path)?;
+        if let DeValue::Array(a) = node.get_ref()
+            && let Some((e, q)) = best(a.iter().map(|e| (e, self.quoted(e, msg))))
+        {
+            return Some((self.line(e.span().start), q));
+        }
+        Some((self.line(at), self.quoted(node, msg)))
+    }
+
+    /// How plainly `msg` holds `v`'s text (a string's content): 2 in quotes
+    /// (`'1/2'`), 1 as a whole word, 0 not at all.
+    fn quoted(&self, v: Node<'_, 't>, msg: &str) -> u8 {
+        let text = match v.get_ref() {
+            DeValue::String(s) => s.as_ref(),
+            DeValue::Array(_) | DeValue::Table(_) => return 0,
+            _ => &self.text[v.span()],
+        };
+        let word = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '.');
+        let quote = |c: Option<char>| matches!(c, Some('\'' | '"'));
+        if text.is_empty() {
+            return 0;
+        }
+        msg.match_indices(text)
+            .map(|(i, _)| {
+                let (before, after) = (
+                    msg[..i].chars().next_back(),
+                    msg[i + text.len()..].chars().next(),
+                );
+                match (quote(before) && quote(after), word(before) || word(after)) {
+                    (true, _) => 2,
+                    (false, false) => 1,
+                    (false, true) => 0,
+                }
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The line of the key of table `table` that `msg` names first (a value
+    /// it quotes, where several are listed); `target` last.
+    fn in_table(&self, table: &[&str], msg: &str) -> Option<usize> {
+        let words = msg
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty() && *w != "target");
+        words
+            .chain(["target"])
+            .find_map(|w| self.value_line(&[table, &[w]].concat(), msg))
+            .map(|(l, _)| l)
+    }
+
+    /// The line of the key a message from [`expand`] names: the key it
+    /// starts with (`workload.ratio: …`) where set, in `[sweep]`,
+    /// `[workload]` or `[load]`, or a target (the first that holds the value
+    /// it quotes, else the first set); within the target it names (`target
+    /// 'x': …`), else that target's key it names.
+    fn blame(&self, s: &StudyFile, msg: &str) -> Option<usize> {
+        let scope = msg
+            .strip_prefix("target '")
+            .and_then(|r| r.split_once("': "))
+            .and_then(|(name, rest)| {
+                let i = s.targets.iter().position(|t| label(t) == name)?;
+                Some((i.to_string(), rest))
+            });
+        let rest = scope.as_ref().map_or(msg, |(_, r)| r);
+        let head = rest
+            .split(|c: char| !(c.is_ascii_alphanumeric() || "_.-".contains(c)))
+            .next()
+            .unwrap_or_default();
+        let path: Vec<&str> = head.split('.').collect();
+        let name = path.last().copied().unwrap_or_default();
+        let indices: Vec<String> = (0..s.targets.len()).map(|i| i.to_string()).collect();
+        let mut candidates: Vec<Vec<&str>> = Vec::new();
+        if path.len() > 1 || scope.is_none() {
+            candidates.push(path.clone());
+            candidates.extend(["sweep", "workload", "load"].map(|t| vec![t, name]));
+        }
+        if scope.is_none() {
+            candidates.extend(indices.iter().map(|i| vec!["target", i, name]));
+        }
+        let picked =
+            best(candidates.iter().filter_map(|p| self.value_line(p, msg))).map(|(l, _)| l);
+        picked.or_else(|| {
+            let (i, rest) = scope.as_ref()?;
+            self.in_table(&["target", i], rest)
+        })
+    }
+
+    /// The line of the first key named `name` anywhere under table `table`.
+    fn named_under(&self, table: &str, name: &str) -> Option<usize> {
+        fn dfs(v: &Spanned<DeValue<'_>>, name: &str) -> Option<usize> {
+            match v.get_ref() {
+                DeValue::Table(t) => t.iter().find_map(|(k, v)| match k.get_ref() == name {
+                    true => Some(k.span().start),
+                    false => dfs(v, name),
+                }),
+                DeValue::Array(a) => a.iter().find_map(|e| dfs(e, name)),
+                _ => None,
+            }
+        }
+        if name.is_empty() {
+            return None;
+        }
+        let (node, _) = self.walk_node(&[table]).ok()?;
+        dfs(node, name).map(|at| self.line(at))
+    }
+}
+
+/// The first of `items` with the highest score.
+fn best<T>(items: impl Iterator<Item = (T, u8)>) -> Option<(T, u8)> {
+    items.reduce(|a, b| if b.1 > a.1 { b } else { a })
+}
+
+/// The value of key `key` in `t`, and the byte the key starts at.
+fn key_of<'a, 't>(t: &'a DeTable<'t>, key: &str) -> Option<(Node<'a, 't>, usize)> {
+    t.iter()
+        .find(|(k, _)| k.get_ref() == key)
+        .map(|(k, v)| (v, k.span().start))
 }
