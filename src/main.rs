@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 fn main() -> ExitCode {
+    kvlab::system::progress::quiet_broken_pipe();
     let cli = match kvlab::cli::Cli::parse_args() {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() => {

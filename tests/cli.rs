@@ -457,7 +457,7 @@ fn bad_study_files_and_results_give_one_line_errors() {
     assert!(dry_run("studies/demo.toml").contains("15 points"));
     let text = dry_run("studies/cache-aside.toml");
     assert!(
-        text.contains("9 points") && text.contains("behind redis update"),
+        text.contains("9 points") && text.contains("redis in front of postgres, update"),
         "{text}"
     );
 }

@@ -201,3 +201,20 @@ fn replay_help_shows_no_default_a_replay_does_not_use() {
     assert!(!help.contains("[default: 2"), "{help}");
     assert!(help.contains("to the trace's end"), "{help}");
 }
+
+#[test]
+fn a_closed_standard_output_ends_a_dry_run_without_a_panic() {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kvlab"))
+        .args(["study", "cache-size", "--dry-run"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes away before kvlab writes (as `| head -1` does).
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!err.contains("Broken pipe"), "{err}");
+}

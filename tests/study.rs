@@ -220,7 +220,7 @@ fn a_cache_aside_study_reports_hit_ratio_latency_and_stale_reads() {
         .expect("a cache-aside table");
     assert_eq!(t.rows.len(), 4);
     for h in [
-        "hit ratio",
+        "hit ratio of all reads",
         "p50 µs",
         "p99 µs",
         "DB reads saved/s",

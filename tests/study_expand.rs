@@ -309,7 +309,7 @@ fn a_points_label_names_every_swept_setting_the_cache_memory_included() {
     assert_eq!(axes, ["cache.memory-mb", "distribution"]);
     assert_eq!(
         p[1].label(&axes),
-        "postgres+redis cache.memory-mb=4 distribution=uniform"
+        "redis in front of postgres cache.memory-mb=4 distribution=uniform"
     );
     let labels: std::collections::BTreeSet<String> = p.iter().map(|p| p.label(&axes)).collect();
     assert_eq!(labels.len(), p.len(), "each point's label is its own");

@@ -39,12 +39,12 @@ fn the_dry_run_shows_the_settings_every_point_shares() {
     // Each target's own cache, and the points.
     assert!(
         text.contains(
-            "target redis (postgres behind redis invalidate, settle start):\n  cache=redis"
+            "target redis (redis in front of postgres, invalidate, settle start):\n  cache=redis"
         ),
         "{text}"
     );
     assert!(
-        text.contains("target memcached (postgres behind memcached invalidate, settle start):\n  cache=memcached"),
+        text.contains("target memcached (memcached in front of postgres, invalidate, settle start):\n  cache=memcached"),
         "{text}"
     );
     assert!(
@@ -69,7 +69,9 @@ fn the_dry_run_shows_the_settings_every_point_shares() {
 fn the_dry_run_shows_swept_cache_memory_per_point_and_the_sizing_block() {
     let text = dry_run("cache-size");
     assert!(
-        text.contains("    1 #1 postgres+redis cache.memory-mb=2 distribution=uniform\n"),
+        text.contains(
+            "    1 #1 redis in front of postgres cache.memory-mb=2 distribution=uniform\n"
+        ),
         "{text}"
     );
     assert!(text.contains("cache_start=settle"), "{text}");
@@ -90,7 +92,7 @@ fn the_dry_run_shows_swept_cache_memory_per_point_and_the_sizing_block() {
     }
     // A setting only some targets have is on their line.
     assert!(
-        text.contains("target redis-in-front (postgres behind redis invalidate, warm start):\n  target=postgres query_mode=prepared cache=redis"),
+        text.contains("target redis-in-front (redis in front of postgres, invalidate, warm start):\n  target=postgres query_mode=prepared cache=redis"),
         "{text}"
     );
 }

@@ -544,7 +544,10 @@ mod tests {
         assert!(!missed.contains("carried"), "{missed}");
         assert!(missed.contains("missed the goal of p99 ≤ 5 ms"), "{missed}");
         r.latency_us.p99 = 3_000.0;
-        assert_eq!(alone_verdict(&r, Some(5.0)), "it carried it within p99 ≤ 5 ms");
+        assert_eq!(
+            alone_verdict(&r, Some(5.0)),
+            "it carried it within p99 ≤ 5 ms"
+        );
         assert_eq!(alone_verdict(&r, None), "it carried it");
     }
 }

@@ -79,3 +79,21 @@ impl Progress {
         }
     }
 }
+
+/// Makes a closed standard output (`kvlab study --dry-run | head`) end the
+/// process quietly: the write's panic still unwinds, so every server kvlab
+/// started is stopped on the way out, but no panic message is printed.
+pub fn quiet_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let p = info.payload();
+        let text = p
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| p.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if !text.contains("Broken pipe") {
+            default(info);
+        }
+    }));
+}

@@ -219,13 +219,20 @@ fn print_plan(s: &study::StudyFile, points: &[study::Point], axes: &[String], ti
         let plan = &point.plan;
         let what = match &plan.cache {
             Some(c) => format!(
-                "{} behind {} {}, {} start",
-                plan.target.kind.name(),
-                c.cache.kind.name(),
+                "{}, {}, {} start",
+                crate::results::architecture_name(
+                    plan.target.kind.name(),
+                    Some(c.cache.kind.name()),
+                    plan.target.pooler.as_deref(),
+                ),
                 c.policy.name(),
                 c.start.name()
             ),
-            None => plan.target.kind.name().to_string(),
+            None => crate::results::architecture_name(
+                plan.target.kind.name(),
+                None,
+                plan.target.pooler.as_deref(),
+            ),
         };
         println!("target {t} ({what}):");
         if !own.is_empty() {
