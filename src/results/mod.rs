@@ -21,11 +21,10 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 pub use crate::driver::LoadResult;
-use crate::driver::{Endpoint, PoolerCounters, ServerCounters, ServerInfo};
+use crate::driver::{PoolerCounters, ServerCounters};
 use crate::plan::RunPlan;
 use crate::plan::shard::Shard;
 use crate::results::stats::{Counts, Percentiles};
-use crate::servers::ManagedServer;
 use crate::transport::TransportInfo;
 pub use aside::{AsideReport, LegReport, WorkingSet};
 pub use events::EventReport;
@@ -402,28 +401,6 @@ pub struct CounterCheck {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
-}
-
-impl TargetInfo {
-    /// The description of a target of `kind` at `endpoint` that reported
-    /// `info`, with the settings and pid of `server` when kvlab started it.
-    pub fn of(
-        kind: crate::plan::TargetKind,
-        info: &ServerInfo,
-        endpoint: &Endpoint,
-        server: Option<&ManagedServer>,
-    ) -> TargetInfo {
-        TargetInfo {
-            kind: kind.name().to_string(),
-            product: info.product.clone(),
-            version: info.version.clone(),
-            managed: server.is_some(),
-            url: endpoint.display_for(kind.product()),
-            settings: server.map(|s| s.settings.clone()).unwrap_or_default(),
-            pid: server.map(|s| s.pid()),
-            transport: None,
-        }
-    }
 }
 
 impl CounterCheck {

@@ -424,3 +424,24 @@ pub(super) fn server_use(result: &mut RunResult, target_is_db: bool, obs: &RunOb
     }
     result.servers = servers;
 }
+
+/// The description of a target of `kind` at `endpoint` that reported `info`,
+/// with the settings and pid of `server` when kvlab started it.
+pub(super) fn target_info(
+    kind: crate::plan::TargetKind,
+    info: &crate::driver::ServerInfo,
+    endpoint: &crate::driver::Endpoint,
+    server: Option<&crate::servers::ManagedServer>,
+) -> TargetInfo {
+    TargetInfo {
+        kind: kind.name().to_string(),
+        product: info.product.clone(),
+        version: info.version.clone(),
+        managed: server.is_some(),
+        url: endpoint.display_for(kind.product()),
+        settings: server.map(|s| s.settings.clone()).unwrap_or_default(),
+        pid: server.map(|s| s.pid()),
+        transport: None,
+    }
+}
+

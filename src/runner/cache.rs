@@ -71,7 +71,7 @@ impl Cache {
                 i
             }
         };
-        let info = TargetInfo::of(kind, &sinfo, &endpoint, server.as_ref());
+        let info = super::assemble::target_info(kind, &sinfo, &endpoint, server.as_ref());
         Ok(Cache {
             connector,
             info,

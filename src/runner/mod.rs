@@ -17,6 +17,7 @@ pub mod cache;
 pub mod dataset;
 mod events;
 pub mod launch;
+pub mod machine;
 mod observe;
 mod replay;
 
@@ -26,7 +27,7 @@ use crate::engine::{self, Spec};
 use crate::plan::RunPlan;
 use crate::plan::shard::Share;
 use crate::results::stats::Leg;
-use crate::results::{CounterCheck, RunResult, TargetInfo};
+use crate::results::{CounterCheck, RunResult};
 use crate::runner::cache::Cache;
 use crate::runner::launch::{kvlab_sockets, room_for_sockets};
 use crate::servers::ManagedServer;
@@ -337,7 +338,7 @@ pub fn measure_with(
         latency_us: crate::results::stats::Percentiles::of(&b.measured.latency),
     });
 
-    let mut target = TargetInfo::of(kind, &info, &endpoint, server);
+    let mut target = assemble::target_info(kind, &info, &endpoint, server);
     target.transport = Some(transport);
     let mut result = assemble(
         plan,
@@ -358,7 +359,7 @@ pub fn measure_with(
     }
     result.background = background;
     replay::finish(feed, plan, &mut result);
-    let machine = crate::results::study::Machine::this();
+    let machine = machine::this();
     let data_bytes = plan
         .workload
         .keys

@@ -10,7 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result};
 
 use super::{Point, StudyFile, expand};
-use crate::results::study::{Machine, PointResult, STUDY_SCHEMA, StudyResult, TargetCapacity};
+use crate::results::study::{PointResult, STUDY_SCHEMA, StudyResult, TargetCapacity};
 use crate::runner::cache::SETTLE_MAX_S;
 use crate::runner::{self, RunOptions};
 use crate::servers::ManagedServer;
@@ -74,7 +74,7 @@ pub fn run(
         kvlab_version: env!("CARGO_PKG_VERSION").into(),
         started_unix_s,
         study: study.clone(),
-        machine: Machine::this(),
+        machine: crate::runner::machine::this(),
         planned: points.len(),
         points: Vec::new(),
         interrupted: false,
