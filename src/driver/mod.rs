@@ -17,6 +17,7 @@
 //! - [`settings`]
 //! - [`setup`]
 //! - [`table`]
+//! - [`table_steps`]
 //! - [`topology`]
 //! - [`wire`]
 
@@ -29,6 +30,7 @@ pub mod product;
 pub mod settings;
 pub mod setup;
 pub mod table;
+pub mod table_steps;
 pub mod topology;
 pub mod wire;
 
@@ -38,8 +40,10 @@ pub use facts::{Facts, ServerFacts, TableFacts};
 pub use pooler::{Pooler, PoolerCounters, PoolerLaunch};
 pub use product::{
     Cache, CacheMemory, Connector, Database, Launch, Login, Product, Role, Server, ServerInfo,
+    TableJob,
 };
 pub use settings::{Config, Sizing, parse_opt};
 pub use setup::SetupConn;
-pub use table::{DataSpec, Existing, Figures, LoadResult, TableSteps};
+pub use table::LoadResult;
+pub use table_steps::{DataSpec, Existing, Figures, TableSteps};
 pub use topology::Topology;

@@ -21,12 +21,13 @@ use crate::driver::counters::{ReportedUsage, ServerCounters};
 use crate::driver::endpoint::Endpoint;
 use crate::driver::facts::Facts;
 use crate::driver::settings::{Config, Sizing};
-use crate::driver::table::{TableJob, TableSteps};
+use crate::driver::table_steps::{DataSpec, TableSteps};
 use crate::driver::topology::Topology;
 use crate::driver::wire::Session;
 use crate::error::UsageError;
 use crate::system::osuser::{OsUser, find_binary};
 use crate::system::procfs::{ProcUsage, proc_usage};
+use crate::system::progress::RunOptions;
 use crate::transport::certs::TlsFiles;
 use crate::transport::{Stream, TlsClient, TlsStart, Transport, TransportInfo};
 
@@ -139,7 +140,7 @@ pub trait Cache: Sync {
 
 /// A database's handling of kvlab's table: only its own steps; the policy
 /// every database shares (reuse, recreate or load; kvlab's marker) is
-/// [`table::prepare`](crate::driver::table::prepare).
+/// `table::prepare`.
 pub trait Database: Sync {
     /// Opens a set-up session for kvlab's table on the job's database, ready
     /// to hold its data (checks what this database cannot hold first).
@@ -148,6 +149,18 @@ pub trait Database: Sync {
     fn reset_versions(&self, c: &Connector) -> Result<()>;
     /// Bytes kvlab's table takes, and what they are (e.g. "table + indexes").
     fn table_size(&self, c: &Connector) -> Result<(u64, &'static str)>;
+}
+
+/// What `table::prepare` asks of a database ([`Database::table`]): where it
+/// is, the data set kvlab's table must hold, and how to tell the user.
+#[derive(Clone, Copy)]
+pub struct TableJob<'a> {
+    /// The database.
+    pub connector: &'a Connector,
+    /// The data set.
+    pub data: &'a DataSpec,
+    /// Progress and notes.
+    pub opts: RunOptions,
 }
 
 /// How a managed server is launched: the paths and port kvlab chose.

@@ -1,8 +1,9 @@
 //! kvlab's own table on a database, in general: the policy every database
 //! shares ([`prepare`]: is kvlab's table there and right? reuse, recreate or
-//! load; never touch a table kvlab's marker does not mark), the narrow
-//! [`TableSteps`] each database implements with only its own steps, and a
-//! parallel loader with progress. The products' folders hold the SQL.
+//! load; never touch a table kvlab's marker does not mark) over the narrow
+//! [`TableSteps`](crate::driver::TableSteps) each database implements with
+//! only its own steps, and a parallel loader with progress. The products'
+//! folders hold the SQL.
 
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -11,8 +12,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::driver::endpoint::SchemaOptions;
-use crate::driver::product::{Connector, Database};
+use crate::driver::product::{Connector, Database, TableJob};
+use crate::driver::table_steps::DataSpec;
 use crate::driver::wire::{Codec, Decoded, Key, Reply, tag_of};
 use crate::system::progress::{Progress, RunOptions, note};
 use crate::workload::{OpKind, Values, slice_of};
@@ -26,35 +27,6 @@ pub const MARK: &str = "kvlab key-value table";
 /// Marks a table whose values have kvlab's current layout (key, version, body);
 /// tables without it are reloaded.
 pub const VALUES_MARK: &str = "values=v2";
-
-/// What a database's data set must be.
-#[derive(Clone, Debug)]
-pub struct DataSpec {
-    /// Keys `0..keys`.
-    pub keys: u64,
-    /// The values (their size and bytes).
-    pub values: Values,
-    /// Client threads of the run (loaders scale with them).
-    pub threads: usize,
-    /// How kvlab's table is made.
-    pub schema: SchemaOptions,
-    /// Load every key (else an empty table, so reads miss rather than fail).
-    pub load: bool,
-    /// Whether kvlab started the server.
-    pub managed: bool,
-}
-
-/// What [`prepare`] asks of a database: where it is, the data set kvlab's
-/// table must hold, and how to tell the user.
-#[derive(Clone, Copy)]
-pub struct TableJob<'a> {
-    /// The database.
-    pub connector: &'a Connector,
-    /// The data set.
-    pub data: &'a DataSpec,
-    /// Progress and notes.
-    pub opts: RunOptions,
-}
 
 /// The load phase.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -282,48 +254,6 @@ enum TableState {
     Reusable,
     /// kvlab's table, to be dropped and loaded again.
     Reload,
-}
-
-/// A table found where kvlab's table belongs.
-#[derive(Clone, Debug)]
-pub struct Existing {
-    /// Its marker (a comment, or kvlab's own record of it): kvlab touches it
-    /// only when this starts with [`MARK`].
-    pub marker: String,
-    /// Whether its layout (columns, engine, persistence, value size) is the
-    /// one `DataSpec` asks for; else it is reloaded.
-    pub layout_ok: bool,
-}
-
-/// The figures of kvlab's table: `count, min(k), max(k), min(len(v)),
-/// max(len(v))`, as text (a missing figure is `None`).
-pub type Figures = Vec<Option<String>>;
-
-/// One database's own steps on kvlab's table, for [`prepare`]; each works over
-/// a set-up session opened by [`Database::table`].
-pub trait TableSteps {
-    /// How messages name the table, e.g. `table kvlab_kv` or `space kvlab_kv`.
-    fn noun(&self) -> String;
-    /// Why a table without kvlab's marker is judged not kvlab's, and what to
-    /// do instead: (why, fix).
-    fn unmarked(&self) -> (String, &'static str);
-    /// The table where kvlab's belongs, if there is one.
-    fn inspect(&mut self) -> Result<Option<Existing>>;
-    /// The figures of kvlab's table, asked only when its layout is right.
-    fn figures(&mut self) -> Result<Figures>;
-    /// Drops kvlab's own table (only ever called on a marked one).
-    fn drop_table(&mut self) -> Result<()>;
-    /// Creates kvlab's table, marked as kvlab's, empty.
-    fn create(&mut self) -> Result<()>;
-    /// Where and how it loads, for the note: `kvlab_kv with COPY`.
-    fn loading(&self) -> String;
-    /// Loads every key, with what makes the table ready (indexes, statistics).
-    fn load(&mut self, opts: RunOptions, shutdown: &AtomicBool) -> Result<()>;
-    /// Records a finished load, after the load's time is taken (by default
-    /// nothing).
-    fn loaded(&mut self) -> Result<()> {
-        Ok(())
-    }
 }
 
 /// Makes sure kvlab's table on `db` at `c` holds `data`: reused when it is

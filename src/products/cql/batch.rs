@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use super::codec::{ERROR, RESULT, Reader, frame, patch, skip_metadata};
+use super::frame::{ERROR, RESULT, Reader, frame, patch, skip_metadata};
 use crate::driver::wire::{Batch, Decoded, Malformed, Reply};
 
 /// The batch read, for keyspace `ks`.

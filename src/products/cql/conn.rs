@@ -5,9 +5,10 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use super::codec::{
-    AUTH_RESPONSE, AUTH_SUCCESS, AUTHENTICATE, CqlCodec, ERROR, HEADER, PREPARE, QUERY, READY,
-    RESULT, Reader, STARTUP, frame, header, patch, skip_metadata,
+use super::codec::CqlCodec;
+use super::frame::{
+    AUTH_RESPONSE, AUTH_SUCCESS, AUTHENTICATE, ERROR, HEADER, PREPARE, QUERY, READY, RESULT,
+    Reader, STARTUP, frame, header, patch, skip_metadata,
 };
 use crate::driver::Connector;
 use crate::driver::setup::SetupConn;

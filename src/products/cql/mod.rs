@@ -8,6 +8,7 @@
 //!
 //! # Layout
 //! - [`codec`]: the sans-IO codec (EXECUTE templates, RESULT walker).
+//! - [`frame`]: the protocol's framing (opcodes, frames, the body reader).
 //! - [`conn`]: the blocking set-up session.
 //! - [`server`]: the managed node (`cassandra.yaml`, JVM options).
 //! - [`table`]: kvlab's keyspace and table: check, load, reset, size.
@@ -15,6 +16,7 @@
 mod batch;
 pub mod codec;
 pub mod conn;
+pub mod frame;
 pub mod server;
 pub mod table;
 

@@ -14,9 +14,9 @@ use anyhow::{Context, Result, bail};
 use super::conn::{CqlConn, Row, bigint, open, text};
 use super::{Cassandra, CqlCodec, keyspace};
 use crate::driver::SetupConn;
-use crate::driver::table::{MARK, TableJob, VALUES_MARK, parallel_load};
+use crate::driver::table::{MARK, VALUES_MARK, parallel_load};
 use crate::driver::wire::Codec;
-use crate::driver::{Connector, DataSpec, Database, Existing, Figures, TableSteps};
+use crate::driver::{Connector, DataSpec, Database, Existing, Figures, TableJob, TableSteps};
 use crate::system::progress::{RunOptions, note};
 use crate::workload::Values;
 

@@ -180,10 +180,10 @@ fn memcached_stats() {
 
 #[test]
 fn tarantool_frames() {
-    let read = |b: &[u8]| tarantool::codec::frame(b).map(|f| f.map(|(len, ..)| len));
+    let read = |b: &[u8]| tarantool::iproto::frame(b).map(|f| f.map(|(len, ..)| len));
     // As a set-up call reads a reply: its body as one MessagePack value.
     let then = |f: &[u8]| {
-        let (len, _, _, body) = tarantool::codec::frame(f).ok().flatten().expect("a frame");
+        let (len, _, _, body) = tarantool::iproto::frame(f).ok().flatten().expect("a frame");
         assert!(body <= len && len == f.len());
         let _ = rmpv::decode::read_value(&mut &f[body..len]);
     };
@@ -211,10 +211,10 @@ fn tarantool_frames() {
 
 #[test]
 fn cql_frames() {
-    let read = |b: &[u8]| cql::codec::frame(b).map(|f| f.map(|f| f.len));
+    let read = |b: &[u8]| cql::frame::frame(b).map(|f| f.map(|f| f.len));
     // As a set-up call reads a reply: an error's message, a result's rows.
     let then = |f: &[u8]| {
-        let frame = cql::codec::frame(f).ok().flatten().expect("a frame");
+        let frame = cql::frame::frame(f).ok().flatten().expect("a frame");
         assert!(frame.body.start <= frame.body.end && frame.body.end == f.len());
         let _ = cql::conn::error_message(f);
         let _ = cql::conn::rows(&f[frame.body]);

@@ -10,8 +10,8 @@ use super::codec::MAX_VALUE;
 use super::conn::MyConn;
 use super::{FACTS, Mariadb};
 use crate::driver::setup::{table_session, untimed};
-use crate::driver::table::{MARK, TableJob, VALUES_MARK, parallel_load};
-use crate::driver::{Connector, DataSpec, Database, Existing, Figures, TableSteps};
+use crate::driver::table::{MARK, VALUES_MARK, parallel_load};
+use crate::driver::{Connector, DataSpec, Database, Existing, Figures, TableJob, TableSteps};
 use crate::products::sql;
 use crate::system::progress::RunOptions;
 

@@ -9,8 +9,8 @@ use anyhow::{Context, Result};
 use super::Postgres;
 use super::conn::PgConn;
 use crate::driver::setup::{table_session, untimed};
-use crate::driver::table::{MARK, TableJob, VALUES_MARK, parallel_load};
-use crate::driver::{Connector, DataSpec, Database, Existing, Figures, TableSteps};
+use crate::driver::table::{MARK, VALUES_MARK, parallel_load};
+use crate::driver::{Connector, DataSpec, Database, Existing, Figures, TableJob, TableSteps};
 use crate::products::sql;
 use crate::system::progress::RunOptions;
 

@@ -6,15 +6,12 @@
 
 use std::ops::Range;
 
-use super::codec::{Reader, frame, header, patch_len, put_uint};
+use super::iproto::{KEY_DATA, Reader, Request, frame, header, patch_len, put_uint};
 use crate::driver::wire::{Batch, Decoded, Malformed, Reply};
 
-/// IPROTO request type of EXECUTE.
-const EXECUTE: u8 = 0x0b;
-/// Body keys: SQL text, SQL bind, data.
+/// Body keys: SQL text, SQL bind.
 const SQL_TEXT: u8 = 0x40;
 const SQL_BIND: u8 = 0x41;
-const DATA: u64 = 0x30;
 
 /// The batch read, before its placeholders and `)`.
 const BATCH_SQL: &[u8] = br#"SELECT "k", "v" FROM "kvlab_kv" WHERE "k" IN ("#;
@@ -22,7 +19,7 @@ const BATCH_SQL: &[u8] = br#"SELECT "k", "v" FROM "kvlab_kv" WHERE "k" IN ("#;
 /// Appends the batch read of `b`'s keys, tagged with `b.tag` as its sync id.
 pub fn encode(b: &Batch<'_>, out: &mut Vec<u8>) {
     let at = out.len();
-    header(EXECUTE, out);
+    header(Request::Execute, out);
     out[at + 10..at + 14].copy_from_slice(&b.tag.to_be_bytes());
     out.extend_from_slice(&[0x82, SQL_TEXT]);
     let n = b.ids.len();
@@ -68,7 +65,7 @@ pub fn decode(buf: &[u8], found: &mut Vec<(u64, Range<usize>)>) -> Result<Decode
     };
     let pairs = r.map()?.ok_or(BAD)?;
     for _ in 0..pairs {
-        if r.uint()?.ok_or(BAD)? != DATA {
+        if r.uint()?.ok_or(BAD)? != KEY_DATA {
             r.skip(0)?;
             continue;
         }

@@ -9,7 +9,8 @@ use base64::Engine;
 use rmpv::Value;
 use sha1::{Digest, Sha1};
 
-use super::codec::{AUTH, EVAL, TtCodec, frame};
+use super::codec::TtCodec;
+use super::iproto::{Request, frame};
 use crate::driver::Connector;
 use crate::driver::setup::SetupConn;
 use crate::driver::table::{LoadSlice, load_pipelined};
@@ -98,7 +99,7 @@ impl TtConn {
                 Value::Array(vec![Value::from("chap-sha1"), Value::Binary(scramble)]),
             ),
         ]);
-        match self.call(AUTH, &body) {
+        match self.call(Request::Auth, &body) {
             Err(e) if e.kind() == io::ErrorKind::Other => Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
                 format!("authentication failed: {e}"),
@@ -109,10 +110,10 @@ impl TtConn {
 
     /// Sends one request and returns its reply's DATA (an error reply becomes an
     /// error with the server's message).
-    fn call(&mut self, code: u8, body: &Value) -> io::Result<Vec<Value>> {
+    fn call(&mut self, code: Request, body: &Value) -> io::Result<Vec<Value>> {
         self.sync += 1;
         let head = Value::Map(vec![
-            (Value::from(0x00), Value::from(code)),
+            (Value::from(0x00), Value::from(code as u8)),
             (Value::from(0x01), Value::from(self.sync)),
         ]);
         let mut payload = Vec::new();
@@ -158,7 +159,7 @@ impl TtConn {
             (Value::from(0x27), Value::from(expr)),
             (Value::from(0x21), Value::Array(args)),
         ]);
-        self.call(EVAL, &body)
+        self.call(Request::Eval, &body)
     }
 
     /// REPLACEs the keys of `slice` (version 0) into space `space`, pipelined

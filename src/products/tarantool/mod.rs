@@ -7,6 +7,8 @@
 //!
 //! # Layout
 //! - [`codec`]: the sans-IO IPROTO codec.
+//! - [`iproto`]: the protocol's framing and MessagePack (request types,
+//!   reply frames, the reader).
 //! - [`conn`]: the blocking set-up session.
 //! - [`server`]: the managed server.
 //! - [`table`]: kvlab's space: check, load, reset, size.
@@ -14,6 +16,7 @@
 mod batch;
 pub mod codec;
 pub mod conn;
+pub mod iproto;
 pub mod server;
 pub mod table;
 

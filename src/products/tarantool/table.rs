@@ -13,8 +13,8 @@ use rmpv::Value;
 use super::conn::{TtConn, open};
 use super::{FACTS, Tarantool, space_id};
 use crate::driver::setup::{table_session, untimed};
-use crate::driver::table::{MARK, TableJob, VALUES_MARK, parallel_load};
-use crate::driver::{Connector, DataSpec, Database, Existing, Figures, TableSteps};
+use crate::driver::table::{MARK, VALUES_MARK, parallel_load};
+use crate::driver::{Connector, DataSpec, Database, Existing, Figures, TableJob, TableSteps};
 use crate::system::progress::RunOptions;
 
 /// What kvlab's space looks like: whether it exists, its marker, engine, rows,
