@@ -75,9 +75,7 @@ impl Worker<'_> {
             }
         }
         if self.closed() {
-            let now = Instant::now();
-            self.refill(client, c, now);
-            self.flush(client, c, now);
+            self.refill_and_flush(client, c, Instant::now());
         } else if let Some(rp) = &self.replay {
             // A reply made room: a trace that waited for it goes on.
             if rp.blocked {
@@ -108,6 +106,18 @@ impl Worker<'_> {
         }
     }
 
+    /// Closed loop: fills `c`'s pipeline and writes it out.
+    #[inline]
+    pub(super) fn refill_and_flush<Cl: Client>(
+        &mut self,
+        client: &mut Cl,
+        c: &mut Conn<Cl::Conn>,
+        now: Instant,
+    ) {
+        self.refill(client, c, now);
+        self.flush(client, c, now);
+    }
+
     /// The server broke the protocol on socket `s` (a reply that cannot be
     /// decoded, answers no request or is larger than any the run can get):
     /// what waited on it fails as a protocol error, and it is closed.
@@ -118,9 +128,20 @@ impl Worker<'_> {
         s: usize,
         now: Instant,
     ) {
-        let (mut io, state) = self.io(c);
-        client.fail(&mut io, state, s, ErrorKind::Protocol);
+        self.fail(client, c, s, ErrorKind::Protocol);
         self.close(client, c, s, now);
+    }
+
+    /// Fails everything waiting on socket `s` of `c` with `kind`.
+    fn fail<Cl: Client>(
+        &mut self,
+        client: &mut Cl,
+        c: &mut Conn<Cl::Conn>,
+        s: usize,
+        kind: ErrorKind,
+    ) {
+        let (mut io, state) = self.io(c);
+        client.fail(&mut io, state, s, kind);
     }
 
     /// Closes socket `s`, failing what waited on it; one closed before it
@@ -132,8 +153,7 @@ impl Worker<'_> {
         s: usize,
         now: Instant,
     ) {
-        let (mut io, state) = self.io(c);
-        client.fail(&mut io, state, s, ErrorKind::Disconnect);
+        self.fail(client, c, s, ErrorKind::Disconnect);
         c.pipes[s].close(now);
         if c.may_lack(s) && c.ready() {
             // The client goes on without this socket: what it sent elsewhere
@@ -153,8 +173,7 @@ impl Worker<'_> {
         kind: ErrorKind,
     ) {
         for s in 0..c.pipes.len() {
-            let (mut io, state) = self.io(c);
-            client.fail(&mut io, state, s, kind);
+            self.fail(client, c, s, kind);
         }
     }
 
@@ -196,8 +215,7 @@ impl Worker<'_> {
                         client.opened(state, s, &session);
                         self.tally.reconnects += 1;
                         if self.closed() {
-                            self.refill(client, c, now);
-                            self.flush(client, c, now);
+                            self.refill_and_flush(client, c, now);
                         }
                     }
                 }
@@ -207,8 +225,7 @@ impl Worker<'_> {
                 .oldest(&c.state, s)
                 .is_some_and(|sent| now.saturating_duration_since(sent) > self.spec.timeout)
             {
-                let (mut io, state) = self.io(c);
-                client.fail(&mut io, state, s, ErrorKind::Timeout);
+                self.fail(client, c, s, ErrorKind::Timeout);
                 self.close(client, c, s, now);
             }
         }

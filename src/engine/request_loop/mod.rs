@@ -15,6 +15,8 @@
 //! is one message per second.
 //!
 //! # Layout
+//! - `ends`: the worker's start (connections made, opened, put on the
+//!   clock) and end (what was never sent, the sockets let go).
 //! - `conns`: opening, watching and closing a connection's sockets.
 //! - `schedule`: whether a request may start, drawing it, refilling and pacing.
 //! - `replay`: trace replay's schedule (requests from the trace, at its times).
@@ -22,22 +24,24 @@
 //! - [`rhythm`]: ticks, the measured window, the drain, the poll and its timer.
 
 mod conns;
+mod ends;
 mod replay;
 pub mod rhythm;
 mod schedule;
 pub mod tally;
 
 use std::io;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
-use mio::{Events, Token};
+use mio::{Events, Poll, Token};
 use rand::rngs::SmallRng;
 
 use super::clock::{StartLine, Timing};
 use super::pacer::Pacer;
 use super::pipe::Pipe;
-use super::spec::{ConnPlan, Links, Spec, WorkerReport};
+use super::spec::{ConnPlan, Links, Spec, Tick, WorkerReport};
 use crate::driver::Connector;
 use crate::driver::wire::Session;
 use crate::results::stats::{ErrorKind, Recorder};
@@ -317,131 +321,141 @@ pub fn run<Cl: Client>(
     } = links;
     let (mut poll, registry, start) = open_poll(start)?;
     let now = Instant::now();
-    let mut conns: Vec<Conn<Cl::Conn>> = plans
-        .into_iter()
-        .enumerate()
-        .map(|(slot, p)| Conn {
-            pipes: Vec::with_capacity(client.sockets()),
-            slot,
-            state: client.conn(),
-            index: p.index,
-            keys: p.keys,
-            quota: p.quota,
-            due: now,
-            refused: false,
-            // Sockets a redirect adds later are covered too.
-            optional: (0..64)
-                .filter(|&s| client.optional(s))
-                .fold(0, |m, s| m | 1 << s),
-        })
-        .collect();
-    let mut w = Worker {
-        spec,
-        net: Net {
-            registry,
-            buffers: {
-                let (w, r) = client.buffers();
-                (w, r, read_limit(spec, r))
-            },
-            connect_timeout: spec.timeout.min(Duration::from_secs(2)),
-        },
-        tally: Tally::new(spec, Cl::recorder),
-        timing: Timing::placeholder(now),
-        // A replay keeps the trace's times; `rate` is their mean.
-        pacer: spec
-            .rate
-            .filter(|_| spec.trace.is_none())
-            .map(|r| Pacer::new(r, spec.share.total).for_worker(conns.len(), spec.pipeline)),
-        mix: spec.mix,
-        rng: crate::workload::rng(seed),
-        quota_left: None,
-        next_due: now,
-        attempts_left: 0,
-        draining: false,
-        extra: Vec::with_capacity(spec.batch.as_ref().map_or(0, |b| b.max())),
-        replay: trace.map(replay::Replay::new),
-    };
-    for c in conns.iter_mut() {
-        if shutdown.load(Ordering::Relaxed) {
-            break;
-        }
-        w.open_all(&client, c, now);
-        opened.fetch_add(1, Ordering::Relaxed);
-    }
-    if let Some(p) = w.pacer {
-        w.tally.schedule.batch_window_us = p.lead.max(p.conn_lead).as_secs_f64() * 1e6;
-    }
-    if w.replay.is_some() {
-        w.tally.schedule.batch_window_us = replay::LEAD.as_secs_f64() * 1e6;
-    }
-    let established = w.refuse_unopened(&mut conns);
-    let timing = start.wait(shutdown);
-    w.timing = timing;
-    for c in conns.iter_mut() {
-        c.due = match w.pacer {
-            Some(p) => p.first_due(timing.t0, c.index),
-            None => timing.t0,
-        };
-    }
+    let mut conns = ends::conns(&client, plans, now);
+    let mut w = Worker::new(spec, &client, registry, conns.len(), seed, trace, now);
+    let established = w.open_conns(&client, &mut conns, shutdown, opened, now);
+    w.set_clock(&mut conns, start.wait(shutdown));
+    let mut rhythm = Rhythm::new(&poll, w.timing, !w.closed())?;
+    let window_end = w.drive(
+        &mut client,
+        &mut conns,
+        &mut poll,
+        &mut rhythm,
+        shutdown,
+        &ticks,
+    )?;
+    w.count_unsent(&conns, window_end, shutdown);
+    w.tally.send_tick(&ticks, rhythm.last_second());
+    drop(ticks); // the last worker to drop its sender ends the run for the caller
+    w.release(&mut conns, release);
+    let window = window_end.saturating_duration_since(w.timing.measure_start);
+    Ok(w.tally.report(established, rhythm.busy_ns(), window))
+}
 
-    let mut rhythm = Rhythm::new(&poll, timing, !w.closed())?;
-    let mut events = Events::with_capacity(1024);
-    let window_end;
-
-    // Closed loop: fill every connection's pipeline to start.
-    if w.closed() {
-        for c in conns.iter_mut() {
-            w.refill(&mut client, c, timing.t0);
-            w.flush(&mut client, c, timing.t0);
-        }
-    }
-
-    loop {
-        let now = Instant::now();
-        let over = shutdown.load(Ordering::Relaxed)
-            || timing.deadline.is_some_and(|d| now >= d)
-            || w.quota_left == Some(0)
-            || w.replay.as_ref().is_some_and(|r| r.over);
-        match rhythm.begin(now, over, spec.timeout, w.tally.inflight) {
-            Phase::Running => {}
-            phase => {
-                if phase == Phase::TimedOut {
-                    for c in conns.iter_mut() {
-                        w.fail_all(&mut client, c, ErrorKind::Timeout);
-                    }
-                }
-                window_end = now;
-                break;
+impl Worker<'_> {
+    /// The loop, from the start to the end of the drain (returned: when the
+    /// window ended). Each pass: whether the run is over, the tick and
+    /// housekeeping when due, the requests the schedule has due, the poll, and
+    /// what its events bring.
+    fn drive<Cl: Client>(
+        &mut self,
+        client: &mut Cl,
+        conns: &mut [Conn<Cl::Conn>],
+        poll: &mut Poll,
+        rhythm: &mut Rhythm,
+        shutdown: &AtomicBool,
+        ticks: &Sender<Tick>,
+    ) -> io::Result<Instant> {
+        let mut events = Events::with_capacity(1024);
+        // Closed loop: fill every connection's pipeline to start.
+        if self.closed() {
+            let t0 = self.timing.t0;
+            for c in conns.iter_mut() {
+                self.refill_and_flush(client, c, t0);
             }
         }
-        w.draining = rhythm.draining;
+        loop {
+            let now = Instant::now();
+            let over = self.over(shutdown, now);
+            match rhythm.begin(now, over, self.spec.timeout, self.tally.inflight) {
+                Phase::Running => {}
+                phase => {
+                    if phase == Phase::TimedOut {
+                        for c in conns.iter_mut() {
+                            self.fail_all(client, c, ErrorKind::Timeout);
+                        }
+                    }
+                    return Ok(now);
+                }
+            }
+            self.draining = rhythm.draining;
+            self.chores(client, conns, rhythm, ticks, now);
+            let wake = self.issue_scheduled(client, conns, rhythm.wake(), now);
+            rhythm.poll(poll, &mut events, wake)?;
+            self.on_events(client, conns, &events);
+        }
+    }
+
+    /// Whether the run is over at `now`: stopped, past its deadline, its
+    /// quota or its trace.
+    #[inline(always)]
+    fn over(&self, shutdown: &AtomicBool, now: Instant) -> bool {
+        shutdown.load(Ordering::Relaxed)
+            || self.timing.deadline.is_some_and(|d| now >= d)
+            || self.quota_left == Some(0)
+            || self.replay.as_ref().is_some_and(|r| r.over)
+    }
+
+    /// What the loop does now and then, never per request: the tick when a
+    /// second ended, housekeeping when due.
+    #[inline(always)]
+    fn chores<Cl: Client>(
+        &mut self,
+        client: &mut Cl,
+        conns: &mut [Conn<Cl::Conn>],
+        rhythm: &mut Rhythm,
+        ticks: &Sender<Tick>,
+        now: Instant,
+    ) {
         if let Some(second) = rhythm.tick_due(now) {
-            w.tally.send_tick(&ticks, second);
+            self.tally.send_tick(ticks, second);
         }
         if rhythm.housekeeping_due(now, HOUSEKEEPING) {
             // Re-connecting blocks this thread: at most two attempts per pass.
-            w.attempts_left = 2;
+            self.attempts_left = 2;
             for c in conns.iter_mut() {
-                w.housekeep(&mut client, c, now);
+                self.housekeep(client, c, now);
             }
             // A connection re-opened may have requests due: look at them all.
-            w.next_due = w.next_due.min(now);
+            self.next_due = self.next_due.min(now);
         }
-        let mut wake = rhythm.wake();
-        if let Some(p) = w.pacer
-            && !w.draining
+    }
+
+    /// Open loop or replay, unless draining: sends what is due by `now`;
+    /// returns when the loop must wake, `wake` or the next request's time.
+    #[inline(always)]
+    fn issue_scheduled<Cl: Client>(
+        &mut self,
+        client: &mut Cl,
+        conns: &mut [Conn<Cl::Conn>],
+        mut wake: Instant,
+        now: Instant,
+    ) -> Instant {
+        if let Some(p) = self.pacer
+            && !self.draining
         {
-            if now >= w.next_due {
-                w.issue_batch(&mut client, &mut conns, p, now);
+            if now >= self.next_due {
+                self.issue_batch(client, conns, p, now);
             }
-            wake = wake.min(w.next_due);
-        } else if w.replay.is_some() && !w.draining {
-            if now >= w.next_due {
-                w.issue_traced(&mut client, &mut conns, now);
+            wake = wake.min(self.next_due);
+        } else if self.replay.is_some() && !self.draining {
+            if now >= self.next_due {
+                self.issue_traced(client, conns, now);
             }
-            wake = wake.min(w.next_due);
+            wake = wake.min(self.next_due);
         }
-        rhythm.poll(&mut poll, &mut events, wake)?;
+        wake
+    }
+
+    /// Handles the poll's `events`: reads each readable socket (the client
+    /// takes its replies), then flushes its connection.
+    #[inline(always)]
+    fn on_events<Cl: Client>(
+        &mut self,
+        client: &mut Cl,
+        conns: &mut [Conn<Cl::Conn>],
+        events: &Events,
+    ) {
         let now = Instant::now();
         for ev in events.iter() {
             if ev.token() == TIMER {
@@ -456,40 +470,11 @@ pub fn run<Cl: Client>(
                 continue;
             }
             if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                w.on_readable(&mut client, c, s, now);
+                self.on_readable(client, c, s, now);
             }
-            w.flush(&mut client, c, now);
+            self.flush(client, c, now);
         }
     }
-    // Requests the schedule called for but that were never sent.
-    if let (Some(p), Some(deadline)) = (w.pacer, timing.deadline) {
-        for c in conns.iter().filter(|c| c.quota != Some(0)) {
-            w.tally.schedule.unsent += schedule::unsent(c.due, deadline, p.per_conn);
-        }
-    }
-    // Trace replay: what was meant for the window but never sent; then the
-    // reader may stop.
-    if let Some(mut rp) = w.replay.take()
-        && let Some(deadline) = timing.deadline
-        && !shutdown.load(Ordering::Relaxed)
-    {
-        w.tally.schedule.unsent += rp.unsent(timing.t0, deadline.min(window_end));
-    }
-    w.tally.send_tick(&ticks, rhythm.last_second());
-    drop(ticks); // the last worker to drop its sender ends the run for the caller
-    while !release.load(Ordering::SeqCst) {
-        std::thread::sleep(Duration::from_micros(500));
-    }
-    for c in conns.iter_mut() {
-        for p in c.pipes.iter_mut() {
-            p.deregister(&w.net.registry);
-        }
-    }
-    Ok(w.tally.report(
-        established,
-        rhythm.busy_ns(),
-        window_end.saturating_duration_since(timing.measure_start),
-    ))
 }
 
 /// The poll token of socket `s` of connection `conn`.

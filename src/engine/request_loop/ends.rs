@@ -1,0 +1,157 @@
+//! A worker's two ends around its loop: its connections and state made,
+//! opened and put on the run's clock at the start; at the end, what the
+//! schedule called for but never sent, and the sockets let go once the run
+//! releases them. Nothing here runs per request.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use super::replay::{self, Replay};
+use super::{Client, Conn, Net, Tally, Worker, read_limit, schedule};
+use crate::engine::clock::Timing;
+use crate::engine::pacer::Pacer;
+use crate::engine::spec::{ConnPlan, Spec};
+use crate::workload::trace::feed::Cursor;
+
+/// The worker's connections, one per plan, none open yet.
+pub(super) fn conns<Cl: Client>(
+    client: &Cl,
+    plans: Vec<ConnPlan>,
+    now: Instant,
+) -> Vec<Conn<Cl::Conn>> {
+    // Sockets a redirect adds later are covered too.
+    let optional = (0..64)
+        .filter(|&s| client.optional(s))
+        .fold(0, |m, s| m | 1 << s);
+    plans
+        .into_iter()
+        .enumerate()
+        .map(|(slot, p)| Conn {
+            pipes: Vec::with_capacity(client.sockets()),
+            slot,
+            state: client.conn(),
+            index: p.index,
+            keys: p.keys,
+            quota: p.quota,
+            due: now,
+            refused: false,
+            optional,
+        })
+        .collect()
+}
+
+impl<'a> Worker<'a> {
+    /// The worker of `spec` over `conns` connections, opening sockets with
+    /// `registry`, its draws seeded by `seed`; `trace`: a replay's requests
+    /// (else `None`).
+    pub(super) fn new<Cl: Client>(
+        spec: &'a Spec,
+        client: &Cl,
+        registry: mio::Registry,
+        conns: usize,
+        seed: u64,
+        trace: Option<Cursor>,
+        now: Instant,
+    ) -> Worker<'a> {
+        let (w, r) = client.buffers();
+        // A replay keeps the trace's times; `rate` is their mean.
+        let pacer = spec
+            .rate
+            .filter(|_| spec.trace.is_none())
+            .map(|r| Pacer::new(r, spec.share.total).for_worker(conns, spec.pipeline));
+        let mut tally = Tally::new(spec, Cl::recorder);
+        if let Some(p) = pacer {
+            tally.schedule.batch_window_us = p.lead.max(p.conn_lead).as_secs_f64() * 1e6;
+        }
+        if trace.is_some() {
+            tally.schedule.batch_window_us = replay::LEAD.as_secs_f64() * 1e6;
+        }
+        Worker {
+            spec,
+            net: Net {
+                registry,
+                buffers: (w, r, read_limit(spec, r)),
+                connect_timeout: spec.timeout.min(Duration::from_secs(2)),
+            },
+            tally,
+            timing: Timing::placeholder(now),
+            pacer,
+            mix: spec.mix,
+            rng: crate::workload::rng(seed),
+            quota_left: None,
+            next_due: now,
+            attempts_left: 0,
+            draining: false,
+            extra: Vec::with_capacity(spec.batch.as_ref().map_or(0, |b| b.max())),
+            replay: trace.map(Replay::new),
+        }
+    }
+
+    /// Opens every connection (counting each in `opened`, stopping at
+    /// `shutdown`) and refuses those that did not open; returns the
+    /// connections established.
+    pub(super) fn open_conns<Cl: Client>(
+        &mut self,
+        client: &Cl,
+        conns: &mut [Conn<Cl::Conn>],
+        shutdown: &AtomicBool,
+        opened: &AtomicUsize,
+        now: Instant,
+    ) -> usize {
+        for c in conns.iter_mut() {
+            if shutdown.load(Ordering::Relaxed) {
+                break;
+            }
+            self.open_all(client, c, now);
+            opened.fetch_add(1, Ordering::Relaxed);
+        }
+        self.refuse_unopened(conns)
+    }
+
+    /// Puts the worker on the run's clock: each connection's first request
+    /// is due at the start, or at its place in the pacer's schedule.
+    pub(super) fn set_clock<S>(&mut self, conns: &mut [Conn<S>], timing: Timing) {
+        self.timing = timing;
+        for c in conns.iter_mut() {
+            c.due = match self.pacer {
+                Some(p) => p.first_due(timing.t0, c.index),
+                None => timing.t0,
+            };
+        }
+    }
+
+    /// Counts the requests the schedule called for but that were never sent
+    /// (the window ended at `window_end`); a replay's reader may then stop.
+    pub(super) fn count_unsent<S>(
+        &mut self,
+        conns: &[Conn<S>],
+        window_end: Instant,
+        shutdown: &AtomicBool,
+    ) {
+        let timing = self.timing;
+        if let (Some(p), Some(deadline)) = (self.pacer, timing.deadline) {
+            for c in conns.iter().filter(|c| c.quota != Some(0)) {
+                self.tally.schedule.unsent += schedule::unsent(c.due, deadline, p.per_conn);
+            }
+        }
+        // Trace replay: what was meant for the window but never sent.
+        if let Some(mut rp) = self.replay.take()
+            && let Some(deadline) = timing.deadline
+            && !shutdown.load(Ordering::Relaxed)
+        {
+            self.tally.schedule.unsent += rp.unsent(timing.t0, deadline.min(window_end));
+        }
+    }
+
+    /// Waits until the run is `release`d, then lets every socket go.
+    pub(super) fn release<S>(&self, conns: &mut [Conn<S>], release: &AtomicBool) {
+        while !release.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        for c in conns.iter_mut() {
+            for p in c.pipes.iter_mut() {
+                p.deregister(&self.net.registry);
+            }
+        }
+    }
+}
