@@ -71,6 +71,41 @@ pub struct Spec {
     pub timeline_seconds: u32,
 }
 
+impl Spec {
+    /// A point that writes `keys` keys once each, in key order, on one
+    /// connection: no warm-up, pacing, versions, TTL or cache. Every other point
+    /// starts from it and names what differs (`Spec { …, ..Spec::writes(…) }`),
+    /// so no caller lists every field.
+    pub fn writes(connector: Connector, key_prefix: Vec<u8>, values: Values, keys: u64) -> Spec {
+        Spec {
+            connector,
+            key_prefix,
+            values,
+            keys,
+            distribution: KeyDistribution::Sequential,
+            mix: OpMix::new(crate::workload::Ratio { set: 1, get: 0 }),
+            connections: 1,
+            threads: 1,
+            pipeline: 1,
+            warmup: Duration::ZERO,
+            stop: Stop::Requests(keys),
+            rate: None,
+            timeout: Duration::from_secs(5),
+            seed: 1,
+            ttl_s: 0,
+            batch: None,
+            loaded_at: None,
+            board: None,
+            aside: None,
+            topology: None,
+            share: crate::plan::shard::Share::all(1),
+            start_at: None,
+            trace: None,
+            timeline_seconds: crate::plan::TIMELINE_SECONDS,
+        }
+    }
+}
+
 /// The cache of a cache-aside point.
 #[derive(Clone, Debug)]
 pub struct AsideSpec {

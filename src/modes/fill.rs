@@ -14,7 +14,7 @@ pub use crate::results::fill::FillResult;
 use crate::runner;
 use crate::servers::ManagedServer;
 use crate::system::progress::RunOptions;
-use crate::workload::{KeyDistribution, OpMix, Ratio, Stop};
+use crate::workload::Stop;
 
 /// Items, limit and evictions of the cache `c` names.
 fn cache_memory(c: &Connector) -> Result<CacheMemory> {
@@ -77,30 +77,18 @@ pub fn fill(
             break format!("the cap of {} keys (workload.keys)", plan.workload.keys);
         }
         let spec = Spec {
-            batch: None,
-            connector: connector.clone(),
-            key_prefix: format!("{}f{n}:", plan.workload.key_prefix).into_bytes(),
-            values: plan.workload.values(),
-            keys: batch,
-            distribution: KeyDistribution::Sequential,
-            mix: OpMix::new(Ratio { set: 1, get: 0 }),
             connections: 8,
             threads: plan.load.threads.clamp(1, 2),
             pipeline: 32,
-            warmup: Duration::ZERO,
-            stop: Stop::Requests(batch),
-            rate: None,
             timeout: Duration::from_secs_f64(plan.load.timeout_s),
-            seed: 1,
-            ttl_s: 0,
-            loaded_at: None,
-            board: None,
-            aside: None,
             topology: topology.clone(),
             share: crate::plan::shard::Share::all(8),
-            trace: None,
-            start_at: None,
-            timeline_seconds: crate::plan::TIMELINE_SECONDS,
+            ..Spec::writes(
+                connector.clone(),
+                format!("{}f{n}:", plan.workload.key_prefix).into_bytes(),
+                plan.workload.values(),
+                batch,
+            )
         };
         let r = crate::engine::execute(&spec, shutdown, &mut Quiet)?;
         written += r.measured.counts.stored;

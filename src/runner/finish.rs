@@ -1,0 +1,298 @@
+//! After the window: what kvlab sent each server against what the servers
+//! counted, the cache's report, the background writer's, the pooler's, the
+//! machine, the events, and each server's use — added to the assembled
+//! [`RunResult`], one step each.
+
+use std::sync::Arc;
+
+use super::assemble::{self, assemble};
+use super::cache::{self, Cache};
+use super::events;
+use super::observe::RunObserver;
+use super::resolve::Resolved;
+use super::target::{Counters, Target};
+use crate::driver::LoadResult;
+use crate::engine::EngineReport;
+use crate::plan::RunPlan;
+use crate::results::stats::Leg;
+use crate::results::{AsideReport, BackgroundReport, CounterCheck, PoolerReport, RunResult};
+use crate::transport::TransportInfo;
+use crate::workload::trace::feed::Feed;
+
+/// What a run has when its window ends.
+pub(super) struct Finish<'a> {
+    /// The plan.
+    pub plan: &'a RunPlan,
+    /// The plan, resolved.
+    pub rs: &'a Resolved,
+    /// The target, reached.
+    pub target: &'a Target<'a>,
+    /// The cache of a cache-aside run.
+    pub cache: Option<&'a Cache>,
+    /// The run's observer (samples, events, the cache's memory).
+    pub obs: &'a RunObserver<'a>,
+    /// What the engine measured.
+    pub report: EngineReport,
+    /// A settling cache's time and curve.
+    pub settled: (Option<f64>, Vec<f64>),
+}
+
+/// The servers' counters around the window, and what the run had beside.
+pub(super) struct Around {
+    /// Start of the run, Unix seconds.
+    pub started_unix_s: u64,
+    /// The data load, if any.
+    pub load: Option<LoadResult>,
+    /// Counters before the warm-up.
+    pub before: Counters,
+    /// Counters after the window.
+    pub after: Counters,
+    /// The background writer's report.
+    pub background: Option<EngineReport>,
+    /// How the connections reached the target.
+    pub transport: TransportInfo,
+    /// The trace a replay drove.
+    pub feed: Option<Arc<Feed>>,
+    /// Why stale reads were not measured, where they were not.
+    pub board_note: Option<String>,
+    /// Whether the run tracked the versions it wrote (stale reads measured).
+    pub versions: bool,
+}
+
+impl Finish<'_> {
+    /// The run's result.
+    pub fn result(self, mut a: Around) -> RunResult {
+        let sent = self.sent_to_target(&a);
+        let slack = self.slack();
+        let server_counters = self.server_check(&a, sent, slack);
+        let aside = self.aside_report(&a, slack);
+        let background = a
+            .background
+            .as_ref()
+            .map(|b| background_report(self.plan, b));
+        let mut target = assemble::target_info(
+            self.plan.target.kind,
+            &self.target.info,
+            &self.target.endpoint,
+            self.target.server,
+        );
+        target.transport = Some(a.transport.clone());
+        let (plan, obs) = (self.plan, self.obs);
+        let mut result = assemble(
+            plan,
+            target,
+            a.started_unix_s,
+            a.load.take(),
+            self.report,
+            obs,
+            server_counters,
+        );
+        if let Err(e) = &a.before.server {
+            let note = format!("no server counters to cross-check: {e}");
+            result.problems.push(note);
+        }
+        add_background(&mut result, background);
+        super::replay::finish(a.feed.take(), plan, &mut result);
+        add_machine(&mut result, plan, self.rs);
+        cache::mark_timeline(&mut result.timeline, &obs.memory);
+        add_events(&mut result, obs);
+        result.problems.extend(a.board_note.clone());
+        if !a.versions {
+            result.consistency = None;
+        }
+        if let Some(aside) = aside {
+            add_aside(&mut result, plan, aside);
+        }
+        if let Some(p) = self.target.pooler {
+            let report = pooler_report(&result, p, sent, &a, obs, self.rs);
+            if let Some(c) = report.counters.as_ref().filter(|c| !c.agrees()) {
+                result.problems.push(format!(
+                    "the pooler counted {} queries but kvlab sent {} requests and {} set-up round trips",
+                    c.pooler.queries, c.kvlab_requests, c.set_up_queries
+                ));
+            }
+            result.pooler = Some(report);
+        }
+        assemble::server_use(&mut result, plan.target.kind.is_sql(), obs);
+        result
+    }
+
+    /// What kvlab sent the target, GETs and SETs over warm-up and window (what
+    /// the target's own counters should say).
+    fn sent_to_target(&self, a: &Around) -> (u64, u64) {
+        let r = &self.report;
+        if self.cache.is_some() {
+            // Only reads the cache missed and every write reach the database.
+            let sent = |l: Leg| r.leg_requests[l as usize];
+            return (sent(Leg::DbGet), sent(Leg::DbSet));
+        }
+        // A server that counts keys read (memcached's cmd_get) is given the
+        // keys kvlab's GETs asked for; others a command per request.
+        let per_key = a.after.server.as_ref().is_ok_and(|c| c.per_key);
+        let c = &r.measured.counts;
+        let gets = match per_key {
+            true => r.warmup.keys_read() + c.keys_read(),
+            false => r.warmup.gets + r.warmup.extra_commands + c.gets + c.extra_commands,
+        };
+        let bg_sets = a.background.as_ref().map_or(0, |b| b.measured.counts.sets);
+        (gets, r.warmup.sets + c.sets + bg_sets)
+    }
+
+    /// What kvlab may have sent that a killed server did not count: what was
+    /// in flight at the kill, and what it served between its counters'
+    /// reading and the kill (twice the run's average rate over those gaps).
+    fn slack(&self) -> u64 {
+        let r = &self.report;
+        let per_s = (r.leg_requests.iter().sum::<u64>() + r.measured.counts.requests()) as f64
+            / r.window.as_secs_f64().max(1e-3);
+        (self.rs.connections * self.rs.pipeline) as u64
+            + (2.0 * per_s * self.obs.events.kill_gaps_s).ceil() as u64
+    }
+
+    /// The target's counters beside what kvlab sent it.
+    fn server_check(&self, a: &Around, sent: (u64, u64), slack: u64) -> Option<CounterCheck> {
+        let (before, after) = (a.before.server.clone().ok(), a.after.server.clone().ok());
+        let kills = &self.obs.events.target_kills;
+        events::counted_across(before, kills, after).map(|server| CounterCheck {
+            server,
+            kvlab_gets: sent.0,
+            kvlab_sets: sent.1,
+            exclusive: self.target.server.is_some(),
+            // A merge of the clients' results takes the server's counters once.
+            raw: self
+                .plan
+                .load
+                .shard
+                .zip(before)
+                .zip(after)
+                .map(|((_, b), a)| [b, a]),
+            slack: slack * kills.len() as u64,
+        })
+    }
+
+    /// The cache's report of a cache-aside run.
+    fn aside_report(&self, a: &Around, slack: u64) -> Option<AsideReport> {
+        let c = self.cache?;
+        let (db_cpu_s, cache_cpu_s) = self.obs.cpu_deltas();
+        Some(c.report(
+            &self.report,
+            cache::CacheWindow {
+                before: a.before.cache,
+                kills: self.obs.events.cache_kills.clone(),
+                slack,
+                cache_cpu_s,
+                db_cpu_s,
+                memory: self.obs.memory.clone(),
+                settled: self.settled.clone(),
+                data_bytes: self.rs.value_bytes,
+            },
+        ))
+    }
+}
+
+/// The background writer's figures.
+fn background_report(plan: &RunPlan, b: &EngineReport) -> BackgroundReport {
+    BackgroundReport {
+        target_rps: plan.workload.background_writes.unwrap_or(0.0),
+        writes: b.measured.counts.sets,
+        errors: b.measured.counts.error_total(),
+        rps: b.measured.counts.ok() as f64 / b.window.as_secs_f64().max(1e-9),
+        latency_us: crate::results::stats::Percentiles::of(&b.measured.latency),
+    }
+}
+
+/// The background writer's report, and its errors as a problem.
+fn add_background(result: &mut RunResult, background: Option<BackgroundReport>) {
+    if let Some(b) = background.as_ref().filter(|b| b.errors > 0) {
+        let p = format!("the background writer had {} errors", b.errors);
+        result.problems.push(p);
+    }
+    result.background = background;
+}
+
+/// The machine, what about it makes the figures suspect, and whether client
+/// and server shared its cores.
+fn add_machine(result: &mut RunResult, plan: &RunPlan, rs: &Resolved) {
+    let machine = super::machine::this();
+    result.suspect = machine.suspicions(rs.value_bytes);
+    result.machine = Some(machine);
+    result.shared_cores = match &plan.target.external {
+        None => Some(true),
+        Some(e) if e.is_loopback() => Some(true),
+        Some(_) => None,
+    };
+}
+
+/// What the events did, and those that failed as problems.
+fn add_events(result: &mut RunResult, obs: &RunObserver) {
+    obs.events.report(result);
+    let failed: Vec<String> = result
+        .events
+        .iter()
+        .filter_map(|e| Some(format!("event {} failed: {}", e.event, e.error.as_deref()?)))
+        .collect();
+    result.problems.extend(failed);
+}
+
+/// The cache's report, with what makes it not the cache's: an outage nobody
+/// asked for, counters that disagree.
+fn add_aside(result: &mut RunResult, plan: &RunPlan, a: AsideReport) {
+    if a.cache_bypassed > 0 && plan.load.events.is_empty() {
+        // An outage nobody asked for: these figures are not the cache's.
+        result.valid = false;
+        result.problems.push(format!(
+            "the cache was unreachable during the run: {} reads went around it to the database",
+            a.cache_bypassed
+        ));
+    }
+    if let Some(cc) = a
+        .cache_counters
+        .as_ref()
+        .filter(|c| c.exclusive && !c.agrees())
+    {
+        result.problems.push(format!(
+            "the cache counted GET {} / SET {} but kvlab sent GET {} / SET {}",
+            cc.server.gets, cc.server.sets, cc.kvlab_gets, cc.kvlab_sets
+        ));
+    }
+    result.cache_aside = Some(a);
+}
+
+/// The pooler's report: its counters beside what reached the database (every
+/// request, or the cache's misses and the writes in cache-aside) and the
+/// set-up round trips of the connections opened; its CPU and memory.
+fn pooler_report(
+    result: &RunResult,
+    p: &crate::servers::ManagedPooler,
+    sent: (u64, u64),
+    a: &Around,
+    obs: &RunObserver,
+    rs: &Resolved,
+) -> PoolerReport {
+    let opened = result.connections.established as u64 + result.connections.reconnects;
+    let product = result.config.target.kind.product();
+    let counters =
+        a.before
+            .pooler
+            .zip(a.after.pooler)
+            .map(|(b, after)| crate::results::PoolerCounterCheck {
+                pooler: after.since(&b),
+                kvlab_requests: sent.0 + sent.1,
+                set_up_queries: opened * product.set_up_round_trips(rs.query_mode.as_deref()),
+                exact: rs.pipeline == 1,
+            });
+    let used = obs.pooler_use();
+    let cpu = used.map(|u| u.0);
+    PoolerReport {
+        name: p.pooler().name().to_string(),
+        version: p.version.clone(),
+        settings: p.settings.clone(),
+        pid: p.pid(),
+        pooler_cpu_s: cpu,
+        pooler_cpu_us_per_request: cpu
+            .filter(|_| result.requests > 0)
+            .map(|c| c * 1e6 / result.requests as f64),
+        pooler_peak_rss_kb: obs.peak_kb.pooler.or(used.map(|u| u.1)),
+        counters,
+    }
+}

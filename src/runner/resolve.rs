@@ -1,0 +1,109 @@
+//! A run's plan resolved once into what its steps need: this client's
+//! connections, the sockets it opens (checked against the open-file limit),
+//! the pipeline the protocol allows, the query mode, the data's size and the
+//! engine's [`Spec`]. Nothing downstream derives these from the plan again.
+
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::launch::room_for_sockets;
+use crate::driver::{Connector, Topology};
+use crate::engine::Spec;
+use crate::plan::RunPlan;
+use crate::plan::shard::{Share, instant_of, local_connections};
+use crate::servers::ManagedServer;
+use crate::workload::OpMix;
+
+/// What one run derives from its plan, once.
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    /// This client's connections: its share of a sharded run's.
+    pub connections: usize,
+    /// The sockets this process opens: a connection's to each node of the
+    /// server, and one more to the cache in front, if any.
+    pub sockets: usize,
+    /// Requests in flight per connection, as the protocol allows.
+    pub pipeline: usize,
+    /// The query mode requests use, for products that have modes.
+    pub query_mode: Option<String>,
+    /// The values: keys × value size, bytes.
+    pub value_bytes: u64,
+}
+
+impl Resolved {
+    /// Resolves `plan` against `server` (kvlab's, or `None` for a server it
+    /// did not start), refusing a key prefix the product cannot take and a
+    /// run whose sockets cannot all be open at once.
+    pub fn of(plan: &RunPlan, server: Option<&ManagedServer>) -> Result<Resolved> {
+        let product = plan.target.kind.product();
+        product.check_prefix(&plan.workload.key_prefix)?;
+        let connections = local_connections(plan.load.shard, plan.load.connections);
+        let sockets = sockets(connections, server, plan.cache.is_some());
+        // A managed server's start checked the room for one node's sockets
+        // (launch::start_managed); a cluster's other nodes add theirs.
+        let one_node = self::sockets(connections, None, plan.cache.is_some());
+        if server.is_none() || sockets > one_node {
+            room_for_sockets(sockets)?;
+        }
+        let facts = product.facts();
+        Ok(Resolved {
+            connections,
+            sockets,
+            pipeline: match facts.pipelines {
+                true => plan.load.pipeline.min(facts.max_pipeline),
+                false => 1,
+            },
+            query_mode: plan.target.query_mode_used(),
+            value_bytes: plan
+                .workload
+                .keys
+                .saturating_mul(plan.workload.value_size as u64),
+        })
+    }
+
+    /// The engine's point for `plan` through `connector`, as resolved.
+    pub fn spec(
+        &self,
+        plan: &RunPlan,
+        connector: Connector,
+        topology: Option<std::sync::Arc<Topology>>,
+    ) -> Spec {
+        let (w, l, shard) = (&plan.workload, &plan.load, plan.load.shard);
+        Spec {
+            distribution: w.distribution,
+            mix: OpMix::new(w.ratio),
+            connections: self.connections,
+            threads: l.threads,
+            pipeline: self.pipeline,
+            warmup: Duration::from_secs_f64(l.warmup_s),
+            stop: l.stop,
+            rate: l.rate,
+            timeout: Duration::from_secs_f64(l.timeout_s),
+            seed: shard.map_or(w.seed, |s| s.seed(w.seed)),
+            ttl_s: w.ttl_s,
+            batch: w.batch.clone(),
+            topology,
+            share: shard.map_or(Share::all(l.connections), |s| s.connections(l.connections)),
+            start_at: l.start_at_ms.map(instant_of),
+            timeline_seconds: l.timeline_seconds,
+            ..Spec::writes(
+                connector,
+                w.key_prefix.as_bytes().to_vec(),
+                w.values(),
+                w.keys,
+            )
+        }
+    }
+}
+
+/// The sockets this process opens: one a connection and node of `server` (a
+/// managed cluster's primaries; an external cluster's are known only once
+/// connected), and one more to the cache in front, if any.
+pub fn sockets(connections: usize, server: Option<&ManagedServer>, cache: bool) -> usize {
+    let nodes = server
+        .and_then(|s| s.settings.get("shards"))
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(1);
+    connections * nodes + if cache { connections } else { 0 }
+}

@@ -1,0 +1,130 @@
+//! The target of a run, reached: where it is, the connector its set-up and
+//! counters use (the server itself) and the one its requests use (through
+//! the pooler in front, if any), what it reported being, and its counters
+//! before and after the window.
+
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::cache::Cache;
+use super::resolve::Resolved;
+use crate::driver::table::TABLE;
+use crate::driver::{Connector, Endpoint, PoolerCounters, Role, ServerCounters, ServerInfo};
+use crate::plan::RunPlan;
+use crate::servers::{ManagedPooler, ManagedServer};
+use crate::system::progress::{RunOptions, note};
+use crate::transport::TransportInfo;
+
+/// The run's target, reached.
+pub struct Target<'a> {
+    /// The managed server, if kvlab started it.
+    pub server: Option<&'a ManagedServer>,
+    /// The pooler kvlab started in front of it, if any.
+    pub pooler: Option<&'a ManagedPooler>,
+    /// Where the server is.
+    pub endpoint: Endpoint,
+    /// Set-up, probes and counters: the server itself.
+    pub connector: Connector,
+    /// Requests: through the pooler in front, if any.
+    pub engine: Connector,
+    /// What the server reported being.
+    pub info: ServerInfo,
+}
+
+impl<'a> Target<'a> {
+    /// Reaches `plan`'s target: `server` (kvlab's) or the plan's external
+    /// one, which is probed and told what kvlab will write there.
+    pub fn reach(
+        plan: &RunPlan,
+        rs: &Resolved,
+        server: Option<&'a ManagedServer>,
+        opts: RunOptions,
+    ) -> Result<Target<'a>> {
+        let kind = plan.target.kind;
+        let endpoint = match (&plan.target.external, server) {
+            (Some(e), _) => e.clone(),
+            (None, Some(s)) => s.endpoint(),
+            (None, None) => anyhow::bail!("a managed target has no server"),
+        };
+        let connector_to = |e: &Endpoint| -> Result<Connector> {
+            Ok(Connector::new(kind, e)?
+                .with_consistency(plan.target.consistency.clone())
+                .with_query_mode(rs.query_mode.clone()))
+        };
+        let connector = connector_to(&endpoint)?;
+        let pooler = server.and_then(ManagedServer::pooler);
+        let engine = match pooler {
+            Some(p) => connector_to(&p.endpoint())?,
+            None => connector.clone(),
+        };
+        let info = match server {
+            Some(s) => s.info.clone(),
+            None => probe(&connector, &plan.workload.key_prefix, opts)?,
+        };
+        Ok(Target {
+            server,
+            pooler,
+            endpoint,
+            connector,
+            engine,
+            info,
+        })
+    }
+
+    /// The slot map of a sharded target (`None`: not sharded).
+    pub fn topology(&self) -> Result<Option<std::sync::Arc<crate::driver::Topology>>> {
+        Ok(match self.connector.product.facts().sharded {
+            true => self.connector.topology()?.map(std::sync::Arc::new),
+            false => None,
+        })
+    }
+
+    /// How the run's connections reach the target (after the load: a
+    /// database's connections need kvlab's table).
+    pub fn transport(&self) -> Result<TransportInfo> {
+        self.engine
+            .transport_info(Duration::from_secs(5))
+            .map_err(|e| self.engine.connect_error(e))
+    }
+}
+
+/// Probes a server kvlab did not start and says what kvlab will write there.
+fn probe(connector: &Connector, prefix: &str, opts: RunOptions) -> Result<ServerInfo> {
+    let info = connector.probe(Duration::from_secs(4))?;
+    note(
+        opts,
+        match connector.product.role() {
+            Role::Cache(_) => format!(
+                "kvlab: {} is {} {}; kvlab writes only keys under the prefix '{prefix}' and never flushes a server it did not start",
+                connector.display, info.product, info.version
+            ),
+            Role::Database(_) => format!(
+                "kvlab: {} is {} {}; kvlab writes only its own table {TABLE} and never drops or empties anything it did not create",
+                connector.display, info.product, info.version
+            ),
+        },
+    );
+    Ok(info)
+}
+
+/// The servers' own counters at one instant.
+pub struct Counters {
+    /// The target's (or why there are none).
+    pub server: Result<ServerCounters, String>,
+    /// The cache's, in a cache-aside run.
+    pub cache: Option<ServerCounters>,
+    /// The pooler's.
+    pub pooler: Option<PoolerCounters>,
+}
+
+impl Counters {
+    /// Reads every server's counters now.
+    pub fn read(target: &Target, cache: Option<&Cache>) -> Counters {
+        Counters {
+            server: target.connector.counters().map_err(|e| format!("{e:#}")),
+            cache: cache.and_then(Cache::counters),
+            pooler: target.pooler.and_then(|p| p.counters().ok()),
+        }
+    }
+}
