@@ -220,6 +220,31 @@ pub trait Codec: Clone + Send + Sync + 'static {
     }
 }
 
+/// Writes, inside a codec's `impl Codec`, [`Codec::encode_get_many`] and
+/// [`Codec::decode_many`] as calls of `encode(b, out)` and `decode(buf,
+/// found)` in module `$batch` (e.g. `super::batch`): a batch read whose reply
+/// names the keys it found. Static calls, inlined as if written out.
+macro_rules! batch_read_in {
+    ($($batch:ident)::+) => {
+        #[inline]
+        fn encode_get_many(&self, b: &$crate::driver::wire::Batch<'_>, out: &mut Vec<u8>) {
+            $($batch)::+::encode(b, out);
+        }
+
+        #[inline]
+        fn decode_many(
+            &self,
+            _prefix: &[u8],
+            _ids: &[u64],
+            buf: &[u8],
+            found: &mut Vec<(u64, std::ops::Range<usize>)>,
+        ) -> Result<$crate::driver::wire::Decoded, $crate::driver::wire::Malformed> {
+            $($batch)::+::decode(buf, found)
+        }
+    };
+}
+pub(crate) use batch_read_in;
+
 /// A cache's codec: also deletes keys (cache-aside invalidation).
 pub trait CacheCodec: Codec {
     /// Appends a DELETE of `key` to `out`.
@@ -450,8 +475,35 @@ pub(crate) fn parse_usize(d: &[u8]) -> Option<usize> {
 /// What codecs' unit tests share: keys, expected frames, whole-reply checks.
 #[cfg(test)]
 pub(crate) mod testing {
-    use super::{Codec, Decoded, Key, Malformed, Reply};
+    use std::ops::Range;
+
+    use super::{Batch, Codec, Decoded, Key, Malformed, Reply};
     use crate::workload::OpKind;
+
+    /// A batch read of keys 1 (`k:1`) and 22 (`k:22`), tag 0.
+    pub const TWO_KEYS: Batch<'static> = Batch {
+        ids: &[1, 22],
+        names: b"k:1k:22",
+        ends: &[3, 7],
+        tag: 0,
+    };
+
+    /// Asserts that `decode` finds every proper prefix of `reply` incomplete,
+    /// and all of it one in-order reply to a batch read that found key 22's
+    /// value `abc` and nothing else.
+    pub fn assert_found_22(
+        decode: impl Fn(&[u8], &mut Vec<(u64, Range<usize>)>) -> Result<Decoded, Malformed>,
+        reply: &[u8],
+    ) {
+        for cut in 0..reply.len() {
+            let got = decode(&reply[..cut], &mut Vec::new());
+            assert_eq!(got, Ok(Decoded::Incomplete), "{cut} bytes");
+        }
+        let mut found = Vec::new();
+        assert_eq!(decode(reply, &mut found), frame(reply.len(), Reply::Batch));
+        let found: Vec<_> = found.into_iter().map(|(id, v)| (id, &reply[v])).collect();
+        assert_eq!(found, [(22, &b"abc"[..])]);
+    }
 
     /// Key `id` named `name`, with tag 0.
     pub fn key(id: u64, name: &[u8]) -> Key<'_> {

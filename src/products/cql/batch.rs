@@ -28,12 +28,6 @@ pub fn encode(template: &[u8], b: &Batch<'_>, out: &mut Vec<u8>) {
     patch(out, at, (b.tag & 0x7fff) as u16);
 }
 
-/// The stream id of the whole frame at the front of `buf`.
-pub fn reply_tag(buf: &[u8]) -> Option<u32> {
-    let f = frame(buf).ok().flatten()?;
-    u32::try_from(f.stream).ok()
-}
-
 /// Decodes the reply to a batch read: each row's key and value onto `found`.
 pub fn decode(buf: &[u8], found: &mut Vec<(u64, Range<usize>)>) -> Result<Decoded, Malformed> {
     let Some(f) = frame(buf)? else {

@@ -126,8 +126,9 @@ impl Codec for CqlCodec {
         super::batch::encode(&self.batch, b, out);
     }
 
+    /// Every reply carries its request's stream id.
     fn reply_tag(&self, buf: &[u8]) -> Option<u32> {
-        super::batch::reply_tag(buf)
+        u32::try_from(frame(buf).ok().flatten()?.stream).ok()
     }
 
     fn decode_many(
@@ -312,6 +313,8 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        assert_eq!(c.reply_tag(&r), Some(4));
+        assert_eq!(c.reply_tag(&r[..r.len() - 1]), None);
         let r = reply(6, RESULT, 0, &rows(&[]));
         assert!(matches!(
             c.decode(OpKind::Get, &r),

@@ -6,6 +6,7 @@
 
 use std::ops::Range;
 
+use super::packet::{is_eof, lenenc_str, next_packet};
 use crate::driver::wire::{Batch, Decoded, Malformed, Reply};
 
 /// The batch read, before its keys and `)`.
@@ -28,29 +29,9 @@ pub fn encode(b: &Batch<'_>, out: &mut Vec<u8>) {
     out[at..at + 3].copy_from_slice(&len.to_le_bytes()[..3]);
 }
 
-/// A length-encoded string at the front of `b`: its range in `b`.
-fn lenenc_str(b: &[u8]) -> Option<Range<usize>> {
-    let (n, skip) = match *b.first()? {
-        x if x < 0xfb => (usize::from(x), 1),
-        0xfc => (usize::from(u16::from_le_bytes([*b.get(1)?, *b.get(2)?])), 3),
-        0xfd => (
-            usize::from(*b.get(1)?) | usize::from(*b.get(2)?) << 8 | usize::from(*b.get(3)?) << 16,
-            4,
-        ),
-        _ => return None,
-    };
-    (skip + n <= b.len()).then_some(skip..skip + n)
-}
-
 /// Decodes the text result set of a batch read from the front of `buf`.
 pub fn decode(buf: &[u8], found: &mut Vec<(u64, Range<usize>)>) -> Result<Decoded, Malformed> {
-    let next = |pos: usize| -> Option<(usize, &[u8])> {
-        let h = buf.get(pos..pos + 4)?;
-        let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
-        let body = buf.get(pos + 4..pos + 4 + len)?;
-        Some((pos + 4 + len, body))
-    };
-    let is_eof = |b: &[u8]| b.first() == Some(&0xfe) && b.len() < 9;
+    let next = |pos: usize| next_packet(buf, pos);
     let Some((mut pos, first)) = next(0) else {
         return Ok(Decoded::Incomplete);
     };
@@ -103,19 +84,13 @@ pub fn decode(buf: &[u8], found: &mut Vec<(u64, Range<usize>)>) -> Result<Decode
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::products::mysql::codec::packet;
+    use crate::driver::wire::testing::{TWO_KEYS, assert_found_22, frame};
+    use crate::products::mysql::packet::packet;
 
     #[test]
     fn a_batch_read_encodes_and_decodes_in_pieces() {
-        let (names, ends) = (b"k:1k:22".to_vec(), [3u32, 7]);
-        let b = Batch {
-            ids: &[1, 22],
-            names: &names,
-            ends: &ends,
-            tag: 0,
-        };
         let mut out = Vec::new();
-        encode(&b, &mut out);
+        encode(&TWO_KEYS, &mut out);
         let sql = b"SELECT k, v FROM kvlab_kv WHERE k IN (1,22)";
         assert_eq!(out, packet(0, &[&[0x03][..], sql].concat()));
         let reply = [
@@ -127,31 +102,9 @@ mod tests {
             packet(6, &[0xfe, 0, 0, 2, 0]),
         ]
         .concat();
-        for cut in 0..reply.len() {
-            let mut f = Vec::new();
-            assert_eq!(
-                decode(&reply[..cut], &mut f),
-                Ok(Decoded::Incomplete),
-                "{cut}"
-            );
-        }
-        let mut f = Vec::new();
-        let d = decode(&reply, &mut f).unwrap();
-        assert_eq!(
-            d,
-            Decoded::Frame {
-                len: reply.len(),
-                reply: Reply::Batch
-            }
-        );
-        assert_eq!((f[0].0, &reply[f[0].1.clone()]), (22, &b"abc"[..]));
+        assert_found_22(decode, &reply);
         let err = packet(1, &[0xff, 0x10, 0x04]);
-        assert!(matches!(
-            decode(&err, &mut f),
-            Ok(Decoded::Frame {
-                reply: Reply::ServerError,
-                ..
-            })
-        ));
+        let got = decode(&err, &mut Vec::new());
+        assert_eq!(got, frame(err.len(), Reply::ServerError));
     }
 }

@@ -5,7 +5,10 @@
 //! the binary result set by packet headers. The protocol answers one command at a
 //! time, so the engine runs MySQL connections at pipeline 1.
 
-use crate::driver::wire::{Codec, Decoded, Key, Malformed, Reply, Session, declared_by_messages};
+use super::packet::{is_eof, lenenc, lenenc_len, next_packet, packet};
+use crate::driver::wire::{
+    Codec, Decoded, Key, Malformed, Reply, Session, batch_read_in, declared_by_messages,
+};
 use crate::workload::OpKind;
 
 /// The prepared point select.
@@ -27,32 +30,6 @@ pub struct MyCodec {
 
 const TYPE_LONGLONG: u8 = 0x08;
 const TYPE_BLOB: u8 = 0xfc;
-
-pub(super) fn lenenc(n: usize, out: &mut Vec<u8>) {
-    match n {
-        0..=250 => out.push(n as u8),
-        251..=0xffff => {
-            out.push(0xfc);
-            out.extend_from_slice(&(n as u16).to_le_bytes());
-        }
-        0x1_0000..=0xff_ffff => {
-            out.push(0xfd);
-            out.extend_from_slice(&(n as u32).to_le_bytes()[..3]);
-        }
-        _ => {
-            out.push(0xfe);
-            out.extend_from_slice(&(n as u64).to_le_bytes());
-        }
-    }
-}
-
-pub(super) fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
-    let mut p = Vec::with_capacity(payload.len() + 4);
-    p.extend_from_slice(&(payload.len() as u32).to_le_bytes()[..3]);
-    p.push(seq);
-    p.extend_from_slice(payload);
-    p
-}
 
 /// Offsets inside the templates: statement id at 5, key at the end of the
 /// parameter types (GET) or before the value (SET).
@@ -144,32 +121,12 @@ impl Codec for MyCodec {
         }
     }
 
-    #[inline]
-    fn encode_get_many(&self, b: &crate::driver::wire::Batch<'_>, out: &mut Vec<u8>) {
-        super::batch::encode(b, out);
-    }
-
-    #[inline]
-    fn decode_many(
-        &self,
-        _prefix: &[u8],
-        _ids: &[u64],
-        buf: &[u8],
-        found: &mut Vec<(u64, std::ops::Range<usize>)>,
-    ) -> Result<Decoded, Malformed> {
-        super::batch::decode(buf, found)
-    }
+    batch_read_in!(super::batch);
 
     #[inline]
     fn decode(&self, op: OpKind, buf: &[u8]) -> Result<Decoded, Malformed> {
         // Walk whole packets; any packet not yet complete means: read more.
-        let next = |pos: usize| -> Option<(usize, &[u8])> {
-            let h = buf.get(pos..pos + 4)?;
-            let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
-            let body = buf.get(pos + 4..pos + 4 + len)?;
-            Some((pos + 4 + len, body))
-        };
-        let is_eof = |b: &[u8]| b.first() == Some(&0xfe) && b.len() < 9;
+        let next = |pos: usize| next_packet(buf, pos);
         let Some((mut pos, first)) = next(0) else {
             return Ok(Decoded::Incomplete);
         };
@@ -208,7 +165,7 @@ impl Codec for MyCodec {
             let start = pos + 4;
             pos = p;
             match row.first() {
-                Some(0xfe) if row.len() < 9 => {
+                _ if is_eof(row) => {
                     let reply = value.map_or(Reply::Nil, Reply::Value);
                     return Ok(Decoded::Frame { len: pos, reply });
                 }
@@ -224,19 +181,8 @@ impl Codec for MyCodec {
                         value = Some(start..start);
                         continue;
                     }
-                    let (n, skip) = match row.get(2) {
-                        Some(&b) if b < 0xfb => (usize::from(b), 1),
-                        Some(0xfc) if row.len() >= 5 => {
-                            (usize::from(u16::from_le_bytes([row[3], row[4]])), 3)
-                        }
-                        Some(0xfd) if row.len() >= 6 => (
-                            usize::from(row[3])
-                                | usize::from(row[4]) << 8
-                                | usize::from(row[5]) << 16,
-                            4,
-                        ),
-                        _ => return Err(Malformed("bad length in a MySQL row")),
-                    };
+                    let (n, skip) =
+                        lenenc_len(&row[2..]).ok_or(Malformed("bad length in a MySQL row"))?;
                     let v = start + 2 + skip;
                     if v + n > pos {
                         return Err(Malformed("MySQL row value past its packet"));

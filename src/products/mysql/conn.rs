@@ -16,7 +16,8 @@ use mysql_common::packets::{
 };
 use mysql_common::proto::{MyDeserialize, MySerialize};
 
-use super::codec::{GET_SQL, SET_SQL, packet};
+use super::codec::{GET_SQL, SET_SQL};
+use super::packet::packet;
 use crate::driver::Connector;
 use crate::driver::setup::SetupConn;
 use crate::driver::table::LoadSlice;

@@ -6,6 +6,7 @@
 //!
 //! # Layout
 //! - [`codec`]: the sans-IO codec (`COM_STMT_EXECUTE` templates, result walker).
+//! - [`packet`]: the protocol's packets and length-encoded values.
 //! - [`conn`]: the blocking set-up session (handshake, auth, queries, INSERT).
 //! - [`server`]: the managed server (`mariadb-install-db`, kvlab's login).
 //! - [`table`]: kvlab's table: check, load, reset, size.
@@ -14,6 +15,7 @@
 mod batch;
 pub mod codec;
 pub mod conn;
+pub mod packet;
 pub mod server;
 pub mod table;
 pub mod url;

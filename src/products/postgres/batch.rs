@@ -112,6 +112,7 @@ pub fn decode(buf: &[u8], found: &mut Vec<(u64, Range<usize>)>) -> Result<Decode
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::driver::wire::testing::{TWO_KEYS, assert_found_22, frame};
 
     fn msg(tag: u8, body: &[u8]) -> Vec<u8> {
         let mut m = vec![tag];
@@ -122,15 +123,8 @@ mod tests {
 
     #[test]
     fn a_batch_read_encodes_and_decodes_in_pieces() {
-        let (names, ends) = (b"k:1k:22".to_vec(), [3u32, 7]);
-        let b = Batch {
-            ids: &[1, 22],
-            names: &names,
-            ends: &ends,
-            tag: 0,
-        };
         let mut out = Vec::new();
-        encode(&b, &mut out);
+        encode(&TWO_KEYS, &mut out);
         assert_eq!(out[0], b'P');
         assert!(
             out.windows(BATCH_SQL.len())
@@ -149,32 +143,9 @@ mod tests {
             msg(b'Z', b"I"),
         ]
         .concat();
-        for cut in 0..reply.len() {
-            let mut f = Vec::new();
-            assert_eq!(
-                decode(&reply[..cut], &mut f),
-                Ok(Decoded::Incomplete),
-                "{cut}"
-            );
-        }
-        let mut f = Vec::new();
-        let d = decode(&reply, &mut f).unwrap();
-        assert_eq!(
-            d,
-            Decoded::Frame {
-                len: reply.len(),
-                reply: Reply::Batch
-            }
-        );
-        assert_eq!((f[0].0, &reply[f[0].1.clone()]), (22, &b"abc"[..]));
+        assert_found_22(decode, &reply);
         let err = [msg(b'E', b"SERROR\0\0"), msg(b'Z', b"I")].concat();
-        let d = decode(&err, &mut f).unwrap();
-        assert!(matches!(
-            d,
-            Decoded::Frame {
-                reply: Reply::ServerError,
-                ..
-            }
-        ));
+        let got = decode(&err, &mut Vec::new());
+        assert_eq!(got, frame(err.len(), Reply::ServerError));
     }
 }

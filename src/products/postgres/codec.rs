@@ -17,7 +17,9 @@ use bytes::{BufMut, BytesMut};
 use postgres_protocol::IsNull;
 use postgres_protocol::message::{backend, frontend};
 
-use crate::driver::wire::{Codec, Decoded, Key, Malformed, Reply, declared_by_messages};
+use crate::driver::wire::{
+    Codec, Decoded, Key, Malformed, Reply, batch_read_in, declared_by_messages,
+};
 use crate::workload::OpKind;
 
 /// The prepared point select.
@@ -283,21 +285,7 @@ impl Codec for PgCodec {
         }
     }
 
-    #[inline]
-    fn encode_get_many(&self, b: &crate::driver::wire::Batch<'_>, out: &mut Vec<u8>) {
-        super::batch::encode(b, out);
-    }
-
-    #[inline]
-    fn decode_many(
-        &self,
-        _prefix: &[u8],
-        _ids: &[u64],
-        buf: &[u8],
-        found: &mut Vec<(u64, std::ops::Range<usize>)>,
-    ) -> Result<Decoded, Malformed> {
-        super::batch::decode(buf, found)
-    }
+    batch_read_in!(super::batch);
 
     #[inline]
     fn decode(&self, op: OpKind, buf: &[u8]) -> Result<Decoded, Malformed> {

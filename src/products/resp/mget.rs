@@ -82,47 +82,19 @@ pub fn decode(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::driver::wire::testing::{TWO_KEYS, assert_found_22, frame};
 
     #[test]
     fn mget_encodes_and_decodes_whole_or_in_pieces() {
-        let (names, ends) = (b"k:1k:22".to_vec(), [3u32, 7]);
-        let b = Batch {
-            ids: &[1, 22],
-            names: &names,
-            ends: &ends,
-            tag: 0,
-        };
         let mut out = Vec::new();
-        encode(&b, &mut out);
+        encode(&TWO_KEYS, &mut out);
         assert_eq!(out, b"*3\r\n$4\r\nMGET\r\n$3\r\nk:1\r\n$4\r\nk:22\r\n");
         let reply = b"*2\r\n$-1\r\n$3\r\nabc\r\n";
-        for cut in 0..reply.len() {
-            let mut f = Vec::new();
-            assert_eq!(
-                decode(&[1, 22], &reply[..cut], &mut f),
-                Ok(Decoded::Incomplete),
-                "{cut}"
-            );
-        }
+        assert_found_22(|b, f| decode(&[1, 22], b, f), reply);
         let mut f = Vec::new();
-        let d = decode(&[1, 22], reply, &mut f).unwrap();
-        assert_eq!(
-            d,
-            Decoded::Frame {
-                len: reply.len(),
-                reply: Reply::Batch
-            }
-        );
-        assert_eq!(f, [(22, 13..16)]);
         assert!(decode(&[1], reply, &mut f).is_err());
         assert!(decode(&[1, 22], b"+OK\r\n", &mut f).is_err());
-        let e = decode(&[1], b"-ERR x\r\n", &mut f).unwrap();
-        assert!(matches!(
-            e,
-            Decoded::Frame {
-                reply: Reply::ServerError,
-                ..
-            }
-        ));
+        let e = decode(&[1], b"-ERR x\r\n", &mut f);
+        assert_eq!(e, frame(8, Reply::ServerError));
     }
 }

@@ -40,11 +40,6 @@ pub fn encode(b: &Batch<'_>, out: &mut Vec<u8>) {
     patch_len(out, at);
 }
 
-/// The sync id of the whole reply at the front of `buf`.
-pub fn reply_tag(buf: &[u8]) -> Option<u32> {
-    frame(buf).ok().flatten().map(|(_, _, sync, _)| sync as u32)
-}
-
 /// Decodes the reply to a batch read: each row's key and value onto `found`.
 pub fn decode(buf: &[u8], found: &mut Vec<(u64, Range<usize>)>) -> Result<Decoded, Malformed> {
     const BAD: Malformed = Malformed("malformed reply to a batch read");
@@ -89,18 +84,12 @@ pub fn decode(buf: &[u8], found: &mut Vec<(u64, Range<usize>)>) -> Result<Decode
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::driver::wire::testing::TWO_KEYS;
 
     #[test]
     fn a_batch_read_encodes_and_decodes() {
-        let (names, ends) = (b"k:1k:22".to_vec(), [3u32, 7]);
-        let b = Batch {
-            ids: &[1, 22],
-            names: &names,
-            ends: &ends,
-            tag: 6,
-        };
         let mut out = Vec::new();
-        encode(&b, &mut out);
+        encode(&Batch { tag: 6, ..TWO_KEYS }, &mut out);
         assert!(out.windows(8).any(|w| w == b"IN (?,?)"));
         assert_eq!(&out[out.len() - 2..], &[1, 22]);
         // {code: 0, sync: 6} {DATA: [[22, "abc"]]}
@@ -109,8 +98,9 @@ mod tests {
         reply.extend_from_slice(&body);
         let n = (reply.len() - 5) as u32;
         reply[1..5].copy_from_slice(&n.to_be_bytes());
-        assert_eq!(reply_tag(&reply), Some(6));
-        assert_eq!(reply_tag(&reply[..reply.len() - 1]), None);
+        let sync = |b: &[u8]| frame(b).unwrap().map(|(_, _, sync, _)| sync);
+        assert_eq!(sync(&reply), Some(6));
+        assert_eq!(sync(&reply[..reply.len() - 1]), None);
         let mut f = Vec::new();
         let d = decode(&reply, &mut f).unwrap();
         assert_eq!(

@@ -9,7 +9,9 @@
 use super::iproto::{
     KEY_DATA, PREFIX, Reader, Request, frame, header, patch_len, put_bin_header, put_uint,
 };
-use crate::driver::wire::{CacheCodec, Codec, Decoded, Key, Malformed, Reply, Session, tag_op};
+use crate::driver::wire::{
+    CacheCodec, Codec, Decoded, Key, Malformed, Reply, Session, batch_read_in, tag_op,
+};
 use crate::workload::OpKind;
 
 /// Offset of the sync id (u32 big-endian) in every template.
@@ -116,22 +118,11 @@ impl Codec for TtCodec {
         Ok(Decoded::Tagged { len, reply, tag })
     }
 
-    fn encode_get_many(&self, b: &crate::driver::wire::Batch<'_>, out: &mut Vec<u8>) {
-        super::batch::encode(b, out);
-    }
+    batch_read_in!(super::batch);
 
+    /// Every reply carries its request's sync id.
     fn reply_tag(&self, buf: &[u8]) -> Option<u32> {
-        super::batch::reply_tag(buf)
-    }
-
-    fn decode_many(
-        &self,
-        _prefix: &[u8],
-        _ids: &[u64],
-        buf: &[u8],
-        found: &mut Vec<(u64, std::ops::Range<usize>)>,
-    ) -> Result<Decoded, Malformed> {
-        super::batch::decode(buf, found)
+        frame(buf).ok().flatten().map(|(_, _, sync, _)| sync as u32)
     }
 
     fn bind(&self, session: &Session) -> Self {
@@ -269,6 +260,8 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        assert_eq!(c.reply_tag(&r), Some(14));
+        assert_eq!(c.reply_tag(&r[..r.len() - 1]), None);
         // A miss: DATA [].
         let r = reply(0, 2, &[0x81, 0x30, 0x90]);
         assert_eq!(
