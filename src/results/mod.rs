@@ -161,6 +161,9 @@ pub struct RunResult {
     /// The query mode requests used, for products that have modes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub query_mode: Option<String>,
+    /// The production profile the workload came from (`--profile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileNote>,
     /// The pooler kvlab ran in front of the server: its CPU (also in
     /// `server_cpu_s`) and its own counters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -229,6 +232,19 @@ pub struct ClientReport {
     pub client_cpu_s: f64,
     /// Its problems, as its own result listed them.
     pub problems: Vec<String>,
+}
+
+/// The production profile a run's workload came from, as the summary names
+/// it: the profile itself lives with the workload, the result carries its
+/// words.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ProfileNote {
+    /// `twitter-cN`.
+    pub name: String,
+    /// The published source of its figures.
+    pub source: String,
+    /// What kvlab does not reproduce of it, one sentence.
+    pub not_reproduced: String,
 }
 
 /// The pooler in front of the server (`--pooler`).

@@ -256,6 +256,16 @@ pub(super) fn assemble(
         histogram: encode_histogram(&r.measured.latency),
         service_histogram: paced.then(|| encode_histogram(&r.measured.service)),
         query_mode: plan.target.query_mode_used(),
+        profile: plan
+            .workload
+            .profile
+            .as_deref()
+            .and_then(crate::workload::profiles::profile)
+            .map(|p| crate::results::ProfileNote {
+                name: p.name.into(),
+                source: p.source.into(),
+                not_reproduced: p.not_reproduced(plan.workload.ttl_s > 0),
+            }),
         pooler: None,
         shard: plan.load.shard,
         window: Some(crate::results::Window {

@@ -9,8 +9,15 @@ use crate::plan::events::{EventAction, EventOn};
 use crate::results::stats::num;
 use crate::results::{AsideReport, RunResult};
 
+/// The lines of a cache-aside run (none for a run without a cache).
+pub(super) fn section(s: &mut String, r: &RunResult) {
+    if let Some(a) = &r.cache_aside {
+        lines(s, r, a);
+    }
+}
+
 /// The lines of cache-aside run `r` with its report `a`.
-pub(super) fn lines(s: &mut String, r: &RunResult, a: &AsideReport) {
+fn lines(s: &mut String, r: &RunResult, a: &AsideReport) {
     let _ = writeln!(
         s,
         "  cache-aside: {} {}{} in front, write policy {}{}; cache {} {:.2}% ({} hits, {} misses{})",
@@ -84,14 +91,13 @@ pub(super) fn lines(s: &mut String, r: &RunResult, a: &AsideReport) {
         } else {
             "differ (other clients may use this cache)"
         };
-        let _ = writeln!(
+        super::checks::counter_line(
             s,
-            "  cache counters ({}): GET {} / SET {}, kvlab sent GET {} / SET {}: {verdict}",
-            counted_phases(r),
-            cc.server.gets,
-            cc.server.sets,
-            cc.kvlab_gets,
-            cc.kvlab_sets
+            r,
+            "cache",
+            &format!("GET {} / SET {}", cc.server.gets, cc.server.sets),
+            &format!("GET {} / SET {}", cc.kvlab_gets, cc.kvlab_sets),
+            verdict,
         );
     }
 }
