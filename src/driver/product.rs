@@ -108,6 +108,18 @@ pub struct CacheMemory {
     pub used: u64,
 }
 
+impl CacheMemory {
+    /// `self + other`, field by field (the nodes of a cluster).
+    pub fn plus(&self, o: &CacheMemory) -> CacheMemory {
+        CacheMemory {
+            items: self.items + o.items,
+            limit: self.limit + o.limit,
+            evictions: self.evictions + o.evictions,
+            used: self.used + o.used,
+        }
+    }
+}
+
 /// A cache's own operations beside GET and SET.
 pub trait Cache: Sync {
     /// Items held, memory limit and evictions, from the server's own report.
@@ -216,12 +228,7 @@ pub trait Server: Sync {
     fn command(&self, launch: &Launch<'_>) -> Result<(Command, Login)>;
     /// Work after the process started and before it is probed (e.g. creating
     /// kvlab's login); `alive` says whether the process still runs.
-    fn bootstrap(
-        &self,
-        dir: &Path,
-        deadline: Instant,
-        alive: &mut dyn FnMut() -> bool,
-    ) -> Result<()> {
+    fn bootstrap(&self, dir: &Path, deadline: Instant, alive: IsAlive<'_>) -> Result<()> {
         let _ = (dir, deadline, alive);
         Ok(())
     }
@@ -258,6 +265,9 @@ pub trait Server: Sync {
         proc_usage(pid)
     }
 }
+
+/// Asked while a managed server starts: whether its process still runs.
+pub type IsAlive<'a> = &'a mut dyn FnMut() -> bool;
 
 /// What kvlab learned about a server when it first connected.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]

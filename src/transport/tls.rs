@@ -13,10 +13,10 @@ use pki_types::pem::PemObject;
 use pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::{CryptoProvider, ring};
+use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms, ring};
 use rustls::{
-    CertificateError, ClientConfig, DigitallySignedStruct, Error as TlsError, RootCertStore,
-    SignatureScheme,
+    CertificateError, ClientConfig, DigitallySignedStruct as Signed, Error as TlsError,
+    RootCertStore, SignatureScheme,
 };
 use serde::{Deserialize, Serialize};
 
@@ -113,7 +113,7 @@ impl TlsClient {
                     .transpose()?;
                 let relaxed = Relaxed {
                     chain,
-                    provider: provider(),
+                    algorithms: provider().signature_verification_algorithms,
                 };
                 builder
                     .dangerous()
@@ -207,9 +207,12 @@ fn roots(ca: Option<&Path>) -> Result<RootCertStore> {
 struct Relaxed {
     /// The full verifier whose chain checks are kept, if any.
     chain: Option<Arc<WebPkiServerVerifier>>,
-    /// The provider whose algorithms check the signatures.
-    provider: Arc<CryptoProvider>,
+    /// The provider's algorithms, which check the signatures.
+    algorithms: WebPkiSupportedAlgorithms,
 }
+
+/// What checking a handshake's signature gives.
+type Checked = Result<HandshakeSignatureValid, TlsError>;
 
 impl ServerCertVerifier for Relaxed {
     fn verify_server_cert(
@@ -230,28 +233,14 @@ impl ServerCertVerifier for Relaxed {
             r => r,
         }
     }
-    fn verify_tls12_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, TlsError> {
-        let algorithms = &self.provider.signature_verification_algorithms;
-        rustls::crypto::verify_tls12_signature(m, c, d, algorithms)
+    fn verify_tls12_signature(&self, m: &[u8], c: &CertificateDer<'_>, d: &Signed) -> Checked {
+        rustls::crypto::verify_tls12_signature(m, c, d, &self.algorithms)
     }
-    fn verify_tls13_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, TlsError> {
-        let algorithms = &self.provider.signature_verification_algorithms;
-        rustls::crypto::verify_tls13_signature(m, c, d, algorithms)
+    fn verify_tls13_signature(&self, m: &[u8], c: &CertificateDer<'_>, d: &Signed) -> Checked {
+        rustls::crypto::verify_tls13_signature(m, c, d, &self.algorithms)
     }
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
+        self.algorithms.supported_schemes()
     }
 }
 

@@ -107,15 +107,22 @@ pub fn misses_are_counted(kind: TargetKind, entry: &Entry, e: &Endpoint) {
     }
 }
 
+/// Runs `p` (loading its keys), corrupts key 3 on `e` (the entry's `corrupt`),
+/// and runs `p` again without loading: that run, and its `wrong_value` errors.
+fn run_corrupted(p: &mut RunPlan, entry: &Entry, e: &Endpoint) -> (RunResult, u64) {
+    let _ = measure(p);
+    (entry.corrupt)(e);
+    p.workload.load = false;
+    let r = measure(p);
+    let wrong = r.errors_by_kind["wrong_value"];
+    (r, wrong)
+}
+
 /// A value that is not the one kvlab wrote is a `wrong_value` error.
 pub fn a_corrupted_value_is_wrong_value(kind: TargetKind, entry: &Entry, e: &Endpoint) {
     let mut p = plan_of(kind, entry, e);
     p.workload.keys = 10;
-    let _ = measure(&p);
-    (entry.corrupt)(e);
-    p.workload.load = false;
-    let r = measure(&p);
-    let wrong = r.errors_by_kind["wrong_value"];
+    let (r, wrong) = run_corrupted(&mut p, entry, e);
     assert!(
         wrong > 500,
         "{kind:?}: about a tenth of 20k GETs hit key 3: {wrong}"
@@ -243,11 +250,7 @@ pub fn batch_reads_agree(kind: TargetKind, entry: &Entry, e: &Endpoint) {
     p.workload.keys = 10;
     p.workload.batch = Some("5".parse().unwrap());
     p.workload.ratio = Ratio { set: 0, get: 1 };
-    let _ = measure(&p);
-    (entry.corrupt)(e);
-    p.workload.load = false;
-    let r = measure(&p);
-    let wrong = r.errors_by_kind["wrong_value"];
+    let (r, wrong) = run_corrupted(&mut p, entry, e);
     assert!(
         wrong > 500,
         "{kind:?}: half the batches hold key 3: {wrong}"

@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 
-use super::{Ask, Bytes, Cache, Valid, Want, batch, hits, message, properties, value};
+use super::{Ask, Bytes, Subject, Valid, Want, batch, hits, message, properties, value};
 use crate::products::memcached::Memcache;
 use crate::products::resp::Resp;
 
@@ -144,14 +144,14 @@ fn meta_reply() -> impl Strategy<Value = Valid> + Clone {
 
 #[test]
 fn resp() {
-    properties("resp", &Cache(Resp), resp_reply());
+    properties("resp", &Subject::cache(Resp), resp_reply());
 }
 
 #[test]
 fn memcached_text() {
     properties(
         "memcached text",
-        &Cache(Memcache { meta: false }),
+        &Subject::cache(Memcache { meta: false }),
         text_reply(),
     );
 }
@@ -160,7 +160,7 @@ fn memcached_text() {
 fn memcached_meta() {
     properties(
         "memcached meta",
-        &Cache(Memcache { meta: true }),
+        &Subject::cache(Memcache { meta: true }),
         meta_reply(),
     );
 }

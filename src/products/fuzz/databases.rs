@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 
-use super::{Ask, Cache, Plain, Valid, Want, batch, hits, message, properties, value};
+use super::{Ask, Subject, Valid, Want, batch, hits, message, properties, value};
 use crate::products::cql::CqlCodec;
 use crate::products::mysql::MyCodec;
 use crate::products::postgres::PgCodec;
@@ -392,20 +392,20 @@ fn cql_reply() -> impl Strategy<Value = Valid> + Clone {
 
 #[test]
 fn postgres() {
-    properties("postgres", &Plain(PgCodec::new(3)), pg_reply());
+    properties("postgres", &Subject::plain(PgCodec::new(3)), pg_reply());
 }
 
 #[test]
 fn mysql() {
-    properties("mysql", &Plain(MyCodec::new(3)), mysql_reply());
+    properties("mysql", &Subject::plain(MyCodec::new(3)), mysql_reply());
 }
 
 #[test]
 fn tarantool() {
-    properties("tarantool", &Cache(TtCodec::new()), tt_reply());
+    properties("tarantool", &Subject::cache(TtCodec::new()), tt_reply());
 }
 
 #[test]
 fn cql() {
-    properties("cql", &Plain(CqlCodec::default()), cql_reply());
+    properties("cql", &Subject::plain(CqlCodec::default()), cql_reply());
 }

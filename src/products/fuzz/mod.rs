@@ -175,10 +175,34 @@ impl Valid {
 /// A batch read's values found: (key id, range of the input).
 type Found = Vec<(u64, Range<usize>)>;
 
-/// A decoder under test: a codec's, asked as the engine asks it.
-pub(super) trait Subject {
+/// A decoder under test: a codec's, asked as the engine asks it, and a cache
+/// codec's DELETE too.
+pub(super) struct Subject<C> {
+    codec: C,
+    /// A cache codec's DELETE decoder.
+    delete: Option<DecodeDelete<C>>,
+}
+
+/// [`CacheCodec::decode_delete`] of a codec of type `C`.
+type DecodeDelete<C> = fn(&C, &[u8]) -> Result<Decoded, Malformed>;
+
+impl<C: Codec> Subject<C> {
+    /// A codec's GET, SET and batch-read decoders.
+    pub(super) fn plain(codec: C) -> Subject<C> {
+        Subject {
+            codec,
+            delete: None,
+        }
+    }
+
     /// What it decodes.
-    fn asks(&self) -> &'static [Ask];
+    fn asks(&self) -> &'static [Ask] {
+        match self.delete {
+            Some(_) => &[Ask::Get, Ask::Set, Ask::Many, Ask::Delete],
+            None => &[Ask::Get, Ask::Set, Ask::Many],
+        }
+    }
+
     /// Decodes `buf` as the reply to `ask` (of `ids` for a batch read).
     fn decode(
         &self,
@@ -186,76 +210,25 @@ pub(super) trait Subject {
         ids: &[u64],
         buf: &[u8],
         found: &mut Found,
-    ) -> Result<Decoded, Malformed>;
-    /// [`Codec::reply_tag`].
-    fn reply_tag(&self, buf: &[u8]) -> Option<u32>;
-    /// [`Codec::declared_len`].
-    fn declared_len(&self, buf: &[u8]) -> Option<usize>;
-}
-
-fn decode_plain<C: Codec>(
-    c: &C,
-    ask: Ask,
-    ids: &[u64],
-    buf: &[u8],
-    found: &mut Found,
-) -> Result<Decoded, Malformed> {
-    match ask {
-        Ask::Get => c.decode(OpKind::Get, buf),
-        Ask::Set => c.decode(OpKind::Set, buf),
-        Ask::Many => c.decode_many(PREFIX, ids, buf, found),
-        Ask::Delete => unreachable!("not a cache codec"),
-    }
-}
-
-/// A codec's GET, SET and batch-read decoders.
-pub(super) struct Plain<C>(pub C);
-
-impl<C: Codec> Subject for Plain<C> {
-    fn asks(&self) -> &'static [Ask] {
-        &[Ask::Get, Ask::Set, Ask::Many]
-    }
-    fn decode(
-        &self,
-        ask: Ask,
-        ids: &[u64],
-        buf: &[u8],
-        found: &mut Found,
     ) -> Result<Decoded, Malformed> {
-        decode_plain(&self.0, ask, ids, buf, found)
-    }
-    fn reply_tag(&self, buf: &[u8]) -> Option<u32> {
-        self.0.reply_tag(buf)
-    }
-    fn declared_len(&self, buf: &[u8]) -> Option<usize> {
-        self.0.declared_len(buf)
-    }
-}
-
-/// A cache codec's decoders, DELETE's too.
-pub(super) struct Cache<C>(pub C);
-
-impl<C: CacheCodec> Subject for Cache<C> {
-    fn asks(&self) -> &'static [Ask] {
-        &[Ask::Get, Ask::Set, Ask::Many, Ask::Delete]
-    }
-    fn decode(
-        &self,
-        ask: Ask,
-        ids: &[u64],
-        buf: &[u8],
-        found: &mut Found,
-    ) -> Result<Decoded, Malformed> {
-        match ask {
-            Ask::Delete => self.0.decode_delete(buf),
-            _ => decode_plain(&self.0, ask, ids, buf, found),
+        match (ask, self.delete) {
+            (Ask::Get, _) => self.codec.decode(OpKind::Get, buf),
+            (Ask::Set, _) => self.codec.decode(OpKind::Set, buf),
+            (Ask::Many, _) => self.codec.decode_many(PREFIX, ids, buf, found),
+            (Ask::Delete, Some(delete)) => delete(&self.codec, buf),
+            (Ask::Delete, None) => unreachable!("not a cache codec"),
         }
     }
-    fn reply_tag(&self, buf: &[u8]) -> Option<u32> {
-        self.0.reply_tag(buf)
-    }
-    fn declared_len(&self, buf: &[u8]) -> Option<usize> {
-        self.0.declared_len(buf)
+}
+
+impl<C: CacheCodec> Subject<C> {
+    /// A cache codec's decoders, DELETE's too.
+    pub(super) fn cache(codec: C) -> Subject<C> {
+        let delete = Some(C::decode_delete as DecodeDelete<C>);
+        Subject {
+            delete,
+            ..Subject::plain(codec)
+        }
     }
 }
 
@@ -267,21 +240,21 @@ type Whole = (usize, Want, Option<u32>);
 /// it; a batch read answers `Batch` or an error, a DELETE `Stored` or an
 /// error; a tag names what `reply_tag` names. Returns the raw result and,
 /// for a whole reply, what it says.
-fn judge<T: Subject + ?Sized>(
-    t: &T,
+fn judge<C: Codec>(
+    t: &Subject<C>,
     ask: Ask,
     ids: &[u64],
     buf: &[u8],
 ) -> Result<(Result<Decoded, Malformed>, Option<Whole>), TestCaseError> {
     let mut found = Vec::new();
     let got = t.decode(ask, ids, buf, &mut found);
-    let tag = t.reply_tag(buf);
+    let tag = t.codec.reply_tag(buf);
     let (len, reply, named) = match &got {
         Ok(Decoded::Frame { len, reply }) => (*len, reply.clone(), None),
         Ok(Decoded::Tagged { len, reply, tag }) => (*len, reply.clone(), Some(*tag)),
         Ok(Decoded::Incomplete) | Err(_) => {
             // What the engine asks of an incomplete reply must not panic.
-            let _ = t.declared_len(buf);
+            let _ = t.codec.declared_len(buf);
             for (_, r) in &found {
                 prop_assert!(
                     r.start <= r.end && r.end <= buf.len(),
@@ -447,8 +420,8 @@ fn mutate(buf: &mut Vec<u8>, m: &Mutation) {
 
 /// Decodes back to back the replies of `stream`, asked as `replies` were, up
 /// to the first that is not whole; returns the replies decoded.
-fn walk<T: Subject + ?Sized>(
-    t: &T,
+fn walk<C: Codec>(
+    t: &Subject<C>,
     replies: &[Valid],
     stream: &[u8],
 ) -> Result<Vec<Whole>, TestCaseError> {
@@ -479,9 +452,9 @@ pub(super) fn prefixes(n: usize, cuts: &[Index]) -> Vec<usize> {
 /// The three properties of the decoders of `t`, with `valid` replies: on
 /// arbitrary bytes; on streams of valid replies, as they are then mutated;
 /// and on a valid reply cut short or followed by other bytes.
-pub(super) fn properties<T, V>(name: &str, t: &T, valid: V)
+pub(super) fn properties<C, V>(name: &str, t: &Subject<C>, valid: V)
 where
-    T: Subject,
+    C: Codec,
     V: Strategy<Value = Valid> + Clone,
 {
     let fuzz = Fuzz::new(3);
@@ -548,12 +521,12 @@ where
                     n,
                     bytes.len()
                 );
-                let tag = t.reply_tag(&bytes[..n]);
+                let tag = t.codec.reply_tag(&bytes[..n]);
                 prop_assert!(tag.is_none() || tag == r.tag, "a prefix names tag {tag:?}");
                 // A prefix never declares more than the whole reply: the
                 // engine fails a socket whose reply declares more than it
                 // can buffer, so an overstatement would fail a good reply.
-                let declared = t.declared_len(&bytes[..n]);
+                let declared = t.codec.declared_len(&bytes[..n]);
                 prop_assert!(
                     declared.is_none_or(|d| d <= bytes.len()),
                     "{} of {} bytes declare {:?}",

@@ -404,15 +404,19 @@ mod tests {
             [Some("ab".into()), None, Some("c".into())]
         );
         assert_eq!(text_row(b"\xfc\x02\x00hi", 1).unwrap(), [Some("hi".into())]);
-        for p in [
-            &b"\xfc"[..],
-            b"\xfc\x01",
-            b"\xfd\x01\x00",
-            b"\xfe\x01",
-            b"\x05ab",
-            b"",
-        ] {
-            assert!(text_row(p, 1).is_err(), "{p:?}");
+        // Every row cut short is an error, whatever its cells' length headers.
+        let rows: [(&[u8], usize); 5] = [
+            (b"\x02ab\xfb\x01c", 3),
+            (b"\xfc\x02\x00hi", 1),
+            (b"\xfd\x01\x00\x00x", 1),
+            (b"\xfe\x01\0\0\0\0\0\0\0x", 1),
+            (b"\x05abcde", 1),
+        ];
+        for (row, cols) in rows {
+            assert!(text_row(row, cols).is_ok(), "{row:?}");
+            for n in 0..row.len() {
+                assert!(text_row(&row[..n], cols).is_err(), "{:?}", &row[..n]);
+            }
         }
         let huge = b"\xfe\xff\xff\xff\xff\xff\xff\xff\xff";
         assert!(text_row(huge, 1).is_err());

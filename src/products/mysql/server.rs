@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use super::{Mariadb, MyConn};
+use crate::driver::product::IsAlive;
 use crate::driver::settings::{DATABASE_OWN, database_config, mib_for, with_defaults};
 use crate::driver::{Config, Connector, Launch, Login, Server, Sizing};
 use crate::products::sql;
@@ -73,12 +74,7 @@ impl Server for Mariadb {
         dir.join("mysqld.sock")
     }
 
-    fn bootstrap(
-        &self,
-        dir: &Path,
-        deadline: Instant,
-        alive: &mut dyn FnMut() -> bool,
-    ) -> Result<()> {
+    fn bootstrap(&self, dir: &Path, deadline: Instant, alive: IsAlive<'_>) -> Result<()> {
         bootstrap_mariadb(&dir.join("mysqld.sock"), deadline, alive)
     }
 
@@ -116,11 +112,7 @@ const MARIADB_LOGIN: (&str, &str, &str) = ("kvlab", "kvlab", "kvlab");
 
 /// Waits for a managed MariaDB's socket and creates kvlab's database and login
 /// through the `mariadb` client as root (socket authentication).
-fn bootstrap_mariadb(
-    socket: &Path,
-    deadline: Instant,
-    alive: &mut dyn FnMut() -> bool,
-) -> Result<()> {
+fn bootstrap_mariadb(socket: &Path, deadline: Instant, alive: IsAlive<'_>) -> Result<()> {
     let client = find_binary("mariadb")
         .or_else(|| find_binary("mysql"))
         .context("the mariadb client is not installed; run `make deps`")?;

@@ -84,22 +84,13 @@ impl Product for ClusterProduct {
     }
 
     fn counters(&self, c: &Connector) -> Result<ServerCounters> {
-        let mut sum = ServerCounters {
-            gets: 0,
-            sets: 0,
-            hits: 0,
-            misses: 0,
+        let zero = ServerCounters {
             exact: true,
-            per_key: false,
+            ..ServerCounters::default()
         };
-        for node in primaries(c)? {
-            let n = node_counters(&node)?;
-            sum.gets += n.gets;
-            sum.sets += n.sets;
-            sum.hits += n.hits;
-            sum.misses += n.misses;
-        }
-        Ok(sum)
+        primaries(c)?
+            .iter()
+            .try_fold(zero, |sum, node| Ok(sum.plus(&node_counters(node)?)))
     }
 
     fn reported_usage(&self, c: &Connector) -> Result<ReportedUsage> {
@@ -137,15 +128,11 @@ impl Product for ClusterProduct {
 
 impl Cache for ClusterProduct {
     fn memory(&self, c: &Connector) -> Result<CacheMemory> {
-        let mut sum = CacheMemory::default();
-        for node in primaries(c)? {
-            let m = node_memory(&node)?;
-            sum.items += m.items;
-            sum.limit += m.limit;
-            sum.evictions += m.evictions;
-            sum.used += m.used;
-        }
-        Ok(sum)
+        primaries(c)?
+            .iter()
+            .try_fold(CacheMemory::default(), |sum, node| {
+                Ok(sum.plus(&node_memory(node)?))
+            })
     }
     fn flush(&self, c: &Connector) -> Result<()> {
         for node in primaries(c)? {
