@@ -53,10 +53,6 @@ pub(super) struct Around {
     pub transport: TransportInfo,
     /// The trace a replay drove.
     pub feed: Option<Arc<Feed>>,
-    /// Why stale reads were not measured, where they were not.
-    pub board_note: Option<String>,
-    /// Whether the run tracked the versions it wrote (stale reads measured).
-    pub versions: bool,
 }
 
 impl Finish<'_> {
@@ -96,8 +92,8 @@ impl Finish<'_> {
         add_machine(&mut result, plan, self.rs);
         cache::mark_timeline(&mut result.timeline, &obs.memory);
         add_events(&mut result, obs);
-        result.problems.extend(a.board_note.clone());
-        if !a.versions {
+        result.problems.extend(self.rs.board_note.clone());
+        if self.rs.board.is_none() {
             result.consistency = None;
         }
         if let Some(aside) = aside {

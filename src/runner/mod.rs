@@ -93,24 +93,23 @@ pub fn measure_with(
         Some(a) => Some(Cache::open(a, plan, opts, cache_server)?),
         None => None,
     };
-    let (board, board_note) = version_board(plan);
     let mut base = rs.spec(plan, target.connector.clone(), target.topology()?);
     let load = dataset::prepare(&base, plan, server.is_some(), opts, shutdown)?;
     base.loaded_at = load.as_ref().map(|_| std::time::Instant::now());
     // After the load: a database's connections need kvlab's table.
     let transport = target.transport()?;
-    base.board = board;
     base.connector = target.engine.clone();
     let settled = ready_cache(cache.as_ref(), &mut base, opts, shutdown)?;
     if shutdown.load(Ordering::SeqCst) {
         bail!("interrupted before measuring; nothing was measured");
     }
     let before = Counters::read(&target, cache.as_ref());
-    let mut obs = observer(plan, &target, cache.as_ref(), opts, base.warmup);
+    let events = plan.load.events.clone();
+    let mut obs = observer(&rs, &base, &target, cache.as_ref(), events, opts);
     // Trace replay: the reader streams the trace while the workers connect.
     let feed = replay::start(plan, &base)?;
     base.trace = feed.clone();
-    let (report, background) = execute(&base, plan, &mut obs, shutdown)?;
+    let (report, background) = execute(&base, rs.background_rps, &mut obs, shutdown)?;
     obs.progress.finish();
     let after = Counters::read(&target, cache.as_ref());
     let finish = finish::Finish {
@@ -130,8 +129,6 @@ pub fn measure_with(
         background,
         transport,
         feed,
-        board_note,
-        versions: base.board.is_some(),
     }))
 }
 
@@ -154,14 +151,15 @@ fn ready_cache(
     }
 }
 
-/// The observer of the measured run: progress, resource samples, events and
-/// the live metrics.
+/// The observer of the measured run: progress, resource samples, `events`
+/// and the live metrics.
 fn observer<'a>(
-    plan: &RunPlan,
+    rs: &Resolved,
+    base: &Spec,
     target: &'a Target<'a>,
     cache: Option<&'a Cache>,
+    events: Vec<crate::plan::events::ServerEvent>,
     opts: RunOptions,
-    warmup: Duration,
 ) -> RunObserver<'a> {
     let product = target.connector.product;
     let subject = |server, connector| events::Subject { server, connector };
@@ -174,9 +172,9 @@ fn observer<'a>(
         peak_kb: Default::default(),
         at_start: None,
         at_end: None,
-        warmup,
+        warmup: base.warmup,
         events: events::Events::new(
-            plan.load.events.clone(),
+            events,
             target.server.map(|s| subject(s, &target.connector)),
             cache.and_then(|c| c.server.as_ref().map(|s| subject(s, &c.connector))),
         ),
@@ -185,29 +183,23 @@ fn observer<'a>(
             Role::Database(_) => None,
         }),
         memory: Vec::new(),
-        metrics: crate::metrics::installed().map(|m| {
-            let name = crate::results::architecture_name(
-                product.name(),
-                plan.cache.as_ref().map(|c| c.cache.kind.product().name()),
-                plan.target.pooler.as_deref(),
-            );
-            m.begin(&name, product.name(), plan.load.rate)
-        }),
+        metrics: crate::metrics::installed()
+            .map(|m| m.begin(&rs.architecture, product.name(), base.rate)),
     }
 }
 
 /// The engine over `base`, and beside it the background writer at its fixed
-/// rate, reported apart.
+/// rate (`background_rps`), reported apart.
 fn execute(
     base: &Spec,
-    plan: &RunPlan,
+    background_rps: Option<f64>,
     obs: &mut RunObserver,
     shutdown: &AtomicBool,
 ) -> Result<(EngineReport, Option<EngineReport>)> {
     let bg_stop = AtomicBool::new(false);
     std::thread::scope(|scope| -> Result<_> {
-        let bg = plan.workload.background_writes.map(|rate| {
-            let spec = background_spec(base, rate, plan.load.shard);
+        let bg = background_rps.map(|rate| {
+            let spec = background_spec(base, rate);
             let stop = &bg_stop;
             scope.spawn(move || crate::engine::execute(&spec, stop, &mut engine::Quiet))
         });
@@ -224,9 +216,9 @@ fn execute(
     })
 }
 
-/// The background writer's point: one connection writing at `rate` (each
-/// client of a sharded run its part), from the measured phase's start.
-fn background_spec(base: &Spec, rate: f64, shard: Option<crate::plan::shard::Shard>) -> Spec {
+/// The background writer's point: one connection writing at `rate` from the
+/// measured phase's start.
+fn background_spec(base: &Spec, rate: f64) -> Spec {
     Spec {
         mix: OpMix::new(crate::workload::Ratio { set: 1, get: 0 }),
         connections: 1,
@@ -234,7 +226,7 @@ fn background_spec(base: &Spec, rate: f64, shard: Option<crate::plan::shard::Sha
         pipeline: 1,
         warmup: Duration::ZERO,
         stop: crate::workload::Stop::Duration(1e9),
-        rate: Some(rate / shard.map_or(1.0, |s| s.count as f64)),
+        rate: Some(rate),
         seed: base.seed ^ 0xb6,
         share: Share::all(1),
         // With a start instant, the writer begins with the measured phase
@@ -243,43 +235,4 @@ fn background_spec(base: &Spec, rate: f64, shard: Option<crate::plan::shard::Sha
         trace: None,
         ..base.clone()
     }
-}
-
-/// The version board of a run that writes, or why stale reads are not measured.
-fn version_board(
-    plan: &RunPlan,
-) -> (
-    Option<std::sync::Arc<crate::workload::consistency::VersionBoard>>,
-    Option<String>,
-) {
-    use crate::workload::consistency::VersionBoard;
-    let writes = plan.workload.ratio.set > 0 || plan.workload.background_writes.is_some();
-    if !writes {
-        return (None, None);
-    }
-    if plan.load.shard.is_some() {
-        return (
-            None,
-            Some("stale reads were not measured: the clients of a sharded run do not share the versions they write".into()),
-        );
-    }
-    if !plan.workload.values().versioned() {
-        return (
-            None,
-            Some(format!(
-                "stale reads were not measured: values under {} bytes cannot carry a version",
-                crate::workload::VERSIONED_SIZE
-            )),
-        );
-    }
-    if VersionBoard::bytes_for(plan.workload.keys) > 2 << 30 {
-        return (
-            None,
-            Some("stale reads were not measured: tracking versions of this many keys would take over 2 GiB".into()),
-        );
-    }
-    (
-        Some(std::sync::Arc::new(VersionBoard::new(plan.workload.keys))),
-        None,
-    )
 }

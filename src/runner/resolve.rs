@@ -3,6 +3,7 @@
 //! the pipeline the protocol allows, the query mode, the data's size and the
 //! engine's [`Spec`]. Nothing downstream derives these from the plan again.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -14,6 +15,7 @@ use crate::plan::RunPlan;
 use crate::plan::shard::{Share, instant_of, local_connections};
 use crate::servers::ManagedServer;
 use crate::workload::OpMix;
+use crate::workload::consistency::VersionBoard;
 
 /// What one run derives from its plan, once.
 #[derive(Clone, Debug)]
@@ -29,6 +31,16 @@ pub struct Resolved {
     pub query_mode: Option<String>,
     /// The values: keys × value size, bytes.
     pub value_bytes: u64,
+    /// The versions of the values the run writes, when stale reads are
+    /// measured.
+    pub board: Option<Arc<VersionBoard>>,
+    /// Why stale reads are not measured, where the run writes.
+    pub board_note: Option<String>,
+    /// This client's background writer's rate (its part of a sharded run's).
+    pub background_rps: Option<f64>,
+    /// What the run measures, named as everywhere (e.g. "redis in front of
+    /// postgres").
+    pub architecture: String,
 }
 
 impl Resolved {
@@ -47,6 +59,7 @@ impl Resolved {
             room_for_sockets(sockets)?;
         }
         let facts = product.facts();
+        let (board, board_note) = version_board(plan);
         Ok(Resolved {
             connections,
             sockets,
@@ -59,6 +72,17 @@ impl Resolved {
                 .workload
                 .keys
                 .saturating_mul(plan.workload.value_size as u64),
+            board,
+            board_note,
+            background_rps: plan
+                .workload
+                .background_writes
+                .map(|r| r / plan.load.shard.map_or(1.0, |s| s.count as f64)),
+            architecture: crate::results::architecture_name(
+                product.name(),
+                plan.cache.as_ref().map(|c| c.cache.kind.product().name()),
+                plan.target.pooler.as_deref(),
+            ),
         })
     }
 
@@ -67,7 +91,7 @@ impl Resolved {
         &self,
         plan: &RunPlan,
         connector: Connector,
-        topology: Option<std::sync::Arc<Topology>>,
+        topology: Option<Arc<Topology>>,
     ) -> Spec {
         let (w, l, shard) = (&plan.workload, &plan.load, plan.load.shard);
         Spec {
@@ -84,6 +108,7 @@ impl Resolved {
             ttl_s: w.ttl_s,
             batch: w.batch.clone(),
             topology,
+            board: self.board.clone(),
             share: shard.map_or(Share::all(l.connections), |s| s.connections(l.connections)),
             start_at: l.start_at_ms.map(instant_of),
             timeline_seconds: l.timeline_seconds,
@@ -106,4 +131,43 @@ pub fn sockets(connections: usize, server: Option<&ManagedServer>, cache: bool) 
         .and_then(|n| n.parse::<usize>().ok())
         .unwrap_or(1);
     connections * nodes + if cache { connections } else { 0 }
+}
+
+/// The version board of a run that writes, or why stale reads are not measured.
+fn version_board(
+    plan: &RunPlan,
+) -> (
+    Option<std::sync::Arc<crate::workload::consistency::VersionBoard>>,
+    Option<String>,
+) {
+    use crate::workload::consistency::VersionBoard;
+    let writes = plan.workload.ratio.set > 0 || plan.workload.background_writes.is_some();
+    if !writes {
+        return (None, None);
+    }
+    if plan.load.shard.is_some() {
+        return (
+            None,
+            Some("stale reads were not measured: the clients of a sharded run do not share the versions they write".into()),
+        );
+    }
+    if !plan.workload.values().versioned() {
+        return (
+            None,
+            Some(format!(
+                "stale reads were not measured: values under {} bytes cannot carry a version",
+                crate::workload::VERSIONED_SIZE
+            )),
+        );
+    }
+    if VersionBoard::bytes_for(plan.workload.keys) > 2 << 30 {
+        return (
+            None,
+            Some("stale reads were not measured: tracking versions of this many keys would take over 2 GiB".into()),
+        );
+    }
+    (
+        Some(std::sync::Arc::new(VersionBoard::new(plan.workload.keys))),
+        None,
+    )
 }
