@@ -195,7 +195,7 @@ impl<K: CacheCodec, D: Codec> Client for Aside<'_, K, D> {
             leg_done(io.tally, &op, now, false, false);
             if s == CACHE && kind == ErrorKind::Disconnect {
                 // The cache went away under this step: go on around it.
-                return self.around_cache(io, c, op.step, now);
+                return self.around_cache(io, c, now);
             }
             finish(io.tally, c, Outcome::Error(kind), now);
         }

@@ -25,7 +25,7 @@ impl<K: CacheCodec, D: Codec> Aside<'_, K, D> {
         let key = op.r.key;
         let Some(out) = io.out(socket_of(step)) else {
             if socket_of(step) == CACHE {
-                return self.around_cache(io, c, step, now);
+                return self.around_cache(io, c, now);
             }
             // The database's socket broke while this request was on its way.
             let op = *op;
@@ -56,20 +56,14 @@ impl<K: CacheCodec, D: Codec> Aside<'_, K, D> {
         io.tally.steps[step as usize] += 1;
     }
 
-    /// Goes on without the cache, which is down, for `c`'s request at `step`:
-    /// a read asks the database (and will not fill; counted as bypassed), a
-    /// fill or a write's cache step is skipped.
-    pub(super) fn around_cache(
-        &mut self,
-        io: &mut Io<'_>,
-        c: &mut AsideConn<K, D>,
-        step: Leg,
-        now: Instant,
-    ) {
+    /// Goes on without the cache, which is down, for `c`'s request at its
+    /// step: a read asks the database (and will not fill; counted as
+    /// bypassed), a fill or a write's cache step is skipped.
+    pub(super) fn around_cache(&mut self, io: &mut Io<'_>, c: &mut AsideConn<K, D>, now: Instant) {
         let Some(op) = c.op.as_mut() else { return };
         op.bypass = true;
         let op = *op;
-        match step {
+        match op.step {
             Leg::CacheGet => {
                 count_bypass(io.tally, &op);
                 self.send(io, c, Leg::DbGet, now)

@@ -102,12 +102,7 @@ impl Tally {
             self.interval.checked_read(s);
         }
         if !matches!(outcome, Outcome::Error(_)) {
-            let lat = done.saturating_duration_since(r.intended).as_nanos() as u64;
-            self.interval.latency.saturating_record(lat.max(1));
-            if self.paced {
-                let svc = done.saturating_duration_since(r.sent).as_nanos() as u64;
-                self.interval.service.saturating_record(svc.max(1));
-            }
+            self.time(r, done);
         }
     }
 
@@ -160,12 +155,19 @@ impl Tally {
         }
         self.interval.counts.count_batch(keys, commands, error);
         if error.is_none() {
-            let lat = done.saturating_duration_since(r.intended).as_nanos() as u64;
-            self.interval.latency.saturating_record(lat.max(1));
-            if self.paced {
-                let svc = done.saturating_duration_since(r.sent).as_nanos() as u64;
-                self.interval.service.saturating_record(svc.max(1));
-            }
+            self.time(r, done);
+        }
+    }
+
+    /// Records the latency of measured request `r`, answered at `done`, from
+    /// its intended start; paced, its service time from its send too.
+    #[inline]
+    fn time(&mut self, r: &Request, done: Instant) {
+        let lat = done.saturating_duration_since(r.intended).as_nanos() as u64;
+        self.interval.latency.saturating_record(lat.max(1));
+        if self.paced {
+            let svc = done.saturating_duration_since(r.sent).as_nanos() as u64;
+            self.interval.service.saturating_record(svc.max(1));
         }
     }
 
