@@ -31,6 +31,19 @@ fn yes() -> bool {
 }
 
 impl ServerCounters {
+    /// Exact counts of `gets` and `sets` requests, from a server that does
+    /// not count hits and misses (a database).
+    pub fn requests(gets: u64, sets: u64) -> ServerCounters {
+        ServerCounters {
+            gets,
+            sets,
+            hits: 0,
+            misses: 0,
+            exact: true,
+            per_key: false,
+        }
+    }
+
     /// `self + other`, field by field.
     pub fn plus(&self, o: &ServerCounters) -> ServerCounters {
         ServerCounters {

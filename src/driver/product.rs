@@ -78,6 +78,21 @@ pub trait Product: Sync + Send + 'static {
     fn server(&self) -> &dyn Server;
 }
 
+/// Writes, inside a product's `impl Product`, the two methods that only
+/// declare: [`Product::facts`] as `$facts` and [`Product::role`] as
+/// `Role::$role(self)` (`Cache` or `Database`).
+macro_rules! declares {
+    ($facts:expr, $role:ident) => {
+        fn facts(&self) -> &'static $crate::driver::Facts {
+            $facts
+        }
+        fn role(&self) -> $crate::driver::Role<'_> {
+            $crate::driver::Role::$role(self)
+        }
+    };
+}
+pub(crate) use declares;
+
 impl dyn Product {
     /// The name on the command line and in results ([`Facts::name`]).
     pub fn name(&self) -> &'static str {

@@ -28,11 +28,10 @@ use anyhow::{Context, Result};
 pub use codec::CqlCodec;
 pub use conn::{CqlConn, open};
 
+use crate::driver::product::declares;
 use crate::driver::setup::hand_over;
 use crate::driver::wire::Session;
-use crate::driver::{
-    Connector, Facts, Product, Role, Server, ServerCounters, ServerFacts, ServerInfo,
-};
+use crate::driver::{Connector, Facts, Product, Server, ServerCounters, ServerFacts, ServerInfo};
 use crate::transport::Stream;
 
 /// Cassandra (managed, from its jars) or any CQL store (by URL).
@@ -98,12 +97,7 @@ static FACTS: Facts = Facts {
 };
 
 impl Product for Cassandra {
-    fn facts(&self) -> &'static Facts {
-        &FACTS
-    }
-    fn role(&self) -> Role<'_> {
-        Role::Database(self)
-    }
+    declares!(&FACTS, Database);
 
     fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(Stream, Session)> {
         let mut conn = open(c, timeout)?;
@@ -147,12 +141,8 @@ impl Product for Cassandra {
             Ok(conn::bigint(rows.first().and_then(|r| r.first())).unwrap_or(0) as u64)
         };
         Ok(ServerCounters {
-            gets: count("local_read_latency")?,
-            sets: count("local_write_latency")?,
-            hits: 0,
-            misses: 0,
-            exact: true,
             per_key: true,
+            ..ServerCounters::requests(count("local_read_latency")?, count("local_write_latency")?)
         })
     }
 

@@ -20,9 +20,10 @@ use anyhow::{Context, Result, bail};
 
 pub use codec::{Memcache, stats};
 
+use crate::driver::product::declares;
 use crate::driver::wire::Session;
 use crate::driver::{
-    Cache, CacheMemory, Connector, Facts, Product, ReportedUsage, Role, Server, ServerCounters,
+    Cache, CacheMemory, Connector, Facts, Product, ReportedUsage, Server, ServerCounters,
     ServerFacts, ServerInfo, UsageReport,
 };
 use crate::transport::Stream;
@@ -61,12 +62,7 @@ static FACTS: Facts = Facts {
 };
 
 impl Product for Memcached {
-    fn facts(&self) -> &'static Facts {
-        &FACTS
-    }
-    fn role(&self) -> Role<'_> {
-        Role::Cache(self)
-    }
+    declares!(&FACTS, Cache);
 
     fn check_prefix(&self, prefix: &str) -> Result<()> {
         if prefix.len() > 200 || prefix.bytes().any(|b| b <= b' ' || b == 0x7f) {

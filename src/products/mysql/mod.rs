@@ -28,10 +28,11 @@ use anyhow::Result;
 pub use codec::{GET_SQL, MAX_VALUE, MyCodec, SET_SQL};
 pub use conn::{MyConn, open};
 
+use crate::driver::product::declares;
 use crate::driver::setup::hand_over;
 use crate::driver::wire::Session;
 use crate::driver::{
-    Connector, Endpoint, Facts, Product, Role, Server, ServerCounters, ServerFacts, ServerInfo,
+    Connector, Endpoint, Facts, Product, Server, ServerCounters, ServerFacts, ServerInfo,
     TableFacts,
 };
 use crate::error::UsageError;
@@ -75,12 +76,7 @@ static FACTS: Facts = Facts {
 };
 
 impl Product for Mariadb {
-    fn facts(&self) -> &'static Facts {
-        &FACTS
-    }
-    fn role(&self) -> Role<'_> {
-        Role::Database(self)
-    }
+    declares!(&FACTS, Database);
 
     fn url_option(&self, key: &str, value: &str, ep: &mut Endpoint) -> Result<bool, UsageError> {
         url::option(key, value, ep)
@@ -119,14 +115,10 @@ impl Product for Mariadb {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0)
         };
-        Ok(ServerCounters {
-            gets: get("Com_select"),
-            sets: get("Com_insert"),
-            hits: 0,
-            misses: 0,
-            exact: true,
-            per_key: false,
-        })
+        Ok(ServerCounters::requests(
+            get("Com_select"),
+            get("Com_insert"),
+        ))
     }
 
     fn server(&self) -> &dyn Server {

@@ -26,10 +26,11 @@ use anyhow::{Context, Result};
 pub use codec::{GET_SQL, PgCodec, QueryMode, SET_SQL, SIMPLE_GET_STAT};
 pub use conn::{PgConn, literal, open};
 
+use crate::driver::product::declares;
 use crate::driver::setup::hand_over;
 use crate::driver::wire::Session;
 use crate::driver::{
-    Connector, Endpoint, Facts, Product, Role, Server, ServerCounters, ServerFacts, ServerInfo,
+    Connector, Endpoint, Facts, Product, Server, ServerCounters, ServerFacts, ServerInfo,
     TableFacts,
 };
 use crate::error::UsageError;
@@ -72,12 +73,7 @@ static FACTS: Facts = Facts {
 };
 
 impl Product for Postgres {
-    fn facts(&self) -> &'static Facts {
-        &FACTS
-    }
-    fn role(&self) -> Role<'_> {
-        Role::Database(self)
-    }
+    declares!(&FACTS, Database);
     /// Preparing kvlab's two statements is one `Sync`.
     fn set_up_round_trips(&self, query_mode: Option<&str>) -> u64 {
         u64::from(QueryMode::named(query_mode) == Some(QueryMode::Prepared))
@@ -125,14 +121,7 @@ impl Product for Postgres {
                 .unwrap_or(0)
         };
         let r = rows.first().cloned().unwrap_or_default();
-        Ok(ServerCounters {
-            gets: num(r.first()),
-            sets: num(r.get(1)),
-            hits: 0,
-            misses: 0,
-            exact: true,
-            per_key: false,
-        })
+        Ok(ServerCounters::requests(num(r.first()), num(r.get(1))))
     }
 
     fn server(&self) -> &dyn Server {

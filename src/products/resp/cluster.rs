@@ -84,10 +84,7 @@ impl Product for ClusterProduct {
     }
 
     fn counters(&self, c: &Connector) -> Result<ServerCounters> {
-        let zero = ServerCounters {
-            exact: true,
-            ..ServerCounters::default()
-        };
+        let zero = ServerCounters::requests(0, 0);
         primaries(c)?
             .iter()
             .try_fold(zero, |sum, node| Ok(sum.plus(&node_counters(node)?)))

@@ -28,11 +28,12 @@ use anyhow::{Context, Result};
 pub use codec::TtCodec;
 pub use conn::{TtConn, open};
 
+use crate::driver::product::declares;
 use crate::driver::setup::hand_over;
 use crate::driver::wire::Session;
 use crate::driver::{
-    Connector, Facts, Product, ReportedUsage, Role, Server, ServerCounters, ServerFacts,
-    ServerInfo, TableFacts, UsageReport,
+    Connector, Facts, Product, ReportedUsage, Server, ServerCounters, ServerFacts, ServerInfo,
+    TableFacts, UsageReport,
 };
 use crate::transport::{Stream, TlsStart};
 
@@ -77,12 +78,7 @@ static FACTS: Facts = Facts {
 };
 
 impl Product for Tarantool {
-    fn facts(&self) -> &'static Facts {
-        &FACTS
-    }
-    fn role(&self) -> Role<'_> {
-        Role::Database(self)
-    }
+    declares!(&FACTS, Database);
 
     fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(Stream, Session)> {
         let mut conn = open(c, timeout)?;
@@ -111,14 +107,7 @@ impl Product for Tarantool {
             )
             .context("cannot read box.stat()")?;
         let num = |i: usize| r.get(i).and_then(rmpv::Value::as_u64).unwrap_or(0);
-        Ok(ServerCounters {
-            gets: num(0),
-            sets: num(1),
-            hits: 0,
-            misses: 0,
-            exact: true,
-            per_key: false,
-        })
+        Ok(ServerCounters::requests(num(0), num(1)))
     }
 
     fn reported_usage(&self, c: &Connector) -> Result<ReportedUsage> {
