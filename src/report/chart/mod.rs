@@ -11,7 +11,7 @@ mod tests;
 use std::fmt::Write as _;
 
 pub use scale::{Axis, Scale};
-use scale::{place_span, value_span};
+use scale::{Span, place_span, value_span};
 
 /// One line of a chart.
 #[derive(Clone, Debug, PartialEq)]
@@ -92,145 +92,204 @@ pub fn short(v: f64) -> String {
 
 /// Renders the chart as an `<svg>` element.
 pub fn svg(c: &Chart) -> String {
-    let pts: Vec<(f64, f64)> = c
-        .series
-        .iter()
-        .flat_map(|s| s.points.iter().copied())
-        .collect();
-    let xs: Vec<f64> = pts.iter().map(|p| p.0).collect();
-    let ys: Vec<f64> = pts.iter().map(|p| p.1).collect();
-    let x_scale = match (&c.x_categories, c.log_x) {
-        (Some(_), _) => Scale::Linear,
-        (None, true) => Scale::Log,
-        (None, false) => c.x_label.scale,
-    };
-    let x_axis = Axis {
-        scale: x_scale,
-        ..c.x_label.clone()
-    };
-    let tick_label = |x: f64| match &c.x_categories {
-        Some(cats) => cats.get(x as usize).cloned().unwrap_or_default(),
-        None if x_scale == Scale::Percentile => scale::percent(x),
-        None => short(x),
-    };
-    let xspan = place_span(&x_axis, &xs, &tick_label);
-    let yspan = value_span(&c.y_label, &ys);
-    // Every point at one x: bars side by side, not lines from nowhere.
-    let bars = !pts.is_empty() && xs.iter().all(|x| *x == xs[0]);
-    let px = |x: f64| L + (x_scale.pos(x) - xspan.lo) / (xspan.hi - xspan.lo) * (W - L - R);
-    let py = |y: f64| {
-        let f = (c.y_label.scale.pos(y) - yspan.lo) / (yspan.hi - yspan.lo);
-        H - B - f.clamp(0.0, 1.0) * (H - T - B)
-    };
+    let p = Plot::of(c);
     let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{}" font-family="sans-serif" font-size="12">"#,
-        esc(&c.title)
-    );
-    let _ = write!(
-        s,
-        r##"<rect width="{W}" height="{H}" fill="#fff"/><text x="{}" y="22" font-size="15" font-weight="bold" text-anchor="middle">{}</text>"##,
-        (L + W - R) / 2.0,
-        esc(&c.title)
-    );
-    // Y grid and ticks.
-    for (v, label) in &yspan.ticks {
-        let y = py(*v);
-        let _ = write!(
-            s,
-            r##"<line x1="{L}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#e5e5e5"/><text class="ytick" x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
-            W - R,
-            L - 6.0,
-            y + 4.0,
-            esc(label)
-        );
-    }
-    for (x, label) in &xspan.ticks {
-        let _ = write!(
-            s,
-            r##"<line x1="{0:.1}" y1="{1}" x2="{0:.1}" y2="{2}" stroke="#999"/><text class="xtick" x="{0:.1}" y="{3}" text-anchor="middle">{4}</text>"##,
-            px(*x),
-            H - B,
-            H - B + 5.0,
-            H - B + 18.0,
-            esc(label)
-        );
-    }
-    let _ = write!(
-        s,
-        r##"<line x1="{L}" y1="{0}" x2="{1}" y2="{0}" stroke="#333"/><line x1="{L}" y1="{T}" x2="{L}" y2="{0}" stroke="#333"/>"##,
-        H - B,
-        W - R
-    );
-    let _ = write!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
-        (L + W - R) / 2.0,
-        H - 12.0,
-        esc(&c.x_label.label)
-    );
-    let _ = write!(
-        s,
-        r#"<text x="16" y="{0}" text-anchor="middle" transform="rotate(-90 16 {0})">{1}</text>"#,
-        (T + H - B) / 2.0,
-        esc(&c.y_label.label)
-    );
-    for (x, label) in c.markers.iter().chain(&c.x_label.lines) {
-        let _ = write!(
-            s,
-            r##"<line x1="{0:.1}" y1="{1}" x2="{0:.1}" y2="{2}" stroke="#555" stroke-dasharray="3 3"/><text x="{3:.1}" y="{4}" font-size="11">{5}</text>"##,
-            px(*x),
-            T,
-            H - B,
-            px(*x) + 3.0,
-            T + 10.0,
-            esc(label)
-        );
-    }
-    for (y, label) in &c.y_label.lines {
-        let _ = write!(
-            s,
-            r##"<line class="goal" x1="{L}" y1="{0:.1}" x2="{1}" y2="{0:.1}" stroke="#b00" stroke-width="1.5" stroke-dasharray="8 4"/><text x="{2}" y="{3:.1}" text-anchor="end" font-size="11" fill="#b00">{4}</text>"##,
-            py(*y),
-            W - R,
-            W - R - 4.0,
-            py(*y) - 4.0,
-            esc(label)
-        );
-    }
-    let n = c.series.len().max(1) as f64;
-    let slot = (48f64).min((W - L - R) * 0.6 / n);
+    p.frame(&mut s);
+    p.ticks(&mut s);
+    p.axes(&mut s);
+    p.lines_across(&mut s);
     for (i, ser) in c.series.iter().enumerate() {
+        p.series(&mut s, i, ser);
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// Where a chart's values land: its x scale, both spans, and whether it
+/// draws bars (every point at one x) rather than lines.
+struct Plot<'a> {
+    /// The chart drawn.
+    c: &'a Chart,
+    /// The x axis's scale: linear for categories, else as asked.
+    x_scale: Scale,
+    /// The x values' span and ticks.
+    xspan: Span,
+    /// The y values' span and ticks.
+    yspan: Span,
+    /// Every point at one x: bars side by side, not lines from nowhere.
+    bars: bool,
+}
+
+impl<'a> Plot<'a> {
+    /// The placement of chart `c`.
+    fn of(c: &'a Chart) -> Plot<'a> {
+        let pts: Vec<(f64, f64)> = c
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().copied())
+            .collect();
+        let xs: Vec<f64> = pts.iter().map(|p| p.0).collect();
+        let ys: Vec<f64> = pts.iter().map(|p| p.1).collect();
+        let x_scale = match (&c.x_categories, c.log_x) {
+            (Some(_), _) => Scale::Linear,
+            (None, true) => Scale::Log,
+            (None, false) => c.x_label.scale,
+        };
+        let x_axis = Axis {
+            scale: x_scale,
+            ..c.x_label.clone()
+        };
+        let xspan = place_span(&x_axis, &xs, &|x| tick_label(c, x_scale, x));
+        Plot {
+            c,
+            x_scale,
+            xspan,
+            yspan: value_span(&c.y_label, &ys),
+            bars: !pts.is_empty() && xs.iter().all(|x| *x == xs[0]),
+        }
+    }
+
+    /// The x of value `x` in the picture.
+    fn px(&self, x: f64) -> f64 {
+        let span = &self.xspan;
+        L + (self.x_scale.pos(x) - span.lo) / (span.hi - span.lo) * (W - L - R)
+    }
+
+    /// The y of value `y` in the picture (clamped to the plot).
+    fn py(&self, y: f64) -> f64 {
+        let f = (self.c.y_label.scale.pos(y) - self.yspan.lo) / (self.yspan.hi - self.yspan.lo);
+        H - B - f.clamp(0.0, 1.0) * (H - T - B)
+    }
+
+    /// The label of x value `x`.
+    fn tick_label(&self, x: f64) -> String {
+        tick_label(self.c, self.x_scale, x)
+    }
+
+    /// The `<svg>` element's opening, a white ground and the title.
+    fn frame(&self, s: &mut String) {
+        let title = esc(&self.c.title);
+        let _ = write!(
+            s,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{title}" font-family="sans-serif" font-size="12">"#
+        );
+        let _ = write!(
+            s,
+            r##"<rect width="{W}" height="{H}" fill="#fff"/><text x="{}" y="22" font-size="15" font-weight="bold" text-anchor="middle">{title}</text>"##,
+            (L + W - R) / 2.0
+        );
+    }
+
+    /// The y grid with its labels, and the x ticks with theirs.
+    fn ticks(&self, s: &mut String) {
+        for (v, label) in &self.yspan.ticks {
+            let y = self.py(*v);
+            let _ = write!(
+                s,
+                r##"<line x1="{L}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#e5e5e5"/><text class="ytick" x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
+                W - R,
+                L - 6.0,
+                y + 4.0,
+                esc(label)
+            );
+        }
+        for (x, label) in &self.xspan.ticks {
+            let _ = write!(
+                s,
+                r##"<line x1="{0:.1}" y1="{1}" x2="{0:.1}" y2="{2}" stroke="#999"/><text class="xtick" x="{0:.1}" y="{3}" text-anchor="middle">{4}</text>"##,
+                self.px(*x),
+                H - B,
+                H - B + 5.0,
+                H - B + 18.0,
+                esc(label)
+            );
+        }
+    }
+
+    /// The two axes and their labels.
+    fn axes(&self, s: &mut String) {
+        let _ = write!(
+            s,
+            r##"<line x1="{L}" y1="{0}" x2="{1}" y2="{0}" stroke="#333"/><line x1="{L}" y1="{T}" x2="{L}" y2="{0}" stroke="#333"/>"##,
+            H - B,
+            W - R
+        );
+        let _ = write!(
+            s,
+            r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+            (L + W - R) / 2.0,
+            H - 12.0,
+            esc(&self.c.x_label.label)
+        );
+        let _ = write!(
+            s,
+            r#"<text x="16" y="{0}" text-anchor="middle" transform="rotate(-90 16 {0})">{1}</text>"#,
+            (T + H - B) / 2.0,
+            esc(&self.c.y_label.label)
+        );
+    }
+
+    /// Dashed lines across the plot: events and the x axis's lines upright,
+    /// the y axis's (a goal) level.
+    fn lines_across(&self, s: &mut String) {
+        for (x, label) in self.c.markers.iter().chain(&self.c.x_label.lines) {
+            let _ = write!(
+                s,
+                r##"<line x1="{0:.1}" y1="{1}" x2="{0:.1}" y2="{2}" stroke="#555" stroke-dasharray="3 3"/><text x="{3:.1}" y="{4}" font-size="11">{5}</text>"##,
+                self.px(*x),
+                T,
+                H - B,
+                self.px(*x) + 3.0,
+                T + 10.0,
+                esc(label)
+            );
+        }
+        for (y, label) in &self.c.y_label.lines {
+            let _ = write!(
+                s,
+                r##"<line class="goal" x1="{L}" y1="{0:.1}" x2="{1}" y2="{0:.1}" stroke="#b00" stroke-width="1.5" stroke-dasharray="8 4"/><text x="{2}" y="{3:.1}" text-anchor="end" font-size="11" fill="#b00">{4}</text>"##,
+                self.py(*y),
+                W - R,
+                W - R - 4.0,
+                self.py(*y) - 4.0,
+                esc(label)
+            );
+        }
+    }
+
+    /// Series `i`: its bars or line, a circle per point, its legend entry.
+    fn series(&self, s: &mut String, i: usize, ser: &Series) {
         let color = COLORS[ser.color.unwrap_or(i) % COLORS.len()];
         let dash = if ser.dashed {
             r#" stroke-dasharray="6 4""#
         } else {
             ""
         };
+        let n = self.c.series.len().max(1) as f64;
+        let slot = (48f64).min((W - L - R) * 0.6 / n);
         // A bar's middle: its slot beside the others' around the one x.
-        let at = |x: f64| match bars {
-            true => px(x) - n * slot / 2.0 + (i as f64 + 0.5) * slot,
-            false => px(x),
+        let at = |x: f64| match self.bars {
+            true => self.px(x) - n * slot / 2.0 + (i as f64 + 0.5) * slot,
+            false => self.px(x),
         };
-        let path: Vec<String> = ser
-            .points
-            .iter()
-            .map(|p| format!("{:.1},{:.1}", at(p.0), py(p.1)))
-            .collect();
-        if bars {
-            let opacity = if ser.dashed { 0.45 } else { 0.85 };
+        let opacity = if ser.dashed { 0.45 } else { 0.85 };
+        if self.bars {
             for p in &ser.points {
                 let _ = write!(
                     s,
                     r#"<rect class="bar" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{color}" fill-opacity="{opacity}"/>"#,
                     at(p.0) - slot / 2.0 + 3.0,
-                    py(p.1),
+                    self.py(p.1),
                     slot - 6.0,
-                    (H - B - py(p.1)).max(0.0)
+                    (H - B - self.py(p.1)).max(0.0)
                 );
             }
-        } else if path.len() > 1 {
+        } else if ser.points.len() > 1 {
+            let path: Vec<String> = ser
+                .points
+                .iter()
+                .map(|p| format!("{:.1},{:.1}", at(p.0), self.py(p.1)))
+                .collect();
             let _ = write!(
                 s,
                 r#"<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="{}"/>"#,
@@ -242,10 +301,10 @@ pub fn svg(c: &Chart) -> String {
                 s,
                 r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{color}"><title>{}: {} at {}</title></circle>"#,
                 at(p.0),
-                py(p.1),
+                self.py(p.1),
                 esc(&ser.name),
                 short(p.1),
-                tick_label(p.0)
+                self.tick_label(p.0)
             );
         }
         let ly = T + 10.0 + i as f64 * 20.0;
@@ -256,12 +315,11 @@ pub fn svg(c: &Chart) -> String {
             ly + 2.0,
             esc(&ser.name),
         );
-        let _ = match bars {
+        let _ = match self.bars {
             true => write!(
                 s,
-                r#"<rect x="{lx0}" y="{}" width="20" height="10" fill="{color}" fill-opacity="{}"/><text x="{tx}" y="{ty}">{name}</text>"#,
-                ly - 5.0,
-                if ser.dashed { 0.45 } else { 0.85 }
+                r#"<rect x="{lx0}" y="{}" width="20" height="10" fill="{color}" fill-opacity="{opacity}"/><text x="{tx}" y="{ty}">{name}</text>"#,
+                ly - 5.0
             ),
             false => write!(
                 s,
@@ -269,6 +327,14 @@ pub fn svg(c: &Chart) -> String {
             ),
         };
     }
-    s.push_str("</svg>");
-    s
+}
+
+/// The label of x value `x` on chart `c` with x scale `x_scale`: its
+/// category, a percentile, or a compact number.
+fn tick_label(c: &Chart, x_scale: Scale, x: f64) -> String {
+    match &c.x_categories {
+        Some(cats) => cats.get(x as usize).cloned().unwrap_or_default(),
+        None if x_scale == Scale::Percentile => scale::percent(x),
+        None => short(x),
+    }
 }
