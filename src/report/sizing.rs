@@ -6,6 +6,8 @@
 //! comes from; CPU is extrapolated linearly from the rate measured, which the
 //! caveat says does not hold to many cores.
 
+use std::collections::BTreeMap;
+
 use crate::plan::study::Sizing;
 use crate::report::table::Table;
 use crate::results::RunResult;
@@ -37,6 +39,14 @@ struct Need {
     source: String,
 }
 
+/// Per target, the point within the limit that spent the least server CPU
+/// per request (the cheapest way the study saw it carry its load); and
+/// every architecture the study ran, in its order, with its points.
+type Points<'a> = (
+    BTreeMap<&'a str, &'a RunResult>,
+    Vec<(&'a str, Vec<&'a RunResult>)>,
+);
+
 /// The sizing section (`None` when the study states no load or measured
 /// nothing within its limit).
 pub fn section(results: &[StudyResult]) -> Option<Section> {
@@ -45,10 +55,47 @@ pub fn section(results: &[StudyResult]) -> Option<Section> {
     let p99_ms = s.p99_ms.or(study.goal.p99_ms);
     let keys = s.keys.unwrap_or(study.workload.keys);
     let value = s.value_size.unwrap_or(study.workload.value_size);
-    // Per target, the point within the limit that spent the least server CPU
-    // per request: the cheapest way the study saw it carry its load.
-    let mut best: std::collections::BTreeMap<&str, &RunResult> = Default::default();
-    // Every architecture the study ran, in its order, with its points.
+    let (best, ran) = points(results, p99_ms);
+    if ran.is_empty() {
+        return None;
+    }
+    // A database's own cost alone, for what it must carry when a cache fails.
+    let db_alone = |product: &str| -> Option<(f64, String)> {
+        best.iter()
+            .filter(|(_, r)| r.cache_aside.is_none() && r.target.product == product)
+            .filter_map(|(t, r)| Some((cpu_per_req(r)? * s.rps / 1e6, t.to_string())))
+            .next()
+    };
+    let mut table = table(s, p99_ms, keys, value);
+    let mut verdict = Vec::new();
+    for (t, rs) in &ran {
+        let n = match best.get(t) {
+            Some(r) => need(t, r, s, keys, value, &db_alone),
+            None => no_point(rs, p99_ms),
+        };
+        let (line, row) = sized(&n, s);
+        verdict.push(line);
+        table.rows.push(row);
+    }
+    let measured = best.values().map(|r| r.throughput_rps).fold(0.0, f64::max);
+    let cores = results.first().map_or(0, |r| r.machine.cores);
+    let caveats = vec![format!(
+        "Sizing extrapolates server CPU per request, measured at up to {} req/s on a {cores}-core machine that client and servers shared, linearly to {} req/s: per-core rates do not scale linearly to many cores (locks, memory bandwidth, interrupts); measure at more threads or on the target machine before buying. Memory is the measured server's resident memory per key times {} keys.",
+        num(measured),
+        num(s.rps),
+        num(keys as f64)
+    )];
+    Some(Section {
+        verdict,
+        caveats,
+        table,
+    })
+}
+
+/// The best point of each target within `p99_ms` and every architecture
+/// ran (see [`Points`]).
+fn points(results: &[StudyResult], p99_ms: Option<f64>) -> Points<'_> {
+    let mut best: BTreeMap<&str, &RunResult> = BTreeMap::new();
     let mut ran: Vec<(&str, Vec<&RunResult>)> = Vec::new();
     for p in results.iter().flat_map(|r| &r.points) {
         let Some(r) = p.result.as_ref() else { continue };
@@ -66,27 +113,19 @@ pub fn section(results: &[StudyResult]) -> Option<Section> {
             *e = r;
         }
     }
-    if ran.is_empty() {
-        return None;
-    }
-    // A database's own cost alone, for what it must carry when a cache fails.
-    let db_alone = |product: &str| -> Option<(f64, String)> {
-        best.iter()
-            .filter(|(_, r)| r.cache_aside.is_none() && r.target.product == product)
-            .filter_map(|(t, r)| Some((cpu_per_req(r)? * s.rps / 1e6, t.to_string())))
-            .next()
-    };
-    let needs: Vec<Need> = ran
-        .iter()
-        .map(|(t, rs)| match best.get(t) {
-            Some(r) => need(t, r, s, keys, value, &db_alone),
-            None => no_point(rs, p99_ms),
-        })
-        .collect();
-    let cost_unit = match &s.currency {
+    (best, ran)
+}
+
+/// The currency of the costs, as their header and verdict name it.
+fn cost_unit(s: &Sizing) -> String {
+    match &s.currency {
         Some(c) => c.clone(),
         None => "in the unit of price_core_hour".to_string(),
-    };
+    }
+}
+
+/// The sizing table's title and headers, without rows.
+fn table(s: &Sizing, p99_ms: Option<f64>, keys: u64, value: usize) -> Table {
     let mut table = Table {
         title: format!(
             "Sizing for {} req/s{}, {} keys x {} B",
@@ -113,80 +152,64 @@ pub fn section(results: &[StudyResult]) -> Option<Section> {
         rows: Vec::new(),
     };
     if s.price_core_hour.is_some() || s.price_gib_hour.is_some() {
-        table.headers[5] = format!("cost a month ({cost_unit})");
+        table.headers[5] = format!("cost a month ({})", cost_unit(s));
     }
-    let mut verdict = Vec::new();
-    for n in &needs {
-        let Some((cores, gib)) = n.size else {
-            verdict.push(format!(
-                "Sizing: {} ({}): not sized: {}.",
-                n.architecture, n.target, n.source
-            ));
-            table.rows.push(vec![
-                n.architecture.to_string(),
-                n.target.clone(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                n.stale.clone(),
-                n.if_cache_fails.clone(),
-                n.source.clone(),
-            ]);
-            continue;
-        };
-        let machines = match (s.machine_cores, s.machine_gib) {
-            (None, None) => "-".to_string(),
-            (c, g) => {
-                let by_cores = c.map_or(0.0, |c| cores / c);
-                let by_mem = g.map_or(0.0, |g| gib / g);
-                format!("{:.0}", by_cores.max(by_mem).ceil().max(1.0))
-            }
-        };
-        let cost = match (s.price_core_hour, s.price_gib_hour) {
-            (None, None) => "-".to_string(),
-            (c, g) => format!(
-                "{:.0}",
-                (cores * c.unwrap_or(0.0) + gib * g.unwrap_or(0.0)) * MONTH_H
-            ),
-        };
-        verdict.push(format!(
-            "Sizing: {} ({}) needs {:.1} server cores and {:.1} GiB for {} req/s{}.",
-            n.architecture,
-            n.target,
-            cores,
-            gib,
-            num(s.rps),
-            match cost.as_str() {
-                "-" => String::new(),
-                c => format!(", about {c} a month ({cost_unit})"),
-            }
-        ));
-        table.rows.push(vec![
-            n.architecture.to_string(),
-            n.target.clone(),
-            format!("{cores:.1}"),
-            format!("{gib:.2}"),
-            machines,
-            cost,
-            n.stale.clone(),
-            n.if_cache_fails.clone(),
-            n.source.clone(),
-        ]);
-    }
-    let measured = best.values().map(|r| r.throughput_rps).fold(0.0, f64::max);
-    let cores = results.first().map_or(0, |r| r.machine.cores);
-    let caveats = vec![format!(
-        "Sizing extrapolates server CPU per request, measured at up to {} req/s on a {cores}-core machine that client and servers shared, linearly to {} req/s: per-core rates do not scale linearly to many cores (locks, memory bandwidth, interrupts); measure at more threads or on the target machine before buying. Memory is the measured server's resident memory per key times {} keys.",
-        num(measured),
+    table
+}
+
+/// An architecture's verdict line and table row: what it needs, in cores,
+/// memory, machines and money, or why it was not sized.
+fn sized(n: &Need, s: &Sizing) -> (String, Vec<String>) {
+    let Some((cores, gib)) = n.size else {
+        let line = format!(
+            "Sizing: {} ({}): not sized: {}.",
+            n.architecture, n.target, n.source
+        );
+        return (line, n.row(["-", "-", "-", "-"].map(String::from)));
+    };
+    let machines = match (s.machine_cores, s.machine_gib) {
+        (None, None) => "-".to_string(),
+        (c, g) => {
+            let by_cores = c.map_or(0.0, |c| cores / c);
+            let by_mem = g.map_or(0.0, |g| gib / g);
+            format!("{:.0}", by_cores.max(by_mem).ceil().max(1.0))
+        }
+    };
+    let cost = match (s.price_core_hour, s.price_gib_hour) {
+        (None, None) => "-".to_string(),
+        (c, g) => format!(
+            "{:.0}",
+            (cores * c.unwrap_or(0.0) + gib * g.unwrap_or(0.0)) * MONTH_H
+        ),
+    };
+    let line = format!(
+        "Sizing: {} ({}) needs {:.1} server cores and {:.1} GiB for {} req/s{}.",
+        n.architecture,
+        n.target,
+        cores,
+        gib,
         num(s.rps),
-        num(keys as f64)
-    )];
-    Some(Section {
-        verdict,
-        caveats,
-        table,
-    })
+        match cost.as_str() {
+            "-" => String::new(),
+            c => format!(", about {c} a month ({})", cost_unit(s)),
+        }
+    );
+    let row = n.row([format!("{cores:.1}"), format!("{gib:.2}"), machines, cost]);
+    (line, row)
+}
+
+impl Need {
+    /// The table row with `sized`: server cores, memory, machines and cost.
+    fn row(&self, sized: [String; 4]) -> Vec<String> {
+        let mut row = vec![self.architecture.to_string(), self.target.clone()];
+        row.extend(sized);
+        row.extend([
+            self.stale.clone(),
+            self.if_cache_fails.clone(),
+            self.source.clone(),
+        ]);
+        row
+    }
 }
 
 /// Server CPU µs per request of a run: every server of it together (cache
