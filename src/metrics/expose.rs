@@ -101,8 +101,63 @@ fn counter(m: &mut MetricEncoder, v: &u64) -> Result<(), Error> {
     m.encode_counter::<NoLabelSet, u64, u64>(v, None)
 }
 
+fn seconds_counter(m: &mut MetricEncoder, v: &f64) -> Result<(), Error> {
+    m.encode_counter::<NoLabelSet, f64, f64>(v, None)
+}
+
 fn gauge(m: &mut MetricEncoder, v: &f64) -> Result<(), Error> {
     m.encode_gauge(v)
+}
+
+/// A counter family of whole numbers: `name` (`_total` is added) and `help`.
+fn counters(
+    e: &mut DescriptorEncoder,
+    (name, help): (&str, &str),
+    samples: Vec<(Labels, u64)>,
+) -> Result<(), Error> {
+    family(e, (name, help, None, MetricType::Counter), samples, counter)
+}
+
+/// A gauge family: `name` and `help`.
+fn gauges(
+    e: &mut DescriptorEncoder,
+    (name, help): (&str, &str),
+    samples: Vec<(Labels, f64)>,
+) -> Result<(), Error> {
+    family(e, (name, help, None, MetricType::Gauge), samples, gauge)
+}
+
+/// A histogram family in seconds of every series' histogram `of` that has
+/// recorded anything.
+fn histograms(
+    e: &mut DescriptorEncoder,
+    st: &State,
+    (name, help): (&str, &str),
+    of: fn(&Series) -> &Histogram<u64>,
+) -> Result<(), Error> {
+    let samples = per_series(st, |s| Some(of(s)).filter(|h| !h.is_empty()));
+    let desc = (name, help, Some(&Unit::Seconds), MetricType::Histogram);
+    family(e, desc, samples, |m, h| histogram(m, h))
+}
+
+/// Every series' value `f(series)`, where it has one, with its labels.
+fn per_series<'a, V>(st: &'a State, f: impl Fn(&'a Series) -> Option<V>) -> Vec<(Labels, V)> {
+    st.series
+        .iter()
+        .filter_map(|s| f(s).map(|v| (labels(st, s, &[]), v)))
+        .collect()
+}
+
+/// Every series' servers by role, `f(cpu seconds, memory bytes)` of each.
+fn per_server(st: &State, f: fn(f64, u64) -> f64) -> Vec<(Labels, f64)> {
+    st.series
+        .iter()
+        .flat_map(|s| {
+            s.servers
+                .iter()
+                .map(move |&(role, cpu, mem)| (labels(st, s, &[("role", role)]), f(cpu, mem)))
+        })
+        .collect()
 }
 
 /// Per-phase counts of every series, as samples of `f(counts)`.
@@ -144,241 +199,169 @@ fn histogram(m: &mut MetricEncoder, h: &Histogram<u64>) -> Result<(), Error> {
 impl Collector for Shared {
     fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), Error> {
         let st = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let st = &*st;
-        let e = &mut enc;
-        use MetricType::{Counter, Gauge, Histogram as Hist};
-        let requests = by_phase(st, |c| {
-            vec![(vec![("op", "get")], c.gets), (vec![("op", "set")], c.sets)]
-        });
-        family(
-            e,
-            (
-                "kvlab_requests",
-                "Requests finished (any outcome); GETs count requests, a batch read is one",
-                None,
-                Counter,
-            ),
-            requests,
-            counter,
-        )?;
-        family(
-            e,
-            (
-                "kvlab_hits",
-                "Keys read back with the right value",
-                None,
-                Counter,
-            ),
-            by_phase(st, |c| vec![(vec![], c.hits)]),
-            counter,
-        )?;
-        family(
-            e,
-            ("kvlab_misses", "Keys read and not found", None, Counter),
-            by_phase(st, |c| vec![(vec![], c.misses)]),
-            counter,
-        )?;
-        family(
-            e,
-            ("kvlab_stored", "Writes the server stored", None, Counter),
-            by_phase(st, |c| vec![(vec![], c.stored)]),
-            counter,
-        )?;
-        let errors = by_phase(st, |c| {
-            ErrorKind::ALL
-                .iter()
-                .map(|&k| (vec![("kind", k.name())], c.error(k)))
-                .collect()
-        });
-        family(
-            e,
-            ("kvlab_errors", "Failed requests by kind", None, Counter),
-            errors,
-            counter,
-        )?;
-        let each = |f: &dyn Fn(&Series) -> Option<f64>| -> Vec<(Labels, f64)> {
-            st.series
-                .iter()
-                .filter_map(|s| f(s).map(|v| (labels(st, s, &[]), v)))
-                .collect()
-        };
-        let stale: Vec<(Labels, u64)> = st
-            .series
-            .iter()
-            .map(|s| (labels(st, s, &[]), s.measured.stale))
-            .collect();
-        family(
-            e,
-            (
-                "kvlab_stale_reads",
-                "Measured reads that returned an older value than one already written",
-                None,
-                Counter,
-            ),
-            stale,
-            counter,
-        )?;
-        let lat: Vec<(Labels, &Histogram<u64>)> = st
-            .series
-            .iter()
-            .filter(|s| !s.latency.is_empty())
-            .map(|s| (labels(st, s, &[]), &s.latency))
-            .collect();
-        family(
-            e,
-            (
-                "kvlab_latency",
-                "Measured latency from each request's intended send time (its send, closed loop)",
-                Some(&Unit::Seconds),
-                Hist,
-            ),
-            lat,
-            |m, h| histogram(m, h),
-        )?;
-        let svc: Vec<(Labels, &Histogram<u64>)> = st
-            .series
-            .iter()
-            .filter(|s| !s.service.is_empty())
-            .map(|s| (labels(st, s, &[]), &s.service))
-            .collect();
-        family(
-            e,
-            (
-                "kvlab_service_time",
-                "Measured service time from the actual send (paced runs)",
-                Some(&Unit::Seconds),
-                Hist,
-            ),
-            svc,
-            |m, h| histogram(m, h),
-        )?;
-        let lookups: Vec<(Labels, u64)> = st
-            .series
-            .iter()
-            .filter_map(|s| s.cache.map(|c| (s, c)))
-            .flat_map(|(s, c)| {
-                [("hit", c[0]), ("miss", c[1]), ("bypassed", c[2])]
-                    .map(|(r, v)| (labels(st, s, &[("result", r)]), v))
-            })
-            .collect();
-        family(
-            e,
-            (
-                "kvlab_cache_lookups",
-                "Cache-aside: cache reads by result (bypassed: the cache was unreachable)",
-                None,
-                Counter,
-            ),
-            lookups,
-            counter,
-        )?;
-        let db: Vec<(Labels, u64)> = st
-            .series
-            .iter()
-            .filter_map(|s| s.cache.map(|c| (labels(st, s, &[]), c[3])))
-            .collect();
-        family(
-            e,
-            (
-                "kvlab_db_reads",
-                "Cache-aside: reads the database answered",
-                None,
-                Counter,
-            ),
-            db,
-            counter,
-        )?;
-        family(
-            e,
-            ("kvlab_connections", "Connections opened", None, Gauge),
-            each(&|s| Some(s.connections as f64)),
-            gauge,
-        )?;
-        family(
-            e,
-            (
-                "kvlab_offered_requests_per_second",
-                "The offered rate of a paced run",
-                None,
-                Gauge,
-            ),
-            each(&|s| s.offered_rps),
-            gauge,
-        )?;
-        family(
-            e,
-            (
-                "kvlab_achieved_requests_per_second",
-                "Requests finished in the newest complete second",
-                None,
-                Gauge,
-            ),
-            each(&|s| Some(s.achieved_rps)),
-            gauge,
-        )?;
-        family(
-            e,
-            ("kvlab_running", "1 while this point runs", None, Gauge),
-            each(&|s| Some(if s.running { 1.0 } else { 0.0 })),
-            gauge,
-        )?;
-        let cpu: Vec<(Labels, f64)> = st
-            .series
-            .iter()
-            .flat_map(|s| {
-                s.servers
-                    .iter()
-                    .map(move |(role, c, _)| (labels(st, s, &[("role", role)]), *c))
-            })
-            .collect();
-        family(
-            e,
-            (
-                "kvlab_server_cpu_seconds",
-                "The server's CPU seconds so far (a process kvlab started, or what a server reports of itself)",
-                None,
-                Counter,
-            ),
-            cpu,
-            |m, v: &f64| m.encode_counter::<NoLabelSet, f64, f64>(v, None),
-        )?;
-        let mem: Vec<(Labels, f64)> = st
-            .series
-            .iter()
-            .flat_map(|s| {
-                s.servers
-                    .iter()
-                    .map(move |(role, _, b)| (labels(st, s, &[("role", role)]), *b as f64))
-            })
-            .collect();
-        family(
-            e,
-            (
-                "kvlab_server_memory_bytes",
-                "The server's memory: peak resident of a process kvlab started, else what it reports",
-                None,
-                Gauge,
-            ),
-            mem,
-            gauge,
-        )?;
-        let me = vec![(
-            vec![("run", st.run.clone()), ("shard", st.shard.clone())],
-            (st.client_cpu_s)(),
-        )];
-        family(
-            e,
-            (
-                "kvlab_client_cpu_seconds",
-                "kvlab's own CPU seconds so far",
-                None,
-                Counter,
-            ),
-            me,
-            |m, v: &f64| m.encode_counter::<NoLabelSet, f64, f64>(v, None),
-        )?;
-        Ok(())
+        let (st, e) = (&*st, &mut enc);
+        outcomes(e, st)?;
+        latencies(e, st)?;
+        cache_aside(e, st)?;
+        load(e, st)?;
+        resources(e, st)
     }
+}
+
+/// Requests and their outcomes by phase; measured stale reads.
+fn outcomes(e: &mut DescriptorEncoder, st: &State) -> Result<(), Error> {
+    let requests = by_phase(st, |c| {
+        vec![(vec![("op", "get")], c.gets), (vec![("op", "set")], c.sets)]
+    });
+    counters(
+        e,
+        (
+            "kvlab_requests",
+            "Requests finished (any outcome); GETs count requests, a batch read is one",
+        ),
+        requests,
+    )?;
+    let hits = by_phase(st, |c| vec![(vec![], c.hits)]);
+    counters(
+        e,
+        ("kvlab_hits", "Keys read back with the right value"),
+        hits,
+    )?;
+    let misses = by_phase(st, |c| vec![(vec![], c.misses)]);
+    counters(e, ("kvlab_misses", "Keys read and not found"), misses)?;
+    let stored = by_phase(st, |c| vec![(vec![], c.stored)]);
+    counters(e, ("kvlab_stored", "Writes the server stored"), stored)?;
+    let errors = by_phase(st, |c| {
+        ErrorKind::ALL
+            .iter()
+            .map(|&k| (vec![("kind", k.name())], c.error(k)))
+            .collect()
+    });
+    counters(e, ("kvlab_errors", "Failed requests by kind"), errors)?;
+    counters(
+        e,
+        (
+            "kvlab_stale_reads",
+            "Measured reads that returned an older value than one already written",
+        ),
+        per_series(st, |s| Some(s.measured.stale)),
+    )
+}
+
+/// Measured latency and service time, as histograms.
+fn latencies(e: &mut DescriptorEncoder, st: &State) -> Result<(), Error> {
+    histograms(
+        e,
+        st,
+        (
+            "kvlab_latency",
+            "Measured latency from each request's intended send time (its send, closed loop)",
+        ),
+        |s| &s.latency,
+    )?;
+    histograms(
+        e,
+        st,
+        (
+            "kvlab_service_time",
+            "Measured service time from the actual send (paced runs)",
+        ),
+        |s| &s.service,
+    )
+}
+
+/// Cache-aside: the cache's lookups by result and the database's reads.
+fn cache_aside(e: &mut DescriptorEncoder, st: &State) -> Result<(), Error> {
+    let lookups: Vec<(Labels, u64)> = st
+        .series
+        .iter()
+        .filter_map(|s| s.cache.map(|c| (s, c)))
+        .flat_map(|(s, c)| {
+            [("hit", c[0]), ("miss", c[1]), ("bypassed", c[2])]
+                .map(|(r, v)| (labels(st, s, &[("result", r)]), v))
+        })
+        .collect();
+    counters(
+        e,
+        (
+            "kvlab_cache_lookups",
+            "Cache-aside: cache reads by result (bypassed: the cache was unreachable)",
+        ),
+        lookups,
+    )?;
+    counters(
+        e,
+        ("kvlab_db_reads", "Cache-aside: reads the database answered"),
+        per_series(st, |s| s.cache.map(|c| c[3])),
+    )
+}
+
+/// The load: connections, offered and achieved rates, and whether it runs.
+fn load(e: &mut DescriptorEncoder, st: &State) -> Result<(), Error> {
+    gauges(
+        e,
+        ("kvlab_connections", "Connections opened"),
+        per_series(st, |s| Some(s.connections as f64)),
+    )?;
+    gauges(
+        e,
+        (
+            "kvlab_offered_requests_per_second",
+            "The offered rate of a paced run",
+        ),
+        per_series(st, |s| s.offered_rps),
+    )?;
+    gauges(
+        e,
+        (
+            "kvlab_achieved_requests_per_second",
+            "Requests finished in the newest complete second",
+        ),
+        per_series(st, |s| Some(s.achieved_rps)),
+    )?;
+    gauges(
+        e,
+        ("kvlab_running", "1 while this point runs"),
+        per_series(st, |s| Some(if s.running { 1.0 } else { 0.0 })),
+    )
+}
+
+/// The servers' CPU and memory by role, and kvlab's own CPU.
+fn resources(e: &mut DescriptorEncoder, st: &State) -> Result<(), Error> {
+    family(
+        e,
+        (
+            "kvlab_server_cpu_seconds",
+            "The server's CPU seconds so far (a process kvlab started, or what a server reports of itself)",
+            None,
+            MetricType::Counter,
+        ),
+        per_server(st, |cpu, _| cpu),
+        seconds_counter,
+    )?;
+    gauges(
+        e,
+        (
+            "kvlab_server_memory_bytes",
+            "The server's memory: peak resident of a process kvlab started, else what it reports",
+        ),
+        per_server(st, |_, mem| mem as f64),
+    )?;
+    let me = vec![(
+        vec![("run", st.run.clone()), ("shard", st.shard.clone())],
+        (st.client_cpu_s)(),
+    )];
+    family(
+        e,
+        (
+            "kvlab_client_cpu_seconds",
+            "kvlab's own CPU seconds so far",
+            None,
+            MetricType::Counter,
+        ),
+        me,
+        seconds_counter,
+    )
 }
 
 #[cfg(test)]
