@@ -11,7 +11,8 @@ use crate::results::stats::{ErrorKind, Percentiles, encode_histogram};
 use crate::results::usage::{self, Role, ServerUse};
 use crate::results::{ConnectionReport, CounterCheck, RunResult, TargetInfo};
 
-/// The result of one run.
+/// The result of one run: its server CPU, its problems, its schedule kept
+/// or not, whether it is valid, then every figure in its place.
 pub(super) fn assemble(
     plan: &RunPlan,
     target: TargetInfo,
@@ -23,65 +24,147 @@ pub(super) fn assemble(
 ) -> RunResult {
     let c = r.measured.counts;
     let window = r.window.as_secs_f64().max(1e-9);
-    let (start, end) = (obs.at_start, obs.at_end);
-    let client_cpu_s = start
-        .zip(end)
+    let client_cpu_s = obs
+        .at_start
+        .zip(obs.at_end)
         .map_or(0.0, |(a, b)| (b.client_cpu_s - a.client_cpu_s).max(0.0));
-    let server_use = start
-        .zip(end)
-        .and_then(|(a, b)| Some((a.server?, b.server?)));
-    // A process tree's total can fall between samples when processes that were
-    // counted leave it unreaped; then the figure is unknown, not zero.
-    let server_cpu_s = server_use
-        .map(|(a, b)| b.cpu_s - a.cpu_s)
-        .filter(|d| *d > 0.0 || c.requests() == 0);
-    let cpu_unknown = server_use.is_some() && server_cpu_s.is_none();
-    // A server kvlab did not start: what it reports of itself, if anything.
-    let report = plan.target.kind.product().facts().usage_report;
-    let reported = obs.reported_use();
-    let (server_cpu_s, server_cpu_source) = match (server_cpu_s, reported, report) {
-        (Some(s), _, _) => (Some(s), Some("proc".to_string())),
-        (None, Some((cpu, _)), Some(rep)) => (Some(cpu), Some(rep.cpu.to_string())),
-        _ => (None, None),
+    let cpu = ServerCpu::of(plan, obs, c.requests());
+    let mut problems = problems(plan, &r, &cpu, server_counters.as_ref());
+    let mut schedule = r.schedule.clone();
+    if let Some(sc) = schedule.as_mut() {
+        let load = Load {
+            offered: sc.target_rps * local_share(plan),
+            // With events the errors are the measurement: the rate is
+            // carried when the requests went out and came back, failed or not.
+            achieved: match plan.load.events.is_empty() {
+                true => c.ok(),
+                false => c.requests(),
+            } as f64
+                / window,
+            backlog: sc.unsent,
+            window,
+            client_busy: r.client_busy,
+            client_cores: client_cpu_s / window,
+            server_cores: cpu.cpu_s.map(|s| s / window),
+        };
+        sc.not_sustained = load.shortfall();
+        problems.extend(sc.not_sustained.clone());
+    }
+    let valid = valid(plan, &c, schedule.as_ref());
+    let parts = Parts {
+        target,
+        started_unix_s,
+        load,
+        server_counters,
+        problems,
+        valid,
+        schedule,
+        client_cpu_s,
+        cpu,
     };
-    let server_memory = reported
-        .and_then(|(_, m)| m)
-        .zip(report.and_then(|r| r.memory));
-    let per_req = |cpu: f64| {
-        if c.requests() > 0 {
-            cpu * 1e6 / c.requests() as f64
-        } else {
-            0.0
-        }
-    };
-    let saturated = r.client_busy.is_some_and(|b| b >= 0.9);
-    let paced = plan.load.rate.is_some();
+    parts.result(plan, r, obs)
+}
 
+/// The server's CPU over the window: from /proc for a server kvlab started,
+/// else as the server reports it; and the memory it reports.
+struct ServerCpu {
+    /// CPU seconds (`None`: not known).
+    cpu_s: Option<f64>,
+    /// Where they come from: `proc`, or the server's own report.
+    source: Option<String>,
+    /// The memory a server kvlab did not start reports, and from where.
+    memory: Option<(u64, &'static str)>,
+    /// A managed server's process tree changed between samples.
+    unknown: bool,
+}
+
+impl ServerCpu {
+    fn of(plan: &RunPlan, obs: &RunObserver, requests: u64) -> ServerCpu {
+        let sampled = obs
+            .at_start
+            .zip(obs.at_end)
+            .and_then(|(a, b)| Some((a.server?, b.server?)));
+        // A process tree's total can fall between samples when processes that
+        // were counted leave it unreaped; then the figure is unknown, not zero.
+        let proc = sampled
+            .map(|(a, b)| b.cpu_s - a.cpu_s)
+            .filter(|d| *d > 0.0 || requests == 0);
+        // A server kvlab did not start: what it reports of itself, if anything.
+        let report = plan.target.kind.product().facts().usage_report;
+        let reported = obs.reported_use();
+        let (cpu_s, source) = match (proc, reported, report) {
+            (Some(s), _, _) => (Some(s), Some("proc".to_string())),
+            (None, Some((cpu, _)), Some(rep)) => (Some(cpu), Some(rep.cpu.to_string())),
+            _ => (None, None),
+        };
+        ServerCpu {
+            cpu_s,
+            source,
+            memory: reported
+                .and_then(|(_, m)| m)
+                .zip(report.and_then(|r| r.memory)),
+            unknown: sampled.is_some() && proc.is_none(),
+        }
+    }
+}
+
+/// What makes the run's figures not what they seem, one line each.
+fn problems(
+    plan: &RunPlan,
+    r: &EngineReport,
+    cpu: &ServerCpu,
+    server_counters: Option<&CounterCheck>,
+) -> Vec<String> {
     let mut problems = Vec::new();
-    if cpu_unknown {
+    if cpu.unknown {
         problems.push("the server's CPU could not be measured for this run (its process tree changed between samples)".to_string());
     }
-    let product = plan.target.kind.product();
-    if plan.load.pipeline > 1 && !product.facts().pipelines {
+    problems.extend(pipeline_problems(plan));
+    problems.extend(outcome_problems(plan, r));
+    if let Some(cc) = server_counters.filter(|cc| cc.exclusive && !cc.agrees()) {
         problems.push(format!(
-            "--pipeline {} was run as 1: the {} protocol answers one command at a time per connection",
-            plan.load.pipeline,
-            product.facts().title
+            "the server counted GET {} / SET {} but kvlab sent GET {} / SET {}",
+            cc.server.gets, cc.server.sets, cc.kvlab_gets, cc.kvlab_sets
         ));
     }
-    if plan.load.pipeline > product.facts().max_pipeline {
+    if r.client_busy.is_some_and(|b| b >= 0.9) {
         problems.push(format!(
-            "--pipeline {} was run as {}: the {} protocol has no more request ids per connection",
-            plan.load.pipeline,
-            product.facts().max_pipeline,
-            product.facts().title
+            "kvlab's threads never waited for the server (running or waiting for a CPU {:.0}% of the time): the figures are limited by the client or by CPU contention on this machine, not by the server; give kvlab more cores or threads",
+            r.client_busy.unwrap_or(0.0) * 100.0
         ));
     }
-    // With events (a server killed), errors and misses are what the run
-    // measures: the summary's event lines and the timeline give them.
+    problems
+}
+
+/// A `--pipeline` the protocol could not run as asked.
+fn pipeline_problems(plan: &RunPlan) -> Vec<String> {
+    let facts = plan.target.kind.product().facts();
+    let asked = plan.load.pipeline;
+    let mut problems = Vec::new();
+    if asked > 1 && !facts.pipelines {
+        problems.push(format!(
+            "--pipeline {asked} was run as 1: the {} protocol answers one command at a time per connection",
+            facts.title
+        ));
+    }
+    if asked > facts.max_pipeline {
+        problems.push(format!(
+            "--pipeline {asked} was run as {}: the {} protocol has no more request ids per connection",
+            facts.max_pipeline, facts.title
+        ));
+    }
+    problems
+}
+
+/// Failed requests, misses where every key was loaded, a window with no
+/// request, fewer requests than asked for. With events (a server killed),
+/// errors and misses are what the run measures: the summary's event lines and
+/// the timeline give them; keys given a TTL miss once it runs out.
+fn outcome_problems(plan: &RunPlan, r: &EngineReport) -> Vec<String> {
+    let c = r.measured.counts;
     let events = !plan.load.events.is_empty();
-    // Keys given a TTL miss once it runs out: what such a run measures.
     let expiring = plan.workload.ttl_s > 0;
+    let mut problems = Vec::new();
     if c.error_total() > 0 && !events {
         let kinds: Vec<String> = ErrorKind::ALL
             .iter()
@@ -99,10 +182,9 @@ pub(super) fn assemble(
         problems.push(format!(
             "{} GETs missed although every key was loaded ({}evictions or another client?)",
             c.misses,
-            if plan.load.shard.is_some() {
-                "a client of this sharded run that did not load its slice, "
-            } else {
-                ""
+            match plan.load.shard.is_some() {
+                true => "a client of this sharded run that did not load its slice, ",
+                false => "",
             }
         ));
     }
@@ -115,174 +197,195 @@ pub(super) fn assemble(
     if c.requests() == 0 {
         problems.push("no request finished in the measured window".to_string());
     }
-    if let crate::workload::Stop::Requests(total) = plan.load.stop
-        && let n = plan.load.shard.map_or(total, |s| {
-            let share = s.connections(plan.load.connections);
-            let local = crate::plan::shard::local_connections(Some(s), plan.load.connections);
-            let at = |i: usize| crate::workload::slice_of(total, i, share.total).0;
-            at(share.first + local) - at(share.first)
-        })
-        && c.requests() < n
-        && !r.interrupted
-    {
-        problems.push(format!(
-            "made {} of the {n} requests asked for: {} of {} connections were open at the start ({}), and a connection the server refused or kept dropping makes none of its share",
-            c.requests(),
-            r.established,
-            plan.load.connections,
-            r.last_connect_error.as_deref().unwrap_or("no connection error recorded")
-        ));
-    }
-    if let Some(cc) = &server_counters
-        && cc.exclusive
-        && !cc.agrees()
-    {
-        problems.push(format!(
-            "the server counted GET {} / SET {} but kvlab sent GET {} / SET {}",
-            cc.server.gets, cc.server.sets, cc.kvlab_gets, cc.kvlab_sets
-        ));
-    }
-    if saturated {
-        problems.push(format!(
-            "kvlab's threads never waited for the server (running or waiting for a CPU {:.0}% of the time): the figures are limited by the client or by CPU contention on this machine, not by the server; give kvlab more cores or threads",
-            r.client_busy.unwrap_or(0.0) * 100.0
-        ));
-    }
-    let mut schedule = r.schedule;
-    if let Some(sc) = schedule.as_mut() {
-        let offered = sc.target_rps * local_share(plan);
-        let load = Load {
-            offered,
-            // With events the errors are the measurement: the rate is
-            // carried when the requests went out and came back, failed or not.
-            achieved: if events { c.requests() } else { c.ok() } as f64 / window,
-            backlog: sc.unsent,
-            window,
-            client_busy: r.client_busy,
-            client_cores: client_cpu_s / window,
-            server_cores: server_cpu_s.map(|s| s / window),
-        };
-        sc.not_sustained = load.shortfall();
-        problems.extend(sc.not_sustained.clone());
-    }
-    // A run full of misses measured the wrong thing: not a valid result; nor
-    // is an open loop that did not carry its rate. Errors are what a run with
-    // events (a server killed) measures: counted and shown, not disqualifying.
+    problems.extend(short_of_requests(plan, r));
+    problems
+}
+
+/// A `--requests` run that made fewer than its share of the requests.
+fn short_of_requests(plan: &RunPlan, r: &EngineReport) -> Option<String> {
+    let crate::workload::Stop::Requests(total) = plan.load.stop else {
+        return None;
+    };
+    let n = plan.load.shard.map_or(total, |s| {
+        let share = s.connections(plan.load.connections);
+        let local = crate::plan::shard::local_connections(Some(s), plan.load.connections);
+        let at = |i: usize| crate::workload::slice_of(total, i, share.total).0;
+        at(share.first + local) - at(share.first)
+    });
+    let made = r.measured.counts.requests();
+    (made < n && !r.interrupted).then(|| format!(
+        "made {made} of the {n} requests asked for: {} of {} connections were open at the start ({}), and a connection the server refused or kept dropping makes none of its share",
+        r.established,
+        plan.load.connections,
+        r.last_connect_error.as_deref().unwrap_or("no connection error recorded")
+    ))
+}
+
+/// Whether the figures are a measurement: a run full of misses measured the
+/// wrong thing, nor is an open loop that did not carry its rate one. Errors
+/// are what a run with events (a server killed) measures: counted and shown,
+/// not disqualifying.
+fn valid(
+    plan: &RunPlan,
+    c: &crate::results::stats::Counts,
+    schedule: Option<&crate::results::ScheduleReport>,
+) -> bool {
+    let events = !plan.load.events.is_empty();
+    let expiring = plan.workload.ttl_s > 0;
     let mostly_misses = c.gets > 0 && c.misses * 2 > c.keys_read();
-    let valid = (c.error_total() == 0 || events)
+    (c.error_total() == 0 || events)
         && c.requests() > 0
         && (!mostly_misses || events || expiring)
-        && schedule.as_ref().is_none_or(|s| s.not_sustained.is_none());
-    let mut errors_by_kind = std::collections::BTreeMap::new();
-    for k in ErrorKind::ALL {
-        errors_by_kind.insert(k.name().to_string(), c.error(k));
-    }
-    RunResult {
-        schema_version: crate::results::SCHEMA_VERSION,
-        kvlab_version: env!("CARGO_PKG_VERSION").to_string(),
-        started_unix_s,
-        config: plan.redacted(),
-        target,
-        valid,
-        problems,
-        interrupted: r.interrupted,
-        duration_s: window,
-        throughput_rps: c.ok() as f64 / window,
-        requests: c.requests(),
-        gets: c.gets,
-        sets: c.sets,
-        hits: c.hits,
-        misses: c.misses,
-        keys_read: plan.workload.batch.is_some().then_some(c.keys_read()),
-        errors: c.error_total(),
-        errors_by_kind,
-        value_bytes: c.value_bytes,
-        // Known from the load (a run that only reads) or the versions board.
-        expired_misses: (expiring
-            && (plan.workload.ratio.set == 0 || (plan_writes(plan) && plan.load.shard.is_none())))
-        .then_some(c.expired),
-        latency_start: if paced { "intended" } else { "actual" }.to_string(),
-        latency_us: Percentiles::of(&r.measured.latency),
-        service_time_us: paced.then(|| Percentiles::of(&r.measured.service)),
-        schedule,
-        client_cpu_s,
-        client_cpu_us_per_request: per_req(client_cpu_s),
-        client_busy: r.client_busy,
-        client_saturated: saturated,
-        client_peak_rss_kb: self_peak_rss_kb(),
-        server_cpu_s,
-        server_cpu_us_per_request: server_cpu_s.map(per_req),
-        server_peak_rss_kb: end.and_then(|e| e.server).and(obs.peak_kb.server),
-        servers: Vec::new(),
-        server_cpu_source,
-        server_reported_memory: server_memory.map(|(bytes, what)| crate::results::ReportedMemory {
-            bytes,
-            source: what.to_string(),
-        }),
-        load,
-        warmup: r.warmup,
-        connections: ConnectionReport {
-            requested: plan.load.connections,
-            established: r.established,
-            failures: r.connect_failures,
-            reconnects: r.reconnects,
-            last_error: r.last_connect_error,
-            sharded: r.nodes.map(|nodes| crate::results::ShardReport {
-                nodes,
-                moved: r.redirects[0],
-                ask: r.redirects[1],
-            }),
-        },
-        server_counters,
-        // Per-second histograms only where a merge needs them.
-        timeline: r
-            .timeline
-            .into_iter()
-            .map(|mut s| {
-                if plan.load.shard.is_none() {
-                    s.histogram = None;
+        && schedule.is_none_or(|s| s.not_sustained.is_none())
+}
+
+/// What [`assemble`] worked out, before it is laid into a [`RunResult`].
+struct Parts {
+    target: TargetInfo,
+    started_unix_s: u64,
+    load: Option<LoadResult>,
+    server_counters: Option<CounterCheck>,
+    problems: Vec<String>,
+    valid: bool,
+    schedule: Option<crate::results::ScheduleReport>,
+    client_cpu_s: f64,
+    cpu: ServerCpu,
+}
+
+impl Parts {
+    /// Every figure in its place (a table of data: one line a field).
+    fn result(self, plan: &RunPlan, r: EngineReport, obs: &RunObserver) -> RunResult {
+        let c = r.measured.counts;
+        let window = r.window.as_secs_f64().max(1e-9);
+        let per_req = |cpu: f64| match c.requests() {
+            0 => 0.0,
+            n => cpu * 1e6 / n as f64,
+        };
+        let paced = plan.load.rate.is_some();
+        let expiring = plan.workload.ttl_s > 0;
+        RunResult {
+            schema_version: crate::results::SCHEMA_VERSION,
+            kvlab_version: env!("CARGO_PKG_VERSION").to_string(),
+            started_unix_s: self.started_unix_s,
+            config: plan.redacted(),
+            target: self.target,
+            valid: self.valid,
+            problems: self.problems,
+            interrupted: r.interrupted,
+            duration_s: window,
+            throughput_rps: c.ok() as f64 / window,
+            requests: c.requests(),
+            gets: c.gets,
+            sets: c.sets,
+            hits: c.hits,
+            misses: c.misses,
+            keys_read: plan.workload.batch.is_some().then_some(c.keys_read()),
+            errors: c.error_total(),
+            errors_by_kind: ErrorKind::ALL
+                .iter()
+                .map(|k| (k.name().to_string(), c.error(*k)))
+                .collect(),
+            value_bytes: c.value_bytes,
+            // Known from the load (a run that only reads) or the versions board.
+            expired_misses: (expiring
+                && (plan.workload.ratio.set == 0
+                    || (plan_writes(plan) && plan.load.shard.is_none())))
+            .then_some(c.expired),
+            latency_start: if paced { "intended" } else { "actual" }.to_string(),
+            latency_us: Percentiles::of(&r.measured.latency),
+            service_time_us: paced.then(|| Percentiles::of(&r.measured.service)),
+            schedule: self.schedule,
+            client_cpu_s: self.client_cpu_s,
+            client_cpu_us_per_request: per_req(self.client_cpu_s),
+            client_busy: r.client_busy,
+            client_saturated: r.client_busy.is_some_and(|b| b >= 0.9),
+            client_peak_rss_kb: self_peak_rss_kb(),
+            server_cpu_s: self.cpu.cpu_s,
+            server_cpu_us_per_request: self.cpu.cpu_s.map(per_req),
+            server_peak_rss_kb: obs.at_end.and_then(|e| e.server).and(obs.peak_kb.server),
+            servers: Vec::new(),
+            server_cpu_source: self.cpu.source,
+            server_reported_memory: self.cpu.memory.map(|(bytes, what)| {
+                crate::results::ReportedMemory {
+                    bytes,
+                    source: what.to_string(),
                 }
-                s
-            })
-            .collect(),
-        background: None,
-        events: Vec::new(),
-        replay: None,
-        machine: None,
-        suspect: Vec::new(),
-        shared_cores: None,
-        consistency: plan_writes(plan).then(|| consistency_report(&r.measured)),
-        cache_aside: None,
-        histogram: encode_histogram(&r.measured.latency),
-        service_histogram: paced.then(|| encode_histogram(&r.measured.service)),
-        query_mode: plan.target.query_mode_used(),
-        profile: plan
-            .workload
-            .profile
-            .as_deref()
-            .and_then(crate::workload::profiles::profile)
-            .map(|p| crate::results::ProfileNote {
-                name: p.name.into(),
-                source: p.source.into(),
-                not_reproduced: p.not_reproduced(plan.workload.ttl_s > 0),
             }),
-        pooler: None,
-        shard: plan.load.shard,
-        window: Some(crate::results::Window {
-            start_unix_ms: unix_ms(r.window_start),
-            end_unix_ms: unix_ms(r.window_start + r.window),
-        }),
-        start: plan
-            .load
-            .start_at_ms
-            .zip(r.start)
-            .map(|(at, s)| crate::results::StartKept {
-                at_unix_ms: at,
-                late_ms: s.late.as_secs_f64() * 1e3,
-                margin_ms: s.margin.as_secs_f64() * 1e3,
+            load: self.load,
+            warmup: r.warmup,
+            connections: connections(plan, &r),
+            server_counters: self.server_counters,
+            timeline: timeline(plan, r.timeline),
+            background: None,
+            events: Vec::new(),
+            replay: None,
+            machine: None,
+            suspect: Vec::new(),
+            shared_cores: None,
+            consistency: plan_writes(plan).then(|| consistency_report(&r.measured)),
+            cache_aside: None,
+            histogram: encode_histogram(&r.measured.latency),
+            service_histogram: paced.then(|| encode_histogram(&r.measured.service)),
+            query_mode: plan.target.query_mode_used(),
+            profile: profile_note(plan),
+            pooler: None,
+            shard: plan.load.shard,
+            window: Some(crate::results::Window {
+                start_unix_ms: unix_ms(r.window_start),
+                end_unix_ms: unix_ms(r.window_start + r.window),
             }),
-        clients: Vec::new(),
+            start: plan
+                .load
+                .start_at_ms
+                .zip(r.start)
+                .map(|(at, s)| crate::results::StartKept {
+                    at_unix_ms: at,
+                    late_ms: s.late.as_secs_f64() * 1e3,
+                    margin_ms: s.margin.as_secs_f64() * 1e3,
+                }),
+            clients: Vec::new(),
+        }
     }
+}
+
+/// The run's connections: asked for, open at the start, failures, reconnects,
+/// and a sharded target's redirects.
+fn connections(plan: &RunPlan, r: &EngineReport) -> ConnectionReport {
+    ConnectionReport {
+        requested: plan.load.connections,
+        established: r.established,
+        failures: r.connect_failures,
+        reconnects: r.reconnects,
+        last_error: r.last_connect_error.clone(),
+        sharded: r.nodes.map(|nodes| crate::results::ShardReport {
+            nodes,
+            moved: r.redirects[0],
+            ask: r.redirects[1],
+        }),
+    }
+}
+
+/// The timeline, with per-second histograms only where a merge needs them.
+fn timeline(plan: &RunPlan, seconds: Vec<crate::results::Second>) -> Vec<crate::results::Second> {
+    seconds
+        .into_iter()
+        .map(|mut s| {
+            if plan.load.shard.is_none() {
+                s.histogram = None;
+            }
+            s
+        })
+        .collect()
+}
+
+/// The words of the production profile the workload came from.
+fn profile_note(plan: &RunPlan) -> Option<crate::results::ProfileNote> {
+    let p = crate::workload::profiles::profile(plan.workload.profile.as_deref()?)?;
+    Some(crate::results::ProfileNote {
+        name: p.name.into(),
+        source: p.source.into(),
+        not_reproduced: p.not_reproduced(plan.workload.ttl_s > 0),
+    })
 }
 
 /// The share of the run's connections (and so of its rate) this client drives.
@@ -454,4 +557,3 @@ pub(super) fn target_info(
         transport: None,
     }
 }
-
