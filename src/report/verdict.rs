@@ -6,6 +6,7 @@ use std::fmt::Write;
 use super::chart::short;
 use super::fill;
 use super::rows::{Row, describe, varies};
+use crate::plan::study::{Goal, label};
 use crate::results::study::StudyResult;
 
 /// The verdict lines of `results` and the best row of each target (per swept
@@ -30,118 +31,13 @@ pub(super) fn verdict<'a>(
         ));
         return (verdict, Vec::new());
     }
-    // A target with swept server settings is judged once per setting.
-    let settings_of = |r: &Row| -> String {
-        let v: Vec<String> = r
-            .params
-            .iter()
-            .filter(|(k, _)| k.starts_with("server.") && varies(rows, k))
-            .map(|(k, v)| format!("{}={v}", &k[7..]))
-            .collect();
-        if v.is_empty() {
-            r.target.clone()
-        } else {
-            format!("{} {}", r.target, v.join(" "))
-        }
-    };
-    let mut targets: Vec<String> = Vec::new();
-    for r in rows {
-        let t = settings_of(r);
-        if !targets.contains(&t) {
-            targets.push(t);
-        }
-    }
-    let failed = |r: &Row| r.errors > 0 || r.not_sustained;
     let mut best: Vec<&Row> = Vec::new();
-    for t in &targets {
-        let mine: Vec<&Row> = rows
-            .iter()
-            .filter(|r| &settings_of(r) == t && !failed(r))
-            .collect();
-        if mine.is_empty() {
-            verdict.push(format!(
-                "{t}: every point failed (errors, or an offered rate not sustained)."
-            ));
-            continue;
-        }
-        let Some((top, best_is)) = best_of(&mine, goal.p99_ms) else {
-            verdict.push(missed_goal(t, &mine, goal.p99_ms.unwrap_or(0.0), axis));
-            continue;
-        };
-        let product = match &top.aside {
-            Some(a) => format!(" ({} in front of {}, {})", a.cache, top.product, a.policy),
-            None if top.target == top.product => String::new(),
-            None => format!(" ({})", top.product),
-        };
-        let mut s = format!(
-            "{t}{product}: {best_is} {} req/s at {}, p50 {} µs, p99 {} µs",
-            short(top.rps),
-            describe(top, axis),
-            short(top.latency.p50),
-            short(top.latency.p99)
-        );
-        if let Some(us) = top.server_us {
-            let _ = write!(
-                s,
-                "; it spent {:.2} server CPU cores per 100k req/s",
-                us * 0.1
-            );
-            if let Some((name, Some(p))) = &top.pooler {
-                let _ = write!(
-                    s,
-                    " ({name} {:.0}% of it, {:.1} µs/request)",
-                    p * 100.0 / us.max(1e-9),
-                    p
-                );
-            }
-        }
-        // The best is within the goal already: say how its latency was read.
-        if goal.p99_ms.is_some() {
-            let _ = write!(
-                s,
-                "; {}",
-                match top.paced {
-                    true => "open loop, latency from the intended start",
-                    false => "closed loop, latency from the send",
-                }
-            );
-        }
-        if let Some(rps) = goal.rps {
-            let _ = write!(
-                s,
-                "; goal {} req/s {}",
-                short(rps),
-                if top.rps >= rps { "met" } else { "not met" }
-            );
-        }
-        s.push('.');
-        verdict.push(s);
-        best.push(top);
+    for t in &targets(rows) {
+        let (line, top) = judge(t, rows, &goal, axis);
+        verdict.push(line);
+        best.extend(top);
     }
-    for sr in results {
-        for c in &sr.capacity {
-            let mut line = match c.search.capacity_rps {
-                Some(rate) => format!(
-                    "{}: capacity search (open loop at a fixed rate, latency from the intended start, which also counts queueing before the send) found {} req/s within p99 ≤ {} ms.",
-                    c.target,
-                    short(rate),
-                    c.search.p99_ms
-                ),
-                None => format!(
-                    "{}: capacity search found no rate within p99 ≤ {} ms without errors.",
-                    c.target, c.search.p99_ms
-                ),
-            };
-            let limited = c.search.steps.iter().filter(|s| s.client_limited).count();
-            if limited > 0 {
-                let _ = write!(
-                    line,
-                    " {limited} of its failing steps were limited by kvlab, not the server (see the steps): the figure is a lower bound for the server; raise --threads or --connections."
-                );
-            }
-            verdict.push(line);
-        }
-    }
+    verdict.extend(capacity(results));
     // Memory efficiency (mode = "fill").
     if let Some(f) = fill {
         verdict.extend(f.verdict.iter().cloned());
@@ -153,6 +49,142 @@ pub(super) fn verdict<'a>(
         verdict.insert(0, line);
     }
     (verdict, best)
+}
+
+/// A row's target with its swept server settings: a target with swept
+/// server settings is judged once per setting.
+fn settings_of(rows: &[Row], r: &Row) -> String {
+    let v: Vec<String> = r
+        .params
+        .iter()
+        .filter(|(k, _)| k.starts_with("server.") && varies(rows, k))
+        .map(|(k, v)| format!("{}={v}", &k[7..]))
+        .collect();
+    if v.is_empty() {
+        r.target.clone()
+    } else {
+        format!("{} {}", r.target, v.join(" "))
+    }
+}
+
+/// The targets judged (each with its swept server settings), in row order.
+fn targets(rows: &[Row]) -> Vec<String> {
+    let mut targets: Vec<String> = Vec::new();
+    for r in rows {
+        let t = settings_of(rows, r);
+        if !targets.contains(&t) {
+            targets.push(t);
+        }
+    }
+    targets
+}
+
+/// Target `t`'s verdict line, and its best row when it has one: every point
+/// failed, none met the goal, or its best.
+fn judge<'a>(
+    t: &str,
+    rows: &'a [Row],
+    goal: &Goal,
+    axis: Option<&str>,
+) -> (String, Option<&'a Row>) {
+    let failed = |r: &Row| r.errors > 0 || r.not_sustained;
+    let mine: Vec<&Row> = rows
+        .iter()
+        .filter(|r| settings_of(rows, r) == t && !failed(r))
+        .collect();
+    if mine.is_empty() {
+        let line = format!("{t}: every point failed (errors, or an offered rate not sustained).");
+        return (line, None);
+    }
+    match best_of(&mine, goal.p99_ms) {
+        Some((top, best_is)) => (best_line(t, top, &best_is, goal, axis), Some(top)),
+        None => (
+            missed_goal(t, &mine, goal.p99_ms.unwrap_or(0.0), axis),
+            None,
+        ),
+    }
+}
+
+/// The line of target `t`'s best row `top` (named `best_is`): its rate,
+/// latency and server CPU; how latency was read, and the goal's rate.
+fn best_line(t: &str, top: &Row, best_is: &str, goal: &Goal, axis: Option<&str>) -> String {
+    let product = match &top.aside {
+        Some(a) => format!(" ({} in front of {}, {})", a.cache, top.product, a.policy),
+        None if top.target == top.product => String::new(),
+        None => format!(" ({})", top.product),
+    };
+    let mut s = format!(
+        "{t}{product}: {best_is} {} req/s at {}, p50 {} µs, p99 {} µs",
+        short(top.rps),
+        describe(top, axis),
+        short(top.latency.p50),
+        short(top.latency.p99)
+    );
+    if let Some(us) = top.server_us {
+        let _ = write!(
+            s,
+            "; it spent {:.2} server CPU cores per 100k req/s",
+            us * 0.1
+        );
+        if let Some((name, Some(p))) = &top.pooler {
+            let _ = write!(
+                s,
+                " ({name} {:.0}% of it, {:.1} µs/request)",
+                p * 100.0 / us.max(1e-9),
+                p
+            );
+        }
+    }
+    // The best is within the goal already: say how its latency was read.
+    if goal.p99_ms.is_some() {
+        let _ = write!(
+            s,
+            "; {}",
+            match top.paced {
+                true => "open loop, latency from the intended start",
+                false => "closed loop, latency from the send",
+            }
+        );
+    }
+    if let Some(rps) = goal.rps {
+        let _ = write!(
+            s,
+            "; goal {} req/s {}",
+            short(rps),
+            if top.rps >= rps { "met" } else { "not met" }
+        );
+    }
+    s.push('.');
+    s
+}
+
+/// A line per capacity search: the rate found within the goal, and whether
+/// kvlab itself limited it.
+fn capacity(results: &[StudyResult]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for c in results.iter().flat_map(|r| &r.capacity) {
+        let mut line = match c.search.capacity_rps {
+            Some(rate) => format!(
+                "{}: capacity search (open loop at a fixed rate, latency from the intended start, which also counts queueing before the send) found {} req/s within p99 ≤ {} ms.",
+                c.target,
+                short(rate),
+                c.search.p99_ms
+            ),
+            None => format!(
+                "{}: capacity search found no rate within p99 ≤ {} ms without errors.",
+                c.target, c.search.p99_ms
+            ),
+        };
+        let limited = c.search.steps.iter().filter(|s| s.client_limited).count();
+        if limited > 0 {
+            let _ = write!(
+                line,
+                " {limited} of its failing steps were limited by kvlab, not the server (see the steps): the figure is a lower bound for the server; raise --threads or --connections."
+            );
+        }
+        lines.push(line);
+    }
+    lines
 }
 
 /// The best of a target's points that did not fail, and how to name it: with
@@ -252,8 +284,25 @@ fn cache_against_database(best: &[&Row]) -> Option<String> {
     Some(s)
 }
 
-/// The caveats that matter for `results` and their merged `rows`.
+/// The caveats that matter for `results` and their merged `rows`: the
+/// machine, unstable repetitions, the study's own notes, the workload, then
+/// what befell the points.
 pub(super) fn caveats(results: &[StudyResult], rows: &[Row]) -> Vec<String> {
+    let mut caveats = machine(results);
+    caveats.extend(unstable(results));
+    for c in study(results) {
+        if !caveats.contains(&c) {
+            caveats.push(c);
+        }
+    }
+    caveats.extend(workload(results, rows));
+    caveats.extend(points(results, rows));
+    caveats
+}
+
+/// The machine client and servers shared, and what makes its figures
+/// suspect.
+fn machine(results: &[StudyResult]) -> Vec<String> {
     let mut caveats = Vec::new();
     if let Some(m) = results.first().map(|r| &r.machine) {
         caveats.push(format!("Client and server shared one machine: {} cores of {} with {} MiB, kernel {}; on separate machines both sides would get more CPU.", m.cores, m.cpu, m.memory_mib, m.kernel));
@@ -266,47 +315,60 @@ pub(super) fn caveats(results: &[StudyResult], rows: &[Row]) -> Vec<String> {
             caveats.push(format!("{c}."));
         }
     }
-    caveats.extend(unstable(results));
+    caveats
+}
+
+/// What each study said of itself: what it cannot show on its machine (its
+/// caveats, found when it ran), its scale, its targets' notes.
+fn study(results: &[StudyResult]) -> Vec<String> {
+    let mut caveats = Vec::new();
     for r in results {
-        for c in crate::modes::study::core_caveats(&r.study, r.machine.cores) {
-            if !caveats.contains(&c) {
-                caveats.push(c);
-            }
-        }
+        caveats.extend(r.caveats.iter().cloned());
         if r.study.scale.is_some() {
-            let c = "Run at the original study's scale (--scale original).".to_string();
-            if !caveats.contains(&c) {
-                caveats.push(c);
-            }
+            caveats.push("Run at the original study's scale (--scale original).".to_string());
         }
         for t in &r.study.targets {
             if let Some(note) = &t.note {
-                let c = format!("{}: {note}.", crate::modes::study::label(t));
-                if !caveats.contains(&c) {
-                    caveats.push(c);
-                }
+                caveats.push(format!("{}: {note}.", label(t)));
             }
         }
     }
+    caveats
+}
+
+/// What the workload did not measure: writes (read-only), the cost of
+/// consistency (a mixed load without a cache), a database's buffer pool
+/// (fill).
+fn workload(results: &[StudyResult], rows: &[Row]) -> Option<String> {
     let ratios: Vec<&String> = rows.iter().map(|r| &r.ratio).collect();
     let fill_mode = results
         .iter()
         .any(|r| r.points.iter().any(|p| p.fill.is_some()));
     if ratios.is_empty() {
-        if fill_mode {
-            caveats.push("Memory was measured against each cache's configured limit and each table's on-disk size; a database also needs memory for its buffer pool to serve that table.".into());
-        }
-    } else if ratios.iter().all(|r| r.as_str() == "0:1") {
-        caveats.push("Read-only point lookups (SET:GET 0:1): writes, invalidation and consistency were not measured (studies/cache-aside.toml measures them).".into());
-    } else if rows.iter().all(|r| r.aside.is_none()) {
-        let mut mixes: Vec<&str> = Vec::new();
-        for r in &ratios {
-            if !mixes.contains(&r.as_str()) {
-                mixes.push(r);
-            }
-        }
-        caveats.push(format!("Mixed load (SET:GET {}); the cost of keeping a cache consistent with its database was not measured here (studies/cache-aside.toml measures it).", mixes.join(", ")));
+        return fill_mode.then(|| "Memory was measured against each cache's configured limit and each table's on-disk size; a database also needs memory for its buffer pool to serve that table.".into());
     }
+    if ratios.iter().all(|r| r.as_str() == "0:1") {
+        return Some("Read-only point lookups (SET:GET 0:1): writes, invalidation and consistency were not measured (studies/cache-aside.toml measures them).".into());
+    }
+    if rows.iter().any(|r| r.aside.is_some()) {
+        return None;
+    }
+    let mut mixes: Vec<&str> = Vec::new();
+    for r in &ratios {
+        if !mixes.contains(&r.as_str()) {
+            mixes.push(r);
+        }
+    }
+    Some(format!(
+        "Mixed load (SET:GET {}); the cost of keeping a cache consistent with its database was not measured here (studies/cache-aside.toml measures it).",
+        mixes.join(", ")
+    ))
+}
+
+/// What befell the points: kvlab saturated, errors, update's race, rates
+/// not carried, points that failed, an interruption.
+fn points(results: &[StudyResult], rows: &[Row]) -> Vec<String> {
+    let mut caveats = Vec::new();
     if rows.iter().any(|r| r.saturated) {
         caveats.push("Some points saturated kvlab's own threads: their figures describe the client or CPU contention, not the server.".into());
     }

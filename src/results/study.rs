@@ -63,7 +63,6 @@ impl Machine {
     }
 }
 
-
 /// One point's outcome.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PointResult {
@@ -110,6 +109,11 @@ pub struct StudyResult {
     /// Capacity searches (`goal.capacity`), one per target.
     #[serde(default)]
     pub capacity: Vec<TargetCapacity>,
+    /// What the study cannot show on this machine (more client threads,
+    /// server threads or server processes than cores), one sentence each;
+    /// found when the study ran.
+    #[serde(default)]
+    pub caveats: Vec<String>,
 }
 
 /// A target's highest rate within the study's p99 goal.

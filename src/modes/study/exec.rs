@@ -69,16 +69,19 @@ pub fn run(
     if let Some(c) = &client_cpus {
         pin(c)?;
     }
+    let machine = crate::runner::machine::this();
+    let caveats = super::core_caveats(study, machine.cores);
     let out = StudyResult {
         schema_version: STUDY_SCHEMA,
         kvlab_version: env!("CARGO_PKG_VERSION").into(),
         started_unix_s,
         study: study.clone(),
-        machine: crate::runner::machine::this(),
+        machine,
         planned: points.len(),
         points: Vec::new(),
         interrupted: false,
         capacity: Vec::new(),
+        caveats,
     };
     let mut log = Log {
         out,
