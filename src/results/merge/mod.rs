@@ -15,8 +15,8 @@ use crate::driver::ServerCounters;
 use crate::plan::shard::Shard;
 use crate::results::stats::{Percentiles, decode_histogram, encode_histogram, new_histogram};
 use crate::results::timeline::{entry_of, span_of};
-use crate::results::{ClientReport, CounterCheck, RunResult, StartKept, Window};
-use crate::results::{ScheduleReport, Second};
+use crate::results::{BackgroundReport, ClientReport, ConnectionReport, CounterCheck, RunResult};
+use crate::results::{ScheduleReport, Second, StartKept, Window};
 
 /// Reads the result of one client; fails with one line when `path` is not
 /// a kvlab run result.
@@ -67,6 +67,58 @@ pub fn merge_files(paths: &[PathBuf]) -> Result<RunResult> {
 
 /// Merges the results of the clients of one run, each named (for errors).
 pub fn merge(parts: &[(String, RunResult)]) -> Result<RunResult> {
+    let (first, count, by_index) = clients_of_one_run(parts)?;
+    let rs: Vec<&RunResult> = by_index.values().copied().collect();
+    let mut m = first.clone();
+    m.config.load.shard = None;
+    m.shard = None;
+    m.target.pid = None;
+    m.started_unix_s = rs.iter().map(|r| r.started_unix_s).min().unwrap_or(0);
+    m.interrupted = rs.iter().any(|r| r.interrupted);
+    add_counts(&mut m, &rs);
+    merge_window(&mut m, &rs);
+    merge_histograms(&mut m, &rs)?;
+    m.schedule = rs
+        .iter()
+        .filter_map(|r| r.schedule.clone())
+        .reduce(|mut a, b| {
+            ScheduleReport::merge(&mut a, &b);
+            a
+        });
+    merge_usage(&mut m, &rs);
+    m.load = rs
+        .iter()
+        .filter_map(|r| r.load.clone())
+        .reduce(|a, b| crate::results::LoadResult::of(a.keys + b.keys, a.seconds.max(b.seconds)));
+    merge_connections(&mut m.connections, &rs);
+    m.timeline = merged_timeline(&rs)?;
+    m.background = merged_background(&rs);
+    m.start = merged_start(&rs);
+    // Each client's part, and its problems under its name.
+    m.clients = (0..count)
+        .map(|index| {
+            let shard = Shard { index, count };
+            match by_index.get(&index) {
+                Some(r) => client(shard, r),
+                None => missing(shard),
+            }
+        })
+        .collect();
+    m.problems = clients_problems(&m.clients);
+    let (counters, note) = merged_counters(&rs, m.gets, m.sets);
+    m.server_counters = counters;
+    m.problems.extend(note);
+    let missing = m.clients.iter().any(|c| c.status == "missing");
+    m.valid = !missing && rs.iter().all(|r| r.valid) && m.errors == 0 && m.requests > 0;
+    Ok(m)
+}
+
+/// The first part, the number of clients of the run, and each part by its
+/// client's index; fails with one line unless the parts are distinct clients
+/// of one run.
+fn clients_of_one_run(
+    parts: &[(String, RunResult)],
+) -> Result<(&RunResult, usize, BTreeMap<usize, &RunResult>)> {
     let Some((first_name, first)) = parts.first() else {
         bail!("kvlab merge: give the result files of the clients of one run");
     };
@@ -84,14 +136,11 @@ pub fn merge(parts: &[(String, RunResult)]) -> Result<RunResult> {
             bail!("cannot merge: client {s} is given twice ({name}); give each client's file once");
         }
     }
-    let rs: Vec<&RunResult> = by_index.values().copied().collect();
-    let mut m = first.clone();
-    m.config.load.shard = None;
-    m.shard = None;
-    m.target.pid = None;
-    m.started_unix_s = rs.iter().map(|r| r.started_unix_s).min().unwrap_or(0);
-    m.interrupted = rs.iter().any(|r| r.interrupted);
-    // Counts add.
+    Ok((first, count, by_index))
+}
+
+/// The clients' counts, added up (warm-up and errors by kind included).
+fn add_counts(m: &mut RunResult, rs: &[&RunResult]) {
     let sum = |f: fn(&RunResult) -> u64| rs.iter().map(|r| f(r)).sum::<u64>();
     m.requests = sum(|r| r.requests);
     m.gets = sum(|r| r.gets);
@@ -103,16 +152,20 @@ pub fn merge(parts: &[(String, RunResult)]) -> Result<RunResult> {
     m.expired_misses = rs.iter().map(|r| r.expired_misses).sum::<Option<u64>>();
     m.keys_read = rs.iter().map(|r| r.keys_read).sum::<Option<u64>>();
     m.errors_by_kind = BTreeMap::new();
-    for r in &rs {
+    for r in rs {
         for (k, v) in &r.errors_by_kind {
             *m.errors_by_kind.entry(k.clone()).or_default() += v;
         }
     }
     m.warmup = Default::default();
-    for r in &rs {
+    for r in rs {
         m.warmup.add(&r.warmup);
     }
-    // The window: from the first client's start to the last one's end.
+}
+
+/// The window, from the first client's start to the last one's end, its
+/// length and the throughput over it (the counts are added already).
+fn merge_window(m: &mut RunResult, rs: &[&RunResult]) {
     let windows: Option<Vec<Window>> = rs.iter().map(|r| r.window).collect();
     m.window = windows.as_ref().map(|w| Window {
         start_unix_ms: w.iter().map(|w| w.start_unix_ms).fold(f64::MAX, f64::min),
@@ -124,7 +177,11 @@ pub fn merge(parts: &[(String, RunResult)]) -> Result<RunResult> {
     }
     .max(1e-9);
     m.throughput_rps = (m.requests - m.errors) as f64 / m.duration_s;
-    // Histograms merge; percentiles come from the merged histogram.
+}
+
+/// Latency and service-time histograms merged; percentiles come from the
+/// merged histogram.
+fn merge_histograms(m: &mut RunResult, rs: &[&RunResult]) -> Result<()> {
     let latency = merged_histogram(rs.iter().map(|r| Some(r.histogram.as_str())))?;
     m.latency_us = Percentiles::of(&latency);
     m.histogram = encode_histogram(&latency);
@@ -133,15 +190,13 @@ pub fn merge(parts: &[(String, RunResult)]) -> Result<RunResult> {
         m.service_time_us = Some(Percentiles::of(&h));
         m.service_histogram = Some(encode_histogram(&h));
     }
-    m.schedule = rs
-        .iter()
-        .filter_map(|r| r.schedule.clone())
-        .reduce(|mut a, b| {
-            ScheduleReport::merge(&mut a, &b);
-            a
-        });
-    // The clients' CPU adds; the server's was sampled by each client over
-    // its own window, which holds the others': the widest is taken.
+    Ok(())
+}
+
+/// The clients' CPU adds; the server's was sampled by each client over
+/// its own window, which holds the others': the widest is taken, for the
+/// run and for each server by role (the requests are added already).
+fn merge_usage(m: &mut RunResult, rs: &[&RunResult]) {
     m.client_cpu_s = rs.iter().map(|r| r.client_cpu_s).sum();
     m.client_cpu_us_per_request = per_request(m.client_cpu_s, m.requests);
     m.client_busy = rs.iter().filter_map(|r| r.client_busy).reduce(f64::max);
@@ -150,7 +205,6 @@ pub fn merge(parts: &[(String, RunResult)]) -> Result<RunResult> {
     m.server_cpu_s = rs.iter().filter_map(|r| r.server_cpu_s).reduce(f64::max);
     m.server_cpu_us_per_request = m.server_cpu_s.map(|s| per_request(s, m.requests));
     m.server_peak_rss_kb = rs.iter().filter_map(|r| r.server_peak_rss_kb).max();
-    // Each server's figures as the run's: the widest window's, per role.
     for s in &mut m.servers {
         let same = rs
             .iter()
@@ -160,85 +214,52 @@ pub fn merge(parts: &[(String, RunResult)]) -> Result<RunResult> {
         let peak = same.filter_map(|x| x.peak_rss_kb).max();
         *s = crate::results::usage::ServerUse::new(s.role, &s.product, cpu, peak, m.requests);
     }
-    m.server_reported_memory = last_to_end(&rs).server_reported_memory.clone();
-    m.load = rs
-        .iter()
-        .filter_map(|r| r.load.clone())
-        .reduce(|a, b| crate::results::LoadResult::of(a.keys + b.keys, a.seconds.max(b.seconds)));
-    let c = &mut m.connections;
+    m.server_reported_memory = last_to_end(rs).server_reported_memory.clone();
+}
+
+/// The clients' connections added up; a sharded target's nodes, the most
+/// any client saw.
+fn merge_connections(c: &mut ConnectionReport, rs: &[&RunResult]) {
     c.established = rs.iter().map(|r| r.connections.established).sum();
     c.failures = rs.iter().map(|r| r.connections.failures).sum();
     c.reconnects = rs.iter().map(|r| r.connections.reconnects).sum();
     c.last_error = rs.iter().find_map(|r| r.connections.last_error.clone());
     if let Some(s) = &mut c.sharded {
-        s.nodes = rs
-            .iter()
-            .filter_map(|r| r.connections.sharded.as_ref().map(|s| s.nodes))
-            .max()
-            .unwrap_or(s.nodes);
-        s.moved = rs
-            .iter()
-            .filter_map(|r| r.connections.sharded.as_ref())
-            .map(|s| s.moved)
-            .sum();
-        s.ask = rs
-            .iter()
-            .filter_map(|r| r.connections.sharded.as_ref())
-            .map(|s| s.ask)
-            .sum();
+        let sharded = || rs.iter().filter_map(|r| r.connections.sharded.as_ref());
+        s.nodes = sharded().map(|s| s.nodes).max().unwrap_or(s.nodes);
+        s.moved = sharded().map(|s| s.moved).sum();
+        s.ask = sharded().map(|s| s.ask).sum();
     }
-    m.timeline = merged_timeline(&rs)?;
-    m.background = rs
-        .iter()
+}
+
+/// The background writer's part: each client records the whole run's rate
+/// and writes its share.
+fn merged_background(rs: &[&RunResult]) -> Option<BackgroundReport> {
+    rs.iter()
         .filter_map(|r| r.background.clone())
         .reduce(|mut a, b| {
-            // Each client records the whole run's rate and writes its part.
             a.target_rps = a.target_rps.max(b.target_rps);
             a.writes += b.writes;
             a.errors += b.errors;
             a.rps += b.rps;
             a.latency_us = worst(&a.latency_us, &b.latency_us);
             a
-        });
-    m.start = merged_start(&rs);
-    // Each client's part, and its problems under its name.
-    m.problems = Vec::new();
-    m.clients = (0..count)
-        .map(|index| {
-            let shard = Shard { index, count };
-            match by_index.get(&index) {
-                Some(r) => client(shard, r),
-                None => ClientReport {
-                    shard,
-                    status: "missing".into(),
-                    requests: 0,
-                    throughput_rps: 0.0,
-                    window: None,
-                    start_late_ms: None,
-                    client_busy: None,
-                    client_saturated: false,
-                    client_cpu_s: 0.0,
-                    problems: vec![
-                        "no result: this client failed before writing one (see its log)".into(),
-                    ],
-                },
-            }
         })
-        .collect();
-    // Missing clients first: they explain the others' misses.
-    let mut clients: Vec<&ClientReport> = m.clients.iter().collect();
+}
+
+/// The clients' problems, each under its client's name: missing clients
+/// first, as they explain the others' misses.
+fn clients_problems(clients: &[ClientReport]) -> Vec<String> {
+    let mut clients: Vec<&ClientReport> = clients.iter().collect();
     clients.sort_by_key(|c| c.status != "missing");
-    for c in clients {
-        for p in &c.problems {
-            m.problems.push(format!("client {}: {p}", c.shard));
-        }
-    }
-    let (counters, note) = merged_counters(&rs, m.gets, m.sets);
-    m.server_counters = counters;
-    m.problems.extend(note);
-    let missing = m.clients.iter().any(|c| c.status == "missing");
-    m.valid = !missing && rs.iter().all(|r| r.valid) && m.errors == 0 && m.requests > 0;
-    Ok(m)
+    clients
+        .iter()
+        .flat_map(|c| {
+            c.problems
+                .iter()
+                .map(|p| format!("client {}: {p}", c.shard))
+        })
+        .collect()
 }
 
 /// The shard a result was measured as, or why it cannot be merged.
@@ -463,6 +484,22 @@ fn client(shard: Shard, r: &RunResult) -> ClientReport {
         client_saturated: r.client_saturated,
         client_cpu_s: r.client_cpu_s,
         problems: r.problems.clone(),
+    }
+}
+
+/// The part of a client that wrote no result.
+fn missing(shard: Shard) -> ClientReport {
+    ClientReport {
+        shard,
+        status: "missing".into(),
+        requests: 0,
+        throughput_rps: 0.0,
+        window: None,
+        start_late_ms: None,
+        client_busy: None,
+        client_saturated: false,
+        client_cpu_s: 0.0,
+        problems: vec!["no result: this client failed before writing one (see its log)".into()],
     }
 }
 
