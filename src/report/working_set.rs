@@ -140,24 +140,16 @@ fn apart(sized: &[&Run]) -> Vec<String> {
         .collect()
 }
 
+/// A curve of the hit ratio by cache size: its target (with the settings
+/// that set it apart), key skew, and runs from the smallest cache up.
+type Curve<'r, 'a> = ((String, String), Vec<&'r Run<'a>>);
+
 /// What the memory bought: the hit ratio against the cache's size, a curve
 /// per target, key skew and any other setting that differs at one size (each
 /// rate its own), from the smallest cache to the largest.
 fn sizes(runs: &[Run], s: &mut Section) {
-    let sized: Vec<&Run> = runs.iter().filter(|r| size_of(r.r).is_some()).collect();
-    let mut by: Vec<((String, String), Vec<&Run>)> = Vec::new();
-    for (run, apart) in sized.iter().zip(apart(&sized)) {
-        let key = (format!("{}{apart}", run.target), run.distribution());
-        match by.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, v)) => v.push(run),
-            None => by.push((key, vec![run])),
-        }
-    }
-    by.retain_mut(|(_, v)| {
-        v.sort_by(|a, b| size_of(a.r).unwrap().0.total_cmp(&size_of(b.r).unwrap().0));
-        v.len() >= 2
-    });
-    if by.is_empty() {
+    let curves = curves(runs);
+    if curves.is_empty() {
         return;
     }
     let mut table = Table {
@@ -179,30 +171,12 @@ fn sizes(runs: &[Run], s: &mut Section) {
         rows: Vec::new(),
     };
     let mut series = Vec::new();
-    for (i, ((target, dist), v)) in by.iter().enumerate() {
+    for (i, ((target, dist), v)) in curves.iter().enumerate() {
         let mut points = Vec::new();
         for run in v {
             let (pct, hit) = size_of(run.r).unwrap();
-            let a = run.r.cache_aside.as_ref().unwrap();
-            let w = a.working_set.as_ref().unwrap();
-            let per_req = |cpu: Option<f64>| {
-                cpu.filter(|_| run.r.requests > 0).map_or("-".into(), |c| {
-                    format!("{:.1}", c * 1e6 / run.r.requests as f64)
-                })
-            };
             points.push((pct, hit * 100.0));
-            table.rows.push(vec![
-                target.clone(),
-                dist.clone(),
-                format!("{:.1}", w.memory_limit_bytes as f64 / (1u64 << 20) as f64),
-                format!("{pct:.1}"),
-                format!("{:.1}%", hit * 100.0),
-                short(a.db_reads_per_s),
-                short(run.r.latency_us.p50),
-                short(run.r.latency_us.p99),
-                per_req(a.cache_cpu_s),
-                per_req(a.db_cpu_s),
-            ]);
+            table.rows.push(size_row(target, dist, run.r));
         }
         series.push(Series {
             name: format!("{target} {dist}"),
@@ -210,37 +184,8 @@ fn sizes(runs: &[Run], s: &mut Section) {
             color: Some(i),
             dashed: false,
         });
-        let (lo, hi) = (v[0], v[v.len() - 1]);
-        let (lp, lh) = size_of(lo.r).unwrap();
-        let (hp, hh) = size_of(hi.r).unwrap();
-        let (la, ha) = (
-            lo.r.cache_aside.as_ref().unwrap(),
-            hi.r.cache_aside.as_ref().unwrap(),
-        );
-        let mib = |r: &RunResult| {
-            r.cache_aside
-                .as_ref()
-                .and_then(|a| a.working_set.as_ref())
-                .map_or(0.0, |w| w.memory_limit_bytes as f64 / (1u64 << 20) as f64)
-        };
-        let data = la
-            .working_set
-            .as_ref()
-            .map_or(0.0, |w| w.data_bytes as f64 / (1u64 << 20) as f64);
-        s.verdict.push(format!(
-            "With {dist} keys, {target}: a cache of {} MiB ({:.0}% of the {:.1} MiB of values) hit {:.1}% of reads and left the database {} reads/s (p99 {} µs); one of {} MiB ({:.0}%) hit {:.1}% and left it {} reads/s (p99 {} µs).",
-            short(mib(lo.r)),
-            lp,
-            data,
-            lh * 100.0,
-            short(la.db_reads_per_s),
-            short(lo.r.latency_us.p99),
-            short(mib(hi.r)),
-            hp,
-            hh * 100.0,
-            short(ha.db_reads_per_s),
-            short(hi.r.latency_us.p99),
-        ));
+        s.verdict
+            .push(size_line(target, dist, v[0].r, v[v.len() - 1].r));
     }
     s.tables.push(table);
     s.charts.push(Chart {
@@ -252,6 +197,86 @@ fn sizes(runs: &[Run], s: &mut Section) {
         log_x: false,
         markers: Vec::new(),
     });
+}
+
+/// The runs with a sized cache as curves (see [`Curve`]) of two sizes or
+/// more.
+fn curves<'r, 'a>(runs: &'r [Run<'a>]) -> Vec<Curve<'r, 'a>> {
+    let sized: Vec<&Run> = runs.iter().filter(|r| size_of(r.r).is_some()).collect();
+    let mut by: Vec<Curve> = Vec::new();
+    for (run, apart) in sized.iter().zip(apart(&sized)) {
+        let key = (format!("{}{apart}", run.target), run.distribution());
+        match by.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(run),
+            None => by.push((key, vec![run])),
+        }
+    }
+    by.retain_mut(|(_, v)| {
+        v.sort_by(|a, b| size_of(a.r).unwrap().0.total_cmp(&size_of(b.r).unwrap().0));
+        v.len() >= 2
+    });
+    by
+}
+
+/// The cache memory of run `r`, MiB (0 without a limit known).
+fn cache_mib(r: &RunResult) -> f64 {
+    r.cache_aside
+        .as_ref()
+        .and_then(|a| a.working_set.as_ref())
+        .map_or(0.0, |w| w.memory_limit_bytes as f64 / (1u64 << 20) as f64)
+}
+
+/// The table row of run `r` (with a sized cache) on the curve of `target`
+/// with `dist` keys.
+fn size_row(target: &str, dist: &str, r: &RunResult) -> Vec<String> {
+    let (pct, hit) = size_of(r).unwrap();
+    let a = r.cache_aside.as_ref().unwrap();
+    let per_req = |cpu: Option<f64>| {
+        cpu.filter(|_| r.requests > 0).map_or("-".into(), |c| {
+            format!("{:.1}", c * 1e6 / r.requests as f64)
+        })
+    };
+    vec![
+        target.to_string(),
+        dist.to_string(),
+        format!("{:.1}", cache_mib(r)),
+        format!("{pct:.1}"),
+        format!("{:.1}%", hit * 100.0),
+        short(a.db_reads_per_s),
+        short(r.latency_us.p50),
+        short(r.latency_us.p99),
+        per_req(a.cache_cpu_s),
+        per_req(a.db_cpu_s),
+    ]
+}
+
+/// The verdict of a curve: what its smallest cache (`lo`) and its largest
+/// (`hi`) hit and left the database.
+fn size_line(target: &str, dist: &str, lo: &RunResult, hi: &RunResult) -> String {
+    let (lp, lh) = size_of(lo).unwrap();
+    let (hp, hh) = size_of(hi).unwrap();
+    let (la, ha) = (
+        lo.cache_aside.as_ref().unwrap(),
+        hi.cache_aside.as_ref().unwrap(),
+    );
+    let data = la
+        .working_set
+        .as_ref()
+        .map_or(0.0, |w| w.data_bytes as f64 / (1u64 << 20) as f64);
+    format!(
+        "With {dist} keys, {target}: a cache of {} MiB ({:.0}% of the {:.1} MiB of values) hit {:.1}% of reads and left the database {} reads/s (p99 {} µs); one of {} MiB ({:.0}%) hit {:.1}% and left it {} reads/s (p99 {} µs).",
+        short(cache_mib(lo)),
+        lp,
+        data,
+        lh * 100.0,
+        short(la.db_reads_per_s),
+        short(lo.latency_us.p99),
+        short(cache_mib(hi)),
+        hp,
+        hh * 100.0,
+        short(ha.db_reads_per_s),
+        short(hi.latency_us.p99),
+    )
 }
 
 /// A run's figure `f` of each timeline entry as chart points, at the entry's
