@@ -465,34 +465,44 @@ mod tests {
         s
     }
 
+    /// The fixture's verdict at a p99 goal of `p99_ms` (every point offered
+    /// one rate when `fixed_rate`), and its best rows' targets.
+    fn judged(p99_ms: f64, fixed_rate: bool) -> (Vec<String>, Vec<String>) {
+        let s = [fixture(p99_ms, fixed_rate)];
+        let rs = rows(&s);
+        let (v, best) = verdict(&s, &rs, Some("connections"), None);
+        (v, best.iter().map(|r| r.target.clone()).collect())
+    }
+
+    /// The verdict line of `target`.
+    fn line<'a>(v: &'a [String], target: &str) -> &'a str {
+        v.iter().find(|l| l.starts_with(target)).unwrap()
+    }
+
     #[test]
     fn a_point_that_missed_the_goal_is_never_the_best() {
         // redis meets p99 ≤ 0.15 ms at 4 connections (124 µs), postgres never
         // (its lowest p99 is 200 µs).
-        let s = [fixture(0.15, false)];
-        let rs = rows(&s);
-        let (v, best) = verdict(&s, &rs, Some("connections"), None);
-        let redis = v.iter().find(|l| l.starts_with("redis")).unwrap();
+        let (v, best) = judged(0.15, false);
+        let redis = line(&v, "redis");
         assert!(redis.contains("best within p99 ≤ 0.15 ms:"), "{redis}");
         assert!(redis.contains("at connections 4,"), "{redis}");
-        let pg = v.iter().find(|l| l.starts_with("postgres")).unwrap();
+        let pg = line(&v, "postgres");
         assert!(
             pg.contains("no point met p99 ≤ 0.15 ms; the lowest p99 was 200 µs"),
             "{pg}"
         );
         assert!(pg.contains("kvlab capacity --p99-ms 0.15"), "{pg}");
         assert!(!pg.contains("best"), "{pg}");
-        assert!(best.iter().all(|r| r.target == "redis"));
+        assert!(best.iter().all(|t| t == "redis"));
     }
 
     #[test]
     fn at_one_offered_rate_the_best_is_the_lowest_p99() {
         // Every point offered the same rate: throughputs differ by noise, so
         // the best is the lowest p99 (4 connections), not the most req/s.
-        let s = [fixture(2.0, true)];
-        let rs = rows(&s);
-        let (v, _) = verdict(&s, &rs, Some("connections"), None);
-        let redis = v.iter().find(|l| l.starts_with("redis")).unwrap();
+        let (v, _) = judged(2.0, true);
+        let redis = line(&v, "redis");
         assert!(redis.contains("lowest p99 at the offered rate:"), "{redis}");
         assert!(redis.contains("at connections 4,"), "{redis}");
         assert!(!redis.contains("best"), "{redis}");
