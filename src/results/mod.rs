@@ -444,14 +444,19 @@ impl CounterCheck {
     }
 }
 
+/// Writes `value` as pretty JSON to `path` atomically: a temporary file
+/// beside it, then a rename over it (a reader never sees half a file).
+pub fn write_json_atomic<T: Serialize + ?Sized>(value: &T, path: &Path) -> Result<()> {
+    let json = serde_json::to_vec_pretty(value)?;
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, json).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
+}
+
 impl RunResult {
     /// Writes the result as pretty JSON to `path` (atomically: temp file, rename).
     pub fn write_json(&self, path: &Path) -> Result<()> {
-        let json = serde_json::to_vec_pretty(self)?;
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, json).with_context(|| format!("cannot write {}", tmp.display()))?;
-        std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
-        Ok(())
+        write_json_atomic(self, path)
     }
 
     /// The architecture this run measured, named as everywhere kvlab shows it

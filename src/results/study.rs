@@ -163,10 +163,7 @@ impl StudyResult {
 
     /// Writes the results atomically (temp file, rename).
     pub fn write(&self, path: &Path) -> Result<()> {
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_vec_pretty(self)?)
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
-        std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
+        super::write_json_atomic(self, path)
     }
 
     /// Reads a results file.

@@ -58,11 +58,7 @@ pub fn write_json<T: serde::Serialize>(path: &std::path::Path, v: &T) -> Result<
         writeln!(out)?;
         return Ok(());
     }
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, serde_json::to_vec_pretty(v)?)
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    crate::results::write_json_atomic(v, path)?;
     eprintln!("kvlab: wrote {}", path.display());
     Ok(())
 }
