@@ -5,7 +5,7 @@
 //! cluster, a pooler) or a transport (TLS, a unix socket) changed.
 
 use super::chart::short;
-use super::rows::{Row, varies};
+use super::rows::{Row, swept};
 /// One sentence per (target, baseline) pair, in the order given.
 pub(super) fn lines(pairs: &[(String, String)], rows: &[Row]) -> Vec<String> {
     let mut out = Vec::new();
@@ -89,12 +89,7 @@ pub(super) fn lines(pairs: &[(String, String)], rows: &[Row]) -> Vec<String> {
 
 /// The swept values of `r` (those that vary among `rows`).
 fn params(r: &Row, rows: &[Row]) -> String {
-    let v: Vec<String> = r
-        .params
-        .iter()
-        .filter(|(k, _)| varies(rows, k))
-        .map(|(k, v)| format!("{k} {v}"))
-        .collect();
+    let v = swept(r, rows, " ");
     if v.is_empty() {
         "the study's settings".into()
     } else {

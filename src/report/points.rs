@@ -3,7 +3,7 @@
 //! spectrum and the per-second throughput of each target's best point.
 
 use super::chart::{Axis, Chart, Scale, Series};
-use super::rows::{Row, describe, target_order, varies};
+use super::rows::{Row, describe, swept, target_order};
 use super::series::{p99_goal, series_by_target};
 use super::table::Table;
 use crate::results::study::StudyResult;
@@ -51,12 +51,7 @@ pub(super) fn table(rows: &[Row]) -> Table {
 /// One point's cells: its target, the values swept across `rows`, its
 /// figures.
 fn cells(rows: &[Row], r: &Row) -> Vec<String> {
-    let params: Vec<String> = r
-        .params
-        .iter()
-        .filter(|(k, _)| varies(rows, k))
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
+    let params = swept(r, rows, "=");
     vec![
         r.target.clone(),
         if params.is_empty() {

@@ -170,6 +170,16 @@ pub(super) fn varies(rows: &[Row], key: &str) -> bool {
     vals.len() > 1
 }
 
+/// The swept values of `r` that vary across `rows`, each as `key` `sep`
+/// `value`.
+pub(super) fn swept(r: &Row, rows: &[Row], sep: &str) -> Vec<String> {
+    r.params
+        .iter()
+        .filter(|(k, _)| varies(rows, k))
+        .map(|(k, v)| format!("{k}{sep}{v}"))
+        .collect()
+}
+
 /// Where on the sweep `r` lies: its value of `axis`, else its connections.
 pub(super) fn describe(r: &Row, axis: Option<&str>) -> String {
     match axis.and_then(|a| r.params.get(a).map(|v| (a, v))) {
