@@ -244,11 +244,7 @@ fn a_cache_that_dies_mid_run_is_gone_around_and_said_not_a_hang() {
     p.load.stop = Stop::Duration(3.0);
     p.load.warmup_s = 0.0;
     p.load.timeout_s = 1.0;
-    let pid = cache.pid() as libc::pid_t;
-    let killer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(1500));
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    });
+    let killer = common::signals(cache.pid(), &[(1500, libc::SIGKILL)]);
     let started = Instant::now();
     let r = measure(&p);
     killer.join().unwrap();
@@ -279,11 +275,7 @@ fn a_requests_run_goes_on_around_a_cache_that_stays_down_and_ends() {
         .unwrap();
     p.load.warmup_s = 0.0;
     p.load.stop = Stop::Requests(30_000);
-    let pid = cache.pid() as libc::pid_t;
-    let killer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(500));
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    });
+    let killer = common::signals(cache.pid(), &[(500, libc::SIGKILL)]);
     let r = common::measure_within(&p, Duration::from_secs(60));
     killer.join().unwrap();
     assert_eq!(r.requests, 30_000);

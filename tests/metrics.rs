@@ -171,11 +171,7 @@ fn the_clients_of_a_sharded_run_sum_to_the_merged_result() {
         .arg(&merged)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::succeeds(&out);
     let m: RunResult = serde_json::from_slice(&std::fs::read(&merged).unwrap()).unwrap();
     assert!(m.valid, "{:?}", m.problems);
     agrees(&prom, "sharded", &m);

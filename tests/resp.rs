@@ -18,13 +18,7 @@ fn paced_latency_shows_a_stalled_server() {
     p.load.rate = Some(2_000.0);
     p.load.stop = Stop::Duration(4.0);
     p.load.warmup_s = 0.0;
-    let pid = s.pid() as libc::pid_t;
-    let stall = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(1500));
-        unsafe { libc::kill(pid, libc::SIGSTOP) };
-        std::thread::sleep(Duration::from_millis(1000));
-        unsafe { libc::kill(pid, libc::SIGCONT) };
-    });
+    let stall = common::signals(s.pid(), &[(1500, libc::SIGSTOP), (1000, libc::SIGCONT)]);
     let r = measure(&p);
     stall.join().unwrap();
     assert_eq!(r.latency_start, "intended");
@@ -103,13 +97,7 @@ fn a_stall_longer_than_the_timeout_counts_timeouts_and_reconnects() {
     p.load.stop = Stop::Duration(3.0);
     p.load.warmup_s = 0.0;
     p.load.timeout_s = 0.5;
-    let pid = s.pid() as libc::pid_t;
-    let stall = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(800));
-        unsafe { libc::kill(pid, libc::SIGSTOP) };
-        std::thread::sleep(Duration::from_millis(1200));
-        unsafe { libc::kill(pid, libc::SIGCONT) };
-    });
+    let stall = common::signals(s.pid(), &[(800, libc::SIGSTOP), (1200, libc::SIGCONT)]);
     let r = measure(&p);
     stall.join().unwrap();
     assert!(r.errors_by_kind["timeout"] > 0, "{:?}", r.errors_by_kind);

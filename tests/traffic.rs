@@ -17,17 +17,7 @@ use kvlab::workload::{SizeDist, Values};
 
 /// A plan of `kind` started by the run, values sized by `sizes`, 1 write in 5.
 fn sized(kind: TargetKind, sizes: &str) -> RunPlan {
-    let nowhere = kvlab::plan::Endpoint {
-        host: "127.0.0.1".into(),
-        port: 1,
-        user: None,
-        password: None,
-        database: None,
-        socket: None,
-        tls: None,
-    };
-    let mut p = common::plan(kind, nowhere);
-    p.target = kind.name().parse().unwrap();
+    let mut p = common::managed_plan(kind);
     set_sizes(&mut p, sizes);
     p.workload.ratio = Ratio { set: 1, get: 4 };
     p.load.stop = Stop::Requests(6_000);
@@ -107,13 +97,7 @@ fn a_value_of_another_size_is_a_wrong_value() {
     assert_eq!(reply, b"+OK\r\n");
     p.workload.load = false;
     p.load.stop = Stop::Requests(2_000);
-    let r = measure(&p);
-    assert!(
-        r.errors_by_kind["wrong_value"] > 0,
-        "{:?}",
-        r.errors_by_kind
-    );
-    assert!(!r.valid);
+    common::catches_wrong_values(&p);
 }
 
 #[test]
@@ -203,11 +187,7 @@ fn a_profile_sets_the_workload_and_flags_beside_it_win() {
         ];
         args.extend_from_slice(extra);
         let out = common::kvlab().args(&args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::succeeds(&out);
         serde_json::from_slice(&out.stdout).unwrap()
     };
     let r = run(&[]);

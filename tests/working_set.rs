@@ -10,28 +10,12 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{fails, measure};
+use common::{fails, fails_saying, managed_plan as managed, measure};
 use kvlab::plan::events::ServerEvent;
 use kvlab::plan::{
     CacheAside, CacheStart, KeyDistribution, Ratio, RunPlan, Stop, TargetKind, WritePolicy,
 };
 use kvlab::results::RunResult;
-
-/// The tests' plan for a server of `kind` that the run starts itself.
-fn managed(kind: TargetKind) -> RunPlan {
-    let nowhere = kvlab::plan::Endpoint {
-        host: "127.0.0.1".into(),
-        port: 1,
-        user: None,
-        password: None,
-        database: None,
-        socket: None,
-        tls: None,
-    };
-    let mut p = common::plan(kind, nowhere);
-    p.target = kind.name().parse().unwrap();
-    p
-}
 
 /// A managed PostgreSQL with a managed cache of `cache` in front, `mb` MiB.
 fn aside(cache: TargetKind, mb: u32, start: CacheStart) -> RunPlan {
@@ -298,22 +282,20 @@ fn events_are_refused_where_kvlab_did_not_start_the_server() {
         e.contains("unknown action") && e.contains("restart-cache"),
         "{e}"
     );
-    let e = fails(&[
-        "run",
-        "--target",
-        "postgres",
-        "--cache",
-        "redis://127.0.0.1:1",
-        "--cache-start",
-        "cold",
-    ]);
-    assert!(
-        e.contains("--cache-start: cold") && e.contains("never flushes"),
-        "{e}"
+    fails_saying(
+        &[
+            "run",
+            "--target",
+            "postgres",
+            "--cache",
+            "redis://127.0.0.1:1",
+            "--cache-start",
+            "cold",
+        ],
+        &["--cache-start: cold", "never flushes"],
     );
-    let e = fails(&["run", "--target", "redis", "--cache-start", "cold"]);
-    assert!(
-        e.contains("--cache-start") && e.contains("cache-aside"),
-        "{e}"
+    fails_saying(
+        &["run", "--target", "redis", "--cache-start", "cold"],
+        &["--cache-start", "cache-aside"],
     );
 }

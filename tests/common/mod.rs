@@ -256,3 +256,62 @@ pub fn ends_when_its_server_is_killed(p: &mut RunPlan, pid: u32) {
         r.problems
     );
 }
+
+/// A small plan of `kind` against a server the run starts itself (its
+/// endpoint is never dialled).
+pub fn managed_plan(kind: TargetKind) -> RunPlan {
+    let nowhere = Endpoint {
+        host: "127.0.0.1".into(),
+        port: 1,
+        user: None,
+        password: None,
+        database: None,
+        socket: None,
+        tls: None,
+    };
+    let mut p = plan(kind, nowhere);
+    p.target = kind.name().parse().unwrap();
+    p
+}
+
+/// Fails unless the command that gave `out` succeeded (showing its stderr).
+pub fn succeeds(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs kvlab with `args`, expects failure, and checks that the error says
+/// each of `says`; returns stderr.
+pub fn fails_saying(args: &[&str], says: &[&str]) -> String {
+    let e = fails(args);
+    assert!(says.iter().all(|s| e.contains(s)), "{says:?}: {e}");
+    e
+}
+
+/// Runs `plan` in-process and checks that it caught wrong values and is
+/// therefore not a valid measurement.
+pub fn catches_wrong_values(plan: &RunPlan) -> RunResult {
+    let r = measure(plan);
+    assert!(
+        r.errors_by_kind["wrong_value"] > 0,
+        "{:?}",
+        r.errors_by_kind
+    );
+    assert!(!r.valid);
+    r
+}
+
+/// Sends process `pid` each of `steps` (a wait in ms since the previous
+/// step, then a signal) from a thread; join it after the run.
+pub fn signals(pid: u32, steps: &[(u64, libc::c_int)]) -> std::thread::JoinHandle<()> {
+    let (pid, steps) = (pid as libc::pid_t, steps.to_vec());
+    std::thread::spawn(move || {
+        for (ms, signal) in steps {
+            std::thread::sleep(Duration::from_millis(ms));
+            unsafe { libc::kill(pid, signal) };
+        }
+    })
+}

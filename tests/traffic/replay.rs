@@ -70,11 +70,7 @@ fn replay(zstd: bool, args: &[&str]) -> (RunResult, [u64; 4]) {
         .args(["--json", "-", "--connections", "8", "--keys", "3000"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::succeeds(&out);
     (serde_json::from_slice(&out.stdout).unwrap(), n)
 }
 
