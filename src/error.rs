@@ -15,9 +15,16 @@ pub enum UsageError {
         /// How to fix it.
         fix: String,
     },
-    /// Flags that contradict each other.
-    #[error("{0}")]
-    Conflict(String),
+    /// A flag this command, or this combination of flags, does not take.
+    #[error("{flags}: {problem}; {fix}")]
+    Conflict {
+        /// The flag (or flags, `--shard/--start-at`) to drop or change.
+        flags: &'static str,
+        /// Why they cannot go together.
+        problem: String,
+        /// How to fix it.
+        fix: String,
+    },
 }
 
 impl UsageError {
@@ -28,6 +35,31 @@ impl UsageError {
             problem: problem.into(),
             fix: fix.into(),
         }
+    }
+
+    /// Shorthand for [`UsageError::Conflict`].
+    pub fn conflict(
+        flags: &'static str,
+        problem: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        UsageError::Conflict {
+            flags,
+            problem: problem.into(),
+            fix: fix.into(),
+        }
+    }
+}
+
+/// `v` when it is a positive number, else the error of `flag` with `fix`.
+pub fn positive(flag: &'static str, v: f64, fix: &str) -> Result<f64, UsageError> {
+    match v.is_finite() && v > 0.0 {
+        true => Ok(v),
+        false => Err(UsageError::bad(
+            flag,
+            format!("{v} is not a positive number"),
+            fix,
+        )),
     }
 }
 

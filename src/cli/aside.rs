@@ -34,9 +34,23 @@ pub struct AsideArgs {
     #[arg(long, default_value = "warm", value_name = "START")]
     pub cache_start: String,
     /// Cache-aside: the protocol the cache speaks, where it has several
-    /// (memcached: text or meta).
-    #[arg(long, value_name = "MODE")]
+    /// (the registry's caches with modes, and their modes).
+    #[arg(long, value_name = "MODE", help = cache_query_mode_help())]
     pub cache_query_mode: Option<String>,
+}
+
+/// The `--cache-query-mode` help: the caches that speak several protocols,
+/// with them (`memcached: text or meta`).
+fn cache_query_mode_help() -> String {
+    let modes: Vec<String> = products::kinds(true)
+        .map(|k| (k.name(), k.product().facts().query_modes))
+        .filter(|(_, modes)| !modes.is_empty())
+        .map(|(name, modes)| format!("{name}: {}", products::or_list(modes)))
+        .collect();
+    format!(
+        "Cache-aside: the protocol the cache speaks, where it has several ({})",
+        modes.join("; ")
+    )
 }
 
 impl AsideArgs {

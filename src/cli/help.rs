@@ -1,6 +1,6 @@
 //! Help texts built from the registry: which products take an option.
 
-use crate::driver::Role;
+use crate::driver::{Facts, Role};
 use crate::products;
 
 /// The help of a table option: `what`, and the databases that take it (with
@@ -21,20 +21,10 @@ pub(super) fn schema_help(option: &str, what: &str) -> String {
 
 /// The `--query-mode` help: the products that have modes, with the modes.
 pub(super) fn query_mode_help() -> String {
-    let takers: Vec<String> = crate::products::TargetKind::ALL
-        .into_iter()
-        .filter_map(|k| {
-            let modes = k.product().facts().query_modes;
-            (!modes.is_empty()).then(|| {
-                format!(
-                    "{} ({}; default {})",
-                    k.product().facts().title,
-                    modes.join("|"),
-                    modes[0]
-                )
-            })
-        })
-        .collect();
+    let takers = takers(
+        |f| f.query_modes,
+        |modes| format!("{}; default {}", modes.join("|"), modes[0]),
+    );
     format!(
         "{}: how requests are sent (as pgbench's -M); a transaction-pooling --pooler needs the unnamed statement, so it defaults to extended there",
         products::or_list(&takers)
@@ -43,21 +33,26 @@ pub(super) fn query_mode_help() -> String {
 
 /// The `--consistency` help: the products that have levels, with the levels.
 pub(super) fn consistency_help() -> String {
-    let takers: Vec<String> = crate::products::TargetKind::ALL
-        .into_iter()
-        .filter_map(|k| {
-            let levels = k.product().facts().consistency_levels;
-            (!levels.is_empty()).then(|| {
-                format!(
-                    "{} ({}; default one)",
-                    k.product().facts().title,
-                    levels.join("|")
-                )
-            })
-        })
-        .collect();
+    let takers = takers(
+        |f| f.consistency_levels,
+        |levels| format!("{}; default one", levels.join("|")),
+    );
     format!(
         "{}: consistency level of every request",
         products::or_list(&takers)
     )
+}
+
+/// The products whose facts list choices (`choices`: modes, levels), each as
+/// `title (what)`, `what` as `describe` says of its choices.
+fn takers(
+    choices: fn(&Facts) -> &'static [&'static str],
+    describe: impl Fn(&[&str]) -> String,
+) -> Vec<String> {
+    products::TargetKind::ALL
+        .into_iter()
+        .map(|k| k.product().facts())
+        .filter(|f| !choices(f).is_empty())
+        .map(|f| format!("{} ({})", f.title, describe(choices(f))))
+        .collect()
 }

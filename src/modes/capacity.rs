@@ -10,10 +10,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Result, bail};
 
+use crate::error::{UsageError, positive};
 use crate::plan::RunPlan;
 use crate::results::RunResult;
 pub use crate::results::capacity::{Capacity, MoreLimits, Step};
 use crate::runner::{self, RunOptions};
+use crate::servers::ManagedServer;
 
 /// Why a failed step `r` failed on kvlab's side, when it did: its workers were
 /// saturated, or its p99 over `p99_ms` came from waiting before the send
@@ -94,6 +96,18 @@ pub fn headroom(r: &RunResult, p99_ms: f64, more: MoreLimits) -> Vec<String> {
         .collect()
 }
 
+/// Checks the limits a search holds rates to (`--p99-ms`, `--p50-ms`,
+/// `--p999-ms`): each a positive number of milliseconds.
+pub fn check_limits(p99_ms: f64, more: MoreLimits) -> Result<(), UsageError> {
+    positive("--p99-ms", p99_ms, "give milliseconds, e.g. --p99-ms 1")?;
+    for (flag, v) in [("--p50-ms", more.p50_ms), ("--p999-ms", more.p999_ms)] {
+        if let Some(v) = v {
+            positive(flag, v, &format!("give milliseconds, e.g. {flag} 1"))?;
+        }
+    }
+    Ok(())
+}
+
 /// Searches within `p99_ms` and the `more` limits with at most `steps`
 /// paced rates after the closed-loop run (a failing rate is run twice and
 /// fails only if both runs fail),
@@ -101,32 +115,22 @@ pub fn headroom(r: &RunResult, p99_ms: f64, more: MoreLimits) -> Vec<String> {
 /// or the plan's external target when `None`.
 pub fn search_on(
     plan: &RunPlan,
-    server: Option<&crate::servers::ManagedServer>,
+    server: Option<&ManagedServer>,
     (p99_ms, more): (f64, MoreLimits),
     steps: usize,
     opts: RunOptions,
     shutdown: &AtomicBool,
     on_step: &mut dyn FnMut(&Step),
 ) -> Result<Capacity> {
-    if !(p99_ms.is_finite() && p99_ms > 0.0) {
-        bail!("--p99-ms: give a positive number of milliseconds, e.g. --p99-ms 1");
-    }
-    let mut plan = plan.clone();
-    plan.load.rate = None;
-    let live = crate::metrics::installed();
-    if let Some(m) = live {
-        m.set_point("capacity: closed loop");
-    }
-    let first = runner::measure(&plan, server, opts, shutdown)?;
-    plan.workload.load = false; // loaded once
-    let bound = first.throughput_rps;
-    for (flag, v) in [("--p50-ms", more.p50_ms), ("--p999-ms", more.p999_ms)] {
-        if let Some(v) = v
-            && !(v.is_finite() && v > 0.0)
-        {
-            bail!("{flag}: give a positive number of milliseconds");
-        }
-    }
+    check_limits(p99_ms, more)?;
+    let mut runs = Runs {
+        plan: plan.clone(),
+        server,
+        opts,
+        shutdown,
+        p99_ms,
+        more,
+    };
     let mut out = Capacity {
         p99_ms,
         limits: more,
@@ -135,100 +139,175 @@ pub fn search_on(
         capacity_rps: None,
         steps: Vec::new(),
     };
-    let step = Step {
-        rate: None,
-        passed: first.errors == 0,
-        reason: (first.errors > 0).then(|| format!("{} errors", first.errors)),
-        client_limited: false,
-        result: first,
+    let mut record = |out: &mut Capacity, step: Step| {
+        on_step(&step);
+        out.steps.push(step);
     };
-    on_step(&step);
-    out.steps.push(step);
-    if bound <= 0.0 {
+    let first = runs.measure(None)?;
+    runs.plan.workload.load = false; // loaded once
+    let mut search = Bisection::new(first.throughput_rps);
+    record(&mut out, closed_loop_step(first));
+    if search.bound <= 0.0 {
         bail!("the closed-loop run served nothing; cannot search");
     }
-    let (mut lo, mut hi) = (0.0f64, bound * 1.1);
-    let mut failed_above: Option<f64> = None;
     for _ in 0..steps {
         if shutdown.load(Ordering::SeqCst) {
             break;
         }
-        // Until a rate passes, halve; then bisect between the best pass and the
-        // lowest failure.
-        let rate = if lo == 0.0 { hi * 0.5 } else { (lo + hi) / 2.0 };
-        plan.load.rate = Some(rate);
-        if let Some(m) = live {
-            m.set_point(&format!("capacity: {rate:.0} req/s"));
-        }
-        let mut r = runner::measure(&plan, server, opts, shutdown)?;
-        let mut verdict = judge(&r, rate, p99_ms, more);
-        let mut limited = verdict
-            .is_err()
-            .then(|| client_limited(&r, p99_ms))
-            .flatten();
-        if let (Err(why), Some(l)) = (verdict.as_mut(), &limited) {
-            *why = format!("{why} ({l})");
-        }
+        let rate = search.next_rate();
+        let mut tried = runs.judged(rate)?;
         // A rate fails only when a second run at it fails too: one run's p99
         // can be a spike of a shared machine, and the bracket's upper end
         // should be a rate that fails again.
-        if let Err(first) = &verdict
-            && !shutdown.load(Ordering::SeqCst)
-        {
-            let step = Step {
-                rate: Some(rate),
-                passed: false,
-                reason: Some(format!("{first} (run again to confirm)")),
-                client_limited: limited.is_some(),
-                result: r,
-            };
-            on_step(&step);
-            out.steps.push(step);
-            r = runner::measure(&plan, server, opts, shutdown)?;
-            verdict = judge(&r, rate, p99_ms, more);
-            limited = verdict
-                .is_err()
-                .then(|| client_limited(&r, p99_ms))
-                .flatten();
-            match (verdict.as_mut(), &limited) {
-                (Err(why), Some(l)) => *why = format!("{why} ({l}); failed twice"),
-                (Err(why), None) => *why = format!("{why}; failed twice"),
-                (Ok(()), _) => {}
+        if tried.verdict.is_err() && !shutdown.load(Ordering::SeqCst) {
+            record(&mut out, tried.step(rate, " (run again to confirm)"));
+            tried = runs.judged(rate)?;
+            if let Err(why) = &mut tried.verdict {
+                why.push_str("; failed twice");
             }
         }
-        let passed = verdict.is_ok();
+        let passed = tried.verdict.is_ok();
         if passed {
-            lo = rate;
             out.capacity_rps = Some(rate);
-            out.headroom = headroom(&r, p99_ms, more);
-        } else {
-            hi = rate;
-            failed_above = Some(rate);
+            out.headroom = headroom(&tried.result, p99_ms, more);
         }
-        let step = Step {
-            rate: Some(rate),
-            passed,
-            reason: verdict.err(),
-            client_limited: limited.is_some(),
-            result: r,
-        };
-        on_step(&step);
-        out.steps.push(step);
-        // Every rate up to the ceiling passed: the closed loop understated
-        // the target (an open loop can carry more); raise the ceiling so that
-        // the search ends with a failure above its answer (up to 8x).
-        if failed_above.is_none() && lo > 0.0 && hi - lo < 0.02 * hi && hi < bound * 8.0 {
-            hi *= 2.0;
-            continue;
-        }
-        if (lo > 0.0 && hi - lo < 0.02 * hi) || (lo == 0.0 && hi < bound * 0.01) {
+        record(&mut out, tried.step(rate, ""));
+        if !search.record(rate, passed) {
             break;
         }
     }
     // Bisection keeps every failure above the best pass.
     out.bracket = out
         .capacity_rps
-        .zip(failed_above)
+        .zip(search.failed_above)
         .map(|(pass, fail)| [pass, fail]);
     Ok(out)
+}
+
+/// The closed-loop run as the search's first step: it bounds the search, and
+/// passes when it had no errors.
+fn closed_loop_step(first: RunResult) -> Step {
+    Step {
+        rate: None,
+        passed: first.errors == 0,
+        reason: (first.errors > 0).then(|| format!("{} errors", first.errors)),
+        client_limited: false,
+        result: first,
+    }
+}
+
+/// The runs of one search: its plan against its server, judged by its limits.
+struct Runs<'a> {
+    plan: RunPlan,
+    server: Option<&'a ManagedServer>,
+    opts: RunOptions,
+    shutdown: &'a AtomicBool,
+    p99_ms: f64,
+    more: MoreLimits,
+}
+
+/// One run at a rate, judged.
+struct Tried {
+    result: RunResult,
+    /// Passed, or why not (with why kvlab limited it, where it did).
+    verdict: Result<(), String>,
+    /// It failed on kvlab's side.
+    client_limited: bool,
+}
+
+impl Runs<'_> {
+    /// Runs the plan at `rate` (`None`: closed loop), naming the point on the
+    /// live metrics endpoint.
+    fn measure(&mut self, rate: Option<f64>) -> Result<RunResult> {
+        self.plan.load.rate = rate;
+        if let Some(m) = crate::metrics::installed() {
+            m.set_point(&match rate {
+                None => "capacity: closed loop".to_string(),
+                Some(r) => format!("capacity: {r:.0} req/s"),
+            });
+        }
+        runner::measure(&self.plan, self.server, self.opts, self.shutdown)
+    }
+
+    /// Runs the plan at `rate` and judges the run.
+    fn judged(&mut self, rate: f64) -> Result<Tried> {
+        let result = self.measure(Some(rate))?;
+        let mut verdict = judge(&result, rate, self.p99_ms, self.more);
+        let limited = verdict
+            .is_err()
+            .then(|| client_limited(&result, self.p99_ms))
+            .flatten();
+        if let (Err(why), Some(l)) = (verdict.as_mut(), &limited) {
+            *why = format!("{why} ({l})");
+        }
+        Ok(Tried {
+            result,
+            verdict,
+            client_limited: limited.is_some(),
+        })
+    }
+}
+
+impl Tried {
+    /// The step of this run at `rate`, a failure's reason followed by `note`.
+    fn step(self, rate: f64, note: &str) -> Step {
+        Step {
+            rate: Some(rate),
+            passed: self.verdict.is_ok(),
+            reason: self.verdict.err().map(|why| format!("{why}{note}")),
+            client_limited: self.client_limited,
+            result: self.result,
+        }
+    }
+}
+
+/// The bisection over rates: below `lo` every rate passed (0: none yet), at
+/// `hi` one failed or the ceiling is; `bound` is the closed loop's rate.
+struct Bisection {
+    lo: f64,
+    hi: f64,
+    bound: f64,
+    /// The lowest failing rate, once one failed.
+    failed_above: Option<f64>,
+}
+
+impl Bisection {
+    /// The search under the closed loop's rate `bound` (the ceiling 10% above).
+    fn new(bound: f64) -> Bisection {
+        Bisection {
+            lo: 0.0,
+            hi: bound * 1.1,
+            bound,
+            failed_above: None,
+        }
+    }
+
+    /// The next rate to try: until a rate passes, halve; then bisect between
+    /// the best pass and the lowest failure.
+    fn next_rate(&self) -> f64 {
+        match self.lo == 0.0 {
+            true => self.hi * 0.5,
+            false => (self.lo + self.hi) / 2.0,
+        }
+    }
+
+    /// Takes `rate`'s outcome; whether the search goes on.
+    fn record(&mut self, rate: f64, passed: bool) -> bool {
+        if passed {
+            self.lo = rate;
+        } else {
+            self.hi = rate;
+            self.failed_above = Some(rate);
+        }
+        let (lo, hi) = (self.lo, self.hi);
+        let close = lo > 0.0 && hi - lo < 0.02 * hi;
+        // Every rate up to the ceiling passed: the closed loop understated
+        // the target (an open loop can carry more); raise the ceiling so that
+        // the search ends with a failure above its answer (up to 8x).
+        if self.failed_above.is_none() && close && hi < self.bound * 8.0 {
+            self.hi *= 2.0;
+            return true;
+        }
+        !(close || (lo == 0.0 && hi < self.bound * 0.01))
+    }
 }

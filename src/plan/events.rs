@@ -153,7 +153,10 @@ impl ServerEvent {
         if spec.external.is_some() {
             return Err(bad(
                 format!("{self}: kvlab acts only on servers it started, and this one is a URL"),
-                "use a managed server (e.g. --target redis) or drop --event",
+                &format!(
+                    "use a managed server (e.g. --target {}) or drop --event",
+                    crate::products::DEFAULT_TARGET
+                ),
             ));
         }
         let sharded = spec.kind.product().facts().sharded;
@@ -169,7 +172,10 @@ impl ServerEvent {
                     format!(
                         "{self}: a primary's replica takes over only in a managed cluster target of 3 or more primaries with replicas"
                     ),
-                    "use e.g. --target redis-cluster --server-opt replicas=1 (and a shorter --server-opt cluster-node-timeout=MS for a quick failover)",
+                    &format!(
+                        "use e.g. --target {} --server-opt replicas=1 (and a shorter --server-opt cluster-node-timeout=MS for a quick failover)",
+                        a_cluster()
+                    ),
                 ));
             }
         } else if sharded {
@@ -196,6 +202,13 @@ impl ServerEvent {
         }
         Ok(())
     }
+}
+
+/// The registry's first managed cluster, for messages (`redis-cluster`).
+fn a_cluster() -> &'static str {
+    crate::products::kinds(true)
+        .find(|k| k.product().facts().sharded)
+        .map_or("a cluster", crate::products::TargetKind::name)
 }
 
 #[cfg(test)]

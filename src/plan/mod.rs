@@ -69,7 +69,10 @@ impl RunPlan {
             return Err(UsageError::bad(
                 "--ttl",
                 format!("{} does not expire keys", self.target.kind.name()),
-                "use a cache target (redis, valkey, memcached or their clusters), or drop --ttl",
+                format!(
+                    "use a cache target ({}), or drop --ttl",
+                    crate::products::names(true)
+                ),
             ));
         }
         if ttl > 30 * 24 * 3600 {

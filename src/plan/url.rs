@@ -46,32 +46,14 @@ impl FromStr for TargetSpec {
     type Err = UsageError;
 
     fn from_str(s: &str) -> Result<Self, UsageError> {
-        let fix = products::target_fix();
         if let Some(kind) = TargetKind::named(s) {
             return Ok(TargetSpec::managed(kind));
         }
+        let fix = products::target_fix();
         let Some((scheme, rest)) = s.split_once("://") else {
             return Err(bad(format!("unknown target '{s}'"), fix));
         };
-        let (base, unix) = match scheme.strip_suffix("+unix") {
-            Some(b) => (b, true),
-            None => (scheme, false),
-        };
-        let (kind, tls) = match TargetKind::of_scheme(base) {
-            Ok(Some(k)) => k,
-            Ok(None) => return Err(bad(format!("unsupported scheme '{scheme}://'"), fix)),
-            Err((problem, refused_fix)) => return Err(bad(problem, refused_fix)),
-        };
-        let product = kind.product();
-        if unix && (!product.facts().unix_sockets || product.facts().url_database || tls) {
-            return Err(bad(
-                format!("{scheme}:// is not a URL form kvlab knows"),
-                format!(
-                    "name a unix socket as {}",
-                    products::or_list(&products::unix_url_examples())
-                ),
-            ));
-        }
+        let form = Form::of(scheme)?;
         // libpq and redis+unix allow an empty host (`user@/db`): read it as localhost.
         let text = match rest.split_once('@') {
             Some((auth, tail)) if tail.starts_with('/') || tail.starts_with('?') => {
@@ -81,70 +63,127 @@ impl FromStr for TargetSpec {
         };
         let url = url::Url::parse(&text)
             .map_err(|e| bad(format!("cannot parse URL: {e}"), fix.clone()))?;
+        let mut ep = form.endpoint(&url, &fix)?;
+        form.options(&url, &mut ep)?;
+        let mut t = TargetSpec::managed(form.kind);
+        t.external = Some(ep);
+        Ok(t)
+    }
+}
+
+/// What a URL's scheme says: the product, TLS (`rediss://`), a unix socket
+/// (`SCHEME+unix://`).
+struct Form<'s> {
+    scheme: &'s str,
+    kind: TargetKind,
+    tls: bool,
+    unix: bool,
+}
+
+impl<'s> Form<'s> {
+    /// The form of `scheme` (without `://`), by the registry's schemes.
+    fn of(scheme: &'s str) -> Result<Self, UsageError> {
+        let (base, unix) = match scheme.strip_suffix("+unix") {
+            Some(b) => (b, true),
+            None => (scheme, false),
+        };
+        let (kind, tls) = match TargetKind::of_scheme(base) {
+            Ok(Some(k)) => k,
+            Ok(None) => {
+                return Err(bad(
+                    format!("unsupported scheme '{scheme}://'"),
+                    products::target_fix(),
+                ));
+            }
+            Err((problem, refused_fix)) => return Err(bad(problem, refused_fix)),
+        };
+        let facts = kind.product().facts();
+        if unix && (!facts.unix_sockets || facts.url_database || tls) {
+            return Err(bad(
+                format!("{scheme}:// is not a URL form kvlab knows"),
+                format!(
+                    "name a unix socket as {}",
+                    products::or_list(&products::unix_url_examples())
+                ),
+            ));
+        }
+        Ok(Form {
+            scheme,
+            kind,
+            tls,
+            unix,
+        })
+    }
+
+    /// Where `url` points: host, port, login, socket and database, by the
+    /// product's rules.
+    fn endpoint(&self, url: &url::Url, fix: &str) -> Result<Endpoint, UsageError> {
+        let facts = self.kind.product().facts();
         let host = url
             .host_str()
             .filter(|h| !h.is_empty())
-            .or(unix.then_some("localhost"))
-            .ok_or_else(|| bad("the URL has no host", fix.clone()))?
+            .or(self.unix.then_some("localhost"))
+            .ok_or_else(|| bad("the URL has no host", fix))?
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_string();
-        let port = url.port().unwrap_or(product.facts().default_port);
         let user = Some(url.username()).filter(|u| !u.is_empty()).map(decode);
         let password = url.password().map(|p| Secret(decode(p)));
-        if let Some(why) = product.facts().refuses_login
+        if let Some(why) = facts.refuses_login
             && (user.is_some() || password.is_some())
         {
             return Err(bad(
-                format!("{}:// URLs take no user or password ({why})", kind.scheme()),
+                format!(
+                    "{}:// URLs take no user or password ({why})",
+                    self.kind.scheme()
+                ),
                 "remove the user:pass@ part",
             ));
         }
         let path = url.path();
-        let (socket, path) = match unix {
+        let (socket, path) = match self.unix {
             true if path.len() > 1 => (Some(PathBuf::from(decode(path))), ""),
             true => {
                 return Err(bad(
                     "the URL names no socket",
-                    format!("write {scheme}:///path/to/the.sock"),
+                    format!("write {}:///path/to/the.sock", self.scheme),
                 ));
             }
             false => (None, path.trim_start_matches('/')),
         };
-        let database = database(kind, path)?;
-        if product.facts().url_database && user.is_none() {
+        let database = database(self.kind, path)?;
+        if facts.url_database && user.is_none() {
             return Err(bad(
                 "the URL names no user",
                 "write scheme://USER:PASS@host:port/db",
             ));
         }
-        let mut ep = Endpoint {
+        Ok(Endpoint {
             host,
-            port,
+            port: url.port().unwrap_or(facts.default_port),
             user,
             password,
             database,
             socket,
-            tls: tls.then(TlsOptions::default),
-        };
+            tls: self.tls.then(TlsOptions::default),
+        })
+    }
+
+    /// Applies `url`'s options (`?key=value`) the product reads to `ep`.
+    fn options(&self, url: &url::Url, ep: &mut Endpoint) -> Result<(), UsageError> {
+        let product = self.kind.product();
         for (key, value) in url.query_pairs() {
-            match product.url_option(&key, &value, &mut ep) {
-                Ok(true) => {}
-                Ok(false) => {
-                    return Err(bad(
-                        format!("unknown URL option '{key}'"),
-                        match product.facts().url_options {
-                            [] => "remove the ?… part".to_string(),
-                            known => format!("use {}", products::or_list(known)),
-                        },
-                    ));
-                }
-                Err(e) => return Err(e),
+            if !product.url_option(&key, &value, ep)? {
+                return Err(bad(
+                    format!("unknown URL option '{key}'"),
+                    match product.facts().url_options {
+                        [] => "remove the ?… part".to_string(),
+                        known => format!("use {}", products::or_list(known)),
+                    },
+                ));
             }
         }
-        let mut t = TargetSpec::managed(kind);
-        t.external = Some(ep);
-        Ok(t)
+        Ok(())
     }
 }
 

@@ -3,148 +3,157 @@
 
 use std::sync::atomic::AtomicBool;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
 use super::{check_writable, say, write_json};
 use crate::cli::CapacityArgs;
-use crate::{modes::capacity, plan, runner};
+use crate::error::UsageError;
+use crate::modes::capacity::{self, Capacity, MoreLimits, Step};
+use crate::{plan, runner};
 
 /// Runs `kvlab capacity`.
 pub fn exec(args: &CapacityArgs, shutdown: &AtomicBool) -> Result<()> {
-    let mut plan = args.run.to_plan()?;
-    if let Some(path) = &args.run.json {
-        check_writable(path)?;
-    }
-    if args.run.rate.is_some() {
-        bail!("--rate: kvlab capacity chooses the rates itself; drop --rate");
-    }
-    if args.run.shard.is_some() || args.run.start_at.is_some() {
-        bail!(
-            "--shard/--start-at: kvlab capacity runs one client through many runs; drop them (or run `kvlab run --shard` at chosen rates and merge)"
-        );
-    }
-    if plan.load.stop == plan::Stop::Duration(10.0) && args.run.duration.is_none() {
-        plan.load.stop = plan::Stop::Duration(5.0);
-    }
+    let plan = plan_of(args)?;
     let json = args.run.json.as_deref();
+    let more = MoreLimits {
+        p50_ms: args.p50_ms,
+        p999_ms: args.p999_ms,
+    };
+    say(json, &goal_line(args));
+    capacity::check_limits(args.p99_ms, more)?;
+    args.run.metrics.start(None, "kvlab", None)?;
     let opts = runner::RunOptions {
         progress: true,
         notes: true,
     };
-    let mut on_step = |s: &crate::results::capacity::Step| {
-        let r = &s.result;
-        let what = s
-            .rate
-            .map_or("closed loop".to_string(), |x| format!("{x:.0} req/s"));
-        let verdict = if s.rate.is_none() {
-            "bound".to_string()
-        } else if s.passed {
-            "pass".to_string()
-        } else {
-            format!("fail: {}", s.reason.clone().unwrap_or_default())
-        };
-        say(
-            json,
-            &format!(
-                "  {what:>14}: served {:.0} req/s, p99 {:.0} µs, errors {} -> {verdict}\n",
-                r.throughput_rps, r.latency_us.p99, r.errors
-            ),
-        );
-    };
-    say(
-        json,
-        &format!(
-            "kvlab capacity: highest rate with p99 <= {} ms{}{}, no errors, and at least {:.0}% of it carried\n",
-            args.p99_ms,
-            args.p50_ms
-                .map(|m| format!(", p50 <= {m} ms"))
-                .unwrap_or_default(),
-            args.p999_ms
-                .map(|m| format!(", p99.9 <= {m} ms"))
-                .unwrap_or_default(),
-            capacity::CARRIED * 100.0
-        ),
-    );
-    if !(args.p99_ms.is_finite() && args.p99_ms > 0.0) {
-        bail!("--p99-ms: give a positive number of milliseconds, e.g. --p99-ms 1");
-    }
-    args.run.metrics.start(None, "kvlab", None)?;
     let server = runner::start_server(&plan, opts)?;
     let c = capacity::search_on(
         &plan,
         server.as_ref(),
-        (
-            args.p99_ms,
-            capacity::MoreLimits {
-                p50_ms: args.p50_ms,
-                p999_ms: args.p999_ms,
-            },
-        ),
+        (args.p99_ms, more),
         args.steps,
         opts,
         shutdown,
-        &mut on_step,
+        &mut |s| say(json, &step_line(s)),
     )?;
-    match c.capacity_rps.and_then(|rate| {
-        c.steps
-            .iter()
-            .rev()
-            .find(|s| s.passed && s.rate == Some(rate))
-            .map(|s| (rate, s))
-    }) {
-        Some((rate, s)) => {
-            let r = &s.result;
-            say(
-                json,
-                &format!(
-                    "capacity: {rate:.0} req/s within p99 {} ms (p50 {:.0} µs, p99 {:.0} µs, p99.9 {:.0} µs{})\n",
-                    args.p99_ms,
-                    r.latency_us.p50,
-                    r.latency_us.p99,
-                    r.latency_us.p999,
-                    r.server_cpu_s
-                        .map(|cpu| format!(", server CPU {:.2} cores", cpu / r.duration_s))
-                        .unwrap_or_default()
-                ),
-            );
-        }
-        None => say(
-            json,
-            &format!(
-                "capacity: no tried rate met p99 <= {} ms without errors\n",
-                args.p99_ms
-            ),
-        ),
-    }
-    match c.bracket {
-        Some([pass, fail]) => say(
-            json,
-            &format!(
-                "bracket: passed at {pass:.0} req/s, failed at {fail:.0} req/s: the capacity lies between ({:.1}% apart)\n",
-                (fail - pass) / fail * 100.0
-            ),
-        ),
-        None if c.capacity_rps.is_some() => say(
-            json,
-            "bracket: no tried rate above the capacity failed (the closed loop's rate bounds it)\n",
-        ),
-        None => {}
-    }
-    for h in &c.headroom {
-        say(json, &format!("headroom: {h}\n"));
-    }
-    let limited = c.steps.iter().filter(|s| s.client_limited).count();
-    if limited > 0 {
-        say(
-            json,
-            &format!(
-                "note: {limited} failing step(s) were limited by kvlab, not the server: the capacity found is a lower bound for the server; raise --threads or --connections, or run kvlab on another machine\n"
-            ),
-        );
-    }
+    say(json, &outcome(&c, args.p99_ms));
     if let Some(path) = json {
         write_json(path, &c)?;
     }
     crate::cli::metrics::hold(shutdown);
     Ok(())
+}
+
+/// The plan of `kvlab run`'s flags, refusing those capacity decides itself;
+/// each run 5 s unless `--duration` says.
+fn plan_of(args: &CapacityArgs) -> Result<plan::RunPlan> {
+    let mut plan = args.run.to_plan()?;
+    if let Some(path) = &args.run.json {
+        check_writable(path)?;
+    }
+    if args.run.rate.is_some() {
+        return Err(UsageError::conflict(
+            "--rate",
+            "kvlab capacity chooses the rates itself",
+            "drop --rate",
+        )
+        .into());
+    }
+    if args.run.shard.is_some() || args.run.start_at.is_some() {
+        return Err(UsageError::conflict(
+            "--shard/--start-at",
+            "kvlab capacity runs one client through many runs",
+            "drop them (or run `kvlab run --shard` at chosen rates and merge)",
+        )
+        .into());
+    }
+    if plan.load.stop == plan::Stop::Duration(10.0) && args.run.duration.is_none() {
+        plan.load.stop = plan::Stop::Duration(5.0);
+    }
+    Ok(plan)
+}
+
+/// The first line: what the search looks for.
+fn goal_line(args: &CapacityArgs) -> String {
+    format!(
+        "kvlab capacity: highest rate with p99 <= {} ms{}{}, no errors, and at least {:.0}% of it carried\n",
+        args.p99_ms,
+        args.p50_ms
+            .map(|m| format!(", p50 <= {m} ms"))
+            .unwrap_or_default(),
+        args.p999_ms
+            .map(|m| format!(", p99.9 <= {m} ms"))
+            .unwrap_or_default(),
+        capacity::CARRIED * 100.0
+    )
+}
+
+/// A tried rate's line: what it served and its verdict.
+fn step_line(s: &Step) -> String {
+    let r = &s.result;
+    let what = s
+        .rate
+        .map_or("closed loop".to_string(), |x| format!("{x:.0} req/s"));
+    let verdict = if s.rate.is_none() {
+        "bound".to_string()
+    } else if s.passed {
+        "pass".to_string()
+    } else {
+        format!("fail: {}", s.reason.clone().unwrap_or_default())
+    };
+    format!(
+        "  {what:>14}: served {:.0} req/s, p99 {:.0} µs, errors {} -> {verdict}\n",
+        r.throughput_rps, r.latency_us.p99, r.errors
+    )
+}
+
+/// The search's outcome: the capacity, the bracket, the headroom and whether
+/// kvlab limited it.
+fn outcome(c: &Capacity, p99_ms: f64) -> String {
+    let mut text = capacity_line(c, p99_ms);
+    match c.bracket {
+        Some([pass, fail]) => {
+            text += &format!(
+                "bracket: passed at {pass:.0} req/s, failed at {fail:.0} req/s: the capacity lies between ({:.1}% apart)\n",
+                (fail - pass) / fail * 100.0
+            )
+        }
+        None if c.capacity_rps.is_some() => {
+            text += "bracket: no tried rate above the capacity failed (the closed loop's rate bounds it)\n"
+        }
+        None => {}
+    }
+    for h in &c.headroom {
+        text += &format!("headroom: {h}\n");
+    }
+    let limited = c.steps.iter().filter(|s| s.client_limited).count();
+    if limited > 0 {
+        text += &format!(
+            "note: {limited} failing step(s) were limited by kvlab, not the server: the capacity found is a lower bound for the server; raise --threads or --connections, or run kvlab on another machine\n"
+        );
+    }
+    text
+}
+
+/// The capacity found, with its latencies, or that no rate met the goal.
+fn capacity_line(c: &Capacity, p99_ms: f64) -> String {
+    let found = c.capacity_rps.and_then(|rate| {
+        c.steps
+            .iter()
+            .rev()
+            .find(|s| s.passed && s.rate == Some(rate))
+            .map(|s| (rate, &s.result))
+    });
+    let Some((rate, r)) = found else {
+        return format!("capacity: no tried rate met p99 <= {p99_ms} ms without errors\n");
+    };
+    format!(
+        "capacity: {rate:.0} req/s within p99 {p99_ms} ms (p50 {:.0} µs, p99 {:.0} µs, p99.9 {:.0} µs{})\n",
+        r.latency_us.p50,
+        r.latency_us.p99,
+        r.latency_us.p999,
+        r.server_cpu_s
+            .map(|cpu| format!(", server CPU {:.2} cores", cpu / r.duration_s))
+            .unwrap_or_default()
+    )
 }

@@ -91,8 +91,13 @@ pub fn exec(args: &CompareArgs) -> Result<()> {
     }
     print!("{}", render::text(&c));
     if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| anyhow::anyhow!("--out: cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| {
+            UsageError::bad(
+                "--out",
+                format!("cannot create {}: {e}", dir.display()),
+                "give a directory kvlab may create",
+            )
+        })?;
         for (file, bytes) in [
             ("compare.md", render::markdown(&c)),
             ("compare.html", render::html(&c)),

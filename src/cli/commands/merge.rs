@@ -2,11 +2,10 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::Args;
 
-use super::{check_writable, say, write_json};
-use crate::report::summary::summary;
+use super::{check_valid, check_writable, show_result};
 use crate::results::{self, merge};
 
 /// Flags of `kvlab merge`.
@@ -32,18 +31,6 @@ pub fn exec(args: &MergeArgs) -> Result<()> {
 
 /// Prints (and writes, with `json`) a merged result; an invalid one is an error.
 pub fn merged(result: &results::RunResult, json: Option<&std::path::Path>) -> Result<()> {
-    say(json, &summary(result));
-    if let Some(path) = json {
-        write_json(path, result)?;
-    }
-    if !result.valid {
-        bail!(
-            "the merged run is not a valid measurement: {}",
-            result
-                .problems
-                .first()
-                .map_or("no requests finished", String::as_str)
-        );
-    }
-    Ok(())
+    show_result(result, json)?;
+    check_valid(result, "the merged run")
 }

@@ -19,6 +19,9 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{Result, bail};
 
 use crate::cli::{Cli, Command};
+use crate::error::UsageError;
+use crate::report::summary::summary;
+use crate::results::RunResult;
 
 /// Runs the command `cli` names until it ends or `shutdown` is set.
 pub fn dispatch(cli: Cli, shutdown: &AtomicBool) -> Result<()> {
@@ -74,15 +77,42 @@ pub fn check_writable(path: &std::path::Path) -> Result<()> {
         _ => std::path::Path::new("."),
     };
     if !dir.is_dir() {
-        bail!(
-            "--json: directory '{}' does not exist; create it or choose another path",
-            dir.display()
-        );
+        return Err(UsageError::bad(
+            "--json",
+            format!("directory '{}' does not exist", dir.display()),
+            "create it or choose another path",
+        )
+        .into());
     }
     if path.is_dir() {
+        return Err(UsageError::bad(
+            "--json",
+            format!("'{}' is a directory", path.display()),
+            "give a file name such as result.json",
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// Prints a run's summary, and writes its JSON with `json`.
+pub fn show_result(result: &RunResult, json: Option<&std::path::Path>) -> Result<()> {
+    say(json, &summary(result));
+    if let Some(path) = json {
+        write_json(path, result)?;
+    }
+    Ok(())
+}
+
+/// Fails when `result` is not a valid measurement; `what` names it (`the run`).
+pub fn check_valid(result: &RunResult, what: &str) -> Result<()> {
+    if !result.valid {
         bail!(
-            "--json: '{}' is a directory; give a file name such as result.json",
-            path.display()
+            "{what} is not a valid measurement: {}",
+            result
+                .problems
+                .first()
+                .map_or("no requests finished", String::as_str)
         );
     }
     Ok(())

@@ -2,18 +2,17 @@
 //! public cache-trace CSV format, open loop at the trace's own times, and
 //! reports it like `kvlab run`, with what the trace held and what was sent.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{Result, bail};
 use clap::Args;
 
-use super::{check_writable, say, write_json};
+use super::{check_valid, check_writable, show_result};
 use crate::cli::RunArgs;
 use crate::error::UsageError;
 use crate::plan::replay::TracePlan;
-use crate::plan::{CacheStart, Stop};
-use crate::report::summary::summary;
+use crate::plan::{CacheStart, RunPlan, Stop};
 use crate::runner;
 use crate::workload::trace::feed;
 use crate::workload::trace::{Modelled, Scan};
@@ -51,21 +50,51 @@ pub const WARMUP_HELP: &str =
     "Seconds of the trace replayed before measuring, excluded from the figures [default: 0]";
 
 /// `kvlab run` flags a replay does not take (the trace decides them), hidden
-/// from its help.
-pub const REFUSED: [&str; 9] = [
-    "rate",
-    "ratio",
-    "key_distribution",
-    "profile",
-    "batch",
-    "requests",
-    "shard",
-    "start_at",
-    "background_writes",
+/// from its help: clap's id, the flag, and why.
+pub const REFUSED: [(&str, &str, &str); 9] = [
+    (
+        "rate",
+        "--rate",
+        "the trace's timestamps set the rate; use --speed",
+    ),
+    ("ratio", "--ratio", "the trace's operations set the mix"),
+    (
+        "key_distribution",
+        "--key-distribution",
+        "the trace's keys are replayed",
+    ),
+    ("profile", "--profile", "the trace is the workload"),
+    ("batch", "--batch", "each trace line is one request"),
+    (
+        "requests",
+        "--requests",
+        "a replay runs to the trace's end, or for --duration",
+    ),
+    ("shard", "--shard", "a replay is one client"),
+    ("start_at", "--start-at", "a replay is one client"),
+    (
+        "background_writes",
+        "--background-writes",
+        "the trace's writes are replayed",
+    ),
 ];
 
 /// Runs `kvlab replay`.
 pub fn exec(args: &ReplayArgs, shutdown: &AtomicBool) -> Result<()> {
+    let mut plan = checked_plan(args)?;
+    let scan = scan_trace(&args.trace, shutdown)?;
+    follow_trace(&mut plan, args, &scan)?;
+    let opts = runner::RunOptions {
+        progress: true,
+        notes: true,
+    };
+    let result = runner::run(&plan, opts, shutdown)?;
+    show_result(&result, args.run.json.as_deref())?;
+    check_valid(&result, "the replay")
+}
+
+/// The flags checked and the plan of `kvlab run`'s, before the trace is read.
+fn checked_plan(args: &ReplayArgs) -> Result<RunPlan> {
     refuse_flags(&args.run)?;
     if !(args.speed.is_finite() && args.speed > 0.0 && args.speed <= 1e6) {
         return Err(UsageError::bad(
@@ -75,16 +104,15 @@ pub fn exec(args: &ReplayArgs, shutdown: &AtomicBool) -> Result<()> {
         )
         .into());
     }
-    let path = &args.trace;
-    if !path.is_file() {
+    if !args.trace.is_file() {
         return Err(UsageError::bad(
             "TRACE",
-            format!("'{}' is not a file", path.display()),
+            format!("'{}' is not a file", args.trace.display()),
             "give the path of a cache-trace CSV file (plain or .zst)",
         )
         .into());
     }
-    let mut plan = args.run.to_plan()?;
+    let plan = args.run.to_plan()?;
     if let Some(p) = &args.run.json {
         check_writable(p)?;
     }
@@ -93,13 +121,42 @@ pub fn exec(args: &ReplayArgs, shutdown: &AtomicBool) -> Result<()> {
         .as_ref()
         .is_some_and(|c| c.start == CacheStart::Settle)
     {
-        return Err(UsageError::bad(
+        return Err(UsageError::conflict(
             "--cache-start",
             "settle warms the cache with kvlab's own workload, not the trace",
             "use --cache-start cold (the trace warms it, measured) or warm",
         )
         .into());
     }
+    Ok(plan)
+}
+
+/// Refuses the `kvlab run` flags whose answer the trace gives.
+fn refuse_flags(r: &RunArgs) -> Result<(), UsageError> {
+    // In the order of REFUSED.
+    let given = [
+        r.rate.is_some(),
+        r.ratio.is_some(),
+        r.key_distribution.is_some(),
+        r.profile.is_some(),
+        r.batch.is_some(),
+        r.requests.is_some(),
+        r.shard.is_some(),
+        r.start_at.is_some(),
+        r.background_writes.is_some(),
+    ];
+    match REFUSED.iter().zip(given).find(|(_, given)| *given) {
+        Some(((_, flag, why), _)) => Err(UsageError::conflict(
+            flag,
+            format!("kvlab replay does not take it: {why}"),
+            format!("drop {flag}"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Reads the trace at `path` to its end: what it holds, checked.
+fn scan_trace(path: &Path, shutdown: &AtomicBool) -> Result<Scan> {
     eprintln!("kvlab: reading the trace {} to its end", path.display());
     let input =
         feed::open(path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
@@ -108,6 +165,13 @@ pub fn exec(args: &ReplayArgs, shutdown: &AtomicBool) -> Result<()> {
         bail!("cannot read the trace {} {e}", path.display());
     }
     check_scan(&scan, path)?;
+    Ok(scan)
+}
+
+/// Sets what the trace decides in `plan`: the value sizes (unless
+/// `--value-size`), the window (to the trace's end, or `--duration`), the
+/// rate, the mix, and the trace itself.
+fn follow_trace(plan: &mut RunPlan, args: &ReplayArgs, scan: &Scan) -> Result<(), UsageError> {
     let warmup = args.run.warmup.unwrap_or(0.0);
     plan.load.warmup_s = warmup;
     if args.run.value_size.is_none()
@@ -122,6 +186,7 @@ pub fn exec(args: &ReplayArgs, shutdown: &AtomicBool) -> Result<()> {
             d => Some(d),
         };
     }
+    let path = &args.trace;
     let trace = TracePlan {
         path: path.clone(),
         speed: args.speed,
@@ -136,8 +201,7 @@ pub fn exec(args: &ReplayArgs, shutdown: &AtomicBool) -> Result<()> {
             "--warmup",
             format!("{warmup} s is as long as the whole replay ({whole:.1} s)"),
             "give a shorter --warmup (a replay's default is 0)",
-        )
-        .into());
+        ));
     }
     // The window lasts to the trace's end (the replay stops there), or --duration.
     let to_end = whole - warmup + 0.5;
@@ -148,80 +212,11 @@ pub fn exec(args: &ReplayArgs, shutdown: &AtomicBool) -> Result<()> {
         get: 1,
     };
     plan.workload.trace = Some(trace);
-    let opts = runner::RunOptions {
-        progress: true,
-        notes: true,
-    };
-    let result = runner::run(&plan, opts, shutdown)?;
-    say(args.run.json.as_deref(), &summary(&result));
-    if let Some(p) = &args.run.json {
-        write_json(p, &result)?;
-    }
-    if !result.valid {
-        bail!(
-            "the replay is not a valid measurement: {}",
-            result
-                .problems
-                .first()
-                .map_or("no requests finished", String::as_str)
-        );
-    }
     Ok(())
 }
 
-/// Refuses the `kvlab run` flags whose answer the trace gives.
-fn refuse_flags(r: &RunArgs) -> Result<(), UsageError> {
-    let given: [(&'static str, bool, &str); 9] = [
-        (
-            "--rate",
-            r.rate.is_some(),
-            "the trace's timestamps set the rate; use --speed",
-        ),
-        (
-            "--ratio",
-            r.ratio.is_some(),
-            "the trace's operations set the mix",
-        ),
-        (
-            "--key-distribution",
-            r.key_distribution.is_some(),
-            "the trace's keys are replayed",
-        ),
-        (
-            "--profile",
-            r.profile.is_some(),
-            "the trace is the workload",
-        ),
-        (
-            "--batch",
-            r.batch.is_some(),
-            "each trace line is one request",
-        ),
-        (
-            "--requests",
-            r.requests.is_some(),
-            "a replay runs to the trace's end, or for --duration",
-        ),
-        ("--shard", r.shard.is_some(), "a replay is one client"),
-        ("--start-at", r.start_at.is_some(), "a replay is one client"),
-        (
-            "--background-writes",
-            r.background_writes.is_some(),
-            "the trace's writes are replayed",
-        ),
-    ];
-    match given.into_iter().find(|g| g.1) {
-        Some((flag, _, why)) => Err(UsageError::bad(
-            flag,
-            format!("kvlab replay does not take it: {why}"),
-            format!("drop {flag}"),
-        )),
-        None => Ok(()),
-    }
-}
-
 /// Fails on a file that is not a cache trace, or holds nothing to send.
-fn check_scan(s: &Scan, path: &std::path::Path) -> Result<()> {
+fn check_scan(s: &Scan, path: &Path) -> Result<()> {
     let why = s
         .first_malformed
         .map(|(n, w)| format!(" (line {n}: {w})"))

@@ -8,6 +8,7 @@ use anyhow::{Result, bail};
 use clap::Args;
 
 use super::merge::merged;
+use crate::error::UsageError;
 use crate::report;
 use crate::report::summary::summary;
 use crate::results::study::StudyResult;
@@ -87,7 +88,12 @@ fn once_each(paths: &[PathBuf]) -> Result<()> {
 /// result.json there (report.html charts a study's points; a run has one).
 fn run_report(args: &ReportArgs) -> Result<()> {
     if args.separate {
-        bail!("--separate: these are results of `kvlab run`, not of studies; drop --separate");
+        return Err(UsageError::conflict(
+            "--separate",
+            "these are results of `kvlab run`, not of studies",
+            "drop --separate",
+        )
+        .into());
     }
     let r: RunResult = match args.results.as_slice() {
         [one] => match merge::read(one)? {

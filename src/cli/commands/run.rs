@@ -4,11 +4,10 @@
 
 use std::sync::atomic::AtomicBool;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
-use super::{check_writable, say, write_json};
+use super::{check_valid, check_writable, show_result};
 use crate::cli::RunArgs;
-use crate::report::summary::summary;
 use crate::runner;
 
 /// Runs `kvlab run`.
@@ -23,19 +22,7 @@ pub fn exec(args: &RunArgs, shutdown: &AtomicBool) -> Result<()> {
     };
     args.metrics.start(None, "kvlab", plan.load.shard)?;
     let result = runner::run(&plan, opts, shutdown)?;
-    say(args.json.as_deref(), &summary(&result));
-    if let Some(path) = &args.json {
-        write_json(path, &result)?;
-    }
+    show_result(&result, args.json.as_deref())?;
     crate::cli::metrics::hold(shutdown);
-    if !result.valid {
-        bail!(
-            "the run is not a valid measurement: {}",
-            result
-                .problems
-                .first()
-                .map_or("no requests finished", String::as_str)
-        );
-    }
-    Ok(())
+    check_valid(&result, "the run")
 }

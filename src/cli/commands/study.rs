@@ -64,62 +64,65 @@ pub fn run_study(
     };
     let total = points.len();
     let mut on_point = |p: &study::Point, r: &PointResult| {
-        let label = p.label(&axes);
-        match (&r.result, &r.error) {
-            (Some(x), _) => println!(
-                "  [{}/{total}] {label}: {:.0} req/s, p99 {:.0} µs, errors {}{}",
-                p.index + 1,
-                x.throughput_rps,
-                x.latency_us.p99,
-                x.errors,
-                x.server_cpu_us_per_request
-                    .map(|u| format!(", server {u:.1} µs/req"))
-                    .unwrap_or_default()
-                    + &x.cache_aside
-                        .as_ref()
-                        .map(|a| {
-                            format!(
-                                ", {} {:.1}%",
-                                crate::results::aside::HIT_RATIO_NAME,
-                                a.hit_ratio * 100.0
-                            )
-                        })
-                        .unwrap_or_default()
-                    + &x.consistency
-                        .as_ref()
-                        .map(|c| format!(", {} stale reads", c.stale_reads))
-                        .unwrap_or_default()
-            ),
-            (None, None) if r.fill.is_some() => {
-                let f = r.fill.as_ref().expect("checked");
-                println!(
-                    "  [{}/{total}] {}: {} items held, {:.0} items per GiB of {} ({:.0} B per item), stopped by {}",
-                    p.index + 1,
-                    p.target,
-                    f.items,
-                    f.items_per_gib,
-                    f.basis,
-                    f.bytes_per_item,
-                    f.stopped_by
-                );
-            }
-            (None, Some(e)) => println!(
-                "  [{}/{total}] {label}: {}: {e}",
-                p.index + 1,
-                if r.interrupted {
-                    "INTERRUPTED"
-                } else {
-                    "FAILED"
-                }
-            ),
-            _ => {}
+        if let Some(line) = point_line(p, r, &axes, total) {
+            println!("{line}");
         }
     };
     let path = study::exec::run(s, out, opts, shutdown, &mut on_point)?;
     println!("kvlab: results in {}", path.display());
     let results = vec![StudyResult::read(&path)?];
     let report = write_report(&results, out)?;
-    let r = report::build(&results);
+    print_verdict(&report::build(&results));
+    println!("\nkvlab: report in {}", report.display());
+    check_outcome(s, &results[0])
+}
+
+/// A finished point's progress line: its figures, its fill, or its error.
+fn point_line(p: &study::Point, r: &PointResult, axes: &[String], total: usize) -> Option<String> {
+    let n = p.index + 1;
+    let label = p.label(axes);
+    match (&r.result, &r.error, &r.fill) {
+        (Some(x), _, _) => Some(format!(
+            "  [{n}/{total}] {label}: {:.0} req/s, p99 {:.0} µs, errors {}{}",
+            x.throughput_rps,
+            x.latency_us.p99,
+            x.errors,
+            x.server_cpu_us_per_request
+                .map(|u| format!(", server {u:.1} µs/req"))
+                .unwrap_or_default()
+                + &x.cache_aside
+                    .as_ref()
+                    .map(|a| {
+                        format!(
+                            ", {} {:.1}%",
+                            crate::results::aside::HIT_RATIO_NAME,
+                            a.hit_ratio * 100.0
+                        )
+                    })
+                    .unwrap_or_default()
+                + &x.consistency
+                    .as_ref()
+                    .map(|c| format!(", {} stale reads", c.stale_reads))
+                    .unwrap_or_default()
+        )),
+        (None, None, Some(f)) => Some(format!(
+            "  [{n}/{total}] {}: {} items held, {:.0} items per GiB of {} ({:.0} B per item), stopped by {}",
+            p.target, f.items, f.items_per_gib, f.basis, f.bytes_per_item, f.stopped_by
+        )),
+        (None, Some(e), _) => Some(format!(
+            "  [{n}/{total}] {label}: {}: {e}",
+            if r.interrupted {
+                "INTERRUPTED"
+            } else {
+                "FAILED"
+            }
+        )),
+        _ => None,
+    }
+}
+
+/// Prints the report's verdict and caveats.
+fn print_verdict(r: &report::Report) {
     println!("\nVerdict:");
     for v in &r.verdict {
         println!("  - {v}");
@@ -127,14 +130,18 @@ pub fn run_study(
     for c in &r.caveats {
         println!("  ({c})");
     }
-    println!("\nkvlab: report in {}", report.display());
-    if let Some(why) = results[0].all_failed() {
+}
+
+/// Fails when every point failed, or (a gate) a `[thresholds]` limit was
+/// not met.
+fn check_outcome(s: &study::StudyFile, results: &StudyResult) -> Result<()> {
+    if let Some(why) = results.all_failed() {
         anyhow::bail!(
             "every point of study '{}' failed (the first: {why})",
             s.name
         );
     }
-    let failed: Vec<String> = crate::results::thresholds::check(&s.thresholds, &results[0].points)
+    let failed: Vec<String> = crate::results::thresholds::check(&s.thresholds, &results.points)
         .into_iter()
         .filter(|c| !c.passed)
         .map(|c| format!("{}: {} (got {})", c.point, c.limit, c.value))

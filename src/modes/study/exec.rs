@@ -10,6 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result};
 
 use super::{Point, StudyFile, expand};
+use crate::plan::RunPlan;
 use crate::results::study::{PointResult, STUDY_SCHEMA, StudyResult, TargetCapacity};
 use crate::runner::cache::SETTLE_MAX_S;
 use crate::runner::{self, RunOptions};
@@ -60,168 +61,199 @@ pub fn run(
     let points = expand(study)?;
     std::fs::create_dir_all(out_dir)
         .with_context(|| format!("cannot create {}", out_dir.display()))?;
-    let started_unix_s = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let path = out_dir.join(format!("{}-{started_unix_s}.json", study.name));
-    let server_cpus = study.server_cpus.as_deref().map(parse_cpus).transpose()?;
-    let client_cpus = study.client_cpus.as_deref().map(parse_cpus).transpose()?;
-    if let Some(c) = &client_cpus {
-        pin(c)?;
+    let mut servers = Servers {
+        current: None,
+        loaded: None,
+        cpus: study.server_cpus.as_deref().map(parse_cpus).transpose()?,
+        opts,
+    };
+    if let Some(c) = study.client_cpus.as_deref().map(parse_cpus).transpose()? {
+        pin(&c)?; // before the machine is described: its cores are the client's
     }
-    let machine = crate::runner::machine::this();
-    let caveats = super::core_caveats(study, machine.cores);
-    let out = StudyResult {
-        schema_version: STUDY_SCHEMA,
-        kvlab_version: env!("CARGO_PKG_VERSION").into(),
-        started_unix_s,
-        study: study.clone(),
-        machine,
-        planned: points.len(),
-        points: Vec::new(),
-        interrupted: false,
-        capacity: Vec::new(),
-        caveats,
-    };
-    let mut log = Log {
-        out,
-        path,
-        on_point,
-        shutdown,
-    };
+    let mut log = Log::open(study, out_dir, points.len(), on_point, shutdown);
     log.write()?;
-    // The managed server in use: its target label and settings, and what it holds.
-    let mut current: Option<(String, BTreeMap<String, String>, ManagedServer)> = None;
-    let mut loaded: Option<(u64, usize)> = None;
     for (i, point) in points.iter().enumerate() {
         if shutdown.load(Ordering::SeqCst) {
             log.out.interrupted = true;
             break;
         }
-        let mut plan = point.plan.clone();
-        let managed = plan.target.external.is_none();
-        let same = current
-            .as_ref()
-            .is_some_and(|(t, o, _)| *t == point.target && *o == plan.target.server_opts);
-        if managed && !same {
-            current = None; // stops the previous server
-            loaded = None;
-            // Size the server for the largest point it will serve.
-            let mut sized = plan.clone();
-            for p in points[i..].iter().take_while(|p| {
-                p.target == point.target && p.plan.target.server_opts == plan.target.server_opts
-            }) {
-                sized.load.connections = sized.load.connections.max(p.plan.load.connections);
-                sized.workload.value_size =
-                    sized.workload.value_size.max(p.plan.workload.value_size);
-            }
-            match start_pinned(&sized.target, &sized, opts, server_cpus.as_deref()) {
-                Ok(Some(s)) => {
-                    current = Some((point.target.clone(), plan.target.server_opts.clone(), s))
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    log.fail(point, &e)?;
-                    continue;
-                }
-            }
-        }
-        let shape = (plan.workload.keys, plan.workload.value_size);
-        if managed && loaded == Some(shape) && !plan.target.kind.is_sql() {
-            plan.workload.load = false; // this server holds the data already
-        }
-        let server = current.as_ref().map(|(_, _, s)| s).filter(|_| managed);
-        if study.mode.as_deref() == Some("fill") {
-            let pr = match crate::modes::fill::fill(&plan, server, opts, shutdown) {
-                Ok(f) => PointResult {
-                    fill: Some(f),
-                    ..blank(point)
-                },
-                Err(e) => failed(point, &e),
-            };
-            log.record(point, pr)?;
+        if !servers.ready(&points[i..], &mut log)?
+            || !measure(study, point, &mut servers, &mut log)?
+        {
             continue;
         }
-        // A managed cache in front (cache-aside) is fresh for every point and
-        // pinned like the server.
-        let cache = match &plan.cache {
-            Some(a) => match start_pinned(&a.cache, &plan, opts, server_cpus.as_deref())
-                .map_err(runner::cache::as_cache)
-            {
-                Ok(s) => s,
-                Err(e) => {
-                    log.fail(point, &e)?;
-                    continue;
-                }
-            },
-            None => None,
-        };
-        if let Some(m) = crate::metrics::installed() {
-            m.set_point(&blank(point).label());
-        }
-        let pr = match runner::measure_with(&plan, server, cache, opts, shutdown) {
-            Ok(r) => {
-                loaded = Some(shape);
-                PointResult {
-                    result: Some(r),
-                    ..blank(point)
-                }
-            }
-            Err(e) => failed(point, &e),
-        };
-        if pr.result.as_ref().is_some_and(|r| r.interrupted) {
-            log.out.interrupted = true;
-        }
-        log.record(point, pr)?;
         // After a target's last point on this server: its capacity, if asked.
-        let last_here = points.get(i + 1).is_none_or(|n| {
-            n.target != point.target || n.plan.target.server_opts != point.plan.target.server_opts
-        });
+        let last_here = points.get(i + 1).is_none_or(|n| !same_server(n, point));
         if let (true, true, Some(ms)) = (study.goal.capacity, last_here, study.goal.p99_ms)
             && !shutdown.load(Ordering::SeqCst)
         {
             let first = points
                 .iter()
-                .find(|p| {
-                    p.target == point.target
-                        && p.plan.target.server_opts == point.plan.target.server_opts
-                })
+                .find(|p| same_server(p, point))
                 .unwrap_or(point);
-            let mut plan = first.plan.clone();
-            plan.workload.load = plan.target.kind.is_sql()
-                || loaded != Some((plan.workload.keys, plan.workload.value_size));
-            let server = current.as_ref().map(|(_, _, s)| s).filter(|_| managed);
-            let label = match point
-                .params
-                .iter()
-                .filter(|(k, _)| k.starts_with("server."))
-                .map(|(k, v)| format!("{}={v}", &k[7..]))
-                .collect::<Vec<_>>()
-            {
-                v if v.is_empty() => point.target.clone(),
-                v => format!("{} {}", point.target, v.join(" ")),
-            };
-            match crate::modes::capacity::search_on(
-                &plan,
-                server,
-                (ms, crate::modes::capacity::MoreLimits::default()),
-                6,
-                opts,
-                shutdown,
-                &mut |_| {},
-            ) {
-                Ok(search) => log.out.capacity.push(TargetCapacity {
-                    target: label,
-                    search,
-                }),
-                Err(e) => eprintln!("kvlab: capacity search for {label} failed: {e:#}"),
-            }
-            log.write()?;
+            search_capacity(point, first, ms, &servers, &mut log)?;
         }
     }
-    drop(current);
+    drop(servers);
     log.write()?;
     Ok(log.path)
+}
+
+/// Whether points `a` and `b` run on the same managed server: one target
+/// with the same settings.
+fn same_server(a: &Point, b: &Point) -> bool {
+    a.target == b.target && a.plan.target.server_opts == b.plan.target.server_opts
+}
+
+/// The managed server a study's points run on, and what it holds.
+struct Servers {
+    /// Its target's label and settings, and the server.
+    current: Option<(String, BTreeMap<String, String>, ManagedServer)>,
+    /// The keys and value size it holds.
+    loaded: Option<(u64, usize)>,
+    /// The CPUs servers are pinned to.
+    cpus: Option<Vec<usize>>,
+    opts: RunOptions,
+}
+
+impl Servers {
+    /// Starts the managed server `points[0]` runs on, unless it runs already,
+    /// sized for the largest of the points after it on the same server;
+    /// `false` when it failed to start (the point recorded as failed).
+    fn ready(&mut self, points: &[Point], log: &mut Log) -> Result<bool> {
+        let point = &points[0];
+        let plan = &point.plan;
+        let same = self
+            .current
+            .as_ref()
+            .is_some_and(|(t, o, _)| *t == point.target && *o == plan.target.server_opts);
+        if plan.target.external.is_some() || same {
+            return Ok(true);
+        }
+        self.current = None; // stops the previous server
+        self.loaded = None;
+        let mut sized = plan.clone();
+        for p in points.iter().take_while(|p| same_server(p, point)) {
+            sized.load.connections = sized.load.connections.max(p.plan.load.connections);
+            sized.workload.value_size = sized.workload.value_size.max(p.plan.workload.value_size);
+        }
+        match start_pinned(&sized.target, &sized, self.opts, self.cpus.as_deref()) {
+            Ok(s) => {
+                self.current =
+                    s.map(|s| (point.target.clone(), plan.target.server_opts.clone(), s));
+                Ok(true)
+            }
+            Err(e) => {
+                log.fail(point, &e)?;
+                Ok(false)
+            }
+        }
+    }
+
+    /// The managed server of a point of `plan`, if it has one.
+    fn of(&self, plan: &RunPlan) -> Option<&ManagedServer> {
+        let managed = plan.target.external.is_none();
+        self.current.as_ref().map(|(_, _, s)| s).filter(|_| managed)
+    }
+}
+
+/// Runs and records `point` on the server `servers` holds (a fill, or a
+/// measured run with a fresh cache in front where it has one); `false` when
+/// nothing was measured (a fill, or a cache that failed to start).
+fn measure(study: &StudyFile, point: &Point, servers: &mut Servers, log: &mut Log) -> Result<bool> {
+    let (opts, shutdown) = (servers.opts, log.shutdown);
+    let mut plan = point.plan.clone();
+    let managed = plan.target.external.is_none();
+    let shape = (plan.workload.keys, plan.workload.value_size);
+    if managed && servers.loaded == Some(shape) && !plan.target.kind.is_sql() {
+        plan.workload.load = false; // this server holds the data already
+    }
+    let server = servers.of(&plan);
+    if study.mode.as_deref() == Some("fill") {
+        let pr = match crate::modes::fill::fill(&plan, server, opts, shutdown) {
+            Ok(f) => PointResult {
+                fill: Some(f),
+                ..blank(point)
+            },
+            Err(e) => failed(point, &e),
+        };
+        log.record(point, pr)?;
+        return Ok(false);
+    }
+    // A managed cache in front (cache-aside) is fresh for every point and
+    // pinned like the server.
+    let cache = match &plan.cache {
+        Some(a) => match start_pinned(&a.cache, &plan, opts, servers.cpus.as_deref())
+            .map_err(runner::cache::as_cache)
+        {
+            Ok(s) => s,
+            Err(e) => {
+                log.fail(point, &e)?;
+                return Ok(false);
+            }
+        },
+        None => None,
+    };
+    if let Some(m) = crate::metrics::installed() {
+        m.set_point(&blank(point).label());
+    }
+    let pr = match runner::measure_with(&plan, server, cache, opts, shutdown) {
+        Ok(r) => {
+            servers.loaded = Some(shape);
+            PointResult {
+                result: Some(r),
+                ..blank(point)
+            }
+        }
+        Err(e) => failed(point, &e),
+    };
+    if pr.result.as_ref().is_some_and(|r| r.interrupted) {
+        log.out.interrupted = true;
+    }
+    log.record(point, pr)?;
+    Ok(true)
+}
+
+/// The capacity search (`goal.capacity`) of `point`'s target on its server,
+/// within `p99_ms`, from the plan of `first`, the target's first point
+/// there; a failed search is said, not recorded.
+fn search_capacity(
+    point: &Point,
+    first: &Point,
+    p99_ms: f64,
+    servers: &Servers,
+    log: &mut Log,
+) -> Result<()> {
+    let mut plan = first.plan.clone();
+    plan.workload.load = plan.target.kind.is_sql()
+        || servers.loaded != Some((plan.workload.keys, plan.workload.value_size));
+    let server = servers.of(&point.plan);
+    let label = match point
+        .params
+        .iter()
+        .filter(|(k, _)| k.starts_with("server."))
+        .map(|(k, v)| format!("{}={v}", &k[7..]))
+        .collect::<Vec<_>>()
+    {
+        v if v.is_empty() => point.target.clone(),
+        v => format!("{} {}", point.target, v.join(" ")),
+    };
+    match crate::modes::capacity::search_on(
+        &plan,
+        server,
+        (p99_ms, crate::modes::capacity::MoreLimits::default()),
+        6,
+        servers.opts,
+        log.shutdown,
+        &mut |_| {},
+    ) {
+        Ok(search) => log.out.capacity.push(TargetCapacity {
+            target: label,
+            search,
+        }),
+        Err(e) => eprintln!("kvlab: capacity search for {label} failed: {e:#}"),
+    }
+    log.write()
 }
 
 /// The result of `point`, empty: nothing measured, no error yet.
@@ -255,7 +287,40 @@ struct Log<'a> {
     shutdown: &'a AtomicBool,
 }
 
-impl Log<'_> {
+impl<'a> Log<'a> {
+    /// The results file of `study`'s `planned` points in `out_dir`, named by
+    /// the time it starts.
+    fn open(
+        study: &StudyFile,
+        out_dir: &Path,
+        planned: usize,
+        on_point: &'a mut dyn FnMut(&Point, &PointResult),
+        shutdown: &'a AtomicBool,
+    ) -> Self {
+        let started_unix_s = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let machine = crate::runner::machine::this();
+        let caveats = super::core_caveats(study, machine.cores);
+        Log {
+            out: StudyResult {
+                schema_version: STUDY_SCHEMA,
+                kvlab_version: env!("CARGO_PKG_VERSION").into(),
+                started_unix_s,
+                study: study.clone(),
+                machine,
+                planned,
+                points: Vec::new(),
+                interrupted: false,
+                capacity: Vec::new(),
+                caveats,
+            },
+            path: out_dir.join(format!("{}-{started_unix_s}.json", study.name)),
+            on_point,
+            shutdown,
+        }
+    }
+
     /// Keeps a finished point; one that failed after Ctrl-C is marked
     /// interrupted, not failed.
     fn record(&mut self, point: &Point, mut pr: PointResult) -> Result<()> {

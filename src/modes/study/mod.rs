@@ -9,6 +9,7 @@
 //! - `parse`: [`load()`] and [`parse()`] a study (at a [`Scale`]) and check it.
 //! - `builtin`: the studies built into the binary (`kvlab study s0`).
 //! - `cores`: caveats for sweeps that need more cores than the machine has.
+//! - `point`: a [`Point`], the run it is, its settings and label.
 //! - `expand`: [`expand()`] a study into [`Point`]s; [`swept_axes`], [`main_axis`].
 //! - [`exec`]: run the points, record and read back the results.
 
@@ -17,11 +18,13 @@ mod cores;
 pub mod exec;
 mod expand;
 mod parse;
+mod point;
 
 pub use crate::plan::study::{
     Goal, LoadSection, Scale, StudyFile, Sweep, TargetSection, WorkloadSection, label,
 };
-pub use builtin::{BUILTIN, builtin};
+pub use builtin::{BUILTIN, builtin, names as builtin_names};
 pub use cores::core_caveats;
-pub use expand::{Point, expand, main_axis, swept_axes};
+pub use expand::{expand, main_axis, swept_axes};
 pub use parse::{load, parse, parse_scaled};
+pub use point::Point;

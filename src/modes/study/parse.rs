@@ -1,6 +1,7 @@
 //! Reading a study file: parse the TOML, then check it, with errors that name
 //! the file, the line and the fix.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use anyhow::{Result, anyhow, bail};
@@ -99,33 +100,48 @@ fn overlay(base: &mut toml::Value, top: toml::Value) {
 
 /// Checks a parsed study; errors point at the offending line of `text`.
 fn check(s: &StudyFile, lines: &Lines, origin: &str) -> Result<()> {
-    let at = |key: &str| lines.at(origin, lines.of(&[key]));
-    let at_in = |table: &str, key: &str| lines.at(origin, lines.of(&[table, key]));
     if s.targets.is_empty() {
         bail!(
             "{origin}: no [[target]]; add at least one, e.g. [[target]] target = \"{}\"",
             crate::products::DEFAULT_TARGET
         );
     }
+    check_run(s, lines, origin)?;
+    check_limits(s, lines, origin)?;
+    check_shape(s, lines, origin)?;
+    let names = check_targets(s, lines, origin)?;
+    check_baselines(s, lines, origin, &names)?;
+    // Every point must make a valid plan: expand once to surface errors early,
+    // at the line that sets the key the error names.
+    expand(s).map_err(|e| {
+        let msg = study_words(&format!("{e:#}"));
+        anyhow!("{}: {msg}", lines.at(origin, lines.blame(s, &msg)))
+    })?;
+    Ok(())
+}
+
+/// Checks each point's window, warm-up and timeline, and the goal.
+fn check_run(s: &StudyFile, lines: &Lines, origin: &str) -> Result<()> {
+    let at = |path: &[&str]| lines.at(origin, lines.of(path));
     if !(s.duration.is_finite() && s.duration > 0.0) {
         bail!(
             "{}: duration must be a positive number of seconds",
-            at("duration")
+            at(&["duration"])
         );
     }
     if !(s.warmup.is_finite() && s.warmup >= 0.0) {
-        bail!("{}: warmup must be 0 or more seconds", at("warmup"));
+        bail!("{}: warmup must be 0 or more seconds", at(&["warmup"]));
     }
     if s.load.timeline_seconds == 0 {
         bail!(
             "{}: load.timeline_seconds = 0 would keep no per-second figures; give at least 1, e.g. 600",
-            at_in("load", "timeline_seconds")
+            at(&["load", "timeline_seconds"])
         );
     }
     if s.goal.capacity && s.goal.p99_ms.is_none() {
         bail!(
             "{}: goal.capacity needs goal.p99_ms, the latency limit to search within",
-            at_in("goal", "capacity")
+            at(&["goal", "capacity"])
         );
     }
     if let Some(ms) = s.goal.p99_ms
@@ -133,7 +149,7 @@ fn check(s: &StudyFile, lines: &Lines, origin: &str) -> Result<()> {
     {
         bail!(
             "{}: goal.p99_ms = {ms}: give a positive number of milliseconds, e.g. p99_ms = 2",
-            at_in("goal", "p99_ms")
+            at(&["goal", "p99_ms"])
         );
     }
     if let Some(rps) = s.goal.rps
@@ -141,10 +157,15 @@ fn check(s: &StudyFile, lines: &Lines, origin: &str) -> Result<()> {
     {
         bail!(
             "{}: goal.rps = {rps}: give a positive number of requests per second",
-            at_in("goal", "rps")
+            at(&["goal", "rps"])
         );
     }
-    // Limits and loads that must be positive numbers, by table.
+    Ok(())
+}
+
+/// Checks the limits and loads of `[sizing]` and `[thresholds]`: each a
+/// positive number.
+fn check_limits(s: &StudyFile, lines: &Lines, origin: &str) -> Result<()> {
     let z = s.sizing.clone().unwrap_or_default();
     let t = &s.thresholds;
     let positive = [
@@ -163,15 +184,21 @@ fn check(s: &StudyFile, lines: &Lines, origin: &str) -> Result<()> {
         {
             bail!(
                 "{}: {table}.{key} = {v}: give a positive number",
-                at_in(table, key)
+                lines.at(origin, lines.of(&[table, key]))
             );
         }
     }
+    Ok(())
+}
+
+/// Checks the mode, the repetitions, the name and the swept counts.
+fn check_shape(s: &StudyFile, lines: &Lines, origin: &str) -> Result<()> {
+    let at = |path: &[&str]| lines.at(origin, lines.of(path));
     if !matches!(s.mode.as_deref(), None | Some("measure") | Some("fill")) {
-        bail!("{}: mode must be \"measure\" or \"fill\"", at("mode"));
+        bail!("{}: mode must be \"measure\" or \"fill\"", at(&["mode"]));
     }
     if s.repetitions == 0 {
-        bail!("{}: repetitions must be at least 1", at("repetitions"));
+        bail!("{}: repetitions must be at least 1", at(&["repetitions"]));
     }
     if s.name.is_empty()
         || !s
@@ -181,7 +208,7 @@ fn check(s: &StudyFile, lines: &Lines, origin: &str) -> Result<()> {
     {
         bail!(
             "{}: name must be letters, digits, - or _ (it names files)",
-            at("name")
+            at(&["name"])
         );
     }
     for (axis, n) in [
@@ -193,24 +220,29 @@ fn check(s: &StudyFile, lines: &Lines, origin: &str) -> Result<()> {
         if n.contains(&0) {
             bail!(
                 "{}: sweep.{axis} has a 0; give positive values",
-                at_in("sweep", axis)
+                at(&["sweep", axis])
             );
         }
     }
-    let mut names = std::collections::BTreeSet::new();
+    Ok(())
+}
+
+/// Checks each target (its URL or kind, table and request options, server
+/// settings, cache in front, name); the targets' names.
+fn check_targets(s: &StudyFile, lines: &Lines, origin: &str) -> Result<BTreeSet<String>> {
+    let mut names = BTreeSet::new();
     for (i, t) in s.targets.iter().enumerate() {
         let n = i.to_string();
+        let target_line = || lines.at(origin, lines.of(&["target", &n, "target"]));
         // Each error at the line of the target's key it names, else of `target`.
         let at = |msg: &str| {
             let key = lines.in_table(&["target", &n], msg);
             lines.at(origin, key.or_else(|| lines.of(&["target", &n, "target"])))
         };
-        let mut spec: TargetSpec = t.target.parse().map_err(|e| {
-            anyhow!(
-                "{}: {e}",
-                lines.at(origin, lines.of(&["target", &n, "target"]))
-            )
-        })?;
+        let mut spec: TargetSpec = t
+            .target
+            .parse()
+            .map_err(|e| anyhow!("{}: {e}", target_line()))?;
         spec.schema.table_engine = t.table_engine.clone();
         spec.schema.unlogged = t.unlogged;
         t.apply_request_options(&mut spec);
@@ -243,33 +275,37 @@ fn check(s: &StudyFile, lines: &Lines, origin: &str) -> Result<()> {
             );
         }
     }
-    if let Some(b) = s
+    Ok(names)
+}
+
+/// Checks that every `baseline` (the study's, a target's) names a target.
+fn check_baselines(
+    s: &StudyFile,
+    lines: &Lines,
+    origin: &str,
+    names: &BTreeSet<String>,
+) -> Result<()> {
+    let Some(b) = s
         .baseline
         .iter()
         .chain(s.targets.iter().filter_map(|t| t.baseline.as_ref()))
         .find(|b| !names.contains(*b))
-    {
-        let line = match s.baseline.as_ref() == Some(b) {
-            true => lines.of(&["baseline"]),
-            false => s
-                .targets
-                .iter()
-                .position(|t| t.baseline.as_ref() == Some(b))
-                .and_then(|i| lines.of(&["target", &i.to_string(), "baseline"])),
-        };
-        bail!(
-            "{}: baseline = \"{b}\" names no target; use one of {}",
-            lines.at(origin, line),
-            names.iter().cloned().collect::<Vec<_>>().join(", ")
-        );
-    }
-    // Every point must make a valid plan: expand once to surface errors early,
-    // at the line that sets the key the error names.
-    expand(s).map_err(|e| {
-        let msg = study_words(&format!("{e:#}"));
-        anyhow!("{}: {msg}", lines.at(origin, lines.blame(s, &msg)))
-    })?;
-    Ok(())
+    else {
+        return Ok(());
+    };
+    let line = match s.baseline.as_ref() == Some(b) {
+        true => lines.of(&["baseline"]),
+        false => s
+            .targets
+            .iter()
+            .position(|t| t.baseline.as_ref() == Some(b))
+            .and_then(|i| lines.of(&["target", &i.to_string(), "baseline"])),
+    };
+    bail!(
+        "{}: baseline = \"{b}\" names no target; use one of {}",
+        lines.at(origin, line),
+        names.iter().cloned().collect::<Vec<_>>().join(", ")
+    );
 }
 
 /// A message about command-line flags, in the words of a study file (a key

@@ -1,0 +1,331 @@
+//! `kvlab run`'s flags checked, step by step, into a [`RunPlan`]: the target,
+//! the counts, when the run stops and how it is paced, the workload, the
+//! clients of a sharded run, and the events.
+
+use super::{RunArgs, aside};
+use crate::error::{UsageError, positive};
+use crate::plan::shard::{self, Shard};
+use crate::plan::{
+    CacheStart, KeyDistribution, LoadShape, Ratio, RunPlan, Stop, TargetSpec, Workload,
+};
+use crate::products;
+use crate::workload::profiles::{self, Profile};
+use crate::workload::{SizeDist, Values};
+
+/// The mix of a workload: SET:GET, value sizes and key popularity.
+struct Mix {
+    ratio: Ratio,
+    /// One size, or the mean of `value_sizes`.
+    value_size: usize,
+    value_sizes: Option<SizeDist>,
+    distribution: KeyDistribution,
+}
+
+impl RunArgs {
+    /// Checks every flag and builds the plan.
+    pub fn to_plan(&self) -> Result<RunPlan, UsageError> {
+        let target = self.target_spec()?;
+        let threads = self.counts()?;
+        let stop = self.stop()?;
+        let warmup_s = self.checked_warmup()?;
+        let rate = self.checked_rate()?;
+        positive("--timeout", self.timeout, "give seconds, e.g. --timeout 5")?;
+        let profile = self.profile()?;
+        let mix = self.mix(profile)?;
+        let ttl_s = self.ttl_s(&target, profile);
+        let cache = self.aside.cache_aside()?;
+        let (shard, start_at_ms) = self.sharding(&target, cache.is_some(), stop)?;
+        let workload = self.workload(mix, ttl_s, profile)?;
+        let threads = threads.min(shard::local_connections(shard, self.connections));
+        let mut plan = RunPlan {
+            cache,
+            target,
+            workload,
+            load: LoadShape {
+                connections: self.connections,
+                threads: threads.min(self.connections),
+                pipeline: self.pipeline,
+                stop,
+                warmup_s,
+                rate,
+                timeout_s: self.timeout,
+                shard,
+                start_at_ms,
+                events: Vec::new(),
+                timeline_seconds: crate::plan::check_timeline_seconds(self.timeline_seconds)?,
+            },
+        };
+        plan.check_cache()?;
+        plan.check_ttl()?;
+        plan.check_batch()?;
+        plan.load.events = aside::events(&self.events, &plan)?;
+        let cold = plan
+            .cache
+            .as_ref()
+            .is_some_and(|c| c.start == CacheStart::Cold);
+        if cold && self.warmup.is_none() {
+            // A cold start is measured from the first request: the curve is the result.
+            plan.load.warmup_s = 0.0;
+        }
+        Ok(plan)
+    }
+
+    /// `--warmup`, or its default.
+    pub(super) fn warmup_s(&self) -> f64 {
+        self.warmup.unwrap_or(2.0)
+    }
+
+    /// `--target` with its server, TLS, table and request flags.
+    fn target_spec(&self) -> Result<TargetSpec, UsageError> {
+        let mut target: TargetSpec = self.target.parse()?;
+        if target.external.is_some() && !self.server_opt.is_empty() {
+            return Err(UsageError::conflict(
+                "--server-opt",
+                "settings apply only to a server kvlab starts",
+                format!(
+                    "drop --server-opt or use --target {}",
+                    products::all_names("|")
+                ),
+            ));
+        }
+        target.server_opts = self.server_opt.iter().cloned().collect();
+        self.tls.apply(&mut target)?;
+        target.schema.table_engine = self.table_engine.as_ref().map(|e| e.to_ascii_lowercase());
+        target.schema.unlogged = self.unlogged;
+        target.schema.recreate = self.recreate;
+        target.consistency.clone_from(&self.consistency);
+        target.query_mode = self.query_mode.as_ref().map(|m| m.to_ascii_lowercase());
+        target.pooler.clone_from(&self.pooler);
+        target.pooler_opts = self.pooler_opt.iter().cloned().collect();
+        target.check_schema()?;
+        Ok(target)
+    }
+
+    /// Checks `--keys`, `--key-prefix`, `--connections`, `--threads` and
+    /// `--pipeline`; the client threads asked for.
+    fn counts(&self) -> Result<usize, UsageError> {
+        if self.keys == 0 {
+            return Err(UsageError::bad(
+                "--keys",
+                "0 keys",
+                "give at least 1, e.g. --keys 100000",
+            ));
+        }
+        if self.key_prefix.is_empty() {
+            return Err(UsageError::bad(
+                "--key-prefix",
+                "an empty prefix would let kvlab write keys of other applications",
+                "give a prefix such as kvlab:",
+            ));
+        }
+        let threads = self.threads.unwrap_or_else(cores);
+        for (flag, n, most) in [
+            ("--connections", self.connections, 100_000),
+            ("--threads", threads, 1024),
+            ("--pipeline", self.pipeline, 100_000),
+        ] {
+            if n == 0 || n > most {
+                return Err(UsageError::bad(
+                    flag,
+                    format!("{n} is out of range"),
+                    format!("give 1 to {most}"),
+                ));
+            }
+        }
+        Ok(threads)
+    }
+
+    /// When the measured window ends: `--requests`, else `--duration` (10 s).
+    fn stop(&self) -> Result<Stop, UsageError> {
+        Ok(match (self.duration, self.requests) {
+            (_, Some(0)) => {
+                return Err(UsageError::bad(
+                    "--requests",
+                    "0 requests",
+                    "give at least 1",
+                ));
+            }
+            (_, Some(n)) => Stop::Requests(n),
+            (Some(d), None) => Stop::Duration(positive(
+                "--duration",
+                d,
+                "give seconds, e.g. --duration 10",
+            )?),
+            (None, None) => Stop::Duration(10.0),
+        })
+    }
+
+    /// `--warmup`, checked.
+    fn checked_warmup(&self) -> Result<f64, UsageError> {
+        let warmup = self.warmup_s();
+        if !(warmup.is_finite() && warmup >= 0.0) {
+            return Err(UsageError::bad(
+                "--warmup",
+                format!("{warmup} is not a number of seconds"),
+                "give 0 or more, e.g. --warmup 2",
+            ));
+        }
+        Ok(warmup)
+    }
+
+    /// `--rate`, checked: positive, and at least one request per connection
+    /// per hour.
+    fn checked_rate(&self) -> Result<Option<f64>, UsageError> {
+        let Some(r) = self.rate else {
+            return Ok(None);
+        };
+        let r = positive("--rate", r, "give requests per second, e.g. --rate 10000")?;
+        if r < self.connections as f64 / 3600.0 {
+            return Err(UsageError::bad(
+                "--rate",
+                format!(
+                    "{r} req/s over {} connections is below one request per connection per hour",
+                    self.connections
+                ),
+                "raise --rate or lower --connections",
+            ));
+        }
+        Ok(Some(r))
+    }
+
+    /// The production workload `--profile` names.
+    fn profile(&self) -> Result<Option<&'static Profile>, UsageError> {
+        let Some(n) = &self.profile else {
+            return Ok(None);
+        };
+        profiles::profile(n).map(Some).ok_or_else(|| {
+            UsageError::bad(
+                "--profile",
+                format!("unknown profile '{n}'"),
+                format!("use {}", profiles::names()),
+            )
+        })
+    }
+
+    /// `--ratio`, `--value-size` and `--key-distribution`, each from the flag,
+    /// else the profile, else the default (read-only, 256 B, uniform).
+    fn mix(&self, profile: Option<&Profile>) -> Result<Mix, UsageError> {
+        let ratio: Ratio = match (&self.ratio, profile) {
+            (Some(r), _) => r.parse()?,
+            (None, Some(p)) => p.ratio,
+            (None, None) => Ratio { set: 0, get: 1 },
+        };
+        let sizes: SizeDist = match (&self.value_size, profile) {
+            (Some(v), _) => v.parse()?,
+            (None, Some(p)) => p.value_sizes.parse()?,
+            (None, None) => SizeDist::Fixed { size: 256 },
+        };
+        let (value_size, value_sizes) = match sizes {
+            SizeDist::Fixed { size } => (size, None),
+            d => (Values::with(&d).mean().round() as usize, Some(d)),
+        };
+        let distribution: KeyDistribution = match (&self.key_distribution, profile) {
+            (Some(d), _) => d.parse()?,
+            (None, Some(p)) => KeyDistribution::Zipf { theta: p.theta },
+            (None, None) => KeyDistribution::Uniform,
+        };
+        Ok(Mix {
+            ratio,
+            value_size,
+            value_sizes,
+            distribution,
+        })
+    }
+
+    /// `--ttl`, else a profile's TTL where keys expire (a cache target, no
+    /// cache in front), else none.
+    fn ttl_s(&self, target: &TargetSpec, profile: Option<&Profile>) -> u32 {
+        match (self.ttl, profile) {
+            (Some(t), _) => t,
+            (None, Some(p)) if self.aside.cache.is_none() && target.kind.expires() => p.ttl_s,
+            _ => 0,
+        }
+    }
+
+    /// The workload: `mix`, the keys, the writer beside the load and `--batch`.
+    fn workload(
+        &self,
+        mix: Mix,
+        ttl_s: u32,
+        profile: Option<&Profile>,
+    ) -> Result<Workload, UsageError> {
+        let background_writes = self
+            .background_writes
+            .map(|w| {
+                positive(
+                    "--background-writes",
+                    w,
+                    "give writes per second, e.g. --background-writes 65",
+                )
+            })
+            .transpose()?;
+        Ok(Workload {
+            keys: self.keys,
+            value_size: mix.value_size,
+            value_sizes: mix.value_sizes,
+            ratio: mix.ratio,
+            distribution: mix.distribution,
+            key_prefix: self.key_prefix.clone(),
+            load: !self.no_load,
+            seed: self.seed,
+            background_writes,
+            ttl_s,
+            profile: profile.map(|p| p.name.to_string()),
+            batch: crate::plan::parse_batch(self.batch.as_deref())?,
+            trace: None,
+        })
+    }
+
+    /// `--shard` and `--start-at`, checked against the target and the load.
+    fn sharding(
+        &self,
+        target: &TargetSpec,
+        cache: bool,
+        stop: Stop,
+    ) -> Result<(Option<Shard>, Option<u64>), UsageError> {
+        let start_at = match &self.start_at {
+            Some(s) => {
+                let ms = shard::parse_start_at(s)?;
+                shard::check_start_at(ms, self.warmup_s(), std::time::SystemTime::now())?;
+                Some(ms)
+            }
+            None => None,
+        };
+        let Some(s) = &self.shard else {
+            return Ok((None, start_at));
+        };
+        let shard: Shard = s.parse()?;
+        if target.external.is_none() {
+            return Err(UsageError::bad(
+                "--shard",
+                "the clients of one run must drive one server, and a managed target gives each its own",
+                "start it once (kvlab serve --target NAME) and give its URL as --target",
+            ));
+        }
+        if cache {
+            return Err(UsageError::conflict(
+                "--shard",
+                "cache-aside runs cannot be split over clients yet",
+                "drop --shard or --cache",
+            ));
+        }
+        if target.kind.is_sql() && !self.no_load {
+            return Err(UsageError::bad(
+                "--shard",
+                "the clients of a database run cannot share the load of kvlab's table",
+                "load it once with a run without --shard (e.g. --requests 1), then start the clients with --no-load",
+            ));
+        }
+        let requests = match stop {
+            Stop::Requests(n) => Some(n),
+            Stop::Duration(_) => None,
+        };
+        shard.check(self.connections, requests)?;
+        Ok((Some(shard), start_at))
+    }
+}
+
+/// The machine's cores: the default of `--threads`.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
