@@ -7,144 +7,74 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{fails, kvlab};
+use common::{each_fails_in_one_line, fails, kvlab};
 
 #[test]
 fn bad_flags_name_the_flag_and_the_fix() {
-    let cases: &[(&[&str], &str)] = &[
-        (&["run", "--ratio", "1/2"], "--ratio"),
-        (&["run", "--ratio", "0:0"], "--ratio"),
-        (&["run", "--keys", "0"], "--keys"),
-        (&["run", "--keys", "lots"], "--keys"),
-        (&["run", "--value-size", "0"], "--value-size"),
-        (&["run", "--connections", "0"], "--connections"),
-        (&["run", "--pipeline", "0"], "--pipeline"),
-        (&["run", "--duration", "-1"], "--duration"),
-        (&["run", "--rate", "0"], "--rate"),
+    each_fails_in_one_line(&[
+        ("run --ratio 1/2", "--ratio"),
+        ("run --ratio 0:0", "--ratio"),
+        ("run --keys 0", "--keys"),
+        ("run --keys lots", "--keys"),
+        ("run --value-size 0", "--value-size"),
+        ("run --connections 0", "--connections"),
+        ("run --pipeline 0", "--pipeline"),
+        ("run --duration -1", "--duration"),
+        ("run --rate 0", "--rate"),
+        ("run --key-distribution pareto", "--key-distribution"),
+        ("run --key-prefix ''", "--key-prefix"),
+        ("run --target mongodb://x:1", "--target"),
+        ("run --target redis-server", "--target"),
         (
-            &["run", "--key-distribution", "pareto"],
-            "--key-distribution",
-        ),
-        (&["run", "--key-prefix", ""], "--key-prefix"),
-        (&["run", "--target", "mongodb://x:1"], "--target"),
-        (&["run", "--target", "redis-server"], "--target"),
-        (
-            &[
-                "run",
-                "--target",
-                "redis://127.0.0.1:6379",
-                "--server-opt",
-                "io-threads=2",
-            ],
+            "run --target redis://127.0.0.1:6379 --server-opt io-threads=2",
             "--server-opt",
         ),
-        (&["run", "--server-opt", "io-threads"], "--server-opt"),
+        ("run --server-opt io-threads", "--server-opt"),
         // 64 TiB of data: no managed server is started to be killed by the
         // OOM killer or to fill the disk.
         (
-            &["run", "--keys", "1000000", "--value-size", "67108864"],
+            "run --keys 1000000 --value-size 67108864",
             "does not fit in the",
         ),
         (
-            &[
-                "run",
-                "--target",
-                "postgres",
-                "--keys",
-                "1000000",
-                "--value-size",
-                "67108864",
-            ],
+            "run --target postgres --keys 1000000 --value-size 67108864",
             "free in",
         ),
-        (&["run", "--duration", "1", "--requests", "5"], "--requests"),
-        (&["run", "--timeline-seconds", "0"], "--timeline-seconds"),
+        ("run --duration 1 --requests 5", "--requests"),
+        ("run --timeline-seconds 0", "--timeline-seconds"),
         (
-            &[
-                "run",
-                "--target",
-                "memcached",
-                "--server-opt",
-                "io-threads=4",
-                "--duration",
-                "1",
-            ],
+            "run --target memcached --server-opt io-threads=4 --duration 1",
             "io-threads",
         ),
+        ("run --target postgres --cache postgres", "--cache"),
+        ("run --target redis --cache memcached", "--cache"),
+        ("run --target postgres --cache mongodb://x", "--cache"),
         (
-            &["run", "--target", "postgres", "--cache", "postgres"],
-            "--cache",
-        ),
-        (
-            &["run", "--target", "redis", "--cache", "memcached"],
-            "--cache",
-        ),
-        (
-            &["run", "--target", "postgres", "--cache", "mongodb://x"],
-            "--cache",
-        ),
-        (
-            &[
-                "run",
-                "--target",
-                "postgres",
-                "--cache",
-                "redis",
-                "--write-policy",
-                "later",
-            ],
+            "run --target postgres --cache redis --write-policy later",
             "--write-policy",
         ),
+        ("run --target postgres --cache-ttl 5", "--cache"),
         (
-            &["run", "--target", "postgres", "--cache-ttl", "5"],
-            "--cache",
-        ),
-        (
-            &[
-                "run",
-                "--target",
-                "postgres",
-                "--cache",
-                "redis",
-                "--pipeline",
-                "4",
-            ],
+            "run --target postgres --cache redis --pipeline 4",
             "--pipeline",
         ),
         (
-            &[
-                "run",
-                "--target",
-                "postgres",
-                "--cache",
-                "redis",
-                "--cache-ttl",
-                "99999999",
-            ],
+            "run --target postgres --cache redis --cache-ttl 99999999",
             "--cache-ttl",
         ),
         (
-            &[
-                "run",
-                "--target",
-                "postgres",
-                "--cache",
-                "redis://127.0.0.1:1",
-                "--cache-opt",
-                "maxmemory=1mb",
-            ],
+            "run --target postgres --cache redis://127.0.0.1:1 --cache-opt maxmemory=1mb",
             "--cache-opt",
         ),
-    ];
-    for (args, flag) in cases {
-        let err = fails(args);
-        assert!(err.contains(flag), "{args:?}: {err}");
-        assert_eq!(
-            err.trim().lines().count(),
-            1,
-            "{args:?}: one line, got {err}"
-        );
-    }
+    ]);
+}
+
+/// `kvlab run --duration 1` against the server at `url`, which must fail:
+/// its error, and how long it took.
+fn run_fails_against(url: &str) -> (String, Duration) {
+    let t = Instant::now();
+    let err = fails(&["run", "--target", url, "--duration", "1"]);
+    (err, t.elapsed())
 }
 
 #[test]
@@ -154,19 +84,8 @@ fn an_unreachable_target_fails_fast() {
         .local_addr()
         .unwrap()
         .port();
-    let t = Instant::now();
-    let err = fails(&[
-        "run",
-        "--target",
-        &format!("redis://127.0.0.1:{port}"),
-        "--duration",
-        "1",
-    ]);
-    assert!(
-        t.elapsed() < Duration::from_secs(5),
-        "took {:?}",
-        t.elapsed()
-    );
+    let (err, took) = run_fails_against(&format!("redis://127.0.0.1:{port}"));
+    assert!(took < Duration::from_secs(5), "took {took:?}");
     assert!(err.contains("cannot connect"), "{err}");
 }
 
@@ -175,19 +94,8 @@ fn a_silent_port_fails_within_five_seconds() {
     // Accepts connections but never answers.
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
-    let t = Instant::now();
-    let err = fails(&[
-        "run",
-        "--target",
-        &format!("memcached://127.0.0.1:{port}"),
-        "--duration",
-        "1",
-    ]);
-    assert!(
-        t.elapsed() < Duration::from_secs(6),
-        "took {:?}",
-        t.elapsed()
-    );
+    let (err, took) = run_fails_against(&format!("memcached://127.0.0.1:{port}"));
+    assert!(took < Duration::from_secs(6), "took {took:?}");
     assert!(err.contains("no reply"), "{err}");
     drop(l);
 }
@@ -196,21 +104,9 @@ fn a_silent_port_fails_within_five_seconds() {
 fn the_wrong_protocol_is_named() {
     let redis = common::server(kvlab::plan::TargetKind::Redis);
     let mc = common::server(kvlab::plan::TargetKind::Memcached);
-    let err = fails(&[
-        "run",
-        "--target",
-        &format!("memcached://127.0.0.1:{}", redis.endpoint().port),
-        "--duration",
-        "1",
-    ]);
+    let (err, _) = run_fails_against(&format!("memcached://127.0.0.1:{}", redis.endpoint().port));
     assert!(err.contains("memcached server"), "{err}");
-    let err = fails(&[
-        "run",
-        "--target",
-        &format!("redis://127.0.0.1:{}", mc.endpoint().port),
-        "--duration",
-        "1",
-    ]);
+    let (err, _) = run_fails_against(&format!("redis://127.0.0.1:{}", mc.endpoint().port));
     assert!(err.contains("Redis/Valkey"), "{err}");
 }
 
@@ -219,19 +115,9 @@ fn a_managed_run_writes_json_and_leaves_no_server_behind() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
     let out = kvlab()
-        .args([
-            "run",
-            "--target",
-            "valkey",
-            "--keys",
-            "1000",
-            "--duration",
-            "1",
-            "--warmup",
-            "0.5",
-            "--connections",
-            "4",
-        ])
+        .args(
+            "run --target valkey --keys 1000 --duration 1 --warmup 0.5 --connections 4".split(' '),
+        )
         .args(["--server-opt", "requirepass=topsecret9", "--json"])
         .arg(&json)
         .timeout(Duration::from_secs(60))
@@ -283,23 +169,8 @@ fn a_managed_run_writes_json_and_leaves_no_server_behind() {
 #[test]
 fn a_long_window_keeps_seconds_then_minutes_in_its_timeline() {
     let out = kvlab()
-        .args([
-            "run",
-            "--target",
-            "redis",
-            "--keys",
-            "1000",
-            "--connections",
-            "4",
-        ])
-        .args([
-            "--duration",
-            "4",
-            "--warmup",
-            "0.5",
-            "--timeline-seconds",
-            "2",
-        ])
+        .args("run --target redis --keys 1000 --connections 4".split(' '))
+        .args("--duration 4 --warmup 0.5 --timeline-seconds 2".split(' '))
         .args(["--json", "-"])
         .timeout(Duration::from_secs(60))
         .output()
@@ -335,20 +206,10 @@ fn sigint_keeps_partial_results_and_stops_the_server() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kvlab"))
-        .args([
-            "run",
-            "--target",
-            "redis",
-            "--keys",
-            "1000",
-            "--duration",
-            "60",
-            "--warmup",
-            "0",
-            "--connections",
-            "2",
-            "--json",
-        ])
+        .args(
+            "run --target redis --keys 1000 --duration 60 --warmup 0 --connections 2 --json"
+                .split(' '),
+        )
         .arg(&json)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -374,26 +235,8 @@ fn a_managed_postgres_with_many_connections_reports_the_whole_tree_and_stops_it(
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("pg.json");
     let out = kvlab()
-        .args([
-            "run",
-            "--target",
-            "postgres",
-            "--keys",
-            "5000",
-            "--duration",
-            "2",
-            "--warmup",
-            "0.5",
-        ])
-        .args([
-            "--connections",
-            "200",
-            "--pipeline",
-            "2",
-            "--ratio",
-            "1:9",
-            "--json",
-        ])
+        .args("run --target postgres --keys 5000 --duration 2 --warmup 0.5".split(' '))
+        .args("--connections 200 --pipeline 2 --ratio 1:9 --json".split(' '))
         .arg(&json)
         .timeout(Duration::from_secs(120))
         .output()
@@ -484,11 +327,12 @@ fn built_in_studies_run_by_name_and_at_the_original_scale() {
     assert!(err.contains("built-in study (s0, s1"), "{err}");
 }
 
-/// `kvlab` run with an open-file limit of 512 (soft and hard).
-fn kvlab_with_512_files(args: &[&str]) -> std::process::Output {
+/// `kvlab` run with the arguments of `line` (split at spaces) and an
+/// open-file limit of 512 (soft and hard).
+fn kvlab_with_512_files(line: &str) -> std::process::Output {
     use std::os::unix::process::CommandExt;
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("kvlab"));
-    cmd.args(args);
+    cmd.args(line.split(' '));
     // SAFETY: setrlimit is async-signal-safe and touches only the child.
     unsafe {
         cmd.pre_exec(|| {
@@ -509,7 +353,7 @@ fn kvlab_with_512_files(args: &[&str]) -> std::process::Output {
 fn connections_past_the_open_file_limit_are_refused_before_anything_starts() {
     // 1000 sockets cannot be open under a limit of 512: one line, no server.
     let started = Instant::now();
-    let out = kvlab_with_512_files(&["run", "--target", "redis", "--connections", "1000"]);
+    let out = kvlab_with_512_files("run --target redis --connections 1000");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
@@ -522,29 +366,14 @@ fn connections_past_the_open_file_limit_are_refused_before_anything_starts() {
         "nothing started"
     );
     // With a cache in front every connection holds two sockets.
-    let out = kvlab_with_512_files(&[
-        "run",
-        "--target",
-        "postgres://kvlab@127.0.0.1:1/x",
-        "--cache",
-        "redis://127.0.0.1:1",
-        "--connections",
-        "300",
-    ]);
+    let out = kvlab_with_512_files(
+        "run --target postgres://kvlab@127.0.0.1:1/x --cache redis://127.0.0.1:1 --connections 300",
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("600 sockets"), "{err}");
     // Under the limit the run goes on: the managed server has room for them all.
-    let out = kvlab_with_512_files(&[
-        "run",
-        "--target",
-        "memcached",
-        "--connections",
-        "400",
-        "--keys",
-        "1000",
-        "--duration",
-        "1",
-    ]);
+    let out =
+        kvlab_with_512_files("run --target memcached --connections 400 --keys 1000 --duration 1");
     assert!(
         out.status.success(),
         "{}",

@@ -4,240 +4,154 @@
 
 mod common;
 
-use common::fails;
+use common::each_fails_in_one_line;
 
 #[test]
 fn pooler_and_query_mode_errors_are_one_line() {
-    let cases: &[(&[&str], &str)] = &[
+    each_fails_in_one_line(&[
         (
-            &[
-                "run",
-                "--target",
-                "postgres://u:p@127.0.0.1:1/db",
-                "--pooler",
-                "pgbouncer",
-            ],
+            "run --target postgres://u:p@127.0.0.1:1/db --pooler pgbouncer",
             "--pooler: kvlab starts a pooler only in front of a server it starts",
         ),
         (
-            &[
-                "run",
-                "--target",
-                "postgres",
-                "--pooler",
-                "pgbouncer",
-                "--pooler-opt",
-                "pool_mode=txn",
-            ],
+            "run --target postgres --pooler pgbouncer --pooler-opt pool_mode=txn",
             "--pooler-opt: unknown pool_mode 'txn'",
         ),
         (
-            &[
-                "run",
-                "--target",
-                "postgres",
-                "--pooler",
-                "pgbouncer",
-                "--pooler-opt",
-                "poolsize=3",
-            ],
+            "run --target postgres --pooler pgbouncer --pooler-opt poolsize=3",
             "--pooler-opt: unknown pgbouncer setting 'poolsize'",
         ),
         (
-            &[
-                "run",
-                "--target",
-                "postgres",
-                "--pooler-opt",
-                "pool_mode=session",
-            ],
+            "run --target postgres --pooler-opt pool_mode=session",
             "--pooler-opt: applies only to a pooler kvlab starts",
         ),
         (
-            &["run", "--target", "postgres", "--pooler", "odyssey"],
+            "run --target postgres --pooler odyssey",
             "--pooler: unknown pooler 'odyssey'",
         ),
         (
-            &["run", "--target", "redis", "--pooler", "pgbouncer"],
+            "run --target redis --pooler pgbouncer",
             "--pooler: pgbouncer does not stand in front of Redis",
         ),
         (
-            &[
-                "run",
-                "--target",
-                "postgres",
-                "--pooler",
-                "pgbouncer",
-                "--pooler-opt",
-                "pool_mode=transaction",
-                "--query-mode",
-                "prepared",
-            ],
+            "run --target postgres --pooler pgbouncer --pooler-opt pool_mode=transaction --query-mode prepared",
             "--query-mode: named prepared statements do not survive pgbouncer 1.18's pool_mode=transaction",
         ),
         (
-            &["run", "--target", "redis", "--query-mode", "simple"],
+            "run --target redis --query-mode simple",
             "--query-mode: applies to memcached or PostgreSQL targets only",
         ),
         (
-            &["run", "--target", "postgres", "--query-mode", "fast"],
+            "run --target postgres --query-mode fast",
             "--query-mode: unknown mode 'fast'; use prepared|extended|simple",
         ),
-    ];
-    for (args, says) in cases {
-        let err = fails(args);
-        assert!(err.contains(says), "{args:?}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
-    }
+    ]);
 }
 
 #[test]
 fn cluster_errors_are_one_line() {
-    let cases: &[(&[&str], &str)] = &[
+    each_fails_in_one_line(&[
         (
-            &[
-                "run",
-                "--target",
-                "redis-cluster",
-                "--server-opt",
-                "shards=0",
-            ],
+            "run --target redis-cluster --server-opt shards=0",
             "--server-opt shards=0: use a number of primaries from 1 to 64",
         ),
         (
-            &[
-                "run",
-                "--target",
-                "valkey-cluster",
-                "--server-opt",
-                "replicas=2",
-            ],
+            "run --target valkey-cluster --server-opt replicas=2",
             "--server-opt replicas=2: use 0 or 1",
         ),
         (
-            &[
-                "run",
-                "--target",
-                "redis-cluster",
-                "--server-opt",
-                "cluster-enabled=no",
-            ],
+            "run --target redis-cluster --server-opt cluster-enabled=no",
             "cluster-enabled",
         ),
         (
-            &["run", "--target", "postgres", "--cache", "redis-cluster"],
+            "run --target postgres --cache redis-cluster",
             "a cache-aside run needs a single cache server",
         ),
-    ];
-    for (args, says) in cases {
-        let err = fails(args);
-        assert!(err.contains(says), "{args:?}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
-    }
+    ]);
 }
 
 #[test]
 fn tls_and_socket_errors_are_one_line() {
-    let cases: &[(&[&str], &str)] = &[
+    each_fails_in_one_line(&[
         (
-            &["run", "--target", "redis", "--tls-ca", "/tmp/ca.pem"],
+            "run --target redis --tls-ca /tmp/ca.pem",
             "a server kvlab starts gets a throwaway CA",
         ),
         (
-            &["run", "--target", "redis://127.0.0.1:1", "--tls-cert", "/x"],
+            "run --target redis://127.0.0.1:1 --tls-cert /x",
             "--tls-key",
         ),
         (
-            &[
-                "run",
-                "--target",
-                "rediss://127.0.0.1:1",
-                "--tls-ca",
-                "/nonexistent/ca.pem",
-            ],
+            "run --target rediss://127.0.0.1:1 --tls-ca /nonexistent/ca.pem",
             "--tls-ca /nonexistent/ca.pem: cannot read PEM certificates",
         ),
+        ("run --target tarantool --server-opt tls=on", "Enterprise"),
+        ("run --target tarantool://127.0.0.1:1 --tls", "Enterprise"),
         (
-            &["run", "--target", "tarantool", "--server-opt", "tls=on"],
-            "Enterprise",
-        ),
-        (
-            &["run", "--target", "tarantool://127.0.0.1:1", "--tls"],
-            "Enterprise",
-        ),
-        (
-            &["run", "--target", "redis", "--server-opt", "tls=yes"],
+            "run --target redis --server-opt tls=yes",
             "--server-opt tls=yes: give tls=on or tls=off",
         ),
         (
-            &["run", "--target", "cassandra", "--server-opt", "socket=on"],
+            "run --target cassandra --server-opt socket=on",
             "listens on TCP only",
         ),
         (
-            &["run", "--target", "postgres://u@h/db?sslmode=prefer"],
+            "run --target postgres://u@h/db?sslmode=prefer",
             "sslmode=prefer falls back to plain",
         ),
         (
-            &["run", "--target", "postgres://u@h/db?ssl=true"],
+            "run --target postgres://u@h/db?ssl=true",
             "unknown URL option 'ssl'",
         ),
         (
-            &["run", "--target", "mysql://u@h/db?ssl-mode=PREFERRED"],
+            "run --target mysql://u@h/db?ssl-mode=PREFERRED",
             "ssl-mode=PREFERRED falls back to plain",
         ),
         (
-            &["run", "--target", "redis+unix:///nonexistent/kvlab.sock"],
+            "run --target redis+unix:///nonexistent/kvlab.sock",
             "no unix socket there",
         ),
         (
-            &["run", "--target", "redis+unix:///tmp/x.sock", "--tls"],
+            "run --target redis+unix:///tmp/x.sock --tls",
             "servers speak plain on a unix socket",
         ),
         (
-            &["run", "--target", "postgres+unix:///tmp/x"],
+            "run --target postgres+unix:///tmp/x",
             "postgres://user@/db?host=/dir",
         ),
-    ];
-    for (args, says) in cases {
-        let err = fails(args);
-        assert!(err.contains(says), "{args:?}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
-    }
+    ]);
 }
 
 #[test]
 fn bad_shard_and_start_name_the_flag_and_the_fix() {
-    let cases = [
-        ("--target redis://127.0.0.1:1 --shard 2/2", "--shard"),
-        ("--target redis://127.0.0.1:1 --shard 0/0", "--shard"),
-        ("--target redis://127.0.0.1:1 --shard x", "--shard"),
-        ("--target redis --shard 0/2", "--shard"),
+    each_fails_in_one_line(&[
+        ("run --target redis://127.0.0.1:1 --shard 2/2", "--shard"),
+        ("run --target redis://127.0.0.1:1 --shard 0/0", "--shard"),
+        ("run --target redis://127.0.0.1:1 --shard x", "--shard"),
+        ("run --target redis --shard 0/2", "--shard"),
         (
-            "--target redis://127.0.0.1:1 --shard 0/8 --connections 4",
+            "run --target redis://127.0.0.1:1 --shard 0/8 --connections 4",
             "--connections",
         ),
         (
-            "--target redis://127.0.0.1:1 --shard 0/4 --requests 3",
+            "run --target redis://127.0.0.1:1 --shard 0/4 --requests 3",
             "--requests",
         ),
         (
-            "--target postgres://a:b@127.0.0.1:1/db --shard 0/2",
+            "run --target postgres://a:b@127.0.0.1:1/db --shard 0/2",
             "--no-load",
         ),
         (
-            "--target redis://127.0.0.1:1 --start-at 2020-01-01T00:00:00Z",
+            "run --target redis://127.0.0.1:1 --start-at 2020-01-01T00:00:00Z",
             "--start-at",
         ),
-        ("--target redis://127.0.0.1:1 --start-at soon", "--start-at"),
         (
-            "--target redis://127.0.0.1:1 --start-at 1767225600",
+            "run --target redis://127.0.0.1:1 --start-at soon",
             "--start-at",
         ),
-    ];
-    for (line, flag) in cases {
-        let args: Vec<&str> = std::iter::once("run").chain(line.split(' ')).collect();
-        let err = fails(&args);
-        assert!(err.contains(flag), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
-    }
+        (
+            "run --target redis://127.0.0.1:1 --start-at 1767225600",
+            "--start-at",
+        ),
+    ]);
 }

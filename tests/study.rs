@@ -2,6 +2,8 @@
 //! an interrupted study keeps its finished points, the report of a fixed results
 //! file matches its snapshot, and every chart in the HTML has data.
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,12 +14,10 @@ use kvlab::report;
 use kvlab::results::study::StudyResult;
 use kvlab::runner::RunOptions;
 
-const TINY: &str = r#"
-name = "tiny"
-description = "two connection counts against memcached"
-duration = 0.6
-warmup = 0.2
-[goal]
+/// Two connection counts against a managed memcached.
+fn tiny() -> String {
+    let head = common::study_head("tiny", "two connection counts against memcached", 0.6, 0.2);
+    head + r#"[goal]
 p99_ms = 50
 [workload]
 keys = 2000
@@ -26,7 +26,8 @@ value_size = 64
 target = "memcached"
 [sweep]
 connections = [2, 8]
-"#;
+"#
+}
 
 fn run_tiny(text: &str, dir: &Path, stop: &AtomicBool) -> StudyResult {
     let s = study::parse(text, "tiny.toml").unwrap();
@@ -37,7 +38,7 @@ fn run_tiny(text: &str, dir: &Path, stop: &AtomicBool) -> StudyResult {
 #[test]
 fn a_tiny_study_runs_end_to_end_and_reports() {
     let dir = tempfile::tempdir().unwrap();
-    let r = run_tiny(TINY, dir.path(), &AtomicBool::new(false));
+    let r = run_tiny(&tiny(), dir.path(), &AtomicBool::new(false));
     assert_eq!((r.planned, r.points.len()), (2, 2));
     assert!(r.points.iter().all(|p| {
         p.result
@@ -82,7 +83,7 @@ fn check_html(html: &str, charts: usize) {
 #[test]
 fn an_interrupted_study_keeps_its_finished_points() {
     let dir = tempfile::tempdir().unwrap();
-    let text = TINY.replace("connections = [2, 8]", "connections = [2, 4, 6, 8, 10, 12]");
+    let text = tiny().replace("connections = [2, 8]", "connections = [2, 4, 6, 8, 10, 12]");
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
     let t = std::thread::spawn(move || {
@@ -133,7 +134,7 @@ fn the_report_of_a_fixed_results_file_matches_its_snapshot() {
 #[test]
 fn a_study_can_search_capacity_within_its_goal() {
     let dir = tempfile::tempdir().unwrap();
-    let text = TINY
+    let text = tiny()
         .replace("p99_ms = 50", "p99_ms = 50\ncapacity = true")
         .replace("connections = [2, 8]", "connections = [4]");
     let r = run_tiny(&text, dir.path(), &AtomicBool::new(false));
@@ -257,12 +258,10 @@ fn a_cache_aside_study_reports_hit_ratio_latency_and_stale_reads() {
     assert!(mixed[2..].iter().all(|c| c.contains(" / ")), "{mixed:?}");
 }
 
-const WORKING_SET: &str = r#"
-name = "working-set"
-description = "a small redis in front of postgres at two sizes, then killed mid-run"
-duration = 3
-warmup = 0
-[workload]
+/// A small redis in front of postgres at two sizes, and one killed mid-run.
+fn working_set() -> String {
+    let description = "a small redis in front of postgres at two sizes, then killed mid-run";
+    let workload = r#"[workload]
 keys = 20000
 value_size = 256
 ratio = "1:19"
@@ -271,35 +270,32 @@ distribution = "zipf:0.99"
 connections = 8
 pipeline = 1
 rate = 2000
-[[target]]
-name = "sized"
-target = "postgres"
-cache = "redis"
-cache_start = "cold"
-[[target]]
-name = "failing"
-target = "postgres"
-cache = "redis"
-cache_opts = { memory-mb = "3" }
-cache_start = "cold"
-events = ["1:restart-cache:0"]
-[sweep]
-cache = { memory-mb = [2, 4] }
 "#;
+    let sized = common::aside_target("sized", "redis", &["cache_start = \"cold\""]);
+    let failing = common::aside_target(
+        "failing",
+        "redis",
+        &[
+            "cache_opts = { memory-mb = \"3\" }",
+            "cache_start = \"cold\"",
+            "events = [\"1:restart-cache:0\"]",
+        ],
+    );
+    let sweep = "[sweep]\ncache = { memory-mb = [2, 4] }\n";
+    [
+        common::study_head("working-set", description, 3.0, 0.0),
+        workload.into(),
+        sized,
+        failing,
+        sweep.into(),
+    ]
+    .concat()
+}
 
 #[test]
 fn a_working_set_study_charts_hit_ratio_by_size_and_marks_its_events() {
     let dir = tempfile::tempdir().unwrap();
-    let s = study::parse(WORKING_SET, "ws.toml").unwrap();
-    let path = study::exec::run(
-        &s,
-        dir.path(),
-        RunOptions::default(),
-        &AtomicBool::new(false),
-        &mut |_, _| {},
-    )
-    .unwrap();
-    let r = StudyResult::read(&path).unwrap();
+    let r = run_tiny(&working_set(), dir.path(), &AtomicBool::new(false));
     assert_eq!(r.points.len(), 4);
     let rep = report::build(std::slice::from_ref(&r));
     let has = |what: &str| rep.verdict.iter().any(|v| v.contains(what));

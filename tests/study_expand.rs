@@ -2,6 +2,8 @@
 //! outermost, and parse errors that name the file, the line and the fix. Needs
 //! no servers: nothing here runs a point.
 
+mod common;
+
 use kvlab::modes::study::{expand, main_axis, parse};
 
 const STUDY: &str = r#"
@@ -177,7 +179,8 @@ fn pooled_targets_carry_their_pooler_and_query_mode() {
 
 /// A study of two cache-aside targets (as studies/cache-failure.toml), with
 /// keys set in every table, so that a key's line is not its table's.
-const CACHES: &str = r#"# two caches in front of a database
+fn caches() -> String {
+    let head = r#"# two caches in front of a database
 name = "caches"
 duration = 20
 warmup = 0
@@ -192,28 +195,26 @@ distribution = "zipf:0.99"
 connections = 32
 rate = 8000
 
-[[target]]
-name = "redis"
-target = "postgres"
-cache = "redis"
-cache_opts = { memory-mb = "16" }
-cache_start = "settle"
-events = ["8:restart-cache:2"]
-
-[[target]]
-name = "memcached"
-target = "postgres"
-cache = "memcached"
-cache_opts = { memory-mb = "16" }
-cache_start = "settle"
-events = ["8:restart-cache:2"]
-
-[sweep]
+"#;
+    let settling = [
+        "cache_opts = { memory-mb = \"16\" }",
+        "cache_start = \"settle\"",
+        "events = [\"8:restart-cache:2\"]\n",
+    ];
+    let tail = r#"[sweep]
 ratio = ["0:1", "1:19"]
 
 [original.workload]
 keys = 1000000
 "#;
+    [
+        head.into(),
+        common::aside_target("redis", "redis", &settling),
+        common::aside_target("memcached", "memcached", &settling),
+        tail.into(),
+    ]
+    .concat()
+}
 
 /// The line (from 1) of the `nth` line of `text` that starts with `start`.
 fn line_of(text: &str, start: &str, nth: usize) -> usize {
@@ -240,20 +241,21 @@ fn error_line(text: &str, scale: kvlab::modes::study::Scale, what: &str) -> usiz
 #[test]
 fn every_error_points_at_the_offending_keys_own_line() {
     use kvlab::modes::study::Scale::{Original, Quick};
-    assert!(parse(CACHES, "s.toml").is_ok());
+    let caches = caches();
+    assert!(parse(&caches, "s.toml").is_ok());
     // A key of the wrong table: its own line, not that of the top-level key.
-    let t = CACHES.replace("ratio = \"1:19\"\n", "ratio = \"1:19\"\nduration = 5\n");
+    let t = caches.replace("ratio = \"1:19\"\n", "ratio = \"1:19\"\nduration = 5\n");
     assert_eq!(
         error_line(&t, Quick, "unknown field `duration`"),
         line_of(&t, "duration = 5", 0)
     );
     // A bad value of the second target's key: that key's line, not `target`'s.
-    let t = CACHES.replacen("cache_start = \"settle\"", "cache_start = \"setle\"", 2);
+    let t = caches.replacen("cache_start = \"settle\"", "cache_start = \"setle\"", 2);
     let t = t.replacen("cache_start = \"setle\"", "cache_start = \"settle\"", 1);
     let line = error_line(&t, Quick, "cache_start: 'setle' is not a way");
     assert_eq!(line, line_of(&t, "cache_start", 1));
     // A plan check on a target: the key it names, not `target`.
-    let t = CACHES.replacen("cache = \"redis\"", "cache = \"redis://127.0.0.1:1\"", 1);
+    let t = caches.replacen("cache = \"redis\"", "cache = \"redis://127.0.0.1:1\"", 1);
     let t = t.replacen("cache_opts = { memory-mb = \"16\" }\n", "", 1);
     let line = error_line(
         &t,
@@ -262,7 +264,7 @@ fn every_error_points_at_the_offending_keys_own_line() {
     );
     assert_eq!(line, line_of(&t, "cache_start", 0));
     // An event of the second target.
-    let t = CACHES.replacen(
+    let t = caches.replacen(
         "events = [\"8:restart-cache:2\"]\n",
         "events = [\"8:restart-cash:2\"]\n",
         2,
@@ -275,21 +277,21 @@ fn every_error_points_at_the_offending_keys_own_line() {
     let line = error_line(&t, Quick, "unknown action 'restart-cash'");
     assert_eq!(line, line_of(&t, "events", 1));
     // A swept value: the line of the element, in an array over lines.
-    let t = CACHES.replace(
+    let t = caches.replace(
         "ratio = [\"0:1\", \"1:19\"]",
         "ratio = [\n  \"0:1\",\n  \"1/19\",\n]",
     );
     let line = error_line(&t, Quick, "'1/19'");
     assert_eq!(line, line_of(&t, "  \"1/19\"", 0));
     // A key of [original] at the original's scale: its line there.
-    let t = CACHES.replace("keys = 1000000", "keys = 1000000\nkyes = 3");
+    let t = caches.replace("keys = 1000000", "keys = 1000000\nkyes = 3");
     assert!(
         parse(&t, "s.toml").is_ok(),
         "[original] is read at its scale"
     );
     let line = error_line(&t, Original, "unknown field `kyes`");
     assert_eq!(line, line_of(&t, "kyes", 0));
-    let t = CACHES.replace(
+    let t = caches.replace(
         "[original.workload]",
         "[original]\nduration = -1\n\n[original.workload]",
     );
@@ -315,7 +317,7 @@ fn a_points_label_names_every_swept_setting_the_cache_memory_included() {
     assert_eq!(labels.len(), p.len(), "each point's label is its own");
     assert!(kvlab::modes::study::swept_axes(&s).contains(&"cache.memory-mb".to_string()));
     // A cache's start and events shape every point, swept or not.
-    let s = parse(CACHES, "s.toml").unwrap();
+    let s = parse(&caches(), "s.toml").unwrap();
     let p = expand(&s).unwrap();
     let set = p[0].settings();
     for (k, v) in [

@@ -231,6 +231,37 @@ pub fn fails(args: &[&str]) -> String {
     err
 }
 
+/// The head of a study file: its name and description, and each point's
+/// measured window and warm-up, in seconds.
+pub fn study_head(name: &str, description: &str, duration: f64, warmup: f64) -> String {
+    format!(
+        "name = \"{name}\"\ndescription = \"{description}\"\nduration = {duration}\nwarmup = {warmup}\n"
+    )
+}
+
+/// A study's `[[target]]` of a cache-aside run, `name`: `cache` in front of a
+/// managed postgres, with `more` keys (`key = value`, a line each).
+pub fn aside_target(name: &str, cache: &str, more: &[&str]) -> String {
+    let head =
+        format!("[[target]]\nname = \"{name}\"\ntarget = \"postgres\"\ncache = \"{cache}\"\n");
+    more.iter().fold(head, |t, line| t + line + "\n")
+}
+
+/// Runs kvlab with each of `cases`, a command line (split at spaces; `''` is
+/// an empty argument) and what its error must say: each fails, saying it in
+/// one line.
+pub fn each_fails_in_one_line(cases: &[(&str, &str)]) {
+    for (line, says) in cases {
+        let args: Vec<&str> = line
+            .split(' ')
+            .map(|a| if a == "''" { "" } else { a })
+            .collect();
+        let err = fails(&args);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
 /// Runs `p` with `--requests 1000000` against a server whose pid is `pid`,
 /// killed 1.5 s in, so every reconnection is refused: the run must end on its
 /// own (connections are given up after 8 failed attempts in a row), within
