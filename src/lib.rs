@@ -17,9 +17,9 @@
 //! - [`engine`]: runs one point on T threads: the one [`engine::request_loop`]
 //!   over a client ([`engine::plain`] or [`engine::aside`]).
 //! - [`runner`]: one run from plan to [`results::RunResult`]: servers, load, engine,
-//!   counters, the cache of a cache-aside run.
-//! - [`metrics`]: the live `--metrics` endpoint (OpenMetrics for Prometheus),
-//!   fed by the engine's per-second ticks.
+//!   counters, the cache of a cache-aside run; [`runner::metrics`], the live
+//!   `--metrics` endpoint (OpenMetrics for Prometheus), fed by the run's
+//!   per-second ticks.
 //! - [`modes`]: runs repeated: studies, the capacity search, the fill.
 //! - [`results`]: every result type kvlab writes (JSON), counters and histograms,
 //!   and the exact merge of a sharded run.
@@ -30,7 +30,6 @@ pub mod cli;
 pub mod driver;
 pub mod engine;
 pub mod error;
-pub mod metrics;
 pub mod modes;
 pub mod plan;
 pub mod products;

@@ -11,7 +11,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::prometheus::Prometheus;
-use kvlab::metrics::{METRICS, expose::bounds};
+use kvlab::runner::metrics::{METRICS, expose::bounds};
 use kvlab::plan::TargetKind;
 use kvlab::results::RunResult;
 use kvlab::system::process::free_port;

@@ -1,5 +1,5 @@
 //! `--metrics*`: the live endpoint Prometheus scrapes while kvlab runs (see
-//! [`crate::metrics`]); started once per command and kept for its whole life.
+//! [`crate::runner::metrics`]); started once per command and kept for its whole life.
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -8,7 +8,7 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::error::UsageError;
-use crate::metrics::{self, Exporter, MetricsConfig};
+use crate::runner::metrics::{self, Exporter, MetricsConfig};
 use crate::plan::shard::Shard;
 
 /// The live metrics endpoint (`--metrics*`).

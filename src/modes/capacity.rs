@@ -220,7 +220,7 @@ impl Runs<'_> {
     /// live metrics endpoint.
     fn measure(&mut self, rate: Option<f64>) -> Result<RunResult> {
         self.plan.load.rate = rate;
-        if let Some(m) = crate::metrics::installed() {
+        if let Some(m) = crate::runner::metrics::installed() {
             m.set_point(&match rate {
                 None => "capacity: closed loop".to_string(),
                 Some(r) => format!("capacity: {r:.0} req/s"),

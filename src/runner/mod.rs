@@ -26,6 +26,7 @@ mod events;
 mod finish;
 pub mod launch;
 pub mod machine;
+pub mod metrics;
 mod observe;
 mod replay;
 pub mod resolve;
@@ -183,7 +184,7 @@ fn observer<'a>(
             Role::Database(_) => None,
         }),
         memory: Vec::new(),
-        metrics: crate::metrics::installed()
+        metrics: crate::runner::metrics::installed()
             .map(|m| m.begin(&rs.architecture, product.name(), base.rate)),
     }
 }

@@ -67,7 +67,7 @@ pub(super) struct RunObserver<'a> {
     /// each second.
     pub memory: Vec<(i64, CacheMemory)>,
     /// The live `--metrics` endpoint's feed, when one is installed.
-    pub metrics: Option<crate::metrics::Feed>,
+    pub metrics: Option<crate::runner::metrics::Feed>,
 }
 
 impl RunObserver<'_> {
@@ -215,7 +215,7 @@ impl RunObserver<'_> {
 }
 
 /// Tells the live endpoint the servers' use in `s`.
-fn live_usage(m: &crate::metrics::Feed, s: &Sample) {
+fn live_usage(m: &crate::runner::metrics::Feed, s: &Sample) {
     for (role, u) in [
         ("server", s.server),
         ("cache", s.cache),

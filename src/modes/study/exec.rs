@@ -194,7 +194,7 @@ fn measure(study: &StudyFile, point: &Point, servers: &mut Servers, log: &mut Lo
         },
         None => None,
     };
-    if let Some(m) = crate::metrics::installed() {
+    if let Some(m) = crate::runner::metrics::installed() {
         m.set_point(&blank(point).label());
     }
     let pr = match runner::measure_with(&plan, server, cache, opts, shutdown) {

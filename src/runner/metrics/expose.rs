@@ -367,7 +367,7 @@ fn resources(e: &mut DescriptorEncoder, st: &State) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::series::PointLabels;
+    use crate::runner::metrics::series::PointLabels;
 
     #[test]
     fn a_scrape_names_only_the_listed_metrics_with_cumulative_buckets() {
