@@ -5,7 +5,7 @@
 use std::ops::ControlFlow::{self, Break, Continue};
 use std::time::Instant;
 
-use super::batch;
+use super::batch::{self, Batches};
 use super::requests::Hop;
 use super::route::parse_addr;
 use super::{InFlight, Plain, PlainConn};
@@ -61,11 +61,7 @@ impl<C: Codec> Plain<'_, C> {
             }
             .expect("in flight");
             c.inflight -= 1;
-            if !f.keys.is_empty() && !matches!(w.reply, Reply::Redirect { .. }) {
-                self.batch_read(io, c, s, f, w, now);
-            } else {
-                self.answered(io, c, s, f, w, now);
-            }
+            self.answered(io, c, s, f, w, now);
         }
         true
     }
@@ -156,7 +152,7 @@ impl<C: Codec> Plain<'_, C> {
     fn batch_read(
         &mut self,
         io: &mut Io<'_>,
-        c: &mut PlainConn<C>,
+        batches: &mut Batches,
         s: usize,
         f: InFlight,
         w: Whole,
@@ -174,11 +170,11 @@ impl<C: Codec> Plain<'_, C> {
         if error.is_none() {
             io.served(s);
         }
-        self.end_batch(io, &mut c.batches, f, error, now);
+        self.end_batch(io, batches, f, error, now);
     }
 
     /// Ends request `f` with its reply `w` on socket `s`: verified and
-    /// counted, or sent where a redirect says.
+    /// counted (a batch read's keys each), or sent where a redirect says.
     #[inline]
     fn answered(
         &mut self,
@@ -189,6 +185,9 @@ impl<C: Codec> Plain<'_, C> {
         w: Whole,
         now: Instant,
     ) {
+        if !f.keys.is_empty() && !matches!(w.reply, Reply::Redirect { .. }) {
+            return self.batch_read(io, &mut c.batches, s, f, w, now);
+        }
         let then = self.meaning(&f.r, w.reply, io.buffered(s));
         io.consume(s, w.len);
         if let Then::Count(Outcome::Hit | Outcome::Miss | Outcome::Stored, _) = then {
