@@ -58,7 +58,7 @@ fn a_cache_holding_a_tenth_of_the_data_hits_as_its_own_counters_say() {
     assert!(r.valid, "{:?}", r.problems);
     let a = r.cache_aside.as_ref().unwrap();
     assert!(a.hit_ratio > 0.05 && a.hit_ratio < 0.95, "{}", a.hit_ratio);
-    assert_eq!(a.start, "cold");
+    assert_eq!(a.start, kvlab::plan::CacheStart::Cold);
     // The hit ratio is the cache's own: its keyspace hits and misses.
     let cc = a.cache_counters.as_ref().unwrap();
     assert_eq!(

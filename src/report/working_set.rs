@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use super::chart::{Axis, Chart, Series, short};
 use super::series::p99_goal;
 use super::table::Table;
+use crate::plan::CacheStart;
 use crate::results::study::StudyResult;
 use crate::results::{RunResult, Second};
 
@@ -348,7 +349,11 @@ fn warmups(runs: &[Run], goal_p99_ms: Option<f64>, goal: Goal, s: &mut Section) 
     let cold: Vec<&Run> = runs
         .iter()
         .filter(|r| {
-            r.r.events.is_empty() && r.r.cache_aside.as_ref().is_some_and(|a| a.start == "cold")
+            r.r.events.is_empty()
+                && r.r
+                    .cache_aside
+                    .as_ref()
+                    .is_some_and(|a| a.start == CacheStart::Cold)
         })
         .collect();
     if cold.is_empty() {

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::stats::Percentiles;
 use super::{CounterCheck, TargetInfo};
+use crate::plan::CacheStart;
 
 /// What a cache-aside run measured beyond the end-to-end figures.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -49,8 +50,8 @@ pub struct AsideReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// What the cache held when the load started: `warm`, `cold` or `settle`.
-    #[serde(default = "warm")]
-    pub start: String,
+    #[serde(default)]
+    pub start: CacheStart,
     /// The cache's memory against the data, from its own counters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub working_set: Option<WorkingSet>,
@@ -68,10 +69,6 @@ pub fn hit_ratio(hits: u64, misses: u64, bypassed: u64) -> Option<f64> {
 
 /// How [`hit_ratio`] is named where it is shown.
 pub const HIT_RATIO_NAME: &str = "hit ratio of all reads";
-
-fn warm() -> String {
-    "warm".into()
-}
 
 /// How much of the data the cache held, and what it evicted, by its own counters.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]

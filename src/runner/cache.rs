@@ -259,7 +259,7 @@ impl Cache {
                 .then(|| {
                     "every key was loaded into the cache before the run, nothing expires and --write-policy update writes each new value into the cache: its 100% hits and 0 stale reads follow from this set-up, not from the cache".to_string()
                 }),
-            start: self.aside.start.name().to_string(),
+            start: self.aside.start,
             working_set,
         }
     }

@@ -75,7 +75,7 @@ pub fn start_managed(
     }
     room_for_data(target, data_bytes(plan))?;
     let local = crate::plan::shard::local_connections(plan.load.shard, plan.load.connections);
-    room_for_sockets(super::resolve::sockets(local, None, plan.cache.is_some()))?;
+    room_for_sockets(sockets(local, None, plan.cache.is_some()))?;
     let pooler = target.pooler_settings(plan.load.connections)?;
     if let Some((p, s)) = &pooler {
         // The pooler (which inherits kvlab's limit) holds a socket per client
@@ -168,6 +168,17 @@ pub fn room_for_sockets(sockets: usize) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The sockets this process opens: one a connection and node of `server` (a
+/// managed cluster's primaries; an external cluster's are known only once
+/// connected), and one more to the cache in front, if any.
+pub fn sockets(connections: usize, server: Option<&ManagedServer>, cache: bool) -> usize {
+    let nodes = server
+        .and_then(|s| s.settings.get("shards"))
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(1);
+    connections * nodes + if cache { connections } else { 0 }
 }
 
 /// Raises the open-file limit to what `connections` need, with room for the

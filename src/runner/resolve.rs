@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::launch::room_for_sockets;
+use super::launch::{room_for_sockets, sockets};
 use crate::driver::{Connector, Topology};
 use crate::engine::Spec;
 use crate::plan::RunPlan;
@@ -54,7 +54,7 @@ impl Resolved {
         let sockets = sockets(connections, server, plan.cache.is_some());
         // A managed server's start checked the room for one node's sockets
         // (launch::start_managed); a cluster's other nodes add theirs.
-        let one_node = self::sockets(connections, None, plan.cache.is_some());
+        let one_node = super::launch::sockets(connections, None, plan.cache.is_some());
         if server.is_none() || sockets > one_node {
             room_for_sockets(sockets)?;
         }
@@ -120,17 +120,6 @@ impl Resolved {
             )
         }
     }
-}
-
-/// The sockets this process opens: one a connection and node of `server` (a
-/// managed cluster's primaries; an external cluster's are known only once
-/// connected), and one more to the cache in front, if any.
-pub fn sockets(connections: usize, server: Option<&ManagedServer>, cache: bool) -> usize {
-    let nodes = server
-        .and_then(|s| s.settings.get("shards"))
-        .and_then(|n| n.parse::<usize>().ok())
-        .unwrap_or(1);
-    connections * nodes + if cache { connections } else { 0 }
 }
 
 /// The version board of a run that writes, or why stale reads are not measured.

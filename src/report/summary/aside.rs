@@ -5,6 +5,7 @@
 
 use std::fmt::Write as _;
 
+use crate::plan::CacheStart;
 use crate::plan::events::{EventAction, EventOn};
 use crate::results::stats::num;
 use crate::results::{AsideReport, RunResult};
@@ -56,7 +57,7 @@ fn lines(s: &mut String, r: &RunResult, a: &AsideReport) {
         );
     }
     if let Some(w) = &a.working_set {
-        working_set(s, &a.start, w);
+        working_set(s, a.start, w);
     }
     if let Some(n) = &a.note {
         let _ = writeln!(s, "  NOTE: {n}");
@@ -103,15 +104,17 @@ fn lines(s: &mut String, r: &RunResult, a: &AsideReport) {
 }
 
 /// The cache's start and its memory against the data.
-fn working_set(s: &mut String, start: &str, w: &crate::results::WorkingSet) {
+fn working_set(s: &mut String, start: CacheStart, w: &crate::results::WorkingSet) {
     let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
     let start = match (start, w.settled_after_s) {
-        ("settle", Some(t)) => format!("started empty, settled after {t:.0} s of the workload"),
-        ("settle", None) => {
+        (CacheStart::Settle, Some(t)) => {
+            format!("started empty, settled after {t:.0} s of the workload")
+        }
+        (CacheStart::Settle, None) => {
             "started empty; its hit ratio had not settled when measuring began".into()
         }
-        ("cold", _) => "started empty (cold), measured from the first request".into(),
-        _ => "every key loaded first (warm)".into(),
+        (CacheStart::Cold, _) => "started empty (cold), measured from the first request".into(),
+        (CacheStart::Warm, _) => "every key loaded first (warm)".into(),
     };
     let _ = writeln!(
         s,
@@ -134,7 +137,7 @@ pub(super) fn before_window(r: &RunResult) -> String {
     let settle = r
         .cache_aside
         .as_ref()
-        .filter(|a| a.start == "settle")
+        .filter(|a| a.start == CacheStart::Settle)
         .and_then(|a| a.working_set.as_ref());
     match settle {
         Some(w) => match w.settled_after_s {
@@ -148,7 +151,11 @@ pub(super) fn before_window(r: &RunResult) -> String {
 /// The phases the servers' counters cover: read before the warm-up and after
 /// the window, so a settling cache's warming before them is not counted.
 pub(super) fn counted_phases(r: &RunResult) -> &'static str {
-    match r.cache_aside.as_ref().is_some_and(|a| a.start == "settle") {
+    match r
+        .cache_aside
+        .as_ref()
+        .is_some_and(|a| a.start == CacheStart::Settle)
+    {
         true => "warm-up + run; not the settling before them",
         false => "warm-up + run",
     }
