@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use crate::plan::CacheStart;
-use crate::plan::events::{EventAction, EventOn};
+use crate::plan::events::EventOn;
 use crate::results::stats::num;
 use crate::results::{AsideReport, RunResult};
 
@@ -80,7 +80,7 @@ fn lines(s: &mut String, r: &RunResult, a: &AsideReport) {
     if let Some(cc) = &a.cache_counters {
         let slack = format!(
             "agree, {} (kvlab sent at most {} more, in flight at the kill)",
-            counted_across(r, EventOn::Cache),
+            super::checks::counted_across(r, EventOn::Cache),
             cc.slack
         );
         let verdict = if cc.agrees() && cc.slack > 0 {
@@ -145,33 +145,5 @@ pub(super) fn before_window(r: &RunResult) -> String {
             None => format!("the cache's settling (it did not settle), then {warmup}"),
         },
         None => warmup,
-    }
-}
-
-/// The phases the servers' counters cover: read before the warm-up and after
-/// the window, so a settling cache's warming before them is not counted.
-pub(super) fn counted_phases(r: &RunResult) -> &'static str {
-    match r
-        .cache_aside
-        .as_ref()
-        .is_some_and(|a| a.start == CacheStart::Settle)
-    {
-        true => "warm-up + run; not the settling before them",
-        false => "warm-up + run",
-    }
-}
-
-/// How counters were summed over the kills of the server `on`: across a
-/// restart, or only up to a kill it did not come back from.
-pub(super) fn counted_across(r: &RunResult, on: EventOn) -> &'static str {
-    let restarted = r
-        .config
-        .load
-        .events
-        .iter()
-        .any(|e| e.on == on && matches!(e.action, EventAction::Restart { .. }));
-    match restarted {
-        true => "counted across its restart",
-        false => "counted up to its kill (it was not started again)",
     }
 }

@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
-use super::aside::{counted_across, counted_phases};
-use crate::plan::events::EventOn;
+use crate::plan::CacheStart;
+use crate::plan::events::{EventAction, EventOn};
 use crate::results::stats::num;
 use crate::results::{EventReport, RunResult};
 
@@ -188,5 +188,33 @@ pub(super) fn notes(s: &mut String, r: &RunResult) {
     }
     for p in &r.problems {
         let _ = writeln!(s, "  WARNING: {p}");
+    }
+}
+
+/// The phases the servers' counters cover: read before the warm-up and after
+/// the window, so a settling cache's warming before them is not counted.
+pub(super) fn counted_phases(r: &RunResult) -> &'static str {
+    match r
+        .cache_aside
+        .as_ref()
+        .is_some_and(|a| a.start == CacheStart::Settle)
+    {
+        true => "warm-up + run; not the settling before them",
+        false => "warm-up + run",
+    }
+}
+
+/// How counters were summed over the kills of the server `on`: across a
+/// restart, or only up to a kill it did not come back from.
+pub(super) fn counted_across(r: &RunResult, on: EventOn) -> &'static str {
+    let restarted = r
+        .config
+        .load
+        .events
+        .iter()
+        .any(|e| e.on == on && matches!(e.action, EventAction::Restart { .. }));
+    match restarted {
+        true => "counted across its restart",
+        false => "counted up to its kill (it was not started again)",
     }
 }
