@@ -1,7 +1,6 @@
 //! A cache-aside run's lines of the summary: the cache, its hit ratio (the
 //! one definition, [`crate::results::aside::hit_ratio`]), database reads,
-//! memory, each leg and the cache's counters; and the words for what came
-//! before the window and how counters were summed across events.
+//! memory, each leg and the cache's counters; and what came before the window.
 
 use std::fmt::Write as _;
 
