@@ -11,9 +11,9 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::prometheus::Prometheus;
-use kvlab::runner::metrics::{METRICS, expose::bounds};
 use kvlab::plan::TargetKind;
 use kvlab::results::RunResult;
+use kvlab::runner::metrics::{METRICS, expose::bounds};
 use kvlab::system::process::free_port;
 
 fn kvlab(args: &[&str]) -> Command {

@@ -8,8 +8,8 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::error::UsageError;
-use crate::runner::metrics::{self, Exporter, MetricsConfig};
 use crate::plan::shard::Shard;
+use crate::runner::metrics::{self, Exporter, MetricsConfig};
 
 /// The live metrics endpoint (`--metrics*`).
 #[derive(Debug, Args, Default, Clone)]
