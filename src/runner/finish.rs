@@ -11,7 +11,7 @@ use super::events;
 use super::observe::RunObserver;
 use super::resolve::Resolved;
 use super::target::{Counters, Target};
-use crate::driver::LoadResult;
+use crate::driver::{LoadResult, PoolerCounters};
 use crate::engine::EngineReport;
 use crate::plan::RunPlan;
 use crate::results::stats::Leg;
@@ -57,7 +57,7 @@ pub(super) struct Around {
 
 impl Finish<'_> {
     /// The run's result.
-    pub fn result(self, mut a: Around) -> RunResult {
+    pub fn result(self, a: Around) -> RunResult {
         let sent = self.sent_to_target(&a);
         let slack = self.slack();
         let server_counters = self.server_check(&a, sent, slack);
@@ -66,29 +66,40 @@ impl Finish<'_> {
             .background
             .as_ref()
             .map(|b| background_report(self.plan, b));
+        let pooler_counts = a.before.pooler.zip(a.after.pooler);
+        let counters_note = a
+            .before
+            .server
+            .as_ref()
+            .err()
+            .map(|e| format!("no server counters to cross-check: {e}"));
+        let Around {
+            started_unix_s,
+            load,
+            transport,
+            feed,
+            ..
+        } = a;
         let mut target = assemble::target_info(
             self.plan.target.kind,
             &self.target.info,
             &self.target.endpoint,
             self.target.server,
         );
-        target.transport = Some(a.transport.clone());
+        target.transport = Some(transport);
         let (plan, obs) = (self.plan, self.obs);
         let mut result = assemble(
             plan,
             target,
-            a.started_unix_s,
-            a.load.take(),
+            started_unix_s,
+            load,
             self.report,
             obs,
             server_counters,
         );
-        if let Err(e) = &a.before.server {
-            let note = format!("no server counters to cross-check: {e}");
-            result.problems.push(note);
-        }
+        result.problems.extend(counters_note);
         add_background(&mut result, background);
-        super::replay::finish(a.feed.take(), plan, &mut result);
+        super::replay::finish(feed, plan, &mut result);
         add_machine(&mut result, plan, self.rs);
         cache::mark_timeline(&mut result.timeline, &obs.memory);
         add_events(&mut result, obs);
@@ -100,7 +111,7 @@ impl Finish<'_> {
             add_aside(&mut result, plan, aside);
         }
         if let Some(p) = self.target.pooler {
-            let report = pooler_report(&result, p, sent, &a, obs, self.rs);
+            let report = pooler_report(&result, p, sent, pooler_counts, obs, self.rs);
             if let Some(c) = report.counters.as_ref().filter(|c| !c.agrees()) {
                 result.problems.push(format!(
                     "the pooler counted {} queries but kvlab sent {} requests and {} set-up round trips",
@@ -254,29 +265,25 @@ fn add_aside(result: &mut RunResult, plan: &RunPlan, a: AsideReport) {
     result.cache_aside = Some(a);
 }
 
-/// The pooler's report: its counters beside what reached the database (every
+/// The pooler's report: its counters (before, after) beside what reached the database (every
 /// request, or the cache's misses and the writes in cache-aside) and the
 /// set-up round trips of the connections opened; its CPU and memory.
 fn pooler_report(
     result: &RunResult,
     p: &crate::servers::ManagedPooler,
     sent: (u64, u64),
-    a: &Around,
+    counts: Option<(PoolerCounters, PoolerCounters)>,
     obs: &RunObserver,
     rs: &Resolved,
 ) -> PoolerReport {
     let opened = result.connections.established as u64 + result.connections.reconnects;
     let product = result.config.target.kind.product();
-    let counters =
-        a.before
-            .pooler
-            .zip(a.after.pooler)
-            .map(|(b, after)| crate::results::PoolerCounterCheck {
-                pooler: after.since(&b),
-                kvlab_requests: sent.0 + sent.1,
-                set_up_queries: opened * product.set_up_round_trips(rs.query_mode.as_deref()),
-                exact: rs.pipeline == 1,
-            });
+    let counters = counts.map(|(b, after)| crate::results::PoolerCounterCheck {
+        pooler: after.since(&b),
+        kvlab_requests: sent.0 + sent.1,
+        set_up_queries: opened * product.set_up_round_trips(rs.query_mode.as_deref()),
+        exact: rs.pipeline == 1,
+    });
     let used = obs.pooler_use();
     let cpu = used.map(|u| u.0);
     PoolerReport {
