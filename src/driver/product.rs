@@ -257,6 +257,12 @@ pub trait Server: Sync {
     fn serves_tls(&self) -> Result<(), &'static str> {
         Ok(())
     }
+    /// The nodes a client opens a connection to each of, on a managed target
+    /// with `opts` (a cluster's primaries).
+    fn nodes(&self, opts: &BTreeMap<String, String>) -> usize {
+        let _ = opts;
+        1
+    }
     /// How many server processes one managed target runs (e.g. the nodes of
     /// a cluster); each gets its own directory and port.
     fn processes(&self, config: &Config) -> usize {

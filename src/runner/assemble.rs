@@ -5,16 +5,15 @@
 use super::observe::{RunObserver, self_peak_rss_kb};
 use crate::driver::LoadResult;
 use crate::engine::EngineReport;
-use crate::plan::RunPlan;
+use super::resolve::Resolved;
 use crate::plan::shard::unix_ms;
 use crate::results::stats::{ErrorKind, Percentiles, encode_histogram};
-use crate::results::usage::{self, Role, ServerUse};
 use crate::results::{ConnectionReport, CounterCheck, RunResult, TargetInfo};
 
 /// The result of one run: its server CPU, its problems, its schedule kept
 /// or not, whether it is valid, then every figure in its place.
 pub(super) fn assemble(
-    plan: &RunPlan,
+    rs: &Resolved,
     target: TargetInfo,
     started_unix_s: u64,
     load: Option<LoadResult>,
@@ -28,15 +27,15 @@ pub(super) fn assemble(
         .at_start
         .zip(obs.at_end)
         .map_or(0.0, |(a, b)| (b.client_cpu_s - a.client_cpu_s).max(0.0));
-    let cpu = ServerCpu::of(plan, obs, c.requests());
-    let mut problems = problems(plan, &r, &cpu, server_counters.as_ref());
+    let cpu = ServerCpu::of(rs, obs, c.requests());
+    let mut problems = problems(rs, &r, &cpu, server_counters.as_ref());
     let mut schedule = r.schedule.clone();
     if let Some(sc) = schedule.as_mut() {
         let load = Load {
-            offered: sc.target_rps * local_share(plan),
+            offered: sc.target_rps * rs.local_share,
             // With events the errors are the measurement: the rate is
             // carried when the requests went out and came back, failed or not.
-            achieved: match plan.load.events.is_empty() {
+            achieved: match rs.config.load.events.is_empty() {
                 true => c.ok(),
                 false => c.requests(),
             } as f64
@@ -50,7 +49,7 @@ pub(super) fn assemble(
         sc.not_sustained = load.shortfall();
         problems.extend(sc.not_sustained.clone());
     }
-    let valid = valid(plan, &c, schedule.as_ref());
+    let valid = valid(rs, &c, schedule.as_ref());
     let parts = Parts {
         target,
         started_unix_s,
@@ -62,7 +61,7 @@ pub(super) fn assemble(
         client_cpu_s,
         cpu,
     };
-    parts.result(plan, r, obs)
+    parts.result(rs, r, obs)
 }
 
 /// The server's CPU over the window: from /proc for a server kvlab started,
@@ -79,7 +78,7 @@ struct ServerCpu {
 }
 
 impl ServerCpu {
-    fn of(plan: &RunPlan, obs: &RunObserver, requests: u64) -> ServerCpu {
+    fn of(rs: &Resolved, obs: &RunObserver, requests: u64) -> ServerCpu {
         let sampled = obs
             .at_start
             .zip(obs.at_end)
@@ -90,7 +89,7 @@ impl ServerCpu {
             .map(|(a, b)| b.cpu_s - a.cpu_s)
             .filter(|d| *d > 0.0 || requests == 0);
         // A server kvlab did not start: what it reports of itself, if anything.
-        let report = plan.target.kind.product().facts().usage_report;
+        let report = rs.config.target.kind.product().facts().usage_report;
         let reported = obs.reported_use();
         let (cpu_s, source) = match (proc, reported, report) {
             (Some(s), _, _) => (Some(s), Some("proc".to_string())),
@@ -110,7 +109,7 @@ impl ServerCpu {
 
 /// What makes the run's figures not what they seem, one line each.
 fn problems(
-    plan: &RunPlan,
+    rs: &Resolved,
     r: &EngineReport,
     cpu: &ServerCpu,
     server_counters: Option<&CounterCheck>,
@@ -119,8 +118,8 @@ fn problems(
     if cpu.unknown {
         problems.push("the server's CPU could not be measured for this run (its process tree changed between samples)".to_string());
     }
-    problems.extend(pipeline_problems(plan));
-    problems.extend(outcome_problems(plan, r));
+    problems.extend(rs.problems.iter().cloned());
+    problems.extend(outcome_problems(rs, r));
     if let Some(cc) = server_counters.filter(|cc| cc.exclusive && !cc.agrees()) {
         problems.push(format!(
             "the server counted GET {} / SET {} but kvlab sent GET {} / SET {}",
@@ -136,34 +135,14 @@ fn problems(
     problems
 }
 
-/// A `--pipeline` the protocol could not run as asked.
-fn pipeline_problems(plan: &RunPlan) -> Vec<String> {
-    let facts = plan.target.kind.product().facts();
-    let asked = plan.load.pipeline;
-    let mut problems = Vec::new();
-    if asked > 1 && !facts.pipelines {
-        problems.push(format!(
-            "--pipeline {asked} was run as 1: the {} protocol answers one command at a time per connection",
-            facts.title
-        ));
-    }
-    if asked > facts.max_pipeline {
-        problems.push(format!(
-            "--pipeline {asked} was run as {}: the {} protocol has no more request ids per connection",
-            facts.max_pipeline, facts.title
-        ));
-    }
-    problems
-}
-
 /// Failed requests, misses where every key was loaded, a window with no
 /// request, fewer requests than asked for. With events (a server killed),
 /// errors and misses are what the run measures: the summary's event lines and
 /// the timeline give them; keys given a TTL miss once it runs out.
-fn outcome_problems(plan: &RunPlan, r: &EngineReport) -> Vec<String> {
+fn outcome_problems(rs: &Resolved, r: &EngineReport) -> Vec<String> {
     let c = r.measured.counts;
-    let events = !plan.load.events.is_empty();
-    let expiring = plan.workload.ttl_s > 0;
+    let events = !rs.config.load.events.is_empty();
+    let expiring = rs.config.workload.ttl_s > 0;
     let mut problems = Vec::new();
     if c.error_total() > 0 && !events {
         let kinds: Vec<String> = ErrorKind::ALL
@@ -178,17 +157,17 @@ fn outcome_problems(plan: &RunPlan, r: &EngineReport) -> Vec<String> {
             kinds.join(", ")
         ));
     }
-    if plan.workload.load && c.misses > 0 && !events && !expiring {
+    if rs.config.workload.load && c.misses > 0 && !events && !expiring {
         problems.push(format!(
             "{} GETs missed although every key was loaded ({}evictions or another client?)",
             c.misses,
-            match plan.load.shard.is_some() {
+            match rs.config.load.shard.is_some() {
                 true => "a client of this sharded run that did not load its slice, ",
                 false => "",
             }
         ));
     }
-    if !plan.workload.load && c.gets > 0 && c.misses * 2 > c.keys_read() {
+    if !rs.config.workload.load && c.gets > 0 && c.misses * 2 > c.keys_read() {
         problems.push(format!(
             "{:.0}% of GETs missed (--no-load): the figures describe misses, not cache hits",
             c.misses as f64 * 100.0 / c.keys_read() as f64
@@ -197,26 +176,18 @@ fn outcome_problems(plan: &RunPlan, r: &EngineReport) -> Vec<String> {
     if c.requests() == 0 {
         problems.push("no request finished in the measured window".to_string());
     }
-    problems.extend(short_of_requests(plan, r));
+    problems.extend(short_of_requests(rs, r));
     problems
 }
 
 /// A `--requests` run that made fewer than its share of the requests.
-fn short_of_requests(plan: &RunPlan, r: &EngineReport) -> Option<String> {
-    let crate::workload::Stop::Requests(total) = plan.load.stop else {
-        return None;
-    };
-    let n = plan.load.shard.map_or(total, |s| {
-        let share = s.connections(plan.load.connections);
-        let local = crate::plan::shard::local_connections(Some(s), plan.load.connections);
-        let at = |i: usize| crate::workload::slice_of(total, i, share.total).0;
-        at(share.first + local) - at(share.first)
-    });
+fn short_of_requests(rs: &Resolved, r: &EngineReport) -> Option<String> {
+    let n = rs.requests_due?;
     let made = r.measured.counts.requests();
     (made < n && !r.interrupted).then(|| format!(
         "made {made} of the {n} requests asked for: {} of {} connections were open at the start ({}), and a connection the server refused or kept dropping makes none of its share",
         r.established,
-        plan.load.connections,
+        rs.config.load.connections,
         r.last_connect_error.as_deref().unwrap_or("no connection error recorded")
     ))
 }
@@ -226,12 +197,12 @@ fn short_of_requests(plan: &RunPlan, r: &EngineReport) -> Option<String> {
 /// are what a run with events (a server killed) measures: counted and shown,
 /// not disqualifying.
 fn valid(
-    plan: &RunPlan,
+    rs: &Resolved,
     c: &crate::results::stats::Counts,
     schedule: Option<&crate::results::ScheduleReport>,
 ) -> bool {
-    let events = !plan.load.events.is_empty();
-    let expiring = plan.workload.ttl_s > 0;
+    let events = !rs.config.load.events.is_empty();
+    let expiring = rs.config.workload.ttl_s > 0;
     let mostly_misses = c.gets > 0 && c.misses * 2 > c.keys_read();
     (c.error_total() == 0 || events)
         && c.requests() > 0
@@ -254,20 +225,20 @@ struct Parts {
 
 impl Parts {
     /// Every figure in its place (a table of data: one line a field).
-    fn result(self, plan: &RunPlan, r: EngineReport, obs: &RunObserver) -> RunResult {
+    fn result(self, rs: &Resolved, r: EngineReport, obs: &RunObserver) -> RunResult {
         let c = r.measured.counts;
         let window = r.window.as_secs_f64().max(1e-9);
         let per_req = |cpu: f64| match c.requests() {
             0 => 0.0,
             n => cpu * 1e6 / n as f64,
         };
-        let paced = plan.load.rate.is_some();
-        let expiring = plan.workload.ttl_s > 0;
+        let paced = rs.config.load.rate.is_some();
+        let expiring = rs.config.workload.ttl_s > 0;
         RunResult {
             schema_version: crate::results::SCHEMA_VERSION,
             kvlab_version: env!("CARGO_PKG_VERSION").to_string(),
             started_unix_s: self.started_unix_s,
-            config: plan.redacted(),
+            config: rs.config.clone(),
             target: self.target,
             valid: self.valid,
             problems: self.problems,
@@ -279,7 +250,7 @@ impl Parts {
             sets: c.sets,
             hits: c.hits,
             misses: c.misses,
-            keys_read: plan.workload.batch.is_some().then_some(c.keys_read()),
+            keys_read: rs.config.workload.batch.is_some().then_some(c.keys_read()),
             errors: c.error_total(),
             errors_by_kind: ErrorKind::ALL
                 .iter()
@@ -288,8 +259,8 @@ impl Parts {
             value_bytes: c.value_bytes,
             // Known from the load (a run that only reads) or the versions board.
             expired_misses: (expiring
-                && (plan.workload.ratio.set == 0
-                    || (plan_writes(plan) && plan.load.shard.is_none())))
+                && (rs.config.workload.ratio.set == 0
+                    || (rs.writes_versioned && rs.config.load.shard.is_none())))
             .then_some(c.expired),
             latency_start: if paced { "intended" } else { "actual" }.to_string(),
             latency_us: Percentiles::of(&r.measured.latency),
@@ -313,28 +284,29 @@ impl Parts {
             }),
             load: self.load,
             warmup: r.warmup,
-            connections: connections(plan, &r),
+            connections: connections(rs, &r),
             server_counters: self.server_counters,
-            timeline: timeline(plan, r.timeline),
+            timeline: timeline(rs, r.timeline),
             background: None,
             events: Vec::new(),
             replay: None,
             machine: None,
             suspect: Vec::new(),
             shared_cores: None,
-            consistency: plan_writes(plan).then(|| consistency_report(&r.measured)),
+            consistency: rs.writes_versioned.then(|| consistency_report(&r.measured)),
             cache_aside: None,
             histogram: encode_histogram(&r.measured.latency),
             service_histogram: paced.then(|| encode_histogram(&r.measured.service)),
-            query_mode: plan.target.query_mode_used(),
-            profile: profile_note(plan),
+            query_mode: rs.query_mode.clone(),
+            profile: rs.profile.clone(),
             pooler: None,
-            shard: plan.load.shard,
+            shard: rs.config.load.shard,
             window: Some(crate::results::Window {
                 start_unix_ms: unix_ms(r.window_start),
                 end_unix_ms: unix_ms(r.window_start + r.window),
             }),
-            start: plan
+            start: rs
+                .config
                 .load
                 .start_at_ms
                 .zip(r.start)
@@ -350,9 +322,9 @@ impl Parts {
 
 /// The run's connections: asked for, open at the start, failures, reconnects,
 /// and a sharded target's redirects.
-fn connections(plan: &RunPlan, r: &EngineReport) -> ConnectionReport {
+fn connections(rs: &Resolved, r: &EngineReport) -> ConnectionReport {
     ConnectionReport {
-        requested: plan.load.connections,
+        requested: rs.config.load.connections,
         established: r.established,
         failures: r.connect_failures,
         reconnects: r.reconnects,
@@ -366,32 +338,16 @@ fn connections(plan: &RunPlan, r: &EngineReport) -> ConnectionReport {
 }
 
 /// The timeline, with per-second histograms only where a merge needs them.
-fn timeline(plan: &RunPlan, seconds: Vec<crate::results::Second>) -> Vec<crate::results::Second> {
+fn timeline(rs: &Resolved, seconds: Vec<crate::results::Second>) -> Vec<crate::results::Second> {
     seconds
         .into_iter()
         .map(|mut s| {
-            if plan.load.shard.is_none() {
+            if rs.config.load.shard.is_none() {
                 s.histogram = None;
             }
             s
         })
         .collect()
-}
-
-/// The words of the production profile the workload came from.
-fn profile_note(plan: &RunPlan) -> Option<crate::results::ProfileNote> {
-    let p = crate::workload::profiles::profile(plan.workload.profile.as_deref()?)?;
-    Some(crate::results::ProfileNote {
-        name: p.name.into(),
-        source: p.source.into(),
-        not_reproduced: p.not_reproduced(plan.workload.ttl_s > 0),
-    })
-}
-
-/// The share of the run's connections (and so of its rate) this client drives.
-fn local_share(plan: &RunPlan) -> f64 {
-    let total = plan.load.connections.max(1);
-    crate::plan::shard::local_connections(plan.load.shard, total) as f64 / total as f64
 }
 
 /// What an open-loop run offered and what it carried.
@@ -466,11 +422,6 @@ impl Load {
     }
 }
 
-fn plan_writes(plan: &RunPlan) -> bool {
-    (plan.workload.ratio.set > 0 || plan.workload.background_writes.is_some())
-        && plan.workload.values().versioned()
-}
-
 fn consistency_report(m: &crate::results::stats::Recorder) -> crate::results::ConsistencyReport {
     let c = &m.counts;
     crate::results::ConsistencyReport {
@@ -490,52 +441,6 @@ fn consistency_report(m: &crate::results::stats::Recorder) -> crate::results::Co
         stale_age_us: Percentiles::of(&m.stale_age),
         stale_age_histogram: Some(encode_histogram(&m.stale_age)),
     }
-}
-
-/// Each server's CPU and memory by role, and their sums as the run's server
-/// figures: the database (or the target, in the role its product plays), the
-/// cache of a cache-aside run, the pooler. `target_is_db`: the target is a
-/// database product.
-pub(super) fn server_use(result: &mut RunResult, target_is_db: bool, obs: &RunObserver) {
-    let n = result.requests;
-    let role = match target_is_db || result.cache_aside.is_some() {
-        true => Role::Database,
-        false => Role::Cache,
-    };
-    let mut servers = vec![ServerUse::new(
-        role,
-        &result.target.product,
-        result.server_cpu_s,
-        result.server_peak_rss_kb,
-        n,
-    )];
-    if let Some(a) = &result.cache_aside {
-        // Its peak while it ran, also when an event killed it.
-        servers.push(ServerUse::new(
-            Role::Cache,
-            &a.cache.product,
-            a.cache_cpu_s,
-            obs.peak_kb.cache,
-            n,
-        ));
-    }
-    if let Some(p) = &result.pooler {
-        servers.push(ServerUse::new(
-            Role::Pooler,
-            &p.name,
-            p.pooler_cpu_s,
-            p.pooler_peak_rss_kb,
-            n,
-        ));
-    }
-    if servers.len() > 1 {
-        result.server_cpu_s = usage::total_cpu_s(&servers);
-        result.server_cpu_us_per_request = result
-            .server_cpu_s
-            .map(|c| if n > 0 { c * 1e6 / n as f64 } else { 0.0 });
-        result.server_peak_rss_kb = usage::total_peak_rss_kb(&servers);
-    }
-    result.servers = servers;
 }
 
 /// The description of a target of `kind` at `endpoint` that reported `info`,

@@ -10,10 +10,10 @@ use anyhow::{Context, Result, bail};
 
 use crate::driver::{CacheMemory, Connector, Role, ServerCounters};
 use crate::engine::{AsideSpec, Beat, EngineReport, Observer, Spec};
-use crate::plan::{CacheAside, CacheStart, RunPlan, WritePolicy};
+use crate::plan::{CacheAside, CacheStart, WritePolicy};
 use crate::results::stats::{Leg, Percentiles};
 use crate::results::{AsideReport, CounterCheck, LegReport, Second, TargetInfo, WorkingSet};
-use crate::runner::launch::start_managed;
+use crate::runner::resolve::Resolved;
 use crate::servers::ManagedServer;
 use crate::system::progress::Progress;
 use crate::system::progress::{RunOptions, note};
@@ -31,23 +31,35 @@ pub struct Cache {
     aside: CacheAside,
 }
 
+/// Readies the cache of a cache-aside run for `base`: filled (warm) or left
+/// empty, then settled where the plan asks; the settling's time and curve.
+pub fn ready(
+    cache: Option<&Cache>,
+    base: &mut Spec,
+    opts: RunOptions,
+    shutdown: &AtomicBool,
+) -> Result<(Option<f64>, Vec<f64>)> {
+    let Some(c) = cache else {
+        return Ok((None, Vec::new()));
+    };
+    c.prepare(base, opts, shutdown)?;
+    base.aside = Some(c.spec());
+    match c.start() {
+        CacheStart::Settle => c.settle(base, opts, shutdown),
+        _ => Ok((None, Vec::new())),
+    }
+}
+
 impl Cache {
-    /// Starts the managed cache (or probes the external one) for `plan`;
-    /// `started`: a managed cache the caller already started (e.g. pinned).
+    /// Opens the cache of the resolved plan `rs`: `server` (kvlab's, already
+    /// started) or the external one, probed.
     pub fn open(
         aside: &CacheAside,
-        plan: &RunPlan,
+        rs: &Resolved,
         opts: RunOptions,
-        started: Option<ManagedServer>,
+        server: Option<ManagedServer>,
     ) -> Result<Cache> {
         let kind = aside.cache.kind;
-        kind.product()
-            .check_prefix(&plan.workload.key_prefix)
-            .map_err(|e| anyhow::anyhow!("{e:#} (of the cache)"))?;
-        let server = match started {
-            Some(s) => Some(s),
-            None => start_managed(&aside.cache, plan, opts).map_err(as_cache)?,
-        };
         let endpoint = match (&aside.cache.external, &server) {
             (Some(e), _) => e.clone(),
             (None, Some(s)) => s.endpoint(),
@@ -65,7 +77,7 @@ impl Cache {
                     opts,
                     format!(
                         "kvlab: cache {} is {} {}; kvlab writes only keys under the prefix '{}' and never flushes a server it did not start",
-                        connector.display, i.product, i.version, plan.workload.key_prefix
+                        connector.display, i.product, i.version, rs.config.workload.key_prefix
                     ),
                 );
                 i

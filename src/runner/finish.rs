@@ -10,19 +10,19 @@ use super::cache::{self, Cache};
 use super::events;
 use super::observe::RunObserver;
 use super::resolve::Resolved;
-use super::target::{Counters, Target};
+use super::target::Target;
+use super::window::Counters;
 use crate::driver::{LoadResult, PoolerCounters};
 use crate::engine::EngineReport;
 use crate::plan::RunPlan;
 use crate::results::stats::Leg;
+use crate::results::usage::{self, Role, ServerUse};
 use crate::results::{AsideReport, BackgroundReport, CounterCheck, PoolerReport, RunResult};
 use crate::transport::TransportInfo;
 use crate::workload::trace::feed::Feed;
 
 /// What a run has when its window ends.
 pub(super) struct Finish<'a> {
-    /// The plan.
-    pub plan: &'a RunPlan,
     /// The plan, resolved.
     pub rs: &'a Resolved,
     /// The target, reached.
@@ -65,7 +65,7 @@ impl Finish<'_> {
         let background = a
             .background
             .as_ref()
-            .map(|b| background_report(self.plan, b));
+            .map(|b| background_report(&self.rs.config, b));
         let pooler_counts = a.before.pooler.zip(a.after.pooler);
         let counters_note = a
             .before
@@ -81,15 +81,15 @@ impl Finish<'_> {
             ..
         } = a;
         let mut target = assemble::target_info(
-            self.plan.target.kind,
+            self.rs.config.target.kind,
             &self.target.info,
             &self.target.endpoint,
             self.target.server,
         );
         target.transport = Some(transport);
-        let (plan, obs) = (self.plan, self.obs);
+        let (plan, obs) = (&self.rs.config, self.obs);
         let mut result = assemble(
-            plan,
+            self.rs,
             target,
             started_unix_s,
             load,
@@ -99,11 +99,8 @@ impl Finish<'_> {
         );
         result.problems.extend(counters_note);
         add_background(&mut result, background);
-        super::replay::finish(feed, plan, &mut result);
-        add_machine(&mut result, plan, self.rs);
-        cache::mark_timeline(&mut result.timeline, &obs.memory);
+        add_machine(&mut result, self.rs);
         add_events(&mut result, obs);
-        result.problems.extend(self.rs.board_note.clone());
         if self.rs.board.is_none() {
             result.consistency = None;
         }
@@ -120,7 +117,9 @@ impl Finish<'_> {
             }
             result.pooler = Some(report);
         }
-        assemble::server_use(&mut result, plan.target.kind.is_sql(), obs);
+        server_use(&mut result, plan.target.kind.is_sql(), obs);
+        super::replay::finish(feed, plan, &mut result);
+        cache::mark_timeline(&mut result.timeline, &obs.memory);
         result
     }
 
@@ -167,7 +166,8 @@ impl Finish<'_> {
             exclusive: self.target.server.is_some(),
             // A merge of the clients' results takes the server's counters once.
             raw: self
-                .plan
+                .rs
+                .config
                 .load
                 .shard
                 .zip(before)
@@ -219,11 +219,11 @@ fn add_background(result: &mut RunResult, background: Option<BackgroundReport>) 
 
 /// The machine, what about it makes the figures suspect, and whether client
 /// and server shared its cores.
-fn add_machine(result: &mut RunResult, plan: &RunPlan, rs: &Resolved) {
+fn add_machine(result: &mut RunResult, rs: &Resolved) {
     let machine = super::machine::this();
     result.suspect = machine.suspicions(rs.value_bytes);
     result.machine = Some(machine);
-    result.shared_cores = match &plan.target.external {
+    result.shared_cores = match &rs.config.target.external {
         None => Some(true),
         Some(e) if e.is_loopback() => Some(true),
         Some(_) => None,
@@ -277,11 +277,10 @@ fn pooler_report(
     rs: &Resolved,
 ) -> PoolerReport {
     let opened = result.connections.established as u64 + result.connections.reconnects;
-    let product = result.config.target.kind.product();
     let counters = counts.map(|(b, after)| crate::results::PoolerCounterCheck {
         pooler: after.since(&b),
         kvlab_requests: sent.0 + sent.1,
-        set_up_queries: opened * product.set_up_round_trips(rs.query_mode.as_deref()),
+        set_up_queries: opened * rs.set_up_round_trips,
         exact: rs.pipeline == 1,
     });
     let used = obs.pooler_use();
@@ -298,4 +297,50 @@ fn pooler_report(
         pooler_peak_rss_kb: obs.peak_kb.pooler.or(used.map(|u| u.1)),
         counters,
     }
+}
+
+/// Each server's CPU and memory by role, and their sums as the run's server
+/// figures: the database (or the target, in the role its product plays), the
+/// cache of a cache-aside run, the pooler. `target_is_db`: the target is a
+/// database product.
+fn server_use(result: &mut RunResult, target_is_db: bool, obs: &RunObserver) {
+    let n = result.requests;
+    let role = match target_is_db || result.cache_aside.is_some() {
+        true => Role::Database,
+        false => Role::Cache,
+    };
+    let mut servers = vec![ServerUse::new(
+        role,
+        &result.target.product,
+        result.server_cpu_s,
+        result.server_peak_rss_kb,
+        n,
+    )];
+    if let Some(a) = &result.cache_aside {
+        // Its peak while it ran, also when an event killed it.
+        servers.push(ServerUse::new(
+            Role::Cache,
+            &a.cache.product,
+            a.cache_cpu_s,
+            obs.peak_kb.cache,
+            n,
+        ));
+    }
+    if let Some(p) = &result.pooler {
+        servers.push(ServerUse::new(
+            Role::Pooler,
+            &p.name,
+            p.pooler_cpu_s,
+            p.pooler_peak_rss_kb,
+            n,
+        ));
+    }
+    if servers.len() > 1 {
+        result.server_cpu_s = usage::total_cpu_s(&servers);
+        result.server_cpu_us_per_request = result
+            .server_cpu_s
+            .map(|c| if n > 0 { c * 1e6 / n as f64 } else { 0.0 });
+        result.server_peak_rss_kb = usage::total_peak_rss_kb(&servers);
+    }
+    result.servers = servers;
 }

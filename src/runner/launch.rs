@@ -4,19 +4,12 @@
 
 use anyhow::{Result, bail};
 
+use super::resolve::Resolved;
 use crate::driver::Sizing;
 use crate::plan::{RunPlan, TargetSpec};
 use crate::servers::{ManagedPooler, ManagedServer};
-use crate::system::process::{open_files, raise_open_files};
 use crate::system::procfs;
 use crate::system::progress::{RunOptions, note};
-
-/// Bytes of data `plan` stores (keys, values, overhead), for sizing servers.
-pub fn data_bytes(plan: &RunPlan) -> u64 {
-    plan.workload.keys.saturating_mul(
-        plan.workload.value_size as u64 + plan.workload.key_prefix.len() as u64 + 80,
-    )
-}
 
 /// Refuses to start a server that cannot hold `data` bytes on this machine:
 /// one that keeps its data in memory against the memory available (a
@@ -62,56 +55,96 @@ fn room_for_data(target: &TargetSpec, data: u64) -> Result<()> {
     Ok(())
 }
 
+/// Starts what the plan (resolved in `rs`) asks kvlab to manage and the
+/// caller did not start: its target (`have_target`: the caller started it)
+/// and the cache in front (`have_cache`: ditto). The servers started here,
+/// the target's then the cache's.
+pub fn start_missing(
+    plan: &RunPlan,
+    rs: &Resolved,
+    have_target: bool,
+    have_cache: bool,
+    opts: RunOptions,
+) -> Result<[Option<ManagedServer>; 2]> {
+    let wanted = [
+        Some(&plan.target).filter(|_| !have_target),
+        plan.cache.as_ref().map(|a| &a.cache).filter(|_| !have_cache),
+    ];
+    let mut started = [None, None];
+    for (i, spec) in wanted.into_iter().enumerate() {
+        let Some(spec) = spec else { continue };
+        started[i] = start_managed(spec, rs, opts).map_err(|e| match i {
+            0 => e,
+            _ => super::cache::as_cache(e),
+        })?;
+    }
+    Ok(started)
+}
+
 /// Starts `target` (the plan's target or its cache) if kvlab is to manage it,
-/// sized for `plan`'s data and connections.
+/// sized for the resolved plan's data and connections (`rs`, whose
+/// resolution made room for its sockets), with the pooler the plan puts in
+/// front of its target; then says what it started.
 pub fn start_managed(
     target: &TargetSpec,
-    plan: &RunPlan,
+    rs: &Resolved,
     opts: RunOptions,
 ) -> Result<Option<ManagedServer>> {
     let kind = target.kind;
     if target.external.is_some() {
         return Ok(None);
     }
-    room_for_data(target, data_bytes(plan))?;
-    let local = crate::plan::shard::local_connections(plan.load.shard, plan.load.connections);
-    room_for_sockets(sockets(local, None, plan.cache.is_some()))?;
-    let pooler = target.pooler_settings(plan.load.connections)?;
-    if let Some((p, s)) = &pooler {
-        // The pooler (which inherits kvlab's limit) holds a socket per client
-        // and per server connection.
-        let sockets = plan.load.connections + p.server_connections(s);
-        raise_fd_limit(sockets);
-        let (limit, _) = open_files();
-        if limit < sockets as u64 + 64 {
-            note(
-                opts,
-                format!(
-                    "kvlab: the open-file limit ({limit}) is below the {sockets} sockets the pooler may hold; raise the hard limit (ulimit -Hn) or expect refused connections"
-                ),
-            );
-        }
-    }
+    room_for_data(target, rs.data_bytes)?;
+    // The pooler in front of the plan's target (a cache has none).
+    let pooler = target.pooler.as_ref().and(rs.pooler.clone());
     let sizing = Sizing {
-        data_bytes: data_bytes(plan),
+        data_bytes: rs.data_bytes,
         // The pooler's server connections must fit too.
-        connections: plan
-            .load
-            .connections
-            .max(pooler.as_ref().map_or(0, |(p, s)| p.server_connections(s))),
+        connections: rs.config.load.connections.max(
+            pooler
+                .as_ref()
+                .map_or(0, |(p, s)| p.server_connections(s)),
+        ),
     };
+    let mut said = Vec::new();
+    if pooler.is_some() {
+        said.extend(rs.pooler_fd_note.clone());
+    }
     if let Some(u) = ManagedServer::os_user(kind, &target.server_opts) {
-        note(
-            opts,
-            format!(
-                "kvlab: runs as root; the managed {} runs as system user '{u}'",
-                kind.name()
-            ),
-        );
+        said.push(format!(
+            "kvlab: runs as root; the managed {} runs as system user '{u}'",
+            kind.name()
+        ));
     }
     let mut s = ManagedServer::start(kind, &target.server_opts, sizing)?;
+    said.push(format!("{} in {}", started(&s, kind), s.dir().display()));
+    if let Some((pooler, settings)) = pooler {
+        let p = ManagedPooler::start(pooler, &settings, &s.endpoint(), s.run_as())?;
+        said.push(format!(
+            "kvlab: started {} {} (pid {}) on 127.0.0.1:{} in front of it, {}",
+            pooler.name(),
+            p.version,
+            p.pid(),
+            p.endpoint().port,
+            settings
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+        s.attach_pooler(p);
+    }
+    for line in said {
+        note(opts, line);
+    }
+    Ok(Some(s))
+}
+
+/// The line that says `s` (a managed `kind`) started: its product, version,
+/// processes, port.
+fn started(s: &ManagedServer, kind: crate::plan::TargetKind) -> String {
     let pids = s.pids();
-    let started = match pids.len() {
+    match pids.len() {
         1 => format!(
             "kvlab: started {} {} (pid {}) on 127.0.0.1:{}",
             s.info.product,
@@ -130,62 +163,5 @@ pub fn start_managed(
             kind.name(),
             s.endpoint().port,
         ),
-    };
-    note(opts, format!("{started} in {}", s.dir().display()));
-    if let Some((pooler, settings)) = pooler {
-        let p = ManagedPooler::start(pooler, &settings, &s.endpoint(), s.run_as())?;
-        note(
-            opts,
-            format!(
-                "kvlab: started {} {} (pid {}) on 127.0.0.1:{} in front of it, {}",
-                pooler.name(),
-                p.version,
-                p.pid(),
-                p.endpoint().port,
-                settings
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            ),
-        );
-        s.attach_pooler(p);
     }
-    Ok(Some(s))
 }
-
-/// Raises the open-file limit for `sockets` of kvlab's own (one a connection,
-/// two with a cache in front), and refuses a run whose sockets cannot all be
-/// open at once: the connections past the limit would fail and the run with them.
-pub fn room_for_sockets(sockets: usize) -> Result<()> {
-    raise_fd_limit(sockets);
-    let (limit, _) = open_files();
-    let need = sockets as u64 + FD_SPARE;
-    if limit < need {
-        bail!(
-            "--connections: the run's {sockets} sockets (one a connection and cluster node, one more with --cache) and kvlab's own files need {need} open files, but this process may open {limit} (ulimit -Hn); lower --connections, raise the hard limit (ulimit -Hn {} as root, LimitNOFILE= for a systemd unit, ulimits in a container), or split the run over client processes (--shard I/N)",
-            need.next_power_of_two()
-        );
-    }
-    Ok(())
-}
-
-/// The sockets this process opens: one a connection and node of `server` (a
-/// managed cluster's primaries; an external cluster's are known only once
-/// connected), and one more to the cache in front, if any.
-pub fn sockets(connections: usize, server: Option<&ManagedServer>, cache: bool) -> usize {
-    let nodes = server
-        .and_then(|s| s.settings.get("shards"))
-        .and_then(|n| n.parse::<usize>().ok())
-        .unwrap_or(1);
-    connections * nodes + if cache { connections } else { 0 }
-}
-
-/// Raises the open-file limit to what `connections` need, with room for the
-/// managed servers that inherit it (up to the hard limit).
-fn raise_fd_limit(connections: usize) {
-    raise_open_files(connections as u64 * 2 + 256);
-}
-
-/// Files kvlab holds beside its sockets (epoll, timers, results, threads).
-const FD_SPARE: u64 = 64;

@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::cache::Cache;
 use super::resolve::Resolved;
 use crate::driver::table::TABLE;
-use crate::driver::{Connector, Endpoint, PoolerCounters, Role, ServerCounters, ServerInfo};
+use crate::driver::{Connector, Endpoint, Role, ServerInfo};
+use crate::engine::Spec;
+use crate::plan::shard::{Share, instant_of};
+use crate::workload::OpMix;
 use crate::plan::RunPlan;
 use crate::servers::{ManagedPooler, ManagedServer};
 use crate::system::progress::{RunOptions, note};
@@ -80,6 +82,39 @@ impl<'a> Target<'a> {
         })
     }
 
+    /// The engine's point against this target (set-up, probes: the server
+    /// itself), as `rs` resolved the plan.
+    pub fn spec(&self, rs: &Resolved) -> Result<Spec> {
+        let plan = &rs.config;
+        let (w, l, shard) = (&plan.workload, &plan.load, plan.load.shard);
+        let topology = self.topology()?;
+        Ok(Spec {
+            distribution: w.distribution,
+            mix: OpMix::new(w.ratio),
+            connections: rs.connections,
+            threads: l.threads,
+            pipeline: rs.pipeline,
+            warmup: Duration::from_secs_f64(l.warmup_s),
+            stop: l.stop,
+            rate: l.rate,
+            timeout: Duration::from_secs_f64(l.timeout_s),
+            seed: shard.map_or(w.seed, |s| s.seed(w.seed)),
+            ttl_s: w.ttl_s,
+            batch: w.batch.clone(),
+            topology,
+            board: rs.board.clone(),
+            share: shard.map_or(Share::all(l.connections), |s| s.connections(l.connections)),
+            start_at: l.start_at_ms.map(instant_of),
+            timeline_seconds: l.timeline_seconds,
+            ..Spec::writes(
+                self.connector.clone(),
+                w.key_prefix.as_bytes().to_vec(),
+                w.values(),
+                w.keys,
+            )
+        })
+    }
+
     /// How the run's connections reach the target (after the load: a
     /// database's connections need kvlab's table).
     pub fn transport(&self) -> Result<TransportInfo> {
@@ -106,25 +141,4 @@ fn probe(connector: &Connector, prefix: &str, opts: RunOptions) -> Result<Server
         },
     );
     Ok(info)
-}
-
-/// The servers' own counters at one instant.
-pub struct Counters {
-    /// The target's (or why there are none).
-    pub server: Result<ServerCounters, String>,
-    /// The cache's, in a cache-aside run.
-    pub cache: Option<ServerCounters>,
-    /// The pooler's.
-    pub pooler: Option<PoolerCounters>,
-}
-
-impl Counters {
-    /// Reads every server's counters now.
-    pub fn read(target: &Target, cache: Option<&Cache>) -> Counters {
-        Counters {
-            server: target.connector.counters().map_err(|e| format!("{e:#}")),
-            cache: cache.and_then(Cache::counters),
-            pooler: target.pooler.and_then(|p| p.counters().ok()),
-        }
-    }
 }

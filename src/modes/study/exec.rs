@@ -352,7 +352,8 @@ fn start_pinned(
     opts: RunOptions,
     cpus: Option<&[usize]>,
 ) -> Result<Option<ManagedServer>> {
-    let s = runner::start_managed(target, plan, opts)?;
+    let rs = runner::resolve::Resolved::of(plan)?;
+    let s = runner::start_managed(target, &rs, opts)?;
     if let (Some(s), Some(cpus)) = (&s, cpus) {
         s.pin(cpus)?;
     }

@@ -32,20 +32,14 @@ impl Server for ClusterProduct {
         )
     }
 
+    fn nodes(&self, opts: &BTreeMap<String, String>) -> usize {
+        shards(opts).unwrap_or(1)
+    }
+
     fn configure(&self, opts: &BTreeMap<String, String>, sizing: Sizing) -> Result<Config> {
+        let shards = shards(opts)?;
         let mut rest = opts.clone();
-        let shards = match rest.remove("shards") {
-            None => 3,
-            Some(v) => v
-                .parse::<usize>()
-                .ok()
-                .filter(|n| (1..=MAX_SHARDS).contains(n))
-                .with_context(|| {
-                    format!(
-                        "--server-opt shards={v}: use a number of primaries from 1 to {MAX_SHARDS}"
-                    )
-                })?,
-        };
+        rest.remove("shards");
         let replicas = match rest.remove("replicas").as_deref() {
             None | Some("0") => 0,
             Some("1") => 1,
@@ -163,6 +157,19 @@ impl Server for ClusterProduct {
             Ok(true)
         })
     }
+}
+
+/// The primaries `--server-opt shards` asks for (3 unless given).
+fn shards(opts: &BTreeMap<String, String>) -> Result<usize> {
+    let Some(v) = opts.get("shards") else {
+        return Ok(3);
+    };
+    v.parse::<usize>()
+        .ok()
+        .filter(|n| (1..=MAX_SHARDS).contains(n))
+        .with_context(|| {
+            format!("--server-opt shards={v}: use a number of primaries from 1 to {MAX_SHARDS}")
+        })
 }
 
 /// Primaries and replicas per primary, as [`Server::configure`] recorded them.
