@@ -53,7 +53,8 @@ fn memcached_over_a_unix_socket_counts_agree() {
 fn the_meta_protocol_reads_writes_and_agrees_with_the_counters() {
     let s = server(TargetKind::Memcached);
     let mut p = plan(TargetKind::Memcached, s.endpoint());
-    p.target.query_mode = Some("meta".into());
+    p.target.query_mode =
+        Some(kvlab::plan::query_mode_of(p.target.kind, "meta", "--query-mode").unwrap());
     p.workload.ratio = kvlab::plan::Ratio { set: 1, get: 4 };
     p.workload.value_sizes = Some("64-2048".parse().unwrap());
     let r = common::measure(&p);

@@ -92,7 +92,8 @@ fn every_query_mode_verifies_values_and_counts() {
     conn.query("CREATE EXTENSION pg_stat_statements").unwrap();
     for mode in ["prepared", "extended", "simple"] {
         let mut p = plan(TargetKind::Postgres, s.endpoint());
-        p.target.query_mode = Some(mode.into());
+        p.target.query_mode =
+            Some(kvlab::plan::query_mode_of(p.target.kind, mode, "--query-mode").unwrap());
         p.workload.ratio = Ratio { set: 1, get: 3 };
         let r = measure(&p);
         assert_eq!(r.query_mode.as_deref(), Some(mode));
@@ -109,7 +110,8 @@ fn every_query_mode_verifies_values_and_counts() {
     )
     .unwrap();
     let mut p = plan(TargetKind::Postgres, s.endpoint());
-    p.target.query_mode = Some("simple".into());
+    p.target.query_mode =
+        Some(kvlab::plan::query_mode_of(p.target.kind, "simple", "--query-mode").unwrap());
     p.workload.load = false;
     common::catches_wrong_values(&p);
 }

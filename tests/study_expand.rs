@@ -162,13 +162,13 @@ fn pooled_targets_carry_their_pooler_and_query_mode() {
     let p = expand(&s).unwrap();
     assert_eq!(p[0].plan.target.pooler, None);
     assert_eq!(
-        p[0].plan.target.query_mode_used().as_deref(),
+        p[0].plan.target.query_mode_used().map(|m| m.name()),
         Some("prepared")
     );
     let t = &p[1].plan.target;
     assert_eq!(t.pooler.as_deref(), Some("pgbouncer"));
     assert_eq!(t.pooler_opts["pool_mode"], "transaction");
-    assert_eq!(t.query_mode_used().as_deref(), Some("extended"));
+    assert_eq!(t.query_mode_used().map(|m| m.name()), Some("extended"));
     let bad = text.replace("\"transaction\"", "\"txn\"");
     let e = parse(&bad, "p.toml").unwrap_err().to_string();
     assert!(

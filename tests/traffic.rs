@@ -72,7 +72,8 @@ fn mixed_sizes_are_verified_on_every_protocol() {
 fn mixed_sizes_go_through_every_postgres_query_mode() {
     for mode in ["simple", "extended"] {
         let mut p = sized(TargetKind::Postgres, "pareto:32-8000");
-        p.target.query_mode = Some(mode.into());
+        p.target.query_mode =
+            Some(kvlab::plan::query_mode_of(p.target.kind, mode, "--query-mode").unwrap());
         let r = measure(&p);
         all_sizes_verified(&r, &p.workload.values(), true);
     }

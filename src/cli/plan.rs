@@ -93,8 +93,18 @@ impl RunArgs {
         target.schema.table_engine = self.table_engine.as_ref().map(|e| e.to_ascii_lowercase());
         target.schema.unlogged = self.unlogged;
         target.schema.recreate = self.recreate;
-        target.consistency.clone_from(&self.consistency);
-        target.query_mode = self.query_mode.as_ref().map(|m| m.to_ascii_lowercase());
+        target.consistency = match &self.consistency {
+            Some(c) => Some(crate::plan::consistency_of(
+                target.kind,
+                c,
+                "--consistency",
+            )?),
+            None => None,
+        };
+        target.query_mode = match &self.query_mode {
+            Some(m) => Some(crate::plan::query_mode_of(target.kind, m, "--query-mode")?),
+            None => None,
+        };
         target.pooler.clone_from(&self.pooler);
         target.pooler_opts = self.pooler_opt.iter().cloned().collect();
         target.check_schema()?;

@@ -21,6 +21,7 @@
 //! - [`topology`]
 //! - [`wire`]
 
+pub mod choice;
 pub mod counters;
 pub mod diagnose;
 pub mod endpoint;
@@ -34,6 +35,7 @@ pub mod table_steps;
 pub mod topology;
 pub mod wire;
 
+pub use choice::{Consistency, QueryMode};
 pub use counters::{ReportedUsage, ServerCounters, UsageReport};
 pub use endpoint::{Endpoint, SchemaOptions, Secret, is_secret_key};
 pub use facts::{Facts, ServerFacts, TableFacts};

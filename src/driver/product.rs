@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use crate::driver::choice::{Consistency, QueryMode};
 use crate::driver::counters::{ReportedUsage, ServerCounters};
 use crate::driver::endpoint::Endpoint;
 use crate::driver::facts::Facts;
@@ -46,7 +47,7 @@ pub trait Product: Sync + Send + 'static {
     fn role(&self) -> Role<'_>;
     /// Round trips a new connection's set-up sends in `query_mode` beyond its
     /// login (e.g. preparing statements): a pooler counts them as queries.
-    fn set_up_round_trips(&self, query_mode: Option<&str>) -> u64 {
+    fn set_up_round_trips(&self, query_mode: Option<QueryMode>) -> u64 {
         let _ = query_mode;
         0
     }
@@ -315,10 +316,10 @@ pub struct Connector {
     /// Database name (or keyspace), if any.
     pub database: Option<String>,
     /// The consistency level requests ask for, where the product has levels.
-    pub consistency: Option<String>,
+    pub consistency: Option<Consistency>,
     /// The query mode requests use, where the product has modes (`None`: its
     /// default).
-    pub query_mode: Option<String>,
+    pub query_mode: Option<QueryMode>,
     /// The socket and TLS its connections use.
     pub transport: Transport,
 }
@@ -394,14 +395,14 @@ impl Connector {
 
     /// This connector, asking for consistency level `level` where the product
     /// has levels.
-    pub fn with_consistency(mut self, level: Option<String>) -> Connector {
+    pub fn with_consistency(mut self, level: Option<Consistency>) -> Connector {
         self.consistency = level;
         self
     }
 
     /// This connector, sending requests in query mode `mode` where the
     /// product has modes.
-    pub fn with_query_mode(mut self, mode: Option<String>) -> Connector {
+    pub fn with_query_mode(mut self, mode: Option<QueryMode>) -> Connector {
         self.query_mode = mode;
         self
     }

@@ -38,8 +38,7 @@ pub fn fill(
         (None, Some(s)) => s.endpoint(),
         (None, None) => bail!("no server to fill"),
     };
-    let connector =
-        Connector::new(kind, &endpoint)?.with_consistency(plan.target.consistency.clone());
+    let connector = Connector::new(kind, &endpoint)?.with_consistency(plan.target.consistency);
     let vsize = plan.workload.value_size;
     let topology = connector.topology()?.map(std::sync::Arc::new);
     if kind.is_sql() {

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::driver::{Consistency, QueryMode};
 pub use crate::driver::{Endpoint, SchemaOptions, Secret, is_secret_key};
 use crate::driver::{Pooler, Role};
 use crate::error::UsageError;
@@ -12,8 +13,10 @@ use crate::products;
 pub use crate::products::TargetKind;
 pub use crate::workload::params::{KeyDistribution, Ratio, Stop, WritePolicy};
 pub use aside::{CacheAside, CacheStart};
+pub use choice::{consistency_of, query_mode_of};
 
 mod aside;
+mod choice;
 pub mod events;
 pub mod replay;
 pub mod shard;
@@ -225,11 +228,11 @@ pub struct TargetSpec {
     /// The consistency level requests ask for (`--consistency`), for products
     /// that have levels; `None`: the product's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub consistency: Option<String>,
+    pub consistency: Option<Consistency>,
     /// How requests are sent (`--query-mode`), for products that have modes;
     /// `None`: the default (or what the pooler in front needs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub query_mode: Option<String>,
+    pub query_mode: Option<QueryMode>,
     /// A pooler kvlab starts in front of the managed server (`--pooler`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pooler: Option<String>,
@@ -300,8 +303,7 @@ impl TargetSpec {
         let settings = pooler.configure(&self.pooler_opts, connections)?;
         if let Some(why) = self
             .query_mode
-            .as_deref()
-            .and_then(|m| pooler.query_mode_problem(&settings, &m.to_ascii_lowercase()))
+            .and_then(|m| pooler.query_mode_problem(&settings, m.name()))
         {
             return Err(UsageError::bad(
                 "--query-mode",
@@ -315,71 +317,28 @@ impl TargetSpec {
     /// The query mode requests use: the one asked for, else the one the
     /// pooler in front needs, else the product's default; `None` for products
     /// without modes.
-    pub fn query_mode_used(&self) -> Option<String> {
+    pub fn query_mode_used(&self) -> Option<QueryMode> {
         let modes = self.kind.product().facts().query_modes;
         if modes.is_empty() {
             return None;
         }
-        if let Some(m) = &self.query_mode {
-            return Some(m.to_ascii_lowercase());
+        if self.query_mode.is_some() {
+            return self.query_mode;
         }
         let needed = self
             .pooler_settings(0)
             .ok()
             .flatten()
             .and_then(|(p, s)| p.query_mode(&s))
-            .filter(|m| modes.contains(m));
-        Some(needed.unwrap_or(modes[0]).to_string())
+            .and_then(|m| QueryMode::among(modes, m));
+        needed.or(QueryMode::among(modes, modes[0]))
     }
 
-    /// Checks the table options, the consistency level, the query mode and
-    /// the pooler against what the product takes.
+    /// Checks the table options and the pooler against what the product
+    /// takes (its query mode and consistency level are the product's by
+    /// type: [`query_mode_of`], [`consistency_of`]).
     pub fn check_schema(&self) -> Result<(), UsageError> {
-        if let Some(mode) = &self.query_mode {
-            let modes = self.kind.product().facts().query_modes;
-            if modes.is_empty() {
-                let takers: Vec<&str> = TargetKind::ALL
-                    .into_iter()
-                    .filter(|k| !k.product().facts().query_modes.is_empty())
-                    .map(|k| k.product().facts().title)
-                    .collect();
-                return Err(UsageError::bad(
-                    "--query-mode",
-                    format!("applies to {} targets only", products::or_list(&takers)),
-                    "drop it",
-                ));
-            }
-            if !modes.contains(&mode.to_ascii_lowercase().as_str()) {
-                return Err(UsageError::bad(
-                    "--query-mode",
-                    format!("unknown mode '{mode}'"),
-                    format!("use {}", modes.join("|")),
-                ));
-            }
-        }
         self.pooler_settings(0)?;
-        if let Some(level) = &self.consistency {
-            let levels = self.kind.product().facts().consistency_levels;
-            if levels.is_empty() {
-                let takers: Vec<TargetKind> = TargetKind::ALL
-                    .into_iter()
-                    .filter(|k| !k.product().facts().consistency_levels.is_empty())
-                    .collect();
-                let titles: Vec<&str> = takers.iter().map(|k| k.product().facts().title).collect();
-                return Err(UsageError::bad(
-                    "--consistency",
-                    format!("applies to {} targets only", products::or_list(&titles)),
-                    "drop it",
-                ));
-            }
-            if !levels.contains(&level.to_ascii_lowercase().as_str()) {
-                return Err(UsageError::bad(
-                    "--consistency",
-                    format!("unknown level '{level}'"),
-                    format!("use {}", levels.join("|")),
-                ));
-            }
-        }
         let s = &self.schema;
         let given = [
             ("table_engine", "--table-engine", s.table_engine.is_some()),
@@ -410,27 +369,6 @@ impl TargetSpec {
             Role::Cache(_) => Ok(()),
         }
     }
-}
-
-/// `mode` as a query mode of `kind` (lower case), or the error naming `flag`.
-pub fn query_mode_of(
-    kind: TargetKind,
-    mode: &str,
-    flag: &'static str,
-) -> Result<String, UsageError> {
-    let modes = kind.product().facts().query_modes;
-    let m = mode.to_ascii_lowercase();
-    if modes.contains(&m.as_str()) {
-        return Ok(m);
-    }
-    Err(UsageError::bad(
-        flag,
-        format!("{} speaks no query mode '{mode}'", kind.name()),
-        match modes.is_empty() {
-            true => "drop it".to_string(),
-            false => format!("use {}", modes.join(" or ")),
-        },
-    ))
 }
 
 /// The data and the operations.

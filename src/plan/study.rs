@@ -328,12 +328,23 @@ impl StudyFile {
 }
 
 impl TargetSection {
-    /// Sets `spec`'s consistency level, query mode and pooler from this target.
-    pub(crate) fn apply_request_options(&self, spec: &mut TargetSpec) {
-        spec.consistency.clone_from(&self.consistency);
-        spec.query_mode = self.query_mode.as_ref().map(|m| m.to_ascii_lowercase());
+    /// Sets `spec`'s consistency level, query mode and pooler from this
+    /// target; refuses a level or mode its product does not have.
+    pub(crate) fn apply_request_options(
+        &self,
+        spec: &mut TargetSpec,
+    ) -> Result<(), crate::error::UsageError> {
+        spec.consistency = match &self.consistency {
+            Some(c) => Some(crate::plan::consistency_of(spec.kind, c, "--consistency")?),
+            None => None,
+        };
+        spec.query_mode = match &self.query_mode {
+            Some(m) => Some(crate::plan::query_mode_of(spec.kind, m, "--query-mode")?),
+            None => None,
+        };
         spec.pooler.clone_from(&self.pooler);
         spec.pooler_opts.clone_from(&self.pooler_opts);
+        Ok(())
     }
 
     /// The cache-aside part of this target's plans, if it has a cache.

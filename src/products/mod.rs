@@ -363,18 +363,24 @@ mod tests {
         assert_eq!(t.external.unwrap().database, None);
         assert!("cassandra://h/a/b".parse::<TargetSpec>().is_err());
         assert!("redis://h/ks".parse::<TargetSpec>().is_err());
-        let mut t: TargetSpec = "cassandra".parse().unwrap();
-        t.consistency = Some("LOCAL_QUORUM".into());
-        assert!(t.check_schema().is_ok());
-        t.consistency = Some("most".into());
-        let e = t.check_schema().unwrap_err().to_string();
+        let level = |kind, l| crate::plan::consistency_of(kind, l, "--consistency");
+        let quorum = level(TargetKind::Cassandra, "LOCAL_QUORUM").unwrap();
+        assert_eq!(quorum.name(), "local_quorum");
+        // As a result file has it, read back.
+        let json = serde_json::to_string(&quorum).unwrap();
+        assert_eq!(
+            serde_json::from_str::<crate::plan::Consistency>(&json).unwrap(),
+            quorum
+        );
+        assert!(serde_json::from_str::<crate::plan::Consistency>("\"most\"").is_err());
+        let e = level(TargetKind::Cassandra, "most")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("unknown level 'most'") && e.contains("quorum"),
             "{e}"
         );
-        let mut t: TargetSpec = "redis".parse().unwrap();
-        t.consistency = Some("one".into());
-        let e = t.check_schema().unwrap_err().to_string();
+        let e = level(TargetKind::Redis, "one").unwrap_err().to_string();
         assert!(e.contains("Cassandra/CQL targets only"), "{e}");
     }
 

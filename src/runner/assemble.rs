@@ -3,9 +3,9 @@
 //! run invalid or worth a caveat.
 
 use super::observe::{RunObserver, self_peak_rss_kb};
+use super::resolve::Resolved;
 use crate::driver::LoadResult;
 use crate::engine::EngineReport;
-use super::resolve::Resolved;
 use crate::plan::shard::unix_ms;
 use crate::results::stats::{ErrorKind, Percentiles, encode_histogram};
 use crate::results::{ConnectionReport, CounterCheck, RunResult, TargetInfo};
@@ -297,7 +297,7 @@ impl Parts {
             cache_aside: None,
             histogram: encode_histogram(&r.measured.latency),
             service_histogram: paced.then(|| encode_histogram(&r.measured.service)),
-            query_mode: rs.query_mode.clone(),
+            query_mode: rs.query_mode.map(|m| m.to_string()),
             profile: rs.profile.clone(),
             pooler: None,
             shard: rs.config.load.shard,
@@ -305,16 +305,13 @@ impl Parts {
                 start_unix_ms: unix_ms(r.window_start),
                 end_unix_ms: unix_ms(r.window_start + r.window),
             }),
-            start: rs
-                .config
-                .load
-                .start_at_ms
-                .zip(r.start)
-                .map(|(at, s)| crate::results::StartKept {
+            start: rs.config.load.start_at_ms.zip(r.start).map(|(at, s)| {
+                crate::results::StartKept {
                     at_unix_ms: at,
                     late_ms: s.late.as_secs_f64() * 1e3,
                     margin_ms: s.margin.as_secs_f64() * 1e3,
-                }),
+                }
+            }),
             clients: Vec::new(),
         }
     }

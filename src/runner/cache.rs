@@ -231,7 +231,7 @@ impl Cache {
         AsideReport {
             cache: self.info.clone(),
             write_policy: self.aside.policy.name().to_string(),
-            cache_query_mode: self.connector.query_mode.clone(),
+            cache_query_mode: self.connector.query_mode.map(|m| m.to_string()),
             ttl_s: self.aside.ttl_s,
             cache_hits: legs.cache_hits,
             cache_misses: legs.cache_misses,

@@ -43,7 +43,8 @@ pub fn prepare(
             };
             table::prepare(db, &base.connector, &data, opts, shutdown)
         }
-    }}
+    }
+}
 
 /// Writes every key once (version 0), pipelined, into the cache `base` names;
 /// fails unless every write was stored and kept (no eviction while loading).

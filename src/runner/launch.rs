@@ -68,7 +68,10 @@ pub fn start_missing(
 ) -> Result<[Option<ManagedServer>; 2]> {
     let wanted = [
         Some(&plan.target).filter(|_| !have_target),
-        plan.cache.as_ref().map(|a| &a.cache).filter(|_| !have_cache),
+        plan.cache
+            .as_ref()
+            .map(|a| &a.cache)
+            .filter(|_| !have_cache),
     ];
     let mut started = [None, None];
     for (i, spec) in wanted.into_iter().enumerate() {
@@ -100,11 +103,11 @@ pub fn start_managed(
     let sizing = Sizing {
         data_bytes: rs.data_bytes,
         // The pooler's server connections must fit too.
-        connections: rs.config.load.connections.max(
-            pooler
-                .as_ref()
-                .map_or(0, |(p, s)| p.server_connections(s)),
-        ),
+        connections: rs
+            .config
+            .load
+            .connections
+            .max(pooler.as_ref().map_or(0, |(p, s)| p.server_connections(s))),
     };
     let mut said = Vec::new();
     if pooler.is_some() {

@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use crate::system::process::{open_files, raise_open_files};
-use crate::plan::{PoolerSettings, RunPlan};
 use crate::plan::shard::local_connections;
+use crate::plan::{PoolerSettings, RunPlan};
 use crate::results::ProfileNote;
+use crate::system::process::{open_files, raise_open_files};
 use crate::workload::consistency::VersionBoard;
 
 /// What one run derives from its plan, once.
@@ -43,7 +43,7 @@ pub struct Resolved {
     /// Requests in flight per connection, as the protocol allows.
     pub pipeline: usize,
     /// The query mode requests use, for products that have modes.
-    pub query_mode: Option<String>,
+    pub query_mode: Option<crate::plan::QueryMode>,
     /// Round trips a new connection's set-up sends in that query mode beyond
     /// its requests (what a pooler in front counts).
     pub set_up_round_trips: u64,
@@ -94,7 +94,9 @@ impl Resolved {
         let sockets = connections * nodes + if plan.cache.is_some() { connections } else { 0 };
         // The pooler (which inherits kvlab's limit) holds a socket per client
         // and per server connection.
-        let pooler_sockets = pooler.as_ref().map(|(p, s)| l.connections + p.server_connections(s));
+        let pooler_sockets = pooler
+            .as_ref()
+            .map(|(p, s)| l.connections + p.server_connections(s));
         let pooler_fd_note = room_for_sockets(sockets, pooler_sockets.unwrap_or(0))?;
         let facts = product.facts();
         let (board, board_note) = version_board(plan);
@@ -115,7 +117,7 @@ impl Resolved {
                 true => plan.load.pipeline.min(facts.max_pipeline),
                 false => 1,
             },
-            set_up_round_trips: product.set_up_round_trips(query_mode.as_deref()),
+            set_up_round_trips: product.set_up_round_trips(query_mode),
             query_mode,
             pooler,
             value_bytes: plan
@@ -123,7 +125,10 @@ impl Resolved {
                 .keys
                 .saturating_mul(plan.workload.value_size as u64),
             board,
-            problems: pipeline_problems(plan).into_iter().chain(board_note).collect(),
+            problems: pipeline_problems(plan)
+                .into_iter()
+                .chain(board_note)
+                .collect(),
             background_rps: plan
                 .workload
                 .background_writes

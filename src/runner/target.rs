@@ -11,12 +11,12 @@ use super::resolve::Resolved;
 use crate::driver::table::TABLE;
 use crate::driver::{Connector, Endpoint, Role, ServerInfo};
 use crate::engine::Spec;
-use crate::plan::shard::{Share, instant_of};
-use crate::workload::OpMix;
 use crate::plan::RunPlan;
+use crate::plan::shard::{Share, instant_of};
 use crate::servers::{ManagedPooler, ManagedServer};
 use crate::system::progress::{RunOptions, note};
 use crate::transport::TransportInfo;
+use crate::workload::OpMix;
 
 /// The run's target, reached.
 pub struct Target<'a> {
@@ -51,8 +51,8 @@ impl<'a> Target<'a> {
         };
         let connector_to = |e: &Endpoint| -> Result<Connector> {
             Ok(Connector::new(kind, e)?
-                .with_consistency(plan.target.consistency.clone())
-                .with_query_mode(rs.query_mode.clone()))
+                .with_consistency(plan.target.consistency)
+                .with_query_mode(rs.query_mode))
         };
         let connector = connector_to(&endpoint)?;
         let pooler = server.and_then(ManagedServer::pooler);

@@ -38,7 +38,8 @@ fn session(e: &Endpoint) -> cql::CqlConn {
 
 fn every_write_lands_over_tls(e: &Endpoint) {
     let mut p = plan(KIND, e.clone());
-    p.target.consistency = Some("QUORUM".into());
+    p.target.consistency =
+        Some(kvlab::plan::consistency_of(p.target.kind, "QUORUM", "--consistency").unwrap());
     p.workload.ratio = Ratio { set: 1, get: 4 };
     p.load.pipeline = 16;
     let r = measure(&p);
@@ -82,7 +83,8 @@ fn a_plain_client_is_served_too(e: &Endpoint) {
 
 fn an_unmet_consistency_level_fails_every_request(e: &Endpoint) {
     let mut p = plan(KIND, e.clone());
-    p.target.consistency = Some("two".into()); // one node, replication factor 1
+    p.target.consistency =
+        Some(kvlab::plan::consistency_of(p.target.kind, "two", "--consistency").unwrap()); // one node, replication factor 1
     p.load.stop = Stop::Requests(200);
     let r = measure(&p);
     assert_eq!(r.errors, r.requests, "{:?}", r.errors_by_kind);

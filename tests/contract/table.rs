@@ -178,7 +178,11 @@ pub fn entry(kind: TargetKind) -> Entry {
             // The checks run over TLS: kvlab's throwaway CA; the node's
             // `optional` native port serves plain clients too.
             opts: &[("tls", "on")],
-            tune: |p| p.target.consistency = Some("QUORUM".into()),
+            tune: |p| {
+                p.target.consistency = Some(
+                    kvlab::plan::consistency_of(p.target.kind, "QUORUM", "--consistency").unwrap(),
+                )
+            },
             password: Password::Asks {
                 opts: &[("authenticator", "PasswordAuthenticator")],
                 set: None,

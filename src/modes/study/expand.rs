@@ -64,7 +64,8 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
     let axes = Axes::of(s)?;
     let mut points = Vec::new();
     for t in &s.targets {
-        let base: TargetSpec = t.target.parse()?;
+        let mut base: TargetSpec = t.target.parse()?;
+        t.apply_request_options(&mut base)?;
         let cache = t.cache_aside()?;
         for at in axes.places(s.repetitions) {
             let target = target_at(t, &base, at.server);
@@ -284,7 +285,6 @@ fn target_at(t: &TargetSection, base: &TargetSpec, server: &Settings) -> TargetS
         unlogged: t.unlogged,
         recreate: false,
     };
-    t.apply_request_options(&mut target);
     for (k, v) in server {
         target.server_opts.insert(k.clone(), v.clone());
     }

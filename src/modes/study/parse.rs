@@ -245,11 +245,12 @@ fn check_targets(s: &StudyFile, lines: &Lines, origin: &str) -> Result<BTreeSet<
             .map_err(|e| anyhow!("{}: {e}", target_line()))?;
         spec.schema.table_engine = t.table_engine.clone();
         spec.schema.unlogged = t.unlogged;
-        t.apply_request_options(&mut spec);
-        spec.check_schema().map_err(|e| {
-            let msg = study_words(&e.to_string());
-            anyhow!("{}: {msg}", at(&msg))
-        })?;
+        t.apply_request_options(&mut spec)
+            .and_then(|()| spec.check_schema())
+            .map_err(|e| {
+                let msg = study_words(&e.to_string());
+                anyhow!("{}: {msg}", at(&msg))
+            })?;
         if spec.external.is_some() && !t.server_opts.is_empty() {
             bail!(
                 "{}: server settings apply only to servers kvlab starts; drop them or use a bare kind",

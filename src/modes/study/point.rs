@@ -42,10 +42,10 @@ impl Point {
             put("unlogged", "true".into());
         }
         if let Some(c) = &t.consistency {
-            put("consistency", c.clone());
+            put("consistency", c.to_string());
         }
         if let Some(m) = t.query_mode_used() {
-            put("query_mode", m);
+            put("query_mode", m.to_string());
         }
         if let Some(pooler) = &t.pooler {
             put("pooler", pooler.clone());
@@ -65,7 +65,7 @@ impl Point {
                 put(&format!("cache.{k}"), v.clone());
             }
             if let Some(m) = c.cache.query_mode_used() {
-                put("cache_query_mode", m);
+                put("cache_query_mode", m.to_string());
             }
         }
         if !p.load.events.is_empty() {

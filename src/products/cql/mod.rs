@@ -64,7 +64,9 @@ pub fn keyspace(c: &Connector) -> io::Result<String> {
 
 /// The protocol code of `c`'s consistency level (ONE unless given).
 fn consistency(c: &Connector) -> u16 {
-    c.consistency.as_deref().and_then(codec::level).unwrap_or(1)
+    c.consistency
+        .and_then(|l| codec::level(l.name()))
+        .unwrap_or(1)
 }
 
 /// What Cassandra/CQL declares: URLs may name a keyspace, the native port has

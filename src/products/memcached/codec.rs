@@ -26,7 +26,7 @@ impl Memcache {
     /// The codec for `c`'s query mode.
     pub fn for_connector(c: &crate::driver::Connector) -> Memcache {
         Memcache {
-            meta: c.query_mode.as_deref() == Some("meta"),
+            meta: c.query_mode.is_some_and(|m| m.name() == "meta"),
         }
     }
 }

@@ -150,7 +150,7 @@ impl PgCodec {
     /// The codec for values of `value_size` bytes in `c`'s query mode
     /// (prepared when it names none; the mode was checked with the plan).
     pub fn for_connector(value_size: usize, c: &crate::driver::Connector) -> PgCodec {
-        let mode = QueryMode::named(c.query_mode.as_deref()).unwrap_or(QueryMode::Prepared);
+        let mode = QueryMode::named(c.query_mode.map(|m| m.name())).unwrap_or(QueryMode::Prepared);
         PgCodec::with_mode(value_size, mode)
     }
 

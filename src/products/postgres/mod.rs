@@ -75,8 +75,8 @@ static FACTS: Facts = Facts {
 impl Product for Postgres {
     declares!(&FACTS, Database);
     /// Preparing kvlab's two statements is one `Sync`.
-    fn set_up_round_trips(&self, query_mode: Option<&str>) -> u64 {
-        u64::from(QueryMode::named(query_mode) == Some(QueryMode::Prepared))
+    fn set_up_round_trips(&self, query_mode: Option<crate::driver::QueryMode>) -> u64 {
+        u64::from(QueryMode::named(query_mode.map(|m| m.name())) == Some(QueryMode::Prepared))
     }
 
     fn url_option(&self, key: &str, value: &str, ep: &mut Endpoint) -> Result<bool, UsageError> {
@@ -85,7 +85,7 @@ impl Product for Postgres {
 
     fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(Stream, Session)> {
         let mut conn = open(c, timeout)?;
-        if QueryMode::named(c.query_mode.as_deref()) == Some(QueryMode::Prepared) {
+        if QueryMode::named(c.query_mode.map(|m| m.name())) == Some(QueryMode::Prepared) {
             conn.prepare_kv()?;
         }
         hand_over(conn.into_stream(), Session::Plain)

@@ -123,7 +123,7 @@ fn load(s: &mut String, r: &RunResult) {
     );
     let facts = c.target.kind.product().facts();
     if !facts.consistency_levels.is_empty() {
-        let level = c.target.consistency.as_deref().unwrap_or("one");
+        let level = c.target.consistency.map_or("one", |l| l.name());
         let _ = writeln!(
             s,
             "  consistency: {} on every request",
