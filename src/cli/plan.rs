@@ -10,7 +10,7 @@ use crate::plan::{
 };
 use crate::products;
 use crate::workload::profiles::{self, Profile};
-use crate::workload::{SizeDist, Values};
+use crate::workload::{LinkDelay, SizeDist, Values};
 
 /// The mix of a workload: SET:GET, value sizes and key popularity.
 struct Mix {
@@ -48,6 +48,12 @@ impl RunArgs {
                 stop,
                 warmup_s,
                 rate,
+                arrivals: match &self.arrivals {
+                    Some(a) => a.parse()?,
+                    None => crate::workload::Arrivals::Poisson,
+                },
+                rtt: self.rtt()?,
+                cache_rtt: self.cache_rtt()?,
                 timeout_s: self.timeout,
                 shard,
                 start_at_ms,
@@ -284,6 +290,20 @@ impl RunArgs {
             batch: crate::plan::parse_batch(self.batch.as_deref())?,
             trace: None,
         })
+    }
+
+    /// `--rtt`: the round trip emulated to the target.
+    fn rtt(&self) -> Result<Option<LinkDelay>, UsageError> {
+        self.rtt.as_deref().map(|s| LinkDelay::parse(s, "--rtt")).transpose()
+    }
+
+    /// `--cache-rtt` (or `--rtt`): the round trip emulated to the cache.
+    fn cache_rtt(&self) -> Result<Option<LinkDelay>, UsageError> {
+        match (&self.cache_rtt, self.aside.cache.is_some()) {
+            (Some(s), _) => LinkDelay::parse(s, "--cache-rtt").map(Some),
+            (None, true) => self.rtt(),
+            (None, false) => Ok(None),
+        }
     }
 
     /// `--shard` and `--start-at`, checked against the target and the load.

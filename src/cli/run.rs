@@ -73,6 +73,22 @@ pub struct RunArgs {
     /// from each request's intended send time.
     #[arg(long, value_name = "RPS")]
     pub rate: Option<f64>,
+    /// How a fixed rate's requests arrive: poisson (independent clients, as
+    /// production traffic is) or uniform (evenly spaced). Each leaves within
+    /// 20 µs of its intended time; the run reports how close it came
+    /// [default: poisson].
+    #[arg(long, value_name = "PROCESS", requires = "rate")]
+    pub arrivals: Option<String>,
+    /// A round trip kvlab emulates to the target, in ms (e.g. 0.3 within a
+    /// zone, 1.5 across zones; `0.3,jitter=0.05` adds a random extra of that
+    /// mean): half before each request reaches the server, half before its
+    /// reply counts. A delay only: no loss, no bandwidth limit. Against a
+    /// server elsewhere it adds to the real network.
+    #[arg(long, value_name = "MS")]
+    pub rtt: Option<String>,
+    /// The round trip to a cache-aside run's cache (`--rtt` unless given).
+    #[arg(long, value_name = "MS", requires = "cache")]
+    pub cache_rtt: Option<String>,
     /// Seconds a request may wait for its reply before it counts as a timeout.
     #[arg(long, default_value_t = 5.0, value_name = "SECS")]
     pub timeout: f64,

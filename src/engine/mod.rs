@@ -19,11 +19,13 @@
 //!   back-off, drain, accounting), generic over a [`request_loop::Client`].
 //! - [`plain`]: the client that sends one command per request (pipelined,
 //!   routed by slot on a sharded target); [`aside`]: the cache-aside client.
-//! - `pipe`: one socket with its buffers; [`pacer`]: the open-loop schedule.
+//! - `pipe`: one socket with its buffers; `link`: the round trip kvlab
+//!   emulates on it; [`pacer`]: the open-loop schedule.
 
 pub mod aside;
 pub mod clock;
 pub mod dispatch;
+mod link;
 pub mod pacer;
 mod pipe;
 pub mod plain;

@@ -1,5 +1,6 @@
-//! Open-loop pacing: a fixed schedule of intended send times spread evenly over
-//! the connections, and the bookkeeping of how far the run fell behind it.
+//! Open-loop pacing: each connection's intended send times at a fixed total
+//! rate, evenly spaced or as independent Poisson arrivals, and a timer
+//! precise enough to keep them.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -7,68 +8,62 @@ use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
+use rand::Rng;
+use rand::rngs::SmallRng;
 
-/// Requests one wake-up of a worker aims to send together: waking once per
-/// request cost kvlab 2-4x the CPU per request of its closed loop, and near
-/// the target's capacity made kvlab's own late sends the measured tail (see
-/// docs/PERFORMANCE.md, "A fixed rate at closed-loop cost").
-const BATCH: u32 = 16;
-
-/// The most a request is sent before its intended time to join the worker's batch.
-pub const MAX_LEAD: Duration = Duration::from_micros(300);
-
-/// The most a pipelining connection sends a request early to join its own batch.
-pub const MAX_CONN_LEAD: Duration = Duration::from_millis(2);
+use crate::workload::Arrivals;
+use crate::workload::timing::SEND_TOLERANCE;
 
 /// The schedule of one run at a fixed total rate.
 #[derive(Clone, Copy, Debug)]
 pub struct Pacer {
-    /// Gap between two requests of one connection.
+    /// Mean gap between two requests of one connection.
     pub per_conn: Duration,
-    /// Gap between two requests of the whole run (offset between connections).
+    /// Gap between two requests of the whole run (offset between connections
+    /// of an evenly spaced schedule).
     pub global: Duration,
-    /// How early a request may go out with the batch of an earlier one: the
-    /// worker wakes at the first request due and sends every request due
-    /// within `lead` of it. A request sent early is timed from its actual send,
-    /// so batching never shortens a latency; one sent late is timed from its
-    /// intended time, as always. Zero until [`Pacer::for_worker`].
+    /// How early a request may leave: [`SEND_TOLERANCE`]. One sent early is
+    /// timed from its actual send, one sent late from its intended time.
     pub lead: Duration,
-    /// With `--pipeline P`, how early a connection whose first request is due
-    /// sends its next ones with it: up to P per write, as a pipelining client
-    /// does (sending them one per write cost 3-5x the closed loop's CPU), at
-    /// most [`MAX_CONN_LEAD`] early. Zero at pipeline 1.
-    pub conn_lead: Duration,
+    /// How the requests arrive.
+    pub arrivals: Arrivals,
 }
 
 impl Pacer {
-    /// A schedule of `rate` requests per second over `connections` connections.
-    pub fn new(rate: f64, connections: usize) -> Pacer {
+    /// A schedule of `rate` requests per second over `connections`
+    /// connections, arriving as `arrivals`.
+    pub fn new(rate: f64, connections: usize, arrivals: Arrivals) -> Pacer {
         let global = Duration::from_secs_f64(1.0 / rate);
         Pacer {
             per_conn: global * connections as u32,
             global,
-            lead: Duration::ZERO,
-            conn_lead: Duration::ZERO,
+            lead: SEND_TOLERANCE,
+            arrivals,
         }
     }
 
-    /// This schedule for a worker driving `conns` of its connections at
-    /// `pipeline`: a lead of about [`BATCH`] of the worker's requests, at most
-    /// [`MAX_LEAD`]; a connection's lead of `pipeline - 1` of its requests, at
-    /// most [`MAX_CONN_LEAD`].
-    pub fn for_worker(self, conns: usize, pipeline: usize) -> Pacer {
-        let gap = self.per_conn / conns.max(1) as u32;
-        let more = pipeline.saturating_sub(1).min(u32::MAX as usize) as u32;
-        Pacer {
-            lead: (gap * BATCH).min(MAX_LEAD),
-            conn_lead: self.per_conn.saturating_mul(more).min(MAX_CONN_LEAD),
-            ..self
+    /// Intended time of the first request of connection `conn`: its offset
+    /// of an even schedule, or a first exponential gap from `t0`.
+    pub fn first_due(&self, t0: Instant, conn: usize, rng: &mut SmallRng) -> Instant {
+        match self.arrivals {
+            Arrivals::Uniform => t0 + self.global * conn as u32,
+            Arrivals::Poisson => t0 + self.gap(rng),
         }
     }
 
-    /// Intended time of the first request of connection `conn`.
-    pub fn first_due(&self, t0: Instant, conn: usize) -> Instant {
-        t0 + self.global * conn as u32
+    /// The gap from a connection's request to its next: the mean, or an
+    /// exponential draw of that mean.
+    #[inline]
+    pub fn gap(&self, rng: &mut SmallRng) -> Duration {
+        match self.arrivals {
+            Arrivals::Uniform => self.per_conn,
+            Arrivals::Poisson => {
+                // u in [0, 1) from 53 random bits; 1 - u in (0, 1]: its
+                // logarithm is finite.
+                let u = (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+                self.per_conn.mul_f64(-(1.0 - u).ln())
+            }
+        }
     }
 }
 
@@ -139,28 +134,37 @@ mod tests {
 
     #[test]
     fn spreads_connections_evenly() {
-        let p = Pacer::new(1000.0, 10);
+        let p = Pacer::new(1000.0, 10, Arrivals::Uniform);
         assert_eq!(p.per_conn, Duration::from_millis(10));
+        assert_eq!(p.lead, SEND_TOLERANCE);
         let t0 = Instant::now();
-        assert_eq!(p.first_due(t0, 3) - t0, Duration::from_millis(3));
+        let mut rng = crate::workload::rng(1);
+        assert_eq!(p.first_due(t0, 3, &mut rng) - t0, Duration::from_millis(3));
+        assert_eq!(p.gap(&mut rng), p.per_conn);
     }
 
+    /// Kolmogorov-Smirnov: the gaps' distribution against the exponential of
+    /// their mean, at the 1% level.
     #[test]
-    fn a_worker_batches_about_sixteen_requests_within_the_most_lead() {
-        // 1000 req/s over 10 connections, a worker with 5: one request per 2 ms.
-        let p = Pacer::new(1000.0, 10).for_worker(5, 1);
-        assert_eq!(p.lead, MAX_LEAD);
-        assert_eq!(p.conn_lead, Duration::ZERO);
-        // 1M req/s, 10 connections on one worker: one per µs, 16 µs of lead;
-        // at pipeline 4 a connection (one per 10 µs) sends 3 more with its first.
-        let p = Pacer::new(1e6, 10).for_worker(10, 4);
-        assert_eq!(p.lead, Duration::from_micros(16));
-        assert_eq!(p.conn_lead, Duration::from_micros(30));
-        assert_eq!(Pacer::new(1e6, 10).lead, Duration::ZERO);
-        // Never more than the most.
-        assert_eq!(
-            Pacer::new(100.0, 10).for_worker(10, 16).conn_lead,
-            MAX_CONN_LEAD
-        );
+    fn poisson_gaps_are_exponential_with_the_connections_mean() {
+        let p = Pacer::new(20_000.0, 10, Arrivals::Poisson);
+        let mut rng = crate::workload::rng(7);
+        let n = 20_000;
+        let mut gaps: Vec<f64> = (0..n).map(|_| p.gap(&mut rng).as_secs_f64()).collect();
+        gaps.sort_by(f64::total_cmp);
+        let mean = p.per_conn.as_secs_f64();
+        let observed = gaps.iter().sum::<f64>() / n as f64;
+        assert!((observed / mean - 1.0).abs() < 0.03, "{observed} vs {mean}");
+        let d = gaps
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                let cdf = 1.0 - (-g / mean).exp();
+                (cdf - i as f64 / n as f64).abs().max((i + 1) as f64 / n as f64 - cdf)
+            })
+            .fold(0.0, f64::max);
+        assert!(d < 1.63 / (n as f64).sqrt(), "KS distance {d}");
+        // Evenly spaced gaps are far from it.
+        assert!(1.0 - (-1.0f64).exp() - 0.5 > 1.63 / (n as f64).sqrt());
     }
 }

@@ -11,9 +11,11 @@ use std::time::{Duration, Instant};
 use mio::{Interest, Token};
 use rustls::ClientConnection;
 
+use super::link::Link;
 use crate::driver::Connector;
 use crate::driver::wire::Session;
 use crate::transport::EngineSock;
+use crate::workload::LinkDelay;
 
 /// One socket of a connection with its buffers and its back-off.
 pub(crate) struct Pipe {
@@ -36,6 +38,8 @@ pub(crate) struct Pipe {
     pub(crate) served: bool,
     /// Attempts in a row that failed: not opened, or closed before serving.
     pub(crate) streak: u32,
+    /// The round trip kvlab emulates on this socket, if any.
+    link: Option<Box<Link>>,
 }
 
 impl Pipe {
@@ -60,7 +64,15 @@ impl Pipe {
             retry_at: now,
             served: false,
             streak: 0,
+            link: None,
         }
+    }
+
+    /// Emulates `delay` on this socket (bytes wait half of it each way), its
+    /// jitter drawn from `seed`, with room for `inflight` requests' marks.
+    pub(crate) fn with_link(mut self, delay: Option<LinkDelay>, seed: u64, inflight: usize) -> Pipe {
+        self.link = delay.map(|d| Box::new(Link::new(d, seed, inflight)));
+        self
     }
 
     /// Opens the socket (blocking, bounded by `timeout`) and registers it; the
@@ -93,6 +105,31 @@ impl Pipe {
         self.rstart = 0;
         self.rend = 0;
         self.want_write = false;
+        if let Some(l) = self.link.as_mut() {
+            l.clear();
+        }
+    }
+
+    /// The end of what the client may decode: what the read buffer holds, or
+    /// on an emulated link what has come through its inbound half.
+    #[inline]
+    pub(crate) fn readable_end(&self) -> usize {
+        self.link.as_ref().map_or(self.rend, |l| l.visible)
+    }
+
+    /// On an emulated link: the bytes just read arrive after the inbound
+    /// half; when they may be decoded (`None`: no link, or nothing new).
+    #[inline]
+    pub(crate) fn arrived(&mut self, now: Instant) -> Option<Instant> {
+        let end = self.rend;
+        self.link.as_mut()?.arrived(end, now)
+    }
+
+    /// On an emulated link: shows the client what has come through by
+    /// `now`; whether anything new has.
+    #[inline]
+    pub(crate) fn reveal(&mut self, now: Instant) -> bool {
+        self.link.as_mut().is_some_and(|l| l.reveal(now))
     }
 
     /// Closes the socket, dropping what was buffered. One that served nothing
@@ -128,29 +165,56 @@ impl Pipe {
         self.wpos < self.wbuf.len() || self.tls.as_ref().is_some_and(|t| t.wants_write())
     }
 
-    /// Writes what is buffered; `Err` when the connection broke.
-    pub(crate) fn flush(&mut self, registry: &mio::Registry) -> io::Result<()> {
+    /// Writes what is buffered (on an emulated link, what has come through
+    /// its outbound half by `now`); `Err` when the connection broke. On a
+    /// link, when the bytes new since the last flush may leave.
+    pub(crate) fn flush(
+        &mut self,
+        registry: &mio::Registry,
+        now: Instant,
+    ) -> io::Result<Option<Instant>> {
         let Some(s) = self.stream.as_mut() else {
-            return Ok(());
+            return Ok(None);
         };
+        let (end, marked) = match self.link.as_deref_mut() {
+            None => (self.wbuf.len(), None),
+            Some(l) => {
+                let marked = l.sent(self.wbuf.len(), now);
+                l.release(now);
+                (l.released, marked)
+            }
+        };
+        let buf = &self.wbuf[..end];
         let blocked = match self.tls.as_deref_mut() {
-            None => write_plain(s, &self.wbuf, &mut self.wpos)?,
-            Some(tls) => write_tls(s, tls, &self.wbuf, &mut self.wpos)?,
+            None => write_plain(s, buf, &mut self.wpos)?,
+            Some(tls) => write_tls(s, tls, buf, &mut self.wpos)?,
         };
         if blocked {
             if !self.want_write {
                 self.want_write = true;
                 registry.reregister(s, self.token, Interest::READABLE | Interest::WRITABLE)?;
             }
-            return Ok(());
+            return Ok(marked);
         }
-        self.wbuf.clear();
-        self.wpos = 0;
+        if self.wpos == self.wbuf.len() {
+            self.wbuf.clear();
+            self.wpos = 0;
+            if let Some(l) = self.link.as_deref_mut() {
+                l.shift_out(end);
+            }
+        } else if self.wpos * 2 >= self.wbuf.len() {
+            // On a link: drop what was written, keep what waits.
+            self.wbuf.drain(..self.wpos);
+            if let Some(l) = self.link.as_deref_mut() {
+                l.shift_out(self.wpos);
+            }
+            self.wpos = 0;
+        }
         if self.want_write {
             self.want_write = false;
             registry.reregister(s, self.token, Interest::READABLE)?;
         }
-        Ok(())
+        Ok(marked)
     }
 
     /// Whether the read buffer can ever hold a reply of `n` bytes.
@@ -182,12 +246,18 @@ impl Pipe {
     /// past its limit: the server sent a reply no request of the run has).
     fn make_room(&mut self) -> io::Result<()> {
         if self.rstart == self.rend {
+            if let Some(l) = self.link.as_deref_mut() {
+                l.shift_in(self.rstart);
+            }
             self.rstart = 0;
             self.rend = 0;
         }
         if self.rend == self.rbuf.len() {
             if self.rstart > 0 {
                 self.rbuf.copy_within(self.rstart..self.rend, 0);
+                if let Some(l) = self.link.as_deref_mut() {
+                    l.shift_in(self.rstart);
+                }
                 self.rend -= self.rstart;
                 self.rstart = 0;
             } else if self.rbuf.len() >= self.rmax {

@@ -374,6 +374,7 @@ fn merge(
     let client_busy = busy.map(|b| {
         (b as f64 / (window.as_nanos().max(1) as f64 * reports.len().max(1) as f64)).min(1.0)
     });
+    schedule.set_send_errors(&measured.send_error);
     let per_second = i64::from(spec.timeline_seconds.max(1));
     let timeline = fold_timeline(spec.stop, per_second, ticks);
     EngineReport {

@@ -40,6 +40,10 @@ pub struct Spec {
     pub stop: Stop,
     /// Open-loop total rate, if paced.
     pub rate: Option<f64>,
+    /// How the open loop's requests arrive.
+    pub arrivals: crate::workload::Arrivals,
+    /// The round trip emulated to the target (`None`: none).
+    pub link: Option<crate::workload::LinkDelay>,
     /// Per-request timeout.
     pub timeout: Duration,
     /// Seed for the workers' random generators.
@@ -90,6 +94,8 @@ impl Spec {
             warmup: Duration::ZERO,
             stop: Stop::Requests(keys),
             rate: None,
+            arrivals: crate::workload::Arrivals::Poisson,
+            link: None,
             timeout: Duration::from_secs(5),
             seed: 1,
             ttl_s: 0,
@@ -115,6 +121,8 @@ pub struct AsideSpec {
     pub policy: WritePolicy,
     /// Expiry of cache entries, seconds (0: never).
     pub ttl_s: u32,
+    /// The round trip emulated to the cache (`None`: none).
+    pub link: Option<crate::workload::LinkDelay>,
 }
 
 /// One worker's second of the run.

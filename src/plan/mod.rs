@@ -462,6 +462,18 @@ pub struct LoadShape {
     pub warmup_s: f64,
     /// Open loop: total requests per second on a fixed schedule. `None`: closed loop.
     pub rate: Option<f64>,
+    /// How the open loop's requests arrive (results from before the choice:
+    /// uniform).
+    #[serde(default = "crate::workload::Arrivals::before_choice")]
+    pub arrivals: crate::workload::Arrivals,
+    /// The round trip kvlab emulates to the target (`--rtt`); `None`: none
+    /// beyond the real network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt: Option<crate::workload::LinkDelay>,
+    /// The round trip kvlab emulates to a cache-aside run's cache
+    /// (`--cache-rtt`; `--rtt` unless given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_rtt: Option<crate::workload::LinkDelay>,
     /// Seconds a request may wait for its reply before it counts as a timeout.
     pub timeout_s: f64,
     /// This process is one client of a run split over several (`--shard I/N`):

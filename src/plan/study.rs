@@ -8,6 +8,7 @@ use anyhow::{Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::plan::TargetSpec;
+use crate::workload::LinkDelay;
 
 /// A study as written in its file.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -230,6 +231,8 @@ pub struct LoadSection {
     pub pipeline: usize,
     /// Open-loop rate, requests per second.
     pub rate: Option<f64>,
+    /// How the open loop's requests arrive (`--arrivals`).
+    pub arrivals: crate::workload::Arrivals,
     /// Per-request timeout, seconds.
     pub timeout: f64,
     /// Seconds of each point's window its timeline keeps per second; per
@@ -244,6 +247,7 @@ impl Default for LoadSection {
             threads: None,
             pipeline: 1,
             rate: None,
+            arrivals: crate::workload::Arrivals::Poisson,
             timeout: 5.0,
             timeline_seconds: crate::plan::TIMELINE_SECONDS,
         }
@@ -311,6 +315,13 @@ pub struct TargetSection {
     /// `["10:restart-cache:2"]` (see `--event`).
     #[serde(default)]
     pub events: Vec<String>,
+    /// The round trip kvlab emulates to this target, ms (`0.3`, or
+    /// `"0.3,jitter=0.05"`; see `--rtt`).
+    #[serde(default)]
+    pub rtt: Option<toml::Value>,
+    /// The round trip to its cache (`rtt` unless given; see `--cache-rtt`).
+    #[serde(default)]
+    pub cache_rtt: Option<toml::Value>,
 }
 
 impl StudyFile {
@@ -328,6 +339,27 @@ impl StudyFile {
 }
 
 impl TargetSection {
+    /// `rtt` and `cache_rtt` read (`cache_rtt` is `rtt` unless given; none
+    /// without a cache).
+    pub(crate) fn round_trips(&self) -> Result<(Option<LinkDelay>, Option<LinkDelay>)> {
+        let read = |v: &Option<toml::Value>, key: &'static str| -> Result<Option<LinkDelay>> {
+            match v {
+                None => Ok(None),
+                Some(toml::Value::Float(x)) => Ok(Some(LinkDelay::parse(&x.to_string(), key)?)),
+                Some(toml::Value::Integer(n)) => Ok(Some(LinkDelay::parse(&n.to_string(), key)?)),
+                Some(toml::Value::String(t)) => Ok(Some(LinkDelay::parse(t, key)?)),
+                Some(other) => bail!("{key} = {other}: give milliseconds, e.g. 0.3 or \"0.3,jitter=0.05\""),
+            }
+        };
+        let rtt = read(&self.rtt, "rtt")?;
+        let cache_rtt = match self.cache.is_some() {
+            true => read(&self.cache_rtt, "cache_rtt")?.or(rtt),
+            false if self.cache_rtt.is_some() => bail!("cache_rtt needs cache = …"),
+            false => None,
+        };
+        Ok((rtt, cache_rtt))
+    }
+
     /// Sets `spec`'s consistency level, query mode and pooler from this
     /// target; refuses a level or mode its product does not have.
     pub(crate) fn apply_request_options(
@@ -446,6 +478,10 @@ pub struct Sweep {
     /// study's own `[workload]`).
     #[serde(default)]
     pub profile: Vec<String>,
+    /// Round trips kvlab emulates, ms: to each target and to its cache
+    /// (unless the target gives `cache_rtt`), e.g. `[0.05, 0.2, 0.5, 1]`.
+    #[serde(default)]
+    pub rtt: Vec<f64>,
 }
 
 /// The label of a target section.

@@ -288,6 +288,9 @@ pub struct Recorder {
     pub service: Histogram<u64>,
     /// Age of stale reads, ns (see [`crate::workload::consistency::Staleness`]).
     pub stale_age: Histogram<u64>,
+    /// Open loop: how far each send was from its intended time, early or
+    /// late, ns.
+    pub send_error: Histogram<u64>,
     /// Cache-aside runs: each leg's counts and latency.
     pub legs: Option<Box<Legs>>,
 }
@@ -299,6 +302,7 @@ impl Default for Recorder {
             latency: new_histogram(),
             service: new_histogram(),
             stale_age: new_histogram(),
+            send_error: new_histogram(),
             legs: None,
         }
     }
@@ -312,6 +316,7 @@ impl Recorder {
         let _ = self.latency.add(&other.latency);
         let _ = self.service.add(&other.service);
         let _ = self.stale_age.add(&other.stale_age);
+        let _ = self.send_error.add(&other.send_error);
         if let Some(l) = &other.legs {
             self.legs.get_or_insert_with(Default::default).add(l);
         }

@@ -175,10 +175,22 @@ pub struct ScheduleReport {
     pub max_lag_ms: f64,
     /// Requests the schedule called for before the end that were never sent.
     pub unsent: u64,
-    /// The most a request was sent before its intended time, in µs, to leave
-    /// with a batch (it is then timed from its actual send).
+    /// The most a request was sent before its intended time, in µs: the
+    /// send tolerance (it is then timed from its actual send).
     #[serde(default)]
     pub batch_window_us: f64,
+    /// How the requests arrived: `poisson` or `uniform` (`None`: a replay,
+    /// or a result from before the choice).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<String>,
+    /// How far sends in the window were from their intended times, early or
+    /// late, µs (`None`: not measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_error_us: Option<crate::results::stats::Percentiles>,
+    /// Those errors as a histogram (ns, as `histogram`), so clients' results
+    /// merge exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_error_histogram: Option<String>,
     /// Trace replay: writes not sent because their key had a write in flight
     /// (kvlab keeps one write per key in flight to judge stale reads).
     #[serde(default, skip_serializing_if = "crate::results::stats::is_zero")]
@@ -190,6 +202,31 @@ pub struct ScheduleReport {
 }
 
 impl ScheduleReport {
+    /// Sets the send errors from `h` (ns); none when nothing was sent.
+    pub fn set_send_errors(&mut self, h: &hdrhistogram::Histogram<u64>) {
+        if h.is_empty() {
+            return;
+        }
+        self.send_error_us = Some(crate::results::stats::Percentiles::of(h));
+        self.send_error_histogram = Some(crate::results::stats::encode_histogram(h));
+    }
+
+    /// Adds `o`'s send errors to this report's (exactly, from the histograms).
+    fn merge_send_errors(&mut self, o: &ScheduleReport) {
+        let decode = |s: &Option<String>| {
+            s.as_deref()
+                .and_then(|s| crate::results::stats::decode_histogram(s).ok())
+        };
+        match (decode(&self.send_error_histogram), decode(&o.send_error_histogram)) {
+            (Some(mut a), Some(b)) => {
+                let _ = a.add(&b);
+                self.set_send_errors(&a);
+            }
+            (None, Some(b)) => self.set_send_errors(&b),
+            _ => {}
+        }
+    }
+
     /// Adds another worker's or client's report (rates are equal; counts add;
     /// lags take the max; the first shortfall stands).
     pub fn merge(&mut self, o: &ScheduleReport) {
@@ -199,6 +236,10 @@ impl ScheduleReport {
         self.unsent += o.unsent;
         self.overlapping_writes += o.overlapping_writes;
         self.batch_window_us = self.batch_window_us.max(o.batch_window_us);
+        if self.arrivals.is_none() {
+            self.arrivals.clone_from(&o.arrivals);
+        }
+        self.merge_send_errors(o);
         if self.not_sustained.is_none() {
             self.not_sustained.clone_from(&o.not_sustained);
         }

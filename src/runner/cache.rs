@@ -29,6 +29,8 @@ pub struct Cache {
     /// kvlab's cache server, if kvlab started it.
     pub server: Option<ManagedServer>,
     aside: CacheAside,
+    /// The round trip emulated to it (`--cache-rtt`).
+    link: Option<crate::workload::LinkDelay>,
 }
 
 /// Readies the cache of a cache-aside run for `base`: filled (warm) or left
@@ -89,6 +91,7 @@ impl Cache {
             info,
             server,
             aside: aside.clone(),
+            link: rs.config.load.cache_rtt,
         })
     }
 
@@ -103,6 +106,7 @@ impl Cache {
             cache: self.connector.clone(),
             policy: self.aside.policy,
             ttl_s: self.aside.ttl_s,
+            link: self.link,
         }
     }
 

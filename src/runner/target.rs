@@ -97,6 +97,8 @@ impl<'a> Target<'a> {
             warmup: Duration::from_secs_f64(l.warmup_s),
             stop: l.stop,
             rate: l.rate,
+            arrivals: l.arrivals,
+            link: l.rtt,
             timeout: Duration::from_secs_f64(l.timeout_s),
             seed: shard.map_or(w.seed, |s| s.seed(w.seed)),
             ttl_s: w.ttl_s,

@@ -8,12 +8,14 @@ use rand_distr::{Distribution, Zipf};
 pub mod batch;
 pub mod consistency;
 pub mod params;
+pub mod timing;
 pub mod profiles;
 pub mod sizes;
 pub mod trace;
 
 pub use batch::BatchSizes;
 pub use params::{KeyDistribution, Ratio, Stop, WritePolicy};
+pub use timing::{Arrivals, LinkDelay};
 pub use sizes::SizeDist;
 
 /// The kind of one request.

@@ -60,6 +60,9 @@ pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
             start_at_ms: None,
             events: Vec::new(),
             timeline_seconds: kvlab::plan::TIMELINE_SECONDS,
+            arrivals: kvlab::workload::Arrivals::Poisson,
+            rtt: None,
+            cache_rtt: None,
         },
     }
 }

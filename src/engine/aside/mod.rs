@@ -128,6 +128,13 @@ impl<K: CacheCodec, D: Codec> Client for Aside<'_, K, D> {
         }
     }
 
+    fn link(&self, s: usize) -> Option<crate::workload::LinkDelay> {
+        match s {
+            CACHE => self.aside.link,
+            _ => self.spec.link,
+        }
+    }
+
     fn buffers(&self) -> (usize, usize) {
         let read = (2 * self.spec.values.typical() + 4096).max(16 * 1024);
         (read / 2, read)

@@ -123,6 +123,10 @@ impl<C: Codec> Client for Plain<'_, C> {
         self.router.connector(s)
     }
 
+    fn link(&self, _: usize) -> Option<crate::workload::LinkDelay> {
+        self.spec.link
+    }
+
     /// On a sharded target a node may die (a primary killed, its replica
     /// taking over): the connection goes on with the others, and a request
     /// for the dead node's slots asks another node where they went.

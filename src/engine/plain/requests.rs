@@ -128,7 +128,7 @@ impl<C: Codec> Plain<'_, C> {
         while io.sockets() <= node {
             let s = io.sockets();
             self.grow(c, s + 1);
-            if let Some(session) = io.add_socket(self.router.connector(s), now) {
+            if let Some(session) = io.add_socket(self.router.connector(s), self.spec.link, now) {
                 c.codecs[s] = self.codec.bind(&session);
             }
         }

@@ -5,6 +5,7 @@
 //! start, every few milliseconds and when a socket is readable; the only
 //! per-request work here is the read and the flush.
 
+use std::cmp::Reverse;
 use std::io;
 use std::time::Instant;
 
@@ -23,7 +24,7 @@ impl Worker<'_> {
     ) {
         for s in 0..client.sockets() {
             let (mut io, state) = self.io(c);
-            if let Some(session) = io.add_socket(client.connector(s), now) {
+            if let Some(session) = io.add_socket(client.connector(s), client.link(s), now) {
                 client.opened(state, s, &session);
             }
         }
@@ -57,6 +58,9 @@ impl Worker<'_> {
             match c.pipes[s].read_some() {
                 Ok((0, _)) => return self.close(client, c, s, now),
                 Ok((_, more)) => {
+                    if let Some(at) = c.pipes[s].arrived(now) {
+                        self.links.push(Reverse((at, c.slot)));
+                    }
                     let (mut io, state) = self.io(c);
                     if !client.replies(&mut io, state, s, now) {
                         return self.broken(client, c, s, now);
@@ -74,6 +78,12 @@ impl Worker<'_> {
                 Err(_) => return self.close(client, c, s, now),
             }
         }
+        self.after_replies(client, c, now);
+    }
+
+    /// After replies were handled: the closed loop refills, a replay blocked
+    /// on a full pipeline goes on, the open loop sends what is due.
+    fn after_replies<Cl: Client>(&mut self, client: &mut Cl, c: &mut Conn<Cl::Conn>, now: Instant) {
         if self.closed() {
             self.refill_and_flush(client, c, Instant::now());
         } else if let Some(rp) = &self.replay {
@@ -91,7 +101,8 @@ impl Worker<'_> {
         }
     }
 
-    /// Writes what every socket of `c` has buffered; one that broke is closed.
+    /// Writes what every socket of `c` has buffered (on an emulated link,
+    /// what has come through its outbound half); one that broke is closed.
     pub(super) fn flush<Cl: Client>(
         &mut self,
         client: &mut Cl,
@@ -100,10 +111,57 @@ impl Worker<'_> {
     ) {
         for s in 0..c.pipes.len() {
             let p = &mut c.pipes[s];
-            if p.is_open() && p.has_output() && p.flush(&self.net.registry).is_err() {
-                self.close(client, c, s, now);
+            if !(p.is_open() && p.has_output()) {
+                continue;
+            }
+            match p.flush(&self.net.registry, now) {
+                Ok(None) => {}
+                Ok(Some(at)) => self.links.push(Reverse((at, c.slot))),
+                Err(_) => self.close(client, c, s, now),
             }
         }
+    }
+
+    /// Emulated links: hands the client the replies that have come through
+    /// by `now`, writes the requests that have, and goes on as a reply
+    /// read then would (see [`Worker::on_readable`]).
+    pub(super) fn advance_links<Cl: Client>(
+        &mut self,
+        client: &mut Cl,
+        conns: &mut [Conn<Cl::Conn>],
+        now: Instant,
+    ) {
+        let mut linked = std::mem::take(&mut self.linked);
+        while let Some(&Reverse((at, i))) = self.links.peek() {
+            if at > now {
+                break;
+            }
+            self.links.pop();
+            if !linked.contains(&i) {
+                linked.push(i);
+            }
+        }
+        for &i in &linked {
+            let Some(c) = conns.get_mut(i) else { continue };
+            for s in 0..c.pipes.len() {
+                if c.pipes[s].reveal(now) {
+                    let (mut io, state) = self.io(c);
+                    if !client.replies(&mut io, state, s, now) {
+                        self.broken(client, c, s, now);
+                    }
+                }
+            }
+            self.after_replies(client, c, now);
+            self.flush(client, c, now);
+        }
+        linked.clear();
+        self.linked = linked;
+    }
+
+    /// The earliest instant an emulated link has bytes coming through.
+    #[inline]
+    pub(super) fn next_link(&self) -> Option<Instant> {
+        self.links.peek().map(|r| r.0.0)
     }
 
     /// Closed loop: fills `c`'s pipeline and writes it out.

@@ -41,14 +41,13 @@ pub(super) fn conns<Cl: Client>(
 }
 
 impl<'a> Worker<'a> {
-    /// The worker of `spec` over `conns` connections, opening sockets with
+    /// The worker of `spec`, opening sockets with
     /// `registry`, its draws seeded by `seed`; `trace`: a replay's requests
     /// (else `None`).
     pub(super) fn new<Cl: Client>(
         spec: &'a Spec,
         client: &Cl,
         registry: mio::Registry,
-        conns: usize,
         seed: u64,
         trace: Option<Cursor>,
         now: Instant,
@@ -58,10 +57,11 @@ impl<'a> Worker<'a> {
         let pacer = spec
             .rate
             .filter(|_| spec.trace.is_none())
-            .map(|r| Pacer::new(r, spec.share.total).for_worker(conns, spec.pipeline));
+            .map(|r| Pacer::new(r, spec.share.total, spec.arrivals));
         let mut tally = Tally::new(spec, Cl::recorder);
         if let Some(p) = pacer {
-            tally.schedule.batch_window_us = p.lead.max(p.conn_lead).as_secs_f64() * 1e6;
+            tally.schedule.batch_window_us = p.lead.as_secs_f64() * 1e6;
+            tally.schedule.arrivals = Some(p.arrivals.name().to_string());
         }
         if trace.is_some() {
             tally.schedule.batch_window_us = replay::LEAD.as_secs_f64() * 1e6;
@@ -72,6 +72,8 @@ impl<'a> Worker<'a> {
                 registry,
                 buffers: (w, r, read_limit(spec, r)),
                 connect_timeout: spec.timeout.min(Duration::from_secs(2)),
+                seed,
+                inflight: spec.pipeline.max(1) * 2,
             },
             tally,
             timing: Timing::placeholder(now),
@@ -84,6 +86,8 @@ impl<'a> Worker<'a> {
             draining: false,
             extra: Vec::with_capacity(spec.batch.as_ref().map_or(0, |b| b.max())),
             replay: trace.map(Replay::new),
+            links: std::collections::BinaryHeap::new(),
+            linked: Vec::new(),
         }
     }
 
@@ -114,7 +118,7 @@ impl<'a> Worker<'a> {
         self.timing = timing;
         for c in conns.iter_mut() {
             c.due = match self.pacer {
-                Some(p) => p.first_due(timing.t0, c.index),
+                Some(p) => p.first_due(timing.t0, c.index, &mut self.rng),
                 None => timing.t0,
             };
         }

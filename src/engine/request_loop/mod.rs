@@ -45,7 +45,7 @@ use super::spec::{ConnPlan, Links, Spec, Tick, WorkerReport};
 use crate::driver::Connector;
 use crate::driver::wire::Session;
 use crate::results::stats::{ErrorKind, Recorder};
-use crate::workload::{KeyGen, OpKind, OpMix};
+use crate::workload::{KeyGen, LinkDelay, OpKind, OpMix};
 use rhythm::{Phase, Rhythm, TIMER, open_poll};
 pub use tally::Tally;
 
@@ -91,6 +91,8 @@ pub trait Client {
     fn sockets(&self) -> usize;
     /// The server socket `s` connects to.
     fn connector(&self, s: usize) -> &Connector;
+    /// The round trip kvlab emulates on socket `s` (`None`: none).
+    fn link(&self, s: usize) -> Option<LinkDelay>;
     /// Whether socket `s` may be down while the connection issues requests
     /// (the client goes around it), as long as one socket is open; it is then
     /// retried every few hundred ms and never given up. It must still open
@@ -145,15 +147,30 @@ struct Net {
     buffers: (usize, usize, usize),
     /// Bound on one blocking connect.
     connect_timeout: Duration,
+    /// Seeds the jitter of emulated links.
+    seed: u64,
+    /// Requests a connection may have in flight (room for a link's marks).
+    inflight: usize,
 }
 
 impl Io<'_> {
-    /// Adds a socket to the connection and opens it to `to`; the session on
-    /// success (a failure is counted and backed off; housekeeping retries it).
-    pub fn add_socket(&mut self, to: &Connector, now: Instant) -> Option<Session> {
+    /// Adds a socket to the connection and opens it to `to`, over an
+    /// emulated `link` if given; the session on success (a failure is
+    /// counted and backed off; housekeeping retries it).
+    pub fn add_socket(
+        &mut self,
+        to: &Connector,
+        link: Option<LinkDelay>,
+        now: Instant,
+    ) -> Option<Session> {
         let s = self.pipes.len();
-        self.pipes
-            .push(Pipe::new(token(self.conn, s), self.net.buffers, now));
+        let t = token(self.conn, s);
+        let seed = self.net.seed ^ (t.0 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.pipes.push(Pipe::new(t, self.net.buffers, now).with_link(
+            link,
+            seed,
+            self.net.inflight,
+        ));
         self.open(s, to, now)
     }
 
@@ -183,11 +200,12 @@ impl Io<'_> {
         p.is_open().then_some(&mut p.wbuf)
     }
 
-    /// The bytes buffered on socket `s` and not yet decoded.
+    /// The bytes buffered on socket `s` and not yet decoded (on an emulated
+    /// link, those that have come through it).
     #[inline]
     pub fn buffered(&self, s: usize) -> &[u8] {
         let p = &self.pipes[s];
-        &p.rbuf[p.rstart..p.rend]
+        &p.rbuf[p.rstart..p.readable_end()]
     }
 
     /// The bytes buffered on socket `s` and not yet decoded; `None` when none are.
@@ -281,6 +299,11 @@ struct Worker<'a> {
     extra: Vec<(u64, u64)>,
     /// Trace replay: the worker's place in the trace (else `None`).
     replay: Option<replay::Replay>,
+    /// Emulated links: when a connection (its index) has bytes coming
+    /// through, earliest first (duplicates are harmless).
+    links: std::collections::BinaryHeap<std::cmp::Reverse<(Instant, usize)>>,
+    /// The connections whose links are due now (reused).
+    linked: Vec<usize>,
 }
 
 impl Worker<'_> {
@@ -322,10 +345,13 @@ pub fn run<Cl: Client>(
     let (mut poll, registry, start) = open_poll(start)?;
     let now = Instant::now();
     let mut conns = ends::conns(&client, plans, now);
-    let mut w = Worker::new(spec, &client, registry, conns.len(), seed, trace, now);
+    let mut w = Worker::new(spec, &client, registry, seed, trace, now);
     let established = w.open_conns(&client, &mut conns, shutdown, opened, now);
     w.set_clock(&mut conns, start.wait(shutdown));
-    let mut rhythm = Rhythm::new(&poll, w.timing, !w.closed())?;
+    // The open loop and emulated links keep times finer than the poll's
+    // milliseconds.
+    let linked = spec.link.is_some() || spec.aside.as_ref().is_some_and(|a| a.link.is_some());
+    let mut rhythm = Rhythm::new(&poll, w.timing, !w.closed() || linked)?;
     let window_end = w.drive(
         &mut client,
         &mut conns,
@@ -380,7 +406,13 @@ impl Worker<'_> {
             }
             self.draining = rhythm.draining;
             self.chores(client, conns, rhythm, ticks, now);
-            let wake = self.issue_scheduled(client, conns, rhythm.wake(), now);
+            let mut wake = self.issue_scheduled(client, conns, rhythm.wake(), now);
+            if let Some(at) = self.next_link() {
+                if now >= at {
+                    self.advance_links(client, conns, now);
+                }
+                wake = wake.min(self.next_link().unwrap_or(wake));
+            }
             rhythm.poll(poll, &mut events, wake)?;
             self.on_events(client, conns, &events);
         }

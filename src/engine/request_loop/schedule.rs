@@ -114,9 +114,9 @@ impl Worker<'_> {
         }
     }
 
-    /// Open loop: when `c`'s next request is due by `now` plus the pacer's
-    /// lead, sends it and those due within the connection's lead after it, as
-    /// the pipeline allows. One sent early is timed from `now`, one sent late
+    /// Open loop: sends `c`'s requests due by `now` plus the send tolerance
+    /// (the pacer's lead), as the pipeline allows, each counted with its
+    /// send-time error. One sent early is timed from `now`, one sent late
     /// from its intended time. Then keeps the worker's next wake-up no later
     /// than `c`'s next request, when `c` has room for it.
     pub(super) fn issue_due<Cl: Client>(
@@ -126,19 +126,18 @@ impl Worker<'_> {
         p: Pacer,
         now: Instant,
     ) {
-        let horizon = match c.due <= now + p.lead {
-            true => (now + p.lead).max(c.due + p.conn_lead),
-            false => now + p.lead,
-        };
+        let horizon = now + p.lead;
         while c.due <= horizon && self.has_room(client, c) && self.may_issue(c, c.due, now) {
+            let measured = now >= self.timing.measure_start;
             let intended = if c.due <= now {
-                note_lag(&mut self.tally.schedule, now - c.due);
+                self.tally.sent_late(now - c.due, measured);
                 c.due
             } else {
+                self.tally.sent_early(c.due - now, measured);
                 now
             };
             self.issue(client, c, intended, now);
-            c.due += p.per_conn;
+            c.due += p.gap(&mut self.rng);
         }
         if self.has_room(client, c) && self.may_issue(c, c.due, c.due.max(now)) {
             self.next_due = self.next_due.min(c.due);

@@ -186,6 +186,25 @@ impl Tally {
         written.is_some_and(|w| sent >= w + ttl)
     }
 
+    /// Open loop: a request left `lag` after its intended time (counted as
+    /// late past 1 ms); `measured`: in the window, where its error counts.
+    #[inline]
+    pub fn sent_late(&mut self, lag: Duration, measured: bool) {
+        super::schedule::note_lag(&mut self.schedule, lag);
+        if measured {
+            self.interval.send_error.saturating_record(lag.as_nanos() as u64);
+        }
+    }
+
+    /// Open loop: a request left `ahead` before its intended time (within the
+    /// send tolerance); `measured`: in the window, where its error counts.
+    #[inline]
+    pub fn sent_early(&mut self, ahead: Duration, measured: bool) {
+        if measured {
+            self.interval.send_error.saturating_record(ahead.as_nanos() as u64);
+        }
+    }
+
     /// Counts a failed connect, keeping its message now and then.
     pub fn connect_failed(&mut self, e: io::Error) {
         self.connect_failures += 1;

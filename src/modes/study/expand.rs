@@ -11,7 +11,7 @@ use crate::plan::{
     CacheAside, KeyDistribution, LoadShape, Ratio, RunPlan, SchemaOptions, Stop, TargetSpec,
     Workload,
 };
-use crate::workload::SizeDist;
+use crate::workload::{LinkDelay, SizeDist};
 use crate::workload::profiles::Profile;
 
 use super::Point;
@@ -25,6 +25,7 @@ pub fn swept_axes(study: &StudyFile) -> Vec<String> {
         ("pipeline".into(), s.pipeline.len()),
         ("value_size".into(), s.value_size.len()),
         ("rate".into(), s.rate.len()),
+        ("rtt".into(), s.rtt.len()),
         ("keys".into(), s.keys.len()),
         ("ratio".into(), s.ratio.len()),
         ("profile".into(), s.profile.len()),
@@ -67,6 +68,13 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
         let mut base: TargetSpec = t.target.parse()?;
         t.apply_request_options(&mut base)?;
         let cache = t.cache_aside()?;
+        let (rtt, cache_rtt) = t.round_trips()?;
+        if rtt.is_some() && !s.sweep.rtt.is_empty() {
+            bail!(
+                "target '{}': rtt and sweep.rtt: give one or the other",
+                label(t)
+            );
+        }
         for at in axes.places(s.repetitions) {
             let target = target_at(t, &base, at.server);
             let cache = cache_at(&cache, &at.workload.cache);
@@ -76,11 +84,23 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
                 let expires = cache.is_none() && target.kind.expires();
                 apply_profile(&mut workload, p, expires)?;
             }
+            let mut load = load_at(s, &axes, &at, t.events()?);
+            // A swept round trip is the target's and, unless it has its own,
+            // the cache's.
+            let swept = at.shape.rtt.map(|rtt_ms| LinkDelay {
+                rtt_ms,
+                jitter_ms: 0.0,
+            });
+            load.rtt = swept.or(rtt);
+            load.cache_rtt = match cache.is_some() {
+                true => t.cache_rtt.as_ref().and(cache_rtt).or(load.rtt),
+                false => None,
+            };
             let plan = RunPlan {
                 cache,
                 target,
                 workload,
-                load: load_at(s, &axes, &at, t.events()?),
+                load,
             };
             check_point(&plan, t)?;
             points.push(Point {
@@ -129,6 +149,8 @@ struct Shape {
     threads: usize,
     pipeline: usize,
     rate: Option<f64>,
+    /// The swept round trip, ms (`None`: not swept).
+    rtt: Option<f64>,
 }
 
 /// One point's place on every axis.
@@ -262,15 +284,20 @@ fn shapes(s: &StudyFile) -> Vec<Shape> {
     let shapes = cross(&sizes, &one(&s.sweep.connections, s.load.connections));
     let shapes = cross(&shapes, &one(&s.sweep.threads, threads));
     let shapes = cross(&shapes, &one(&s.sweep.pipeline, s.load.pipeline));
-    cross(&shapes, &rates)
+    let rtts: Vec<Option<f64>> = match s.sweep.rtt.is_empty() {
+        true => vec![None],
+        false => s.sweep.rtt.iter().map(|r| Some(*r)).collect(),
+    };
+    cross(&cross(&shapes, &rates), &rtts)
         .into_iter()
         .map(
-            |((((value_size, connections), threads), pipeline), rate)| Shape {
+            |(((((value_size, connections), threads), pipeline), rate), rtt)| Shape {
                 value_size,
                 connections,
                 threads,
                 pipeline,
                 rate,
+                rtt,
             },
         )
         .collect()
@@ -326,6 +353,9 @@ fn params(s: &StudyFile, at: &At, cached: bool) -> BTreeMap<String, String> {
     if let Some(r) = l.rate {
         params.insert("rate".into(), r.to_string());
     }
+    if let Some(r) = l.rtt {
+        params.insert("rtt".into(), r.to_string());
+    }
     if let Some(p) = w.profile {
         // The profile's mix, sizes and keys, not the study's.
         for k in ["ratio", "value_size", "distribution"] {
@@ -375,6 +405,9 @@ fn load_at(s: &StudyFile, axes: &Axes, at: &At, events: Vec<ServerEvent>) -> Loa
         },
         warmup_s: s.warmup,
         rate: l.rate,
+        arrivals: s.load.arrivals,
+        rtt: None,
+        cache_rtt: None,
         timeout_s: s.load.timeout,
         shard: None,
         start_at_ms: None,

@@ -224,6 +224,17 @@ fn check_shape(s: &StudyFile, lines: &Lines, origin: &str) -> Result<()> {
             );
         }
     }
+    if let Some(r) = s
+        .sweep
+        .rtt
+        .iter()
+        .find(|r| !(r.is_finite() && (0.0..=10_000.0).contains(*r)))
+    {
+        bail!(
+            "{}: sweep.rtt has {r}; give round trips in milliseconds from 0 to 10000",
+            at(&["sweep", "rtt"])
+        );
+    }
     Ok(())
 }
 

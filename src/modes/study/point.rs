@@ -99,6 +99,15 @@ impl Point {
             "rate",
             l.rate.map_or("closed-loop".into(), |r| r.to_string()),
         );
+        if l.rate.is_some() {
+            put("arrivals", l.arrivals.name().into());
+        }
+        if let Some(d) = l.rtt {
+            put("rtt", d.to_string());
+        }
+        if let Some(d) = l.cache_rtt {
+            put("cache_rtt", d.to_string());
+        }
         put("warmup", format!("{}s", l.warmup_s));
         match l.stop {
             Stop::Duration(d) => put("duration", format!("{d}s")),

@@ -1,0 +1,197 @@
+//! An emulated network link on one socket: a delay line that holds the bytes
+//! a request wrote for the outbound half of the round trip before they reach
+//! the socket, and the bytes a reply brought for the inbound half before the
+//! client may decode them. A link that only delays (no loss, ample bandwidth)
+//! is, as the server sees it, the same as one in the network. Both ways are
+//! first in, first out, as TCP is: with jitter a later segment never
+//! overtakes an earlier one. Marks are offsets into the socket's buffers;
+//! memory is bounded by the requests in flight.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crate::workload::LinkDelay;
+
+/// One socket's link: what waits to go out and what waits to be seen.
+pub(crate) struct Link {
+    half: Duration,
+    jitter: Duration,
+    /// A xorshift state for the jitter's draws.
+    rng: u64,
+    /// Outbound: (when it may be written, end offset in the write buffer).
+    out: VecDeque<(Instant, usize)>,
+    /// Write-buffer bytes given a time so far.
+    marked: usize,
+    /// Write-buffer bytes whose time has come (they may be written).
+    pub(crate) released: usize,
+    /// Inbound: (when it may be decoded, end offset in the read buffer).
+    inb: VecDeque<(Instant, usize)>,
+    /// Read-buffer bytes given a time so far.
+    arrived: usize,
+    /// Read-buffer bytes whose time has come (the client may decode them).
+    pub(crate) visible: usize,
+}
+
+impl Link {
+    /// A link of `delay`, its jitter drawn from `seed`, with room for
+    /// `inflight` marks each way before it grows.
+    pub(crate) fn new(delay: LinkDelay, seed: u64, inflight: usize) -> Link {
+        Link {
+            half: delay.half(),
+            jitter: delay.half_jitter(),
+            rng: seed | 1,
+            out: VecDeque::with_capacity(inflight),
+            marked: 0,
+            released: 0,
+            inb: VecDeque::with_capacity(inflight),
+            arrived: 0,
+            visible: 0,
+        }
+    }
+
+    /// One way's delay from `now`: the half, and an exponential extra of the
+    /// jitter's mean; never before the way's last mark.
+    fn due(&mut self, now: Instant, last: Option<Instant>) -> Instant {
+        let mut at = now + self.half;
+        if !self.jitter.is_zero() {
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            let u = (self.rng >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+            at += self.jitter.mul_f64(-(1.0 - u).ln());
+        }
+        last.map_or(at, |t| at.max(t))
+    }
+
+    /// The write buffer is `len` bytes: what is new leaves after the
+    /// outbound half. The new mark's time, if there is one.
+    #[inline]
+    pub(crate) fn sent(&mut self, len: usize, now: Instant) -> Option<Instant> {
+        if len <= self.marked {
+            return None;
+        }
+        let last = self.out.back().map(|m| m.0);
+        let at = self.due(now, last);
+        self.out.push_back((at, len));
+        self.marked = len;
+        Some(at)
+    }
+
+    /// Releases what may be written by `now`.
+    #[inline]
+    pub(crate) fn release(&mut self, now: Instant) {
+        while let Some(&(at, end)) = self.out.front() {
+            if at > now {
+                break;
+            }
+            self.released = end;
+            self.out.pop_front();
+        }
+    }
+
+    /// The read buffer ends at `end`: what is new may be decoded after the
+    /// inbound half. The new mark's time, if there is one.
+    #[inline]
+    pub(crate) fn arrived(&mut self, end: usize, now: Instant) -> Option<Instant> {
+        if end <= self.arrived {
+            return None;
+        }
+        let last = self.inb.back().map(|m| m.0);
+        let at = self.due(now, last);
+        self.inb.push_back((at, end));
+        self.arrived = end;
+        Some(at)
+    }
+
+    /// Shows the client what may be decoded by `now`; whether anything new is.
+    #[inline]
+    pub(crate) fn reveal(&mut self, now: Instant) -> bool {
+        let before = self.visible;
+        while let Some(&(at, end)) = self.inb.front() {
+            if at > now {
+                break;
+            }
+            self.visible = end;
+            self.inb.pop_front();
+        }
+        self.visible > before
+    }
+
+    /// The write buffer's first `by` bytes were written and dropped.
+    pub(crate) fn shift_out(&mut self, by: usize) {
+        self.marked -= by;
+        self.released -= by;
+        for m in self.out.iter_mut() {
+            m.1 -= by;
+        }
+    }
+
+    /// The read buffer's first `by` bytes were decoded and dropped.
+    pub(crate) fn shift_in(&mut self, by: usize) {
+        self.arrived -= by;
+        self.visible -= by;
+        for m in self.inb.iter_mut() {
+            m.1 -= by;
+        }
+    }
+
+    /// Drops everything on the way (the socket closed).
+    pub(crate) fn clear(&mut self) {
+        self.out.clear();
+        self.inb.clear();
+        (self.marked, self.released, self.arrived, self.visible) = (0, 0, 0, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_wait_half_the_round_trip_each_way_in_order() {
+        let d = LinkDelay {
+            rtt_ms: 2.0,
+            jitter_ms: 0.0,
+        };
+        let mut l = Link::new(d, 1, 4);
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        assert_eq!(l.sent(10, t0), Some(t0 + ms(1)));
+        assert_eq!(l.sent(10, t0), None);
+        assert_eq!(l.sent(25, t0 + ms(1)), Some(t0 + ms(2)));
+        l.release(t0 + ms(1) - Duration::from_nanos(1));
+        assert_eq!(l.released, 0);
+        l.release(t0 + ms(1));
+        assert_eq!(l.released, 10);
+        l.release(t0 + ms(5));
+        assert_eq!(l.released, 25);
+        l.shift_out(25);
+        assert_eq!((l.marked, l.released), (0, 0));
+        assert_eq!(l.arrived(7, t0), Some(t0 + ms(1)));
+        assert!(!l.reveal(t0));
+        assert!(l.reveal(t0 + ms(1)));
+        assert_eq!(l.visible, 7);
+    }
+
+    #[test]
+    fn with_jitter_a_later_segment_never_overtakes() {
+        let d = LinkDelay {
+            rtt_ms: 0.2,
+            jitter_ms: 0.5,
+        };
+        let mut l = Link::new(d, 42, 4);
+        let t0 = Instant::now();
+        let mut last = t0;
+        let mut extra = Duration::ZERO;
+        for i in 1..=2000 {
+            let now = t0 + Duration::from_micros(i);
+            let at = l.sent(i as usize, now).unwrap();
+            assert!(at >= last && at >= now + l.half);
+            extra += at - now - l.half;
+            last = at;
+        }
+        // The extra's mean is about the jitter's half (FIFO adds a little).
+        let mean = extra.as_secs_f64() / 2000.0 * 1e3;
+        assert!((0.2..0.6).contains(&mean), "{mean}");
+    }
+}

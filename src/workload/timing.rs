@@ -1,0 +1,149 @@
+//! When requests leave and how long the way to the server is: the arrival
+//! process of a fixed rate (`--arrivals`) and the round trip kvlab emulates
+//! between the application and a server (`--rtt`, `--cache-rtt`). Plain serde
+//! values with one-line parse errors; the request loop applies them.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::UsageError;
+
+/// How a fixed rate's requests arrive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrivals {
+    /// Each connection independent, exponential gaps: together a Poisson
+    /// process at the rate, as independent clients make production traffic.
+    Poisson,
+    /// Evenly spaced, each connection at its offset of the run's gap.
+    Uniform,
+}
+
+impl Arrivals {
+    /// The name used on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrivals::Poisson => "poisson",
+            Arrivals::Uniform => "uniform",
+        }
+    }
+
+    /// What results written before `--arrivals` existed used: even spacing.
+    pub fn before_choice() -> Arrivals {
+        Arrivals::Uniform
+    }
+}
+
+impl FromStr for Arrivals {
+    type Err = UsageError;
+
+    fn from_str(s: &str) -> Result<Arrivals, UsageError> {
+        match s.to_ascii_lowercase().as_str() {
+            "poisson" => Ok(Arrivals::Poisson),
+            "uniform" => Ok(Arrivals::Uniform),
+            _ => Err(UsageError::bad(
+                "--arrivals",
+                format!("unknown arrival process '{s}'"),
+                "use poisson (independent clients) or uniform (evenly spaced)",
+            )),
+        }
+    }
+}
+
+/// The most a request leaves before its intended time (then it is timed from
+/// its actual send): the send-time tolerance a run reports against.
+pub const SEND_TOLERANCE: Duration = Duration::from_micros(20);
+
+/// A round trip kvlab emulates on each connection to one server: a link that
+/// only delays (no loss, no bandwidth limit), half of it on the way out and
+/// half on the way back, each half with an optional random extra.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LinkDelay {
+    /// The round trip, milliseconds.
+    pub rtt_ms: f64,
+    /// The mean extra of a round trip, milliseconds: each half adds an
+    /// exponentially distributed delay of half this mean (0: none).
+    #[serde(default, skip_serializing_if = "crate::workload::timing::is_zero")]
+    pub jitter_ms: f64,
+}
+
+/// Serde's test for an absent jitter.
+pub fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+impl LinkDelay {
+    /// The fixed part of one way.
+    pub fn half(&self) -> Duration {
+        Duration::from_secs_f64(self.rtt_ms / 2e3)
+    }
+
+    /// The mean random extra of one way.
+    pub fn half_jitter(&self) -> Duration {
+        Duration::from_secs_f64(self.jitter_ms / 2e3)
+    }
+
+    /// Reads `MS` or `MS,jitter=MS` for `flag`.
+    pub fn parse(s: &str, flag: &'static str) -> Result<LinkDelay, UsageError> {
+        let bad = |what: String| {
+            UsageError::bad(
+                flag,
+                what,
+                "give the round trip in milliseconds, e.g. 0.3 or 0.3,jitter=0.05",
+            )
+        };
+        let ms = |v: &str| {
+            v.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && (0.0..=10_000.0).contains(x))
+        };
+        let mut parts = s.split(',');
+        let rtt_ms = parts
+            .next()
+            .and_then(ms)
+            .ok_or_else(|| bad(format!("'{s}' is no round trip")))?;
+        let mut jitter_ms = 0.0;
+        for p in parts {
+            match p.trim().split_once('=') {
+                Some(("jitter", v)) => {
+                    jitter_ms = ms(v).ok_or_else(|| bad(format!("'{v}' is no jitter")))?
+                }
+                _ => return Err(bad(format!("unknown part '{p}'"))),
+            }
+        }
+        Ok(LinkDelay { rtt_ms, jitter_ms })
+    }
+}
+
+impl fmt::Display for LinkDelay {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ms", self.rtt_ms)?;
+        if self.jitter_ms > 0.0 {
+            write!(f, " (+ jitter, mean {} ms)", self.jitter_ms)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_arrivals_parse_with_one_line_errors() {
+        let d = LinkDelay::parse("0.3,jitter=0.05", "--rtt").unwrap();
+        assert_eq!((d.rtt_ms, d.jitter_ms), (0.3, 0.05));
+        assert_eq!(d.half(), Duration::from_micros(150));
+        assert_eq!(LinkDelay::parse("1", "--rtt").unwrap().jitter_ms, 0.0);
+        for bad in ["", "x", "-1", "1,spread=2", "1,jitter=x", "inf"] {
+            let e = LinkDelay::parse(bad, "--rtt").unwrap_err().to_string();
+            assert!(e.starts_with("--rtt:") && !e.contains('\n'), "{e}");
+        }
+        assert_eq!("Poisson".parse::<Arrivals>().unwrap(), Arrivals::Poisson);
+        assert!("bursty".parse::<Arrivals>().is_err());
+    }
+}
