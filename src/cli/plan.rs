@@ -294,7 +294,10 @@ impl RunArgs {
 
     /// `--rtt`: the round trip emulated to the target.
     fn rtt(&self) -> Result<Option<LinkDelay>, UsageError> {
-        self.rtt.as_deref().map(|s| LinkDelay::parse(s, "--rtt")).transpose()
+        self.rtt
+            .as_deref()
+            .map(|s| LinkDelay::parse(s, "--rtt"))
+            .transpose()
     }
 
     /// `--cache-rtt` (or `--rtt`): the round trip emulated to the cache.

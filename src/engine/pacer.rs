@@ -160,7 +160,9 @@ mod tests {
             .enumerate()
             .map(|(i, g)| {
                 let cdf = 1.0 - (-g / mean).exp();
-                (cdf - i as f64 / n as f64).abs().max((i + 1) as f64 / n as f64 - cdf)
+                (cdf - i as f64 / n as f64)
+                    .abs()
+                    .max((i + 1) as f64 / n as f64 - cdf)
             })
             .fold(0.0, f64::max);
         assert!(d < 1.63 / (n as f64).sqrt(), "KS distance {d}");

@@ -70,7 +70,12 @@ impl Pipe {
 
     /// Emulates `delay` on this socket (bytes wait half of it each way), its
     /// jitter drawn from `seed`, with room for `inflight` requests' marks.
-    pub(crate) fn with_link(mut self, delay: Option<LinkDelay>, seed: u64, inflight: usize) -> Pipe {
+    pub(crate) fn with_link(
+        mut self,
+        delay: Option<LinkDelay>,
+        seed: u64,
+        inflight: usize,
+    ) -> Pipe {
         self.link = delay.map(|d| Box::new(Link::new(d, seed, inflight)));
         self
     }

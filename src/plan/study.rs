@@ -348,7 +348,9 @@ impl TargetSection {
                 Some(toml::Value::Float(x)) => Ok(Some(LinkDelay::parse(&x.to_string(), key)?)),
                 Some(toml::Value::Integer(n)) => Ok(Some(LinkDelay::parse(&n.to_string(), key)?)),
                 Some(toml::Value::String(t)) => Ok(Some(LinkDelay::parse(t, key)?)),
-                Some(other) => bail!("{key} = {other}: give milliseconds, e.g. 0.3 or \"0.3,jitter=0.05\""),
+                Some(other) => {
+                    bail!("{key} = {other}: give milliseconds, e.g. 0.3 or \"0.3,jitter=0.05\"")
+                }
             }
         };
         let rtt = read(&self.rtt, "rtt")?;

@@ -146,7 +146,14 @@ pub(super) fn axis(rows: &[Row]) -> Option<String> {
         .cloned()
         .collect();
     // Prefer the load axes in this order, then server settings.
-    let pref = ["connections", "pipeline", "threads", "rate", "rtt", "value_size"];
+    let pref = [
+        "connections",
+        "pipeline",
+        "threads",
+        "rate",
+        "rtt",
+        "value_size",
+    ];
     varying.sort_by_key(|k| pref.iter().position(|p| p == k).unwrap_or(pref.len()));
     varying.into_iter().next()
 }

@@ -187,6 +187,11 @@ pub struct ScheduleReport {
     /// late, µs (`None`: not measured).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_error_us: Option<crate::results::stats::Percentiles>,
+    /// Sends in the window that waited for room on their connection (its
+    /// pipeline was full at their time): queueing, which their latency shows,
+    /// left out of `send_error_us`.
+    #[serde(default, skip_serializing_if = "crate::results::stats::is_zero")]
+    pub held_sends: u64,
     /// Those errors as a histogram (ns, as `histogram`), so clients' results
     /// merge exactly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -217,7 +222,10 @@ impl ScheduleReport {
             s.as_deref()
                 .and_then(|s| crate::results::stats::decode_histogram(s).ok())
         };
-        match (decode(&self.send_error_histogram), decode(&o.send_error_histogram)) {
+        match (
+            decode(&self.send_error_histogram),
+            decode(&o.send_error_histogram),
+        ) {
             (Some(mut a), Some(b)) => {
                 let _ = a.add(&b);
                 self.set_send_errors(&a);
@@ -234,6 +242,7 @@ impl ScheduleReport {
         self.late_requests += o.late_requests;
         self.max_lag_ms = self.max_lag_ms.max(o.max_lag_ms);
         self.unsent += o.unsent;
+        self.held_sends += o.held_sends;
         self.overlapping_writes += o.overlapping_writes;
         self.batch_window_us = self.batch_window_us.max(o.batch_window_us);
         if self.arrivals.is_none() {

@@ -8,15 +8,15 @@ use rand_distr::{Distribution, Zipf};
 pub mod batch;
 pub mod consistency;
 pub mod params;
-pub mod timing;
 pub mod profiles;
 pub mod sizes;
+pub mod timing;
 pub mod trace;
 
 pub use batch::BatchSizes;
 pub use params::{KeyDistribution, Ratio, Stop, WritePolicy};
-pub use timing::{Arrivals, LinkDelay};
 pub use sizes::SizeDist;
+pub use timing::{Arrivals, LinkDelay};
 
 /// The kind of one request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -96,6 +96,11 @@ impl Worker<'_> {
             && c.ready()
         {
             let now = Instant::now();
+            if c.full && self.has_room(client, c) {
+                // Room again: a request due meanwhile waited for it.
+                c.full = false;
+                c.held = c.due <= now;
+            }
             self.issue_due(client, c, p, now);
             self.flush(client, c, now);
         }

@@ -34,6 +34,8 @@ pub(super) fn conns<Cl: Client>(
             keys: p.keys,
             quota: p.quota,
             due: now,
+            full: false,
+            held: false,
             refused: false,
             optional,
         })

@@ -166,11 +166,8 @@ impl Io<'_> {
         let s = self.pipes.len();
         let t = token(self.conn, s);
         let seed = self.net.seed ^ (t.0 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        self.pipes.push(Pipe::new(t, self.net.buffers, now).with_link(
-            link,
-            seed,
-            self.net.inflight,
-        ));
+        self.pipes
+            .push(Pipe::new(t, self.net.buffers, now).with_link(link, seed, self.net.inflight));
         self.open(s, to, now)
     }
 
@@ -248,6 +245,10 @@ struct Conn<S> {
     quota: Option<u64>,
     /// When its next paced request is due.
     due: Instant,
+    /// Its pipeline was full when the open loop last looked.
+    full: bool,
+    /// Its next paced request was due while its pipeline was full.
+    held: bool,
     /// Refused at the start or given up: never retried.
     refused: bool,
     /// Sockets the client can do without (bit `s`: [`Client::optional`]).
@@ -406,12 +407,14 @@ impl Worker<'_> {
             }
             self.draining = rhythm.draining;
             self.chores(client, conns, rhythm, ticks, now);
+            // Replies that came through an emulated link may make room for
+            // requests due: before the schedule's turn, which sets the wake.
+            if self.next_link().is_some_and(|at| now >= at) {
+                self.advance_links(client, conns, now);
+            }
             let mut wake = self.issue_scheduled(client, conns, rhythm.wake(), now);
             if let Some(at) = self.next_link() {
-                if now >= at {
-                    self.advance_links(client, conns, now);
-                }
-                wake = wake.min(self.next_link().unwrap_or(wake));
+                wake = wake.min(at);
             }
             rhythm.poll(poll, &mut events, wake)?;
             self.on_events(client, conns, &events);

@@ -116,9 +116,11 @@ impl Worker<'_> {
 
     /// Open loop: sends `c`'s requests due by `now` plus the send tolerance
     /// (the pacer's lead), as the pipeline allows, each counted with its
-    /// send-time error. One sent early is timed from `now`, one sent late
-    /// from its intended time. Then keeps the worker's next wake-up no later
-    /// than `c`'s next request, when `c` has room for it.
+    /// send-time error, or as having waited for room when the pipeline was
+    /// full at its time (queueing, not kvlab's timing). One sent early is
+    /// timed from `now`, one sent late from its intended time. Then keeps the
+    /// worker's next wake-up no later than `c`'s next request, when `c` has
+    /// room for it.
     pub(super) fn issue_due<Cl: Client>(
         &mut self,
         client: &mut Cl,
@@ -130,14 +132,18 @@ impl Worker<'_> {
         while c.due <= horizon && self.has_room(client, c) && self.may_issue(c, c.due, now) {
             let measured = now >= self.timing.measure_start;
             let intended = if c.due <= now {
-                self.tally.sent_late(now - c.due, measured);
+                self.tally.sent_late(now - c.due, measured, c.held);
                 c.due
             } else {
                 self.tally.sent_early(c.due - now, measured);
                 now
             };
+            c.held = false;
             self.issue(client, c, intended, now);
             c.due += p.gap(&mut self.rng);
+        }
+        if !self.has_room(client, c) {
+            c.full = true;
         }
         if self.has_room(client, c) && self.may_issue(c, c.due, c.due.max(now)) {
             self.next_due = self.next_due.min(c.due);

@@ -187,12 +187,20 @@ impl Tally {
     }
 
     /// Open loop: a request left `lag` after its intended time (counted as
-    /// late past 1 ms); `measured`: in the window, where its error counts.
+    /// late past 1 ms); `measured`: in the window, where its error counts;
+    /// `held`: it waited for room in a full pipeline (queueing, counted
+    /// apart from kvlab's send-time error).
     #[inline]
-    pub fn sent_late(&mut self, lag: Duration, measured: bool) {
+    pub fn sent_late(&mut self, lag: Duration, measured: bool, held: bool) {
         super::schedule::note_lag(&mut self.schedule, lag);
-        if measured {
-            self.interval.send_error.saturating_record(lag.as_nanos() as u64);
+        match (measured, held) {
+            (false, _) => {}
+            (true, true) => self.schedule.held_sends += 1,
+            (true, false) => {
+                self.interval
+                    .send_error
+                    .saturating_record(lag.as_nanos() as u64);
+            }
         }
     }
 
@@ -201,7 +209,9 @@ impl Tally {
     #[inline]
     pub fn sent_early(&mut self, ahead: Duration, measured: bool) {
         if measured {
-            self.interval.send_error.saturating_record(ahead.as_nanos() as u64);
+            self.interval
+                .send_error
+                .saturating_record(ahead.as_nanos() as u64);
         }
     }
 

@@ -11,8 +11,8 @@ use crate::plan::{
     CacheAside, KeyDistribution, LoadShape, Ratio, RunPlan, SchemaOptions, Stop, TargetSpec,
     Workload,
 };
-use crate::workload::{LinkDelay, SizeDist};
 use crate::workload::profiles::Profile;
+use crate::workload::{LinkDelay, SizeDist};
 
 use super::Point;
 

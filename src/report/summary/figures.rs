@@ -171,17 +171,51 @@ pub(super) fn background(s: &mut String, r: &RunResult) {
     );
 }
 
-/// An open loop's schedule: the rate offered and how late its sends were.
+/// An open loop's schedule: the rate offered, how close its sends came to
+/// their intended times, and how late they were.
 pub(super) fn schedule(s: &mut String, r: &RunResult) {
     let Some(sc) = &r.schedule else { return };
+    let arrivals = sc
+        .arrivals
+        .as_deref()
+        .map(|a| format!(" ({a} arrivals)"))
+        .unwrap_or_default();
+    let _ = write!(
+        s,
+        "  schedule: offered {} req/s{arrivals}; ",
+        num(sc.target_rps)
+    );
+    match &sc.send_error_us {
+        Some(e) => {
+            let _ = write!(
+                s,
+                "sends at most {} µs early, send error p50 {} µs, p99 {} µs{}; ",
+                num(sc.batch_window_us),
+                num(e.p50),
+                num(e.p99),
+                match e.p99 <= sc.batch_window_us {
+                    true => " (within the tolerance)",
+                    false => " (past the tolerance: the client's timing is in the figures)",
+                }
+            );
+        }
+        None => {
+            let _ = write!(s, "sends batched within {} µs; ", num(sc.batch_window_us));
+        }
+    }
+    if sc.held_sends > 0 {
+        let _ = write!(
+            s,
+            "{} waited for a busy connection (pipeline full: more connections would queue less); ",
+            sc.held_sends
+        );
+    }
     let _ = writeln!(
         s,
-        "  schedule: offered {} req/s; {} late (>1 ms) sends, max lag {} ms, {} never sent; sends batched within {} µs",
-        num(sc.target_rps),
+        "{} late (>1 ms) sends, max lag {} ms, {} never sent",
         sc.late_requests,
         num(sc.max_lag_ms),
-        sc.unsent,
-        num(sc.batch_window_us)
+        sc.unsent
     );
 }
 

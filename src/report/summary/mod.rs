@@ -103,13 +103,42 @@ fn workload(s: &mut String, r: &RunResult) {
     }
 }
 
+/// The round trips kvlab emulated, if any, and what they are.
+fn network(s: &mut String, r: &RunResult) {
+    let l = &r.config.load;
+    let cache = l.cache_rtt.filter(|_| r.config.cache.is_some());
+    if l.rtt.is_none() && cache.is_none() {
+        return;
+    }
+    let target = l
+        .rtt
+        .map_or("no round trip added to the target".into(), |d| {
+            format!("round trip {d} to the target")
+        });
+    let cache = cache
+        .map(|c| format!(", {c} to the cache"))
+        .unwrap_or_default();
+    let real = match r.target.managed {
+        true => "",
+        false => "; it adds to the real network's to a server kvlab did not start",
+    };
+    let _ = writeln!(
+        s,
+        "  network:  {target}{cache}, emulated by kvlab (a delay only: no loss, no bandwidth limit); latency includes it{real}"
+    );
+}
+
 /// How hard and how: connections, threads, pipeline, pacing and the window;
 /// the consistency level, query mode, server settings and pooler.
 fn load(s: &mut String, r: &RunResult) {
     let c = &r.config;
     let shape = match (c.load.rate, &c.workload.trace) {
         (_, Some(_)) => "open loop at the trace's times".to_string(),
-        (Some(rate), None) => format!("open loop at {} req/s", num(rate)),
+        (Some(rate), None) => format!(
+            "open loop at {} req/s ({} arrivals)",
+            num(rate),
+            c.load.arrivals.name()
+        ),
         (None, None) => "closed loop".to_string(),
     };
     let _ = writeln!(
@@ -121,6 +150,7 @@ fn load(s: &mut String, r: &RunResult) {
         r.duration_s,
         aside::before_window(r)
     );
+    network(s, r);
     let facts = c.target.kind.product().facts();
     if !facts.consistency_levels.is_empty() {
         let level = c.target.consistency.map_or("one", |l| l.name());

@@ -1,0 +1,125 @@
+//! The round trip kvlab emulates between the application and its servers
+//! (`--rtt`, `--cache-rtt`), and the open loop's arrivals, against real
+//! servers: a round trip adds itself to every request and bounds what one
+//! connection carries; an open loop keeps its rate across it and says how
+//! close its sends came to their times; a cache-aside hit costs one round
+//! trip and a miss three; the servers' counters still agree with kvlab's.
+
+mod common;
+
+use common::{managed_plan, measure, plan, server};
+use kvlab::plan::{CacheAside, CacheStart, Ratio, Stop, TargetKind, TargetSpec};
+use kvlab::results::RunResult;
+use kvlab::workload::{Arrivals, LinkDelay};
+
+fn rtt(ms: f64) -> Option<LinkDelay> {
+    Some(LinkDelay {
+        rtt_ms: ms,
+        jitter_ms: 0.0,
+    })
+}
+
+fn agrees(r: &RunResult) {
+    assert!(r.valid, "{:?}", r.problems);
+    let cc = r.server_counters.as_ref().expect("server counters read");
+    assert!(cc.agrees(), "{cc:?}");
+}
+
+#[test]
+fn a_round_trip_adds_itself_to_each_request_and_bounds_a_connection() {
+    let s = server(TargetKind::Redis);
+    let mut p = plan(TargetKind::Redis, s.endpoint());
+    p.load.pipeline = 1;
+    p.load.stop = Stop::Requests(3_000);
+    let base = measure(&p);
+    agrees(&base);
+    p.load.rtt = rtt(1.0);
+    let one = measure(&p);
+    agrees(&one);
+    // p50 rises by the round trip, ± 10%.
+    let added = one.latency_us.p50 - base.latency_us.p50;
+    assert!((900.0..=1100.0).contains(&added), "p50 rose by {added} µs");
+    // A connection carries one request per round trip and service time.
+    let per_conn = one.throughput_rps / p.load.connections as f64;
+    let expected = 1e6 / one.latency_us.mean;
+    assert!(
+        (per_conn / expected - 1.0).abs() < 0.15,
+        "{per_conn} req/s per connection, the round trip predicts {expected}"
+    );
+    assert!(per_conn < 1000.0, "{per_conn}");
+    // At pipeline 4 a connection has four in flight across the link.
+    p.load.pipeline = 4;
+    let four = measure(&p);
+    agrees(&four);
+    let ratio = four.throughput_rps / one.throughput_rps;
+    assert!((3.2..=4.4).contains(&ratio), "pipeline 4 carried {ratio}x");
+}
+
+#[test]
+fn an_open_loop_keeps_its_rate_across_a_round_trip_and_reports_its_sends() {
+    let s = server(TargetKind::Redis);
+    let mut p = plan(TargetKind::Redis, s.endpoint());
+    p.load.connections = 20;
+    p.load.pipeline = 1;
+    p.load.rate = Some(2_000.0);
+    p.load.stop = Stop::Duration(2.0);
+    p.load.warmup_s = 0.5;
+    p.load.rtt = rtt(1.0);
+    for arrivals in [Arrivals::Poisson, Arrivals::Uniform] {
+        p.load.arrivals = arrivals;
+        let r = measure(&p);
+        agrees(&r);
+        assert!(
+            (r.throughput_rps / 2_000.0 - 1.0).abs() < 0.05,
+            "{arrivals:?}: {} req/s",
+            r.throughput_rps
+        );
+        let sc = r.schedule.as_ref().expect("a schedule");
+        assert_eq!(sc.arrivals.as_deref(), Some(arrivals.name()));
+        assert_eq!(sc.batch_window_us, 20.0);
+        let e = sc.send_error_us.as_ref().expect("send errors measured");
+        // kvlab's timer, not the server, sets these: typically tens of µs.
+        assert!(e.p50 < 200.0, "{arrivals:?}: send error {e:?}");
+        assert!(sc.send_error_histogram.is_some());
+        // Latency from the intended start includes the round trip.
+        assert!(r.latency_us.p50 >= 1000.0, "{:?}", r.latency_us);
+    }
+}
+
+#[test]
+fn a_cache_aside_hit_costs_one_round_trip_and_a_miss_three() {
+    let mut p = managed_plan(TargetKind::Postgres);
+    p.cache = Some(CacheAside {
+        cache: TargetKind::Redis.name().parse::<TargetSpec>().unwrap(),
+        policy: kvlab::plan::WritePolicy::Invalidate,
+        ttl_s: 0,
+        start: CacheStart::Warm,
+    });
+    p.workload.ratio = Ratio { set: 1, get: 9 };
+    p.load.pipeline = 1;
+    p.load.connections = 8;
+    p.load.stop = Stop::Requests(4_000);
+    p.load.rtt = rtt(1.0);
+    p.load.cache_rtt = rtt(1.0);
+    let r = measure(&p);
+    agrees(&r);
+    let a = r.cache_aside.as_ref().expect("a cache-aside report");
+    let cc = a.cache_counters.as_ref().expect("cache counters read");
+    assert!(cc.agrees(), "{cc:?}");
+    let leg = |name: &str| {
+        let l = &a.legs[name];
+        assert!(l.replies > 0 && l.errors == 0, "{name}: {l:?}");
+        l.latency_us.p50
+    };
+    // Each step is one round trip (and the server's time) on its own link.
+    for name in ["cache_get", "db_get", "cache_fill"] {
+        let p50 = leg(name);
+        assert!((1000.0..=1600.0).contains(&p50), "{name}: p50 {p50} µs");
+    }
+    // Writes invalidate, so reads miss: a miss is three steps, a hit one.
+    assert!(a.cache_misses > 0 && a.cache_hits > 0, "{a:?}");
+    let hit = leg("cache_get");
+    let miss = hit + leg("db_get") + leg("cache_fill");
+    assert!(miss > 2.5 * hit, "miss {miss} µs, hit {hit} µs");
+    assert!(r.latency_us.p50 >= 1000.0 && r.latency_us.p50 < 1600.0);
+}
