@@ -83,8 +83,65 @@ pub(super) fn lines(pairs: &[(String, String)], rows: &[Row]) -> Vec<String> {
         }
         s.push('.');
         out.push(s);
+        out.extend(by_round_trip(t, base, &pairs));
     }
     out
+}
+
+/// Where the round trip is swept: `t`'s p50 and p99 against `base`'s at each
+/// round trip, and from which one `t`'s p50 is the higher (where a cache in
+/// front stops paying off in latency).
+fn by_round_trip(t: &str, base: &str, pairs: &[(&Row, &Row)]) -> Option<String> {
+    let mut at: Vec<(f64, &Row, &Row)> = pairs
+        .iter()
+        .filter_map(|(r, b)| Some((r.params.get("rtt")?.parse::<f64>().ok()?, *r, *b)))
+        .collect();
+    at.sort_by(|a, b| a.0.total_cmp(&b.0));
+    at.dedup_by(|a, b| a.0 == b.0);
+    if at.len() < 2
+        || at
+            .iter()
+            .any(|(_, r, b)| r.latency.p50 <= 0.0 || b.latency.p50 <= 0.0)
+    {
+        return None;
+    }
+    let each: Vec<String> = at
+        .iter()
+        .map(|(ms, r, b)| {
+            format!(
+                "{ms} ms: p50 {} vs {} µs, p99 {} vs {} µs",
+                short(r.latency.p50),
+                short(b.latency.p50),
+                short(r.latency.p99),
+                short(b.latency.p99)
+            )
+        })
+        .collect();
+    let from = at
+        .iter()
+        .position(|(_, r, b)| r.latency.p50 > b.latency.p50);
+    let end = match from {
+        None => format!("{t}'s p50 is the lower at every round trip measured"),
+        Some(0) => format!("{t}'s p50 is the higher at every round trip measured"),
+        Some(i)
+            if at[i..]
+                .iter()
+                .all(|(_, r, b)| r.latency.p50 > b.latency.p50) =>
+        {
+            format!(
+                "{t}'s p50 is the higher from {} ms on: there it stops paying off in latency",
+                at[i].0
+            )
+        }
+        Some(i) => format!(
+            "{t}'s p50 is first the higher at {} ms, but not at every round trip after it",
+            at[i].0
+        ),
+    };
+    Some(format!(
+        "{t} against {base} by round trip ({}): {end}.",
+        each.join("; ")
+    ))
 }
 
 /// The swept values of `r` (those that vary among `rows`).
@@ -167,5 +224,38 @@ mod tests {
         );
         assert!(l[0].contains("client CPU per request 1.00x"), "{}", l[0]);
         assert!(lines(&[("absent".into(), "direct".into())], &rows).is_empty());
+    }
+
+    #[test]
+    fn a_swept_round_trip_says_where_the_cache_stops_paying_off() {
+        let at = |target: &str, rtt: &str, p50: f64| {
+            let mut r = row(target, "50", 2_000.0, 10.0);
+            r.params = [("rtt".to_string(), rtt.to_string())].into();
+            r.latency.p50 = p50;
+            r.latency.p99 = p50 * 3.0;
+            r
+        };
+        let rows = [
+            at("db", "0.05", 300.0),
+            at("db", "0.5", 800.0),
+            at("db", "1", 1_300.0),
+            at("aside", "0.05", 200.0),
+            at("aside", "0.5", 850.0),
+            at("aside", "1", 1_500.0),
+        ];
+        let l = lines(&[("aside".into(), "db".into())], &rows);
+        assert_eq!(l.len(), 2, "{l:?}");
+        assert!(
+            l[1].starts_with("aside against db by round trip (0.05 ms: p50 200 vs 300 µs"),
+            "{}",
+            l[1]
+        );
+        assert!(
+            l[1].ends_with(
+                "aside's p50 is the higher from 0.5 ms on: there it stops paying off in latency."
+            ),
+            "{}",
+            l[1]
+        );
     }
 }

@@ -296,8 +296,35 @@ pub(super) fn caveats(results: &[StudyResult], rows: &[Row]) -> Vec<String> {
         }
     }
     caveats.extend(workload(results, rows));
+    caveats.extend(network(results));
     caveats.extend(points(results, rows));
     caveats
+}
+
+/// The round trips kvlab emulated, if any: what they are and are not.
+fn network(results: &[StudyResult]) -> Option<String> {
+    let mut trips: Vec<String> = Vec::new();
+    for r in results
+        .iter()
+        .flat_map(|r| &r.points)
+        .filter_map(|p| p.result.as_ref())
+    {
+        let l = &r.config.load;
+        for d in l
+            .rtt
+            .iter()
+            .chain(l.cache_rtt.iter().filter(|_| r.config.cache.is_some()))
+        {
+            let d = d.to_string();
+            if !trips.contains(&d) {
+                trips.push(d);
+            }
+        }
+    }
+    (!trips.is_empty()).then(|| format!(
+        "Round trips of {} were emulated by kvlab on the connections (half before a request reaches its server, half before its reply counts; a cache-aside run's cache over its own): a delay only, with no loss, no bandwidth limit and no TCP window effects. Latency includes them; the servers' figures do not.",
+        trips.join(", ")
+    ))
 }
 
 /// The machine client and servers shared, and what makes its figures
