@@ -469,10 +469,13 @@ impl Worker<'_> {
         if let Some(p) = self.pacer
             && !self.draining
         {
-            if now >= self.next_due {
+            // Wake half the tolerance early, so that the wake-up's own delay
+            // centres the sends on their times.
+            let early = p.lead / 2;
+            if now + early >= self.next_due {
                 self.issue_batch(client, conns, p, now);
             }
-            wake = wake.min(self.next_due);
+            wake = wake.min(self.next_due.checked_sub(early).unwrap_or(self.next_due));
         } else if self.replay.is_some() && !self.draining {
             if now >= self.next_due {
                 self.issue_traced(client, conns, now);
