@@ -22,6 +22,12 @@
 # throughput beside that closed loop, on redis (pipeline 1 and 16) and on
 # PostgreSQL beside pgbench -R at the same rates.
 #
+# Arrivals and round trips (BENCH_TIMING=0 skips it): on redis at RATE (20k)
+# req/s, p99 latency and p99 send error of poisson and uniform arrivals (and of
+# KVLAB_BASE at the same rate, e.g. a kvlab that batched its sends); then
+# client CPU per request at that rate with and without --rtt 1 (200
+# connections, so the round trip's requests in flight fit).
+#
 # Workload: 50 connections, 1M keys x 256 B, GET only, pipeline 1 and 16; every
 # client on one thread (redis-benchmark and memtier -t 1 are single-threaded).
 #
@@ -350,7 +356,7 @@ rate_rounds() {
     record "kvlab-$name-closed2" "$p" $((n / 4)) "$out"
     rate=$(awk '/throughput/ { gsub(",", "", $2); print int($2); exit }' "$WORK/last.out")
     record "kvlab-$name-rate-same" "$p" $((n / 4)) "$(cpu_of kvlab_run "$url" "$p" $((n / 4)) --keys "$KEYS" --rate "$rate")"
-    for pct in 50 80; do
+    for pct in 20 50 80; do
       rate=$((rps * pct / 100))
       record "kvlab-$name-rate$pct" "$p" "$n" "$(cpu_of kvlab_run "$url" "$p" "$n" --keys "$KEYS" --rate "$rate")"
       if [ "$peer" = pgbench ]; then
@@ -370,6 +376,47 @@ if [ "${BENCH_RATE:-1}" = 1 ]; then
     # so the paced 50 would not reach a 2-connection closed loop's rate.
     SAME_CONNS=1 rate_rounds postgres "$PG" 1 "$NSQL" pgbench
   fi
+fi
+
+# lat name: the p99 latency and p99 send error of the last kvlab run.
+lat() {
+  awk -v t="$1" '
+    /latency µs/ { for (i = 1; i <= NF; i++) if ($i == "p99") { l = $(i + 1); gsub(",", "", l) } }
+    /send error/ { if (match($0, /send error p50 [0-9.,]+ µs, p99 [0-9.,]+/)) { e = substr($0, RSTART, RLENGTH); sub(/.*p99 /, "", e); gsub(",", "", e) } }
+    END { printf "%s %s %s\n", t, (l == "" ? "-" : l), (e == "" ? "-" : e) }' "$WORK/last.out" >> "$WORK/lat"
+}
+
+if [ "${BENCH_TIMING:-1}" = 1 ]; then
+  REDIS=${REDIS:-$(serve redis)}
+  RATE=${RATE:-20000}
+  NT=$((RATE * ${TIMING_SECS:-10}))
+  for round in $(seq "$ROUNDS"); do
+    echo "bench: round $round, arrivals and round trips at $RATE req/s, redis"
+    for a in poisson uniform; do
+      record "kvlab-$a" 1 "$NT" "$(cpu_of kvlab_run "$REDIS" 1 "$NT" --keys "$KEYS" --rate "$RATE" --arrivals "$a")"
+      lat "kvlab-$a"
+    done
+    if [ -n "$KVLAB_BASE" ]; then
+      record "base-rate" 1 "$NT" "$(BIN=$KVLAB_BASE cpu_of kvlab_run "$REDIS" 1 "$NT" --keys "$KEYS" --rate "$RATE")"
+      lat "base-rate"
+    fi
+    for rtt in 0 1; do
+      extra=()
+      [ "$rtt" = 0 ] || extra=(--rtt "$rtt")
+      record "kvlab-rtt$rtt" 1 "$NT" "$(CONNS=200 cpu_of kvlab_run "$REDIS" 1 "$NT" --keys "$KEYS" --rate "$RATE" "${extra[@]}")"
+      lat "kvlab-rtt$rtt"
+    done
+  done
+fi
+
+if [ -s "$WORK/lat" ]; then
+  echo
+  echo "p99 latency and p99 send error (µs), medians of $ROUNDS interleaved runs at $RATE req/s"
+  printf '%-20s %12s %16s\n' tool "p99 µs" "send p99 µs"
+  awk '
+    function median(s,   a, n, i, j, t) { n = split(s, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }; return a[int((n + 1) / 2)] }
+    { p[$1] = p[$1] " " $2; e[$1] = e[$1] " " $3; if (!($1 in seen)) { seen[$1] = 1; order[++m] = $1 } }
+    END { for (i = 1; i <= m; i++) printf "%-20s %12s %16s\n", order[i], median(p[order[i]]), median(e[order[i]]) }' "$WORK/lat"
 fi
 
 echo
