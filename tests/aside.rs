@@ -163,17 +163,17 @@ fn check_aside_run(cache: TargetKind, policy: WritePolicy) {
     let p = aside_plan(&db, cache, policy);
     let r = measure(&p);
     assert!(r.valid, "{:?}", r.problems);
-    assert_eq!(r.errors, 0);
+    assert_eq!(r.totals.errors, 0);
     let a = r.cache_aside.as_ref().expect("a cache-aside report");
     assert_eq!(a.write_policy, policy.name());
     assert_eq!(a.cache.kind, cache.name());
     // Every read asked the cache; only its misses reached the database.
-    assert_eq!(a.cache_hits + a.cache_misses, r.gets);
-    assert_eq!(a.legs["cache_get"].replies, r.gets);
+    assert_eq!(a.cache_hits + a.cache_misses, r.totals.gets);
+    assert_eq!(a.legs["cache_get"].replies, r.totals.gets);
     assert_eq!(a.legs["db_get"].replies, a.cache_misses);
     assert_eq!(a.legs["cache_fill"].replies, a.cache_misses);
-    assert_eq!(a.legs["db_set"].replies, r.sets);
-    assert_eq!(a.legs["cache_write"].replies, r.sets);
+    assert_eq!(a.legs["db_set"].replies, r.totals.sets);
+    assert_eq!(a.legs["cache_write"].replies, r.totals.sets);
     assert!(a.hit_ratio > 0.5, "{a:?}");
     if policy == WritePolicy::Invalidate {
         assert!(a.cache_misses > 0, "writes invalidate: {a:?}");
@@ -189,7 +189,7 @@ fn check_aside_run(cache: TargetKind, policy: WritePolicy) {
     // Versions agree with the writes that reached the database.
     assert_eq!(version_sum(&db), db_cc.kvlab_sets);
     let c = r.consistency.as_ref().expect("stale reads measured");
-    assert_eq!(c.checked_reads, r.hits);
+    assert_eq!(c.checked_reads, r.totals.hits);
     assert!(c.stale_reads <= c.checked_reads);
     assert!(kvlab::report::summary::summary(&r).contains("cache hit ratio"));
 }
@@ -224,7 +224,7 @@ fn the_database_alone_serves_no_stale_reads_and_its_versions_add_up() {
     let r = measure(&p);
     assert!(r.valid, "{:?}", r.problems);
     let c = r.consistency.as_ref().expect("stale reads measured");
-    assert_eq!(c.checked_reads, r.hits);
+    assert_eq!(c.checked_reads, r.totals.hits);
     assert!(c.checked_reads > 5_000);
     assert_eq!(c.stale_reads, 0, "{c:?}");
     let cc = r.server_counters.as_ref().unwrap();
@@ -251,8 +251,11 @@ fn a_cache_that_dies_mid_run_is_gone_around_and_said_not_a_hang() {
     assert!(started.elapsed() < Duration::from_secs(12), "no hang");
     let a = r.cache_aside.as_ref().unwrap();
     assert!(a.cache_bypassed > 0, "{a:?}");
-    assert_eq!(r.errors_by_kind["wrong_value"], 0);
-    assert!(r.hits > a.cache_hits, "the database served reads too");
+    assert_eq!(r.totals.errors_by_kind["wrong_value"], 0);
+    assert!(
+        r.totals.hits > a.cache_hits,
+        "the database served reads too"
+    );
     assert!(!r.valid);
     assert!(
         r.problems.iter().any(|m| m.contains("unreachable")),
@@ -278,7 +281,7 @@ fn a_requests_run_goes_on_around_a_cache_that_stays_down_and_ends() {
     let killer = common::signals(cache.pid(), &[(500, libc::SIGKILL)]);
     let r = common::measure_within(&p, Duration::from_secs(60));
     killer.join().unwrap();
-    assert_eq!(r.requests, 30_000);
+    assert_eq!(r.totals.requests, 30_000);
     assert!(r.cache_aside.as_ref().unwrap().cache_bypassed > 0);
     assert!(!r.valid);
 }

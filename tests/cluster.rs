@@ -42,7 +42,7 @@ fn every_primary_serves_its_share_and_is_counted_and_stopped() {
     p.workload.ratio = Ratio { set: 1, get: 3 };
     p.load.pipeline = 8;
     let r = measure(&p);
-    assert_eq!((r.errors, r.misses), (0, 0), "{r:#?}");
+    assert_eq!((r.totals.errors, r.totals.misses), (0, 0), "{r:#?}");
     let sh = r.connections.sharded.as_ref().unwrap();
     assert_eq!((sh.nodes, sh.moved, sh.ask), (3, 0, 0));
     // Every primary served its share of the keys.
@@ -134,14 +134,14 @@ fn a_slot_migrated_during_the_run_is_followed() {
     }
 
     let r = runner.join().unwrap();
-    assert_eq!(r.errors, 0, "{:?}", r.errors_by_kind);
-    assert_eq!(r.misses, 0);
+    assert_eq!(r.totals.errors, 0, "{:?}", r.totals.errors_by_kind);
+    assert_eq!(r.totals.misses, 0);
     assert!(r.valid, "{:?}", r.problems);
     let sh = r.connections.sharded.as_ref().unwrap();
     assert!(sh.ask > 0 && sh.moved > 0, "{sh:?}");
     let cc = r.server_counters.as_ref().unwrap();
     assert!(cc.agrees(), "{cc:#?}");
-    assert_eq!(cc.server.gets + cc.server.sets, r.requests);
+    assert_eq!(cc.server.gets + cc.server.sets, r.totals.requests);
     let c = r.consistency.as_ref().unwrap();
     assert_eq!(c.stale_reads, 0, "{c:?}");
 }
@@ -150,7 +150,10 @@ fn a_slot_migrated_during_the_run_is_followed() {
 fn single_servers_and_cluster_nodes_are_not_confused() {
     let cluster = server_with(TargetKind::RedisCluster, &[("shards", "1")], 10);
     let r = measure(&plan(TargetKind::RedisCluster, cluster.endpoint()));
-    assert_eq!((r.errors, r.connections.sharded.unwrap().nodes), (0, 1));
+    assert_eq!(
+        (r.totals.errors, r.connections.sharded.unwrap().nodes),
+        (0, 1)
+    );
     let e = measure_err(&plan(TargetKind::Redis, cluster.endpoint()));
     assert!(e.contains("redis-cluster://"), "{e}");
     assert_eq!(e.lines().count(), 1, "{e}");

@@ -29,7 +29,7 @@ fn a_full_memcached_fails_the_load_clearly() {
     p.workload.load = false;
     let stop = std::sync::atomic::AtomicBool::new(false);
     let r = kvlab::runner::run(&p, kvlab::runner::RunOptions::default(), &stop).unwrap();
-    assert!(r.misses > 0 && !r.valid);
+    assert!(r.totals.misses > 0 && !r.valid);
 }
 
 #[test]
@@ -59,8 +59,13 @@ fn the_meta_protocol_reads_writes_and_agrees_with_the_counters() {
     p.workload.value_sizes = Some("64-2048".parse().unwrap());
     let r = common::measure(&p);
     assert!(r.valid, "{:?}", r.problems);
-    assert_eq!((r.errors, r.misses), (0, 0), "{:?}", r.errors_by_kind);
-    assert!(r.hits > 0 && r.sets > 0);
+    assert_eq!(
+        (r.totals.errors, r.totals.misses),
+        (0, 0),
+        "{:?}",
+        r.totals.errors_by_kind
+    );
+    assert!(r.totals.hits > 0 && r.totals.sets > 0);
     assert_eq!(r.query_mode.as_deref(), Some("meta"));
     let cc = r.server_counters.as_ref().expect("counters read");
     assert!(cc.agrees(), "{cc:?}");

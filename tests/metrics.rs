@@ -49,18 +49,18 @@ fn bucket(s: f64) -> usize {
 /// serve their final figures.
 fn agrees(prom: &Prometheus, run: &str, r: &RunResult) {
     let q = format!(r#"sum(kvlab_requests_total{{run="{run}",phase="measured"}})"#);
-    let want = r.requests as f64;
+    let want = r.totals.requests as f64;
     let got = prom.wait_for(&q, Duration::from_secs(10), |v| v == want);
     assert_eq!(got, Some(want), "{q}");
     let q = format!(
         r#"histogram_quantile(0.99, sum by (le) (kvlab_latency_seconds_bucket{{run="{run}"}}))"#
     );
     let p99 = prom.query(&q).expect("a p99");
-    let (a, b) = (bucket(p99), bucket(r.latency_us.p99 / 1e6));
+    let (a, b) = (bucket(p99), bucket(r.latency.latency_us.p99 / 1e6));
     assert!(
         a.abs_diff(b) <= 1,
         "Prometheus p99 {p99} s (bucket {a}) against the run's {} µs (bucket {b})",
-        r.latency_us.p99
+        r.latency.latency_us.p99
     );
 }
 
@@ -99,13 +99,13 @@ fn prometheus_scrapes_what_the_run_reports() {
     .spawn()
     .unwrap();
     let r = result_of(&mut child, &json);
-    assert!(r.valid && r.requests > 0, "{:?}", r.problems);
+    assert!(r.valid && r.totals.requests > 0, "{:?}", r.problems);
     agrees(&prom, "single", &r);
     // Hits, misses and errors are counted apart, as in the result.
     let q = r#"sum(kvlab_hits_total{run="single",phase="measured"})"#;
-    assert_eq!(prom.query(q), Some(r.hits as f64), "{q}");
+    assert_eq!(prom.query(q), Some(r.totals.hits as f64), "{q}");
     let q = r#"sum(kvlab_errors_total{run="single",phase="measured"})"#;
-    assert_eq!(prom.query(q), Some(r.errors as f64), "{q}");
+    assert_eq!(prom.query(q), Some(r.totals.errors as f64), "{q}");
     let q = r#"max(kvlab_server_cpu_seconds_total{run="single",role="server"})"#;
     assert!(prom.query(q).is_some_and(|v| v > 0.0), "{q}");
     assert!(child.wait().unwrap().success());

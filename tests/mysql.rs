@@ -25,7 +25,10 @@ fn the_memory_engine_misses_and_corruption() {
     let mut p = plan(TargetKind::Mariadb, s.endpoint());
     p.target.schema.table_engine = Some("memory".into());
     let r = measure(&p);
-    assert_eq!((r.errors, r.misses, r.hits), (0, 0, r.gets));
+    assert_eq!(
+        (r.totals.errors, r.totals.misses, r.totals.hits),
+        (0, 0, r.totals.gets)
+    );
     let engine = sql(
         &connector,
         "SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_NAME = 'kvlab_kv'",
@@ -39,8 +42,14 @@ fn the_memory_engine_misses_and_corruption() {
     sql(&connector, "DELETE FROM kvlab_kv WHERE k = 4");
     p.workload.load = false;
     let r = measure(&p);
-    assert!(r.errors_by_kind["wrong_value"] > 0 && r.misses > 0, "{r:?}");
-    assert_eq!(r.errors_by_kind["wrong_value"] + r.hits + r.misses, r.gets);
+    assert!(
+        r.totals.errors_by_kind["wrong_value"] > 0 && r.totals.misses > 0,
+        "{r:?}"
+    );
+    assert_eq!(
+        r.totals.errors_by_kind["wrong_value"] + r.totals.hits + r.totals.misses,
+        r.totals.gets
+    );
 }
 
 #[test]
@@ -72,7 +81,7 @@ fn refused_connections_are_counted_and_the_run_goes_on() {
     assert!(r.connections.failures > 0);
     let e = r.connections.last_error.clone().unwrap_or_default();
     assert!(e.contains("Too many connections"), "{e}");
-    assert!(r.requests > 1_000 && r.errors == 0, "{r:?}");
+    assert!(r.totals.requests > 1_000 && r.totals.errors == 0, "{r:?}");
 }
 
 /// The endpoint a `mysql://` URL names.

@@ -37,11 +37,11 @@ fn a_round_trip_adds_itself_to_each_request_and_bounds_a_connection() {
     let one = measure(&p);
     agrees(&one);
     // p50 rises by the round trip, ± 10%.
-    let added = one.latency_us.p50 - base.latency_us.p50;
+    let added = one.latency.latency_us.p50 - base.latency.latency_us.p50;
     assert!((900.0..=1100.0).contains(&added), "p50 rose by {added} µs");
     // A connection carries one request per round trip and service time.
-    let per_conn = one.throughput_rps / p.load.connections as f64;
-    let expected = 1e6 / one.latency_us.mean;
+    let per_conn = one.totals.throughput_rps / p.load.connections as f64;
+    let expected = 1e6 / one.latency.latency_us.mean;
     assert!(
         (per_conn / expected - 1.0).abs() < 0.15,
         "{per_conn} req/s per connection, the round trip predicts {expected}"
@@ -51,7 +51,7 @@ fn a_round_trip_adds_itself_to_each_request_and_bounds_a_connection() {
     p.load.pipeline = 4;
     let four = measure(&p);
     agrees(&four);
-    let ratio = four.throughput_rps / one.throughput_rps;
+    let ratio = four.totals.throughput_rps / one.totals.throughput_rps;
     assert!((3.2..=4.4).contains(&ratio), "pipeline 4 carried {ratio}x");
 }
 
@@ -70,11 +70,11 @@ fn an_open_loop_keeps_its_rate_across_a_round_trip_and_reports_its_sends() {
         let r = measure(&p);
         agrees(&r);
         assert!(
-            (r.throughput_rps / 2_000.0 - 1.0).abs() < 0.05,
+            (r.totals.throughput_rps / 2_000.0 - 1.0).abs() < 0.05,
             "{arrivals:?}: {} req/s",
-            r.throughput_rps
+            r.totals.throughput_rps
         );
-        let sc = r.schedule.as_ref().expect("a schedule");
+        let sc = r.latency.schedule.as_ref().expect("a schedule");
         assert_eq!(sc.arrivals.as_deref(), Some(arrivals.name()));
         assert_eq!(sc.batch_window_us, 20.0);
         let e = sc.send_error_us.as_ref().expect("send errors measured");
@@ -82,7 +82,11 @@ fn an_open_loop_keeps_its_rate_across_a_round_trip_and_reports_its_sends() {
         assert!(e.p50 < 200.0, "{arrivals:?}: send error {e:?}");
         assert!(sc.send_error_histogram.is_some());
         // Latency from the intended start includes the round trip.
-        assert!(r.latency_us.p50 >= 1000.0, "{:?}", r.latency_us);
+        assert!(
+            r.latency.latency_us.p50 >= 1000.0,
+            "{:?}",
+            r.latency.latency_us
+        );
     }
 }
 
@@ -121,5 +125,5 @@ fn a_cache_aside_hit_costs_one_round_trip_and_a_miss_three() {
     let hit = leg("cache_get");
     let miss = hit + leg("db_get") + leg("cache_fill");
     assert!(miss > 2.5 * hit, "miss {miss} µs, hit {hit} µs");
-    assert!(r.latency_us.p50 >= 1000.0 && r.latency_us.p50 < 1600.0);
+    assert!(r.latency.latency_us.p50 >= 1000.0 && r.latency.latency_us.p50 < 1600.0);
 }

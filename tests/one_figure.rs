@@ -100,7 +100,10 @@ fn every_figure_of_a_cache_aside_point_is_one_value_everywhere() {
             "{} vs {one}",
             a.hit_ratio
         );
-        assert_eq!(a.cache_hits + a.cache_misses + a.cache_bypassed, r.gets);
+        assert_eq!(
+            a.cache_hits + a.cache_misses + a.cache_bypassed,
+            r.totals.gets
+        );
         if p.target == "killed" {
             assert!(a.cache_bypassed > 0, "{a:?}");
         }
@@ -113,7 +116,7 @@ fn every_figure_of_a_cache_aside_point_is_one_value_everywhere() {
         assert!(
             line.contains(&format!(
                 "{:.0} req/s, p99 {:.0} µs",
-                r.throughput_rps, r.latency_us.p99
+                r.totals.throughput_rps, r.latency.latency_us.p99
             )),
             "{line}"
         );
@@ -161,18 +164,28 @@ fn every_figure_of_a_cache_aside_point_is_one_value_everywhere() {
             a.hit_ratio
         );
         // Each server's memory and CPU, and their sums, in the JSON and the summary.
-        let db = r.servers.iter().find(|u| u.role == Role::Database).unwrap();
-        let cache = r.servers.iter().find(|u| u.role == Role::Cache).unwrap();
+        let db = r
+            .server
+            .servers
+            .iter()
+            .find(|u| u.role == Role::Database)
+            .unwrap();
+        let cache = r
+            .server
+            .servers
+            .iter()
+            .find(|u| u.role == Role::Cache)
+            .unwrap();
         assert_eq!(
             (db.product.as_str(), cache.product.as_str()),
             ("postgres", "redis")
         );
         let (Some(dk), Some(ck)) = (db.peak_rss_kb, cache.peak_rss_kb) else {
-            panic!("both servers' memory: {:?}", r.servers);
+            panic!("both servers' memory: {:?}", r.server.servers);
         };
-        assert_eq!(r.server_peak_rss_kb, Some(dk + ck));
+        assert_eq!(r.server.server_peak_rss_kb, Some(dk + ck));
         if let (Some(dc), Some(cc)) = (db.cpu_s, cache.cpu_s) {
-            assert!((r.server_cpu_s.unwrap() - dc - cc).abs() < 1e-9);
+            assert!((r.server.server_cpu_s.unwrap() - dc - cc).abs() < 1e-9);
         }
         if p.target == "aside" {
             // The cache held every key: its memory is at least its own count of

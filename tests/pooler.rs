@@ -42,18 +42,23 @@ fn pooled(pool_mode: &str) -> RunPlan {
 
 /// Errors 0, values verified, and both servers counted what kvlab sent.
 fn agrees_everywhere(r: &RunResult) {
-    assert_eq!((r.errors, r.misses), (0, 0), "{:?}", r.problems);
-    assert_eq!(r.hits, r.gets);
-    assert!(r.sets > 2_000);
+    assert_eq!(
+        (r.totals.errors, r.totals.misses),
+        (0, 0),
+        "{:?}",
+        r.problems
+    );
+    assert_eq!(r.totals.hits, r.totals.gets);
+    assert!(r.totals.sets > 2_000);
     let db = r.server_counters.as_ref().expect("pg_stat_statements");
     assert!(db.server.exact && db.agrees(), "{db:?}");
     assert_eq!(
         db.server.gets + db.server.sets,
-        r.warmup.requests() + r.requests
+        r.warmup.requests() + r.totals.requests
     );
     let p = r.pooler.as_ref().expect("pooler report");
     let c = p.counters.as_ref().expect("SHOW STATS");
-    assert_eq!(c.kvlab_requests, r.warmup.requests() + r.requests);
+    assert_eq!(c.kvlab_requests, r.warmup.requests() + r.totals.requests);
     assert!(c.exact && c.agrees(), "{c:?}");
     assert!(p.pooler_cpu_s.is_some_and(|c| c > 0.0));
     assert!(r.problems.is_empty(), "{:?}", r.problems);
@@ -97,11 +102,16 @@ fn every_query_mode_verifies_values_and_counts() {
         p.workload.ratio = Ratio { set: 1, get: 3 };
         let r = measure(&p);
         assert_eq!(r.query_mode.as_deref(), Some(mode));
-        assert_eq!((r.errors, r.misses), (0, 0), "{mode}: {:?}", r.problems);
-        assert_eq!(r.hits, r.gets, "{mode}");
+        assert_eq!(
+            (r.totals.errors, r.totals.misses),
+            (0, 0),
+            "{mode}: {:?}",
+            r.problems
+        );
+        assert_eq!(r.totals.hits, r.totals.gets, "{mode}");
         let c = r.server_counters.as_ref().unwrap();
         assert!(c.agrees(), "{mode}: {c:?}");
-        assert_eq!(c.server.gets, r.warmup.gets + r.gets, "{mode}");
+        assert_eq!(c.server.gets, r.warmup.gets + r.totals.gets, "{mode}");
     }
     // A value that is not kvlab's is caught in simple mode too (text replies).
     // A trailing backslash comes back escaped (doubled) as text: caught too.

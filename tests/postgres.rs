@@ -29,15 +29,20 @@ fn the_table_is_reused_by_the_next_run_of_the_same_shape() {
     p.workload.ratio = Ratio { set: 1, get: 3 };
     p.load.pipeline = 3;
     let r = measure(&p);
-    assert_eq!((r.errors, r.misses), (0, 0), "{:?}", r.problems);
+    assert_eq!(
+        (r.totals.errors, r.totals.misses),
+        (0, 0),
+        "{:?}",
+        r.problems
+    );
     assert_eq!(r.load.as_ref().unwrap().keys, 2_000);
     let r2 = measure(&p);
     assert!(r2.load.is_none(), "reused, not reloaded");
-    assert_eq!(r2.errors, 0);
+    assert_eq!(r2.totals.errors, 0);
     let total = connector.counters().unwrap();
     assert_eq!(
         total.gets,
-        r.warmup.gets + r.gets + r2.warmup.gets + r2.gets
+        r.warmup.gets + r.totals.gets + r2.warmup.gets + r2.totals.gets
     );
 }
 
@@ -89,17 +94,21 @@ fn refused_connections_are_counted_and_the_run_goes_on() {
         e.contains("too many clients") || e.contains("reserved"),
         "{e}"
     );
-    assert!(r.requests > 1_000, "{}", r.requests);
+    assert!(r.totals.requests > 1_000, "{}", r.totals.requests);
     assert!(r.connections.established < 30, "{:?}", r.connections);
-    assert_eq!(r.errors, 0);
-    assert!(r.server_cpu_s.is_none() && r.server_cpu_source.is_none());
+    assert_eq!(r.totals.errors, 0);
+    assert!(r.server.server_cpu_s.is_none() && r.server.server_cpu_source.is_none());
     let summary = kvlab::report::summary::summary(&r);
     assert!(summary.contains("server CPU  not known"), "{summary}");
     // A fixed number of requests ends too (the refused connections' share is
     // not made, and the result says so) instead of waiting for them forever.
     p.load.stop = Stop::Requests(3_000);
     let r = measure(&p);
-    assert!(r.requests < 3_000 && r.requests > 0, "{}", r.requests);
+    assert!(
+        r.totals.requests < 3_000 && r.totals.requests > 0,
+        "{}",
+        r.totals.requests
+    );
     assert!(
         r.problems
             .iter()

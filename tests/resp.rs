@@ -21,25 +21,37 @@ fn paced_latency_shows_a_stalled_server() {
     let stall = common::signals(s.pid(), &[(1500, libc::SIGSTOP), (1000, libc::SIGCONT)]);
     let r = measure(&p);
     stall.join().unwrap();
-    assert_eq!(r.latency_start, "intended");
-    assert_eq!(r.errors, 0, "a 1 s stall is under the 5 s timeout");
-    let svc = r.service_time_us.unwrap();
+    assert_eq!(r.latency.latency_start, "intended");
+    assert_eq!(r.totals.errors, 0, "a 1 s stall is under the 5 s timeout");
+    let svc = r.latency.service_time_us.unwrap();
     // A quarter of the requests were due during the stall: the intended-start
     // latency must show it, the service time (from the actual send) hides most of it.
-    assert!(r.latency_us.p90 > 300_000.0, "p90 {:?}", r.latency_us);
-    assert!(r.latency_us.p99 > 800_000.0, "p99 {:?}", r.latency_us);
     assert!(
-        svc.p90 < r.latency_us.p90 / 10.0,
-        "service {svc:?} vs {:?}",
-        r.latency_us
+        r.latency.latency_us.p90 > 300_000.0,
+        "p90 {:?}",
+        r.latency.latency_us
     );
-    let sched = r.schedule.clone().unwrap();
+    assert!(
+        r.latency.latency_us.p99 > 800_000.0,
+        "p99 {:?}",
+        r.latency.latency_us
+    );
+    assert!(
+        svc.p90 < r.latency.latency_us.p90 / 10.0,
+        "service {svc:?} vs {:?}",
+        r.latency.latency_us
+    );
+    let sched = r.latency.schedule.clone().unwrap();
     assert!(
         sched.late_requests > 1_000 && sched.max_lag_ms > 800.0,
         "{sched:?}"
     );
     // ~8,000 requests scheduled; each sent once.
-    assert!((7_500..=8_100).contains(&r.requests), "{}", r.requests);
+    assert!(
+        (7_500..=8_100).contains(&r.totals.requests),
+        "{}",
+        r.totals.requests
+    );
     // The summary shows both, the service time labelled as such.
     let text = kvlab::report::summary::summary(&r);
     assert!(text.contains("latency µs (from intended start)"), "{text}");
@@ -66,7 +78,11 @@ fn a_server_that_dies_mid_run_gives_counted_errors_not_a_hang() {
         started.elapsed() < Duration::from_secs(8),
         "ended near its deadline"
     );
-    assert!(r.errors_by_kind["disconnect"] > 0, "{:?}", r.errors_by_kind);
+    assert!(
+        r.totals.errors_by_kind["disconnect"] > 0,
+        "{:?}",
+        r.totals.errors_by_kind
+    );
     assert!(r.connections.failures > 0);
     assert!(r.timeline.iter().any(|s| s.errors > 0));
     assert!(!r.valid);
@@ -100,7 +116,11 @@ fn a_stall_longer_than_the_timeout_counts_timeouts_and_reconnects() {
     let stall = common::signals(s.pid(), &[(800, libc::SIGSTOP), (1200, libc::SIGCONT)]);
     let r = measure(&p);
     stall.join().unwrap();
-    assert!(r.errors_by_kind["timeout"] > 0, "{:?}", r.errors_by_kind);
+    assert!(
+        r.totals.errors_by_kind["timeout"] > 0,
+        "{:?}",
+        r.totals.errors_by_kind
+    );
     assert!(r.connections.reconnects > 0);
     assert!(r.timeline.iter().any(|s| s.timeouts > 0));
     // It recovered: the last second served requests again.
@@ -121,7 +141,7 @@ fn an_external_server_keeps_foreign_keys_and_gets_only_prefixed_ones() {
     p.workload.key_prefix = "bench:".into();
     p.workload.ratio = Ratio { set: 1, get: 1 };
     let r = measure(&p);
-    assert_eq!(r.errors, 0);
+    assert_eq!(r.totals.errors, 0);
     let dbsize = raw(port, b"*1\r\n$6\r\nDBSIZE\r\n", ok);
     assert_eq!(dbsize, b":2001\r\n", "2000 bench: keys + the foreign one");
     let v = raw(port, b"*2\r\n$3\r\nGET\r\n$7\r\nforeign\r\n", |b| {
@@ -246,13 +266,13 @@ fn an_offered_rate_beyond_the_server_is_reported_as_not_sustained() {
         p.load.warmup_s = 0.0;
         let r = measure(&p);
         let served = r.server_counters.as_ref().unwrap().server.gets as f64;
-        let completed = r.throughput_rps * r.duration_s;
+        let completed = r.totals.throughput_rps * r.totals.duration_s;
         assert!(
             (completed - served).abs() <= 0.05 * served,
             "rate {rate}: kvlab {completed} completed in its window, the server counted {served}"
         );
         assert!(!r.valid, "rate {rate}: {:?}", r.problems);
-        let line = r.schedule.as_ref().unwrap().not_sustained.clone();
+        let line = r.latency.schedule.as_ref().unwrap().not_sustained.clone();
         let line = line.unwrap_or_else(|| panic!("rate {rate}: no shortfall noted"));
         assert!(line.starts_with("not sustained: offered"), "{line}");
         assert!(r.problems.contains(&line), "{:?}", r.problems);
@@ -263,5 +283,5 @@ fn an_offered_rate_beyond_the_server_is_reported_as_not_sustained() {
     p.load.stop = Stop::Duration(1.0);
     let r = measure(&p);
     assert!(r.valid, "{:?}", r.problems);
-    assert!(r.schedule.unwrap().not_sustained.is_none());
+    assert!(r.latency.schedule.unwrap().not_sustained.is_none());
 }

@@ -180,15 +180,20 @@ fn clients_from_the_job_manifest_merge_to_the_servers_own_counts() {
     let d = connector.counters().unwrap().since(&before);
 
     // Every request the clients sent, and nothing else, reached the server.
-    assert_eq!(d.gets, m.gets + m.warmup.gets, "{:#?}", m.server_counters);
+    assert_eq!(
+        d.gets,
+        m.totals.gets + m.warmup.gets,
+        "{:#?}",
+        m.server_counters
+    );
     assert_eq!(d.sets, 20_000, "each client loaded its slice, once");
     assert_eq!(m.load.as_ref().unwrap().keys, 20_000);
     let cc = m.server_counters.as_ref().unwrap();
     assert!(cc.agrees(), "{cc:?}");
     assert_eq!((cc.server.gets, cc.kvlab_gets), (d.gets, d.gets));
-    assert!(m.valid && m.misses == 0, "{:?}", m.problems);
+    assert!(m.valid && m.totals.misses == 0, "{:?}", m.problems);
     assert_eq!(
-        m.requests,
+        m.totals.requests,
         m.timeline.iter().map(|s| s.requests).sum::<u64>()
     );
     assert_eq!(m.clients.len(), n);
@@ -199,7 +204,10 @@ fn clients_from_the_job_manifest_merge_to_the_servers_own_counts() {
         assert!(c.start_late_ms.unwrap() < 500.0, "{c:?}");
     }
     let shards: Vec<RunResult> = files.iter().map(|f| read(f)).collect();
-    assert_eq!(m.requests, shards.iter().map(|r| r.requests).sum::<u64>());
+    assert_eq!(
+        m.totals.requests,
+        shards.iter().map(|r| r.totals.requests).sum::<u64>()
+    );
     assert!(
         shards
             .iter()
@@ -216,12 +224,12 @@ fn clients_from_the_job_manifest_merge_to_the_servers_own_counts() {
     let one = read(&single);
     let near = |a: f64, b: f64| a < b * 4.0 && b < a * 4.0;
     assert!(
-        near(m.latency_us.p50, one.latency_us.p50),
+        near(m.latency.latency_us.p50, one.latency.latency_us.p50),
         "p50 {} vs {}",
-        m.latency_us.p50,
-        one.latency_us.p50
+        m.latency.latency_us.p50,
+        one.latency.latency_us.p50
     );
-    assert!(near(m.throughput_rps, one.throughput_rps));
+    assert!(near(m.totals.throughput_rps, one.totals.throughput_rps));
 }
 
 #[test]
@@ -286,8 +294,8 @@ fn a_client_that_fails_shows_in_the_merged_result() {
     assert!(!m.valid);
     assert_eq!(m.clients[1].status, "missing");
     assert_ne!(m.clients[0].status, "missing");
-    assert!(m.misses > 0, "client 1's slice was never loaded");
-    assert_eq!(m.requests, m.clients[0].requests);
+    assert!(m.totals.misses > 0, "client 1's slice was never loaded");
+    assert_eq!(m.totals.requests, m.clients[0].requests);
 }
 
 #[test]
@@ -371,7 +379,7 @@ fn requests_and_rate_are_split_so_the_clients_make_exactly_the_run() {
     };
     // 7 connections over 3 clients (3 + 2 + 2), 10,001 requests over them.
     let m = run("requests", &["--requests", "10001"]);
-    assert_eq!(m.requests, 10_001, "{:?}", m.problems);
+    assert_eq!(m.totals.requests, 10_001, "{:?}", m.problems);
     assert_eq!(m.load.as_ref().unwrap().keys, 3001, "every key loaded once");
     assert_eq!(m.connections.established, 7);
     let parts: Vec<u64> = m.clients.iter().map(|c| c.requests).collect();
@@ -379,9 +387,9 @@ fn requests_and_rate_are_split_so_the_clients_make_exactly_the_run() {
     assert!(parts.iter().all(|p| *p > 2_000), "{parts:?}");
     // One schedule of 3,000 req/s over all 7 connections.
     let m = run("rate", &["--rate", "3000", "--duration", "2", "--no-load"]);
-    let rps = m.requests as f64 / m.duration_s;
+    let rps = m.totals.requests as f64 / m.totals.duration_s;
     assert!((rps - 3000.0).abs() < 150.0, "{rps} req/s of 3000");
-    assert_eq!(m.schedule.unwrap().target_rps, 3000.0);
+    assert_eq!(m.latency.schedule.unwrap().target_rps, 3000.0);
     assert!(m.valid, "{:?}", m.problems);
 }
 

@@ -43,7 +43,7 @@ fn a_tiny_study_runs_end_to_end_and_reports() {
     assert!(r.points.iter().all(|p| {
         p.result
             .as_ref()
-            .is_some_and(|x| x.errors == 0 && x.requests > 0)
+            .is_some_and(|x| x.totals.errors == 0 && x.totals.requests > 0)
     }));
     assert!(r.machine.cores >= 1 && !r.machine.kernel.is_empty());
     // Data is loaded once per server: the second point reuses it.
@@ -209,7 +209,7 @@ fn a_cache_aside_study_reports_hit_ratio_latency_and_stale_reads() {
     assert_eq!(r.points.len(), 4);
     for p in &r.points {
         let x = p.result.as_ref().expect("every point ran");
-        assert_eq!(x.errors, 0, "{:?}", x.problems);
+        assert_eq!(x.totals.errors, 0, "{:?}", x.problems);
         assert_eq!(x.cache_aside.is_some(), p.target == "pg+redis");
         assert_eq!(x.consistency.is_some(), p.params["ratio"] == "1:4");
     }

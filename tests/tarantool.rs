@@ -20,13 +20,18 @@ fn counts_agree_with_box_stat_also_out_of_order() {
         p.workload.ratio = Ratio { set: 1, get: 4 };
         p.load.pipeline = 16;
         let r = measure(&p);
-        assert_eq!((r.errors, r.misses), (0, 0), "{engine}: {:?}", r.problems);
-        assert_eq!(r.requests, 20_000);
-        assert!(r.sets > 0 && r.gets > 0);
+        assert_eq!(
+            (r.totals.errors, r.totals.misses),
+            (0, 0),
+            "{engine}: {:?}",
+            r.problems
+        );
+        assert_eq!(r.totals.requests, 20_000);
+        assert!(r.totals.sets > 0 && r.totals.gets > 0);
         let cc = r.server_counters.as_ref().expect("box.stat counters");
         assert!(cc.agrees(), "{engine}: {cc:?}");
-        assert_eq!(cc.server.gets, r.warmup.gets + r.gets);
-        assert_eq!(cc.server.sets, r.warmup.sets + r.sets);
+        assert_eq!(cc.server.gets, r.warmup.gets + r.totals.gets);
+        assert_eq!(cc.server.sets, r.warmup.sets + r.totals.sets);
         assert!(r.valid, "{:?}", r.problems);
         // Every write made one version: the versions in the space add up.
         let c = Connector::new(TargetKind::Tarantool, &s.endpoint()).unwrap();
@@ -39,7 +44,7 @@ fn counts_agree_with_box_stat_also_out_of_order() {
             .unwrap();
         assert_eq!(
             sum[0].as_u64(),
-            Some(r.warmup.sets + r.sets),
+            Some(r.warmup.sets + r.totals.sets),
             "{engine}: versions in the space"
         );
     }

@@ -33,9 +33,14 @@ fn set_sizes(p: &mut RunPlan, sizes: &str) {
 /// Every read verified at its key's size, the bytes counted, the counters agree.
 fn all_sizes_verified(r: &RunResult, values: &Values, counted: bool) {
     assert!(r.valid, "{:?}", r.problems);
-    assert_eq!((r.errors, r.misses), (0, 0), "{:?}", r.errors_by_kind);
-    assert!(r.hits > 0 && r.sets > 0);
-    let per = r.value_bytes as f64 / (r.hits + r.sets) as f64;
+    assert_eq!(
+        (r.totals.errors, r.totals.misses),
+        (0, 0),
+        "{:?}",
+        r.totals.errors_by_kind
+    );
+    assert!(r.totals.hits > 0 && r.totals.sets > 0);
+    let per = r.totals.value_bytes as f64 / (r.totals.hits + r.totals.sets) as f64;
     assert!(
         (per - values.mean()).abs() < 0.25 * values.mean(),
         "{per} B per request, mean {}",
@@ -128,16 +133,24 @@ fn keys_expire(kind: TargetKind) {
     p.load.rate = Some(3000.0);
     let r = measure(&p);
     assert!(r.valid, "{:?}", r.problems);
-    assert_eq!(r.errors, 0, "{:?}", r.errors_by_kind);
-    let expired = r.expired_misses.expect("known for a run that only reads");
+    assert_eq!(r.totals.errors, 0, "{:?}", r.totals.errors_by_kind);
+    let expired = r
+        .totals
+        .expired_misses
+        .expect("known for a run that only reads");
     // After the first second (or two, memcached's clock) nearly every read misses.
-    assert!(r.misses * 2 > r.gets, "{} of {}", r.misses, r.gets);
     assert!(
-        expired > 0 && expired <= r.misses,
-        "{expired} of {}",
-        r.misses
+        r.totals.misses * 2 > r.totals.gets,
+        "{} of {}",
+        r.totals.misses,
+        r.totals.gets
     );
-    assert!(r.hits > 0, "read before the TTL ran out");
+    assert!(
+        expired > 0 && expired <= r.totals.misses,
+        "{expired} of {}",
+        r.totals.misses
+    );
+    assert!(r.totals.hits > 0, "read before the TTL ran out");
     let cc = r.server_counters.as_ref().expect("counters read");
     assert!(cc.agrees(), "{cc:?}");
     let text = kvlab::report::summary::summary(&r);
@@ -201,11 +214,11 @@ fn a_profile_sets_the_workload_and_flags_beside_it_win() {
         w.value_sizes.is_some() && w.value_size > 700 && w.value_size < 900,
         "{w:?}"
     );
-    assert!(r.sets > 0 && r.hits > 0);
+    assert!(r.totals.sets > 0 && r.totals.hits > 0);
     // A flag beside the profile wins over it.
     let r = run(&["--ratio", "0:1", "--value-size", "100"]);
     let w = &r.config.workload;
-    assert_eq!((w.ratio.set, w.value_size, r.sets), (0, 100, 0));
+    assert_eq!((w.ratio.set, w.value_size, r.totals.sets), (0, 100, 0));
     assert!(w.value_sizes.is_none());
     let e = common::fails(&["run", "--target", "redis", "--profile", "twitter-c99"]);
     assert!(
@@ -239,12 +252,12 @@ fn a_batch_mix_with_expiry_counts_keys_and_expired_keys() {
     p.load.warmup_s = 2.0;
     p.load.stop = kvlab::plan::Stop::Duration(1.0);
     let r = common::measure(&p);
-    let keys = r.keys_read.unwrap();
+    let keys = r.totals.keys_read.unwrap();
     assert!(
-        keys > r.gets * 3 && keys < r.gets * 6,
+        keys > r.totals.gets * 3 && keys < r.totals.gets * 6,
         "{keys} / {}",
-        r.gets
+        r.totals.gets
     );
-    assert_eq!((r.hits, r.misses), (0, keys));
-    assert_eq!(r.expired_misses, Some(keys));
+    assert_eq!((r.totals.hits, r.totals.misses), (0, keys));
+    assert_eq!(r.totals.expired_misses, Some(keys));
 }

@@ -246,7 +246,7 @@ fn json_dash_writes_the_result_to_standard_output() {
     .map(std::ffi::OsStr::new));
     assert!(ok, "{err}");
     let r: kvlab::results::RunResult = serde_json::from_str(&out).expect("stdout is the JSON");
-    assert!(r.valid && r.requests > 0);
+    assert!(r.valid && r.totals.requests > 0);
     assert!(
         err.contains("throughput"),
         "the summary goes to stderr: {err}"

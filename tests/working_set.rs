@@ -78,7 +78,7 @@ fn a_cache_holding_a_tenth_of_the_data_hits_as_its_own_counters_say() {
         assert!(c.evictions.is_some() && c.memory_bytes.is_some(), "{s:?}");
     }
     // Stale reads are still judged with entries evicted.
-    assert_eq!(r.consistency.as_ref().unwrap().checked_reads, r.hits);
+    assert_eq!(r.consistency.as_ref().unwrap().checked_reads, r.totals.hits);
 }
 
 #[test]
@@ -133,7 +133,7 @@ fn restart_cache(cache: TargetKind) {
     assert!(marked.cache.as_ref().unwrap().bypassed > 0);
     let a = r.cache_aside.as_ref().unwrap();
     assert!(a.cache_bypassed > 0);
-    assert_eq!(r.errors_by_kind["wrong_value"], 0);
+    assert_eq!(r.totals.errors_by_kind["wrong_value"], 0);
     // The cache came back empty, so it missed after; its counters, read before
     // the kill and since the restart, still add up to what kvlab sent.
     assert!(a.cache_misses > 0);
@@ -195,7 +195,11 @@ fn a_killed_cluster_primary_fails_over_and_the_run_recovers() {
     // over: requests there failed (the connection, then CLUSTERDOWN), the
     // rest went on, and once the replica served them the errors stopped.
     assert!(e.errors.values().sum::<u64>() > 0, "{e:?}");
-    assert!(r.errors_by_kind["disconnect"] > 0, "{:?}", r.errors_by_kind);
+    assert!(
+        r.totals.errors_by_kind["disconnect"] > 0,
+        "{:?}",
+        r.totals.errors_by_kind
+    );
     let recovered = e.recovered_after_s.unwrap_or_else(|| {
         panic!(
             "the replica took over: {e:?} {:?}",
@@ -209,8 +213,8 @@ fn a_killed_cluster_primary_fails_over_and_the_run_recovers() {
     let last = r.timeline.last().unwrap();
     assert_eq!(last.errors, 0, "no errors once failed over: {last:?}");
     assert!(last.requests > 3000, "{last:?}");
-    assert_eq!(r.errors_by_kind["wrong_value"], 0);
-    assert_eq!(r.misses, 0, "the replica had every key");
+    assert_eq!(r.totals.errors_by_kind["wrong_value"], 0);
+    assert_eq!(r.totals.misses, 0, "the replica had every key");
     let sh = r.connections.sharded.as_ref().unwrap();
     assert!(sh.moved > 0, "{sh:?}");
     let text = kvlab::report::summary::summary(&r);

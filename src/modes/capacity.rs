@@ -21,19 +21,19 @@ use crate::servers::ManagedServer;
 /// saturated, or its p99 over `p99_ms` came from waiting before the send
 /// (late sends, no free connection) while the server answered within it.
 pub fn client_limited(r: &RunResult, p99_ms: f64) -> Option<String> {
-    let busy = r.client_busy.unwrap_or(0.0);
+    let busy = r.client.client_busy.unwrap_or(0.0);
     if busy >= 0.9 {
         return Some(format!(
             "client-limited: kvlab's workers were busy {:.0}% of the time; raise --threads (or give kvlab more cores)",
             busy * 100.0
         ));
     }
-    let service = r.service_time_us.as_ref()?.p99;
-    let late = r.schedule.as_ref().map_or(0, |s| s.late_requests);
-    (r.latency_us.p99 > p99_ms * 1000.0 && service <= p99_ms * 1000.0 && late > 0).then(|| {
+    let service = r.latency.service_time_us.as_ref()?.p99;
+    let late = r.latency.schedule.as_ref().map_or(0, |s| s.late_requests);
+    (r.latency.latency_us.p99 > p99_ms * 1000.0 && service <= p99_ms * 1000.0 && late > 0).then(|| {
         format!(
             "client-limited: p99 {:.2} ms from the intended start but {:.2} ms from the send, {late} sends late: requests waited in kvlab (workers busy {:.0}%), not in the server; raise --threads or --connections",
-            r.latency_us.p99 / 1000.0,
+            r.latency.latency_us.p99 / 1000.0,
             service / 1000.0,
             busy * 100.0
         )
@@ -45,7 +45,7 @@ pub const CARRIED: f64 = 0.95;
 
 /// The latency limits of `r` as (name, measured ms, limit ms).
 fn latencies(r: &RunResult, p99_ms: f64, more: MoreLimits) -> Vec<(&'static str, f64, f64)> {
-    let l = &r.latency_us;
+    let l = &r.latency.latency_us;
     [
         ("p50", l.p50, more.p50_ms),
         ("p99", l.p99, Some(p99_ms)),
@@ -58,8 +58,8 @@ fn latencies(r: &RunResult, p99_ms: f64, more: MoreLimits) -> Vec<(&'static str,
 
 /// Whether `r`, run at `rate`, met every limit; else why not.
 pub fn judge(r: &RunResult, rate: f64, p99_ms: f64, more: MoreLimits) -> Result<(), String> {
-    if r.errors > 0 {
-        return Err(format!("{} errors", r.errors));
+    if r.totals.errors > 0 {
+        return Err(format!("{} errors", r.totals.errors));
     }
     let over: Vec<String> = latencies(r, p99_ms, more)
         .into_iter()
@@ -69,14 +69,14 @@ pub fn judge(r: &RunResult, rate: f64, p99_ms: f64, more: MoreLimits) -> Result<
     if !over.is_empty() {
         return Err(over.join(", "));
     }
-    let unsent = r.schedule.as_ref().map_or(0, |s| s.unsent) as f64;
-    if unsent > 0.001 * rate * r.duration_s {
+    let unsent = r.latency.schedule.as_ref().map_or(0, |s| s.unsent) as f64;
+    if unsent > 0.001 * rate * r.totals.duration_s {
         return Err(format!("{unsent:.0} scheduled requests never sent"));
     }
-    if r.throughput_rps < CARRIED * rate {
+    if r.totals.throughput_rps < CARRIED * rate {
         return Err(format!(
             "served {:.0} req/s of {rate:.0} (under {:.0}%)",
-            r.throughput_rps,
+            r.totals.throughput_rps,
             CARRIED * 100.0
         ));
     }
@@ -145,7 +145,7 @@ pub fn search_on(
     };
     let first = runs.measure(None)?;
     runs.plan.workload.load = false; // loaded once
-    let mut search = Bisection::new(first.throughput_rps);
+    let mut search = Bisection::new(first.totals.throughput_rps);
     record(&mut out, closed_loop_step(first));
     if search.bound <= 0.0 {
         bail!("the closed-loop run served nothing; cannot search");
@@ -189,8 +189,8 @@ pub fn search_on(
 fn closed_loop_step(first: RunResult) -> Step {
     Step {
         rate: None,
-        passed: first.errors == 0,
-        reason: (first.errors > 0).then(|| format!("{} errors", first.errors)),
+        passed: first.totals.errors == 0,
+        reason: (first.totals.errors > 0).then(|| format!("{} errors", first.totals.errors)),
         client_limited: false,
         result: first,
     }

@@ -95,7 +95,7 @@ pub fn figures(runs: &[&RunResult]) -> Option<AsideFigures> {
             hits += a.cache_hits;
             misses += a.cache_misses;
             bypassed += a.cache_bypassed;
-            secs += r.duration_s;
+            secs += r.totals.duration_s;
         }
     }
     let secs = secs.max(1e-9);

@@ -34,8 +34,8 @@ pub fn lines(r: &RunResult) -> String {
     let _ = writeln!(
         s,
         "  sent:     {} GETs and {} SETs (warm-up included) of the {} the reader read{}{}{}",
-        num((r.gets + r.warmup.gets) as f64),
-        num((r.sets + r.warmup.sets) as f64),
+        num((r.totals.gets + r.warmup.gets) as f64),
+        num((r.totals.sets + r.warmup.sets) as f64),
         num((p.handed_gets + p.handed_sets) as f64),
         p.keys_touched
             .map(|k| format!(

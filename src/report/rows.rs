@@ -85,14 +85,17 @@ pub fn rows(results: &[StudyResult]) -> Vec<Row> {
             let runs = &groups[&key];
             let mut h = new_histogram();
             for r in runs {
-                if let Ok(x) = decode_histogram(&r.histogram) {
+                if let Ok(x) = decode_histogram(&r.histograms.histogram) {
                     let _ = h.add(&x);
                 }
             }
-            let ok: f64 = runs.iter().map(|r| r.throughput_rps * r.duration_s).sum();
-            let dur: f64 = runs.iter().map(|r| r.duration_s).sum();
-            let requests: u64 = runs.iter().map(|r| r.requests).sum();
-            let server: Option<f64> = runs.iter().map(|r| r.server_cpu_s).sum();
+            let ok: f64 = runs
+                .iter()
+                .map(|r| r.totals.throughput_rps * r.totals.duration_s)
+                .sum();
+            let dur: f64 = runs.iter().map(|r| r.totals.duration_s).sum();
+            let requests: u64 = runs.iter().map(|r| r.totals.requests).sum();
+            let server: Option<f64> = runs.iter().map(|r| r.server.server_cpu_s).sum();
             let pooler_cpu: Option<f64> = runs
                 .iter()
                 .map(|r| r.pooler.as_ref().and_then(|p| p.pooler_cpu_s))
@@ -104,10 +107,10 @@ pub fn rows(results: &[StudyResult]) -> Vec<Row> {
                 params: key.1.into_iter().collect(),
                 rps: ok / dur.max(1e-9),
                 latency: Percentiles::of(&h),
-                errors: runs.iter().map(|r| r.errors).sum(),
+                errors: runs.iter().map(|r| r.totals.errors).sum(),
                 requests,
                 server_us: server.map(|s| s * 1e6 / requests.max(1) as f64),
-                client_us: runs.iter().map(|r| r.client_cpu_s).sum::<f64>() * 1e6
+                client_us: runs.iter().map(|r| r.client.client_cpu_s).sum::<f64>() * 1e6
                     / requests.max(1) as f64,
                 pooler: runs[0].pooler.as_ref().map(|p| {
                     (
@@ -120,13 +123,14 @@ pub fn rows(results: &[StudyResult]) -> Vec<Row> {
                     .iter()
                     .map(|s| (s.midpoint(), s.rps()))
                     .collect(),
-                saturated: runs.iter().any(|r| r.client_saturated),
+                saturated: runs.iter().any(|r| r.client.client_saturated),
                 ratio: runs[0].config.workload.ratio.to_string(),
                 aside: figures::figures(runs),
-                paced: runs[0].schedule.is_some(),
+                paced: runs[0].latency.schedule.is_some(),
                 offered: runs[0].config.load.rate,
                 not_sustained: runs.iter().any(|r| {
-                    r.schedule
+                    r.latency
+                        .schedule
                         .as_ref()
                         .is_some_and(|s| s.not_sustained.is_some())
                 }),

@@ -77,7 +77,10 @@ pub fn section(results: &[StudyResult]) -> Option<Section> {
         verdict.push(line);
         table.rows.push(row);
     }
-    let measured = best.values().map(|r| r.throughput_rps).fold(0.0, f64::max);
+    let measured = best
+        .values()
+        .map(|r| r.totals.throughput_rps)
+        .fold(0.0, f64::max);
     let cores = results.first().map_or(0, |r| r.machine.cores);
     let caveats = vec![format!(
         "Sizing extrapolates server CPU per request, measured at up to {} req/s on a {cores}-core machine that client and servers shared, linearly to {} req/s: per-core rates do not scale linearly to many cores (locks, memory bandwidth, interrupts); measure at more threads or on the target machine before buying. Memory is the measured server's resident memory per key times {} keys.",
@@ -103,8 +106,9 @@ fn points(results: &[StudyResult], p99_ms: Option<f64>) -> Points<'_> {
             Some((_, rs)) => rs.push(r),
             None => ran.push((p.target.as_str(), vec![r])),
         }
-        let within =
-            r.valid && r.errors == 0 && p99_ms.is_none_or(|ms| r.latency_us.p99 <= ms * 1e3);
+        let within = r.valid
+            && r.totals.errors == 0
+            && p99_ms.is_none_or(|ms| r.latency.latency_us.p99 <= ms * 1e3);
         if !within || cpu_per_req(r).is_none() {
             continue;
         }
@@ -215,21 +219,21 @@ impl Need {
 /// Server CPU µs per request of a run: every server of it together (cache
 /// and database in a cache-aside run, the pooler too).
 fn cpu_per_req(r: &RunResult) -> Option<f64> {
-    match (&r.cache_aside, r.servers.is_empty()) {
+    match (&r.cache_aside, r.server.servers.is_empty()) {
         // Results from before each server's use was kept.
         (Some(a), true) => {
             let cpu = a.cache_cpu_s? + a.db_cpu_s?;
-            (r.requests > 0).then(|| cpu * 1e6 / r.requests as f64)
+            (r.totals.requests > 0).then(|| cpu * 1e6 / r.totals.requests as f64)
         }
-        _ => r.server_cpu_us_per_request,
+        _ => r.server.server_cpu_us_per_request,
     }
 }
 
 /// The architecture of a run, in the sizing's words.
 fn architecture(r: &RunResult) -> &'static str {
-    let cache_alone = match crate::results::usage::of(&r.servers, Role::Cache) {
-        Some(_) => r.servers.len() == 1,
-        None if r.servers.is_empty() => !r.config.target.kind.is_sql(),
+    let cache_alone = match crate::results::usage::of(&r.server.servers, Role::Cache) {
+        Some(_) => r.server.servers.len() == 1,
+        None if r.server.servers.is_empty() => !r.config.target.kind.is_sql(),
         None => false,
     };
     match (&r.cache_aside, cache_alone) {
@@ -242,16 +246,18 @@ fn architecture(r: &RunResult) -> &'static str {
 /// An architecture the study ran with no point to size from: why, its
 /// lowest p99, and what to run to get one.
 fn no_point(rs: &[&RunResult], p99_ms: Option<f64>) -> Need {
-    let ok: Vec<&&RunResult> = rs.iter().filter(|r| r.valid && r.errors == 0).collect();
-    let low = ok
+    let ok: Vec<&&RunResult> = rs
         .iter()
-        .min_by(|a, b| a.latency_us.p99.total_cmp(&b.latency_us.p99));
+        .filter(|r| r.valid && r.totals.errors == 0)
+        .collect();
+    let p99 = |r: &&&RunResult| r.latency.latency_us.p99;
+    let low = ok.iter().min_by(|a, b| p99(a).total_cmp(&p99(b)));
     let why = match (low, p99_ms) {
         (None, _) => "every point had errors or was not valid; see each point's problems".into(),
         (Some(l), Some(ms)) => format!(
             "no point met p99 ≤ {ms} ms; the lowest p99 was {} ms at {} req/s. To get one, run it at lower rates (a [sweep] of rate) or search its capacity: kvlab capacity --target {} --p99-ms {ms}",
-            num(l.latency_us.p99 / 1e3),
-            num(l.throughput_rps),
+            num(l.latency.latency_us.p99 / 1e3),
+            num(l.totals.throughput_rps),
             l.config.target.kind.name()
         ),
         (Some(_), None) => {
@@ -276,6 +282,7 @@ fn memory(r: &RunResult, keys: u64, data_gib: f64) -> (f64, String) {
     let measured_keys = r.config.workload.keys.max(1) as f64;
     let gib = |kb: u64| kb as f64 * 1024.0 / measured_keys * keys as f64 / (1u64 << 30) as f64;
     let parts: Vec<String> = r
+        .server
         .servers
         .iter()
         .filter_map(|u| {
@@ -286,7 +293,7 @@ fn memory(r: &RunResult, keys: u64, data_gib: f64) -> (f64, String) {
             ))
         })
         .collect();
-    match r.server_peak_rss_kb {
+    match r.server.server_peak_rss_kb {
         Some(kb) if !parts.is_empty() => (
             gib(kb),
             format!(
@@ -315,8 +322,8 @@ fn need(
     let at = format!(
         "{} at {} req/s, p99 {:.0} µs, {:.1} µs server CPU/req",
         t,
-        num(r.throughput_rps),
-        r.latency_us.p99,
+        num(r.totals.throughput_rps),
+        r.latency.latency_us.p99,
         cpu_per_req(r).unwrap_or(0.0)
     );
     let cores = cpu_per_req(r).unwrap_or(0.0) * s.rps / 1e6;
@@ -328,7 +335,7 @@ fn need(
             let stale = r.consistency.as_ref().map_or("not measured".into(), |c| {
                 format!("{:.1} per million reads", c.stale_per_million_reads)
             });
-            if r.servers.is_empty() {
+            if r.server.servers.is_empty() {
                 // Results from before the cache's memory was kept: its share
                 // of the data, as measured.
                 gib += a.working_set.as_ref().map_or(data_gib, |w| {

@@ -455,7 +455,10 @@ fn unstable(results: &[StudyResult]) -> Vec<String> {
     let mut groups: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
     for p in results.iter().flat_map(|r| &r.points) {
         if let Some(r) = &p.result {
-            groups.entry(p.label()).or_default().push(r.throughput_rps);
+            groups
+                .entry(p.label())
+                .or_default()
+                .push(r.totals.throughput_rps);
         }
     }
     groups
@@ -486,7 +489,7 @@ mod tests {
             let r = p.result.as_mut().unwrap();
             if fixed_rate {
                 r.config.load.rate = Some(20_000.0);
-                r.schedule = Some(Default::default());
+                r.latency.schedule = Some(Default::default());
             }
         }
         s

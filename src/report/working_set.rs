@@ -233,9 +233,10 @@ fn size_row(target: &str, dist: &str, r: &RunResult) -> Vec<String> {
     let (pct, hit) = size_of(r).unwrap();
     let a = r.cache_aside.as_ref().unwrap();
     let per_req = |cpu: Option<f64>| {
-        cpu.filter(|_| r.requests > 0).map_or("-".into(), |c| {
-            format!("{:.1}", c * 1e6 / r.requests as f64)
-        })
+        cpu.filter(|_| r.totals.requests > 0)
+            .map_or("-".into(), |c| {
+                format!("{:.1}", c * 1e6 / r.totals.requests as f64)
+            })
     };
     vec![
         target.to_string(),
@@ -244,8 +245,8 @@ fn size_row(target: &str, dist: &str, r: &RunResult) -> Vec<String> {
         format!("{pct:.1}"),
         format!("{:.1}%", hit * 100.0),
         short(a.db_reads_per_s),
-        short(r.latency_us.p50),
-        short(r.latency_us.p99),
+        short(r.latency.latency_us.p50),
+        short(r.latency.latency_us.p99),
         per_req(a.cache_cpu_s),
         per_req(a.db_cpu_s),
     ]
@@ -271,12 +272,12 @@ fn size_line(target: &str, dist: &str, lo: &RunResult, hi: &RunResult) -> String
         data,
         lh * 100.0,
         short(la.db_reads_per_s),
-        short(lo.latency_us.p99),
+        short(lo.latency.latency_us.p99),
         short(cache_mib(hi)),
         hp,
         hh * 100.0,
         short(ha.db_reads_per_s),
-        short(hi.latency_us.p99),
+        short(hi.latency.latency_us.p99),
     )
 }
 
@@ -376,7 +377,7 @@ fn warmups(runs: &[Run], goal_p99_ms: Option<f64>, goal: Goal, s: &mut Section) 
                 " The database alone at {} req/s: {} (p99 {} µs).",
                 short(rate),
                 alone_verdict(a.r, goal_p99_ms),
-                short(a.r.latency_us.p99)
+                short(a.r.latency.latency_us.p99)
             ),
             _ => String::new(),
         };
@@ -404,15 +405,20 @@ fn warmups(runs: &[Run], goal_p99_ms: Option<f64>, goal: Goal, s: &mut Section) 
 /// Whether the database alone carried a rate: never "carried" when its p99
 /// missed the goal.
 fn alone_verdict(r: &RunResult, goal_p99_ms: Option<f64>) -> String {
-    let missed = goal_p99_ms.filter(|ms| r.latency_us.p99 > ms * 1e3);
+    let missed = goal_p99_ms.filter(|ms| r.latency.latency_us.p99 > ms * 1e3);
     match (
-        r.schedule.as_ref().and_then(|x| x.not_sustained.as_ref()),
+        r.latency
+            .schedule
+            .as_ref()
+            .and_then(|x| x.not_sustained.as_ref()),
         missed,
     ) {
         (Some(_), _) => "it could not carry that rate".into(),
         (None, _) if !r.valid => "its run failed".into(),
         (None, Some(ms)) => format!("it kept the rate but missed the goal of p99 ≤ {ms} ms"),
-        (None, None) if r.errors > 0 => format!("it kept the rate with {} errors", r.errors),
+        (None, None) if r.totals.errors > 0 => {
+            format!("it kept the rate with {} errors", r.totals.errors)
+        }
         (None, None) => match goal_p99_ms {
             Some(ms) => format!("it carried it within p99 ≤ {ms} ms"),
             None => "it carried it".into(),
@@ -455,7 +461,7 @@ fn events(runs: &[Run], goal: Goal, s: &mut Section) {
                     Some(t) => format!("back near its level before after {t:.0} s"),
                     None => format!(
                         "not back near its level before by the end of the {:.0} s run",
-                        run.r.duration_s
+                        run.r.totals.duration_s
                     ),
                 },
             ));
@@ -568,12 +574,12 @@ mod tests {
         let mut r: RunResult =
             serde_json::from_str(include_str!("../../tests/fixtures/client-result.json")).unwrap();
         r.valid = true;
-        r.errors = 0;
-        r.latency_us.p99 = 117_000.0;
+        r.totals.errors = 0;
+        r.latency.latency_us.p99 = 117_000.0;
         let missed = alone_verdict(&r, Some(5.0));
         assert!(!missed.contains("carried"), "{missed}");
         assert!(missed.contains("missed the goal of p99 ≤ 5 ms"), "{missed}");
-        r.latency_us.p99 = 3_000.0;
+        r.latency.latency_us.p99 = 3_000.0;
         assert_eq!(
             alone_verdict(&r, Some(5.0)),
             "it carried it within p99 ≤ 5 ms"

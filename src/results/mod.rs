@@ -1,5 +1,5 @@
-//! The result of one run as data: one serde struct, written as JSON with
-//! `--json`, embedding the resolved plan, the target and its version, figures,
+//! The result of one run as data: one serde struct (its figures in groups
+//! flattened into one JSON object), written as JSON with `--json`, embedding the resolved plan, the target and its version, figures,
 //! timeline and the serialized HDR histograms (so reports can merge and re-cut).
 
 pub mod aside;
@@ -34,6 +34,11 @@ pub use timeline::{CacheSecond, ScheduleReport, Second};
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// Everything one run measured.
+///
+/// Its figures come in groups, each `#[serde(flatten)]`: the JSON is one flat
+/// object, its keys in the order of the fields here. A group can only take a
+/// run of adjacent keys, and no struct in it may `deny_unknown_fields`
+/// (`layout_tests` holds the key order).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunResult {
     /// Layout version ([`SCHEMA_VERSION`]).
@@ -52,75 +57,18 @@ pub struct RunResult {
     pub problems: Vec<String>,
     /// Stopped early by Ctrl-C: figures cover the time until then.
     pub interrupted: bool,
-    /// Length of the measured window, seconds.
-    pub duration_s: f64,
-    /// Successful requests (hits, misses, stored) per second of the window.
-    pub throughput_rps: f64,
-    /// Measured requests that finished, any outcome.
-    pub requests: u64,
-    /// GETs among them.
-    pub gets: u64,
-    /// SETs among them.
-    pub sets: u64,
-    /// GETs that returned the right value.
-    pub hits: u64,
-    /// GETs that found nothing.
-    pub misses: u64,
-    /// Batch reads (`--batch`): keys the GETs asked for (`hits` and `misses`
-    /// count keys; `gets`, requests).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub keys_read: Option<u64>,
-    /// Failed requests (all kinds).
-    pub errors: u64,
-    /// Failed requests by kind.
-    pub errors_by_kind: BTreeMap<String, u64>,
-    /// Bytes of the values read (hits) and written (stored) in the window.
-    #[serde(default)]
-    pub value_bytes: u64,
-    /// With `--ttl`: misses of keys read after their TTL ran out (`None`:
-    /// no TTL, or kvlab cannot tell when the keys were written).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expired_misses: Option<u64>,
-    /// Start time latency is measured from: `intended` (paced) or `actual`.
-    pub latency_start: String,
-    /// Latency percentiles of successful requests, µs.
-    pub latency_us: Percentiles,
-    /// Service time from the actual send, µs (paced runs only).
-    pub service_time_us: Option<Percentiles>,
-    /// How well a paced run kept its schedule.
-    pub schedule: Option<ScheduleReport>,
-    /// kvlab's CPU seconds (all threads) during the window.
-    pub client_cpu_s: f64,
-    /// kvlab's CPU µs per finished request.
-    pub client_cpu_us_per_request: f64,
-    /// Fraction of the window kvlab's worker threads were running or waiting to run.
-    pub client_busy: Option<f64>,
-    /// kvlab's threads had no idle time: the figures describe the client.
-    pub client_saturated: bool,
-    /// kvlab's peak resident memory, KiB.
-    pub client_peak_rss_kb: u64,
-    /// Server CPU seconds during the window: every server of the run
-    /// together (database, cache, pooler: each in `servers`); `None` unless
-    /// each one's is known.
-    pub server_cpu_s: Option<f64>,
-    /// Server CPU µs per finished request (`server_cpu_s` per request).
-    pub server_cpu_us_per_request: Option<f64>,
-    /// Server peak resident memory, KiB: each server's own peak, summed over
-    /// every server of the run (each in `servers`); `None` unless each one's
-    /// is known.
-    pub server_peak_rss_kb: Option<u64>,
-    /// What each server spent, by role (database, cache, pooler); the sums
-    /// are `server_cpu_s` and `server_peak_rss_kb`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub servers: Vec<usage::ServerUse>,
-    /// Where `server_cpu_s` comes from: `proc` (a server kvlab started, from
-    /// /proc) or the server's own report (e.g. `INFO cpu used_cpu_user + …`); `null` when
-    /// neither is available (a server kvlab did not start that reports none).
-    #[serde(default)]
-    pub server_cpu_source: Option<String>,
-    /// The memory a server kvlab did not start reports of itself at the end.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server_reported_memory: Option<ReportedMemory>,
+    /// The window's length, throughput and counts.
+    #[serde(flatten)]
+    pub totals: Totals,
+    /// Latency, service time, and how a paced run kept its schedule.
+    #[serde(flatten)]
+    pub latency: Latency,
+    /// What kvlab itself spent (CPU, memory).
+    #[serde(flatten)]
+    pub client: ClientUse,
+    /// What the servers spent (CPU, memory), together and by role.
+    #[serde(flatten)]
+    pub server: ServerFigures,
     /// The data load before measuring, if any.
     pub load: Option<LoadResult>,
     /// Requests issued during warm-up.
@@ -138,17 +86,9 @@ pub struct RunResult {
     /// What kvlab did to its servers during the window, and what followed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<EventReport>,
-    /// The machine kvlab ran on (CPU, governor, huge pages, last-level cache).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub machine: Option<study::Machine>,
-    /// What about the machine makes the figures suspect (a governor other
-    /// than `performance`, a data set that fits in the CPU's cache).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub suspect: Vec<String>,
-    /// Whether kvlab and the server shared this machine's cores (a managed
-    /// server, or one on loopback); `None`: unknown (a server elsewhere).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shared_cores: Option<bool>,
+    /// The machine kvlab ran on, and what makes the figures suspect.
+    #[serde(flatten)]
+    pub host: Host,
     /// `kvlab replay`: the trace, what was sent for it, what was not reproduced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<replay::ReplayReport>,
@@ -181,6 +121,124 @@ pub struct RunResult {
     /// missing clients included.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clients: Vec<ClientReport>,
+    /// The HDR histograms, so reports can merge and re-cut.
+    #[serde(flatten)]
+    pub histograms: Histograms,
+}
+
+/// What the measured window counted: its length, throughput, requests by
+/// kind and outcome, errors, bytes (flattened into a [`RunResult`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Totals {
+    /// Length of the measured window, seconds.
+    pub duration_s: f64,
+    /// Successful requests (hits, misses, stored) per second of the window.
+    pub throughput_rps: f64,
+    /// Measured requests that finished, any outcome.
+    pub requests: u64,
+    /// GETs among them.
+    pub gets: u64,
+    /// SETs among them.
+    pub sets: u64,
+    /// GETs that returned the right value.
+    pub hits: u64,
+    /// GETs that found nothing.
+    pub misses: u64,
+    /// Batch reads (`--batch`): keys the GETs asked for (`hits` and `misses`
+    /// count keys; `gets`, requests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys_read: Option<u64>,
+    /// Failed requests (all kinds).
+    pub errors: u64,
+    /// Failed requests by kind.
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Bytes of the values read (hits) and written (stored) in the window.
+    #[serde(default)]
+    pub value_bytes: u64,
+    /// With `--ttl`: misses of keys read after their TTL ran out (`None`:
+    /// no TTL, or kvlab cannot tell when the keys were written).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expired_misses: Option<u64>,
+}
+
+/// How long the measured requests took, and how a paced run kept its
+/// schedule (flattened into a [`RunResult`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Latency {
+    /// Start time latency is measured from: `intended` (paced) or `actual`.
+    pub latency_start: String,
+    /// Latency percentiles of successful requests, µs.
+    pub latency_us: Percentiles,
+    /// Service time from the actual send, µs (paced runs only).
+    pub service_time_us: Option<Percentiles>,
+    /// How well a paced run kept its schedule.
+    pub schedule: Option<ScheduleReport>,
+}
+
+/// What kvlab spent measuring: CPU, busy time, memory (flattened into a
+/// [`RunResult`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ClientUse {
+    /// kvlab's CPU seconds (all threads) during the window.
+    pub client_cpu_s: f64,
+    /// kvlab's CPU µs per finished request.
+    pub client_cpu_us_per_request: f64,
+    /// Fraction of the window kvlab's worker threads were running or waiting to run.
+    pub client_busy: Option<f64>,
+    /// kvlab's threads had no idle time: the figures describe the client.
+    pub client_saturated: bool,
+    /// kvlab's peak resident memory, KiB.
+    pub client_peak_rss_kb: u64,
+}
+
+/// What the servers spent: CPU and memory, together and by role (flattened
+/// into a [`RunResult`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ServerFigures {
+    /// Server CPU seconds during the window: every server of the run
+    /// together (database, cache, pooler: each in `servers`); `None` unless
+    /// each one's is known.
+    pub server_cpu_s: Option<f64>,
+    /// Server CPU µs per finished request (`server_cpu_s` per request).
+    pub server_cpu_us_per_request: Option<f64>,
+    /// Server peak resident memory, KiB: each server's own peak, summed over
+    /// every server of the run (each in `servers`); `None` unless each one's
+    /// is known.
+    pub server_peak_rss_kb: Option<u64>,
+    /// What each server spent, by role (database, cache, pooler); the sums
+    /// are `server_cpu_s` and `server_peak_rss_kb`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<usage::ServerUse>,
+    /// Where `server_cpu_s` comes from: `proc` (a server kvlab started, from
+    /// /proc) or the server's own report (e.g. `INFO cpu used_cpu_user + …`); `null` when
+    /// neither is available (a server kvlab did not start that reports none).
+    #[serde(default)]
+    pub server_cpu_source: Option<String>,
+    /// The memory a server kvlab did not start reports of itself at the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_reported_memory: Option<ReportedMemory>,
+}
+
+/// The machine kvlab ran on and what makes its figures suspect (flattened
+/// into a [`RunResult`]).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Host {
+    /// The machine kvlab ran on (CPU, governor, huge pages, last-level cache).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<study::Machine>,
+    /// What about the machine makes the figures suspect (a governor other
+    /// than `performance`, a data set that fits in the CPU's cache).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suspect: Vec<String>,
+    /// Whether kvlab and the server shared this machine's cores (a managed
+    /// server, or one on loopback); `None`: unknown (a server elsewhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_cores: Option<bool>,
+}
+
+/// The serialized HDR histograms (flattened into a [`RunResult`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Histograms {
     /// Latency histogram (HdrHistogram V2 deflate, base64, nanoseconds).
     pub histogram: String,
     /// Service-time histogram, same encoding (paced runs only).
@@ -484,3 +542,6 @@ pub fn architecture_name(target: &str, cache: Option<&str>, pooler: Option<&str>
         None => db,
     }
 }
+
+#[cfg(test)]
+mod layout_tests;

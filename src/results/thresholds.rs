@@ -53,13 +53,13 @@ pub fn check(t: &Thresholds, points: &[PointResult]) -> Vec<ThresholdCheck> {
             })
         };
         let checks = [
-            ms("p50", t.p50_ms, r.map(|r| r.latency_us.p50)),
-            ms("p99", t.p99_ms, r.map(|r| r.latency_us.p99)),
-            ms("p99.9", t.p999_ms, r.map(|r| r.latency_us.p999)),
+            ms("p50", t.p50_ms, r.map(|r| r.latency.latency_us.p50)),
+            ms("p99", t.p99_ms, r.map(|r| r.latency.latency_us.p99)),
+            ms("p99.9", t.p999_ms, r.map(|r| r.latency.latency_us.p999)),
             t.errors.map(|l| {
                 (
                     format!("errors <= {l}"),
-                    r.map(|r| (r.errors as f64, r.errors <= l)),
+                    r.map(|r| (r.totals.errors as f64, r.totals.errors <= l)),
                 )
             }),
             t.stale_reads.map(|l| {
@@ -72,7 +72,7 @@ pub fn check(t: &Thresholds, points: &[PointResult]) -> Vec<ThresholdCheck> {
             t.min_rps.map(|l| {
                 (
                     format!("throughput >= {l} req/s"),
-                    r.map(|r| (r.throughput_rps, r.throughput_rps >= l)),
+                    r.map(|r| (r.totals.throughput_rps, r.totals.throughput_rps >= l)),
                 )
             }),
         ];

@@ -8,7 +8,10 @@ use crate::driver::LoadResult;
 use crate::engine::EngineReport;
 use crate::plan::shard::unix_ms;
 use crate::results::stats::{ErrorKind, Percentiles, encode_histogram};
-use crate::results::{ConnectionReport, CounterCheck, RunResult, TargetInfo};
+use crate::results::{
+    ClientUse, ConnectionReport, CounterCheck, Histograms, Host, Latency, ReportedMemory,
+    RunResult, ServerFigures, StartKept, TargetInfo, Totals, Window,
+};
 
 /// The result of one run: its server CPU, its problems, its schedule kept
 /// or not, whether it is valid, then every figure in its place.
@@ -243,45 +246,51 @@ impl Parts {
             valid: self.valid,
             problems: self.problems,
             interrupted: r.interrupted,
-            duration_s: window,
-            throughput_rps: c.ok() as f64 / window,
-            requests: c.requests(),
-            gets: c.gets,
-            sets: c.sets,
-            hits: c.hits,
-            misses: c.misses,
-            keys_read: rs.config.workload.batch.is_some().then_some(c.keys_read()),
-            errors: c.error_total(),
-            errors_by_kind: ErrorKind::ALL
-                .iter()
-                .map(|k| (k.name().to_string(), c.error(*k)))
-                .collect(),
-            value_bytes: c.value_bytes,
-            // Known from the load (a run that only reads) or the versions board.
-            expired_misses: (expiring
-                && (rs.config.workload.ratio.set == 0
-                    || (rs.writes_versioned && rs.config.load.shard.is_none())))
-            .then_some(c.expired),
-            latency_start: if paced { "intended" } else { "actual" }.to_string(),
-            latency_us: Percentiles::of(&r.measured.latency),
-            service_time_us: paced.then(|| Percentiles::of(&r.measured.service)),
-            schedule: self.schedule,
-            client_cpu_s: self.client_cpu_s,
-            client_cpu_us_per_request: per_req(self.client_cpu_s),
-            client_busy: r.client_busy,
-            client_saturated: r.client_busy.is_some_and(|b| b >= 0.9),
-            client_peak_rss_kb: self_peak_rss_kb(),
-            server_cpu_s: self.cpu.cpu_s,
-            server_cpu_us_per_request: self.cpu.cpu_s.map(per_req),
-            server_peak_rss_kb: obs.at_end.and_then(|e| e.server).and(obs.peak_kb.server),
-            servers: Vec::new(),
-            server_cpu_source: self.cpu.source,
-            server_reported_memory: self.cpu.memory.map(|(bytes, what)| {
-                crate::results::ReportedMemory {
+            totals: Totals {
+                duration_s: window,
+                throughput_rps: c.ok() as f64 / window,
+                requests: c.requests(),
+                gets: c.gets,
+                sets: c.sets,
+                hits: c.hits,
+                misses: c.misses,
+                keys_read: rs.config.workload.batch.is_some().then_some(c.keys_read()),
+                errors: c.error_total(),
+                errors_by_kind: ErrorKind::ALL
+                    .iter()
+                    .map(|k| (k.name().to_string(), c.error(*k)))
+                    .collect(),
+                value_bytes: c.value_bytes,
+                // Known from the load (a run that only reads) or the versions board.
+                expired_misses: (expiring
+                    && (rs.config.workload.ratio.set == 0
+                        || (rs.writes_versioned && rs.config.load.shard.is_none())))
+                .then_some(c.expired),
+            },
+            latency: Latency {
+                latency_start: if paced { "intended" } else { "actual" }.to_string(),
+                latency_us: Percentiles::of(&r.measured.latency),
+                service_time_us: paced.then(|| Percentiles::of(&r.measured.service)),
+                schedule: self.schedule,
+            },
+            client: ClientUse {
+                client_cpu_s: self.client_cpu_s,
+                client_cpu_us_per_request: per_req(self.client_cpu_s),
+                client_busy: r.client_busy,
+                client_saturated: r.client_busy.is_some_and(|b| b >= 0.9),
+                client_peak_rss_kb: self_peak_rss_kb(),
+            },
+            server: ServerFigures {
+                server_cpu_s: self.cpu.cpu_s,
+                server_cpu_us_per_request: self.cpu.cpu_s.map(per_req),
+                server_peak_rss_kb: obs.at_end.and_then(|e| e.server).and(obs.peak_kb.server),
+                servers: Vec::new(),
+                server_cpu_source: self.cpu.source,
+                server_reported_memory: self.cpu.memory.map(|(bytes, what)| ReportedMemory {
                     bytes,
                     source: what.to_string(),
-                }
-            }),
+                }),
+            },
             load: self.load,
             warmup: r.warmup,
             connections: connections(rs, &r),
@@ -289,30 +298,33 @@ impl Parts {
             timeline: timeline(rs, r.timeline),
             background: None,
             events: Vec::new(),
+            host: Host::default(),
             replay: None,
-            machine: None,
-            suspect: Vec::new(),
-            shared_cores: None,
             consistency: rs.writes_versioned.then(|| consistency_report(&r.measured)),
             cache_aside: None,
-            histogram: encode_histogram(&r.measured.latency),
-            service_histogram: paced.then(|| encode_histogram(&r.measured.service)),
             query_mode: rs.query_mode.map(|m| m.to_string()),
             profile: rs.profile.clone(),
             pooler: None,
             shard: rs.config.load.shard,
-            window: Some(crate::results::Window {
+            window: Some(Window {
                 start_unix_ms: unix_ms(r.window_start),
                 end_unix_ms: unix_ms(r.window_start + r.window),
             }),
-            start: rs.config.load.start_at_ms.zip(r.start).map(|(at, s)| {
-                crate::results::StartKept {
+            start: rs
+                .config
+                .load
+                .start_at_ms
+                .zip(r.start)
+                .map(|(at, s)| StartKept {
                     at_unix_ms: at,
                     late_ms: s.late.as_secs_f64() * 1e3,
                     margin_ms: s.margin.as_secs_f64() * 1e3,
-                }
-            }),
+                }),
             clients: Vec::new(),
+            histograms: Histograms {
+                histogram: encode_histogram(&r.measured.latency),
+                service_histogram: paced.then(|| encode_histogram(&r.measured.service)),
+            },
         }
     }
 }

@@ -221,9 +221,9 @@ fn add_background(result: &mut RunResult, background: Option<BackgroundReport>) 
 /// and server shared its cores.
 fn add_machine(result: &mut RunResult, rs: &Resolved) {
     let machine = super::machine::this();
-    result.suspect = machine.suspicions(rs.value_bytes);
-    result.machine = Some(machine);
-    result.shared_cores = match &rs.config.target.external {
+    result.host.suspect = machine.suspicions(rs.value_bytes);
+    result.host.machine = Some(machine);
+    result.host.shared_cores = match &rs.config.target.external {
         None => Some(true),
         Some(e) if e.is_loopback() => Some(true),
         Some(_) => None,
@@ -292,8 +292,8 @@ fn pooler_report(
         pid: p.pid(),
         pooler_cpu_s: cpu,
         pooler_cpu_us_per_request: cpu
-            .filter(|_| result.requests > 0)
-            .map(|c| c * 1e6 / result.requests as f64),
+            .filter(|_| result.totals.requests > 0)
+            .map(|c| c * 1e6 / result.totals.requests as f64),
         pooler_peak_rss_kb: obs.peak_kb.pooler.or(used.map(|u| u.1)),
         counters,
     }
@@ -304,7 +304,7 @@ fn pooler_report(
 /// cache of a cache-aside run, the pooler. `target_is_db`: the target is a
 /// database product.
 fn server_use(result: &mut RunResult, target_is_db: bool, obs: &RunObserver) {
-    let n = result.requests;
+    let n = result.totals.requests;
     let role = match target_is_db || result.cache_aside.is_some() {
         true => Role::Database,
         false => Role::Cache,
@@ -312,8 +312,8 @@ fn server_use(result: &mut RunResult, target_is_db: bool, obs: &RunObserver) {
     let mut servers = vec![ServerUse::new(
         role,
         &result.target.product,
-        result.server_cpu_s,
-        result.server_peak_rss_kb,
+        result.server.server_cpu_s,
+        result.server.server_peak_rss_kb,
         n,
     )];
     if let Some(a) = &result.cache_aside {
@@ -335,12 +335,13 @@ fn server_use(result: &mut RunResult, target_is_db: bool, obs: &RunObserver) {
             n,
         ));
     }
+    let s = &mut result.server;
     if servers.len() > 1 {
-        result.server_cpu_s = usage::total_cpu_s(&servers);
-        result.server_cpu_us_per_request = result
+        s.server_cpu_s = usage::total_cpu_s(&servers);
+        s.server_cpu_us_per_request = s
             .server_cpu_s
             .map(|c| if n > 0 { c * 1e6 / n as f64 } else { 0.0 });
-        result.server_peak_rss_kb = usage::total_peak_rss_kb(&servers);
+        s.server_peak_rss_kb = usage::total_peak_rss_kb(&servers);
     }
-    result.servers = servers;
+    s.servers = servers;
 }

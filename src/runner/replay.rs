@@ -33,7 +33,11 @@ pub fn finish(feed: Option<Arc<Feed>>, plan: &RunPlan, result: &mut RunResult) {
         return;
     };
     let out = f.finish();
-    let overlapping = result.schedule.as_ref().map_or(0, |s| s.overlapping_writes);
+    let overlapping = result
+        .latency
+        .schedule
+        .as_ref()
+        .map_or(0, |s| s.overlapping_writes);
     let r = report(&out, plan, overlapping);
     if let Some(e) = &r.read_error {
         result.valid = false;

@@ -176,7 +176,7 @@ pub fn cpu_sources_agree(kind: TargetKind, server: &ManagedServer) {
         "{kind:?}: /proc {by_proc:.3} s vs its own report {by_report:.3} s"
     );
     // The run against it, as a server kvlab did not start, used the report.
-    assert!(r.server_cpu_s.is_some_and(|s| s > 0.0), "{kind:?}");
+    assert!(r.server.server_cpu_s.is_some_and(|s| s > 0.0), "{kind:?}");
     assert!(rep1.memory_bytes.is_some_and(|b| b > 0), "{kind:?}");
 }
 
@@ -197,9 +197,13 @@ pub fn transport_counts_agree(
     p.workload.ratio = Ratio { set: 1, get: 3 };
     p.load.pipeline = 8;
     let r = measure(&p);
-    assert_eq!(r.errors, 0, "{kind:?} {opts:?}: {:?}", r.errors_by_kind);
-    assert_eq!(r.misses, 0);
-    assert_eq!(r.requests, 20_000);
+    assert_eq!(
+        r.totals.errors, 0,
+        "{kind:?} {opts:?}: {:?}",
+        r.totals.errors_by_kind
+    );
+    assert_eq!(r.totals.misses, 0);
+    assert_eq!(r.totals.requests, 20_000);
     assert!(r.valid, "{:?}", r.problems);
     let check = r.server_counters.as_ref().expect("the server's counters");
     assert!(check.agrees(), "{kind:?} {opts:?}: {check:?}");
@@ -282,7 +286,11 @@ pub fn ends_when_its_server_is_killed(p: &mut RunPlan, pid: u32) {
     let r = measure_within(p, Duration::from_secs(90));
     killer.join().unwrap();
     assert!(r.connections.failures > 0, "{:?}", r.connections);
-    assert!(r.requests < N && r.requests > 0, "{}", r.requests);
+    assert!(
+        r.totals.requests < N && r.totals.requests > 0,
+        "{}",
+        r.totals.requests
+    );
     let said = format!("of the {N} requests asked for");
     assert!(
         r.problems.iter().any(|m| m.contains(&said)),
@@ -330,9 +338,9 @@ pub fn fails_saying(args: &[&str], says: &[&str]) -> String {
 pub fn catches_wrong_values(plan: &RunPlan) -> RunResult {
     let r = measure(plan);
     assert!(
-        r.errors_by_kind["wrong_value"] > 0,
+        r.totals.errors_by_kind["wrong_value"] > 0,
         "{:?}",
-        r.errors_by_kind
+        r.totals.errors_by_kind
     );
     assert!(!r.valid);
     r

@@ -43,7 +43,12 @@ fn every_write_lands_over_tls(e: &Endpoint) {
     p.workload.ratio = Ratio { set: 1, get: 4 };
     p.load.pipeline = 16;
     let r = measure(&p);
-    assert_eq!((r.errors, r.misses), (0, 0), "{:?}", r.problems);
+    assert_eq!(
+        (r.totals.errors, r.totals.misses),
+        (0, 0),
+        "{:?}",
+        r.problems
+    );
     let cc = r.server_counters.as_ref().expect("system_views counters");
     assert!(cc.agrees(), "{cc:?}");
     let t = r.target.transport.clone().unwrap();
@@ -66,7 +71,7 @@ fn every_write_lands_over_tls(e: &Endpoint) {
         .query("SELECT count(*) FROM kvlab.kvlab_kv")
         .unwrap();
     assert_eq!(bigint(n[0].first()), Some(2_000));
-    assert_eq!(sum, r.warmup.sets + r.sets, "versions in the table");
+    assert_eq!(sum, r.warmup.sets + r.totals.sets, "versions in the table");
 }
 
 fn a_plain_client_is_served_too(e: &Endpoint) {
@@ -76,7 +81,12 @@ fn a_plain_client_is_served_too(e: &Endpoint) {
     p.workload.load = false;
     p.load.stop = Stop::Requests(2_000);
     let r = measure(&p);
-    assert_eq!((r.errors, r.misses), (0, 0), "{:?}", r.problems);
+    assert_eq!(
+        (r.totals.errors, r.totals.misses),
+        (0, 0),
+        "{:?}",
+        r.problems
+    );
     let t = r.target.transport.unwrap();
     assert!(t.tls.is_none(), "{t:?}");
 }
@@ -87,8 +97,12 @@ fn an_unmet_consistency_level_fails_every_request(e: &Endpoint) {
         Some(kvlab::plan::consistency_of(p.target.kind, "two", "--consistency").unwrap()); // one node, replication factor 1
     p.load.stop = Stop::Requests(200);
     let r = measure(&p);
-    assert_eq!(r.errors, r.requests, "{:?}", r.errors_by_kind);
-    assert_eq!(r.errors_by_kind["server_error"], r.requests);
+    assert_eq!(
+        r.totals.errors, r.totals.requests,
+        "{:?}",
+        r.totals.errors_by_kind
+    );
+    assert_eq!(r.totals.errors_by_kind["server_error"], r.totals.requests);
     assert!(!r.valid);
 }
 

@@ -31,22 +31,23 @@ pub fn counts_agree(kind: TargetKind, entry: &Entry, e: &Endpoint) -> RunResult 
     p.workload.ratio = Ratio { set: 1, get: 3 };
     p.load.pipeline = 8;
     let r = measure(&p);
+    let t = &r.totals;
     let d = connector.counters().unwrap().since(&before);
     assert_eq!(r.load.as_ref().unwrap().keys, 2_000, "{kind:?}");
-    assert_eq!(r.requests, 20_000, "{kind:?}");
-    assert_eq!((r.errors, r.misses), (0, 0), "{kind:?}: {:?}", r.problems);
-    assert_eq!(r.hits, r.gets, "{kind:?}");
+    assert_eq!(t.requests, 20_000, "{kind:?}");
+    assert_eq!((t.errors, t.misses), (0, 0), "{kind:?}: {:?}", r.problems);
+    assert_eq!(t.hits, t.gets, "{kind:?}");
     assert!(
-        r.sets > 3_000 && r.gets > 12_000,
+        t.sets > 3_000 && t.gets > 12_000,
         "{kind:?}: mix 1:3: {} sets {} gets",
-        r.sets,
-        r.gets
+        t.sets,
+        t.gets
     );
     // The result's own comparison, over the run's window.
     let cc = r.server_counters.as_ref().expect("the server's counters");
     assert!(cc.server.exact && cc.agrees(), "{kind:?}: {cc:?}");
-    assert_eq!(cc.server.gets, r.warmup.gets + r.gets, "{kind:?}");
-    assert_eq!(cc.server.sets, r.warmup.sets + r.sets, "{kind:?}");
+    assert_eq!(cc.server.gets, r.warmup.gets + t.gets, "{kind:?}");
+    assert_eq!(cc.server.sets, r.warmup.sets + t.sets, "{kind:?}");
     // Around the whole run, load included.
     let (load_sets, lookups) = match &entry.load {
         LoadCount::OneSetPerKey => (Some(2_000..=2_000), Some(0)),
@@ -55,14 +56,14 @@ pub fn counts_agree(kind: TargetKind, entry: &Entry, e: &Endpoint) -> RunResult 
         LoadCount::WindowOnly(_) => (None, None),
     };
     if let Some(lookups) = lookups {
-        assert_eq!(d.gets, r.warmup.gets + r.gets + lookups, "{kind:?}: {d:?}");
+        assert_eq!(d.gets, r.warmup.gets + t.gets + lookups, "{kind:?}: {d:?}");
     }
     if let Some(n) = load_sets {
-        let load = d.sets.saturating_sub(r.warmup.sets + r.sets);
+        let load = d.sets.saturating_sub(r.warmup.sets + t.sets);
         assert!(n.contains(&load), "{kind:?}: the load as {load} writes");
     }
     if entry.counts_misses {
-        assert_eq!(d.hits, r.warmup.hits + r.hits, "{kind:?}: {d:?}");
+        assert_eq!(d.hits, r.warmup.hits + t.hits, "{kind:?}: {d:?}");
         assert_eq!(d.misses, 0, "{kind:?}: {d:?}");
     }
     assert!(r.valid, "{kind:?}: {:?}", r.problems);
@@ -81,7 +82,7 @@ pub fn counts_agree(kind: TargetKind, entry: &Entry, e: &Endpoint) -> RunResult 
     }
     // A server kvlab did not start: its CPU as the server reports it, if it does.
     let source = product.facts().usage_report.map(|u| u.cpu);
-    assert_eq!(r.server_cpu_source.as_deref(), source, "{kind:?}");
+    assert_eq!(r.server.server_cpu_source.as_deref(), source, "{kind:?}");
     r
 }
 
@@ -93,8 +94,9 @@ pub fn misses_are_counted(kind: TargetKind, entry: &Entry, e: &Endpoint) {
     p.workload.key_prefix = "miss:".into(); // keys no earlier run stored
     p.workload.value_size = 120; // another size: a database gets a new, empty table
     let r = measure(&p);
-    assert!(r.gets > 0, "{kind:?}");
-    assert_eq!((r.hits, r.misses, r.errors), (0, r.gets, 0), "{kind:?}");
+    let t = &r.totals;
+    assert!(t.gets > 0, "{kind:?}");
+    assert_eq!((t.hits, t.misses, t.errors), (0, t.gets, 0), "{kind:?}");
     assert!(!r.valid, "{kind:?}");
     assert!(
         r.problems.iter().any(|m| m.contains("missed")),
@@ -103,7 +105,7 @@ pub fn misses_are_counted(kind: TargetKind, entry: &Entry, e: &Endpoint) {
     );
     if entry.counts_misses {
         let c = r.server_counters.as_ref().unwrap();
-        assert_eq!(c.server.misses, r.gets + r.warmup.gets, "{kind:?}: {c:?}");
+        assert_eq!(c.server.misses, t.gets + r.warmup.gets, "{kind:?}: {c:?}");
     }
 }
 
@@ -114,7 +116,7 @@ fn run_corrupted(p: &mut RunPlan, entry: &Entry, e: &Endpoint) -> (RunResult, u6
     (entry.corrupt)(e);
     p.workload.load = false;
     let r = measure(p);
-    let wrong = r.errors_by_kind["wrong_value"];
+    let wrong = r.totals.errors_by_kind["wrong_value"];
     (r, wrong)
 }
 
@@ -127,8 +129,13 @@ pub fn a_corrupted_value_is_wrong_value(kind: TargetKind, entry: &Entry, e: &End
         wrong > 500,
         "{kind:?}: about a tenth of 20k GETs hit key 3: {wrong}"
     );
-    assert_eq!(wrong + r.hits, r.gets, "{kind:?}: {:?}", r.errors_by_kind);
-    assert_eq!(r.misses, 0, "{kind:?}");
+    assert_eq!(
+        wrong + r.totals.hits,
+        r.totals.gets,
+        "{kind:?}: {:?}",
+        r.totals.errors_by_kind
+    );
+    assert_eq!(r.totals.misses, 0, "{kind:?}");
     assert!(!r.valid, "{kind:?}");
 }
 
@@ -211,24 +218,25 @@ pub fn batch_reads_agree(kind: TargetKind, entry: &Entry, e: &Endpoint) {
         return;
     }
     let r = measure(&p);
+    let t = &r.totals;
     assert!(r.valid, "{kind:?}: {:?}", r.problems);
-    let keys = r.keys_read.expect("keys read");
+    let keys = t.keys_read.expect("keys read");
     // 13.3 keys per GET on average.
     assert!(
-        keys > r.gets * 10 && keys < r.gets * 17,
+        keys > t.gets * 10 && keys < t.gets * 17,
         "{kind:?}: {keys} / {}",
-        r.gets
+        t.gets
     );
-    assert_eq!((r.hits, r.misses, r.errors), (keys, 0, 0), "{kind:?}");
-    assert!(r.sets > 0, "{kind:?}");
+    assert_eq!((t.hits, t.misses, t.errors), (keys, 0, 0), "{kind:?}");
+    assert!(t.sets > 0, "{kind:?}");
     let cc = r.server_counters.as_ref().expect("the server's counters");
     assert!(cc.agrees(), "{kind:?}: {cc:?}");
     let want = match (cc.server.per_key, facts.sharded) {
         (true, _) => r.warmup.keys_read() + keys,
-        (false, false) => r.warmup.gets + r.gets,
+        (false, false) => r.warmup.gets + t.gets,
         // A cluster counts one MGET per hash slot a batch's keys fall in.
         (false, true) => {
-            let (requests, all_keys) = (r.warmup.gets + r.gets, r.warmup.keys_read() + keys);
+            let (requests, all_keys) = (r.warmup.gets + t.gets, r.warmup.keys_read() + keys);
             assert!(
                 cc.kvlab_gets > requests && cc.kvlab_gets <= all_keys,
                 "{kind:?}: {cc:?}"
@@ -244,8 +252,9 @@ pub fn batch_reads_agree(kind: TargetKind, entry: &Entry, e: &Endpoint) {
     m.workload.value_size = 120;
     m.workload.ratio = Ratio { set: 0, get: 1 };
     let r = measure(&m);
-    assert_eq!((r.hits, r.errors), (0, 0), "{kind:?}");
-    assert_eq!(r.misses, r.keys_read.unwrap(), "{kind:?}");
+    let t = &r.totals;
+    assert_eq!((t.hits, t.errors), (0, 0), "{kind:?}");
+    assert_eq!(t.misses, t.keys_read.unwrap(), "{kind:?}");
     // A corrupted value within a batch fails its request as wrong_value.
     p.workload.keys = 10;
     p.workload.batch = Some("5".parse().unwrap());

@@ -78,7 +78,7 @@ fn replay(zstd: bool, args: &[&str]) -> (RunResult, [u64; 4]) {
 /// the server counted what kvlab sent.
 fn reproduces(r: &RunResult, n: [u64; 4]) {
     assert!(r.valid, "{:?}", r.problems);
-    assert_eq!(r.errors, 0);
+    assert_eq!(r.totals.errors, 0);
     let p = r.replay.as_ref().unwrap();
     assert!(p.finished && p.read_error.is_none(), "{p:?}");
     assert_eq!(p.lines, n.iter().sum::<u64>());
@@ -91,27 +91,27 @@ fn reproduces(r: &RunResult, n: [u64; 4]) {
         .collect();
     assert_eq!(not_sent, [("delete", n[2]), ("incr", n[3])]);
     // The mix: the share of SETs within 1% (of the requests).
-    let share = r.sets as f64 / (r.gets + r.sets) as f64;
+    let share = r.totals.sets as f64 / (r.totals.gets + r.totals.sets) as f64;
     let want = n[1] as f64 / (n[0] + n[1]) as f64;
     assert!((share - want).abs() < 0.01, "{share} vs {want}");
     assert_eq!(
-        r.gets + r.sets + p.overlapping_writes,
+        r.totals.gets + r.totals.sets + p.overlapping_writes,
         p.handed_gets + p.handed_sets
     );
     // The rate: the trace's, within 1%.
     let rate = (n[0] + n[1]) as f64 / SECS as f64;
     assert!(
-        (r.throughput_rps - rate).abs() < 0.01 * rate,
+        (r.totals.throughput_rps - rate).abs() < 0.01 * rate,
         "{} vs {rate}",
-        r.throughput_rps
+        r.totals.throughput_rps
     );
     assert!(
         (p.offered_rps - rate).abs() < 0.01 * rate,
         "{}",
         p.offered_rps
     );
-    assert_eq!(r.latency_start, "intended");
-    assert_eq!(r.misses, 0);
+    assert_eq!(r.latency.latency_start, "intended");
+    assert_eq!(r.totals.misses, 0);
     let cc = r.server_counters.as_ref().unwrap();
     assert!(cc.agrees(), "{cc:?}");
     assert!(r.config.workload.value_sizes.is_some());
@@ -137,11 +137,15 @@ fn a_trace_at_twice_its_speed_halves_the_run() {
     assert!(r.valid, "{:?}", r.problems);
     let rate = 2.0 * (n[0] + n[1]) as f64 / SECS as f64;
     assert!(
-        (r.throughput_rps - rate).abs() < 0.01 * rate,
+        (r.totals.throughput_rps - rate).abs() < 0.01 * rate,
         "{}",
-        r.throughput_rps
+        r.totals.throughput_rps
     );
-    assert!(r.duration_s < SECS as f64 / 2.0 + 0.3, "{}", r.duration_s);
+    assert!(
+        r.totals.duration_s < SECS as f64 / 2.0 + 0.3,
+        "{}",
+        r.totals.duration_s
+    );
 }
 
 #[test]

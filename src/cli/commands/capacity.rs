@@ -103,7 +103,7 @@ fn step_line(s: &Step) -> String {
     };
     format!(
         "  {what:>14}: served {:.0} req/s, p99 {:.0} µs, errors {} -> {verdict}\n",
-        r.throughput_rps, r.latency_us.p99, r.errors
+        r.totals.throughput_rps, r.latency.latency_us.p99, r.totals.errors
     )
 }
 
@@ -149,11 +149,12 @@ fn capacity_line(c: &Capacity, p99_ms: f64) -> String {
     };
     format!(
         "capacity: {rate:.0} req/s within p99 {p99_ms} ms (p50 {:.0} µs, p99 {:.0} µs, p99.9 {:.0} µs{})\n",
-        r.latency_us.p50,
-        r.latency_us.p99,
-        r.latency_us.p999,
-        r.server_cpu_s
-            .map(|cpu| format!(", server CPU {:.2} cores", cpu / r.duration_s))
+        r.latency.latency_us.p50,
+        r.latency.latency_us.p99,
+        r.latency.latency_us.p999,
+        r.server
+            .server_cpu_s
+            .map(|cpu| format!(", server CPU {:.2} cores", cpu / r.totals.duration_s))
             .unwrap_or_default()
     )
 }

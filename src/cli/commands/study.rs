@@ -84,10 +84,11 @@ fn point_line(p: &study::Point, r: &PointResult, axes: &[String], total: usize) 
     match (&r.result, &r.error, &r.fill) {
         (Some(x), _, _) => Some(format!(
             "  [{n}/{total}] {label}: {:.0} req/s, p99 {:.0} µs, errors {}{}",
-            x.throughput_rps,
-            x.latency_us.p99,
-            x.errors,
-            x.server_cpu_us_per_request
+            x.totals.throughput_rps,
+            x.latency.latency_us.p99,
+            x.totals.errors,
+            x.server
+                .server_cpu_us_per_request
                 .map(|u| format!(", server {u:.1} µs/req"))
                 .unwrap_or_default()
                 + &x.cache_aside

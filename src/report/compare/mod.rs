@@ -270,16 +270,18 @@ fn point(label: &str, a: &[&RunResult], b: &[&RunResult], rules: Rules) -> Point
     type Get = fn(&RunResult) -> Option<f64>;
     let whole: [(&'static str, Better, Get); 6] = [
         ("throughput req/s", Better::Higher, |r| {
-            Some(r.throughput_rps)
+            Some(r.totals.throughput_rps)
         }),
-        ("p50 µs", Better::Lower, |r| Some(r.latency_us.p50)),
-        ("p99 µs", Better::Lower, |r| Some(r.latency_us.p99)),
-        ("p99.9 µs", Better::Lower, |r| Some(r.latency_us.p999)),
+        ("p50 µs", Better::Lower, |r| Some(r.latency.latency_us.p50)),
+        ("p99 µs", Better::Lower, |r| Some(r.latency.latency_us.p99)),
+        ("p99.9 µs", Better::Lower, |r| {
+            Some(r.latency.latency_us.p999)
+        }),
         ("client CPU µs/req", Better::Lower, |r| {
-            Some(r.client_cpu_us_per_request)
+            Some(r.client.client_cpu_us_per_request)
         }),
         ("server CPU µs/req", Better::Lower, |r| {
-            r.server_cpu_us_per_request
+            r.server.server_cpu_us_per_request
         }),
     ];
     let mut figures = Vec::new();
@@ -334,7 +336,7 @@ fn point(label: &str, a: &[&RunResult], b: &[&RunResult], rules: Rules) -> Point
         });
     }
     for (side, rs) in [("A", a), ("B", b)] {
-        let errors: u64 = rs.iter().map(|r| r.errors).sum();
+        let errors: u64 = rs.iter().map(|r| r.totals.errors).sum();
         if errors > 0 || rs.iter().any(|r| !r.valid) {
             notes.push(format!(
                 "{side} had {errors} errors or a result that is not valid: its figures may not be the target's"
@@ -415,7 +417,7 @@ fn p_text(p: f64) -> String {
 /// (the whole-run figures beside the test still cover the whole run).
 fn per_second(r: &RunResult, i: usize) -> Option<Series> {
     // A last second past the window's whole seconds is partial: left out.
-    let whole = (r.duration_s + 0.05).floor() as i64;
+    let whole = (r.totals.duration_s + 0.05).floor() as i64;
     let xs: Vec<f64> = r
         .timeline
         .iter()
@@ -446,7 +448,7 @@ fn has_minutes(r: &RunResult) -> bool {
 /// samples as their per-second p99s' autocorrelation leaves).
 fn intervals(a: &RunResult, b: &RunResult, q: f64) -> String {
     let ci = |r: &RunResult| -> Option<(f64, f64)> {
-        let h = decode_histogram(&r.histogram).ok()?;
+        let h = decode_histogram(&r.histograms.histogram).ok()?;
         let share = per_second(r, 2).map_or(1.0, |s| s.n_eff() / s.n as f64);
         Some(quantile_ci(&h, q, h.len() as f64 * share))
     };

@@ -21,7 +21,7 @@ fn run(seconds: &[u64], minutes: &[u64]) -> RunResult {
         .map(|i| entry(i, 1, seconds[i as usize]))
         .chain((0..minutes.len()).map(|i| entry(n + 60 * i as i64, 60, minutes[i] * 60)))
         .collect();
-    r.duration_s = (n + 60 * minutes.len() as i64) as f64;
+    r.totals.duration_s = (n + 60 * minutes.len() as i64) as f64;
     r
 }
 
@@ -53,10 +53,10 @@ fn steady(scale: f64, p50: f64, tail: f64) -> RunResult {
         (s.p50_us, s.p99_us, s.p999_us) = (50.0 * p50 * j, 100.0 * tail * j, 200.0 * tail * j);
     }
     let m = |f: fn(&Second) -> f64| mean(&r.timeline.iter().map(f).collect::<Vec<_>>());
-    r.throughput_rps = m(|s| s.requests as f64);
-    r.latency_us.p50 = m(|s| s.p50_us);
-    r.latency_us.p99 = m(|s| s.p99_us);
-    r.latency_us.p999 = m(|s| s.p999_us);
+    r.totals.throughput_rps = m(|s| s.requests as f64);
+    r.latency.latency_us.p50 = m(|s| s.p50_us);
+    r.latency.latency_us.p99 = m(|s| s.p99_us);
+    r.latency.latency_us.p999 = m(|s| s.p999_us);
     r
 }
 

@@ -156,7 +156,7 @@ fn event(s: &mut String, e: &EventReport, load: &str) {
 
 /// The machine the run measured on.
 pub(super) fn machine(s: &mut String, r: &RunResult) {
-    let Some(m) = &r.machine else { return };
+    let Some(m) = &r.host.machine else { return };
     let _ = writeln!(
         s,
         "  machine:  {} x {}, {} MiB, kernel {}, governor {}, THP {}, last-level cache {}{}",
@@ -168,7 +168,7 @@ pub(super) fn machine(s: &mut String, r: &RunResult) {
         m.thp.as_deref().unwrap_or("n/a"),
         m.llc_kib
             .map_or("n/a".into(), |k| format!("{} KiB", num(k as f64))),
-        match r.shared_cores {
+        match r.host.shared_cores {
             Some(true) => "; kvlab and the server shared its cores",
             _ => "",
         }
@@ -183,7 +183,7 @@ pub(super) fn notes(s: &mut String, r: &RunResult) {
             "  NOTE: interrupted: the figures cover the run until Ctrl-C"
         );
     }
-    for n in &r.suspect {
+    for n in &r.host.suspect {
         let _ = writeln!(s, "  NOTE: {n}");
     }
     for p in &r.problems {

@@ -9,19 +9,20 @@ use crate::results::stats::num;
 
 /// Throughput, and the bytes of values moved.
 pub(super) fn throughput(s: &mut String, r: &RunResult) {
-    let _ = writeln!(s, "  throughput  {} req/s", num(r.throughput_rps));
-    if r.value_bytes > 0 && r.duration_s > 0.0 {
+    let t = &r.totals;
+    let _ = writeln!(s, "  throughput  {} req/s", num(t.throughput_rps));
+    if t.value_bytes > 0 && t.duration_s > 0.0 {
         // Hits and stored writes carry a value.
-        let ok = match r.keys_read {
-            Some(_) => r.hits + r.sets,
-            None => r.requests.saturating_sub(r.errors + r.misses),
+        let ok = match t.keys_read {
+            Some(_) => t.hits + t.sets,
+            None => t.requests.saturating_sub(t.errors + t.misses),
         };
         let _ = writeln!(
             s,
             "  bytes       {} MB/s of values read and written ({} B per {})",
-            num(r.value_bytes as f64 / r.duration_s / 1e6),
-            num(r.value_bytes as f64 / ok.max(1) as f64),
-            if r.keys_read.is_some() {
+            num(t.value_bytes as f64 / t.duration_s / 1e6),
+            num(t.value_bytes as f64 / ok.max(1) as f64),
+            if t.keys_read.is_some() {
                 "key found or written"
             } else {
                 "request"
@@ -33,12 +34,13 @@ pub(super) fn throughput(s: &mut String, r: &RunResult) {
 /// The requests and their outcomes: a batch's keys per GET, hits and misses
 /// (found and not found end to end with a cache), expiry, errors by kind.
 pub(super) fn requests(s: &mut String, r: &RunResult) {
-    if let (Some(k), Some(b)) = (r.keys_read, &r.config.workload.batch) {
+    let t = &r.totals;
+    if let (Some(k), Some(b)) = (t.keys_read, &r.config.workload.batch) {
         let _ = writeln!(
             s,
             "  batch       {:.1} keys per GET (--batch {b}): {} keys/s; hits and misses count keys, latency is per request; {}",
-            k as f64 / r.gets.max(1) as f64,
-            num(k as f64 / r.duration_s.max(1e-9)),
+            k as f64 / t.gets.max(1) as f64,
+            num(k as f64 / t.duration_s.max(1e-9)),
             r.config
                 .target
                 .kind
@@ -51,21 +53,21 @@ pub(super) fn requests(s: &mut String, r: &RunResult) {
     let _ = writeln!(
         s,
         "  requests    {} (GET {}, SET {}); {}, errors {}",
-        r.requests,
-        r.gets,
-        r.sets,
+        t.requests,
+        t.gets,
+        t.sets,
         match r.cache_aside {
             Some(_) => format!(
                 "found {}, not found {} (end to end: in neither the cache nor the database; the cache's own hits and misses below)",
-                r.hits, r.misses
+                t.hits, t.misses
             ),
-            None => format!("hits {}, misses {}", r.hits, r.misses),
+            None => format!("hits {}, misses {}", t.hits, t.misses),
         },
-        r.errors
+        t.errors
     );
     expiry(s, r);
-    if r.errors > 0 {
-        let kinds: Vec<String> = r
+    if t.errors > 0 {
+        let kinds: Vec<String> = t
             .errors_by_kind
             .iter()
             .filter(|(_, n)| **n > 0)
@@ -80,16 +82,17 @@ fn expiry(s: &mut String, r: &RunResult) {
     if r.config.workload.ttl_s == 0 {
         return;
     }
+    let t = &r.totals;
     let _ = writeln!(
         s,
         "  expiry      keys live {} s (--ttl); {}",
         r.config.workload.ttl_s,
-        match r.expired_misses {
+        match t.expired_misses {
             Some(e) => format!(
                 "{e} of the {} misses ({:.1}% of GETs) read a key after its TTL ran out{}",
-                r.misses,
-                e as f64 * 100.0 / r.keys_read.unwrap_or(r.gets).max(1) as f64,
-                if e < r.misses {
+                t.misses,
+                e as f64 * 100.0 / t.keys_read.unwrap_or(t.gets).max(1) as f64,
+                if e < t.misses {
                     " (the others came sooner after the key's write: an eviction, or a server that counts expiry in whole seconds, as memcached does, and drops a key up to a second early)"
                 } else {
                     ""
@@ -103,8 +106,8 @@ fn expiry(s: &mut String, r: &RunResult) {
 /// Latency percentiles (from the intended start or the send), and the
 /// service time of a paced run.
 pub(super) fn latency(s: &mut String, r: &RunResult) {
-    let l = &r.latency_us;
-    let from = if r.latency_start == "intended" {
+    let l = &r.latency.latency_us;
+    let from = if r.latency.latency_start == "intended" {
         "from intended start"
     } else {
         "from send"
@@ -121,7 +124,7 @@ pub(super) fn latency(s: &mut String, r: &RunResult) {
         num(l.max),
         num(l.mean)
     );
-    if let Some(v) = &r.service_time_us {
+    if let Some(v) = &r.latency.service_time_us {
         let _ = writeln!(
             s,
             "  service time µs (from actual send, hides queueing): p50 {}  p99 {}  p99.9 {}  max {}",
@@ -174,7 +177,9 @@ pub(super) fn background(s: &mut String, r: &RunResult) {
 /// An open loop's schedule: the rate offered, how close its sends came to
 /// their intended times, and how late they were.
 pub(super) fn schedule(s: &mut String, r: &RunResult) {
-    let Some(sc) = &r.schedule else { return };
+    let Some(sc) = &r.latency.schedule else {
+        return;
+    };
     let arrivals = sc
         .arrivals
         .as_deref()
@@ -221,13 +226,14 @@ pub(super) fn schedule(s: &mut String, r: &RunResult) {
 
 /// kvlab's own CPU, memory and how busy its workers were.
 pub(super) fn client(s: &mut String, r: &RunResult) {
+    let c = &r.client;
     let _ = writeln!(
         s,
         "  client CPU  {:.2} s, {} µs/request, peak RSS {} MiB{}",
-        r.client_cpu_s,
-        num(r.client_cpu_us_per_request),
-        num(r.client_peak_rss_kb as f64 / 1024.0),
-        r.client_busy
+        c.client_cpu_s,
+        num(c.client_cpu_us_per_request),
+        num(c.client_peak_rss_kb as f64 / 1024.0),
+        c.client_busy
             .map(|b| format!(", workers busy {:.0}%", b * 100.0))
             .unwrap_or_default()
     );

@@ -147,7 +147,7 @@ fn load(s: &mut String, r: &RunResult) {
         c.load.connections,
         c.load.threads,
         c.load.pipeline,
-        r.duration_s,
+        r.totals.duration_s,
         aside::before_window(r)
     );
     network(s, r);

@@ -1,6 +1,6 @@
 //! The servers' CPU and memory in the summary: every server of the run
 //! together, then each role's (database, cache, pooler), read from
-//! [`RunResult::servers`] so every place shows the same figures.
+//! [`ServerFigures::servers`](crate::results::ServerFigures::servers) so every place shows the same figures.
 
 use std::fmt::Write as _;
 
@@ -11,13 +11,14 @@ use crate::results::stats::num;
 /// had more than one server (database, cache, pooler).
 pub(super) fn lines(s: &mut String, r: &RunResult) {
     let mib = |kb: u64| num(kb as f64 / 1024.0);
-    match (r.server_cpu_s, r.server_cpu_us_per_request) {
+    let sv = &r.server;
+    match (sv.server_cpu_s, sv.server_cpu_us_per_request) {
         (Some(cpu), Some(per)) => {
-            let source = match r.server_cpu_source.as_deref() {
+            let source = match sv.server_cpu_source.as_deref() {
                 Some("proc") | None => String::new(),
                 Some(src) => format!(", as the server reports it ({src})"),
             };
-            let memory = match (&r.server_peak_rss_kb, &r.server_reported_memory) {
+            let memory = match (&sv.server_peak_rss_kb, &sv.server_reported_memory) {
                 (Some(kb), _) => format!(", peak RSS {} MiB", mib(*kb)),
                 (None, Some(m)) => {
                     format!(
@@ -32,8 +33,8 @@ pub(super) fn lines(s: &mut String, r: &RunResult) {
                 s,
                 "  server CPU  {cpu:.2} s, {} µs/request{source}{memory}{}",
                 num(per),
-                if r.servers.len() > 1 {
-                    format!(": the {} servers together", r.servers.len())
+                if sv.servers.len() > 1 {
+                    format!(": the {} servers together", sv.servers.len())
                 } else {
                     String::new()
                 }
@@ -46,25 +47,25 @@ pub(super) fn lines(s: &mut String, r: &RunResult) {
                 r.target.product
             );
         }
-        _ if r.servers.len() > 1 => {
+        _ if sv.servers.len() > 1 => {
             let _ = writeln!(
                 s,
                 "  server CPU  not known for every server, no sum (each one below){}",
-                r.server_peak_rss_kb
+                sv.server_peak_rss_kb
                     .map(|kb| format!(
                         "; peak RSS {} MiB: the {} servers together",
                         mib(kb),
-                        r.servers.len()
+                        sv.servers.len()
                     ))
                     .unwrap_or_default()
             );
         }
         _ => {}
     }
-    if r.servers.len() < 2 {
+    if sv.servers.len() < 2 {
         return;
     }
-    for u in &r.servers {
+    for u in &sv.servers {
         let _ = writeln!(
             s,
             "    {:<8} {:<10} CPU {}, peak RSS {}",

@@ -15,8 +15,9 @@ use crate::driver::ServerCounters;
 use crate::plan::shard::Shard;
 use crate::results::stats::{Percentiles, decode_histogram, encode_histogram, new_histogram};
 use crate::results::timeline::{entry_of, span_of};
+use crate::results::usage::ServerUse;
 use crate::results::{BackgroundReport, ClientReport, ConnectionReport, CounterCheck, RunResult};
-use crate::results::{ScheduleReport, Second, StartKept, Window};
+use crate::results::{ScheduleReport, Second, StartKept, Totals, Window};
 
 /// Reads the result of one client; fails with one line when `path` is not
 /// a kvlab run result.
@@ -78,9 +79,9 @@ pub fn merge(parts: &[(String, RunResult)]) -> Result<RunResult> {
     add_counts(&mut m, &rs);
     merge_window(&mut m, &rs);
     merge_histograms(&mut m, &rs)?;
-    m.schedule = rs
+    m.latency.schedule = rs
         .iter()
-        .filter_map(|r| r.schedule.clone())
+        .filter_map(|r| r.latency.schedule.clone())
         .reduce(|mut a, b| {
             ScheduleReport::merge(&mut a, &b);
             a
@@ -105,11 +106,12 @@ pub fn merge(parts: &[(String, RunResult)]) -> Result<RunResult> {
         })
         .collect();
     m.problems = clients_problems(&m.clients);
-    let (counters, note) = merged_counters(&rs, m.gets, m.sets);
+    let (counters, note) = merged_counters(&rs, m.totals.gets, m.totals.sets);
     m.server_counters = counters;
     m.problems.extend(note);
     let missing = m.clients.iter().any(|c| c.status == "missing");
-    m.valid = !missing && rs.iter().all(|r| r.valid) && m.errors == 0 && m.requests > 0;
+    m.valid =
+        !missing && rs.iter().all(|r| r.valid) && m.totals.errors == 0 && m.totals.requests > 0;
     Ok(m)
 }
 
@@ -141,20 +143,21 @@ fn clients_of_one_run(
 
 /// The clients' counts, added up (warm-up and errors by kind included).
 fn add_counts(m: &mut RunResult, rs: &[&RunResult]) {
-    let sum = |f: fn(&RunResult) -> u64| rs.iter().map(|r| f(r)).sum::<u64>();
-    m.requests = sum(|r| r.requests);
-    m.gets = sum(|r| r.gets);
-    m.sets = sum(|r| r.sets);
-    m.hits = sum(|r| r.hits);
-    m.misses = sum(|r| r.misses);
-    m.errors = sum(|r| r.errors);
-    m.value_bytes = sum(|r| r.value_bytes);
-    m.expired_misses = rs.iter().map(|r| r.expired_misses).sum::<Option<u64>>();
-    m.keys_read = rs.iter().map(|r| r.keys_read).sum::<Option<u64>>();
-    m.errors_by_kind = BTreeMap::new();
+    let t = &mut m.totals;
+    let sum = |f: fn(&Totals) -> u64| rs.iter().map(|r| f(&r.totals)).sum::<u64>();
+    t.requests = sum(|t| t.requests);
+    t.gets = sum(|t| t.gets);
+    t.sets = sum(|t| t.sets);
+    t.hits = sum(|t| t.hits);
+    t.misses = sum(|t| t.misses);
+    t.errors = sum(|t| t.errors);
+    t.value_bytes = sum(|t| t.value_bytes);
+    t.expired_misses = rs.iter().map(|r| r.totals.expired_misses).sum();
+    t.keys_read = rs.iter().map(|r| r.totals.keys_read).sum();
+    t.errors_by_kind = BTreeMap::new();
     for r in rs {
-        for (k, v) in &r.errors_by_kind {
-            *m.errors_by_kind.entry(k.clone()).or_default() += v;
+        for (k, v) in &r.totals.errors_by_kind {
+            *t.errors_by_kind.entry(k.clone()).or_default() += v;
         }
     }
     m.warmup = Default::default();
@@ -171,24 +174,24 @@ fn merge_window(m: &mut RunResult, rs: &[&RunResult]) {
         start_unix_ms: w.iter().map(|w| w.start_unix_ms).fold(f64::MAX, f64::min),
         end_unix_ms: w.iter().map(|w| w.end_unix_ms).fold(f64::MIN, f64::max),
     });
-    m.duration_s = match m.window {
+    m.totals.duration_s = match m.window {
         Some(w) => (w.end_unix_ms - w.start_unix_ms) / 1e3,
-        None => rs.iter().map(|r| r.duration_s).fold(0.0, f64::max),
+        None => rs.iter().map(|r| r.totals.duration_s).fold(0.0, f64::max),
     }
     .max(1e-9);
-    m.throughput_rps = (m.requests - m.errors) as f64 / m.duration_s;
+    m.totals.throughput_rps = (m.totals.requests - m.totals.errors) as f64 / m.totals.duration_s;
 }
 
 /// Latency and service-time histograms merged; percentiles come from the
 /// merged histogram.
 fn merge_histograms(m: &mut RunResult, rs: &[&RunResult]) -> Result<()> {
-    let latency = merged_histogram(rs.iter().map(|r| Some(r.histogram.as_str())))?;
-    m.latency_us = Percentiles::of(&latency);
-    m.histogram = encode_histogram(&latency);
-    if rs.iter().all(|r| r.service_histogram.is_some()) {
-        let h = merged_histogram(rs.iter().map(|r| r.service_histogram.as_deref()))?;
-        m.service_time_us = Some(Percentiles::of(&h));
-        m.service_histogram = Some(encode_histogram(&h));
+    let latency = merged_histogram(rs.iter().map(|r| Some(r.histograms.histogram.as_str())))?;
+    m.latency.latency_us = Percentiles::of(&latency);
+    m.histograms.histogram = encode_histogram(&latency);
+    if rs.iter().all(|r| r.histograms.service_histogram.is_some()) {
+        let h = merged_histogram(rs.iter().map(|r| r.histograms.service_histogram.as_deref()))?;
+        m.latency.service_time_us = Some(Percentiles::of(&h));
+        m.histograms.service_histogram = Some(encode_histogram(&h));
     }
     Ok(())
 }
@@ -197,24 +200,28 @@ fn merge_histograms(m: &mut RunResult, rs: &[&RunResult]) -> Result<()> {
 /// its own window, which holds the others': the widest is taken, for the
 /// run and for each server by role (the requests are added already).
 fn merge_usage(m: &mut RunResult, rs: &[&RunResult]) {
-    m.client_cpu_s = rs.iter().map(|r| r.client_cpu_s).sum();
-    m.client_cpu_us_per_request = per_request(m.client_cpu_s, m.requests);
-    m.client_busy = rs.iter().filter_map(|r| r.client_busy).reduce(f64::max);
-    m.client_saturated = rs.iter().any(|r| r.client_saturated);
-    m.client_peak_rss_kb = rs.iter().map(|r| r.client_peak_rss_kb).max().unwrap_or(0);
-    m.server_cpu_s = rs.iter().filter_map(|r| r.server_cpu_s).reduce(f64::max);
-    m.server_cpu_us_per_request = m.server_cpu_s.map(|s| per_request(s, m.requests));
-    m.server_peak_rss_kb = rs.iter().filter_map(|r| r.server_peak_rss_kb).max();
-    for s in &mut m.servers {
-        let same = rs
-            .iter()
-            .flat_map(|r| &r.servers)
-            .filter(|x| x.role == s.role);
+    let requests = m.totals.requests;
+    let clients = || rs.iter().map(|r| &r.client);
+    let c = &mut m.client;
+    c.client_cpu_s = clients().map(|x| x.client_cpu_s).sum();
+    c.client_cpu_us_per_request = per_request(c.client_cpu_s, requests);
+    c.client_busy = clients().filter_map(|x| x.client_busy).reduce(f64::max);
+    c.client_saturated = clients().any(|x| x.client_saturated);
+    c.client_peak_rss_kb = clients().map(|x| x.client_peak_rss_kb).max().unwrap_or(0);
+    let servers = || rs.iter().map(|r| &r.server);
+    let s = &mut m.server;
+    s.server_cpu_s = servers().filter_map(|x| x.server_cpu_s).reduce(f64::max);
+    s.server_cpu_us_per_request = s.server_cpu_s.map(|cpu| per_request(cpu, requests));
+    s.server_peak_rss_kb = servers().filter_map(|x| x.server_peak_rss_kb).max();
+    for u in &mut s.servers {
+        let same = servers()
+            .flat_map(|x| &x.servers)
+            .filter(|x| x.role == u.role);
         let cpu = same.clone().filter_map(|x| x.cpu_s).reduce(f64::max);
         let peak = same.filter_map(|x| x.peak_rss_kb).max();
-        *s = crate::results::usage::ServerUse::new(s.role, &s.product, cpu, peak, m.requests);
+        *u = ServerUse::new(u.role, &u.product, cpu, peak, requests);
     }
-    m.server_reported_memory = last_to_end(rs).server_reported_memory.clone();
+    s.server_reported_memory = last_to_end(rs).server.server_reported_memory.clone();
 }
 
 /// The clients' connections added up; a sharded target's nodes, the most
@@ -476,13 +483,13 @@ fn client(shard: Shard, r: &RunResult) -> ClientReport {
     ClientReport {
         shard,
         status: if r.valid { "ok" } else { "invalid" }.into(),
-        requests: r.requests,
-        throughput_rps: r.throughput_rps,
+        requests: r.totals.requests,
+        throughput_rps: r.totals.throughput_rps,
         window: r.window,
         start_late_ms: r.start.map(|s| s.late_ms),
-        client_busy: r.client_busy,
-        client_saturated: r.client_saturated,
-        client_cpu_s: r.client_cpu_s,
+        client_busy: r.client.client_busy,
+        client_saturated: r.client.client_saturated,
+        client_cpu_s: r.client.client_cpu_s,
         problems: r.problems.clone(),
     }
 }

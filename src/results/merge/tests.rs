@@ -16,8 +16,9 @@ fn client(index: usize, count: usize, offset_s: f64, samples: &[u64]) -> (String
     for s in samples {
         h.record(*s).unwrap();
     }
-    r.histogram = encode_histogram(&h);
-    (r.requests, r.gets, r.hits, r.errors) = (
+    r.histograms.histogram = encode_histogram(&h);
+    let t = &mut r.totals;
+    (t.requests, t.gets, t.hits, t.errors) = (
         samples.len() as u64,
         samples.len() as u64,
         samples.len() as u64,
@@ -70,9 +71,9 @@ fn merged_percentiles_are_those_of_one_histogram_of_every_sample() {
     for s in &samples {
         all.record(*s).unwrap();
     }
-    assert_eq!(m.latency_us, Percentiles::of(&all));
-    assert_eq!(decode_histogram(&m.histogram).unwrap(), all);
-    assert_eq!(m.requests, 3000);
+    assert_eq!(m.latency.latency_us, Percentiles::of(&all));
+    assert_eq!(decode_histogram(&m.histograms.histogram).unwrap(), all);
+    assert_eq!(m.totals.requests, 3000);
     assert!(m.valid, "{:?}", m.problems);
     // Timelines are placed by wall clock: client 2 began 2 s after client 0.
     let seconds: Vec<(i64, u64)> = m.timeline.iter().map(|s| (s.second, s.requests)).collect();
