@@ -306,6 +306,12 @@ impl Parts {
             profile: rs.profile.clone(),
             pooler: None,
             shard: rs.config.load.shard,
+            clients: Vec::new(),
+            histograms: Histograms {
+                histogram: encode_histogram(&r.measured.latency),
+                service_histogram: paced.then(|| encode_histogram(&r.measured.service)),
+            },
+            // When the window was, on the wall clock.
             window: Some(Window {
                 start_unix_ms: unix_ms(r.window_start),
                 end_unix_ms: unix_ms(r.window_start + r.window),
@@ -320,11 +326,6 @@ impl Parts {
                     late_ms: s.late.as_secs_f64() * 1e3,
                     margin_ms: s.margin.as_secs_f64() * 1e3,
                 }),
-            clients: Vec::new(),
-            histograms: Histograms {
-                histogram: encode_histogram(&r.measured.latency),
-                service_histogram: paced.then(|| encode_histogram(&r.measured.service)),
-            },
         }
     }
 }
