@@ -51,6 +51,10 @@ impl Cli {
             .mut_subcommand("capacity", |c| {
                 hide(c, &mut ["rate", "shard", "start_at"].into_iter())
             })
+            .mut_subcommand("decide", |c| {
+                hide(c, &mut ["rate", "shard", "start_at", "events"].into_iter())
+                    .mut_arg("target", |a| a.default_value("postgres"))
+            })
             .mut_subcommand("replay", |c| {
                 hide(c, &mut refused.clone())
                     .mut_arg("duration", |a| a.help(commands::replay::DURATION_HELP))
@@ -80,6 +84,9 @@ pub enum Command {
     /// Find the highest rate a target sustains within latency limits (p99,
     /// and p50 or p99.9 if given), with its bracket and headroom.
     Capacity(Box<CapacityArgs>),
+    /// The answer for a stated load: keep the cache in front of the database
+    /// or not, what each way costs, and what a cache loss does — measured.
+    Decide(Box<DecideArgs>),
     /// Merge the results of the clients of one sharded run (`kvlab run
     /// --shard I/N`) into one result, exactly (histograms merged, never averaged).
     Merge(commands::merge::MergeArgs),
@@ -105,6 +112,52 @@ pub struct CapacityArgs {
     #[arg(long, default_value_t = 7)]
     pub steps: usize,
     /// The workload and target, as for `kvlab run`.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// Flags of `kvlab decide`: the load as stated, the machines and prices to
+/// size with, and the data, workload, database and cache as for `kvlab run`.
+#[derive(Debug, Args)]
+#[command(after_help = "Example:
+  kvlab decide --target postgres --cache redis --rps 5000 --p99-ms 5 \\
+    --keys 100000 --value-size 1024 --ratio 1:19 --key-distribution zipf")]
+pub struct DecideArgs {
+    /// Requests per second at peak.
+    #[arg(long, value_name = "RPS")]
+    pub rps: f64,
+    /// The p99 latency goal, milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub p99_ms: f64,
+    /// Also a p50 goal, milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub p50_ms: Option<f64>,
+    /// Also a p99.9 goal, milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub p999_ms: Option<f64>,
+    /// Cores of one production machine.
+    #[arg(long, default_value_t = 16.0, value_name = "N")]
+    pub machine_cores: f64,
+    /// Memory of one production machine, GiB.
+    #[arg(long, default_value_t = 64.0, value_name = "GIB")]
+    pub machine_gib: f64,
+    /// Price of a core for an hour [default: 0.04, an example].
+    #[arg(long, value_name = "PRICE")]
+    pub price_core_hour: Option<f64>,
+    /// Price of a GiB of memory for an hour [default: 0.005, an example].
+    #[arg(long, value_name = "PRICE")]
+    pub price_gib_hour: Option<f64>,
+    /// The prices' currency, as a label (e.g. EUR).
+    #[arg(long, value_name = "LABEL")]
+    pub currency: Option<String>,
+    /// Shorter runs, fewer search steps, at most 100,000 keys measured (the demo).
+    #[arg(long)]
+    pub quick: bool,
+    /// Directory for decision.json and report.html.
+    #[arg(long, default_value = "results/decide")]
+    pub out: PathBuf,
+    /// The data, workload, database (--target, postgres unless given) and
+    /// cache (--cache, redis unless given), as for `kvlab run`.
     #[command(flatten)]
     pub run: RunArgs,
 }

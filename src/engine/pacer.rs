@@ -119,11 +119,10 @@ impl PreciseTimer {
         self.armed = Some(at);
     }
 
-    /// Consumes an expiry after the poll reported the timer readable.
-    pub fn clear(&mut self) {
-        let mut buf = [0u8; 8];
-        // SAFETY: reads at most 8 bytes into a local buffer; non-blocking fd.
-        unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
+    /// The poll reported the timer readable: it has fired. Its expiry is not
+    /// read (a syscall per wake-up): the next [`PreciseTimer::arm`] sets it
+    /// again, which clears it.
+    pub fn fired(&mut self) {
         self.armed = None;
     }
 }

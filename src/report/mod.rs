@@ -6,6 +6,7 @@ pub mod aside;
 mod baseline;
 pub mod chart;
 pub mod compare;
+pub mod decide;
 mod figures;
 pub mod fill;
 pub mod html;

@@ -6,6 +6,7 @@
 
 pub mod capacity;
 pub mod compare;
+pub mod decide;
 pub mod demo;
 pub mod merge;
 pub mod replay;
@@ -34,6 +35,7 @@ pub fn dispatch(cli: Cli, shutdown: &AtomicBool) -> Result<()> {
         Command::Compare(args) => compare::exec(&args),
         Command::Report(args) => report::exec(&args),
         Command::Capacity(args) => capacity::exec(&args, shutdown),
+        Command::Decide(args) => decide::exec(&args, shutdown),
         Command::Demo(args) => demo::exec(&args, shutdown),
     }
 }

@@ -36,6 +36,7 @@ pub(super) fn conns<Cl: Client>(
             due: now,
             full: false,
             held: false,
+            queued: None,
             refused: false,
             optional,
         })
@@ -89,6 +90,7 @@ impl<'a> Worker<'a> {
             extra: Vec::with_capacity(spec.batch.as_ref().map_or(0, |b| b.max())),
             replay: trace.map(Replay::new),
             links: std::collections::BinaryHeap::new(),
+            dues: std::collections::BinaryHeap::new(),
             linked: Vec::new(),
         }
     }
@@ -115,7 +117,7 @@ impl<'a> Worker<'a> {
     }
 
     /// Puts the worker on the run's clock: each connection's first request
-    /// is due at the start, or at its place in the pacer's schedule.
+    /// is due at the start, or at its place in the pacer's schedule (queued).
     pub(super) fn set_clock<S>(&mut self, conns: &mut [Conn<S>], timing: Timing) {
         self.timing = timing;
         for c in conns.iter_mut() {
@@ -123,6 +125,9 @@ impl<'a> Worker<'a> {
                 Some(p) => p.first_due(timing.t0, c.index, &mut self.rng),
                 None => timing.t0,
             };
+            if self.pacer.is_some() && !c.refused {
+                self.queue_due(c);
+            }
         }
     }
 

@@ -249,6 +249,8 @@ struct Conn<S> {
     full: bool,
     /// Its next paced request was due while its pipeline was full.
     held: bool,
+    /// The due time it has in the worker's queue, if any.
+    queued: Option<Instant>,
     /// Refused at the start or given up: never retried.
     refused: bool,
     /// Sockets the client can do without (bit `s`: [`Client::optional`]).
@@ -293,6 +295,9 @@ struct Worker<'a> {
     quota_left: Option<u64>,
     /// Open loop: when the next request of a connection with room is due.
     next_due: Instant,
+    /// Open loop: the due times of connections with room, earliest first
+    /// (a connection's entry is current while it equals its `queued`).
+    dues: std::collections::BinaryHeap<std::cmp::Reverse<(Instant, usize)>>,
     /// Connects housekeeping may still try in this pass (they block the thread).
     attempts_left: u32,
     draining: bool,
@@ -452,7 +457,10 @@ impl Worker<'_> {
                 self.housekeep(client, c, now);
             }
             // A connection re-opened may have requests due: look at them all.
-            self.next_due = self.next_due.min(now);
+            match self.pacer {
+                Some(_) => self.queue_all(client, conns),
+                None => self.next_due = self.next_due.min(now),
+            }
         }
     }
 
@@ -469,9 +477,9 @@ impl Worker<'_> {
         if let Some(p) = self.pacer
             && !self.draining
         {
-            // Wake half the tolerance early, so that the wake-up's own delay
-            // centres the sends on their times.
-            let early = p.lead / 2;
+            // Wake the tolerance early: the wake-up's own delay (tens of µs
+            // on a virtual machine) then lands the sends near their times.
+            let early = p.lead;
             if now + early >= self.next_due {
                 self.issue_batch(client, conns, p, now);
             }

@@ -155,7 +155,7 @@ impl Rhythm {
         if let Some(t) = self.timer.as_mut()
             && events.iter().any(|e| e.token() == TIMER)
         {
-            t.clear();
+            t.fired();
         }
         Ok(())
     }

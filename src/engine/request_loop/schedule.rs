@@ -3,6 +3,7 @@
 //! closed loop's refill, the open loop's due requests and their lateness, and
 //! the requests a schedule called for that were never sent.
 
+use std::cmp::Reverse;
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
@@ -146,8 +147,18 @@ impl Worker<'_> {
             c.full = true;
         }
         if self.has_room(client, c) && self.may_issue(c, c.due, c.due.max(now)) {
-            self.next_due = self.next_due.min(c.due);
+            self.queue_due(c);
         }
+    }
+
+    /// Puts `c`'s next request in the worker's queue of due times (once).
+    #[inline]
+    pub(super) fn queue_due<S>(&mut self, c: &mut Conn<S>) {
+        if c.queued != Some(c.due) {
+            c.queued = Some(c.due);
+            self.dues.push(Reverse((c.due, c.slot)));
+        }
+        self.next_due = self.next_due.min(c.due);
     }
 
     /// Whether `c` is open and its pipeline has room for one more request.
@@ -156,9 +167,10 @@ impl Worker<'_> {
         c.ready() && client.inflight(&c.state) < client.depth(&c.state, c.pipes.len())
     }
 
-    /// Open loop, when the worker's next request is due: sends what every
-    /// connection has due (see [`Worker::issue_due`]) and finds the next
-    /// wake-up.
+    /// Open loop, when the worker's next request is due: sends what the
+    /// connections whose requests are due within the send tolerance have (see
+    /// [`Worker::issue_due`]), taken from the queue of due times (no pass over
+    /// every connection), and finds the next wake-up.
     pub(super) fn issue_batch<Cl: Client>(
         &mut self,
         client: &mut Cl,
@@ -166,11 +178,30 @@ impl Worker<'_> {
         p: Pacer,
         now: Instant,
     ) {
-        self.next_due = now + FAR;
-        for c in conns.iter_mut() {
+        while let Some(&Reverse((due, i))) = self.dues.peek() {
+            if due > now + p.lead {
+                break;
+            }
+            self.dues.pop();
+            let Some(c) = conns.get_mut(i) else { continue };
+            if c.queued != Some(due) {
+                continue; // superseded
+            }
+            c.queued = None;
             if c.ready() {
                 self.issue_due(client, c, p, now);
-                self.flush(client, c, Instant::now());
+                self.flush(client, c, now);
+            }
+        }
+        self.next_due = self.dues.peek().map_or(now + FAR, |r| r.0.0);
+    }
+
+    /// Open loop: queues the next request of every connection with room (at
+    /// the start, and after housekeeping may have re-opened some).
+    pub(super) fn queue_all<Cl: Client>(&mut self, client: &Cl, conns: &mut [Conn<Cl::Conn>]) {
+        for c in conns.iter_mut() {
+            if self.has_room(client, c) {
+                self.queue_due(c);
             }
         }
     }

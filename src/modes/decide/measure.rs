@@ -1,0 +1,389 @@
+//! The runs of a decision, one function each: the database alone and the
+//! cache alone (capacity searches within the goal), the miss-ratio curve, the
+//! cache-aside confirmation at a fixed rate, and a cache loss under load.
+
+use std::sync::atomic::AtomicBool;
+
+use anyhow::{Context, Result};
+
+use super::Ask;
+use crate::driver::{Connector, Role};
+use crate::modes::capacity::{self, Capacity, MoreLimits};
+use crate::plan::{CacheStart, RunPlan, Stop};
+use crate::results::RunResult;
+use crate::results::decide::{CacheLoss, db_load};
+use crate::results::stats::num;
+use crate::runner::{self, RunOptions};
+use crate::servers::ManagedServer;
+
+/// A capacity search and what it gives per server core and per key.
+pub(super) struct Searched {
+    /// The search.
+    pub capacity: Capacity,
+    /// Server cores busy at the capacity found.
+    pub cores: Option<f64>,
+    /// The server's memory for the measured copy: a database's table, a
+    /// cache's resident memory, bytes.
+    pub bytes: Option<u64>,
+}
+
+impl Searched {
+    /// Requests per second per server core within the goal.
+    pub fn per_core(&self) -> Option<f64> {
+        Some(self.capacity.capacity_rps? / self.cores.filter(|c| *c > 0.0)?)
+    }
+}
+
+/// One point of the measured curve: the cache's memory limit (`None`: no
+/// limit) and the settled run.
+pub(super) struct CurveRun {
+    pub memory_mb: Option<u64>,
+    pub result: RunResult,
+}
+
+/// The cache-aside configuration chosen and its confirmation at a fixed rate.
+pub(super) struct AsideRun {
+    pub memory_mb: Option<u64>,
+    pub result: RunResult,
+    /// Whether it met the goal.
+    pub within_goal: bool,
+    /// Why not, when it did not.
+    pub why_not: Option<String>,
+}
+
+/// The runs of one decision against the database kvlab started (if it did).
+pub(super) struct Runs<'a> {
+    pub ask: &'a Ask,
+    pub db_server: Option<&'a ManagedServer>,
+    pub opts: RunOptions,
+    pub shutdown: &'a AtomicBool,
+}
+
+impl Runs<'_> {
+    fn limits(&self) -> (f64, MoreLimits) {
+        let l = &self.ask.load;
+        (
+            l.p99_ms,
+            MoreLimits {
+                p50_ms: l.p50_ms,
+                p999_ms: l.p999_ms,
+            },
+        )
+    }
+
+    /// The plan of one measured run: `ask`'s, `run_s` long.
+    fn timed(&self, mut p: RunPlan) -> RunPlan {
+        p.load.stop = Stop::Duration(self.ask.run_s());
+        p.load.warmup_s = 1.0;
+        p
+    }
+
+    /// A capacity search of `plan` against `server`, each step said.
+    fn search(
+        &self,
+        plan: &RunPlan,
+        server: Option<&ManagedServer>,
+        what: &str,
+        say: &mut dyn FnMut(&str),
+    ) -> Result<Searched> {
+        say(&format!("kvlab decide: {what}: capacity within the goal\n"));
+        let c = capacity::search_on(
+            &self.timed(plan.clone()),
+            server,
+            self.limits(),
+            self.ask.steps(),
+            self.opts,
+            self.shutdown,
+            &mut |s| {
+                say(&format!(
+                    "  {} req/s: p99 {} µs, {}\n",
+                    s.rate.map_or("closed loop".into(), num),
+                    num(s.result.latency.latency_us.p99),
+                    match &s.reason {
+                        None => "within".to_string(),
+                        Some(r) => r.clone(),
+                    }
+                ))
+            },
+        )?;
+        let at = c.capacity_rps.and_then(|rate| {
+            c.steps
+                .iter()
+                .rev()
+                .find(|s| s.passed && s.rate == Some(rate))
+        });
+        let cores =
+            at.and_then(|s| Some(s.result.server.server_cpu_s? / s.result.totals.duration_s));
+        Ok(Searched {
+            capacity: c,
+            cores,
+            bytes: None,
+        })
+    }
+
+    /// The database alone, and its table's size.
+    pub fn database(&self, say: &mut dyn FnMut(&str)) -> Result<Searched> {
+        let mut s = self.search(&self.ask.plan, self.db_server, "the database alone", say)?;
+        s.bytes = self.table_bytes().ok();
+        Ok(s)
+    }
+
+    /// The size of kvlab's table on the database, bytes.
+    fn table_bytes(&self) -> Result<u64> {
+        let t = &self.ask.plan.target;
+        let endpoint = match (&t.external, self.db_server) {
+            (Some(e), _) => e.clone(),
+            (None, Some(s)) => s.endpoint(),
+            (None, None) => anyhow::bail!("no database"),
+        };
+        let c = Connector::new(t.kind, &endpoint)?;
+        let Role::Database(db) = c.product.role() else {
+            anyhow::bail!("not a database");
+        };
+        Ok(db.table_size(&c)?.0)
+    }
+
+    /// The cache alone (the data held in the cache only), on a cache kvlab
+    /// starts for it.
+    pub fn cache_alone(&self, say: &mut dyn FnMut(&str)) -> Result<Searched> {
+        let mut p = self.ask.plan.clone();
+        p.target = self.ask.cache.cache.clone();
+        p.load.rtt = p.load.cache_rtt;
+        let server = runner::start_server(&p, self.opts)?;
+        let mut s = self.search(&p, server.as_ref(), "the cache alone", say)?;
+        s.bytes = s
+            .capacity
+            .steps
+            .first()
+            .and_then(|st| st.result.server.server_peak_rss_kb)
+            .map(|kb| kb * 1024);
+        Ok(s)
+    }
+
+    /// The cache-aside plan with a cache of `memory_mb` (`None`: no limit),
+    /// settled before the window, at `rate`.
+    fn aside(&self, memory_mb: Option<u64>, rate: f64) -> RunPlan {
+        let mut p = self.timed(self.ask.plan.clone());
+        let mut cache = self.ask.cache.clone();
+        cache.start = CacheStart::Settle;
+        if let Some(mb) = memory_mb {
+            cache
+                .cache
+                .server_opts
+                .insert("memory-mb".into(), mb.to_string());
+            cache
+                .cache
+                .server_opts
+                .entry("maxmemory-policy".into())
+                .or_insert_with(|| "allkeys-lru".into());
+        }
+        p.cache = Some(cache);
+        p.load.rate = Some(rate);
+        p
+    }
+
+    /// The miss-ratio curve: settled cache-aside runs at `rate` with the
+    /// cache at 5%, 15% and 40% of the copy's data (and [`CACHE_BASE_MB`] for
+    /// its own use) and with no limit.
+    pub fn curve(&self, rate: f64, say: &mut dyn FnMut(&str)) -> Result<Vec<CurveRun>> {
+        let w = &self.ask.plan.workload;
+        let data_mb = (w.keys * (w.value_size as u64 + 100)) as f64 / (1u64 << 20) as f64;
+        let mut out: Vec<CurveRun> = Vec::new();
+        say(&format!(
+            "kvlab decide: the miss-ratio curve: cache-aside at {} req/s, the cache settled at each size\n",
+            num(rate)
+        ));
+        for f in [Some(0.05), Some(0.15), Some(0.4), None] {
+            let mb = f.map(|f| (data_mb * f).ceil() as u64 + CACHE_BASE_MB);
+            if mb.is_some() && out.iter().any(|c| c.memory_mb == mb) {
+                continue;
+            }
+            let r = runner::measure(
+                &self.aside(mb, rate),
+                self.db_server,
+                self.opts,
+                self.shutdown,
+            )
+            .with_context(|| format!("cache-aside with a {} cache", mb_name(mb)))?;
+            let hit = r.cache_aside.as_ref().map_or(0.0, |a| a.hit_ratio);
+            say(&format!(
+                "  cache {}: hit ratio of all reads {:.1}%, p99 {} µs\n",
+                mb_name(mb),
+                hit * 100.0,
+                num(r.latency.latency_us.p99)
+            ));
+            out.push(CurveRun {
+                memory_mb: mb,
+                result: r,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Cache-aside at the smallest size on `curve` whose misses the database
+    /// carries at `rate` within its capacity, confirmed by a run at `rate`; a
+    /// size that misses the goal gives way to the next larger one.
+    pub fn cache_aside(
+        &self,
+        curve: &[CurveRun],
+        db: &Searched,
+        rate: f64,
+        say: &mut dyn FnMut(&str),
+    ) -> Result<Option<AsideRun>> {
+        let cap = db.capacity.capacity_rps.unwrap_or(0.0);
+        let ws = self.ask.load.write_share;
+        let fits = |c: &&CurveRun| {
+            let hit = c.result.cache_aside.as_ref().map_or(0.0, |a| a.hit_ratio);
+            db_load(rate, ws, hit) <= 0.8 * cap || cap == 0.0
+        };
+        let mut last = None;
+        for c in curve.iter().filter(fits).take(2) {
+            say(&format!(
+                "kvlab decide: cache-aside with a {} cache at {} req/s\n",
+                mb_name(c.memory_mb),
+                num(rate)
+            ));
+            let r = runner::measure(
+                &self.aside(c.memory_mb, rate),
+                self.db_server,
+                self.opts,
+                self.shutdown,
+            )?;
+            let verdict = capacity::judge(&r, rate, self.ask.load.p99_ms, self.limits().1);
+            say(&format!(
+                "  p99 {} µs: {}\n",
+                num(r.latency.latency_us.p99),
+                verdict
+                    .as_ref()
+                    .err()
+                    .map_or("within the goal", |w| w.as_str())
+            ));
+            let done = verdict.is_ok();
+            last = Some(AsideRun {
+                memory_mb: c.memory_mb,
+                result: r,
+                within_goal: done,
+                why_not: verdict.err(),
+            });
+            if done {
+                break;
+            }
+        }
+        Ok(last)
+    }
+
+    /// The cache restarted empty 3 s into a run of the chosen cache-aside at
+    /// `rate`: the database's read load, p99 and errors while it refills.
+    pub fn cache_loss(
+        &self,
+        a: &AsideRun,
+        rate: f64,
+        say: &mut dyn FnMut(&str),
+    ) -> Result<CacheLoss> {
+        let mut p = self.aside(a.memory_mb, rate);
+        p.load.stop = Stop::Duration(if self.ask.quick { 8.0 } else { 12.0 });
+        p.load.events = vec!["3:restart-cache".parse()?];
+        say(&format!(
+            "kvlab decide: a cache loss: the cache restarted empty 3 s into a run at {} req/s\n",
+            num(rate)
+        ));
+        let r = runner::measure(&p, self.db_server, self.opts, self.shutdown)?;
+        Ok(loss_of(&r, 3, self.ask.load.p99_ms))
+    }
+}
+
+/// Memory a cache needs for its own use (its process, connections' buffers)
+/// beside the data it holds, MiB: a limit below it fails writes.
+const CACHE_BASE_MB: u64 = 4;
+
+/// A cache size as said: `12 MiB` or `no limit`.
+pub(super) fn mb_name(mb: Option<u64>) -> String {
+    mb.map_or("no-limit".into(), |m| format!("{m} MiB"))
+}
+
+/// What the run `r`, whose cache was lost at second `at`, shows.
+fn loss_of(r: &RunResult, at: i64, p99_ms: f64) -> CacheLoss {
+    let reads = |s: &crate::results::Second| {
+        s.cache
+            .as_ref()
+            .map_or(0.0, |c| c.db_reads as f64 / s.span_s.max(1) as f64)
+    };
+    let before: Vec<f64> = r
+        .timeline
+        .iter()
+        .filter(|s| s.second < at)
+        .map(reads)
+        .collect();
+    let after: Vec<&crate::results::Second> =
+        r.timeline.iter().filter(|s| s.second >= at).collect();
+    let recovered = after
+        .iter()
+        .find(|s| s.second > at && s.p99_us <= p99_ms * 1000.0)
+        .map(|s| (s.second - at) as f64);
+    let until = recovered.map_or(i64::MAX, |d| at + d as i64);
+    CacheLoss {
+        db_peak_rps: after.iter().map(|s| reads(s)).fold(0.0, f64::max),
+        db_before_rps: before.iter().sum::<f64>() / before.len().max(1) as f64,
+        db_counted: r
+            .server_counters
+            .as_ref()
+            .map(|c| [c.server.gets, c.kvlab_gets]),
+        p99_ms: after
+            .iter()
+            .filter(|s| s.second < until)
+            .map(|s| s.p99_us / 1000.0)
+            .fold(0.0, f64::max),
+        errors: r.totals.errors,
+        seconds_to_recover: recovered,
+        database_alone_carries: false,
+    }
+}
+
+/// The rate of the curve's runs: the stated one, or half the database's
+/// capacity where that is less (a small cache sends most reads through).
+pub(super) fn curve_rate(ask: &Ask, db: &Searched) -> f64 {
+    let cap = db
+        .capacity
+        .capacity_rps
+        .or_else(|| {
+            db.capacity
+                .steps
+                .first()
+                .map(|s| s.result.totals.throughput_rps)
+        })
+        .unwrap_or(ask.load.rps);
+    ask.load.rps.min(0.5 * cap).max(1.0)
+}
+
+/// The rate of the fixed-rate runs: the stated one where this machine
+/// carries it, else the most it carries with room (60% of the cache's
+/// capacity), and why.
+pub(super) fn confirm_rate(
+    ask: &Ask,
+    db: &Searched,
+    cache: &Searched,
+    curve: &[CurveRun],
+) -> (f64, String) {
+    let cache_cap = cache.capacity.capacity_rps.unwrap_or(f64::INFINITY);
+    let hit = curve
+        .last()
+        .and_then(|c| c.result.cache_aside.as_ref())
+        .map_or(0.0, |a| a.hit_ratio);
+    let db_share = db_load(1.0, ask.load.write_share, hit).max(1e-6);
+    let db_cap = db.capacity.capacity_rps.unwrap_or(f64::INFINITY);
+    let room = (0.6 * cache_cap).min(0.8 * db_cap / db_share);
+    match ask.load.rps <= room {
+        true => (
+            ask.load.rps,
+            "the stated rate: this machine carries it".into(),
+        ),
+        false => (
+            room.max(1.0),
+            format!(
+                "{} req/s of the stated {}: the most this machine carries with room (60% of the cache's capacity, the database's misses within 80% of its own); figures are carried to the stated rate per server core",
+                num(room),
+                num(ask.load.rps)
+            ),
+        ),
+    }
+}

@@ -1,0 +1,121 @@
+//! `kvlab decide`: the answer for a stated load. On a copy of the data that
+//! fits this machine it measures, in order: the database alone (a capacity
+//! search within the goal), the cache alone (likewise), the cache's
+//! miss-ratio curve (cache-aside runs with a settled cache at four sizes),
+//! cache-aside at the smallest size that serves the load (confirmed by a
+//! fixed-rate run), and a cache loss (the cache restarted empty under that
+//! load). Then it carries each measurement to the stated load (rates per
+//! server core, memory per key; every extrapolation said) and decides.
+//!
+//! # Layout
+//! - `measure`: the runs, one function each.
+//! - `rows`: each architecture's row at the stated load, and the decision.
+
+mod measure;
+mod rows;
+
+use std::sync::atomic::AtomicBool;
+
+use anyhow::Result;
+
+use crate::plan::{CacheAside, RunPlan};
+use crate::results::decide::{Decision, Scaled, StatedLoad};
+use crate::runner::{self, RunOptions};
+
+/// What `kvlab decide` is asked.
+#[derive(Clone, Debug)]
+pub struct Ask {
+    /// The database and the workload, with the measured copy's keys.
+    pub plan: RunPlan,
+    /// The cache weighed in front of it.
+    pub cache: CacheAside,
+    /// The load as stated.
+    pub load: StatedLoad,
+    /// Shorter runs and fewer search steps (the demo).
+    pub quick: bool,
+    /// Seconds each measured run lasts (`--duration`), when given.
+    pub run_secs: Option<f64>,
+}
+
+impl Ask {
+    /// Seconds each measured run lasts.
+    fn run_s(&self) -> f64 {
+        self.run_secs.unwrap_or(if self.quick { 3.0 } else { 5.0 })
+    }
+
+    /// Rates a capacity search tries after its closed-loop run.
+    fn steps(&self) -> usize {
+        if self.quick { 3 } else { 5 }
+    }
+}
+
+/// The keys of the copy kvlab measures for `keys` of `value_size` bytes, and
+/// why: all of them when they fit a quarter of the memory available (and a
+/// load of a minute or so), else as many as do.
+pub fn scaled_keys(keys: u64, value_size: usize, quick: bool) -> (u64, String) {
+    let per_key = value_size as u64 + 120;
+    let memory = crate::system::procfs::meminfo("MemAvailable").unwrap_or(4 << 30) / 4;
+    let cap = if quick { 100_000 } else { 1_000_000 };
+    let fit = (memory / per_key).min(cap).max(1000);
+    match keys <= fit {
+        true => (keys, "the whole data set fits this machine".into()),
+        false => (
+            fit,
+            format!(
+                "{} of the {} keys: the most that fit a quarter of this machine's available memory{} in each server; hit ratios are measured on the copy (the same distribution over fewer keys) and memory is carried to the stated keys per key",
+                crate::results::stats::num(fit as f64),
+                crate::results::stats::num(keys as f64),
+                if fit == cap {
+                    " and a load of a minute or so"
+                } else {
+                    ""
+                }
+            ),
+        ),
+    }
+}
+
+/// Measures `ask` and decides; `say` gets a line per step as it goes.
+pub fn decide(
+    ask: &Ask,
+    scaled: (u64, String),
+    opts: RunOptions,
+    shutdown: &AtomicBool,
+    say: &mut dyn FnMut(&str),
+) -> Result<Decision> {
+    let db_server = runner::start_server(&ask.plan, opts)?;
+    let m = measure::Runs {
+        ask,
+        db_server: db_server.as_ref(),
+        opts,
+        shutdown,
+    };
+    let db = m.database(say)?;
+    let cache = m.cache_alone(say)?;
+    let curve_rate = measure::curve_rate(ask, &db);
+    let curve = m.curve(curve_rate, say)?;
+    let (rate, rate_why) = measure::confirm_rate(ask, &db, &cache, &curve);
+    let aside = m.cache_aside(&curve, &db, rate, say)?;
+    let loss = match &aside {
+        Some(a) => Some(m.cache_loss(a, rate, say)?),
+        None => None,
+    };
+    let scaled = Scaled {
+        keys: ask.plan.workload.keys,
+        factor: ask.plan.workload.keys as f64 / ask.load.keys.max(1) as f64,
+        why: scaled.1,
+        rate,
+        rate_why,
+    };
+    Ok(rows::decision(
+        ask,
+        scaled,
+        rows::Measured {
+            db,
+            cache,
+            curve,
+            aside,
+            loss,
+        },
+    ))
+}

@@ -1,0 +1,168 @@
+//! The decision for a stated load as words and as a page: the answer and
+//! its reason first, then one row per architecture (each naming the
+//! measurement it comes from), the miss-ratio curve, the cache loss, and
+//! every extrapolation. A pure function of the [`Decision`].
+
+use std::fmt::Write as _;
+
+use crate::results::decide::{Architecture, Decision, bytes};
+use crate::results::stats::num;
+
+/// Bytes as said; `-` when not known.
+fn gib(b: Option<u64>) -> String {
+    b.map_or("-".into(), bytes)
+}
+
+fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    x.map_or("-".into(), f)
+}
+
+/// The cells of one architecture's row, in the table's order.
+fn cells(d: &Decision, a: &Architecture) -> Vec<String> {
+    vec![
+        a.name.clone(),
+        a.product.clone(),
+        opt(a.server_cores, |c| format!("{c:.1}")),
+        gib(a.memory_bytes),
+        a.machines.map_or("-".into(), |m| m.to_string()),
+        opt(a.monthly_cost, |c| format!("{c:.0} {}", d.load.currency)),
+        opt(a.p99_ms, |p| format!("{} ms", num(p))),
+        match (a.within_goal, &a.why_not) {
+            (true, _) => "yes".into(),
+            (false, Some(w)) => format!("no: {w}"),
+            (false, None) => "no".into(),
+        },
+        opt(a.hit_ratio, |h| format!("{:.1}%", h * 100.0)),
+        opt(a.stale_reads_per_million, |s| format!("{s:.1}")),
+        a.on_cache_loss.clone().unwrap_or_else(|| "-".into()),
+        a.measured_from.clone(),
+    ]
+}
+
+const HEAD: [&str; 12] = [
+    "architecture",
+    "servers",
+    "server cores",
+    "memory",
+    "machines",
+    "monthly cost",
+    "p99 measured",
+    "within the goal",
+    "hit ratio of all reads",
+    "stale reads / M",
+    "on cache loss",
+    "measured from",
+];
+
+/// The load as stated, in one line.
+fn load_line(d: &Decision) -> String {
+    let l = &d.load;
+    format!(
+        "{} req/s, p99 ≤ {} ms, {} keys × {} B, SET:GET {}, {} keys",
+        num(l.rps),
+        l.p99_ms,
+        num(l.keys as f64),
+        l.value_size,
+        l.ratio,
+        l.distribution
+    )
+}
+
+/// The decision as text: the answer first.
+pub fn text(d: &Decision) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "kvlab decide: {}", load_line(d));
+    let _ = writeln!(
+        s,
+        "\nDECISION: {}: {}.\n",
+        d.decision.answer, d.decision.because
+    );
+    for a in &d.architectures {
+        let c = cells(d, a);
+        let _ = writeln!(
+            s,
+            "  {:<12} {} — {} cores, {}, {} machine(s), {} a month; p99 {}; within the goal: {}",
+            c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
+        );
+        if a.hit_ratio.is_some() || a.stale_reads_per_million.is_some() {
+            let _ = writeln!(
+                s,
+                "               hit ratio of all reads {}, stale reads per million {}",
+                c[8], c[9]
+            );
+        }
+        if let Some(l) = &a.on_cache_loss {
+            let _ = writeln!(s, "               on cache loss: {l}");
+        }
+        let _ = writeln!(s, "               from: {}", a.measured_from);
+    }
+    if !d.miss_ratio_curve.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n  miss-ratio curve (cache memory at the stated data → hit ratio of all reads, database reads/s left at the stated rate):"
+        );
+        for p in &d.miss_ratio_curve {
+            let _ = writeln!(
+                s,
+                "    {:>10} → {:.1}%, {} reads/s ({})",
+                gib(Some(p.cache_memory_bytes)),
+                p.hit_ratio * 100.0,
+                num(p.db_reads_per_s),
+                p.source
+            );
+        }
+    }
+    let _ = writeln!(s, "\n  extrapolations:");
+    for e in &d.extrapolations {
+        let _ = writeln!(s, "    - {e}");
+    }
+    s
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// The decision as a standalone HTML page.
+pub fn html(d: &Decision) -> String {
+    let mut s = String::from(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>kvlab decide</title><style>body{font-family:sans-serif;max-width:1200px;margin:2em auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top;font-size:90%}.answer{font-size:130%;background:#eef;padding:1em}</style></head><body>",
+    );
+    let _ = write!(
+        s,
+        "<h1>kvlab decide</h1><p>{}</p><p class=\"answer\"><b>{}</b>: {}.</p><h2>Architectures at the stated load</h2><table><tr>",
+        esc(&load_line(d)),
+        esc(&d.decision.answer),
+        esc(&d.decision.because)
+    );
+    for h in HEAD {
+        let _ = write!(s, "<th>{h}</th>");
+    }
+    s.push_str("</tr>");
+    for a in &d.architectures {
+        s.push_str("<tr>");
+        for c in cells(d, a) {
+            let _ = write!(s, "<td>{}</td>", esc(&c));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</table><h2>Miss-ratio curve</h2><table><tr><th>cache memory</th><th>hit ratio of all reads</th><th>database reads/s at the stated rate</th><th>source</th></tr>");
+    for p in &d.miss_ratio_curve {
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td>{:.1}%</td><td>{}</td><td>{}</td></tr>",
+            gib(Some(p.cache_memory_bytes)),
+            p.hit_ratio * 100.0,
+            num(p.db_reads_per_s),
+            p.source
+        );
+    }
+    s.push_str("</table><h2>Extrapolations</h2><ul>");
+    for e in &d.extrapolations {
+        let _ = write!(s, "<li>{}</li>", esc(e));
+    }
+    s.push_str("</ul></body></html>\n");
+    s
+}
