@@ -8,6 +8,14 @@ use std::fmt::Write as _;
 use crate::results::decide::{Architecture, Decision, bytes};
 use crate::results::stats::num;
 
+/// A cost as said: whole units, cents below 10.
+fn money(c: f64) -> String {
+    match c < 10.0 {
+        true => format!("{c:.2}"),
+        false => num(c.round()),
+    }
+}
+
 /// Bytes as said; `-` when not known.
 fn gib(b: Option<u64>) -> String {
     b.map_or("-".into(), bytes)
@@ -25,7 +33,9 @@ fn cells(d: &Decision, a: &Architecture) -> Vec<String> {
         opt(a.server_cores, |c| format!("{c:.1}")),
         gib(a.memory_bytes),
         a.machines.map_or("-".into(), |m| m.to_string()),
-        opt(a.monthly_cost, |c| format!("{c:.0} {}", d.load.currency)),
+        opt(a.monthly_cost, |c| {
+            format!("{} {}", money(c), d.load.currency)
+        }),
         opt(a.p99_ms, |p| format!("{} ms", num(p))),
         match (a.within_goal, &a.why_not) {
             (true, _) => "yes".into(),

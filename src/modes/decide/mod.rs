@@ -94,7 +94,7 @@ pub fn decide(
     let cache = m.cache_alone(say)?;
     let curve_rate = measure::curve_rate(ask, &db);
     let curve = m.curve(curve_rate, say)?;
-    let (rate, rate_why) = measure::confirm_rate(ask, &db, &cache, &curve);
+    let (rate, rate_why) = measure::confirm_rate(ask, &db, &cache, curve_rate);
     let aside = m.cache_aside(&curve, &db, rate, say)?;
     let loss = match &aside {
         Some(a) => Some(m.cache_loss(a, rate, say)?),

@@ -24,7 +24,7 @@ pub(super) fn decision(ask: &Ask, scaled: Scaled, m: Measured) -> Decision {
     let db = database(ask, &m.db, per_key);
     let cache = cache_alone(ask, &m.cache, per_key);
     let aside = cache_aside(ask, &m, per_key);
-    let mut loss = m.loss;
+    let mut loss = m.loss.clone();
     if let Some(l) = loss.as_mut() {
         l.database_alone_carries = db.within_goal;
     }
@@ -36,7 +36,7 @@ pub(super) fn decision(ask: &Ask, scaled: Scaled, m: Measured) -> Decision {
         extrapolations: extrapolations(ask, &scaled),
         scaled,
         architectures: vec![db, aside, cache],
-        miss_ratio_curve: curve(ask, &m.curve, per_key),
+        miss_ratio_curve: curve(ask, &m, per_key),
         cache_loss: loss,
         decision: answer,
     }
@@ -194,7 +194,7 @@ fn cache_aside(ask: &Ask, m: &Measured, per_key: f64) -> Architecture {
     let used = aside
         .and_then(|x| x.working_set.as_ref())
         .map_or(0, |w| w.memory_used_bytes);
-    let cache_bytes = (used as f64 * per_key) as u64;
+    let cache_bytes = (provisioned(a.memory_mb, used, m.cache.bytes) as f64 * per_key) as u64;
     r.hit_ratio = Some(hit);
     r.cache_memory_bytes = Some(cache_bytes);
     r.p99_ms = Some(a.result.latency.latency_us.p99 / 1000.0);
@@ -209,7 +209,7 @@ fn cache_aside(ask: &Ask, m: &Measured, per_key: f64) -> Architecture {
     let db_ops = db_load(ask.load.rps, ws, hit);
     let cache_ops = ask.load.rps * ((1.0 - ws) * (2.0 - hit) + ws);
     r.measured_from = format!(
-        "a run at {} req/s with a {} cache ({} in use, {:.1}% hits); the database's cores for its {} reads and writes per second at the stated rate, the cache's for its {} operations, each at its own rate per core; memory: the table and the cache's memory in use per key × the stated keys",
+        "a run at {} req/s with a {} cache ({} in use, {:.1}% hits); the database's cores for its {} reads and writes per second at the stated rate, the cache's for its {} operations, each at its own rate per core; memory: the table and the cache's limit (or, with none, the whole copy's) per key × the stated keys",
         num(a.result.config.load.rate.unwrap_or(0.0)),
         mb_name(a.memory_mb),
         bytes(used),
@@ -258,14 +258,26 @@ fn with_loss(mut r: Architecture, loss: Option<&CacheLoss>, db: &Architecture) -
     r
 }
 
+/// The memory of a cache limited to `mb` MiB (`None`: no limit) for the
+/// measured copy: the limit, or, with none, what the cache alone holding the
+/// whole copy took (`full`), at least what was in use.
+fn provisioned(mb: Option<u64>, used: u64, full: Option<u64>) -> u64 {
+    match mb {
+        Some(mb) => mb << 20,
+        None => full.unwrap_or(0).max(used),
+    }
+}
+
 /// The measured curve at the stated data.
-fn curve(ask: &Ask, runs: &[CurveRun], per_key: f64) -> Vec<CurvePoint> {
-    runs.iter()
+fn curve(ask: &Ask, m: &Measured, per_key: f64) -> Vec<CurvePoint> {
+    m.curve
+        .iter()
         .filter_map(|c| {
             let a = c.result.cache_aside.as_ref()?;
             let used = a.working_set.as_ref().map_or(0, |w| w.memory_used_bytes);
+            let bytes = provisioned(c.memory_mb, used, m.cache.bytes);
             Some(CurvePoint {
-                cache_memory_bytes: (used as f64 * per_key) as u64,
+                cache_memory_bytes: (bytes as f64 * per_key) as u64,
                 hit_ratio: a.hit_ratio,
                 source: "measured".into(),
                 db_reads_per_s: db_load(ask.load.rps, ask.load.write_share, a.hit_ratio),
