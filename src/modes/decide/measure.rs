@@ -160,16 +160,17 @@ impl Runs<'_> {
         Ok(s)
     }
 
-    /// The cache-aside plan with a cache of `memory_mb` (`None`: no limit),
-    /// settled before the window (quick: warmed by the warm-up), at `rate`.
+    /// The cache-aside plan with a cache of `memory_mb` (`None`: no limit,
+    /// loaded with every key), settled before the window, at `rate`.
     fn aside(&self, memory_mb: Option<u64>, rate: f64) -> RunPlan {
         let mut p = self.timed(self.ask.plan.clone());
         let mut cache = self.ask.cache.clone();
-        // Quick: warmed by the run's own warm-up (measured after it), not
+        // With no limit the cache holds every key: loaded first (warm), it
+        // is at its steady state; a smaller one is warmed by the workload
         // until its hit ratio settles.
-        cache.start = match self.ask.quick {
-            true => CacheStart::Cold,
-            false => CacheStart::Settle,
+        cache.start = match memory_mb {
+            None => CacheStart::Warm,
+            Some(_) => CacheStart::Settle,
         };
         if let Some(mb) = memory_mb {
             cache
