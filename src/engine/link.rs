@@ -183,15 +183,17 @@ mod tests {
         let t0 = Instant::now();
         let mut last = t0;
         let mut extra = Duration::ZERO;
+        // Segments 1 ms apart: an earlier one rarely holds a later one back.
         for i in 1..=2000 {
-            let now = t0 + Duration::from_micros(i);
+            let now = t0 + Duration::from_millis(i);
             let at = l.sent(i as usize, now).unwrap();
             assert!(at >= last && at >= now + l.half);
             extra += at - now - l.half;
             last = at;
         }
-        // The extra's mean is about the jitter's half (FIFO adds a little).
+        // The extra's mean is about the jitter's half, 0.25 ms (FIFO adds a
+        // little).
         let mean = extra.as_secs_f64() / 2000.0 * 1e3;
-        assert!((0.2..0.6).contains(&mean), "{mean}");
+        assert!((0.2..0.35).contains(&mean), "{mean}");
     }
 }

@@ -127,6 +127,7 @@ fn a_result_file_is_written_back_as_read() {
     // Fields newer than the fixture, written with their defaults in their place.
     let added = [
         "$.config.workload.background_writes + ttl_s",
+        "$.config.load.rate + arrivals",
         "$.config.load.start_at_ms + timeline_seconds",
         "$.errors_by_kind + value_bytes",
         "$.warmup.stale_versions_max + value_bytes",
