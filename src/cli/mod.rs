@@ -99,6 +99,21 @@ pub enum Command {
 #[derive(Debug, Args)]
 #[command(after_help = format!("Example:\n  {}", products::CAPACITY_EXAMPLE))]
 pub struct CapacityArgs {
+    /// The latency limits.
+    #[command(flatten)]
+    pub goal: GoalArgs,
+    /// Most rates tried after the closed-loop run (a failing rate is run twice).
+    #[arg(long, default_value_t = 7)]
+    pub steps: usize,
+    /// The workload and target, as for `kvlab run`.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// A latency goal: p99, and p50 or p99.9 if given (`kvlab capacity`,
+/// `kvlab decide`).
+#[derive(Debug, Args)]
+pub struct GoalArgs {
     /// Largest acceptable p99 latency, milliseconds.
     #[arg(long, value_name = "MS")]
     pub p99_ms: f64,
@@ -108,12 +123,6 @@ pub struct CapacityArgs {
     /// Also a largest p99.9, milliseconds.
     #[arg(long, value_name = "MS")]
     pub p999_ms: Option<f64>,
-    /// Most rates tried after the closed-loop run (a failing rate is run twice).
-    #[arg(long, default_value_t = 7)]
-    pub steps: usize,
-    /// The workload and target, as for `kvlab run`.
-    #[command(flatten)]
-    pub run: RunArgs,
 }
 
 /// Flags of `kvlab decide`: the load as stated, the machines and prices to
@@ -126,15 +135,9 @@ pub struct DecideArgs {
     /// Requests per second at peak.
     #[arg(long, value_name = "RPS")]
     pub rps: f64,
-    /// The p99 latency goal, milliseconds.
-    #[arg(long, value_name = "MS")]
-    pub p99_ms: f64,
-    /// Also a p50 goal, milliseconds.
-    #[arg(long, value_name = "MS")]
-    pub p50_ms: Option<f64>,
-    /// Also a p99.9 goal, milliseconds.
-    #[arg(long, value_name = "MS")]
-    pub p999_ms: Option<f64>,
+    /// The latency goal.
+    #[command(flatten)]
+    pub goal: GoalArgs,
     /// Cores of one production machine.
     #[arg(long, default_value_t = 16.0, value_name = "N")]
     pub machine_cores: f64,

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::results::decide::{Architecture, Decision, bytes};
+use crate::results::decide::{Architecture, CurvePoint, Decision, bytes};
 use crate::results::stats::num;
 
 /// A cost as said: whole units, cents below 10.
@@ -23,6 +23,17 @@ fn gib(b: Option<u64>) -> String {
 
 fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {
     x.map_or("-".into(), f)
+}
+
+/// The cells of one point of the curve: memory, hit ratio, database reads
+/// per second left at the stated rate, source.
+fn curve_cells(p: &CurvePoint) -> [String; 4] {
+    [
+        gib(Some(p.cache_memory_bytes)),
+        format!("{:.1}%", p.hit_ratio * 100.0),
+        num(p.db_reads_per_s),
+        p.source.clone(),
+    ]
 }
 
 /// The cells of one architecture's row, in the table's order.
@@ -111,15 +122,8 @@ pub fn text(d: &Decision) -> String {
             s,
             "\n  miss-ratio curve (cache memory at the stated data → hit ratio of all reads, database reads/s left at the stated rate):"
         );
-        for p in &d.miss_ratio_curve {
-            let _ = writeln!(
-                s,
-                "    {:>10} → {:.1}%, {} reads/s ({})",
-                gib(Some(p.cache_memory_bytes)),
-                p.hit_ratio * 100.0,
-                num(p.db_reads_per_s),
-                p.source
-            );
+        for [m, h, r, src] in d.miss_ratio_curve.iter().map(curve_cells) {
+            let _ = writeln!(s, "    {m:>10} → {h}, {r} reads/s ({src})");
         }
     }
     let _ = writeln!(s, "\n  extrapolations:");
@@ -159,15 +163,8 @@ pub fn html(d: &Decision) -> String {
         s.push_str("</tr>");
     }
     s.push_str("</table><h2>Miss-ratio curve</h2><table><tr><th>cache memory</th><th>hit ratio of all reads</th><th>database reads/s at the stated rate</th><th>source</th></tr>");
-    for p in &d.miss_ratio_curve {
-        let _ = write!(
-            s,
-            "<tr><td>{}</td><td>{:.1}%</td><td>{}</td><td>{}</td></tr>",
-            gib(Some(p.cache_memory_bytes)),
-            p.hit_ratio * 100.0,
-            num(p.db_reads_per_s),
-            p.source
-        );
+    for cells in d.miss_ratio_curve.iter().map(curve_cells) {
+        let _ = write!(s, "<tr><td>{}</td></tr>", cells.join("</td><td>"));
     }
     s.push_str("</table><h2>Extrapolations</h2><ul>");
     for e in &d.extrapolations {

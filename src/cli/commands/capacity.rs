@@ -16,11 +16,11 @@ pub fn exec(args: &CapacityArgs, shutdown: &AtomicBool) -> Result<()> {
     let plan = plan_of(args)?;
     let json = args.run.json.as_deref();
     let more = MoreLimits {
-        p50_ms: args.p50_ms,
-        p999_ms: args.p999_ms,
+        p50_ms: args.goal.p50_ms,
+        p999_ms: args.goal.p999_ms,
     };
     say(json, &goal_line(args));
-    capacity::check_limits(args.p99_ms, more)?;
+    capacity::check_limits(args.goal.p99_ms, more)?;
     args.run.metrics.start(None, "kvlab", None)?;
     let opts = runner::RunOptions {
         progress: true,
@@ -30,13 +30,13 @@ pub fn exec(args: &CapacityArgs, shutdown: &AtomicBool) -> Result<()> {
     let c = capacity::search_on(
         &plan,
         server.as_ref(),
-        (args.p99_ms, more),
+        (args.goal.p99_ms, more),
         args.steps,
         opts,
         shutdown,
         &mut |s| say(json, &step_line(s)),
     )?;
-    say(json, &outcome(&c, args.p99_ms));
+    say(json, &outcome(&c, args.goal.p99_ms));
     if let Some(path) = json {
         write_json(path, &c)?;
     }
@@ -77,11 +77,13 @@ fn plan_of(args: &CapacityArgs) -> Result<plan::RunPlan> {
 fn goal_line(args: &CapacityArgs) -> String {
     format!(
         "kvlab capacity: highest rate with p99 <= {} ms{}{}, no errors, and at least {:.0}% of it carried\n",
-        args.p99_ms,
-        args.p50_ms
+        args.goal.p99_ms,
+        args.goal
+            .p50_ms
             .map(|m| format!(", p50 <= {m} ms"))
             .unwrap_or_default(),
-        args.p999_ms
+        args.goal
+            .p999_ms
             .map(|m| format!(", p99.9 <= {m} ms"))
             .unwrap_or_default(),
         capacity::CARRIED * 100.0

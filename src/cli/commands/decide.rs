@@ -81,10 +81,10 @@ fn ask_of(args: &DecideArgs) -> Result<Ask> {
         }
     }
     crate::modes::capacity::check_limits(
-        args.p99_ms,
+        args.goal.p99_ms,
         crate::modes::capacity::MoreLimits {
-            p50_ms: args.p50_ms,
-            p999_ms: args.p999_ms,
+            p50_ms: args.goal.p50_ms,
+            p999_ms: args.goal.p999_ms,
         },
     )?;
     crate::error::positive(
@@ -124,9 +124,9 @@ fn ask_of(args: &DecideArgs) -> Result<Ask> {
     };
     let load = StatedLoad {
         rps: args.rps,
-        p99_ms: args.p99_ms,
-        p50_ms: args.p50_ms,
-        p999_ms: args.p999_ms,
+        p99_ms: args.goal.p99_ms,
+        p50_ms: args.goal.p50_ms,
+        p999_ms: args.goal.p999_ms,
         keys: w.keys,
         value_size: w.value_size,
         ratio: w.ratio.to_string(),
