@@ -177,13 +177,9 @@ impl Runs<'_> {
                 .cache
                 .server_opts
                 .insert("memory-mb".into(), mb.to_string());
-            cache
-                .cache
-                .server_opts
-                .entry("maxmemory-policy".into())
-                .or_insert_with(|| "allkeys-lru".into());
         }
-        p.cache = Some(cache);
+        // Full, it evicts as a deployed cache does (the product's settings).
+        p.cache = Some(cache.evict_by_default());
         p.load.rate = Some(rate);
         p
     }
