@@ -11,6 +11,68 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crate::workload::LinkDelay;
+use crate::workload::timing::exponential;
+
+/// One way of a link: marks into one buffer, first in, first out.
+struct Way {
+    /// (when the bytes up to the offset come through, the offset).
+    marks: VecDeque<(Instant, usize)>,
+    /// Bytes given a time so far.
+    marked: usize,
+    /// Bytes whose time has come.
+    through: usize,
+}
+
+impl Way {
+    fn new(inflight: usize) -> Way {
+        Way {
+            marks: VecDeque::with_capacity(inflight),
+            marked: 0,
+            through: 0,
+        }
+    }
+
+    /// The buffer is `len` bytes: what is new comes through at `at` (never
+    /// before the last mark); that time, if anything is new.
+    #[inline]
+    fn mark(&mut self, len: usize, at: Instant) -> Option<Instant> {
+        if len <= self.marked {
+            return None;
+        }
+        let at = self.marks.back().map_or(at, |&(last, _)| at.max(last));
+        self.marks.push_back((at, len));
+        self.marked = len;
+        Some(at)
+    }
+
+    /// Lets through what has come by `now`; whether anything new has.
+    #[inline]
+    fn pass(&mut self, now: Instant) -> bool {
+        let before = self.through;
+        while let Some(&(at, end)) = self.marks.front() {
+            if at > now {
+                break;
+            }
+            self.through = end;
+            self.marks.pop_front();
+        }
+        self.through > before
+    }
+
+    /// The buffer's first `by` bytes were dropped.
+    fn shift(&mut self, by: usize) {
+        self.marked -= by;
+        self.through -= by;
+        for m in self.marks.iter_mut() {
+            m.1 -= by;
+        }
+    }
+
+    fn clear(&mut self) {
+        self.marks.clear();
+        (self.marked, self.through) = (0, 0);
+    }
+}
 
 /// One socket's link: what waits to go out and what waits to be seen.
 pub(crate) struct Link {
@@ -18,18 +80,10 @@ pub(crate) struct Link {
     jitter: Duration,
     /// A xorshift state for the jitter's draws.
     rng: u64,
-    /// Outbound: (when it may be written, end offset in the write buffer).
-    out: VecDeque<(Instant, usize)>,
-    /// Write-buffer bytes given a time so far.
-    marked: usize,
-    /// Write-buffer bytes whose time has come (they may be written).
-    pub(crate) released: usize,
-    /// Inbound: (when it may be decoded, end offset in the read buffer).
-    inb: VecDeque<(Instant, usize)>,
-    /// Read-buffer bytes given a time so far.
-    arrived: usize,
-    /// Read-buffer bytes whose time has come (the client may decode them).
-    pub(crate) visible: usize,
+    /// Outbound: the write buffer's bytes, written once through.
+    out: Way,
+    /// Inbound: the read buffer's bytes, decoded once through.
+    inb: Way,
 }
 
 impl Link {
@@ -40,106 +94,84 @@ impl Link {
             half: delay.half(),
             jitter: delay.half_jitter(),
             rng: seed | 1,
-            out: VecDeque::with_capacity(inflight),
-            marked: 0,
-            released: 0,
-            inb: VecDeque::with_capacity(inflight),
-            arrived: 0,
-            visible: 0,
+            out: Way::new(inflight),
+            inb: Way::new(inflight),
         }
     }
 
     /// One way's delay from `now`: the half, and an exponential extra of the
-    /// jitter's mean; never before the way's last mark.
-    fn due(&mut self, now: Instant, last: Option<Instant>) -> Instant {
+    /// jitter's mean.
+    fn due(&mut self, now: Instant) -> Instant {
         let mut at = now + self.half;
         if !self.jitter.is_zero() {
             self.rng ^= self.rng << 13;
             self.rng ^= self.rng >> 7;
             self.rng ^= self.rng << 17;
-            let u = (self.rng >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
-            at += self.jitter.mul_f64(-(1.0 - u).ln());
+            at += exponential(self.jitter, self.rng);
         }
-        last.map_or(at, |t| at.max(t))
+        at
+    }
+
+    /// Write-buffer bytes whose time has come (they may be written).
+    #[inline]
+    pub(crate) fn released(&self) -> usize {
+        self.out.through
+    }
+
+    /// Read-buffer bytes whose time has come (the client may decode them).
+    #[inline]
+    pub(crate) fn visible(&self) -> usize {
+        self.inb.through
     }
 
     /// The write buffer is `len` bytes: what is new leaves after the
     /// outbound half. The new mark's time, if there is one.
     #[inline]
     pub(crate) fn sent(&mut self, len: usize, now: Instant) -> Option<Instant> {
-        if len <= self.marked {
+        if len <= self.out.marked {
             return None;
         }
-        let last = self.out.back().map(|m| m.0);
-        let at = self.due(now, last);
-        self.out.push_back((at, len));
-        self.marked = len;
-        Some(at)
+        let at = self.due(now);
+        self.out.mark(len, at)
     }
 
     /// Releases what may be written by `now`.
     #[inline]
     pub(crate) fn release(&mut self, now: Instant) {
-        while let Some(&(at, end)) = self.out.front() {
-            if at > now {
-                break;
-            }
-            self.released = end;
-            self.out.pop_front();
-        }
+        self.out.pass(now);
     }
 
     /// The read buffer ends at `end`: what is new may be decoded after the
     /// inbound half. The new mark's time, if there is one.
     #[inline]
     pub(crate) fn arrived(&mut self, end: usize, now: Instant) -> Option<Instant> {
-        if end <= self.arrived {
+        if end <= self.inb.marked {
             return None;
         }
-        let last = self.inb.back().map(|m| m.0);
-        let at = self.due(now, last);
-        self.inb.push_back((at, end));
-        self.arrived = end;
-        Some(at)
+        let at = self.due(now);
+        self.inb.mark(end, at)
     }
 
     /// Shows the client what may be decoded by `now`; whether anything new is.
     #[inline]
     pub(crate) fn reveal(&mut self, now: Instant) -> bool {
-        let before = self.visible;
-        while let Some(&(at, end)) = self.inb.front() {
-            if at > now {
-                break;
-            }
-            self.visible = end;
-            self.inb.pop_front();
-        }
-        self.visible > before
+        self.inb.pass(now)
     }
 
     /// The write buffer's first `by` bytes were written and dropped.
     pub(crate) fn shift_out(&mut self, by: usize) {
-        self.marked -= by;
-        self.released -= by;
-        for m in self.out.iter_mut() {
-            m.1 -= by;
-        }
+        self.out.shift(by);
     }
 
     /// The read buffer's first `by` bytes were decoded and dropped.
     pub(crate) fn shift_in(&mut self, by: usize) {
-        self.arrived -= by;
-        self.visible -= by;
-        for m in self.inb.iter_mut() {
-            m.1 -= by;
-        }
+        self.inb.shift(by);
     }
 
     /// Drops everything on the way (the socket closed).
     pub(crate) fn clear(&mut self) {
         self.out.clear();
         self.inb.clear();
-        (self.marked, self.released, self.arrived, self.visible) = (0, 0, 0, 0);
     }
 }
 
@@ -160,17 +192,17 @@ mod tests {
         assert_eq!(l.sent(10, t0), None);
         assert_eq!(l.sent(25, t0 + ms(1)), Some(t0 + ms(2)));
         l.release(t0 + ms(1) - Duration::from_nanos(1));
-        assert_eq!(l.released, 0);
+        assert_eq!(l.released(), 0);
         l.release(t0 + ms(1));
-        assert_eq!(l.released, 10);
+        assert_eq!(l.released(), 10);
         l.release(t0 + ms(5));
-        assert_eq!(l.released, 25);
+        assert_eq!(l.released(), 25);
         l.shift_out(25);
-        assert_eq!((l.marked, l.released), (0, 0));
+        assert_eq!((l.out.marked, l.released()), (0, 0));
         assert_eq!(l.arrived(7, t0), Some(t0 + ms(1)));
         assert!(!l.reveal(t0));
         assert!(l.reveal(t0 + ms(1)));
-        assert_eq!(l.visible, 7);
+        assert_eq!(l.visible(), 7);
     }
 
     #[test]

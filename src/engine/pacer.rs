@@ -12,7 +12,7 @@ use rand::Rng;
 use rand::rngs::SmallRng;
 
 use crate::workload::Arrivals;
-use crate::workload::timing::SEND_TOLERANCE;
+use crate::workload::timing::{SEND_TOLERANCE, exponential};
 
 /// The schedule of one run at a fixed total rate.
 #[derive(Clone, Copy, Debug)]
@@ -57,12 +57,7 @@ impl Pacer {
     pub fn gap(&self, rng: &mut SmallRng) -> Duration {
         match self.arrivals {
             Arrivals::Uniform => self.per_conn,
-            Arrivals::Poisson => {
-                // u in [0, 1) from 53 random bits; 1 - u in (0, 1]: its
-                // logarithm is finite.
-                let u = (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
-                self.per_conn.mul_f64(-(1.0 - u).ln())
-            }
+            Arrivals::Poisson => exponential(self.per_conn, rng.next_u64()),
         }
     }
 }

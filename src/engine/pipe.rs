@@ -119,7 +119,7 @@ impl Pipe {
     /// on an emulated link what has come through its inbound half.
     #[inline]
     pub(crate) fn readable_end(&self) -> usize {
-        self.link.as_ref().map_or(self.rend, |l| l.visible)
+        self.link.as_ref().map_or(self.rend, |l| l.visible())
     }
 
     /// On an emulated link: the bytes just read arrive after the inbound
@@ -186,7 +186,7 @@ impl Pipe {
             Some(l) => {
                 let marked = l.sent(self.wbuf.len(), now);
                 l.release(now);
-                (l.released, marked)
+                (l.released(), marked)
             }
         };
         let buf = &self.wbuf[..end];

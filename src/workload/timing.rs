@@ -53,6 +53,15 @@ impl FromStr for Arrivals {
     }
 }
 
+/// An exponentially distributed duration of mean `mean`, drawn from 53 of
+/// `bits`' random bits (pacing's Poisson gaps, a link's jitter).
+#[inline]
+pub fn exponential(mean: Duration, bits: u64) -> Duration {
+    // u in [0, 1); 1 - u in (0, 1]: its logarithm is finite.
+    let u = (bits >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+    mean.mul_f64(-(1.0 - u).ln())
+}
+
 /// The most a request leaves before its intended time (then it is timed from
 /// its actual send): the send-time tolerance a run reports against.
 pub const SEND_TOLERANCE: Duration = Duration::from_micros(20);

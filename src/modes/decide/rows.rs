@@ -111,11 +111,20 @@ fn searched_from(s: &Searched) -> String {
     }
 }
 
-/// The database alone at the stated load.
-fn database(ask: &Ask, s: &Searched, per_key: f64) -> Architecture {
-    let mut r = row("database", ask.plan.target.kind.product().name());
+/// An architecture of one server at the stated load, from its capacity
+/// search `s`: `name` (`database` or `cache`) of `product`, its memory
+/// `memory` (what `s.bytes` measured) per key.
+fn searched(
+    ask: &Ask,
+    name: &str,
+    product: &str,
+    s: &Searched,
+    per_key: f64,
+    memory: &str,
+) -> Architecture {
+    let mut r = row(name, product);
     r.measured_from = format!(
-        "{}; memory: its table ({}) per key × the stated keys",
+        "{}; memory: {memory} ({}) per key × the stated keys",
         searched_from(s),
         s.bytes.map_or("not known".into(), bytes)
     );
@@ -129,6 +138,12 @@ fn database(ask: &Ask, s: &Searched, per_key: f64) -> Architecture {
         None => r.why_not = Some(missed(s, ask.load.p99_ms)),
     }
     r
+}
+
+/// The database alone at the stated load.
+fn database(ask: &Ask, s: &Searched, per_key: f64) -> Architecture {
+    let product = ask.plan.target.kind.product().name();
+    searched(ask, "database", product, s, per_key, "its table")
 }
 
 /// The p99 at the capacity a search found, ms.
@@ -145,24 +160,17 @@ fn step_p99(s: &Searched) -> Option<f64> {
 
 /// The cache alone (the data only in the cache) at the stated load.
 fn cache_alone(ask: &Ask, s: &Searched, per_key: f64) -> Architecture {
-    let name = ask.cache.cache.kind.product().name();
-    let mut r = row("cache", name);
-    r.measured_from = format!(
-        "{}; memory: its resident memory holding the copy ({}) per key × the stated keys",
-        searched_from(s),
-        s.bytes.map_or("not known".into(), bytes)
+    let product = ask.cache.cache.kind.product().name();
+    let mut r = searched(
+        ask,
+        "cache",
+        product,
+        s,
+        per_key,
+        "its resident memory holding the copy",
     );
-    r.p99_ms = step_p99(s);
     r.on_cache_loss = Some("the data is lost with the cache: not durable as a database".into());
-    match s.per_core() {
-        Some(pc) => {
-            r.within_goal = true;
-            let b = (s.bytes.unwrap_or(0) as f64 * per_key) as u64;
-            r.cache_memory_bytes = Some(b);
-            size(ask, &mut r, &[(ask.load.rps / pc, b)]);
-        }
-        None => r.why_not = Some(missed(s, ask.load.p99_ms)),
-    }
+    r.cache_memory_bytes = r.memory_bytes;
     r
 }
 
