@@ -52,12 +52,27 @@ fn clock_hz() -> f64 {
 }
 
 /// CPU seconds (user + system) and peak RSS of process `pid`, from /proc.
+/// The CPU is the exact on-CPU time of its threads (schedstat, ns) where the
+/// kernel keeps it: clock ticks would round a short run's 50 ms to 10 ms steps.
 pub fn proc_usage(pid: u32) -> Option<ProcUsage> {
     let st = read_stat(pid)?;
+    let ticks_s = st.ticks as f64 / clock_hz();
     Some(ProcUsage {
-        cpu_s: st.ticks as f64 / clock_hz(),
+        // A thread that exited is in the ticks only: never report less.
+        cpu_s: threads_ns(pid).map_or(ticks_s, |ns| (ns / 1e9).max(ticks_s)),
         peak_rss_kb: status_kb(pid, "VmHWM:"),
     })
+}
+
+/// On-CPU nanoseconds of every live thread of `pid`, summed.
+fn threads_ns(pid: u32) -> Option<f64> {
+    let dir = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut sum = 0.0;
+    for task in dir.flatten() {
+        let s = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
+        sum += s.split_whitespace().next()?.parse::<f64>().ok()?;
+    }
+    Some(sum)
 }
 
 /// CPU seconds of `pid`, its reaped children and its live children, and the
@@ -169,5 +184,22 @@ mod tests {
     fn reads_own_usage() {
         let u = proc_usage(std::process::id()).unwrap();
         assert!(u.peak_rss_kb > 0);
+    }
+
+    #[test]
+    fn own_cpu_is_exact_not_in_clock_ticks() {
+        let start = std::time::Instant::now();
+        let mut x = 0u64;
+        while start.elapsed() < std::time::Duration::from_millis(25) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let ours = proc_usage(std::process::id()).unwrap().cpu_s;
+        let rusage = self_cpu_s();
+        // Other test threads run too: both count every thread of this process.
+        assert!((ours - rusage).abs() < 0.005, "{ours} against {rusage}");
+        assert!(
+            ours * 1e3 % 10.0 != 0.0,
+            "{ours} is a whole number of ticks"
+        );
     }
 }
