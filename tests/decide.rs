@@ -85,6 +85,19 @@ fn a_load_the_database_carries_easily_drops_the_cache_and_the_curve_rises() {
     let d = decide(&["--rps", "200", "--p99-ms", "50"]);
     every_row(&d);
     assert_eq!(answer(&d), "drop-cache", "{}", d["decision"]);
+    // No round trip given: one same-zone hop to each server, said so.
+    let load = &d["load"];
+    assert_eq!(load["rtt_ms"], 0.2, "{load}");
+    assert_eq!(load["cache_rtt_ms"], 0.2, "{load}");
+    assert_eq!(load["rtt_assumed"], true, "{load}");
+    assert!(
+        d["extrapolations"].as_array().unwrap().iter().any(|e| e
+            .as_str()
+            .unwrap()
+            .contains("assumed, one hop within a zone")),
+        "{}",
+        d["extrapolations"]
+    );
     // The measured miss-ratio curve rises with memory.
     let curve = d["miss_ratio_curve"].as_array().unwrap();
     assert!(curve.len() >= 3, "{curve:?}");

@@ -45,6 +45,9 @@ pub struct StatedLoad {
     /// The round trip to the cache the runs emulated, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_rtt_ms: Option<f64>,
+    /// The round trips were kvlab's assumption (one same-zone hop), not given.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rtt_assumed: bool,
 }
 
 /// What kvlab measured instead of the stated load, and why.
@@ -370,6 +373,7 @@ mod tests {
             currency: "USD".into(),
             rtt_ms: None,
             cache_rtt_ms: None,
+            rtt_assumed: false,
         };
         let (m, cost) = sized(&load, &[(20.0, 16 << 30)]);
         assert_eq!(m, 3);

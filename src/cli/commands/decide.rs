@@ -13,6 +13,7 @@ use crate::modes::decide::{self, Ask};
 use crate::plan::{CacheAside, RunPlan};
 use crate::results::decide::StatedLoad;
 use crate::runner::RunOptions;
+use crate::workload::LinkDelay;
 
 /// Prices kvlab sizes with unless told: a core-hour and a GiB-hour.
 const PRICES: (f64, f64) = (0.04, 0.005);
@@ -53,6 +54,33 @@ pub fn exec(args: &DecideArgs, shutdown: &AtomicBool) -> Result<()> {
         write_json(p, &d)?;
     }
     Ok(())
+}
+
+/// The round trip a decision assumes to each server kvlab starts when the
+/// user gives none: one hop within a zone, ms.
+pub const SAME_ZONE_RTT_MS: f64 = 0.2;
+
+/// With neither `--rtt` nor `--cache-rtt`, each managed server is put one
+/// same-zone hop away (a server given by URL has its real network); says
+/// whether it did. `--rtt 0` asks for loopback: no link at all.
+fn assume_round_trips(plan: &mut RunPlan, cache: &CacheAside) -> bool {
+    let zero = |d: &Option<LinkDelay>| d.is_some_and(|d| d.rtt_ms == 0.0 && d.jitter_ms == 0.0);
+    let assumed = plan.load.rtt.is_none() && plan.load.cache_rtt.is_none();
+    if assumed {
+        let hop = LinkDelay {
+            rtt_ms: SAME_ZONE_RTT_MS,
+            jitter_ms: 0.0,
+        };
+        plan.load.rtt = plan.target.external.is_none().then_some(hop);
+        plan.load.cache_rtt = cache.cache.external.is_none().then_some(hop);
+    }
+    if zero(&plan.load.rtt) {
+        plan.load.rtt = None;
+    }
+    if zero(&plan.load.cache_rtt) {
+        plan.load.cache_rtt = None;
+    }
+    assumed
 }
 
 /// What `args` ask: the database (not a cache) and the cache in front of it
@@ -110,6 +138,7 @@ fn ask_of(args: &DecideArgs) -> Result<Ask> {
             start: Default::default(),
         },
     };
+    let rtt_assumed = assume_round_trips(&mut plan, &cache);
     let w = &plan.workload;
     let (price_core_hour, price_gib_hour) = (
         args.price_core_hour.unwrap_or(PRICES.0),
@@ -139,6 +168,7 @@ fn ask_of(args: &DecideArgs) -> Result<Ask> {
         currency,
         rtt_ms: plan.load.rtt.map(|d| d.rtt_ms),
         cache_rtt_ms: plan.load.cache_rtt.map(|d| d.rtt_ms),
+        rtt_assumed,
     };
     Ok(Ask {
         plan,

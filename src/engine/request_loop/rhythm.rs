@@ -155,9 +155,17 @@ impl Rhythm {
         if let Some(t) = self.timer.as_mut()
             && events.iter().any(|e| e.token() == TIMER)
         {
-            t.fired();
+            t.fired(Instant::now());
         }
         Ok(())
+    }
+
+    /// How long before a due send the loop should wake: its timer's usual
+    /// lateness (none without a timer).
+    pub fn wake_lead(&self) -> Duration {
+        self.timer
+            .as_ref()
+            .map_or(Duration::ZERO, PreciseTimer::wake_lead)
     }
 
     /// Nanoseconds the thread ran or waited to run in the measured window.

@@ -178,6 +178,7 @@ impl Worker<'_> {
         p: Pacer,
         now: Instant,
     ) {
+        let mut now = now;
         while let Some(&Reverse((due, i))) = self.dues.peek() {
             if due > now + p.lead {
                 break;
@@ -191,6 +192,9 @@ impl Worker<'_> {
             if c.ready() {
                 self.issue_due(client, c, p, now);
                 self.flush(client, c, now);
+                // Each write takes a syscall: the next send's error is
+                // measured from when it really leaves.
+                now = Instant::now();
             }
         }
         self.next_due = self.dues.peek().map_or(now + FAR, |r| r.0.0);

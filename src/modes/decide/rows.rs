@@ -302,10 +302,19 @@ fn extrapolations(ask: &Ask, s: &Scaled) -> Vec<String> {
         "Cores: each server's requests per second per core within the goal, measured on this machine (client and servers sharing its cores), carried to the stated rate linearly; a real server scales less than linearly past a machine.".into(),
         "Memory: a table's size and a cache's memory in use per key, times the stated keys.".into(),
     ];
-    if ask.load.rtt_ms.is_some() || ask.load.cache_rtt_ms.is_some() {
-        out.push("Round trips: emulated by kvlab on every connection (a delay only: no loss, no bandwidth limit).".into());
-    } else {
-        out.push("Round trips: over loopback (~30 µs); in production each server is a network hop away (give --rtt to emulate one).".into());
-    }
+    let l = &ask.load;
+    let hop = |ms: Option<f64>| ms.map_or("loopback (~30 µs)".to_string(), |m| format!("{m} ms"));
+    out.push(match (l.rtt_ms.is_some() || l.cache_rtt_ms.is_some(), l.rtt_assumed) {
+        (true, assumed) => format!(
+            "Round trips: database {}, cache {}, emulated by kvlab on every connection (a delay only: no loss, no bandwidth limit){}.",
+            hop(l.rtt_ms),
+            hop(l.cache_rtt_ms),
+            match assumed {
+                true => "; assumed, one hop within a zone, as none was given (--rtt, --cache-rtt; --rtt 0 for loopback)",
+                false => "",
+            }
+        ),
+        (false, _) => "Round trips: over loopback (~30 µs); in production each server is a network hop away (give --rtt to emulate one).".into(),
+    });
     out
 }
