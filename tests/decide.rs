@@ -2,7 +2,8 @@
 //! the database alone carries easily drops the cache; a load far above the
 //! database's measured capacity keeps it; a goal nothing meets says so with
 //! each row's reason; the measured miss-ratio curve rises with memory; a
-//! cache loss's database reads agree with the database's own counters.
+//! cache loss's database reads agree with the database's own counters; a
+//! trace's own curve agrees with the measured points.
 //! Short runs (`--duration 1`) on a small copy: the decisions, not the
 //! figures, are what is tested.
 
@@ -12,13 +13,7 @@ use serde_json::Value;
 
 /// Runs `kvlab decide` with `args` on a small quick load; its JSON.
 fn decide(args: &[&str]) -> Value {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().to_str().unwrap().to_string();
     let mut all = vec![
-        "decide",
-        "--quick",
-        "--duration",
-        "1",
         "--keys",
         "20000",
         "--value-size",
@@ -27,6 +22,20 @@ fn decide(args: &[&str]) -> Value {
         "1:19",
         "--key-distribution",
         "zipf",
+    ];
+    all.extend(args);
+    decide_quick(&all)
+}
+
+/// Runs `kvlab decide --quick` with short runs and `args`; its JSON.
+fn decide_quick(args: &[&str]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap().to_string();
+    let mut all = vec![
+        "decide",
+        "--quick",
+        "--duration",
+        "1",
         "--connections",
         "16",
         "--out",
@@ -81,9 +90,21 @@ fn every_row(d: &Value) {
 }
 
 #[test]
-fn a_load_the_database_carries_easily_drops_the_cache_and_the_curve_rises() {
-    let d = decide(&["--rps", "200", "--p99-ms", "50"]);
+fn a_load_the_database_carries_easily_drops_the_cache_and_the_curves_agree() {
+    // The load from a trace: its keys, mix, sizes and skew.
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("zipf.csv");
+    zipf_trace(&trace, 20_000, 400_000);
+    let d = decide_quick(&[
+        "--trace",
+        trace.to_str().unwrap(),
+        "--rps",
+        "200",
+        "--p99-ms",
+        "50",
+    ]);
     every_row(&d);
+    trace_taken_and_held_against(&d);
     assert_eq!(answer(&d), "drop-cache", "{}", d["decision"]);
     // No round trip given: one same-zone hop to each server, said so.
     let load = &d["load"];
@@ -100,6 +121,7 @@ fn a_load_the_database_carries_easily_drops_the_cache_and_the_curve_rises() {
     );
     // The measured miss-ratio curve rises with memory.
     let curve = d["miss_ratio_curve"].as_array().unwrap();
+    let curve: Vec<&Value> = curve.iter().filter(|p| p["source"] == "measured").collect();
     assert!(curve.len() >= 3, "{curve:?}");
     let hits: Vec<f64> = curve
         .iter()
@@ -149,5 +171,85 @@ fn a_goal_nothing_meets_says_so_with_each_rows_reason() {
     assert_eq!(answer(&d), "cannot-meet", "{}", d["decision"]);
     for r in d["architectures"].as_array().unwrap() {
         assert!(!r["within_goal"].as_bool().unwrap(), "{r}");
+    }
+}
+
+/// A trace of `lines` requests over `keys` keys of Zipf popularity 0.99,
+/// one write in twenty, values of 2 KiB, in the cache-trace CSV format.
+fn zipf_trace(path: &std::path::Path, keys: usize, lines: usize) {
+    let weights: Vec<f64> = (1..=keys).map(|r| 1.0 / (r as f64).powf(0.99)).collect();
+    let total: f64 = weights.iter().sum();
+    let mut cdf = Vec::with_capacity(keys);
+    let mut acc = 0.0;
+    for w in weights {
+        acc += w / total;
+        cdf.push(acc);
+    }
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut uniform = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut out = String::with_capacity(lines * 32);
+    for i in 0..lines {
+        let u = uniform();
+        let k = cdf.partition_point(|&c| c < u);
+        let op = if uniform() < 0.05 { "set" } else { "get" };
+        out.push_str(&format!("{},user:{k},9,2048,1,{op},0\n", i / 5000));
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+/// The load of `d` came from [`zipf_trace`]'s trace (its keys, mix, sizes and
+/// skew), and each measured point of the curve is within 5 points of hit
+/// ratio of the trace's own curve at the share of keys the cache held.
+fn trace_taken_and_held_against(d: &Value) {
+    let t = &d["load"]["trace"];
+    let distinct = t["distinct_keys"].as_u64().unwrap();
+    assert!((15_000..=20_000).contains(&distinct), "{t}");
+    assert_eq!(d["load"]["keys"].as_u64(), Some(distinct));
+    assert_eq!(d["load"]["ratio"], "1:19", "{}", d["load"]);
+    assert_eq!(d["load"]["value_size"], 2048, "{}", d["load"]);
+    let theta = t["zipf_theta"].as_f64().unwrap();
+    assert!((theta - 0.99).abs() < 0.08, "{t}");
+    assert_eq!(t["sample_rate"], 1.0);
+    let curve = d["miss_ratio_curve"].as_array().unwrap();
+    let traced: Vec<f64> = curve
+        .iter()
+        .filter(|p| p["source"] == "trace")
+        .map(|p| p["hit_ratio"].as_f64().unwrap())
+        .collect();
+    assert!(traced.len() >= 5, "{curve:?}");
+    assert!(traced.windows(2).all(|w| w[1] >= w[0]), "{traced:?}");
+    let measured: Vec<&Value> = curve.iter().filter(|p| p["source"] == "measured").collect();
+    assert!(measured.len() >= 3, "{curve:?}");
+    for p in measured {
+        let (hit, trace) = (
+            p["hit_ratio"].as_f64().unwrap(),
+            p["trace_hit_ratio"].as_f64().unwrap(),
+        );
+        assert!((hit - trace).abs() <= 0.05, "{p}");
+    }
+}
+
+#[test]
+fn a_trace_that_is_not_one_is_refused_in_a_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, "this is not a trace\n").unwrap();
+    for (path, says) in [
+        (bad.to_str().unwrap(), "no reads kvlab can send"),
+        ("/nonexistent/trace.csv", "No such file"),
+    ] {
+        let o = common::kvlab()
+            .args(["decide", "--rps", "100", "--p99-ms", "5", "--trace", path])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success());
+        assert!(err.contains("--trace") && err.contains(says), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
 }

@@ -156,6 +156,11 @@ pub struct DecideArgs {
     /// Shorter runs, fewer search steps, at most 100,000 keys measured (the demo).
     #[arg(long)]
     pub quick: bool,
+    /// A trace (the cache-trace CSV format, plain or zstd) the keys, mix,
+    /// value sizes and skew are taken from (flags given beside it win); its
+    /// own miss-ratio curve is computed and held against the measured one.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
     /// Directory for decision.json and report.html.
     #[arg(long, default_value = "results/decide")]
     pub out: PathBuf,

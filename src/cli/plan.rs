@@ -21,6 +21,9 @@ struct Mix {
     distribution: KeyDistribution,
 }
 
+/// Keys of the data unless `--keys` says.
+pub const DEFAULT_KEYS: u64 = 1_000_000;
+
 impl RunArgs {
     /// Checks every flag and builds the plan.
     pub fn to_plan(&self) -> Result<RunPlan, UsageError> {
@@ -120,7 +123,7 @@ impl RunArgs {
     /// Checks `--keys`, `--key-prefix`, `--connections`, `--threads` and
     /// `--pipeline`; the client threads asked for.
     fn counts(&self) -> Result<usize, UsageError> {
-        if self.keys == 0 {
+        if self.keys == Some(0) {
             return Err(UsageError::bad(
                 "--keys",
                 "0 keys",
@@ -276,7 +279,7 @@ impl RunArgs {
             })
             .transpose()?;
         Ok(Workload {
-            keys: self.keys,
+            keys: self.keys.unwrap_or(DEFAULT_KEYS),
             value_size: mix.value_size,
             value_sizes: mix.value_sizes,
             ratio: mix.ratio,

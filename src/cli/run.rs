@@ -25,9 +25,10 @@ pub struct RunArgs {
     /// TLS to the target.
     #[command(flatten)]
     pub tls: TlsArgs,
-    /// Number of distinct keys.
-    #[arg(long, default_value_t = 1_000_000, value_name = "N")]
-    pub keys: u64,
+    /// Number of distinct keys [default: 1000000; `kvlab decide --trace`:
+    /// the trace's].
+    #[arg(long, value_name = "N")]
+    pub keys: Option<u64>,
     /// Value size in bytes (default 256), or sizes by key: a weighted list
     /// `100:80,1000:15,10000:5`, a range `64-4096`, `pareto:64-65536[:ALPHA]`.
     #[arg(long, value_name = "B|DIST")]

@@ -32,7 +32,10 @@ fn curve_cells(p: &CurvePoint) -> [String; 4] {
         gib(Some(p.cache_memory_bytes)),
         format!("{:.1}%", p.hit_ratio * 100.0),
         num(p.db_reads_per_s),
-        p.source.clone(),
+        match p.trace_hit_ratio {
+            Some(t) => format!("{} (the trace's: {:.1}%)", p.source, t * 100.0),
+            None => p.source.clone(),
+        },
     ]
 }
 

@@ -48,6 +48,34 @@ pub struct StatedLoad {
     /// The round trips were kvlab's assumption (one same-zone hop), not given.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rtt_assumed: bool,
+    /// The trace the load was taken from (`--trace`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceSummary>,
+}
+
+/// What a decision took from a trace, and how its curve was computed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceSummary {
+    /// The trace file, as given.
+    pub file: String,
+    /// Its lines.
+    pub lines: u64,
+    /// Distinct keys of its reads and writes.
+    pub distinct_keys: u64,
+    /// Reads its curve counts (after the first fifth, which warms it).
+    pub reads_counted: u64,
+    /// The share of keys the curve followed: 1 exact LRU stack distances,
+    /// less with SHARDS sampling.
+    pub sample_rate: f64,
+    /// The Zipf exponent fitted to its key popularity, and the fit's R².
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zipf_theta: Option<f64>,
+    /// R² of that fit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zipf_r2: Option<f64>,
+    /// What the load took from it (`keys`, `ratio`, `value sizes`,
+    /// `key distribution`): the rest came from flags given beside it.
+    pub taken: Vec<String>,
 }
 
 /// What kvlab measured instead of the stated load, and why.
@@ -116,6 +144,10 @@ pub struct CurvePoint {
     pub source: String,
     /// Database reads per second it leaves at the stated rate.
     pub db_reads_per_s: f64,
+    /// A measured point, with `--trace`: the trace's curve at the share of
+    /// keys the cache held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_hit_ratio: Option<f64>,
 }
 
 /// What a cache restarted empty did at the scaled rate.
@@ -374,6 +406,7 @@ mod tests {
             rtt_ms: None,
             cache_rtt_ms: None,
             rtt_assumed: false,
+            trace: None,
         };
         let (m, cost) = sized(&load, &[(20.0, 16 << 30)]);
         assert_eq!(m, 3);

@@ -20,7 +20,7 @@ const PRICES: (f64, f64) = (0.04, 0.005);
 
 /// Runs `kvlab decide`.
 pub fn exec(args: &DecideArgs, shutdown: &AtomicBool) -> Result<()> {
-    let ask = ask_of(args)?;
+    let ask = ask_of(args, shutdown)?;
     let json = args.run.json.as_deref();
     if let Some(p) = json {
         check_writable(p)?;
@@ -85,7 +85,7 @@ fn assume_round_trips(plan: &mut RunPlan, cache: &CacheAside) -> bool {
 
 /// What `args` ask: the database (not a cache) and the cache in front of it
 /// (redis unless `--cache`), the load as stated.
-fn ask_of(args: &DecideArgs) -> Result<Ask> {
+fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
     let r = &args.run;
     for (given, flag, why) in [
         (
@@ -138,6 +138,29 @@ fn ask_of(args: &DecideArgs) -> Result<Ask> {
             start: Default::default(),
         },
     };
+    if args.trace.is_some() && r.profile.is_some() {
+        return Err(UsageError::conflict(
+            "--profile",
+            "--trace gives the workload",
+            "drop one of them",
+        )
+        .into());
+    }
+    let given = decide::trace::Given {
+        keys: r.keys.is_some(),
+        ratio: r.ratio.is_some(),
+        sizes: r.value_size.is_some(),
+        distribution: r.key_distribution.is_some(),
+    };
+    let traced = match &args.trace {
+        Some(path) => Some(decide::trace::apply(
+            path,
+            &mut plan.workload,
+            given,
+            shutdown,
+        )?),
+        None => None,
+    };
     let rtt_assumed = assume_round_trips(&mut plan, &cache);
     let w = &plan.workload;
     let (price_core_hour, price_gib_hour) = (
@@ -169,6 +192,7 @@ fn ask_of(args: &DecideArgs) -> Result<Ask> {
         rtt_ms: plan.load.rtt.map(|d| d.rtt_ms),
         cache_rtt_ms: plan.load.cache_rtt.map(|d| d.rtt_ms),
         rtt_assumed,
+        trace: traced.as_ref().map(|t| t.summary.clone()),
     };
     Ok(Ask {
         plan,
@@ -176,5 +200,6 @@ fn ask_of(args: &DecideArgs) -> Result<Ask> {
         load,
         quick: args.quick,
         run_secs: r.duration,
+        trace: traced,
     })
 }

@@ -13,6 +13,7 @@
 
 mod measure;
 mod rows;
+pub mod trace;
 
 use std::sync::atomic::AtomicBool;
 
@@ -35,6 +36,8 @@ pub struct Ask {
     pub quick: bool,
     /// Seconds each measured run lasts (`--duration`), when given.
     pub run_secs: Option<f64>,
+    /// The trace the load was taken from (`--trace`) and its curve.
+    pub trace: Option<trace::Traced>,
 }
 
 impl Ask {

@@ -2,8 +2,8 @@
 //! measured copy (rates per server core, memory per key), the miss-ratio
 //! curve at the stated data, and the decision with every extrapolation said.
 
-use super::Ask;
 use super::measure::{AsideRun, CurveRun, Searched, mb_name};
+use super::{Ask, trace};
 use crate::results::decide::{
     self, Architecture, CacheLoss, CurvePoint, Decision, Scaled, bytes, db_load, sized,
 };
@@ -276,22 +276,60 @@ fn provisioned(mb: Option<u64>, used: u64, full: Option<u64>) -> u64 {
     }
 }
 
-/// The measured curve at the stated data.
+/// The measured curve at the stated data, then (with `--trace`) the trace's,
+/// each measured point with the trace's hit ratio at the share of keys it held.
 fn curve(ask: &Ask, m: &Measured, per_key: f64) -> Vec<CurvePoint> {
-    m.curve
+    let keys = ask.plan.workload.keys.max(1) as f64;
+    let mut held: Vec<(f64, f64)> = Vec::new();
+    let mut points: Vec<CurvePoint> = m
+        .curve
         .iter()
         .filter_map(|c| {
             let a = c.result.cache_aside.as_ref()?;
-            let used = a.working_set.as_ref().map_or(0, |w| w.memory_used_bytes);
+            let ws = a.working_set.as_ref();
+            let used = ws.map_or(0, |w| w.memory_used_bytes);
             let bytes = provisioned(c.memory_mb, used, m.cache.bytes);
+            if let Some(w) = ws {
+                held.push((w.items as f64, bytes as f64));
+            }
+            let share = ws.map(|w| w.items as f64 / keys);
             Some(CurvePoint {
                 cache_memory_bytes: (bytes as f64 * per_key) as u64,
                 hit_ratio: a.hit_ratio,
                 source: "measured".into(),
                 db_reads_per_s: db_load(ask.load.rps, ask.load.write_share, a.hit_ratio),
+                trace_hit_ratio: ask
+                    .trace
+                    .as_ref()
+                    .zip(share)
+                    .map(|(t, s)| trace::at_share(&t.curve, s)),
             })
         })
-        .collect()
+        .collect();
+    if let (Some(t), Some(memory)) = (&ask.trace, memory_of_items(&held)) {
+        let l = &ask.load;
+        let bytes = |share: f64| memory(share * keys) * per_key;
+        points.extend(trace::points(&t.curve, &bytes, (l.rps, l.write_share)));
+    }
+    points
+}
+
+/// The cache's memory for a number of items held, fitted to the measured
+/// points' (items, memory): a base plus a size per item (least squares).
+fn memory_of_items(held: &[(f64, f64)]) -> Option<impl Fn(f64) -> f64> {
+    let n = held.len() as f64;
+    let (mx, my) = (
+        held.iter().map(|p| p.0).sum::<f64>() / n,
+        held.iter().map(|p| p.1).sum::<f64>() / n,
+    );
+    let sxx: f64 = held.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = held.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let per_item = match sxx > 0.0 {
+        true => sxy / sxx,
+        false => my / mx,
+    };
+    let base = (my - per_item * mx).max(0.0);
+    (mx > 0.0 && per_item > 0.0).then_some(move |items: f64| base + per_item * items)
 }
 
 /// Every step from the measured copy to the stated load.
@@ -303,6 +341,9 @@ fn extrapolations(ask: &Ask, s: &Scaled) -> Vec<String> {
         "Memory: a table's size and a cache's memory in use per key, times the stated keys.".into(),
     ];
     let l = &ask.load;
+    if let Some(t) = &l.trace {
+        out.push(trace::said(t));
+    }
     let hop = |ms: Option<f64>| ms.map_or("loopback (~30 µs)".to_string(), |m| format!("{m} ms"));
     out.push(match (l.rtt_ms.is_some() || l.cache_rtt_ms.is_some(), l.rtt_assumed) {
         (true, assumed) => format!(

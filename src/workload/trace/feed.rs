@@ -111,23 +111,35 @@ fn parse_read(line: &[u8], fits: bool) -> Result<super::Line<'_>, &'static str> 
 
 /// Reads every line of `input` into a [`Scan`] (memory stays bounded). An
 /// I/O or decompression error ends it: the error and the line it came at.
-pub fn scan(mut input: impl BufRead, stop: &AtomicBool) -> (Scan, Option<String>) {
+pub fn scan(input: impl BufRead, stop: &AtomicBool) -> (Scan, Option<String>) {
     let mut s = Scan::default();
+    let err = each_line(input, stop, |n, l| s.count(n, &l));
+    (s, err)
+}
+
+/// Hands every non-blank line of `input` to `f`, numbered from 1 and parsed;
+/// the I/O or decompression error that ended it early, or the stop, with
+/// the line it came at.
+pub fn each_line(
+    mut input: impl BufRead,
+    stop: &AtomicBool,
+    mut f: impl FnMut(u64, Result<super::Line<'_>, &'static str>),
+) -> Option<String> {
     let mut buf = Vec::with_capacity(256);
     let mut n = 0u64;
     loop {
         let fits = match next_line(&mut input, &mut buf) {
-            Ok(None) => return (s, None),
+            Ok(None) => return None,
             Ok(Some(f)) => f,
-            Err(e) => return (s, Some(format!("after line {n}: {e}"))),
+            Err(e) => return Some(format!("after line {n}: {e}")),
         };
         if fits && buf.trim_ascii().is_empty() {
             continue;
         }
         n += 1;
-        s.count(n, &parse_read(&buf, fits));
+        f(n, parse_read(&buf, fits));
         if n.is_multiple_of(65_536) && stop.load(Ordering::Relaxed) {
-            return (s, Some(format!("interrupted after line {n}")));
+            return Some(format!("interrupted after line {n}"));
         }
     }
 }

@@ -10,8 +10,10 @@
 //! - this file: [`Line`], [`parse`], [`OPS`], [`key_id`], [`Scan`].
 //! - [`feed`]: opening a trace (plain or zstd), the reader thread, the
 //!   workers' [`feed::Cursor`].
+//! - [`mrc`]: the trace's miss-ratio curve and skew, for `kvlab decide`.
 
 pub mod feed;
+pub mod mrc;
 
 use super::OpKind;
 use crate::workload::SizeDist;

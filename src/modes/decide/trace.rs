@@ -1,0 +1,194 @@
+//! `kvlab decide --trace`: the load taken from a trace (its keys, mix, value
+//! sizes and skew), and the trace's own miss-ratio curve held against the
+//! measured one.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use crate::error::UsageError;
+use crate::plan::Workload;
+use crate::results::decide::{CurvePoint, TraceSummary, db_load};
+use crate::workload::trace::mrc::{self, TraceCurve};
+use crate::workload::trace::{Modelled, feed};
+use crate::workload::{KeyDistribution, Ratio, SizeDist};
+
+/// Shares of the trace's keys its curve is drawn at.
+const SHARES: [f64; 9] = [0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0];
+/// A fitted Zipf exponent below this is taken as uniform popularity.
+const UNIFORM_BELOW: f64 = 0.2;
+
+/// What a trace said: its curve and what the load took from it.
+#[derive(Clone, Debug)]
+pub struct Traced {
+    /// Its miss-ratio curve and skew.
+    pub curve: TraceCurve,
+    /// The summary the decision records.
+    pub summary: TraceSummary,
+}
+
+/// Which of the workload's settings flags gave (the trace gives the rest).
+pub struct Given {
+    /// `--keys`.
+    pub keys: bool,
+    /// `--ratio`.
+    pub ratio: bool,
+    /// `--value-size`.
+    pub sizes: bool,
+    /// `--key-distribution`.
+    pub distribution: bool,
+}
+
+/// Reads the trace at `path` and puts what `given` leaves open into `w`.
+pub fn apply(
+    path: &Path,
+    w: &mut Workload,
+    given: Given,
+    stop: &AtomicBool,
+) -> Result<Traced, UsageError> {
+    let bad = |why: String| {
+        UsageError::bad(
+            "--trace",
+            format!("{}: {why}", path.display()),
+            "give a trace in the cache-trace CSV format (timestamp,key,key size,value size,client id,operation,TTL), plain or zstd",
+        )
+    };
+    let input = feed::open(path).map_err(|e| bad(e.to_string()))?;
+    let (scan, err) = feed::scan(input, stop);
+    if let Some(e) = err {
+        return Err(bad(e));
+    }
+    let (gets, sets) = (scan.modelled(Modelled::Get), scan.modelled(Modelled::Set));
+    if gets == 0 {
+        return Err(bad(match scan.first_malformed {
+            Some((n, why)) => format!("no reads kvlab can send (line {n}: {why})"),
+            None => "no reads kvlab can send".into(),
+        }));
+    }
+    let curve = mrc::curve(path, gets + sets, stop).map_err(bad)?;
+    let mut taken = Vec::new();
+    if !given.keys {
+        w.keys = curve.distinct_keys.max(1);
+        taken.push("keys".to_string());
+    }
+    if !given.ratio {
+        w.ratio = ratio_of(gets, sets);
+        taken.push("ratio".into());
+    }
+    if !given.sizes
+        && let Some(d) = scan.size_dist()
+    {
+        (w.value_size, w.value_sizes) = match d {
+            SizeDist::Fixed { size } => (size, None),
+            d => (
+                crate::workload::Values::with(&d).mean().round() as usize,
+                Some(d),
+            ),
+        };
+        taken.push("value sizes".into());
+    }
+    if !given.distribution {
+        w.distribution = match curve.zipf {
+            Some((theta, _)) if theta >= UNIFORM_BELOW => KeyDistribution::Zipf {
+                theta: (theta * 100.0).round() / 100.0,
+            },
+            _ => KeyDistribution::Uniform,
+        };
+        taken.push("key distribution".into());
+    }
+    let summary = TraceSummary {
+        file: path.display().to_string(),
+        lines: scan.lines,
+        distinct_keys: curve.distinct_keys,
+        reads_counted: curve.reads,
+        sample_rate: curve.sample_rate,
+        zipf_theta: curve.zipf.map(|z| z.0),
+        zipf_r2: curve.zipf.map(|z| z.1),
+        taken,
+    };
+    Ok(Traced { curve, summary })
+}
+
+/// SETs to GETs in parts per thousand, reduced.
+fn ratio_of(gets: u64, sets: u64) -> Ratio {
+    let set = ((sets as f64 / (gets + sets) as f64) * 1000.0).round() as u32;
+    let (set, get) = (set, 1000 - set);
+    let g = gcd(set, get).max(1);
+    Ratio {
+        set: set / g,
+        get: get / g,
+    }
+}
+
+fn gcd(a: u32, b: u32) -> u32 {
+    match b {
+        0 => a,
+        _ => gcd(b, a % b),
+    }
+}
+
+/// The trace's curve at the stated data: each share of its keys held, with
+/// the cache `memory` that holds that share (bytes), and the database reads it
+/// leaves at `rps` with `write_share` writes.
+pub fn points(
+    t: &TraceCurve,
+    memory: &dyn Fn(f64) -> f64,
+    (rps, write_share): (f64, f64),
+) -> Vec<CurvePoint> {
+    SHARES
+        .iter()
+        .map(|&share| {
+            let hit = t.hit_ratio((share * t.distinct_keys as f64).round() as u64);
+            CurvePoint {
+                cache_memory_bytes: memory(share) as u64,
+                hit_ratio: hit,
+                source: "trace".into(),
+                db_reads_per_s: db_load(rps, write_share, hit),
+                trace_hit_ratio: None,
+            }
+        })
+        .collect()
+}
+
+/// The trace's hit ratio for a cache holding `share` of the keys.
+pub fn at_share(t: &TraceCurve, share: f64) -> f64 {
+    t.hit_ratio((share.min(1.0) * t.distinct_keys as f64).round() as u64)
+}
+
+/// How the trace's curve was computed, and what the load took from it.
+pub fn said(s: &TraceSummary) -> String {
+    format!(
+        "Trace: {} ({} lines, {} distinct keys); the load took its {} from it; skew {}; its curve is {} over its {} reads after the first fifth, a read that misses filling the cache and a write invalidating its key, as kvlab's cache-aside does (the cache's own eviction approximates LRU).",
+        s.file,
+        crate::results::stats::num(s.lines as f64),
+        crate::results::stats::num(s.distinct_keys as f64),
+        match s.taken.is_empty() {
+            true => "nothing (flags gave it all)".to_string(),
+            false => s.taken.join(", "),
+        },
+        match (s.zipf_theta, s.zipf_r2) {
+            (Some(t), Some(r2)) =>
+                format!("a Zipf exponent of {t:.2} fitted to its key popularity (R² {r2:.2})"),
+            _ => "too few repeated keys to fit a Zipf exponent: uniform".into(),
+        },
+        match s.sample_rate < 1.0 {
+            true => format!(
+                "SHARDS sampling of {:.2}% of its keys",
+                s.sample_rate * 100.0
+            ),
+            false => "exact LRU stack distances".into(),
+        },
+        crate::results::stats::num(s.reads_counted as f64),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mix_reduces_to_small_weights() {
+        assert_eq!(ratio_of(95, 5), Ratio { set: 1, get: 19 });
+        assert_eq!(ratio_of(1, 0), Ratio { set: 0, get: 1 });
+        assert_eq!(ratio_of(2, 1), Ratio { set: 333, get: 667 });
+    }
+}
