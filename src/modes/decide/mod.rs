@@ -93,16 +93,30 @@ pub fn decide(
         opts,
         shutdown,
     };
+    // Stopped (Ctrl-C): no answer from a step cut short; the servers stop.
+    let stopped = |done: &str| -> Result<()> {
+        match shutdown.load(std::sync::atomic::Ordering::SeqCst) {
+            true => anyhow::bail!(
+                "stopped during the runs after {done}: no decision from runs cut short; run kvlab decide again for one"
+            ),
+            false => Ok(()),
+        }
+    };
     let db = m.database(say)?;
+    stopped("the database alone")?;
     let cache = m.cache_alone(say)?;
+    stopped("the cache alone")?;
     let curve_rate = measure::curve_rate(ask, &db);
     let curve = m.curve(curve_rate, say)?;
+    stopped("the miss-ratio curve")?;
     let (rate, rate_why) = measure::confirm_rate(ask, &db, &cache, curve_rate);
     let aside = m.cache_aside(&curve, &db, rate, say)?;
+    stopped("the cache-aside confirmation")?;
     let loss = match &aside {
         Some(a) => Some(m.cache_loss(a, rate, say)?),
         None => None,
     };
+    stopped("the cache loss")?;
     let scaled = Scaled {
         keys: ask.plan.workload.keys,
         factor: ask.plan.workload.keys as f64 / ask.load.keys.max(1) as f64,
