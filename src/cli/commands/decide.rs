@@ -83,9 +83,8 @@ fn assume_round_trips(plan: &mut RunPlan, cache: &CacheAside) -> bool {
     assumed
 }
 
-/// What `args` ask: the database (not a cache) and the cache in front of it
-/// (redis unless `--cache`), the load as stated.
-fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
+/// Refuses the flags `kvlab decide` sets itself or cannot combine.
+fn refuse(args: &DecideArgs) -> Result<(), UsageError> {
     let r = &args.run;
     for (given, flag, why) in [
         (
@@ -103,11 +102,43 @@ fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
             "--event",
             "kvlab decide makes its own cache loss",
         ),
+        (
+            args.trace.is_some() && r.profile.is_some(),
+            "--profile",
+            "--trace gives the workload",
+        ),
     ] {
         if given {
-            return Err(UsageError::conflict(flag, why, "drop it").into());
+            return Err(UsageError::conflict(flag, why, "drop it"));
         }
     }
+    Ok(())
+}
+
+/// `--trace`: the workload's settings no flag gave, from the trace.
+fn traced(
+    args: &DecideArgs,
+    plan: &mut RunPlan,
+    shutdown: &AtomicBool,
+) -> Result<Option<decide::trace::Traced>, UsageError> {
+    let r = &args.run;
+    let given = decide::trace::Given {
+        keys: r.keys.is_some(),
+        ratio: r.ratio.is_some(),
+        sizes: r.value_size.is_some(),
+        distribution: r.key_distribution.is_some(),
+    };
+    args.trace
+        .as_deref()
+        .map(|path| decide::trace::apply(path, &mut plan.workload, given, shutdown))
+        .transpose()
+}
+
+/// What `args` ask: the database (not a cache) and the cache in front of it
+/// (redis unless `--cache`), the load as stated.
+fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
+    let r = &args.run;
+    refuse(args)?;
     crate::modes::capacity::check_limits(
         args.goal.p99_ms,
         crate::modes::capacity::MoreLimits {
@@ -138,29 +169,7 @@ fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
             start: Default::default(),
         },
     };
-    if args.trace.is_some() && r.profile.is_some() {
-        return Err(UsageError::conflict(
-            "--profile",
-            "--trace gives the workload",
-            "drop one of them",
-        )
-        .into());
-    }
-    let given = decide::trace::Given {
-        keys: r.keys.is_some(),
-        ratio: r.ratio.is_some(),
-        sizes: r.value_size.is_some(),
-        distribution: r.key_distribution.is_some(),
-    };
-    let traced = match &args.trace {
-        Some(path) => Some(decide::trace::apply(
-            path,
-            &mut plan.workload,
-            given,
-            shutdown,
-        )?),
-        None => None,
-    };
+    let traced = traced(args, &mut plan, shutdown)?;
     let rtt_assumed = assume_round_trips(&mut plan, &cache);
     let w = &plan.workload;
     let (price_core_hour, price_gib_hour) = (
