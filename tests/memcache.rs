@@ -58,14 +58,7 @@ fn the_meta_protocol_reads_writes_and_agrees_with_the_counters() {
     p.workload.ratio = kvlab::plan::Ratio { set: 1, get: 4 };
     p.workload.value_sizes = Some("64-2048".parse().unwrap());
     let r = common::measure(&p);
-    assert!(r.valid, "{:?}", r.problems);
-    assert_eq!(
-        (r.totals.errors, r.totals.misses),
-        (0, 0),
-        "{:?}",
-        r.totals.errors_by_kind
-    );
-    assert!(r.totals.hits > 0 && r.totals.sets > 0);
+    common::every_request_clean(&r);
     assert_eq!(r.query_mode.as_deref(), Some("meta"));
     let cc = r.server_counters.as_ref().expect("counters read");
     assert!(cc.agrees(), "{cc:?}");

@@ -25,21 +25,12 @@ fn sized(kind: TargetKind, sizes: &str) -> RunPlan {
 }
 
 fn set_sizes(p: &mut RunPlan, sizes: &str) {
-    let d: SizeDist = sizes.parse().unwrap();
-    p.workload.value_size = Values::with(&d).mean().round() as usize;
-    p.workload.value_sizes = Some(d);
+    p.workload.set_sizes(sizes.parse::<SizeDist>().unwrap());
 }
 
 /// Every read verified at its key's size, the bytes counted, the counters agree.
 fn all_sizes_verified(r: &RunResult, values: &Values, counted: bool) {
-    assert!(r.valid, "{:?}", r.problems);
-    assert_eq!(
-        (r.totals.errors, r.totals.misses),
-        (0, 0),
-        "{:?}",
-        r.totals.errors_by_kind
-    );
-    assert!(r.totals.hits > 0 && r.totals.sets > 0);
+    common::every_request_clean(r);
     let per = r.totals.value_bytes as f64 / (r.totals.hits + r.totals.sets) as f64;
     assert!(
         (per - values.mean()).abs() < 0.25 * values.mean(),

@@ -10,7 +10,7 @@ use crate::plan::{
 };
 use crate::products;
 use crate::workload::profiles::{self, Profile};
-use crate::workload::{LinkDelay, SizeDist, Values};
+use crate::workload::{LinkDelay, SizeDist};
 
 /// The mix of a workload: SET:GET, value sizes and key popularity.
 struct Mix {
@@ -234,10 +234,7 @@ impl RunArgs {
             (None, Some(p)) => p.value_sizes.parse()?,
             (None, None) => SizeDist::Fixed { size: 256 },
         };
-        let (value_size, value_sizes) = match sizes {
-            SizeDist::Fixed { size } => (size, None),
-            d => (Values::with(&d).mean().round() as usize, Some(d)),
-        };
+        let (value_size, value_sizes) = crate::workload::sizes_of(sizes);
         let distribution: KeyDistribution = match (&self.key_distribution, profile) {
             (Some(d), _) => d.parse()?,
             (None, Some(p)) => KeyDistribution::Zipf { theta: p.theta },

@@ -430,6 +430,11 @@ fn default_seed() -> u64 {
 }
 
 impl Workload {
+    /// Sets the value sizes to `d` (see [`crate::workload::sizes_of`]).
+    pub fn set_sizes(&mut self, d: crate::workload::SizeDist) {
+        (self.value_size, self.value_sizes) = crate::workload::sizes_of(d);
+    }
+
     /// The values of this workload (their size by key, their bytes).
     pub fn values(&self) -> crate::workload::Values {
         match &self.value_sizes {

@@ -160,6 +160,15 @@ pub struct Values {
     block: Vec<u8>,
 }
 
+/// Value sizes as a workload holds them: one size (and no distribution), or
+/// a distribution and its mean size.
+pub fn sizes_of(d: SizeDist) -> (usize, Option<SizeDist>) {
+    match d {
+        SizeDist::Fixed { size } => (size, None),
+        d => (Values::with(&d).mean().round() as usize, Some(d)),
+    }
+}
+
 impl Values {
     /// Values of `size` bytes.
     pub fn new(size: usize) -> Values {

@@ -357,3 +357,15 @@ pub fn signals(pid: u32, steps: &[(u64, libc::c_int)]) -> std::thread::JoinHandl
         }
     })
 }
+
+/// A valid run with reads and writes, every one answered: no errors, no misses.
+pub fn every_request_clean(r: &RunResult) {
+    assert!(r.valid, "{:?}", r.problems);
+    assert_eq!(
+        (r.totals.errors, r.totals.misses),
+        (0, 0),
+        "{:?}",
+        r.totals.errors_by_kind
+    );
+    assert!(r.totals.hits > 0 && r.totals.sets > 0);
+}

@@ -177,14 +177,7 @@ fn follow_trace(plan: &mut RunPlan, args: &ReplayArgs, scan: &Scan) -> Result<()
     if args.run.value_size.is_none()
         && let Some(d) = scan.size_dist()
     {
-        plan.workload.value_size = crate::workload::Values::with(&d).mean().round() as usize;
-        plan.workload.value_sizes = match d {
-            crate::workload::SizeDist::Fixed { size } => {
-                plan.workload.value_size = size;
-                None
-            }
-            d => Some(d),
-        };
+        plan.workload.set_sizes(d);
     }
     let path = &args.trace;
     let trace = TracePlan {

@@ -176,9 +176,8 @@ impl Worker<'_> {
         client: &mut Cl,
         conns: &mut [Conn<Cl::Conn>],
         p: Pacer,
-        now: Instant,
+        mut now: Instant,
     ) {
-        let mut now = now;
         while let Some(&Reverse((due, i))) = self.dues.peek() {
             if due > now + p.lead {
                 break;

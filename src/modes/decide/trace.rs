@@ -10,7 +10,7 @@ use crate::plan::Workload;
 use crate::results::decide::{CurvePoint, TraceSummary, db_load};
 use crate::workload::trace::mrc::{self, TraceCurve};
 use crate::workload::trace::{Modelled, feed};
-use crate::workload::{KeyDistribution, Ratio, SizeDist};
+use crate::workload::{KeyDistribution, Ratio};
 
 /// Shares of the trace's keys its curve is drawn at.
 const SHARES: [f64; 9] = [0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0];
@@ -77,13 +77,7 @@ pub fn apply(
     if !given.sizes
         && let Some(d) = scan.size_dist()
     {
-        (w.value_size, w.value_sizes) = match d {
-            SizeDist::Fixed { size } => (size, None),
-            d => (
-                crate::workload::Values::with(&d).mean().round() as usize,
-                Some(d),
-            ),
-        };
+        w.set_sizes(d);
         taken.push("value sizes".into());
     }
     if !given.distribution {
@@ -137,7 +131,7 @@ pub fn points(
     SHARES
         .iter()
         .map(|&share| {
-            let hit = t.hit_ratio((share * t.distinct_keys as f64).round() as u64);
+            let hit = at_share(t, share);
             CurvePoint {
                 cache_memory_bytes: memory(share) as u64,
                 hit_ratio: hit,
