@@ -164,9 +164,40 @@ fn a_load_far_above_the_databases_capacity_keeps_the_cache() {
     );
 }
 
+/// Runs a study file whose `[decide]` is `table` (TOML lines); its JSON.
+fn decide_study(table: &str) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("d.toml");
+    std::fs::write(&file, format!("name = \"d\"\n[decide]\n{table}")).unwrap();
+    let out = dir.path().join("out");
+    let o = common::kvlab()
+        .args([
+            "study",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    common::succeeds(&o);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("a decision ([decide]), as `kvlab decide") && stdout.contains("DECISION: "),
+        "{stdout}"
+    );
+    assert!(out.join("report.html").exists());
+    serde_json::from_str(&std::fs::read_to_string(out.join("decision.json")).unwrap()).unwrap()
+}
+
+/// A study file's `[decide]` is `kvlab decide` with its keys as the flags.
 #[test]
 fn a_goal_nothing_meets_says_so_with_each_rows_reason() {
-    let d = decide(&["--rps", "1000", "--p99-ms", "0.001"]);
+    let d = decide_study(
+        "rps = 1000\np99_ms = 0.001\nkeys = 20000\nvalue_size = 1024\nratio = \"1:19\"\n\
+         key_distribution = \"zipf\"\nquick = true\nduration = 1\nconnections = 16\n",
+    );
+    assert_eq!(d["load"]["keys"], 20000, "{}", d["load"]);
+    assert_eq!(d["load"]["p99_ms"], 0.001, "{}", d["load"]);
     every_row(&d);
     assert_eq!(answer(&d), "cannot-meet", "{}", d["decision"]);
     for r in d["architectures"].as_array().unwrap() {
@@ -252,4 +283,54 @@ fn a_trace_that_is_not_one_is_refused_in_a_line() {
         assert!(err.contains("--trace") && err.contains(says), "{err}");
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
+}
+
+/// A `[decide]` that is not one is refused in a line naming the key and its
+/// line; the shipped `studies/decide.toml` reads as the command it stands for.
+#[test]
+fn a_bad_decide_section_is_refused_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (body, says) in [
+        (
+            "rsp = 20000\np99_ms = 5\n",
+            "d.toml:3: [decide] has no key rsp",
+        ),
+        ("rps = 20000\n", "d.toml:2: [decide] needs p99_ms"),
+        (
+            "rps = 20000\np99_ms = 5\nquick = 3\n",
+            "d.toml:5: [decide] quick is a switch",
+        ),
+        (
+            "rps = 20000\np99_ms = 5\nrate = 100\n",
+            "d.toml:5: [decide] rate:",
+        ),
+        (
+            "rps = 20000\np99_ms = 5\n[[target]]\ntarget = \"redis\"\n",
+            "d.toml:5: a [decide] study measures its own runs, so [[target]]",
+        ),
+    ] {
+        let file = dir.path().join("d.toml");
+        std::fs::write(&file, format!("name = \"d\"\n[decide]\n{body}")).unwrap();
+        let o = common::kvlab()
+            .args(["study", file.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{body}");
+        assert!(err.contains(says), "{body}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+    let shipped = concat!(env!("CARGO_MANIFEST_DIR"), "/studies/decide.toml");
+    let o = common::kvlab()
+        .args(["study", shipped, "--dry-run"])
+        .output()
+        .unwrap();
+    common::succeeds(&o);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("--rps 20000")
+            && stdout.contains("--p99-ms 5")
+            && stdout.contains("--quick"),
+        "{stdout}"
+    );
 }

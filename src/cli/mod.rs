@@ -51,10 +51,7 @@ impl Cli {
             .mut_subcommand("capacity", |c| {
                 hide(c, &mut ["rate", "shard", "start_at"].into_iter())
             })
-            .mut_subcommand("decide", |c| {
-                hide(c, &mut ["rate", "shard", "start_at", "events"].into_iter())
-                    .mut_arg("target", |a| a.default_value("postgres"))
-            })
+            .mut_subcommand("decide", decide_flags)
             .mut_subcommand("replay", |c| {
                 hide(c, &mut refused.clone())
                     .mut_arg("duration", |a| a.help(commands::replay::DURATION_HELP))
@@ -62,6 +59,15 @@ impl Cli {
             });
         Cli::from_arg_matches(&cmd.try_get_matches()?)
     }
+}
+
+/// `kvlab decide`'s flags as shown and parsed: those it refuses hidden,
+/// the target postgres unless given (also a study's `[decide]`).
+pub fn decide_flags(c: clap::Command) -> clap::Command {
+    ["rate", "shard", "start_at", "events"]
+        .into_iter()
+        .fold(c, |c, id| c.mut_arg(id, |a| a.hide(true)))
+        .mut_arg("target", |a| a.default_value("postgres"))
 }
 
 /// kvlab's commands.

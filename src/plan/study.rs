@@ -61,9 +61,17 @@ pub struct StudyFile {
     /// The load shape before sweeping.
     #[serde(default)]
     pub load: LoadSection,
-    /// The systems to compare.
-    #[serde(rename = "target")]
+    /// The systems to compare (none in a `[decide]` study).
+    #[serde(rename = "target", default)]
     pub targets: Vec<TargetSection>,
+    /// `[decide]`: the study is a `kvlab decide` run; its keys are that
+    /// command's flags without the dashes (`rps = 20000`, `p99_ms = 5`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decide: Option<toml::Table>,
+    /// Where each `[decide]` key is written, `file:line`, for errors (set
+    /// when the file is read).
+    #[serde(skip)]
+    pub decide_at: BTreeMap<String, String>,
     /// The target (by name) every other one is compared with in the report,
     /// point by point (e.g. a single server against clusters of it).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -23,7 +23,10 @@ pub fn exec(args: &StudyArgs, shutdown: &AtomicBool) -> Result<()> {
         args.metrics
             .start(study.metrics.as_deref(), &study.name, None)?;
     }
-    let done = run_study(&study, &out, args.dry_run, shutdown);
+    let done = match study.decide.is_some() {
+        true => super::decide::exec_study(&study, &out, args.dry_run, shutdown),
+        false => run_study(&study, &out, args.dry_run, shutdown),
+    };
     crate::cli::metrics::hold(shutdown);
     done
 }

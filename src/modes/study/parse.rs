@@ -77,7 +77,7 @@ pub fn parse_scaled(text: &str, origin: &str, scale: Scale) -> Result<StudyFile>
     } else {
         study.original = original;
     }
-    check(&study, &lines, origin)?;
+    check(&mut study, &lines, origin)?;
     Ok(study)
 }
 
@@ -99,7 +99,10 @@ fn overlay(base: &mut toml::Value, top: toml::Value) {
 }
 
 /// Checks a parsed study; errors point at the offending line of `text`.
-fn check(s: &StudyFile, lines: &Lines, origin: &str) -> Result<()> {
+fn check(s: &mut StudyFile, lines: &Lines, origin: &str) -> Result<()> {
+    if s.decide.is_some() {
+        return check_decide(s, lines, origin);
+    }
     if s.targets.is_empty() {
         bail!(
             "{origin}: no [[target]]; add at least one, e.g. [[target]] target = \"{}\"",
@@ -362,6 +365,34 @@ fn study_words(msg: &str) -> String {
 
 /// Where a study's keys are set: the TOML parser's spans over its text, so
 /// that every error points at the offending key's own line.
+/// A `[decide]` study: a `kvlab decide` run and nothing else. Notes where
+/// each of its keys is written, for the errors of its flags.
+fn check_decide(s: &mut StudyFile, lines: &Lines, origin: &str) -> Result<()> {
+    let at = |path: &[&str]| lines.at(origin, lines.of(path));
+    let others = [
+        ("[[target]]", !s.targets.is_empty(), "target"),
+        ("[sweep]", s.sweep != Default::default(), "sweep"),
+        ("[sizing]", s.sizing.is_some(), "sizing"),
+        ("[thresholds]", !s.thresholds.is_empty(), "thresholds"),
+    ];
+    if let Some((name, _, key)) = others.iter().find(|o| o.1) {
+        bail!(
+            "{}: a [decide] study measures its own runs, so {name} has no place in it; drop {name}, or put it in a study of its own",
+            at(&[key])
+        );
+    }
+    let table = s
+        .decide
+        .as_ref()
+        .map(|t| t.keys().cloned().collect::<Vec<_>>());
+    for key in table.unwrap_or_default() {
+        let line = at(&["decide", &key]);
+        s.decide_at.insert(key, line);
+    }
+    s.decide_at.insert(String::new(), at(&["decide"]));
+    Ok(())
+}
+
 struct Lines<'t> {
     text: &'t str,
     doc: Option<Spanned<DeTable<'t>>>,
