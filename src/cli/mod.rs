@@ -3,7 +3,8 @@
 //! # Layout
 //! - this file: the commands and the flags of those without their own file.
 //! - `run`: [`RunArgs`], `kvlab run`'s flags; `plan`: them checked into a [`RunPlan`].
-//! - `aside`: the cache-aside flags and `--event`; `tls`: the `--tls*` flags;
+//! - `aside`: the cache-aside flags and `--event`; `near`: `--near-cache`;
+//!   `tls`: the `--tls*` flags;
 //!   [`metrics`]: `--metrics*`; `help`: help texts from the registry.
 //! - [`commands`]: one file per subcommand.
 //!
@@ -13,6 +14,7 @@ mod aside;
 pub mod commands;
 mod help;
 pub mod metrics;
+mod near;
 mod plan;
 mod run;
 mod tls;

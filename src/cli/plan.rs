@@ -41,6 +41,7 @@ impl RunArgs {
         let workload = self.workload(mix, ttl_s, profile)?;
         let threads = threads.min(shard::local_connections(shard, self.connections));
         let mut plan = RunPlan {
+            near: self.near.near_cache()?,
             cache,
             target,
             workload,
@@ -67,6 +68,7 @@ impl RunArgs {
         plan.check_cache()?;
         plan.check_ttl()?;
         plan.check_batch()?;
+        plan.check_near()?;
         plan.load.events = aside::events(&self.events, &plan)?;
         let cold = plan
             .cache

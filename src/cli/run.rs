@@ -149,6 +149,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub aside: aside::AsideArgs,
     #[command(flatten)]
+    pub near: super::near::NearArgs,
+    #[command(flatten)]
     pub metrics: metrics::MetricsArgs,
     /// What kvlab does to a server it started, at a second of the measured
     /// window (repeatable): SECOND:ACTION[:DOWN], e.g. 10:restart-cache:2.

@@ -61,6 +61,9 @@ pub struct Facts {
     pub unix_sockets: bool,
     /// How a URL names a server of it on a unix socket (`None`: none does).
     pub unix_url_example: Option<&'static str>,
+    /// Whether its connections can hear of changed keys (RESP3 `CLIENT
+    /// TRACKING`), for a near cache's `--near-invalidation tracking|bcast`.
+    pub client_tracking: bool,
     /// Whether keys are spread over nodes by slot
     /// ([`Product::topology`](crate::driver::Product::topology)).
     pub sharded: bool,
@@ -97,6 +100,7 @@ impl Facts {
         tls_start: TlsStart::Immediate,
         unix_sockets: true,
         unix_url_example: None,
+        client_tracking: false,
         sharded: false,
         usage_report: None,
         server: ServerFacts::DEFAULTS,

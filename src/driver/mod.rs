@@ -42,7 +42,7 @@ pub use facts::{Facts, ServerFacts, TableFacts};
 pub use pooler::{Pooler, PoolerCounters, PoolerLaunch};
 pub use product::{
     Cache, CacheMemory, Connector, Database, Launch, Login, Product, Role, Server, ServerInfo,
-    TableJob,
+    TableJob, Tracking,
 };
 pub use settings::{Config, Sizing, parse_opt};
 pub use setup::SetupConn;

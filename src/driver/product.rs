@@ -322,6 +322,18 @@ pub struct Connector {
     pub query_mode: Option<QueryMode>,
     /// The socket and TLS its connections use.
     pub transport: Transport,
+    /// Client tracking the engine's connections turn on (a near cache's
+    /// invalidations; products with `client_tracking` only).
+    pub tracking: Option<Tracking>,
+}
+
+/// Which changed keys a tracking connection hears of (RESP3 `CLIENT TRACKING`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Tracking {
+    /// The keys this connection read.
+    Read,
+    /// Every key under this prefix (`BCAST PREFIX`).
+    Prefix(Vec<u8>),
 }
 
 impl fmt::Debug for Connector {
@@ -368,6 +380,7 @@ impl Connector {
             database: endpoint.database.clone(),
             consistency: None,
             query_mode: None,
+            tracking: None,
             transport: Transport {
                 unix: endpoint.socket.clone(),
                 tls,
@@ -404,6 +417,12 @@ impl Connector {
     /// product has modes.
     pub fn with_query_mode(mut self, mode: Option<QueryMode>) -> Connector {
         self.query_mode = mode;
+        self
+    }
+
+    /// This connector, its engine connections hearing of changed keys.
+    pub fn with_tracking(mut self, tracking: Option<Tracking>) -> Connector {
+        self.tracking = tracking;
         self
     }
 

@@ -60,6 +60,29 @@ pub enum Decoded {
     },
 }
 
+/// A message a server sent that no request asked for (a RESP3 push).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unasked {
+    /// Not whole yet: read more.
+    Incomplete,
+    /// Keys changed: their names were pushed onto the caller's list; the
+    /// message takes `len` bytes.
+    Invalidate {
+        /// Bytes the message occupies at the front of the buffer.
+        len: usize,
+    },
+    /// Every key may have changed (the server flushed).
+    InvalidateAll {
+        /// Bytes the message occupies at the front of the buffer.
+        len: usize,
+    },
+    /// Any other message: skipped.
+    Other {
+        /// Bytes the message occupies at the front of the buffer.
+        len: usize,
+    },
+}
+
 /// The bytes cannot be a reply of this protocol to the request sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Malformed(pub &'static str);
@@ -199,6 +222,19 @@ pub trait Codec: Clone + Send + Sync + 'static {
     /// reply names the request whose tag, masked by this, equals its tag.
     /// Requests in flight on a connection must stay below `(TAG_MASK + 1) / 2`.
     const TAG_MASK: u32 = u32::MAX;
+    /// A message at the front of `buf` that no request asked for (a RESP3
+    /// push), with the names of the keys it invalidates pushed onto `keys`
+    /// as ranges of `buf`; `None` when the front is a reply (or the protocol
+    /// sends none unasked).
+    #[inline]
+    fn unasked(
+        &self,
+        buf: &[u8],
+        keys: &mut Vec<Range<usize>>,
+    ) -> Option<Result<Unasked, Malformed>> {
+        let _ = (buf, keys);
+        None
+    }
     /// This codec for a connection with `session` (default: unchanged).
     fn bind(&self, session: &Session) -> Self {
         let _ = session;

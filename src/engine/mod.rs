@@ -19,6 +19,7 @@
 //!   back-off, drain, accounting), generic over a [`request_loop::Client`].
 //! - [`plain`]: the client that sends one command per request (pipelined,
 //!   routed by slot on a sharded target); [`aside`]: the cache-aside client.
+//! - [`near`]: a near cache in each worker (`--near-cache`), read first.
 //! - `pipe`: one socket with its buffers; `link`: the round trip kvlab
 //!   emulates on it; [`pacer`]: the open-loop schedule.
 
@@ -26,6 +27,7 @@ pub mod aside;
 pub mod clock;
 pub mod dispatch;
 mod link;
+pub mod near;
 pub mod pacer;
 mod pipe;
 pub mod plain;

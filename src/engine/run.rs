@@ -351,7 +351,11 @@ fn merge(
     let mut busy = Some(0u64);
     let mut leg_requests = [0u64; 5];
     let mut redirects = [0u64; 2];
+    let mut near: Option<super::near::NearCounts> = None;
     for r in &reports {
+        if let Some(n) = &r.near {
+            near.get_or_insert_with(Default::default).add(n);
+        }
         redirects[0] += r.redirects[0];
         redirects[1] += r.redirects[1];
         for (a, b) in leg_requests.iter_mut().zip(r.leg_requests) {
@@ -391,6 +395,7 @@ fn merge(
         interrupted,
         leg_requests,
         redirects,
+        near,
         nodes: spec.topology.as_ref().map(|t| t.nodes.len()),
         window_start: SystemTime::now(),
         start: None,

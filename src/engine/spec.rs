@@ -59,6 +59,8 @@ pub struct Spec {
     pub board: Option<Arc<crate::workload::consistency::VersionBoard>>,
     /// Cache-aside: the cache in front of `connector` (the database).
     pub aside: Option<AsideSpec>,
+    /// A near cache in each worker, read before the server (`--near-cache`).
+    pub near: Option<crate::plan::near::NearCache>,
     /// Sharded targets: the node serving each slot when the point began.
     pub topology: Option<Arc<crate::driver::Topology>>,
     /// Which of the run's connections this process opens (all of them unless
@@ -103,6 +105,7 @@ impl Spec {
             loaded_at: None,
             board: None,
             aside: None,
+            near: None,
             topology: None,
             share: crate::plan::shard::Share::all(1),
             start_at: None,
@@ -213,6 +216,8 @@ pub struct EngineReport {
     /// Sharded targets: measured requests redirected for good (MOVED) and
     /// for once (ASK).
     pub redirects: [u64; 2],
+    /// The near caches' counts, every worker's added (`None`: none).
+    pub near: Option<super::near::NearCounts>,
     /// Sharded targets: the nodes serving slots when the point began.
     pub nodes: Option<usize>,
     /// Wall-clock start of the measured phase.
@@ -267,6 +272,8 @@ pub struct WorkerReport {
     pub leg_requests: [u64; 5],
     /// Measured requests redirected for good (MOVED) and for once (ASK).
     pub redirects: [u64; 2],
+    /// The near cache's counts (`None`: no near cache).
+    pub near: Option<super::near::NearCounts>,
 }
 
 /// What a worker shares with the thread that runs the point.

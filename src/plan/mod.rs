@@ -18,6 +18,7 @@ pub use choice::{consistency_of, query_mode_of};
 mod aside;
 mod choice;
 pub mod events;
+pub mod near;
 pub mod replay;
 pub mod shard;
 pub mod study;
@@ -35,6 +36,9 @@ pub struct RunPlan {
     /// A cache in front of the target (cache-aside); `None`: the target alone.
     #[serde(default)]
     pub cache: Option<CacheAside>,
+    /// A near cache in each client thread (`--near-cache`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub near: Option<near::NearCache>,
 }
 
 impl RunPlan {

@@ -8,6 +8,7 @@ pub mod decide;
 pub mod events;
 pub mod fill;
 pub mod merge;
+pub mod near;
 pub mod replay;
 pub mod stats;
 pub mod study;
@@ -99,6 +100,9 @@ pub struct RunResult {
     /// Cache-aside runs: the cache, hit ratio, database reads saved, each leg.
     #[serde(default)]
     pub cache_aside: Option<AsideReport>,
+    /// A near cache in the client threads (`--near-cache`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub near_cache: Option<near::NearReport>,
     /// The query mode requests used, for products that have modes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub query_mode: Option<String>,

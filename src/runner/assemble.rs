@@ -302,6 +302,11 @@ impl Parts {
             replay: None,
             consistency: rs.writes_versioned.then(|| consistency_report(&r.measured)),
             cache_aside: None,
+            near_cache: rs
+                .config
+                .near
+                .zip(r.near.as_ref())
+                .map(|(n, c)| crate::results::near::NearReport::of(n, rs.config.load.threads, c)),
             query_mode: rs.query_mode.map(|m| m.to_string()),
             profile: rs.profile.clone(),
             pooler: None,

@@ -140,6 +140,8 @@ impl Finish<'_> {
             true => r.warmup.keys_read() + c.keys_read(),
             false => r.warmup.gets + r.warmup.extra_commands + c.gets + c.extra_commands,
         };
+        // Reads a near cache answered never reached the server.
+        let gets = gets - r.near.as_ref().map_or(0, |n| n.hits_all);
         let bg_sets = a.background.as_ref().map_or(0, |b| b.measured.counts.sets);
         (gets, r.warmup.sets + c.sets + bg_sets)
     }

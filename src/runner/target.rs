@@ -59,7 +59,8 @@ impl<'a> Target<'a> {
         let engine = match pooler {
             Some(p) => connector_to(&p.endpoint())?,
             None => connector.clone(),
-        };
+        }
+        .with_tracking(tracking_of(plan));
         let info = match server {
             Some(s) => s.info.clone(),
             None => probe(&connector, &plan.workload.key_prefix, opts)?,
@@ -105,6 +106,7 @@ impl<'a> Target<'a> {
             batch: w.batch.clone(),
             topology,
             board: rs.board.clone(),
+            near: plan.near,
             share: shard.map_or(Share::all(l.connections), |s| s.connections(l.connections)),
             start_at: l.start_at_ms.map(instant_of),
             timeline_seconds: l.timeline_seconds,
@@ -123,6 +125,18 @@ impl<'a> Target<'a> {
         self.engine
             .transport_info(Duration::from_secs(5))
             .map_err(|e| self.engine.connect_error(e))
+    }
+}
+
+/// The client tracking a near cache asks of the engine's connections.
+fn tracking_of(plan: &crate::plan::RunPlan) -> Option<crate::driver::Tracking> {
+    use crate::plan::near::Invalidation;
+    match plan.near?.invalidation {
+        Invalidation::Tracking => Some(crate::driver::Tracking::Read),
+        Invalidation::Bcast => Some(crate::driver::Tracking::Prefix(
+            plan.workload.key_prefix.as_bytes().to_vec(),
+        )),
+        Invalidation::Ttl(_) => None,
     }
 }
 

@@ -68,6 +68,11 @@ impl VersionBoard {
         }
     }
 
+    /// The keys it tracks (`0..keys`).
+    pub fn keys(&self) -> u64 {
+        self.slots.len() as u64
+    }
+
     /// Bytes a board for `keys` keys takes.
     pub fn bytes_for(keys: u64) -> u64 {
         keys * std::mem::size_of::<Slot>() as u64

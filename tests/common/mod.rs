@@ -22,6 +22,7 @@ use kvlab::servers::ManagedServer;
 /// A small, fast plan against an external endpoint (a server the test started).
 pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
     RunPlan {
+        near: None,
         cache: None,
         target: TargetSpec {
             kind,

@@ -40,6 +40,13 @@ impl<C: Codec> Plain<'_, C> {
         now: Instant,
     ) -> bool {
         while io.pending(s).is_some() {
+            if self.near.is_some() {
+                match self.near_heard(io, c, s, now) {
+                    Continue(true) => continue,
+                    Continue(false) => {}
+                    Break(ok) => return ok,
+                }
+            }
             let Some(front) = c.queues[s].front() else {
                 return false; // a reply nobody asked for
             };
@@ -188,7 +195,14 @@ impl<C: Codec> Plain<'_, C> {
         if !f.keys.is_empty() && !matches!(w.reply, Reply::Redirect { .. }) {
             return self.batch_read(io, &mut c.batches, s, f, w, now);
         }
+        let filled = match (&w.reply, self.near.is_some()) {
+            (Reply::Value(v), true) => Some(v.clone()),
+            _ => None,
+        };
         let then = self.meaning(&f.r, w.reply, io.buffered(s));
+        if let (Some(v), Then::Count(Outcome::Hit, Some(version))) = (filled, &then) {
+            self.near_fill(io, s, (f.r.key, *version), v, now);
+        }
         io.consume(s, w.len);
         if let Then::Count(Outcome::Hit | Outcome::Miss | Outcome::Stored, _) = then {
             io.served(s);

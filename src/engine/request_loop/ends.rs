@@ -86,6 +86,7 @@ impl<'a> Worker<'a> {
             quota_left: None,
             next_due: now,
             attempts_left: 0,
+            again: false,
             draining: false,
             extra: Vec::with_capacity(spec.batch.as_ref().map_or(0, |b| b.max())),
             replay: trace.map(Replay::new),

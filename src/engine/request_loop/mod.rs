@@ -310,6 +310,10 @@ struct Worker<'a> {
     links: std::collections::BinaryHeap<std::cmp::Reverse<(Instant, usize)>>,
     /// The connections whose links are due now (reused).
     linked: Vec<usize>,
+    /// Closed loop: a refill stopped after requests answered at once (a
+    /// near cache); every connection is refilled after the next poll, which
+    /// does not wait.
+    again: bool,
 }
 
 impl Worker<'_> {
@@ -422,6 +426,9 @@ impl Worker<'_> {
             if let Some(at) = self.next_link() {
                 wake = wake.min(at);
             }
+            if self.again {
+                wake = now;
+            }
             rhythm.poll(poll, &mut events, wake)?;
             // Requests due leave before the replies are read: a pass over a
             // few replies would otherwise add its time to their send error.
@@ -429,6 +436,12 @@ impl Worker<'_> {
                 self.issue_scheduled(client, conns, (wake, lead), Instant::now());
             }
             self.on_events(client, conns, &events);
+            if std::mem::take(&mut self.again) {
+                let now = Instant::now();
+                for c in conns.iter_mut() {
+                    self.refill_and_flush(client, c, now);
+                }
+            }
         }
     }
 

@@ -14,6 +14,10 @@ use crate::results::ScheduleReport;
 use crate::workload::consistency::VersionBoard;
 use crate::workload::{KeyGen, OpKind, OpMix};
 
+/// Requests a closed loop's refill may see answered at once (by a near
+/// cache) before it lets the poll have a turn.
+const ANSWERED_AT_ONCE: u32 = 64;
+
 impl Worker<'_> {
     /// Whether a request of `c` meant for `intended` may still start `now`.
     #[inline]
@@ -110,8 +114,20 @@ impl Worker<'_> {
         c: &mut Conn<Cl::Conn>,
         now: Instant,
     ) {
+        let (mut now, mut answered) = (now, 0);
         while self.has_room(client, c) && self.may_issue(c, now, now) {
+            let before = self.tally.inflight;
             self.issue(client, c, now, now);
+            if self.tally.inflight == before {
+                // Answered at once (a near cache): no reply will call for
+                // the next, so the loop comes back for it after a poll.
+                answered += 1;
+                if answered == ANSWERED_AT_ONCE {
+                    self.again = true;
+                    return;
+                }
+                now = Instant::now();
+            }
         }
     }
 

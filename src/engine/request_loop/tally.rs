@@ -34,6 +34,8 @@ pub struct Tally {
     pub steps: [u64; 5],
     /// Measured requests redirected for good (MOVED) and for once (ASK).
     pub redirects: [u64; 2],
+    /// The near cache's counts (`None`: no near cache).
+    pub near: Option<crate::engine::near::NearCounts>,
     board: Option<Arc<VersionBoard>>,
     paced: bool,
     /// Each key's value size (bytes read and written).
@@ -61,6 +63,7 @@ impl Tally {
             last_connect_error: None,
             steps: [0; 5],
             redirects: [0; 2],
+            near: spec.near.map(|_| Default::default()),
             board: spec.board.clone(),
             paced: spec.rate.is_some(),
             sizer: spec.values.sizer(),
@@ -255,6 +258,7 @@ impl Tally {
             window,
             leg_requests: self.steps,
             redirects: self.redirects,
+            near: self.near,
         }
     }
 }

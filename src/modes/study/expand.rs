@@ -97,6 +97,7 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
                 false => None,
             };
             let plan = RunPlan {
+                near: None,
                 cache,
                 target,
                 workload,

@@ -147,6 +147,79 @@ fn resp() {
     properties("resp", &Subject::cache(Resp), resp_reply());
 }
 
+/// A valid RESP3 push and what it says: an invalidation of keys, a
+/// flush, or another message.
+fn resp_push() -> impl Strategy<Value = (Vec<u8>, Option<Vec<Vec<u8>>>)> + Clone {
+    let keys = prop::collection::vec(prop::collection::vec(any::<u8>(), 0..40), 0..6);
+    prop_oneof![
+        keys.prop_map(|keys| {
+            let mut b = b">2\r\n$10\r\ninvalidate\r\n".to_vec();
+            b.extend(format!("*{}\r\n", keys.len()).bytes());
+            for k in &keys {
+                b.extend(bulk(k));
+            }
+            (b, Some(keys))
+        }),
+        Just((b">2\r\n$10\r\ninvalidate\r\n_\r\n".to_vec(), None)),
+        message().prop_map(|m| {
+            let b = [
+                &b">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n"[..],
+                &bulk(m.as_bytes()),
+            ]
+            .concat();
+            (b, Some(vec![b"other".to_vec()]))
+        }),
+    ]
+}
+
+/// RESP3 pushes: each valid one read whole with its keys, every cut of it
+/// incomplete, and any bytes (or a mutated push) never past the buffer.
+#[test]
+fn resp_pushes() {
+    use crate::driver::wire::{Codec, Unasked};
+    let fuzz = super::Fuzz::new(2);
+    fuzz.check(
+        "resp pushes: valid, cut anywhere",
+        resp_push(),
+        |(b, want)| {
+            let mut keys = Vec::new();
+            let got = Resp.unasked(&b, &mut keys);
+            let names: Vec<Vec<u8>> = keys.iter().map(|k| b[k.clone()].to_vec()).collect();
+            match (&want, got) {
+                (Some(w), Some(Ok(Unasked::Invalidate { len }))) => {
+                    prop_assert_eq!(len, b.len());
+                    prop_assert_eq!(&names, w);
+                }
+                (None, Some(Ok(Unasked::InvalidateAll { len }))) => prop_assert_eq!(len, b.len()),
+                (Some(w), Some(Ok(Unasked::Other { len }))) if w == &vec![b"other".to_vec()] => {
+                    prop_assert_eq!(len, b.len())
+                }
+                (_, other) => prop_assert!(false, "{:?} read as {:?}", b, other),
+            }
+            for cut in 1..b.len() {
+                let part = Resp.unasked(&b[..cut], &mut keys);
+                prop_assert_eq!(part, Some(Ok(Unasked::Incomplete)));
+            }
+            Ok(())
+        },
+    );
+    let mutated = (resp_push(), prop::collection::vec(super::mutation(), 1..4));
+    fuzz.check("resp pushes: mutated", mutated, |((mut b, _), changes)| {
+        for m in &changes {
+            super::mutate(&mut b, m);
+        }
+        let mut keys = Vec::new();
+        if let Some(Ok(
+            Unasked::Invalidate { len } | Unasked::InvalidateAll { len } | Unasked::Other { len },
+        )) = Resp.unasked(&b, &mut keys)
+        {
+            prop_assert!(len <= b.len());
+            prop_assert!(keys.iter().all(|k| k.start <= k.end && k.end <= len));
+        }
+        Ok(())
+    });
+}
+
 #[test]
 fn memcached_text() {
     properties(

@@ -369,7 +369,7 @@ pub(super) fn message() -> impl Strategy<Value = String> + Clone {
 
 /// One change to a stream of bytes.
 #[derive(Clone, Debug)]
-enum Mutation {
+pub(super) enum Mutation {
     Flip(Index, u8),
     Put(Index, u8),
     Insert(Index, Bytes),
@@ -377,7 +377,7 @@ enum Mutation {
     Truncate(Index),
 }
 
-fn mutation() -> impl Strategy<Value = Mutation> + Clone {
+pub(super) fn mutation() -> impl Strategy<Value = Mutation> + Clone {
     let special = prop::sample::select(vec![
         0u8, 1, 0x7f, 0x80, 0xfe, 0xff, b'\r', b'\n', b' ', b'-', b'0', b'9',
     ]);
@@ -390,7 +390,7 @@ fn mutation() -> impl Strategy<Value = Mutation> + Clone {
     ]
 }
 
-fn mutate(buf: &mut Vec<u8>, m: &Mutation) {
+pub(super) fn mutate(buf: &mut Vec<u8>, m: &Mutation) {
     if buf.is_empty() {
         if let Mutation::Insert(_, b) = m {
             buf.extend_from_slice(&b.0);
@@ -548,9 +548,12 @@ fn every_product_is_fuzzed() {
     use super::TargetKind as K;
     for k in K::ALL {
         let tests: &[&str] = match k {
-            K::Redis | K::Valkey | K::RedisCluster | K::ValkeyCluster => {
-                &["caches::resp", "setup::resp_frames", "setup::cluster_nodes"]
-            }
+            K::Redis | K::Valkey | K::RedisCluster | K::ValkeyCluster => &[
+                "caches::resp",
+                "caches::resp_pushes",
+                "setup::resp_frames",
+                "setup::cluster_nodes",
+            ],
             K::Memcached => &[
                 "caches::memcached_text",
                 "caches::memcached_meta",

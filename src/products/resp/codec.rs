@@ -148,6 +148,15 @@ impl Codec for Resp {
     }
 
     #[inline]
+    fn unasked(
+        &self,
+        buf: &[u8],
+        keys: &mut Vec<std::ops::Range<usize>>,
+    ) -> Option<Result<crate::driver::wire::Unasked, Malformed>> {
+        super::push::unasked(buf, keys)
+    }
+
+    #[inline]
     fn encode_get_many(&self, b: &Batch<'_>, out: &mut Vec<u8>) {
         super::mget::encode(b, out);
     }

@@ -15,6 +15,7 @@ pub mod cluster;
 pub mod cluster_server;
 pub mod codec;
 mod mget;
+mod push;
 pub mod server;
 
 use std::io;
@@ -28,7 +29,7 @@ pub use codec::{Resp, bulk_payload, command, encode_command, frame_len, hash_slo
 use crate::driver::wire::Session;
 use crate::driver::{
     Cache, CacheMemory, Connector, Facts, Product, ReportedUsage, Role, Server, ServerCounters,
-    ServerFacts, ServerInfo, UsageReport,
+    ServerFacts, ServerInfo, Tracking, UsageReport,
 };
 use crate::transport::Stream;
 
@@ -44,6 +45,7 @@ const RESP: Facts = Facts {
     ),
     title: "Redis/Valkey",
     default_port: 6379,
+    client_tracking: true,
     usage_report: Some(USAGE_REPORT),
     server: ServerFacts {
         thread_settings: &["io-threads"],
@@ -101,7 +103,13 @@ impl Product for RespProduct {
     }
 
     fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(Stream, Session)> {
-        Ok((open(c, timeout)?, Session::Plain))
+        let mut s = open(c, timeout)?;
+        if let Some(t) = &c.tracking {
+            s.set_timeout(Some(timeout))?;
+            track(&mut s, t)?;
+            s.set_timeout(None)?;
+        }
+        Ok((s, Session::Plain))
     }
 
     fn probe(&self, c: &Connector, timeout: Duration) -> Result<ServerInfo> {
@@ -213,6 +221,30 @@ pub(crate) fn open(c: &Connector, timeout: Duration) -> io::Result<Stream> {
     }
     s.set_timeout(None)?;
     Ok(s)
+}
+
+/// Turns the connection to RESP3 (`HELLO 3`) and client tracking on, so
+/// that invalidations come as push messages between its replies.
+fn track(s: &mut Stream, t: &Tracking) -> io::Result<()> {
+    let refused = |what: &str, reply: &[u8]| {
+        io::Error::other(format!(
+            "{what} refused (a near cache's tracking needs Redis or Valkey 6 or later): {}",
+            String::from_utf8_lossy(reply.trim_ascii())
+        ))
+    };
+    let hello = command(s, &[b"HELLO", b"3"])?;
+    if hello.first() == Some(&b'-') {
+        return Err(refused("HELLO 3", &hello));
+    }
+    let mut args: Vec<&[u8]> = vec![b"CLIENT", b"TRACKING", b"ON"];
+    if let Tracking::Prefix(p) = t {
+        args.extend([&b"BCAST"[..], b"PREFIX", p]);
+    }
+    let on = command(s, &args)?;
+    if !on.starts_with(b"+OK") {
+        return Err(refused("CLIENT TRACKING ON", &on));
+    }
+    Ok(())
 }
 
 /// One server's GET and SET calls, hits and misses (`INFO commandstats`, `INFO stats`).

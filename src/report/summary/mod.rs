@@ -14,6 +14,7 @@
 mod aside;
 mod checks;
 mod figures;
+mod near;
 mod servers;
 
 use std::fmt::Write as _;
@@ -34,6 +35,7 @@ pub fn summary(r: &RunResult) -> String {
         figures::requests,
         figures::latency,
         aside::section,
+        near::section,
         figures::consistency,
         figures::background,
         figures::schedule,

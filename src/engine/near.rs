@@ -1,0 +1,318 @@
+//! The near cache: a bounded LRU (the `lru` crate) in each client thread,
+//! read before the remote server, filled by its hits, emptied by the
+//! server's invalidations (RESP3 tracking) or by a TTL. Its counts live in
+//! the worker's tally ([`NearCounts`]); the entries, here.
+//!
+//! An entry holds the value's bytes, as an application's near cache does
+//! (its memory is what the run reports), and the version they carry, so
+//! that an invalidation tells how long after its write it came.
+
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use lru::LruCache;
+
+use crate::plan::near::{Invalidation, NearCache, entry_bytes};
+use crate::workload::consistency::VersionBoard;
+
+/// One entry: the value as read, its version, and when it was filled.
+struct Entry {
+    value: Vec<u8>,
+    version: u64,
+    filled: Instant,
+}
+
+/// What one worker's near cache counted (warm-up and window apart where a
+/// report needs it).
+#[derive(Clone, Debug)]
+pub struct NearCounts {
+    /// Reads it answered, measured window.
+    pub hits: u64,
+    /// Reads it did not hold (sent on), measured window.
+    pub misses: u64,
+    /// Reads it answered over warm-up and window (never sent).
+    pub hits_all: u64,
+    /// Of the misses, entries found expired (TTL).
+    pub expired: u64,
+    /// Entries dropped for room.
+    pub evictions: u64,
+    /// Invalidation messages the server sent.
+    pub messages: u64,
+    /// Keys those messages named.
+    pub keys_invalidated: u64,
+    /// Of those, entries held and dropped.
+    pub entries_invalidated: u64,
+    /// Messages that dropped everything (the server flushed).
+    pub flushes: u64,
+    /// Invalidations that came before the write's acknowledgement reached
+    /// its writer (no delay to measure: under 0).
+    pub before_ack: u64,
+    /// Delay from a write's acknowledgement to the invalidation of an entry
+    /// it outdated, µs.
+    pub delay_us: Histogram<u64>,
+    /// The most bytes and entries held at once.
+    pub peak_bytes: u64,
+    /// The most entries held at once.
+    pub peak_items: u64,
+}
+
+impl Default for NearCounts {
+    fn default() -> Self {
+        NearCounts {
+            hits: 0,
+            misses: 0,
+            hits_all: 0,
+            expired: 0,
+            evictions: 0,
+            messages: 0,
+            keys_invalidated: 0,
+            entries_invalidated: 0,
+            flushes: 0,
+            before_ack: 0,
+            delay_us: Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid bounds"),
+            peak_bytes: 0,
+            peak_items: 0,
+        }
+    }
+}
+
+impl NearCounts {
+    /// Adds another worker's counts (peaks add: each thread holds its own).
+    pub fn add(&mut self, o: &NearCounts) {
+        self.hits += o.hits;
+        self.misses += o.misses;
+        self.hits_all += o.hits_all;
+        self.expired += o.expired;
+        self.evictions += o.evictions;
+        self.messages += o.messages;
+        self.keys_invalidated += o.keys_invalidated;
+        self.entries_invalidated += o.entries_invalidated;
+        self.flushes += o.flushes;
+        self.before_ack += o.before_ack;
+        let _ = self.delay_us.add(&o.delay_us);
+        self.peak_bytes += o.peak_bytes;
+        self.peak_items += o.peak_items;
+    }
+}
+
+/// One worker's near cache.
+pub struct Near {
+    lru: LruCache<u64, Entry>,
+    /// Bytes held, as [`entry_bytes`] counts them.
+    bytes: u64,
+    /// The byte bound, if the bound is in bytes.
+    bound_bytes: Option<u64>,
+    key_len: usize,
+    ttl: Option<Duration>,
+    /// A value buffer from an entry that left, for the next fill.
+    spare: Vec<u8>,
+    board: Option<Arc<VersionBoard>>,
+}
+
+impl Near {
+    /// A near cache as `n` asks, for keys of `key_len` bytes and values of at
+    /// least `min_value`; `board` tells when writes completed.
+    pub fn new(
+        n: &NearCache,
+        key_len: usize,
+        min_value: usize,
+        board: Option<Arc<VersionBoard>>,
+    ) -> Near {
+        let items = n.max_items(min_value, key_len).clamp(1, usize::MAX as u64) as usize;
+        Near {
+            lru: LruCache::new(NonZeroUsize::new(items).expect("at least 1")),
+            bytes: 0,
+            bound_bytes: match n.bound {
+                crate::plan::near::NearBound::Bytes(b) => Some(b),
+                crate::plan::near::NearBound::Items(_) => None,
+            },
+            key_len,
+            ttl: match n.invalidation {
+                Invalidation::Ttl(s) => Some(Duration::from_secs(u64::from(s))),
+                _ => None,
+            },
+            spare: Vec::new(),
+            board,
+        }
+    }
+
+    /// The value held for `key` at `now`, if fresh; counts the hit or miss.
+    #[inline]
+    pub fn get(
+        &mut self,
+        key: u64,
+        now: Instant,
+        measured: bool,
+        c: &mut NearCounts,
+    ) -> Option<&[u8]> {
+        let expired = match (self.lru.peek(&key), self.ttl) {
+            (Some(e), Some(ttl)) => now.saturating_duration_since(e.filled) >= ttl,
+            (Some(_), None) => false,
+            (None, _) => {
+                c.misses += u64::from(measured);
+                return None;
+            }
+        };
+        if expired {
+            c.misses += u64::from(measured);
+            c.expired += u64::from(measured);
+            self.remove(key);
+            return None;
+        }
+        c.hits += u64::from(measured);
+        c.hits_all += 1;
+        self.lru.get(&key).map(|e| e.value.as_slice())
+    }
+
+    /// Holds `value` (version `version`) for `key` from `now`, dropping the
+    /// least recently used entries for room.
+    #[inline]
+    pub fn fill(&mut self, key: u64, value: &[u8], version: u64, now: Instant, c: &mut NearCounts) {
+        self.remove(key);
+        let size = entry_bytes(value.len(), self.key_len);
+        if let Some(bound) = self.bound_bytes {
+            if size > bound {
+                return;
+            }
+            while self.bytes + size > bound {
+                match self.lru.pop_lru() {
+                    Some((_, e)) => self.left(e, c),
+                    None => break,
+                }
+            }
+        }
+        let mut buf = std::mem::take(&mut self.spare);
+        buf.clear();
+        buf.extend_from_slice(value);
+        let e = Entry {
+            value: buf,
+            version,
+            filled: now,
+        };
+        self.bytes += size;
+        if let Some((_, old)) = self.lru.push(key, e) {
+            self.left(old, c);
+        }
+        c.peak_bytes = c.peak_bytes.max(self.bytes);
+        c.peak_items = c.peak_items.max(self.lru.len() as u64);
+    }
+
+    /// An entry pushed out for room.
+    fn left(&mut self, e: Entry, c: &mut NearCounts) {
+        c.evictions += 1;
+        self.drop_entry(e);
+    }
+
+    /// Takes `e`'s bytes off the count and keeps its buffer for a fill.
+    fn drop_entry(&mut self, e: Entry) {
+        self.bytes -= entry_bytes(e.value.len(), self.key_len);
+        self.spare = e.value;
+    }
+
+    /// Drops `key` (this thread writes it).
+    #[inline]
+    pub fn remove(&mut self, key: u64) {
+        if let Some(e) = self.lru.pop(&key) {
+            self.drop_entry(e);
+        }
+    }
+
+    /// The server says `key` changed, heard at `now`: drops it and, where it
+    /// held an outdated version, times the delay from that version's
+    /// successor's acknowledgement.
+    pub fn invalidate(&mut self, key: u64, now: Instant, c: &mut NearCounts) {
+        c.keys_invalidated += 1;
+        let Some(e) = self.lru.pop(&key) else { return };
+        c.entries_invalidated += 1;
+        if let Some(b) = &self.board
+            && key < b.keys()
+        {
+            match b.written_at(key, e.version + 1) {
+                Some(at) => {
+                    let us = now.saturating_duration_since(at).as_micros() as u64;
+                    let _ = c.delay_us.record(us.max(1));
+                }
+                None if b.snapshot(key) <= e.version => c.before_ack += 1,
+                None => {}
+            }
+        }
+        self.drop_entry(e);
+    }
+
+    /// The server dropped everything (a flush).
+    pub fn clear(&mut self, c: &mut NearCounts) {
+        c.flushes += 1;
+        while let Some((_, e)) = self.lru.pop_lru() {
+            self.drop_entry(e);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::near::NearBound;
+
+    fn near(bound: NearBound, invalidation: Invalidation) -> Near {
+        Near::new(
+            &NearCache {
+                bound,
+                invalidation,
+            },
+            10,
+            100,
+            None,
+        )
+    }
+
+    #[test]
+    fn a_byte_bound_is_never_passed() {
+        let mut n = near(NearBound::Bytes(10_000), Invalidation::Tracking);
+        let mut c = NearCounts::default();
+        let now = Instant::now();
+        for k in 0..1000 {
+            n.fill(k, &vec![7u8; 100 + (k as usize % 50)], 0, now, &mut c);
+            assert!(n.bytes <= 10_000, "{}", n.bytes);
+        }
+        assert!(c.peak_bytes <= 10_000 && c.evictions > 900, "{c:?}");
+        assert!(n.get(999, now, true, &mut c).is_some());
+        assert!(n.get(0, now, true, &mut c).is_none());
+        assert_eq!((c.hits, c.misses), (1, 1));
+    }
+
+    #[test]
+    fn an_item_bound_and_invalidations_drop_entries() {
+        let mut n = near(NearBound::Items(3), Invalidation::Tracking);
+        let mut c = NearCounts::default();
+        let now = Instant::now();
+        for k in 0..5 {
+            n.fill(k, b"value", 0, now, &mut c);
+        }
+        assert_eq!((n.lru.len(), c.evictions), (3, 2));
+        n.invalidate(4, now, &mut c);
+        n.invalidate(0, now, &mut c);
+        assert_eq!((c.keys_invalidated, c.entries_invalidated), (2, 1));
+        assert!(n.get(4, now, true, &mut c).is_none());
+        n.clear(&mut c);
+        assert_eq!((n.lru.len(), n.bytes), (0, 0));
+    }
+
+    #[test]
+    fn a_ttl_expires_entries() {
+        let mut n = near(NearBound::Items(10), Invalidation::Ttl(1));
+        let mut c = NearCounts::default();
+        let t0 = Instant::now();
+        n.fill(1, b"v", 0, t0, &mut c);
+        assert!(
+            n.get(1, t0 + Duration::from_millis(999), true, &mut c)
+                .is_some()
+        );
+        assert!(
+            n.get(1, t0 + Duration::from_secs(1), true, &mut c)
+                .is_none()
+        );
+        assert_eq!((c.hits, c.misses, c.expired), (1, 1, 1));
+    }
+}
