@@ -55,7 +55,10 @@ fn tracking_leaves_no_read_stale_once_its_invalidation_came() {
         2.0,
     ));
     let n = checked(&r);
-    assert!(n.invalidation_messages > 0 && n.entries_invalidated > 0, "{n:?}");
+    assert!(
+        n.invalidation_messages > 0 && n.entries_invalidated > 0,
+        "{n:?}"
+    );
     assert_eq!(n.evictions, 0, "{n:?}");
     let c = r.consistency.as_ref().expect("writes are versioned");
     if c.stale_reads > 0 {
@@ -79,7 +82,11 @@ fn broadcast_tracking_counts_every_invalidation_the_server_sends() {
     // the run stops reading.
     let sets = r.server_counters.as_ref().unwrap().server.sets;
     let sent = sets * r.connections.established as u64;
-    assert!(n.keys_invalidated <= sent, "{} > {sent}", n.keys_invalidated);
+    assert!(
+        n.keys_invalidated <= sent,
+        "{} > {sent}",
+        n.keys_invalidated
+    );
     assert!(
         n.keys_invalidated as f64 >= 0.98 * sent as f64,
         "{} of {sent}",
@@ -105,6 +112,35 @@ fn a_ttl_alone_gives_stale_reads_bounded_by_it() {
     let c = r.consistency.as_ref().expect("writes are versioned");
     assert!(c.stale_reads > 0, "{c:?}");
     assert!(c.stale_age_us.max <= 1_100_000.0, "{c:?}");
+}
+
+/// In front of a cache-aside run's cache: the near caches answer reads
+/// that never reach the cache or the database, every server's counters
+/// still agree with what kvlab sent it, and the cache's invalidations come.
+#[test]
+fn in_front_of_cache_aside_the_servers_see_only_what_it_missed() {
+    let mut p = plan(
+        TargetKind::Postgres,
+        near(NearBound::Items(10_000), Invalidation::Tracking),
+        2.0,
+    );
+    p.cache = Some(kvlab::plan::CacheAside {
+        cache: "redis".parse().unwrap(),
+        policy: kvlab::plan::WritePolicy::Invalidate,
+        ttl_s: 0,
+        start: Default::default(),
+    });
+    let r = common::measure(&p);
+    assert!(r.valid, "{:?}", r.problems);
+    assert_eq!((r.totals.errors, r.totals.misses), (0, 0));
+    let c = r.server_counters.as_ref().expect("the database's counters");
+    assert!(c.agrees(), "{c:?}");
+    let a = r.cache_aside.as_ref().expect("a cache-aside report");
+    let n = r.near_cache.as_ref().expect("a near cache report");
+    assert!(n.hits > 0 && n.invalidation_messages > 0, "{n:?}");
+    // Every measured read went to the near cache first; those it missed
+    // went to the cache.
+    assert_eq!(n.misses, a.cache_hits + a.cache_misses, "{n:?} {a:?}");
 }
 
 #[test]

@@ -8,14 +8,20 @@
 //! that an invalidation tells how long after its write it came.
 
 use std::num::NonZeroUsize;
+use std::ops::ControlFlow::{self, Break, Continue};
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use lru::LruCache;
 
+use super::request_loop::{Io, Request};
+use crate::driver::wire::{Codec, Unasked, parse_usize};
 use crate::plan::near::{Invalidation, NearCache, entry_bytes};
+use crate::results::stats::{ErrorKind, Outcome};
 use crate::workload::consistency::VersionBoard;
+use crate::workload::{OpKind, Values};
 
 /// One entry: the value as read, its version, and when it was filled.
 struct Entry {
@@ -109,6 +115,9 @@ pub struct Near {
     /// A value buffer from an entry that left, for the next fill.
     spare: Vec<u8>,
     board: Option<Arc<VersionBoard>>,
+    /// The key names an invalidation named, and their ids (reused).
+    heard: Vec<Range<usize>>,
+    ids: Vec<u64>,
 }
 
 impl Near {
@@ -135,7 +144,105 @@ impl Near {
             },
             spare: Vec::new(),
             board,
+            heard: Vec::new(),
+            ids: Vec::new(),
         }
+    }
+
+    /// The near cache of a worker running `spec` (`None`: none asked).
+    pub fn of(spec: &super::Spec) -> Option<Near> {
+        let key_len = spec.key_prefix.len() + spec.keys.to_string().len();
+        let n = spec.near.as_ref()?;
+        Some(Near::new(n, key_len, spec.values.min(), spec.board.clone()))
+    }
+
+    /// Before `r` goes out: a read this cache holds ends here (`true`),
+    /// verified by `values` and judged like any read; a write drops its key.
+    #[inline]
+    pub fn answer(&mut self, io: &mut Io<'_>, r: &Request, values: &Values) -> bool {
+        let Some(counts) = io.tally.near.as_mut() else {
+            return false;
+        };
+        if r.op == OpKind::Set {
+            self.remove(r.key);
+            return false;
+        }
+        let now = Instant::now();
+        let Some(v) = self.get(r.key, now, r.measured, counts) else {
+            return false;
+        };
+        let got = values.verify(r.key, v);
+        let outcome = match got {
+            Some(_) => Outcome::Hit,
+            None => Outcome::Error(ErrorKind::WrongValue),
+        };
+        io.tally.finish(r, outcome, now, got);
+        true
+    }
+
+    /// A remote hit for `key`: its value (version `version`) at `value` of
+    /// socket `s`'s buffer is kept.
+    #[inline]
+    pub fn fill_from(
+        &mut self,
+        io: &mut Io<'_>,
+        s: usize,
+        (key, version): (u64, u64),
+        value: Range<usize>,
+        now: Instant,
+    ) {
+        if let Some(mut counts) = io.tally.near.take() {
+            self.fill(key, &io.buffered(s)[value], version, now, &mut counts);
+            io.tally.near = Some(counts);
+        }
+    }
+
+    /// A message at the front of socket `s` (decoded by `codec`) that no
+    /// request asked for: an invalidation of keys named `prefix` + id is
+    /// applied and consumed (`Continue(true)`); `Continue(false)` when the
+    /// front is a reply; `Break` with what a client's reply reading returns
+    /// when the message is incomplete (`true` while it can still come whole)
+    /// or broken (`false`).
+    #[inline]
+    pub fn heard<C: Codec>(
+        &mut self,
+        codec: &C,
+        io: &mut Io<'_>,
+        s: usize,
+        prefix: &[u8],
+        now: Instant,
+    ) -> ControlFlow<bool, bool> {
+        let buf = io.buffered(s);
+        let (len, all) = match codec.unasked(buf, &mut self.heard) {
+            None => return Continue(false),
+            Some(Ok(Unasked::Incomplete)) => {
+                return Break(io.may_hold(s, codec.declared_len(buf)));
+            }
+            Some(Err(_)) => return Break(false),
+            Some(Ok(Unasked::Other { len })) => {
+                io.consume(s, len);
+                return Continue(true);
+            }
+            Some(Ok(Unasked::InvalidateAll { len })) => (len, true),
+            Some(Ok(Unasked::Invalidate { len })) => (len, false),
+        };
+        self.ids.clear();
+        self.ids.extend(self.heard.iter().filter_map(|k| {
+            let name = buf[k.clone()].strip_prefix(prefix)?;
+            parse_usize(name).map(|id| id as u64)
+        }));
+        io.consume(s, len);
+        if let Some(mut counts) = io.tally.near.take() {
+            counts.messages += 1;
+            if all {
+                self.clear(&mut counts);
+            }
+            for i in 0..self.ids.len() {
+                self.invalidate(self.ids[i], now, &mut counts);
+            }
+            io.tally.near = Some(counts);
+        }
+        Continue(true)
     }
 
     /// The value held for `key` at `now`, if fresh; counts the hit or miss.

@@ -129,6 +129,16 @@ impl NearCache {
     }
 }
 
+/// The client tracking `near` asks of the connections to the server it
+/// fronts (keys named `prefix` + id); `None` for a TTL alone, or no near cache.
+pub fn tracking(near: Option<&NearCache>, prefix: &[u8]) -> Option<crate::driver::Tracking> {
+    match near?.invalidation {
+        Invalidation::Tracking => Some(crate::driver::Tracking::Read),
+        Invalidation::Bcast => Some(crate::driver::Tracking::Prefix(prefix.to_vec())),
+        Invalidation::Ttl(_) => None,
+    }
+}
+
 /// Bytes one entry is counted as: its value, its key and a fixed overhead
 /// (the LRU's node and hash slot, the entry's fields).
 pub fn entry_bytes(value: usize, key_len: usize) -> u64 {
@@ -166,11 +176,6 @@ impl crate::plan::RunPlan {
             ))
         } else if self.workload.batch.is_some() {
             Some(("--batch", "a near cache serves one key per request"))
-        } else if self.cache.is_some() {
-            Some((
-                "--near-cache",
-                "a near cache in front of a cache-aside run is not built yet",
-            ))
         } else {
             None
         };

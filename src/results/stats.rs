@@ -397,6 +397,14 @@ pub fn decode_histogram(s: &str) -> anyhow::Result<Histogram<u64>> {
         .map_err(|e| anyhow::anyhow!("bad histogram: {e:?}"))
 }
 
+/// A count as the summary writes it: `7`, `1,234`.
+pub fn count(n: u64) -> String {
+    match n {
+        0..100 => n.to_string(),
+        _ => num(n as f64),
+    }
+}
+
 /// A figure as kvlab prints it: thousands separated from 100 up, else three
 /// significant digits or so (`114,555`, `37.5`, `8.42`).
 pub fn num(x: f64) -> String {

@@ -45,7 +45,13 @@ pub fn ready(
         return Ok((None, Vec::new()));
     };
     c.prepare(base, opts, shutdown)?;
-    base.aside = Some(c.spec());
+    let mut aside = c.spec();
+    // A near cache in front of the cache hears of its changed keys.
+    aside.cache = aside.cache.with_tracking(crate::plan::near::tracking(
+        base.near.as_ref(),
+        &base.key_prefix,
+    ));
+    base.aside = Some(aside);
     match c.start() {
         CacheStart::Settle => c.settle(base, opts, shutdown),
         _ => Ok((None, Vec::new())),

@@ -60,7 +60,13 @@ impl<'a> Target<'a> {
             Some(p) => connector_to(&p.endpoint())?,
             None => connector.clone(),
         }
-        .with_tracking(tracking_of(plan));
+        // A near cache fronts the target unless a cache-aside cache is there.
+        .with_tracking(match plan.cache {
+            Some(_) => None,
+            None => {
+                crate::plan::near::tracking(plan.near.as_ref(), plan.workload.key_prefix.as_bytes())
+            }
+        });
         let info = match server {
             Some(s) => s.info.clone(),
             None => probe(&connector, &plan.workload.key_prefix, opts)?,
@@ -125,18 +131,6 @@ impl<'a> Target<'a> {
         self.engine
             .transport_info(Duration::from_secs(5))
             .map_err(|e| self.engine.connect_error(e))
-    }
-}
-
-/// The client tracking a near cache asks of the engine's connections.
-fn tracking_of(plan: &crate::plan::RunPlan) -> Option<crate::driver::Tracking> {
-    use crate::plan::near::Invalidation;
-    match plan.near?.invalidation {
-        Invalidation::Tracking => Some(crate::driver::Tracking::Read),
-        Invalidation::Bcast => Some(crate::driver::Tracking::Prefix(
-            plan.workload.key_prefix.as_bytes().to_vec(),
-        )),
-        Invalidation::Ttl(_) => None,
     }
 }
 

@@ -54,6 +54,7 @@ pub fn execute_with_codecs<K: CacheCodec, D: Codec>(
         aside,
         key: Vec::with_capacity(spec.key_prefix.len() + 24),
         value: Vec::with_capacity(spec.values.typical()),
+        near: crate::engine::near::Near::of(spec),
     })
 }
 
@@ -100,6 +101,10 @@ pub struct Aside<'a, K, D> {
     key: Vec<u8>,
     /// The value being written or filled.
     value: Vec<u8>,
+    /// A near cache in front of the cache (`--near-cache`): reads it holds
+    /// end in the worker; the cache's hits fill it; writes and the cache's
+    /// invalidations empty it.
+    near: Option<crate::engine::near::Near>,
 }
 
 impl<K: CacheCodec, D: Codec> Client for Aside<'_, K, D> {
@@ -165,6 +170,11 @@ impl<K: CacheCodec, D: Codec> Client for Aside<'_, K, D> {
     }
 
     fn start(&mut self, io: &mut Io<'_>, c: &mut Self::Conn, r: Request) {
+        if let Some(near) = self.near.as_mut()
+            && near.answer(io, &r, &self.spec.values)
+        {
+            return;
+        }
         let step = match r.op {
             OpKind::Get => Leg::CacheGet,
             OpKind::Set => Leg::DbSet,

@@ -20,7 +20,17 @@ impl<K: CacheCodec, D: Codec> Aside<'_, K, D> {
         s: usize,
         now: Instant,
     ) -> bool {
-        while let Some(buf) = io.pending(s) {
+        while io.pending(s).is_some() {
+            if s == CACHE
+                && let Some(near) = self.near.as_mut()
+            {
+                match near.heard(&c.cache, io, s, &self.spec.key_prefix, now) {
+                    std::ops::ControlFlow::Continue(true) => continue,
+                    std::ops::ControlFlow::Continue(false) => {}
+                    std::ops::ControlFlow::Break(ok) => return ok,
+                }
+            }
+            let buf = io.buffered(s);
             let op = match c.op {
                 Some(op) if socket_of(op.step) == s => op,
                 // Bytes nobody waits for on this socket: out of step.
@@ -85,8 +95,11 @@ impl<K: CacheCodec, D: Codec> Aside<'_, K, D> {
             (_, Reply::ServerError) => finish(io.tally, c, Outcome::Error(ErrorKind::Server), now),
             (Leg::CacheGet, Reply::Value(r)) => {
                 count_cache(io.tally, &op, true);
-                match self.spec.values.verify(key, &io.buffered(s)[r]) {
+                match self.spec.values.verify(key, &io.buffered(s)[r.clone()]) {
                     Some(got) => {
+                        if let Some(near) = self.near.as_mut() {
+                            near.fill_from(io, s, (key, got), r, now);
+                        }
                         set_got(c, got);
                         finish(io.tally, c, Outcome::Hit, now);
                     }
@@ -103,6 +116,9 @@ impl<K: CacheCodec, D: Codec> Aside<'_, K, D> {
                     Some(got) => {
                         self.value.clear();
                         self.value.extend_from_slice(v);
+                        // No near fill from the database: only a cache GET's
+                        // reply comes with the tracking that keeps it fresh
+                        // (this read's may be spent by another's fill already).
                         set_got(c, got);
                         if op.bypass {
                             // The cache was down when this read began: no fill.

@@ -9,11 +9,8 @@
 //! - `replies`: decoding, matching (in order or by tag), verifying, counting.
 //! - `route`: the node of each request on a sharded target.
 //! - `batch`: batch reads (`--batch`): one request reading several keys.
-//! - `near`: the near cache (`--near-cache`): reads answered in the worker,
-//!   filled by hits, dropped by writes and by the server's invalidations.
 
 mod batch;
-mod near;
 mod replies;
 mod requests;
 mod route;
@@ -74,9 +71,9 @@ pub struct Plain<'a, C> {
     ids: Vec<u64>,
     found: Vec<(u64, std::ops::Range<usize>)>,
     got: Vec<Option<u64>>,
-    /// The near cache (`--near-cache`), and the keys an invalidation named.
+    /// The near cache (`--near-cache`): reads it holds end in the worker;
+    /// hits fill it; writes and the server's invalidations empty it.
     near: Option<crate::engine::near::Near>,
-    heard: Vec<std::ops::Range<usize>>,
 }
 
 impl<'a, C: Codec> Plain<'a, C> {
@@ -93,11 +90,7 @@ impl<'a, C: Codec> Plain<'a, C> {
             ids: Vec::new(),
             found: Vec::new(),
             got: Vec::new(),
-            near: spec.near.as_ref().map(|n| {
-                let key_len = spec.key_prefix.len() + spec.keys.to_string().len();
-                crate::engine::near::Near::new(n, key_len, spec.values.min(), spec.board.clone())
-            }),
-            heard: Vec::new(),
+            near: crate::engine::near::Near::of(spec),
         }
     }
 
@@ -174,7 +167,9 @@ impl<C: Codec> Client for Plain<'_, C> {
 
     #[inline]
     fn start(&mut self, io: &mut Io<'_>, c: &mut Self::Conn, r: Request) {
-        if self.near.is_some() && self.near_first(io, &r) {
+        if let Some(near) = self.near.as_mut()
+            && near.answer(io, &r, &self.spec.values)
+        {
             return;
         }
         self.issue(io, c, r);

@@ -40,8 +40,8 @@ impl<C: Codec> Plain<'_, C> {
         now: Instant,
     ) -> bool {
         while io.pending(s).is_some() {
-            if self.near.is_some() {
-                match self.near_heard(io, c, s, now) {
+            if let Some(near) = self.near.as_mut() {
+                match near.heard(&c.codecs[s], io, s, &self.spec.key_prefix, now) {
                     Continue(true) => continue,
                     Continue(false) => {}
                     Break(ok) => return ok,
@@ -200,8 +200,10 @@ impl<C: Codec> Plain<'_, C> {
             _ => None,
         };
         let then = self.meaning(&f.r, w.reply, io.buffered(s));
-        if let (Some(v), Then::Count(Outcome::Hit, Some(version))) = (filled, &then) {
-            self.near_fill(io, s, (f.r.key, *version), v, now);
+        if let (Some(v), Then::Count(Outcome::Hit, Some(version)), Some(near)) =
+            (filled, &then, self.near.as_mut())
+        {
+            near.fill_from(io, s, (f.r.key, *version), v, now);
         }
         io.consume(s, w.len);
         if let Then::Count(Outcome::Hit | Outcome::Miss | Outcome::Stored, _) = then {

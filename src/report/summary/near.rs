@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use crate::results::RunResult;
 use crate::results::near::NearReport;
-use crate::results::stats::num;
+use crate::results::stats::{count, num};
 
 /// The lines of a run with a near cache (none without).
 pub(super) fn section(s: &mut String, r: &RunResult) {
@@ -22,20 +22,20 @@ fn lines(s: &mut String, n: &NearReport) {
         s,
         "              answered {:.1}% of reads ({} of {}, never sent); the server got the other {}{}; {} evictions",
         n.hit_ratio * 100.0,
-        num(n.hits as f64),
-        num(reads as f64),
-        num(n.misses as f64),
+        count(n.hits),
+        count(reads),
+        count(n.misses),
         match n.expired {
             0 => String::new(),
-            e => format!(" ({} past the TTL)", num(e as f64)),
+            e => format!(" ({} past the TTL)", count(e)),
         },
-        num(n.evictions as f64),
+        count(n.evictions),
     );
     let _ = writeln!(
         s,
         "              held at most {:.1} MiB, {} entries ({} thread{}, each its own)",
         n.peak_bytes as f64 / (1 << 20) as f64,
-        num(n.peak_items as f64),
+        count(n.peak_items),
         n.threads,
         if n.threads == 1 { "" } else { "s" },
     );
@@ -46,17 +46,17 @@ fn lines(s: &mut String, n: &NearReport) {
                 num(p50),
                 num(p99),
                 num(max),
-                num(n.delays_measured as f64),
-                num(n.before_ack as f64)
+                count(n.delays_measured),
+                count(n.before_ack)
             ),
             _ => String::new(),
         };
         let _ = writeln!(
             s,
             "              invalidations: {} messages naming {} keys, {} of them held{}{}",
-            num(n.invalidation_messages as f64),
-            num(n.keys_invalidated as f64),
-            num(n.entries_invalidated as f64),
+            count(n.invalidation_messages),
+            count(n.keys_invalidated),
+            count(n.entries_invalidated),
             match n.flushes {
                 0 => String::new(),
                 f => format!(", {f} flushes"),
