@@ -330,6 +330,35 @@ pub struct TargetSection {
     /// The round trip to its cache (`rtt` unless given; see `--cache-rtt`).
     #[serde(default)]
     pub cache_rtt: Option<toml::Value>,
+    /// A near cache in each client thread: items or a size (`10000`,
+    /// `"64MiB"`; see `--near-cache`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub near_cache: Option<toml::Value>,
+    /// How it hears of writes: `tracking`, `bcast` or `ttl=SECONDS` (see
+    /// `--near-invalidation`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub near_invalidation: Option<String>,
+}
+
+impl TargetSection {
+    /// Its near cache, if it names one.
+    pub fn near(&self) -> Result<Option<super::near::NearCache>, crate::error::UsageError> {
+        let Some(bound) = &self.near_cache else {
+            return Ok(None);
+        };
+        let bound = match bound {
+            toml::Value::Integer(n) => n.to_string(),
+            toml::Value::String(s) => s.clone(),
+            v => v.to_string(),
+        };
+        Ok(Some(super::near::NearCache {
+            bound: bound.parse()?,
+            invalidation: match &self.near_invalidation {
+                Some(i) => i.parse()?,
+                None => super::near::Invalidation::Tracking,
+            },
+        }))
+    }
 }
 
 impl StudyFile {

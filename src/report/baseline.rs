@@ -199,6 +199,9 @@ mod tests {
             offered: None,
             not_sustained: false,
             stale: None,
+            server_cores: None,
+            server_mib: None,
+            near_hit_ratio: None,
         }
     }
 

@@ -23,6 +23,8 @@ pub(super) fn table(rows: &[Row]) -> Table {
             "p99.999 µs",
             "errors",
             "server CPU µs/req",
+            "server cores",
+            "server MiB",
             "client CPU µs/req",
         ]
         .map(String::from)
@@ -33,6 +35,11 @@ pub(super) fn table(rows: &[Row]) -> Table {
     let any_stale = rows.iter().any(|r| r.stale.is_some());
     if any_stale {
         table.headers.push("stale reads".into());
+        table.headers.push("stale per million".into());
+    }
+    let any_near = rows.iter().any(|r| r.near_hit_ratio.is_some());
+    if any_near {
+        table.headers.push("near cache hits".into());
     }
     for r in rows {
         let mut row = cells(rows, r);
@@ -41,6 +48,17 @@ pub(super) fn table(rows: &[Row]) -> Table {
                 r.stale
                     .as_ref()
                     .map_or("-".into(), |s| format!("{} of {}", s.stale, s.checked)),
+            );
+            row.push(
+                r.stale
+                    .as_ref()
+                    .map_or("-".into(), |s| format!("{:.0}", s.per_million())),
+            );
+        }
+        if any_near {
+            row.push(
+                r.near_hit_ratio
+                    .map_or("-".into(), |h| format!("{:.1}%", h * 100.0)),
             );
         }
         table.rows.push(row);
@@ -66,6 +84,8 @@ fn cells(rows: &[Row], r: &Row) -> Vec<String> {
         format!("{:.0}", r.latency.p99999),
         r.errors.to_string(),
         r.server_us.map_or("-".into(), |u| format!("{u:.1}")),
+        r.server_cores.map_or("-".into(), |c| format!("{c:.2}")),
+        r.server_mib.map_or("-".into(), |m| format!("{m:.0}")),
         format!("{:.1}", r.client_us),
     ]
 }

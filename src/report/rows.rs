@@ -53,6 +53,12 @@ pub struct Row {
     pub not_sustained: bool,
     /// Stale reads, when tracked.
     pub stale: Option<StaleFigures>,
+    /// Cores the servers kept busy on average (their CPU over the window).
+    pub server_cores: Option<f64>,
+    /// The servers' peak resident memory together, MiB (the largest run's).
+    pub server_mib: Option<f64>,
+    /// A near cache's share of the reads it answered (`None`: none).
+    pub near_hit_ratio: Option<f64>,
 }
 
 /// A target and its swept values: what merges across repetitions and files.
@@ -135,6 +141,13 @@ pub fn rows(results: &[StudyResult]) -> Vec<Row> {
                         .is_some_and(|s| s.not_sustained.is_some())
                 }),
                 stale: figures::stale_figures(runs),
+                server_cores: server.map(|s| s / dur.max(1e-9)),
+                server_mib: runs
+                    .iter()
+                    .filter_map(|r| r.server.server_peak_rss_kb)
+                    .max()
+                    .map(|kb| kb as f64 / 1024.0),
+                near_hit_ratio: near_hit_ratio(runs),
             }
         })
         .collect()
@@ -200,6 +213,15 @@ pub(super) fn describe(r: &Row, axis: Option<&str>) -> String {
             r.params.get("connections").map_or("?", String::as_str)
         ),
     }
+}
+
+/// The share of reads the near caches of `runs` answered (`None`: none had one).
+fn near_hit_ratio(runs: &[&RunResult]) -> Option<f64> {
+    let near: Vec<_> = runs.iter().filter_map(|r| r.near_cache.as_ref()).collect();
+    let (hits, reads) = near
+        .iter()
+        .fold((0, 0), |(h, n), x| (h + x.hits, n + x.hits + x.misses));
+    (!near.is_empty()).then(|| hits as f64 / reads.max(1) as f64)
 }
 
 #[cfg(test)]

@@ -22,7 +22,8 @@ pub struct AsideReport {
     pub cache_query_mode: Option<String>,
     /// Expiry of cache entries, seconds (0: never).
     pub ttl_s: u32,
-    /// Reads the cache answered.
+    /// Reads the cache answered (with a near cache in front, its hits too:
+    /// `near_cache.hits` of them never reached this cache).
     pub cache_hits: u64,
     /// Reads the cache did not have (each read the database).
     pub cache_misses: u64,

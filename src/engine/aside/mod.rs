@@ -173,6 +173,12 @@ impl<K: CacheCodec, D: Codec> Client for Aside<'_, K, D> {
         if let Some(near) = self.near.as_mut()
             && near.answer(io, &r, &self.spec.values)
         {
+            // A hit of the caching layer: the database was spared it.
+            if r.measured
+                && let Some(l) = io.tally.interval.legs.as_mut()
+            {
+                l.cache_hits += 1;
+            }
             return;
         }
         let step = match r.op {

@@ -97,7 +97,9 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
                 false => None,
             };
             let plan = RunPlan {
-                near: None,
+                near: t
+                    .near()
+                    .map_err(|e| anyhow!("target '{}': {e}", label(t)))?,
                 cache,
                 target,
                 workload,
@@ -424,6 +426,7 @@ fn check_point(plan: &RunPlan, t: &TargetSection) -> Result<()> {
     plan.check_ttl().map_err(at_target)?;
     plan.check_cache().map_err(at_target)?;
     plan.check_batch().map_err(at_target)?;
+    plan.check_near().map_err(at_target)?;
     let window = match plan.load.stop {
         Stop::Duration(d) => Some(d),
         Stop::Requests(_) => None,

@@ -53,6 +53,9 @@ impl Point {
                 put(&format!("pooler.{k}"), v.clone());
             }
         }
+        if let Some(n) = &p.near {
+            put("near_cache", n.describe());
+        }
         if let Some(c) = &p.cache {
             put("cache", server_text(&c.cache));
             put("cache_start", c.start.name().into());

@@ -20,7 +20,7 @@ pub(super) fn section(s: &mut String, r: &RunResult) {
 fn lines(s: &mut String, r: &RunResult, a: &AsideReport) {
     let _ = writeln!(
         s,
-        "  cache-aside: {} {}{} in front, write policy {}{}; cache {} {:.2}% ({} hits, {} misses{})",
+        "  cache-aside: {} {}{} in front, write policy {}{}; cache {} {:.2}% ({}, {} misses{})",
         a.cache.product,
         a.cache.version,
         a.cache_query_mode
@@ -35,7 +35,13 @@ fn lines(s: &mut String, r: &RunResult, a: &AsideReport) {
         },
         crate::results::aside::HIT_RATIO_NAME,
         a.hit_ratio * 100.0,
-        a.cache_hits,
+        match &r.near_cache {
+            Some(n) => format!(
+                "{} hits, {} of them in the near cache",
+                a.cache_hits, n.hits
+            ),
+            None => format!("{} hits", a.cache_hits),
+        },
         a.cache_misses,
         match a.cache_bypassed {
             0 => String::new(),
