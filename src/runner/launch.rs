@@ -144,10 +144,20 @@ pub fn start_managed(
 }
 
 /// The line that says `s` (a managed `kind`) started: its product, version,
-/// processes, port.
+/// processes, port, and its read replicas.
 fn started(s: &ManagedServer, kind: crate::plan::TargetKind) -> String {
     let pids = s.pids();
-    match pids.len() {
+    let replicas: Vec<String> = s
+        .replica_endpoints()
+        .iter()
+        .zip(s.replica_pids())
+        .map(|(e, pid)| format!("127.0.0.1:{} (pid {pid})", e.port))
+        .collect();
+    let replicas = match replicas.is_empty() {
+        true => String::new(),
+        false => format!(", read replicas on {}", replicas.join(", ")),
+    };
+    let line = match pids.len() {
         1 => format!(
             "kvlab: started {} {} (pid {}) on 127.0.0.1:{}",
             s.info.product,
@@ -166,5 +176,6 @@ fn started(s: &ManagedServer, kind: crate::plan::TargetKind) -> String {
             kind.name(),
             s.endpoint().port,
         ),
-    }
+    };
+    line + &replicas
 }
