@@ -3,6 +3,7 @@
 //! clients of a sharded run, and the events.
 
 use super::{RunArgs, aside};
+use crate::driver::replication::{REPLICAS_KEY, replicas_not_managed, replicas_of};
 use crate::error::{UsageError, positive};
 use crate::plan::shard::{self, Shard};
 use crate::plan::{
@@ -89,6 +90,10 @@ impl RunArgs {
     /// `--target` with its server, TLS, table and request flags.
     fn target_spec(&self) -> Result<TargetSpec, UsageError> {
         let mut target: TargetSpec = self.target.parse()?;
+        let replicas = self.server_opt.iter().any(|(k, _)| k == REPLICAS_KEY);
+        if target.external.is_some() && replicas {
+            return Err(replicas_not_managed());
+        }
         if target.external.is_some() && !self.server_opt.is_empty() {
             return Err(UsageError::conflict(
                 "--server-opt",
@@ -100,6 +105,7 @@ impl RunArgs {
             ));
         }
         target.server_opts = self.server_opt.iter().cloned().collect();
+        replicas_of(target.kind.product(), &target.server_opts)?;
         self.tls.apply(&mut target)?;
         target.schema.table_engine = self.table_engine.as_ref().map(|e| e.to_ascii_lowercase());
         target.schema.unlogged = self.unlogged;

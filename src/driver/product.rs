@@ -1,7 +1,7 @@
 //! The narrow interfaces a product implements so that generic code can drive it
 //! without naming it: [`Product`] (its [`Facts`], URL options, connections,
 //! counters),
-//! [`Server`] (how kvlab runs it), and one data role, [`Cache`] or [`Database`];
+//! [`Server`] (how kvlab runs it; [`Replication`], its read replicas), and one data role, [`Cache`] or [`Database`];
 //! and the [`Connector`] that holds a product with the address and credentials
 //! of one of its servers (the two refer to each other, so they share a file).
 //! The registry in `products/` lists the implementations; codecs, the only part
@@ -286,6 +286,68 @@ pub trait Server: Sync {
     fn usage(&self, pid: u32) -> Option<ProcUsage> {
         proc_usage(pid)
     }
+    /// How it runs read replicas of a managed primary (`--server-opt
+    /// replicas=N`); `None`: it has none.
+    fn replication(&self) -> Option<&dyn Replication> {
+        None
+    }
+}
+
+/// One replica's state and lag as the servers report it now.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ReplicaLag {
+    /// The replica, `host:port`.
+    pub server: String,
+    /// Its state as the server names it (PostgreSQL's `pg_stat_replication.state`,
+    /// e.g. `streaming`; MariaDB: `streaming` when both replication threads run,
+    /// else `io=… sql=…`); `absent` when the primary does not list it.
+    pub state: String,
+    /// Whether it receives and applies the primary's changes now.
+    pub streaming: bool,
+    /// Seconds it is behind (PostgreSQL's `replay_lag`, 0 when idle and
+    /// streaming; MariaDB's `Seconds_Behind_Master`); `None`: unknown.
+    pub lag_s: Option<f64>,
+    /// Bytes of the primary's log it has not replayed (PostgreSQL); `None`
+    /// where the server does not say.
+    pub bytes_behind: Option<u64>,
+}
+
+/// How a managed product runs read replicas of its primary. Every replica
+/// gets its own directory, data directory and free loopback port; kvlab
+/// stops each one by its pid.
+pub trait Replication: Sync {
+    /// Adds to `config` what a primary with `replicas` replicas needs (its
+    /// arguments also start the replicas, where the replica's own come after).
+    fn primary(&self, config: &mut Config, replicas: usize);
+    /// Work on the running `primary` (in `dir`) before its first replica is
+    /// made (e.g. a replication login).
+    fn prepare_primary(&self, dir: &Path, primary: &Connector, deadline: Instant) -> Result<()> {
+        let _ = (dir, primary, deadline);
+        Ok(())
+    }
+    /// The whole command line of replica `index` in `launch` (its data made
+    /// from or following `primary`), with `launch.config`'s arguments.
+    fn replica_command(
+        &self,
+        launch: &Launch<'_>,
+        primary: &Connector,
+        index: usize,
+    ) -> Result<Command>;
+    /// Work after replica's process (in `dir`) started and before it is
+    /// probed (e.g. pointing it at `primary` and starting replication).
+    fn follow(
+        &self,
+        dir: &Path,
+        primary: &Connector,
+        deadline: Instant,
+        alive: IsAlive<'_>,
+    ) -> Result<()> {
+        let _ = (dir, primary, deadline, alive);
+        Ok(())
+    }
+    /// Each of `replicas`' state and lag, in their order, as `primary` or
+    /// the replicas themselves report it now.
+    fn lag(&self, primary: &Connector, replicas: &[Connector]) -> Result<Vec<ReplicaLag>>;
 }
 
 /// Asked while a managed server starts: whether its process still runs.

@@ -6,6 +6,7 @@ use anyhow::{Result, bail};
 
 use super::resolve::Resolved;
 use crate::driver::Sizing;
+use crate::driver::replication::replicas_of;
 use crate::plan::{RunPlan, TargetSpec};
 use crate::servers::{ManagedPooler, ManagedServer};
 use crate::system::procfs;
@@ -14,7 +15,8 @@ use crate::system::progress::{RunOptions, note};
 /// Refuses to start a server that cannot hold `data` bytes on this machine:
 /// one that keeps its data in memory against the memory available (a
 /// `memory-mb` cap counts instead where it is smaller), one that keeps it on
-/// disk against twice the data (indexes, logs) in the free space of the
+/// disk against twice the data (indexes, logs), and as much per read
+/// replica, in the free space of the
 /// temporary directory. Past it the machine's OOM killer or a full disk would
 /// end the run, and might take other processes with it.
 fn room_for_data(target: &TargetSpec, data: u64) -> Result<()> {
@@ -22,7 +24,9 @@ fn room_for_data(target: &TargetSpec, data: u64) -> Result<()> {
     let kind = target.kind;
     if kind.product().facts().server.on_disk {
         let dir = std::env::temp_dir();
-        let need = data.saturating_mul(2);
+        // Each read replica holds a copy of the data.
+        let copies = 1 + replicas_of(kind.product(), &target.server_opts).unwrap_or(0) as u64;
+        let need = data.saturating_mul(2).saturating_mul(copies);
         if let Some(free) = procfs::disk_free(&dir)
             && need > free / 10 * 9
         {
@@ -144,10 +148,20 @@ pub fn start_managed(
 }
 
 /// The line that says `s` (a managed `kind`) started: its product, version,
-/// processes, port.
+/// processes, port, and its read replicas.
 fn started(s: &ManagedServer, kind: crate::plan::TargetKind) -> String {
     let pids = s.pids();
-    match pids.len() {
+    let replicas: Vec<String> = s
+        .replica_endpoints()
+        .iter()
+        .zip(s.replica_pids())
+        .map(|(e, pid)| format!("127.0.0.1:{} (pid {pid})", e.port))
+        .collect();
+    let replicas = match replicas.is_empty() {
+        true => String::new(),
+        false => format!(", read replicas on {}", replicas.join(", ")),
+    };
+    let line = match pids.len() {
         1 => format!(
             "kvlab: started {} {} (pid {}) on 127.0.0.1:{}",
             s.info.product,
@@ -166,5 +180,6 @@ fn started(s: &ManagedServer, kind: crate::plan::TargetKind) -> String {
             kind.name(),
             s.endpoint().port,
         ),
-    }
+    };
+    line + &replicas
 }

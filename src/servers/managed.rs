@@ -6,7 +6,9 @@
 //! [`Server`](crate::driver::Server) implementation. A target of several processes (a
 //! cluster's nodes) runs each in its own subdirectory on its own port; they are
 //! joined by [`Server::join`](crate::driver::Server::join), measured together and
-//! stopped together.
+//! stopped together. Read replicas of a primary (`--server-opt replicas=N`)
+//! run beside it, each in its own subdirectory on its own port
+//! (`managed/replicas.rs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,15 +21,18 @@ use anyhow::{Context, Result, bail};
 use super::pooler::ManagedPooler;
 use crate::driver::endpoint::{Endpoint, Secret, is_secret_key};
 use crate::driver::product::{Connector, Launch, Login, Product, ServerInfo};
+use crate::driver::replication::{REPLICAS_KEY, replicas_of};
 use crate::driver::settings::{Config, Sizing};
 use crate::system::osuser::{self, OsUser};
 pub use crate::system::process::free_port;
 use crate::system::process::{log_tail, spawn_owned};
 
+mod replicas;
 mod restart;
 use crate::system::procfs::ProcUsage;
 use crate::transport::certs::TlsFiles;
 use crate::transport::{TlsOptions, TlsStart};
+use replicas::Replica;
 
 /// A running server that kvlab started and will stop.
 pub struct ManagedServer {
@@ -50,6 +55,8 @@ pub struct ManagedServer {
     pooler: Option<ManagedPooler>,
     /// How clients reach it: TLS certificates, unix sockets.
     access: Access,
+    /// Its read replicas (`--server-opt replicas=N`), in order.
+    replicas: Vec<Replica>,
 }
 
 /// The managed server's own transport settings (`--server-opt tls=on`,
@@ -118,7 +125,17 @@ impl ManagedServer {
                 product.name()
             );
         }
+        let replicas = replicas_of(product, &opts)?;
+        if !product.facts().sharded {
+            opts.remove(REPLICAS_KEY);
+        }
         let mut config = server.configure(&opts, sizing)?;
+        if let Some(r) = server.replication().filter(|_| replicas > 0) {
+            r.primary(&mut config, replicas);
+            config
+                .settings
+                .insert(REPLICAS_KEY.into(), replicas.to_string());
+        }
         for (key, on) in [("tls", tls), ("socket", socket)] {
             if on {
                 config.settings.insert(key.into(), "on".into());
@@ -132,7 +149,8 @@ impl ManagedServer {
         let mut last_err = None;
         // A port found free can be taken before the server binds it: retry.
         for _ in 0..3 {
-            match Self::try_start(product, &bin, &config, run_as.as_ref(), (tls, socket)) {
+            let access = (tls, socket, replicas);
+            match Self::try_start(product, &bin, &config, run_as.as_ref(), access) {
                 Ok(s) => return Ok(s),
                 Err(e) => {
                     let text = format!("{e:#}");
@@ -167,7 +185,7 @@ impl ManagedServer {
         bin: &Path,
         config: &Config,
         run_as: Option<&OsUser>,
-        (tls, socket): (bool, bool),
+        (tls, socket, replicas): (bool, bool, usize),
     ) -> Result<ManagedServer> {
         let dir = tempfile::Builder::new()
             .prefix("kvlab-")
@@ -206,6 +224,7 @@ impl ManagedServer {
             run_as: run_as.cloned(),
             pooler: None,
             access,
+            replicas: Vec::new(),
         };
         let mut logs = Vec::with_capacity(count);
         for i in 0..count {
@@ -252,6 +271,7 @@ impl ManagedServer {
         }
         server.info = server.wait_ready(&logs, config)?;
         server.read_effective_settings();
+        server.start_replicas(replicas)?;
         Ok(server)
     }
 
@@ -342,7 +362,7 @@ impl ManagedServer {
     /// ones it starts later) to `cpus`.
     pub fn pin(&self, cpus: &[usize]) -> Result<()> {
         let mut ids: Vec<u32> = Vec::new();
-        for pid in self.pids() {
+        for pid in self.pids().into_iter().chain(self.replica_pids()) {
             ids.extend(
                 std::fs::read_dir(format!("/proc/{pid}/task"))
                     .map(|d| {
@@ -384,13 +404,21 @@ impl ManagedServer {
 
     /// Where to reach its process `i`.
     pub fn endpoint_of(&self, i: usize) -> Endpoint {
+        let port = self.nodes()[i].1;
+        let socket = self.access.socket.then(|| self.access.sockets[i].clone());
+        self.endpoint_at(port, socket)
+    }
+
+    /// Where to reach a process of it on `port` (or `socket`), with its login
+    /// and TLS settings.
+    fn endpoint_at(&self, port: u16, socket: Option<PathBuf>) -> Endpoint {
         Endpoint {
             host: "127.0.0.1".into(),
-            port: self.nodes()[i].1,
+            port,
             user: self.login.user.clone(),
             password: self.login.password.clone().map(Secret),
             database: self.login.database.clone(),
-            socket: self.access.socket.then(|| self.access.sockets[i].clone()),
+            socket,
             // kvlab's own client certificate too, for servers told to ask for
             // one (e.g. tls-auth-clients=yes).
             tls: self.access.tls.as_ref().map(|f| TlsOptions {
@@ -422,7 +450,8 @@ impl ManagedServer {
         self.nodes()[0].0.id()
     }
 
-    /// The process ids of all its processes.
+    /// The process ids of all its processes (not its read replicas:
+    /// [`ManagedServer::replica_pids`]).
     pub fn pids(&self) -> Vec<u32> {
         self.nodes().iter().map(|(c, _)| c.id()).collect()
     }
@@ -434,13 +463,13 @@ impl ManagedServer {
 
     /// CPU and peak memory used so far (the whole process tree where the
     /// product runs one process per connection).
-    /// Summed over its processes (a cluster's nodes).
+    /// Summed over its processes (a cluster's nodes) and its read replicas.
     pub fn usage(&self) -> Option<ProcUsage> {
         let mut sum = ProcUsage {
             cpu_s: *self.retired_cpu_s.lock().unwrap_or_else(|e| e.into_inner()),
             ..ProcUsage::default()
         };
-        for pid in self.pids() {
+        for pid in self.pids().into_iter().chain(self.replica_pids()) {
             let u = self.product.server().usage(pid)?;
             sum.cpu_s += u.cpu_s;
             sum.peak_rss_kb += u.peak_rss_kb;
@@ -448,11 +477,16 @@ impl ManagedServer {
         Some(sum)
     }
 
-    /// Whether every process still runs.
+    /// Whether every process (and read replica) still runs.
     pub fn running(&mut self) -> bool {
-        self.nodes()
+        let replicas = self.replicas.iter_mut().map(|r| &mut r.child);
+        self.nodes
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
             .iter_mut()
-            .all(|(c, _)| matches!(c.try_wait(), Ok(None)))
+            .map(|(c, _)| c)
+            .chain(replicas)
+            .all(|c| matches!(c.try_wait(), Ok(None)))
     }
 
     /// The system user it runs as, if not kvlab's own.
@@ -471,12 +505,15 @@ impl ManagedServer {
         self.pooler.as_ref()
     }
 
-    /// Stops the server now (its pooler first; then SIGTERM to each process,
-    /// SIGKILL after 5 s) and reaps it.
+    /// Stops the server now (its pooler first; then SIGTERM to each process
+    /// and read replica, SIGKILL after 5 s) and reaps it.
     pub fn stop(&mut self) {
         self.pooler = None;
+        let replicas = self.replicas.iter_mut().map(|r| &mut r.child);
         let nodes = self.nodes.get_mut().unwrap_or_else(|e| e.into_inner());
-        for (child, _) in nodes.iter_mut() {
+        let mut children: Vec<&mut Child> =
+            replicas.chain(nodes.iter_mut().map(|(c, _)| c)).collect();
+        for child in children.iter_mut() {
             if let Ok(None) = child.try_wait() {
                 // SAFETY: the pid is our unreaped child, so it cannot have been reused.
                 unsafe {
@@ -485,7 +522,7 @@ impl ManagedServer {
             }
         }
         let deadline = Instant::now() + Duration::from_secs(5);
-        for (child, _) in nodes.iter_mut() {
+        for child in children.iter_mut() {
             while Instant::now() < deadline {
                 if !matches!(child.try_wait(), Ok(None)) {
                     break;

@@ -54,6 +54,12 @@ pub fn exec(target: &plan::TargetSpec, shutdown: &AtomicBool) -> Result<()> {
             f.client_key.display()
         );
     }
+    for (r, pid) in s.replica_endpoints().iter().zip(s.replica_pids()) {
+        eprintln!(
+            "kvlab: read replica {scheme}://{auth}{}:{}{db} (pid {pid})",
+            r.host, r.port
+        );
+    }
     if let Some(sock) = &e.socket {
         eprintln!("kvlab: it listens on the unix socket {}", sock.display());
     }

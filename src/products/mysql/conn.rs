@@ -245,25 +245,34 @@ impl MyConn {
 
     /// Runs `sql` (text protocol); returns rows as text.
     pub fn query(&mut self, sql: &str) -> io::Result<Rows> {
+        Ok(self.query_named(sql)?.1)
+    }
+
+    /// Runs `sql` (text protocol); returns the column names and the rows as
+    /// text.
+    pub fn query_named(&mut self, sql: &str) -> io::Result<(Vec<String>, Rows)> {
         let mut body = vec![0x03];
         body.extend_from_slice(sql.as_bytes());
         self.command(&body)?;
         let (_, first) = self.read_packet()?;
         match first.first() {
-            Some(0x00) => return Ok(Vec::new()),
+            Some(0x00) => return Ok((Vec::new(), Vec::new())),
             Some(0xff) => return Err(err_packet(&first, self.caps)),
             _ => {}
         }
         let cols = usize::from(*first.first().ok_or_else(|| other("an empty reply"))?);
+        let mut names = Vec::with_capacity(cols);
         for _ in 0..cols {
-            self.read_packet()?;
+            // catalog, schema, table, org_table, name, …
+            let (_, def) = self.read_packet()?;
+            names.push(text_row(&def, 5)?.pop().flatten().unwrap_or_default());
         }
         self.read_packet()?; // EOF after column definitions
         let mut rows = Vec::new();
         loop {
             let (_, p) = self.read_packet()?;
             if p.first() == Some(&0xfe) && p.len() < 9 {
-                return Ok(rows);
+                return Ok((names, rows));
             }
             if p.first() == Some(&0xff) {
                 return Err(err_packet(&p, self.caps));

@@ -9,6 +9,7 @@
 //! - [`packet`]: the protocol's packets and length-encoded values.
 //! - [`conn`]: the blocking set-up session (handshake, auth, queries, INSERT).
 //! - [`server`]: the managed server (`mariadb-install-db`, kvlab's login).
+//! - `replicas`: its binlog read replicas (`--server-opt replicas=N`) and their lag.
 //! - [`table`]: kvlab's table: check, load, reset, size.
 //! - [`url`]: the URL options (TLS modes and files, the unix socket).
 
@@ -16,6 +17,7 @@ mod batch;
 pub mod codec;
 pub mod conn;
 pub mod packet;
+mod replicas;
 pub mod server;
 pub mod table;
 pub mod url;

@@ -1,9 +1,11 @@
 //! A managed MariaDB: `mariadb-install-db` in kvlab's temporary directory (as
 //! the `mysql` system user when kvlab is root), any server setting as
 //! `--server-opt` (`--KEY=VALUE`), defaults sized for the data and
-//! connections, and kvlab's own login created through the socket.
+//! connections, and kvlab's own login created through the socket; its read
+//! replicas are in `replicas.rs`.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -13,7 +15,7 @@ use anyhow::{Context, Result, bail};
 use super::{Mariadb, MyConn};
 use crate::driver::product::IsAlive;
 use crate::driver::settings::{DATABASE_OWN, database_config, mib_for, with_defaults};
-use crate::driver::{Config, Connector, Launch, Login, Server, Sizing};
+use crate::driver::{Config, Connector, Launch, Login, Replication, Server, Sizing};
 use crate::products::sql;
 use crate::system::find_binary;
 use crate::system::osuser::{OsUser, run_tool};
@@ -83,6 +85,11 @@ impl Server for Mariadb {
             format!("SELECT @@GLOBAL.{}", key.replace('-', "_"))
         })
     }
+
+    /// Binlog replicas (`replicas.rs`).
+    fn replication(&self) -> Option<&dyn Replication> {
+        Some(self)
+    }
 }
 
 /// `mariadb-install-db` into `data`.
@@ -108,30 +115,50 @@ fn init_mariadb(data: &Path, user: Option<&OsUser>) -> Result<()> {
 }
 
 /// The login kvlab creates on a managed MariaDB: (user, password, database).
-const MARIADB_LOGIN: (&str, &str, &str) = ("kvlab", "kvlab", "kvlab");
+pub(super) const MARIADB_LOGIN: (&str, &str, &str) = ("kvlab", "kvlab", "kvlab");
 
 /// Waits for a managed MariaDB's socket and creates kvlab's database and login
 /// through the `mariadb` client as root (socket authentication).
 fn bootstrap_mariadb(socket: &Path, deadline: Instant, alive: IsAlive<'_>) -> Result<()> {
-    let client = find_binary("mariadb")
-        .or_else(|| find_binary("mysql"))
-        .context("the mariadb client is not installed; run `make deps`")?;
     let (user, pass, db) = MARIADB_LOGIN;
     let sql = format!(
         "CREATE DATABASE IF NOT EXISTS {db}; CREATE USER IF NOT EXISTS '{user}'@'%' IDENTIFIED BY '{pass}'; GRANT ALL ON {db}.* TO '{user}'@'%'; GRANT PROCESS ON *.* TO '{user}'@'%';"
     );
+    root_sql(socket, &sql, deadline, alive).context("kvlab's set-up")
+}
+
+/// Runs `sql` as root through the `mariadb` client on `socket` (socket
+/// authentication) once the socket is there and takes it, by `deadline`; the
+/// SQL goes on stdin, never on a command line.
+pub(super) fn root_sql(
+    socket: &Path,
+    sql: &str,
+    deadline: Instant,
+    alive: IsAlive<'_>,
+) -> Result<()> {
+    let client = find_binary("mariadb")
+        .or_else(|| find_binary("mysql"))
+        .context("the mariadb client is not installed; run `make deps`")?;
     let mut last = String::new();
     while Instant::now() < deadline {
         if !alive() {
             bail!("managed mariadbd exited at start");
         }
         if socket.exists() {
-            let out = Command::new(&client)
+            let mut child = Command::new(&client)
                 .arg("--no-defaults")
                 .arg(format!("--socket={}", socket.display()))
-                .args(["-u", "root", "-e", &sql])
-                .stdin(Stdio::null())
-                .output()
+                .args(["-u", "root"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .context("cannot run the mariadb client")?;
+            if let Some(mut stdin) = child.stdin.take() {
+                let _ = stdin.write_all(sql.as_bytes());
+            }
+            let out = child
+                .wait_with_output()
                 .context("cannot run the mariadb client")?;
             if out.status.success() {
                 return Ok(());
@@ -140,7 +167,7 @@ fn bootstrap_mariadb(socket: &Path, deadline: Instant, alive: IsAlive<'_>) -> Re
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    bail!("managed mariadbd did not accept kvlab's set-up in time: {last}")
+    bail!("managed mariadbd did not accept it in time: {last}")
 }
 
 #[cfg(test)]

@@ -8,12 +8,14 @@
 //! - [`codec`]: the sans-IO codec (Bind/Execute/Sync templates, reply walker).
 //! - [`conn`]: the blocking set-up session (auth, queries, COPY).
 //! - [`server`]: the managed server.
+//! - `replicas`: its streaming read replicas (`--server-opt replicas=N`) and their lag.
 //! - [`table`]: kvlab's table: check, load, reset, size.
 //! - [`url`]: the URL options (TLS modes and files, the unix socket).
 
 mod batch;
 pub mod codec;
 pub mod conn;
+mod replicas;
 pub mod server;
 pub mod table;
 pub mod url;

@@ -1,7 +1,8 @@
 //! A managed PostgreSQL: `initdb` of a trust-authenticated cluster in kvlab's
 //! temporary directory (as the `postgres` system user when kvlab is root), any
 //! server setting as `--server-opt` (`-c KEY=VALUE`), defaults sized for the
-//! data and connections, `pg_stat_statements` loaded for exact counters.
+//! data and connections, `pg_stat_statements` loaded for exact counters;
+//! its read replicas are in `replicas.rs`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,7 +12,7 @@ use anyhow::{Context, Result};
 
 use super::{PgConn, Postgres};
 use crate::driver::settings::{DATABASE_OWN, database_config, mib_for, with_defaults};
-use crate::driver::{Config, Connector, Launch, Login, Server, Sizing};
+use crate::driver::{Config, Connector, Launch, Login, Replication, Server, Sizing};
 use crate::products::sql;
 use crate::system::osuser::{OsUser, as_user, run_tool};
 use crate::system::{ProcUsage, find_binary, proc_tree_usage};
@@ -84,11 +85,16 @@ impl Server for Postgres {
     fn usage(&self, pid: u32) -> Option<ProcUsage> {
         proc_tree_usage(pid)
     }
+
+    /// Streaming replicas (`replicas.rs`).
+    fn replication(&self) -> Option<&dyn Replication> {
+        Some(self)
+    }
 }
 
 /// A PostgreSQL server binary (`initdb`, `postgres`): on PATH or in Debian's
 /// versioned directory, newest version first.
-fn pg_binary(name: &str) -> Option<PathBuf> {
+pub(super) fn pg_binary(name: &str) -> Option<PathBuf> {
     if let Some(p) = find_binary(name) {
         return Some(p);
     }

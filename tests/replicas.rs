@@ -1,0 +1,196 @@
+//! Managed read replicas (`--server-opt replicas=N`) on real servers, started
+//! through kvlab's own managed-server code: a row written on the primary is
+//! read on every replica within seconds, the lag function reports every
+//! replica streaming, a run's load replicates, and dropping the server stops
+//! every pid, primary and replicas. The refusals (a URL target, a product
+//! without replicas, a bad count) are one line each through the binary.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{alive, each_fails_in_one_line, measure, plan, server_with};
+use kvlab::driver::{Connector, ReplicaLag};
+use kvlab::plan::TargetKind;
+use kvlab::servers::ManagedServer;
+
+/// Runs `q` on `c` (PostgreSQL or MariaDB); the rows as text.
+fn sql(kind: TargetKind, c: &Connector, q: &str) -> Vec<Vec<Option<String>>> {
+    let t = Duration::from_secs(5);
+    match kind {
+        TargetKind::Postgres => kvlab::products::postgres::open(c, t).unwrap().query(q),
+        _ => kvlab::products::mysql::open(c, t).unwrap().query(q),
+    }
+    .unwrap_or_else(|e| panic!("{q}: {e}"))
+}
+
+/// The first cell of `q` on `c`, or `None` (no row, or an error such as a
+/// table not replicated yet).
+fn first(kind: TargetKind, c: &Connector, q: &str) -> Option<String> {
+    let t = Duration::from_secs(5);
+    let rows = match kind {
+        TargetKind::Postgres => kvlab::products::postgres::open(c, t).ok()?.query(q),
+        _ => kvlab::products::mysql::open(c, t).ok()?.query(q),
+    };
+    rows.ok()?.into_iter().next()?.into_iter().next()?
+}
+
+/// Starts `kind` with `n` replicas, timed.
+fn start(kind: TargetKind, n: usize) -> ManagedServer {
+    let started = Instant::now();
+    let n_text = n.to_string();
+    let s = server_with(kind, &[("replicas", n_text.as_str())], 20);
+    eprintln!(
+        "managed {} with {n} replicas started in {:.2} s",
+        kind.name(),
+        started.elapsed().as_secs_f64()
+    );
+    s
+}
+
+/// A row written on the primary shows on every replica within 10 s; the lag
+/// function reports each replica streaming; the settings say how many;
+/// dropped, every process is gone.
+fn replicates(kind: TargetKind, n: usize) {
+    let s = start(kind, n);
+    assert_eq!(s.replica_count(), n);
+    assert_eq!(s.settings["replicas"], n.to_string());
+    let replicas: Vec<Connector> = s
+        .replica_endpoints()
+        .iter()
+        .map(|e| Connector::new(kind, e).unwrap())
+        .collect();
+    assert_eq!(replicas.len(), n);
+    let primary = Connector::new(kind, &s.endpoint()).unwrap();
+    sql(
+        kind,
+        &primary,
+        "CREATE TABLE kvlab_replicated (k INT PRIMARY KEY, v TEXT)",
+    );
+    sql(
+        kind,
+        &primary,
+        "INSERT INTO kvlab_replicated VALUES (7, 'seen')",
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for r in &replicas {
+        loop {
+            let v = first(kind, r, "SELECT v FROM kvlab_replicated WHERE k = 7");
+            if v.as_deref() == Some("seen") {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{r:?} did not see the row: {v:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    // A replica is read-only.
+    let refused = match kind {
+        TargetKind::Postgres => {
+            kvlab::products::postgres::open(&replicas[0], Duration::from_secs(5))
+                .unwrap()
+                .query("INSERT INTO kvlab_replicated VALUES (8, 'no')")
+                .is_err()
+        }
+        _ => kvlab::products::mysql::open(&replicas[0], Duration::from_secs(5))
+            .unwrap()
+            .query("INSERT INTO kvlab_replicated VALUES (8, 'no')")
+            .is_err(),
+    };
+    assert!(refused, "a replica took a write");
+
+    let lag: Vec<ReplicaLag> = s.replica_lag().unwrap();
+    eprintln!("{}", serde_json::to_string(&lag).unwrap());
+    assert_eq!(lag.len(), n);
+    for (l, r) in lag.iter().zip(&replicas) {
+        assert!(l.streaming && l.state == "streaming", "{l:?}");
+        assert_eq!(l.server, r.addr.to_string());
+        assert!(l.lag_s.is_some_and(|s| s >= 0.0), "{l:?}");
+    }
+    if kind == TargetKind::Postgres {
+        assert!(lag.iter().all(|l| l.bytes_behind.is_some()), "{lag:?}");
+    }
+
+    // The usage covers the replicas too.
+    assert!(s.usage().unwrap().peak_rss_kb > 0);
+    let pids: Vec<u32> = s.pids().into_iter().chain(s.replica_pids()).collect();
+    assert_eq!(pids.len(), 1 + n);
+    assert!(pids.iter().all(|&p| alive(p)));
+    drop(s);
+    let gone = Instant::now() + Duration::from_secs(2);
+    while pids.iter().any(|&p| alive(p)) && Instant::now() < gone {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left: Vec<u32> = pids.into_iter().filter(|&p| alive(p)).collect();
+    assert!(left.is_empty(), "still running after drop: {left:?}");
+}
+
+#[test]
+fn postgres_streams_to_two_replicas_and_stops_them_all() {
+    replicates(TargetKind::Postgres, 2);
+}
+
+#[test]
+fn mariadb_replicates_to_a_replica_and_stops_it() {
+    replicates(TargetKind::Mariadb, 1);
+}
+
+/// kvlab's load on the primary reaches the replica: replication started
+/// before the server counted as ready.
+#[test]
+fn a_runs_load_replicates() {
+    for kind in [TargetKind::Mariadb, TargetKind::Postgres] {
+        let s = start(kind, 1);
+        let r = measure(&plan(kind, s.endpoint()));
+        assert_eq!(r.totals.errors, 0, "{:?}", r.problems);
+        let replica = Connector::new(kind, &s.replica_endpoints()[0]).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let n = first(kind, &replica, "SELECT count(*) FROM kvlab_kv");
+            if n.as_deref() == Some("2000") {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{}: {n:?} rows on the replica",
+                kind.name()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+#[test]
+fn no_replicas_is_the_default_and_zero() {
+    let s = server_with(TargetKind::Postgres, &[("replicas", "0")], 20);
+    assert_eq!(s.replica_count(), 0);
+    assert!(s.replica_endpoints().is_empty() && s.replica_lag().unwrap().is_empty());
+}
+
+#[test]
+fn replicas_are_refused_where_kvlab_cannot_start_them() {
+    each_fails_in_one_line(&[
+        (
+            "run --target postgres://u:p@127.0.0.1:1/db --server-opt replicas=1",
+            "--server-opt: replicas= starts read replicas of a server kvlab starts",
+        ),
+        (
+            "run --target redis --server-opt replicas=1",
+            "--server-opt: replicas= is for managed postgres and mariadb, not redis",
+        ),
+        (
+            "run --target memcached --server-opt replicas=2",
+            "replicas= is for managed postgres and mariadb",
+        ),
+        (
+            "run --target postgres --server-opt replicas=9",
+            "from 0 to 8",
+        ),
+        (
+            "run --target mariadb --server-opt replicas=two",
+            "give e.g. replicas=2",
+        ),
+    ]);
+}
