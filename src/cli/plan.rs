@@ -70,6 +70,7 @@ impl RunArgs {
         plan.check_ttl()?;
         plan.check_batch()?;
         plan.check_near()?;
+        plan.check_reads()?;
         plan.load.events = aside::events(&self.events, &plan)?;
         let cold = plan
             .cache
@@ -122,10 +123,36 @@ impl RunArgs {
             Some(m) => Some(crate::plan::query_mode_of(target.kind, m, "--query-mode")?),
             None => None,
         };
+        target.read_replicas = self.read_replicas(&target)?;
+        target.read_from = self.read_from.as_deref().map(str::parse).transpose()?;
         target.pooler.clone_from(&self.pooler);
         target.pooler_opts = self.pooler_opt.iter().cloned().collect();
         target.check_schema()?;
         Ok(target)
+    }
+
+    /// `--read-replica`: each a URL of the target's product.
+    fn read_replicas(&self, target: &TargetSpec) -> Result<Vec<crate::plan::Endpoint>, UsageError> {
+        self.read_replica
+            .iter()
+            .map(|url| {
+                let t: TargetSpec = url.parse().map_err(|e: UsageError| {
+                    UsageError::bad(
+                        "--read-replica",
+                        e.to_string(),
+                        "give a URL, e.g. postgres://user@host:5432/db",
+                    )
+                })?;
+                match (t.kind == target.kind, t.external) {
+                    (true, Some(e)) => Ok(e),
+                    _ => Err(UsageError::bad(
+                        "--read-replica",
+                        format!("{url:?} is no URL of a {} server", target.kind.name()),
+                        "give a replica of the --target URL, as a URL of the same product",
+                    )),
+                }
+            })
+            .collect()
     }
 
     /// Checks `--keys`, `--key-prefix`, `--connections`, `--threads` and

@@ -128,6 +128,15 @@ pub struct RunArgs {
     /// Setting for the pooler, KEY=VALUE (repeatable), e.g. pool_mode=transaction.
     #[arg(long = "pooler-opt", value_name = "KEY=VALUE", value_parser = parse_opt)]
     pub pooler_opt: Vec<(String, String)>,
+    /// A read replica of the --target URL, as a URL of the same product
+    /// (repeatable): reads go to the replicas (see --read-from), writes to
+    /// the target.
+    #[arg(long = "read-replica", value_name = "URL")]
+    pub read_replica: Vec<String>,
+    /// With read replicas (--server-opt replicas=N or --read-replica): where
+    /// reads go: replicas (in turn), primary, or any [default: replicas].
+    #[arg(long, value_name = "WHERE")]
+    pub read_from: Option<String>,
     /// Databases: drop and reload kvlab's own table even if it looks right.
     #[arg(long)]
     pub recreate: bool,

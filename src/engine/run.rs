@@ -352,7 +352,11 @@ fn merge(
     let mut leg_requests = [0u64; 5];
     let mut redirects = [0u64; 2];
     let mut near: Option<super::near::NearCounts> = None;
+    let mut nodes = vec![Default::default(); spec.replicas.len() + 1];
     for r in &reports {
+        for (a, b) in nodes.iter_mut().zip(&r.nodes) {
+            super::request_loop::tally::NodeCounts::add(a, b);
+        }
         if let Some(n) = &r.near {
             near.get_or_insert_with(Default::default).add(n);
         }
@@ -397,6 +401,11 @@ fn merge(
         redirects,
         near,
         nodes: spec.topology.as_ref().map(|t| t.nodes.len()),
+        servers_sent: if spec.replicas.is_empty() {
+            Vec::new()
+        } else {
+            nodes
+        },
         window_start: SystemTime::now(),
         start: None,
     }

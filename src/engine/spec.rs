@@ -61,6 +61,11 @@ pub struct Spec {
     pub aside: Option<AsideSpec>,
     /// A near cache in each worker, read before the server (`--near-cache`).
     pub near: Option<crate::plan::near::NearCache>,
+    /// The target's read replicas: reads go to them as `read_from` says,
+    /// writes to `connector` (the primary).
+    pub replicas: Vec<Connector>,
+    /// Where reads go when there are replicas.
+    pub read_from: crate::plan::reads::ReadFrom,
     /// Sharded targets: the node serving each slot when the point began.
     pub topology: Option<Arc<crate::driver::Topology>>,
     /// Which of the run's connections this process opens (all of them unless
@@ -106,6 +111,8 @@ impl Spec {
             board: None,
             aside: None,
             near: None,
+            replicas: Vec::new(),
+            read_from: Default::default(),
             topology: None,
             share: crate::plan::shard::Share::all(1),
             start_at: None,
@@ -218,6 +225,8 @@ pub struct EngineReport {
     pub redirects: [u64; 2],
     /// The near caches' counts, every worker's added (`None`: none).
     pub near: Option<super::near::NearCounts>,
+    /// With read replicas: what each server (the primary first) was sent.
+    pub servers_sent: Vec<super::request_loop::tally::NodeCounts>,
     /// Sharded targets: the nodes serving slots when the point began.
     pub nodes: Option<usize>,
     /// Wall-clock start of the measured phase.
@@ -274,6 +283,8 @@ pub struct WorkerReport {
     pub redirects: [u64; 2],
     /// The near cache's counts (`None`: no near cache).
     pub near: Option<super::near::NearCounts>,
+    /// With read replicas: what each server (the primary first) was sent.
+    pub nodes: Vec<super::request_loop::tally::NodeCounts>,
 }
 
 /// What a worker shares with the thread that runs the point.

@@ -19,6 +19,7 @@ mod aside;
 mod choice;
 pub mod events;
 pub mod near;
+pub mod reads;
 pub mod replay;
 pub mod shard;
 pub mod study;
@@ -243,6 +244,13 @@ pub struct TargetSpec {
     /// The pooler's settings (`--pooler-opt KEY=VALUE`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pooler_opts: BTreeMap<String, String>,
+    /// Read replicas of a server kvlab did not start (`--read-replica URL`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_replicas: Vec<Endpoint>,
+    /// Where reads go when there are replicas (`--read-from`; `None`: the
+    /// replicas).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<reads::ReadFrom>,
 }
 
 impl TargetSpec {

@@ -26,6 +26,8 @@ impl TargetSpec {
             query_mode: None,
             pooler: None,
             pooler_opts: BTreeMap::new(),
+            read_replicas: Vec::new(),
+            read_from: None,
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod fill;
 pub mod merge;
 pub mod near;
 pub mod replay;
+pub mod replication;
 pub mod stats;
 pub mod study;
 pub mod thresholds;
@@ -100,6 +101,10 @@ pub struct RunResult {
     /// Cache-aside runs: the cache, hit ratio, database reads saved, each leg.
     #[serde(default)]
     pub cache_aside: Option<AsideReport>,
+    /// A database with read replicas: each server's reads, writes, stale
+    /// reads, CPU and lag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication: Option<replication::ReplicationReport>,
     /// A near cache in the client threads (`--near-cache`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub near_cache: Option<near::NearReport>,

@@ -302,6 +302,7 @@ impl Parts {
             replay: None,
             consistency: rs.writes_versioned.then(|| consistency_report(&r.measured)),
             cache_aside: None,
+            replication: None,
             near_cache: rs
                 .config
                 .near

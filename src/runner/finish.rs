@@ -66,6 +66,15 @@ impl Finish<'_> {
             .background
             .as_ref()
             .map(|b| background_report(&self.rs.config, b));
+        let replication = self.obs.replicas.as_ref().map(|w| {
+            let read_from = self.rs.config.target.read_from.unwrap_or_default();
+            w.report(
+                &self.report,
+                read_from.name(),
+                (&a.before.each, &a.after.each),
+                self.obs.cpu_deltas().0.map(|c| (c, 0)),
+            )
+        });
         let pooler_counts = a.before.pooler.zip(a.after.pooler);
         let counters_note = a
             .before
@@ -98,6 +107,7 @@ impl Finish<'_> {
             server_counters,
         );
         result.problems.extend(counters_note);
+        result.replication = replication;
         add_background(&mut result, background);
         add_machine(&mut result, self.rs);
         add_events(&mut result, obs);

@@ -29,6 +29,7 @@ pub mod machine;
 pub mod metrics;
 mod observe;
 mod replay;
+mod replication;
 pub mod resolve;
 mod target;
 mod window;

@@ -68,6 +68,8 @@ pub(super) struct RunObserver<'a> {
     pub memory: Vec<(i64, CacheMemory)>,
     /// The live `--metrics` endpoint's feed, when one is installed.
     pub metrics: Option<crate::runner::metrics::Feed>,
+    /// The target's read replicas: their lag each second, their CPU.
+    pub replicas: Option<super::replication::Watch<'a>>,
 }
 
 impl RunObserver<'_> {
@@ -139,10 +141,16 @@ impl Observer for RunObserver<'_> {
         self.track_peak(&s);
         self.at_start = Some(s);
         self.read_memory(-1);
+        if let Some(w) = self.replicas.as_mut() {
+            w.started();
+        }
     }
     fn second_begins(&mut self, s: i64) {
         if s > 0 {
             self.read_memory(s - 1);
+            if let Some(w) = self.replicas.as_mut() {
+                w.sample();
+            }
         }
         self.events.second_begins(s);
     }
@@ -184,6 +192,9 @@ impl Observer for RunObserver<'_> {
             live_usage(m, &s);
         }
         self.at_end = Some(s);
+        if let Some(w) = self.replicas.as_mut() {
+            w.ended();
+        }
         let next = self.memory.last().map_or(0, |m| m.0 + 1);
         self.read_memory(next);
         self.events.finish();

@@ -30,6 +30,8 @@ pub struct Target<'a> {
     pub connector: Connector,
     /// Requests: through the pooler in front, if any.
     pub engine: Connector,
+    /// The target's read replicas (managed, or `--read-replica`).
+    pub replicas: Vec<Connector>,
     /// What the server reported being.
     pub info: ServerInfo,
 }
@@ -67,6 +69,13 @@ impl<'a> Target<'a> {
                 crate::plan::near::tracking(plan.near.as_ref(), plan.workload.key_prefix.as_bytes())
             }
         });
+        let replicas = match server {
+            Some(s) => s.replica_endpoints(),
+            None => plan.target.read_replicas.clone(),
+        }
+        .iter()
+        .map(connector_to)
+        .collect::<Result<Vec<_>>>()?;
         let info = match server {
             Some(s) => s.info.clone(),
             None => probe(&connector, &plan.workload.key_prefix, opts)?,
@@ -77,6 +86,7 @@ impl<'a> Target<'a> {
             endpoint,
             connector,
             engine,
+            replicas,
             info,
         })
     }
@@ -113,6 +123,8 @@ impl<'a> Target<'a> {
             topology,
             board: rs.board.clone(),
             near: plan.near,
+            replicas: self.replicas.clone(),
+            read_from: plan.target.read_from.unwrap_or_default(),
             share: shard.map_or(Share::all(l.connections), |s| s.connections(l.connections)),
             start_at: l.start_at_ms.map(instant_of),
             timeline_seconds: l.timeline_seconds,

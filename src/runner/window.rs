@@ -90,6 +90,11 @@ fn observer<'a>(
         memory: Vec::new(),
         metrics: crate::runner::metrics::installed()
             .map(|m| m.begin(&rs.architecture, product.name(), base.rate)),
+        replicas: super::replication::Watch::new(
+            &target.connector,
+            &target.replicas,
+            target.server,
+        ),
     }
 }
 
@@ -144,8 +149,11 @@ fn background_spec(base: &Spec, rate: f64) -> Spec {
 
 /// The servers' own counters at one instant.
 pub struct Counters {
-    /// The target's (or why there are none).
+    /// The target's (or why there are none); with read replicas, every
+    /// server's together.
     pub server: Result<ServerCounters, String>,
+    /// With read replicas: each server's, the primary first.
+    pub each: Vec<Option<ServerCounters>>,
     /// The cache's, in a cache-aside run.
     pub cache: Option<ServerCounters>,
     /// The pooler's.
@@ -155,8 +163,22 @@ pub struct Counters {
 impl Counters {
     /// Reads every server's counters now.
     pub fn read(target: &Target, cache: Option<&Cache>) -> Counters {
+        let each: Vec<Option<ServerCounters>> = match target.replicas.is_empty() {
+            true => Vec::new(),
+            false => std::iter::once(&target.connector)
+                .chain(&target.replicas)
+                .map(|c| c.counters().ok())
+                .collect(),
+        };
+        let server = match each.iter().cloned().collect::<Option<Vec<_>>>() {
+            Some(all) if !all.is_empty() => {
+                Ok(all[1..].iter().fold(all[0].clone(), |a, b| a.plus(b)))
+            }
+            _ => target.connector.counters().map_err(|e| format!("{e:#}")),
+        };
         Counters {
-            server: target.connector.counters().map_err(|e| format!("{e:#}")),
+            server,
+            each,
             cache: cache.and_then(Cache::counters),
             pooler: target.pooler.and_then(|p| p.counters().ok()),
         }

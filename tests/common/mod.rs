@@ -33,6 +33,8 @@ pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
             query_mode: None,
             pooler: None,
             pooler_opts: Default::default(),
+            read_replicas: Vec::new(),
+            read_from: None,
         },
         workload: Workload {
             keys: 2_000,

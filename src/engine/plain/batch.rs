@@ -192,7 +192,8 @@ impl<C: Codec> Plain<'_, C> {
         now: Instant,
     ) {
         if f.keys.is_empty() {
-            return io.tally.finish(&f.r, Outcome::Error(kind), now, None);
+            io.tally.finish(&f.r, Outcome::Error(kind), now, None);
+            return;
         }
         Self::close(io, batches, f, Some(kind), now);
     }

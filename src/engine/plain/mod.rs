@@ -82,7 +82,12 @@ impl<'a, C: Codec> Plain<'a, C> {
         Plain {
             codec,
             spec,
-            router: Router::new(&spec.connector, spec.topology.as_deref()),
+            router: Router::new(
+                &spec.connector,
+                spec.topology.as_deref(),
+                &spec.replicas,
+                spec.read_from,
+            ),
             key: Vec::with_capacity(spec.key_prefix.len() + 24),
             value: Vec::with_capacity(spec.values.typical()),
             names: Vec::new(),
@@ -134,8 +139,10 @@ impl<C: Codec> Client for Plain<'_, C> {
     /// On a sharded target a node may die (a primary killed, its replica
     /// taking over): the connection goes on with the others, and a request
     /// for the dead node's slots asks another node where they went.
+    /// So may a server with read replicas: reads go on to those up, and
+    /// requests for a dead one fail (no failover is promised).
     fn optional(&self, _: usize) -> bool {
-        self.router.sharded()
+        self.router.sharded() || self.router.replicated()
     }
 
     fn buffers(&self) -> (usize, usize) {

@@ -210,7 +210,12 @@ impl<C: Codec> Plain<'_, C> {
             io.served(s);
         }
         match then {
-            Then::Count(outcome, got) => io.tally.finish(&f.r, outcome, now, got),
+            Then::Count(outcome, got) => {
+                let stale = io.tally.finish(&f.r, outcome, now, got);
+                if self.router.replicated() {
+                    io.tally.served_by(s, &f.r, stale);
+                }
+            }
             Then::Redirect(hop) => self.redirect(io, c, f, hop, now),
         }
     }

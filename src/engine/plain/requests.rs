@@ -47,7 +47,11 @@ impl<C: Codec> Plain<'_, C> {
         if !f.keys.is_empty() && self.router.sharded() {
             return self.issue_parts(io, c, f);
         }
-        let node = self.node_of(io, &self.key);
+        let node = match (self.router.replicated(), r.op) {
+            (true, OpKind::Get) => self.router.read_node(|n| io.is_open(n)),
+            (true, OpKind::Set) => 0,
+            (false, _) => self.node_of(io, &self.key),
+        };
         self.send(io, c, node, f, r.sent);
     }
 

@@ -1,6 +1,7 @@
 //! Routing requests on a sharded target: a worker's own copy of the slot map
-//! ([`Topology`]) and a connector per node. A plain target has one node and
-//! routes nothing. Updated only when a node redirects a request (rare), so
+//! ([`Topology`]) and a connector per node; on a database with read replicas,
+//! reads to the replicas in turn and writes to the primary (node 0). A plain
+//! target has one node and routes nothing. Updated only when a node redirects a request (rare), so
 //! routing a request is one slot computation and one table lookup.
 
 use std::net::SocketAddr;
@@ -8,29 +9,67 @@ use std::net::SocketAddr;
 use crate::driver::topology::UNASSIGNED;
 use crate::driver::wire::Codec;
 use crate::driver::{Connector, Topology};
+use crate::plan::reads::ReadFrom;
 
 /// The nodes a worker's connections reach, and which serves each slot.
 pub(crate) struct Router {
     topology: Option<Topology>,
     connectors: Vec<Connector>,
+    /// With read replicas (nodes 1..): the nodes reads go to, and the next.
+    reads: std::ops::Range<usize>,
+    next_read: usize,
 }
 
 impl Router {
-    /// Routes by `topology` (sharded) or to `base` alone.
-    pub(crate) fn new(base: &Connector, topology: Option<&Topology>) -> Router {
+    /// Routes by `topology` (sharded), to `base` and its read `replicas`
+    /// (reads to those `read_from` names, writes to `base`), or to `base`
+    /// alone.
+    pub(crate) fn new(
+        base: &Connector,
+        topology: Option<&Topology>,
+        replicas: &[Connector],
+        read_from: ReadFrom,
+    ) -> Router {
         let connectors = match topology {
             Some(t) => t.nodes.iter().map(|&a| base.at(a)).collect(),
-            None => vec![base.clone()],
+            None => std::iter::once(base).chain(replicas).cloned().collect(),
         };
+        let reads = read_from.servers(replicas.len());
         Router {
             topology: topology.cloned(),
             connectors,
+            next_read: reads.start,
+            reads,
         }
     }
 
     /// Whether requests are routed by slot.
     pub(crate) fn sharded(&self) -> bool {
         self.topology.is_some()
+    }
+
+    /// Whether the target has read replicas (reads and writes go apart).
+    #[inline]
+    pub(crate) fn replicated(&self) -> bool {
+        self.topology.is_none() && self.connectors.len() > 1
+    }
+
+    /// The next node reads go to, in turn, among those `up` says are open
+    /// (the next in turn when none is).
+    #[inline]
+    pub(crate) fn read_node(&mut self, up: impl Fn(usize) -> bool) -> usize {
+        for _ in 0..self.reads.len() {
+            let n = self.next_read;
+            self.next_read = if n + 1 >= self.reads.end {
+                self.reads.start
+            } else {
+                n + 1
+            };
+            if up(n) {
+                return n;
+            }
+        }
+        self.next_read
     }
 
     /// Nodes known now.

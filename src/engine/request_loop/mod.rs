@@ -190,6 +190,12 @@ impl Io<'_> {
         self.pipes.len()
     }
 
+    /// Whether socket `s` is open.
+    #[inline]
+    pub fn is_open(&self, s: usize) -> bool {
+        self.pipes.get(s).is_some_and(Pipe::is_open)
+    }
+
     /// Socket `s`'s write buffer, or `None` while it is down.
     #[inline]
     pub fn out(&mut self, s: usize) -> Option<&mut Vec<u8>> {

@@ -13,7 +13,30 @@ use crate::engine::spec::{Spec, Tick, WorkerReport};
 use crate::results::ScheduleReport;
 use crate::results::stats::{Counts, ErrorKind, Outcome, Recorder};
 use crate::workload::OpKind;
-use crate::workload::consistency::VersionBoard;
+use crate::workload::consistency::{Staleness, VersionBoard};
+
+/// What one server of a target with read replicas was sent (measured).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodeCounts {
+    /// Reads it answered.
+    pub reads: u64,
+    /// Writes it answered.
+    pub writes: u64,
+    /// Of the reads, stale ones.
+    pub stale: u64,
+    /// How far behind the most outdated of them was, ns.
+    pub stale_age_max_ns: u64,
+}
+
+impl NodeCounts {
+    /// Adds another worker's counts.
+    pub fn add(&mut self, o: &NodeCounts) {
+        self.reads += o.reads;
+        self.writes += o.writes;
+        self.stale += o.stale;
+        self.stale_age_max_ns = self.stale_age_max_ns.max(o.stale_age_max_ns);
+    }
+}
 
 /// What one worker counted so far.
 pub struct Tally {
@@ -36,6 +59,8 @@ pub struct Tally {
     pub redirects: [u64; 2],
     /// The near cache's counts (`None`: no near cache).
     pub near: Option<crate::engine::near::NearCounts>,
+    /// With read replicas: what each server (the primary first) was sent.
+    pub nodes: Vec<NodeCounts>,
     board: Option<Arc<VersionBoard>>,
     paced: bool,
     /// Each key's value size (bytes read and written).
@@ -64,6 +89,10 @@ impl Tally {
             steps: [0; 5],
             redirects: [0; 2],
             near: spec.near.map(|_| Default::default()),
+            nodes: match spec.replicas.len() {
+                0 => Vec::new(),
+                n => vec![NodeCounts::default(); n + 1],
+            },
             board: spec.board.clone(),
             paced: spec.rate.is_some(),
             sizer: spec.values.sizer(),
@@ -79,7 +108,13 @@ impl Tally {
     /// returned): ends its write or judges its read when versions are
     /// tracked, and counts it with its latency (errors have none).
     #[inline]
-    pub fn finish(&mut self, r: &Request, outcome: Outcome, done: Instant, got: Option<u64>) {
+    pub fn finish(
+        &mut self,
+        r: &Request,
+        outcome: Outcome,
+        done: Instant,
+        got: Option<u64>,
+    ) -> Option<Staleness> {
         self.inflight -= 1;
         let get = r.op == OpKind::Get;
         let mut stale = None;
@@ -92,7 +127,7 @@ impl Tally {
         }
         if !r.measured {
             self.interval_warm.count(get, outcome);
-            return;
+            return None;
         }
         self.interval.counts.count(get, outcome);
         if matches!(outcome, Outcome::Hit | Outcome::Stored) {
@@ -106,6 +141,26 @@ impl Tally {
         }
         if !matches!(outcome, Outcome::Error(_)) {
             self.time(r, done);
+        }
+        stale.flatten()
+    }
+
+    /// Counts measured request `r` as served by server `node` of a target
+    /// with read replicas, `stale` as judged by [`Tally::finish`].
+    #[inline]
+    pub fn served_by(&mut self, node: usize, r: &Request, stale: Option<Staleness>) {
+        if !r.measured {
+            return;
+        }
+        if let Some(n) = self.nodes.get_mut(node) {
+            match r.op {
+                OpKind::Get => n.reads += 1,
+                OpKind::Set => n.writes += 1,
+            }
+            if let Some(s) = stale {
+                n.stale += 1;
+                n.stale_age_max_ns = n.stale_age_max_ns.max(s.age_ns);
+            }
         }
     }
 
@@ -259,6 +314,7 @@ impl Tally {
             leg_requests: self.steps,
             redirects: self.redirects,
             near: self.near,
+            nodes: self.nodes,
         }
     }
 }
