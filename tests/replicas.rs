@@ -194,3 +194,124 @@ fn replicas_are_refused_where_kvlab_cannot_start_them() {
         ),
     ]);
 }
+
+/// A run of `kind` that kvlab starts with `n` read replicas: 1,000 keys,
+/// one write in five, for 2 s.
+fn replicated(kind: TargetKind, n: usize) -> kvlab::plan::RunPlan {
+    let mut p = common::managed_plan(kind);
+    p.target
+        .server_opts
+        .insert("replicas".into(), n.to_string());
+    p.workload.keys = 1_000;
+    p.workload.ratio = kvlab::plan::Ratio { set: 1, get: 4 };
+    p.load.stop = kvlab::plan::Stop::Duration(2.0);
+    p.load.warmup_s = 0.5;
+    p
+}
+
+/// Reads land on the replicas and writes on the primary, by the servers'
+/// own counters; every server's counts add up to what kvlab sent; the stale
+/// reads the replicas served are no older than the lag they reported.
+#[test]
+fn reads_go_to_the_replicas_and_writes_to_the_primary() {
+    let r = measure(&replicated(TargetKind::Postgres, 2));
+    common::every_request_clean(&r);
+    let check = r.server_counters.as_ref().expect("counters");
+    assert!(check.agrees(), "{check:?}");
+    let rep = r.replication.as_ref().expect("a replication report");
+    assert_eq!(rep.servers.len(), 3);
+    let (primary, replicas) = rep.servers.split_first().unwrap();
+    assert_eq!(
+        (primary.reads, primary.counted_gets),
+        (0, Some(0)),
+        "{primary:?}"
+    );
+    assert_eq!(primary.writes, r.totals.sets, "{primary:?}");
+    assert_eq!(primary.counted_sets, Some(check.kvlab_sets), "{primary:?}");
+    for x in replicas {
+        assert!(x.reads > r.totals.gets / 3 && x.writes == 0, "{x:?}");
+        assert_eq!(x.counted_sets, Some(0), "{x:?}");
+        assert_eq!(x.state.as_deref(), Some("streaming"), "{x:?}");
+        assert!(x.cpu_s.is_some() && x.peak_rss_kb.is_some(), "{x:?}");
+    }
+    let gets: u64 = replicas.iter().map(|x| x.counted_gets.unwrap()).sum();
+    assert_eq!(gets, check.kvlab_gets);
+    let c = r.consistency.as_ref().expect("writes are versioned");
+    let stale: u64 = replicas.iter().map(|x| x.stale_reads).sum();
+    assert_eq!(stale, c.stale_reads);
+    let lag_us = replicas
+        .iter()
+        .filter_map(|x| x.lag_s_max)
+        .fold(0.0, f64::max)
+        * 1e6;
+    // The lag is sampled once a second: a stale read may fall between two
+    // samples of a lag a little larger than either (a few ms here).
+    assert!(
+        c.stale_age_us.p99 <= lag_us + 10_000.0,
+        "{c:?} lag {lag_us} µs"
+    );
+}
+
+/// MariaDB, reads from any server: the primary and the replica both serve
+/// reads; the replica applies writes without counting them; a killed
+/// replica leaves reads to the primary, counted, and the run goes on.
+#[test]
+fn reads_from_any_server_go_on_when_a_replica_dies() {
+    let mut p = replicated(TargetKind::Mariadb, 1);
+    p.target.read_from = Some(kvlab::plan::reads::ReadFrom::Any);
+    p.load.stop = kvlab::plan::Stop::Duration(3.0);
+    p.load.events = vec!["1:kill-replica".parse().unwrap()];
+    let r = measure(&p);
+    let rep = r.replication.as_ref().expect("a replication report");
+    let (primary, replica) = (&rep.servers[0], &rep.servers[1]);
+    assert!(primary.reads > 0 && replica.reads > 0, "{rep:?}");
+    assert!(
+        primary.reads > replica.reads,
+        "the replica died at 1 s: {rep:?}"
+    );
+    assert_eq!(r.events.len(), 1, "{:?}", r.events);
+    assert!(r.events[0].error.is_none(), "{:?}", r.events);
+    let kinds: Vec<&String> = r
+        .totals
+        .errors_by_kind
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(k, _)| k)
+        .collect();
+    assert!(
+        kinds
+            .iter()
+            .all(|k| ["disconnect", "timeout"].contains(&k.as_str())),
+        "{kinds:?}"
+    );
+}
+
+#[test]
+fn reads_and_replicas_asked_wrongly_are_refused_in_a_line() {
+    each_fails_in_one_line(&[
+        (
+            "run --target postgres --read-from replicas",
+            "--read-from: replicas needs read replicas",
+        ),
+        (
+            "run --target postgres --read-replica postgres://u@127.0.0.1:1/db",
+            "--read-replica: names a replica of a server kvlab did not start",
+        ),
+        (
+            "run --target postgres://u@127.0.0.1:1/db --read-replica redis://127.0.0.1:2",
+            "--read-replica:",
+        ),
+        (
+            "run --target postgres --event 1:kill-replica",
+            "--event: 1:kill-replica: this target has no read replicas",
+        ),
+        (
+            "run --target postgres --server-opt replicas=1 --read-from nearest",
+            "--read-from:",
+        ),
+        (
+            "run --target postgres --server-opt replicas=1 --cache redis",
+            "--read-from: a cache-aside run's database reads from its primary",
+        ),
+    ]);
+}

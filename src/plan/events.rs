@@ -34,8 +34,13 @@ pub enum EventAction {
     /// Every key of the cache dropped (FLUSHALL, flush_all).
     Flush,
     /// SIGKILL to the last primary of a managed cluster with replicas: its
-    /// replica takes over once the cluster marks it failed.
+    /// replica takes over once the cluster marks it failed. On a database
+    /// with read replicas, to the primary: reads go on, writes fail (no
+    /// failover is promised).
     KillPrimary,
+    /// SIGKILL to the first read replica of a managed database; it stays
+    /// down and reads go on to the others.
+    KillReplica,
 }
 
 /// One event of a run.
@@ -51,7 +56,7 @@ pub struct ServerEvent {
 }
 
 /// The actions `--event` takes, for errors and help.
-pub const ACTIONS: &str = "kill-cache, restart-cache[:DOWN], flush-cache, kill-target, restart-target[:DOWN] (kill-db, restart-db: the same), kill-primary (a cluster target with replicas)";
+pub const ACTIONS: &str = "kill-cache, restart-cache[:DOWN], flush-cache, kill-target, restart-target[:DOWN] (kill-db, restart-db: the same), kill-primary (a cluster target with replicas, or a database with read replicas), kill-replica (a database with read replicas)";
 
 impl FromStr for ServerEvent {
     type Err = UsageError;
@@ -77,16 +82,18 @@ impl FromStr for ServerEvent {
             return Err(bad(format!("'{s}' names no action")));
         };
         let down = parts.next();
-        if what == "kill-primary" {
+        if let Some(action) = match what {
+            "kill-primary" => Some(EventAction::KillPrimary),
+            "kill-replica" => Some(EventAction::KillReplica),
+            _ => None,
+        } {
             if down.is_some() {
-                return Err(bad(format!(
-                    "'{s}': a killed primary stays down (its replica took over)"
-                )));
+                return Err(bad(format!("'{s}': a killed {} stays down", &what[5..])));
             }
             return Ok(ServerEvent {
                 at_s,
                 on: EventOn::Target,
-                action: EventAction::KillPrimary,
+                action,
             });
         }
         let (verb, on) = match what.rsplit_once('-') {
@@ -126,6 +133,7 @@ impl fmt::Display for ServerEvent {
             EventAction::Kill => write!(f, "{}:kill-{on}", self.at_s),
             EventAction::Flush => write!(f, "{}:flush-{on}", self.at_s),
             EventAction::KillPrimary => write!(f, "{}:kill-primary", self.at_s),
+            EventAction::KillReplica => write!(f, "{}:kill-replica", self.at_s),
             EventAction::Restart { down_s } => write!(f, "{}:restart-{on}:{down_s}", self.at_s),
         }
     }
@@ -160,7 +168,16 @@ impl ServerEvent {
             ));
         }
         let sharded = spec.kind.product().facts().sharded;
-        if self.action == EventAction::KillPrimary {
+        let replicated = self.on == EventOn::Target && plan.replicas() > 0;
+        if self.action == EventAction::KillReplica && !replicated {
+            return Err(bad(
+                format!("{self}: this target has no read replicas"),
+                "use --target postgres --server-opt replicas=N (or mariadb)",
+            ));
+        }
+        if self.action == EventAction::KillPrimary && !sharded && replicated {
+            // The primary of a database with read replicas: reads go on.
+        } else if self.action == EventAction::KillPrimary {
             let opt = |k: &str| spec.server_opts.get(k).map(String::as_str);
             let shards = opt("shards").map_or(Some(3), |v| v.parse::<u32>().ok());
             if !sharded

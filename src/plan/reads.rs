@@ -88,6 +88,13 @@ impl crate::plan::RunPlan {
                 ));
             }
         }
+        if self.replicas() > 0 && self.cache.is_some() {
+            return Err(UsageError::conflict(
+                "--read-from",
+                "a cache-aside run's database reads from its primary",
+                "drop --cache, or the replicas",
+            ));
+        }
         let Some(from) = t.read_from else {
             return Ok(());
         };
@@ -96,13 +103,6 @@ impl crate::plan::RunPlan {
                 "--read-from",
                 format!("{} needs read replicas", from.name()),
                 "add --server-opt replicas=N (a managed server) or --read-replica URL",
-            ));
-        }
-        if self.replicas() > 0 && self.cache.is_some() {
-            return Err(UsageError::conflict(
-                "--read-from",
-                "a cache-aside run's database reads from its primary",
-                "drop --cache, or the replicas",
             ));
         }
         Ok(())

@@ -103,6 +103,15 @@ impl<'a> Events<'a> {
                 Role::Cache(c) => c.flush(x.connector),
                 Role::Database(_) => Err(anyhow::anyhow!("only a cache is flushed")),
             },
+            EventAction::KillReplica => {
+                // The replica's counters go with it: the check is left out.
+                self.target_kills.push(None);
+                x.server.kill_replica(0)
+            }
+            EventAction::KillPrimary if x.server.replica_count() > 0 => {
+                self.target_kills.push(None);
+                x.server.kill()
+            }
             EventAction::KillPrimary => {
                 // The primary's counters go with it, and its replica's count
                 // the writes it replicated: the counters check is left out.

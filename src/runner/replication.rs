@@ -49,14 +49,9 @@ impl<'a> Watch<'a> {
 
     /// Each managed replica's use now.
     fn usage(&self) -> Vec<Option<ProcUsage>> {
-        let Some(s) = self.server else {
-            return Vec::new();
-        };
-        let product = s.product();
-        s.replica_pids()
-            .into_iter()
-            .map(|pid| product.server().usage(pid))
-            .collect()
+        self.server
+            .map(ManagedServer::replica_usage)
+            .unwrap_or_default()
     }
 
     /// The window begins.

@@ -171,9 +171,7 @@ impl Counters {
                 .collect(),
         };
         let server = match each.iter().cloned().collect::<Option<Vec<_>>>() {
-            Some(all) if !all.is_empty() => {
-                Ok(all[1..].iter().fold(all[0], |a, b| a.plus(b)))
-            }
+            Some(all) if !all.is_empty() => Ok(all[1..].iter().fold(all[0], |a, b| a.plus(b))),
             _ => target.connector.counters().map_err(|e| format!("{e:#}")),
         };
         Counters {

@@ -479,7 +479,10 @@ impl ManagedServer {
 
     /// Whether every process (and read replica) still runs.
     pub fn running(&mut self) -> bool {
-        let replicas = self.replicas.iter_mut().map(|r| &mut r.child);
+        let replicas = self
+            .replicas
+            .iter_mut()
+            .map(|r| r.child.get_mut().unwrap_or_else(|e| e.into_inner()));
         self.nodes
             .get_mut()
             .unwrap_or_else(|e| e.into_inner())
@@ -509,7 +512,10 @@ impl ManagedServer {
     /// and read replica, SIGKILL after 5 s) and reaps it.
     pub fn stop(&mut self) {
         self.pooler = None;
-        let replicas = self.replicas.iter_mut().map(|r| &mut r.child);
+        let replicas = self
+            .replicas
+            .iter_mut()
+            .map(|r| r.child.get_mut().unwrap_or_else(|e| e.into_inner()));
         let nodes = self.nodes.get_mut().unwrap_or_else(|e| e.into_inner());
         let mut children: Vec<&mut Child> =
             replicas.chain(nodes.iter_mut().map(|(c, _)| c)).collect();

@@ -439,7 +439,10 @@ fn check_point(plan: &RunPlan, t: &TargetSection) -> Result<()> {
                 label(t)
             );
         }
-        if e.action == EventAction::KillPrimary {
+        if matches!(
+            e.action,
+            EventAction::KillPrimary | EventAction::KillReplica
+        ) {
             bail!(
                 "target '{}': events = \"{e}\" would leave the cluster without a replica for the points after it; run it with `kvlab run --event`",
                 label(t)

@@ -15,6 +15,7 @@ mod aside;
 mod checks;
 mod figures;
 mod near;
+mod replication;
 mod servers;
 
 use std::fmt::Write as _;
@@ -36,6 +37,7 @@ pub fn summary(r: &RunResult) -> String {
         figures::latency,
         aside::section,
         near::section,
+        replication::section,
         figures::consistency,
         figures::background,
         figures::schedule,

@@ -19,8 +19,8 @@ use crate::system::process::{free_port, log_tail, spawn_owned};
 
 /// One read replica kvlab started.
 pub(super) struct Replica {
-    /// Its process.
-    pub(super) child: Child,
+    /// Its process (locked: an event may kill it while the run reads).
+    pub(super) child: std::sync::Mutex<Child>,
     /// Its loopback port.
     port: u16,
     /// Its unix socket (used when the server listens on sockets).
@@ -102,17 +102,19 @@ impl ManagedServer {
         )?;
         let child = spawn_owned(&mut cmd, &dir, &log, &self.binary)?;
         self.replicas.push(Replica {
-            child,
+            child: std::sync::Mutex::new(child),
             port,
             socket,
         });
         let replica = self.replicas.last_mut().expect("just pushed");
-        let mut alive = || matches!(replica.child.try_wait(), Ok(None));
+        let child = replica.child.get_mut().unwrap_or_else(|e| e.into_inner());
+        let mut alive = || matches!(child.try_wait(), Ok(None));
         rep.follow(&dir, primary, deadline, &mut alive)
             .map_err(|e| e.context(log_tail(&log)))?;
         let c = Connector::new(self.product, &self.replica_endpoint(i))?;
         loop {
-            if let Some(status) = self.replicas[i].child.try_wait()? {
+            let child = self.replicas[i].child.get_mut();
+            if let Some(status) = child.unwrap_or_else(|e| e.into_inner()).try_wait()? {
                 bail!("it exited ({status}): {}", log_tail(&log));
             }
             match c.probe(Duration::from_millis(500)) {
@@ -154,9 +156,46 @@ impl ManagedServer {
         self.endpoint_at(r.port, self.access.socket.then(|| r.socket.clone()))
     }
 
-    /// The process ids of its read replicas, in order.
+    /// The process ids of its read replicas still running, in order.
     pub fn replica_pids(&self) -> Vec<u32> {
-        self.replicas.iter().map(|r| r.child.id()).collect()
+        self.replicas
+            .iter()
+            .filter_map(|r| {
+                let mut c = r.child.lock().unwrap_or_else(|e| e.into_inner());
+                matches!(c.try_wait(), Ok(None)).then(|| c.id())
+            })
+            .collect()
+    }
+
+    /// Each read replica's CPU and memory now, in order (`None`: it is down).
+    pub fn replica_usage(&self) -> Vec<Option<crate::system::ProcUsage>> {
+        self.replicas
+            .iter()
+            .map(|r| {
+                let mut c = r.child.lock().unwrap_or_else(|e| e.into_inner());
+                match c.try_wait() {
+                    Ok(None) => self.product.server().usage(c.id()),
+                    _ => None,
+                }
+            })
+            .collect()
+    }
+
+    /// Kills read replica `i` (SIGKILL; it stays down): its CPU so far is
+    /// kept in the server's.
+    pub fn kill_replica(&self, i: usize) -> Result<()> {
+        let Some(r) = self.replicas.get(i) else {
+            bail!("managed {} has no read replica {i}", self.binary());
+        };
+        let mut child = r.child.lock().unwrap_or_else(|e| e.into_inner());
+        if let Ok(None) = child.try_wait() {
+            if let Some(u) = self.product.server().usage(child.id()) {
+                *self.retired_cpu_s.lock().unwrap_or_else(|e| e.into_inner()) += u.cpu_s;
+            }
+            let _ = child.kill();
+        }
+        let _ = child.wait();
+        Ok(())
     }
 
     /// Each read replica's state and lag now, in order, as the servers
