@@ -105,15 +105,20 @@ pub fn text(d: &Decision) -> String {
         let c = cells(d, a);
         let _ = writeln!(
             s,
-            "  {:<12} {} — {} cores, {}, {} machine(s), {} a month; p99 {}; within the goal: {}",
+            "  {:<17} {} — {} cores, {}, {} machine(s), {} a month; p99 {}; within the goal: {}",
             c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
         );
-        if a.hit_ratio.is_some() || a.stale_reads_per_million.is_some() {
-            let _ = writeln!(
-                s,
-                "               hit ratio of all reads {}, stale reads per million {}",
-                c[8], c[9]
-            );
+        let figures: Vec<String> = [
+            a.hit_ratio
+                .map(|_| format!("hit ratio of all reads {}", c[8])),
+            a.stale_reads_per_million
+                .map(|_| format!("stale reads per million {}", c[9])),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !figures.is_empty() {
+            let _ = writeln!(s, "               {}", figures.join(", "));
         }
         if let Some(l) = &a.on_cache_loss {
             let _ = writeln!(s, "               on cache loss: {l}");

@@ -60,7 +60,7 @@ pub(super) struct Runs<'a> {
 }
 
 impl Runs<'_> {
-    fn limits(&self) -> (f64, MoreLimits) {
+    pub(super) fn limits(&self) -> (f64, MoreLimits) {
         let l = &self.ask.load;
         (
             l.p99_ms,
@@ -72,7 +72,7 @@ impl Runs<'_> {
     }
 
     /// The plan of one measured run: `ask`'s, `run_s` long.
-    fn timed(&self, mut p: RunPlan) -> RunPlan {
+    pub(super) fn timed(&self, mut p: RunPlan) -> RunPlan {
         p.load.stop = Stop::Duration(self.ask.run_s());
         p.load.warmup_s = 1.0;
         p
@@ -162,7 +162,7 @@ impl Runs<'_> {
 
     /// The cache-aside plan with a cache of `memory_mb` (`None`: no limit,
     /// loaded with every key), settled before the window, at `rate`.
-    fn aside(&self, memory_mb: Option<u64>, rate: f64) -> RunPlan {
+    pub(super) fn aside(&self, memory_mb: Option<u64>, rate: f64) -> RunPlan {
         let mut p = self.timed(self.ask.plan.clone());
         let mut cache = self.ask.cache.clone();
         // With no limit the cache holds every key: loaded first (warm), it

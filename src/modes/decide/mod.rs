@@ -3,15 +3,21 @@
 //! search within the goal), the cache alone (likewise), the cache's
 //! miss-ratio curve (cache-aside runs with a settled cache at four sizes),
 //! cache-aside at the smallest size that serves the load (confirmed by a
-//! fixed-rate run), and a cache loss (the cache restarted empty under that
-//! load). Then it carries each measurement to the stated load (rates per
-//! server core, memory per key; every extrapolation said) and decides.
+//! fixed-rate run), a cache loss (the cache restarted empty under that
+//! load), and the other architectures at the same rate: the database with a
+//! read replica, cache-aside with a near cache, a near cache in front of the
+//! database. Then it carries each measurement to the stated load (rates per
+//! server core, memory per key; every extrapolation said) and decides whether
+//! to keep the cache; the other architectures are rows beside it.
 //!
 //! # Layout
 //! - `measure`: the runs, one function each.
 //! - `rows`: each architecture's row at the stated load, and the decision.
+//! - `others`: the other architectures weighed (a read replica, near caches):
+//!   a fixed-rate run each, and its row.
 
 mod measure;
+mod others;
 mod rows;
 pub mod trace;
 
@@ -117,6 +123,21 @@ pub fn decide(
         None => None,
     };
     stopped("the cache loss")?;
+    let mut others = vec![m.replicas(rate, say)?];
+    stopped("the database with a read replica")?;
+    others.push(match &aside {
+        Some(a) => m.near_aside(a, rate, say)?,
+        None => others::Other {
+            name: "cache-aside-near",
+            product: "a near cache in front of cache-aside".into(),
+            run: None,
+            why_not: Some("no cache-aside configuration met the database's capacity to put a near cache in front of".into()),
+            what: "cache-aside with a near cache".into(),
+        },
+    });
+    stopped("cache-aside with a near cache")?;
+    others.push(m.near_database(rate, say)?);
+    stopped("the database with a near cache")?;
     let scaled = Scaled {
         keys: ask.plan.workload.keys,
         factor: ask.plan.workload.keys as f64 / ask.load.keys.max(1) as f64,
@@ -133,6 +154,7 @@ pub fn decide(
             curve,
             aside,
             loss,
+            others,
         },
     ))
 }

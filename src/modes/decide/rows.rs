@@ -16,6 +16,9 @@ pub(super) struct Measured {
     pub curve: Vec<CurveRun>,
     pub aside: Option<AsideRun>,
     pub loss: Option<CacheLoss>,
+    /// The other architectures: a read replica, a near cache in front of
+    /// cache-aside, a near cache in front of the database.
+    pub others: Vec<super::others::Other>,
 }
 
 /// The decision for `ask` from what was measured.
@@ -30,12 +33,26 @@ pub(super) fn decision(ask: &Ask, scaled: Scaled, m: Measured) -> Decision {
     }
     let aside = with_loss(aside, loss.as_ref(), &db);
     let answer = decide::decide(Some(&db), Some(&aside), Some(&cache));
+    let others: Vec<Architecture> = m
+        .others
+        .iter()
+        .map(|o| super::others::row(ask, o, per_key, m.db.bytes))
+        .collect();
+    let (before, after) = others.split_at(others.len().min(1));
+    let architectures = [
+        vec![db],
+        before.to_vec(),
+        vec![aside],
+        after.to_vec(),
+        vec![cache],
+    ]
+    .concat();
     Decision {
         kvlab_version: env!("CARGO_PKG_VERSION").to_string(),
         load: ask.load.clone(),
         extrapolations: extrapolations(ask, &scaled),
         scaled,
-        architectures: vec![db, aside, cache],
+        architectures,
         miss_ratio_curve: curve(ask, &m, per_key),
         cache_loss: loss,
         decision: answer,
@@ -44,7 +61,7 @@ pub(super) fn decision(ask: &Ask, scaled: Scaled, m: Measured) -> Decision {
 
 /// The cores, memory, machines and cost of `servers` (each its cores and
 /// memory at the stated load), into `row`.
-fn size(ask: &Ask, row: &mut Architecture, servers: &[(f64, u64)]) {
+pub(super) fn size(ask: &Ask, row: &mut Architecture, servers: &[(f64, u64)]) {
     let (machines, cost) = sized(&ask.load, servers);
     let cores: f64 = servers.iter().map(|s| s.0).sum();
     row.server_cores = Some((cores * 10.0).ceil() / 10.0);
@@ -54,7 +71,7 @@ fn size(ask: &Ask, row: &mut Architecture, servers: &[(f64, u64)]) {
 }
 
 /// An empty row named `name` of `product`.
-fn row(name: &str, product: &str) -> Architecture {
+pub(super) fn row(name: &str, product: &str) -> Architecture {
     Architecture {
         name: name.into(),
         product: product.into(),
