@@ -22,6 +22,8 @@
 # throughput beside that closed loop, on redis (pipeline 1 and 16) and on
 # PostgreSQL beside pgbench -R at the same rates.
 #
+# A near cache (BENCH_NEAR=0 skips it): kvlab's client CPU per request with a
+# near cache answering every read beside the remote cache's hit path.
 # Arrivals and round trips (BENCH_TIMING=0 skips it): on redis at RATE (20k)
 # req/s, p99 latency and p99 send error of poisson and uniform arrivals (and of
 # KVLAB_BASE at the same rate, e.g. a kvlab that batched its sends); then
@@ -405,6 +407,34 @@ if [ "${BENCH_TIMING:-1}" = 1 ]; then
       [ "$rtt" = 0 ] || extra=(--rtt "$rtt")
       record "kvlab-rtt$rtt" 1 "$NT" "$(CONNS=200 cpu_of kvlab_run "$REDIS" 1 "$NT" --keys "$KEYS" --rate "$RATE" "${extra[@]}")"
       lat "kvlab-rtt$rtt"
+    done
+  done
+fi
+
+# A near cache's hit path beside the remote cache's (BENCH_NEAR=0 skips it):
+# kvlab on redis, read-only over NEAR_KEYS keys, one thread, closed loop,
+# DURATION_NEAR seconds, with and without --near-cache holding every key,
+# interleaved; the client CPU per request of the measured window (kvlab's own
+# figure: process start, connections and the near cache's first misses are
+# outside it) is the figure.
+own() { # name: records kvlab's own throughput and client CPU per request of the last run
+  awk -v t="$1" '
+    /^  throughput/ { r = $2; gsub(",", "", r) }
+    /^  client CPU/ { for (i = 1; i <= NF; i++) if ($i ~ /µs\/request/) { c = $(i - 1); gsub(",", "", c) } }
+    END { if (r != "" && c != "") printf "%s P1 %s %s\n", t, r, c }' "$WORK/last.out" >> "$WORK/rows"
+}
+if [ "${BENCH_NEAR:-1}" = 1 ]; then
+  REDIS=${REDIS:-$(serve redis)}
+  NK=${NEAR_KEYS:-10000}
+  "$KVLAB" run --target "$REDIS" --keys "$NK" --requests 1 --warmup 0 > /dev/null 2>&1
+  for round in $(seq "$ROUNDS"); do
+    echo "bench: round $round, redis read-only over $NK keys with and without a near cache"
+    for near in off on; do
+      extra=()
+      [ "$near" = off ] || extra=(--near-cache $((NK * 2)))
+      cpu_of "$KVLAB" run --target "$REDIS" --no-load --keys "$NK" --ratio 0:1 --connections "${CONNS:-50}" \
+        --threads 1 --duration "${DURATION_NEAR:-5}" --warmup 1 "${extra[@]}" > /dev/null
+      own "kvlab-near-$near"
     done
   done
 fi

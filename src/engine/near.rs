@@ -17,7 +17,7 @@ use hdrhistogram::Histogram;
 use lru::LruCache;
 
 use super::request_loop::{Io, Request};
-use crate::driver::wire::{Codec, Unasked, parse_usize};
+use crate::driver::wire::{Codec, Unasked, id_of_name};
 use crate::plan::near::{Invalidation, NearCache, entry_bytes};
 use crate::results::stats::{ErrorKind, Outcome};
 use crate::workload::consistency::VersionBoard;
@@ -227,10 +227,11 @@ impl Near {
             Some(Ok(Unasked::Invalidate { len })) => (len, false),
         };
         self.ids.clear();
-        self.ids.extend(self.heard.iter().filter_map(|k| {
-            let name = buf[k.clone()].strip_prefix(prefix)?;
-            parse_usize(name).map(|id| id as u64)
-        }));
+        self.ids.extend(
+            self.heard
+                .iter()
+                .filter_map(|k| id_of_name(prefix, &buf[k.clone()])),
+        );
         io.consume(s, len);
         if let Some(mut counts) = io.tally.near.take() {
             counts.messages += 1;

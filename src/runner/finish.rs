@@ -72,7 +72,6 @@ impl Finish<'_> {
                 &self.report,
                 read_from.name(),
                 (&a.before.each, &a.after.each),
-                self.obs.cpu_deltas().0.map(|c| (c, 0)),
             )
         });
         let pooler_counts = a.before.pooler.zip(a.after.pooler);

@@ -1,5 +1,5 @@
 //! A target with read replicas during a run: each replica's lag read once a
-//! second from the servers' own views, each managed replica's CPU at the
+//! second from the servers' own views, each managed server's CPU at the
 //! window's edges, and the report of every server after it.
 
 use crate::driver::{Connector, ReplicaLag, ServerCounters};
@@ -47,11 +47,16 @@ impl<'a> Watch<'a> {
         }
     }
 
-    /// Each managed replica's use now.
+    /// Each managed server's use now: the primary's, then each replica's.
     fn usage(&self) -> Vec<Option<ProcUsage>> {
-        self.server
-            .map(ManagedServer::replica_usage)
-            .unwrap_or_default()
+        let Some(s) = self.server else {
+            return Vec::new();
+        };
+        let primary = s
+            .pids()
+            .first()
+            .and_then(|&pid| s.product().server().usage(pid));
+        std::iter::once(primary).chain(s.replica_usage()).collect()
     }
 
     /// The window begins.
@@ -67,31 +72,26 @@ impl<'a> Watch<'a> {
     }
 
     /// Every server's report: `each` are their counters (primary first)
-    /// before and after the run; `server_cpu` the managed primary's and
-    /// replicas' CPU together and their peak memory.
+    /// before and after the run.
     pub fn report(
         &self,
         r: &EngineReport,
         read_from: &str,
         each: (&[Option<ServerCounters>], &[Option<ServerCounters>]),
-        server_use: Option<(f64, u64)>,
     ) -> ReplicationReport {
         let delta = |i: usize| {
             each.0
                 .get(i)
-                .cloned()
+                .copied()
                 .flatten()
-                .zip(each.1.get(i).cloned().flatten())
+                .zip(each.1.get(i).copied().flatten())
                 .map(|(a, b)| b.since(&a))
         };
-        let replica_cpu: Vec<Option<f64>> = (0..self.replicas.len())
-            .map(|i| {
-                let a = self.at_start.get(i).copied().flatten()?;
-                let b = self.at_end.get(i).copied().flatten()?;
-                Some((b.cpu_s - a.cpu_s).max(0.0))
-            })
-            .collect();
-        let replicas_cpu: Option<f64> = replica_cpu.iter().copied().sum();
+        let cpu = |i: usize| {
+            let a = self.at_start.get(i).copied().flatten()?;
+            let b = self.at_end.get(i).copied().flatten()?;
+            Some((b.cpu_s - a.cpu_s).max(0.0))
+        };
         let mut servers = Vec::with_capacity(self.replicas.len() + 1);
         for (i, c) in std::iter::once(self.primary)
             .chain(self.replicas)
@@ -116,21 +116,8 @@ impl<'a> Watch<'a> {
                 stale_reads: sent.stale,
                 stale_per_million: sent.stale as f64 * 1e6 / sent.reads.max(1) as f64,
                 stale_age_max_us: (sent.stale > 0).then(|| sent.stale_age_max_ns as f64 / 1e3),
-                cpu_s: match i {
-                    0 => server_use
-                        .zip(replicas_cpu)
-                        .map(|((all, _), rep)| (all - rep).max(0.0)),
-                    _ => replica_cpu[i - 1],
-                },
-                peak_rss_kb: match i {
-                    0 => None,
-                    _ => self
-                        .at_end
-                        .get(i - 1)
-                        .copied()
-                        .flatten()
-                        .map(|u| u.peak_rss_kb),
-                },
+                cpu_s: cpu(i),
+                peak_rss_kb: self.at_end.get(i).copied().flatten().map(|u| u.peak_rss_kb),
                 state: lags.last().map(|l| l.state.clone()),
                 lag_s_max: max(|l| l.lag_s),
                 bytes_behind_max: lags.iter().filter_map(|l| l.bytes_behind).max(),

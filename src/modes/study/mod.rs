@@ -17,6 +17,7 @@ mod builtin;
 mod cores;
 pub mod exec;
 mod expand;
+mod lines;
 mod parse;
 mod point;
 
