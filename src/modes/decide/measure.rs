@@ -184,6 +184,33 @@ impl Runs<'_> {
         p
     }
 
+    /// `plan` run at `rate`, judged against the goal; each step said.
+    pub(super) fn fixed(
+        &self,
+        plan: RunPlan,
+        what: &str,
+        say: &mut dyn FnMut(&str),
+    ) -> Result<(RunResult, Result<(), String>)> {
+        let rate = plan.load.rate.unwrap_or(0.0);
+        say(&format!("kvlab decide: {what} at {} req/s\n", num(rate)));
+        let server = match plan.target.server_opts.contains_key("replicas") {
+            true => runner::start_server(&plan, self.opts)?,
+            false => None,
+        };
+        let db = server.as_ref().or(self.db_server);
+        let r = runner::measure(&plan, db, self.opts, self.shutdown)?;
+        let verdict = capacity::judge(&r, rate, self.ask.load.p99_ms, self.limits().1);
+        say(&format!(
+            "  p99 {} µs: {}\n",
+            num(r.latency.latency_us.p99),
+            verdict
+                .as_ref()
+                .err()
+                .map_or("within the goal", |w| w.as_str())
+        ));
+        Ok((r, verdict))
+    }
+
     /// The miss-ratio curve: settled cache-aside runs at `rate` with the
     /// cache at 5%, 15% and 40% of the copy's data (and [`CACHE_BASE_MB`] for
     /// its own use) and with no limit.
@@ -240,26 +267,8 @@ impl Runs<'_> {
         };
         let mut last = None;
         for c in curve.iter().filter(fits).take(2) {
-            say(&format!(
-                "kvlab decide: cache-aside with a {} cache at {} req/s\n",
-                mb_name(c.memory_mb),
-                num(rate)
-            ));
-            let r = runner::measure(
-                &self.aside(c.memory_mb, rate),
-                self.db_server,
-                self.opts,
-                self.shutdown,
-            )?;
-            let verdict = capacity::judge(&r, rate, self.ask.load.p99_ms, self.limits().1);
-            say(&format!(
-                "  p99 {} µs: {}\n",
-                num(r.latency.latency_us.p99),
-                verdict
-                    .as_ref()
-                    .err()
-                    .map_or("within the goal", |w| w.as_str())
-            ));
+            let what = format!("cache-aside with a {} cache", mb_name(c.memory_mb));
+            let (r, verdict) = self.fixed(self.aside(c.memory_mb, rate), &what, say)?;
             let done = verdict.is_ok();
             last = Some(AsideRun {
                 memory_mb: c.memory_mb,

@@ -10,14 +10,11 @@ use anyhow::Result;
 
 use super::Ask;
 use super::measure::{AsideRun, Runs, mb_name};
-use crate::modes::capacity;
-use crate::plan::RunPlan;
 use crate::plan::near::{Invalidation, NearBound, NearCache};
 use crate::results::RunResult;
 use crate::results::decide::{Architecture, bytes};
 use crate::results::stats::num;
 use crate::results::usage::Role;
-use crate::runner;
 
 /// The TTL of a near cache in front of the database alone, seconds: its
 /// stale reads are bounded by it.
@@ -46,33 +43,6 @@ fn near_of(ask: &Ask, invalidation: Invalidation) -> NearCache {
 }
 
 impl Runs<'_> {
-    /// `plan` run at `rate`, judged against the goal; each step said.
-    fn fixed(
-        &self,
-        plan: RunPlan,
-        what: &str,
-        say: &mut dyn FnMut(&str),
-    ) -> Result<(RunResult, Result<(), String>)> {
-        let rate = plan.load.rate.unwrap_or(0.0);
-        say(&format!("kvlab decide: {what} at {} req/s\n", num(rate)));
-        let server = match plan.target.server_opts.contains_key("replicas") {
-            true => runner::start_server(&plan, self.opts)?,
-            false => None,
-        };
-        let db = server.as_ref().or(self.db_server);
-        let r = runner::measure(&plan, db, self.opts, self.shutdown)?;
-        let verdict = capacity::judge(&r, rate, self.ask.load.p99_ms, self.limits().1);
-        say(&format!(
-            "  p99 {} µs: {}\n",
-            num(r.latency.latency_us.p99),
-            verdict
-                .as_ref()
-                .err()
-                .map_or("within the goal", |w| w.as_str())
-        ));
-        Ok((r, verdict))
-    }
-
     /// The database with one read replica at `rate`: kvlab starts both.
     pub fn replicas(&self, rate: f64, say: &mut dyn FnMut(&str)) -> Result<Other> {
         let t = &self.ask.plan.target;

@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 
 use super::ManagedServer;
 use crate::driver::endpoint::Endpoint;
-use crate::driver::product::{Connector, Launch, ReplicaLag, Replication};
+use crate::driver::product::{Connector, ReplicaLag, Replication};
 use crate::system::osuser;
 use crate::system::process::{free_port, log_tail, spawn_owned};
 
@@ -85,21 +85,9 @@ impl ManagedServer {
         let port = free_port()?;
         let socket = self.product.server().socket_path(&dir, port);
         let log = dir.join("server.log");
-        let mut cmd = rep.replica_command(
-            &Launch {
-                binary: &self.binary,
-                dir: &dir,
-                data: &dir.join("data"),
-                port,
-                aux_port: 0,
-                run_as: self.run_as.as_ref(),
-                config: &self.config,
-                tls: self.access.tls.as_ref(),
-                socket: self.access.socket.then_some(socket.as_path()),
-            },
-            primary,
-            i,
-        )?;
+        let data = dir.join("data");
+        let mut cmd =
+            rep.replica_command(&self.launch_at(&dir, &data, port, &socket), primary, i)?;
         let child = spawn_owned(&mut cmd, &dir, &log, &self.binary)?;
         self.replicas.push(Replica {
             child: std::sync::Mutex::new(child),

@@ -56,6 +56,29 @@ impl ManagedServer {
         Ok(())
     }
 
+    /// How a process of this server in `dir` (its data in `data`) is
+    /// launched on `port` (or `socket`, when the server listens on sockets),
+    /// with the server's binary, user, settings and TLS.
+    pub(super) fn launch_at<'a>(
+        &'a self,
+        dir: &'a std::path::Path,
+        data: &'a std::path::Path,
+        port: u16,
+        socket: &'a std::path::Path,
+    ) -> Launch<'a> {
+        Launch {
+            binary: &self.binary,
+            dir,
+            data,
+            port,
+            aux_port: 0,
+            run_as: self.run_as.as_ref(),
+            config: &self.config,
+            tls: self.access.tls.as_ref(),
+            socket: self.access.socket.then_some(socket),
+        }
+    }
+
     /// Starts the killed server again as it was started; returns once it
     /// answers its protocol (within its start timeout).
     pub fn start_again(&self) -> Result<()> {
@@ -71,17 +94,13 @@ impl ManagedServer {
                 bail!("managed {name} still runs; it is started again only after a kill");
             }
             let port = nodes[0].1;
-            let (mut cmd, _) = self.product.server().command(&Launch {
-                binary: &self.binary,
+            let data = dir.join("data");
+            let (mut cmd, _) = self.product.server().command(&self.launch_at(
                 dir,
-                data: &dir.join("data"),
+                &data,
                 port,
-                aux_port: 0,
-                run_as: self.run_as.as_ref(),
-                config: &self.config,
-                tls: self.access.tls.as_ref(),
-                socket: self.access.socket.then(|| self.access.sockets[0].as_path()),
-            })?;
+                &self.access.sockets[0],
+            ))?;
             cmd.args(&self.config.args);
             nodes[0].0 = spawn_owned(&mut cmd, dir, &log, &self.binary)?;
         }
