@@ -19,12 +19,15 @@
 //!   back-off, drain, accounting), generic over a [`request_loop::Client`].
 //! - [`plain`]: the client that sends one command per request (pipelined,
 //!   routed by slot on a sharded target); [`aside`]: the cache-aside client.
-//! - [`near`]: a near cache in each worker (`--near-cache`), read first.
+//! - [`near`]: a near cache in each worker (`--near-cache`), read first;
+//!   [`counts`]: what a worker counts beside its requests (the near cache's,
+//!   each replicated server's).
 //! - `pipe`: one socket with its buffers; `link`: the round trip kvlab
 //!   emulates on it; [`pacer`]: the open-loop schedule.
 
 pub mod aside;
 pub mod clock;
+pub mod counts;
 pub mod dispatch;
 mod link;
 pub mod near;

@@ -351,11 +351,11 @@ fn merge(
     let mut busy = Some(0u64);
     let mut leg_requests = [0u64; 5];
     let mut redirects = [0u64; 2];
-    let mut near: Option<super::near::NearCounts> = None;
+    let mut near: Option<super::counts::NearCounts> = None;
     let mut nodes = vec![Default::default(); spec.replicas.len() + 1];
     for r in &reports {
         for (a, b) in nodes.iter_mut().zip(&r.nodes) {
-            super::request_loop::tally::NodeCounts::add(a, b);
+            super::counts::NodeCounts::add(a, b);
         }
         if let Some(n) = &r.near {
             near.get_or_insert_with(Default::default).add(n);

@@ -224,9 +224,9 @@ pub struct EngineReport {
     /// for once (ASK).
     pub redirects: [u64; 2],
     /// The near caches' counts, every worker's added (`None`: none).
-    pub near: Option<super::near::NearCounts>,
+    pub near: Option<super::counts::NearCounts>,
     /// With read replicas: what each server (the primary first) was sent.
-    pub servers_sent: Vec<super::request_loop::tally::NodeCounts>,
+    pub servers_sent: Vec<super::counts::NodeCounts>,
     /// Sharded targets: the nodes serving slots when the point began.
     pub nodes: Option<usize>,
     /// Wall-clock start of the measured phase.
@@ -282,9 +282,9 @@ pub struct WorkerReport {
     /// Measured requests redirected for good (MOVED) and for once (ASK).
     pub redirects: [u64; 2],
     /// The near cache's counts (`None`: no near cache).
-    pub near: Option<super::near::NearCounts>,
+    pub near: Option<super::counts::NearCounts>,
     /// With read replicas: what each server (the primary first) was sent.
-    pub nodes: Vec<super::request_loop::tally::NodeCounts>,
+    pub nodes: Vec<super::counts::NodeCounts>,
 }
 
 /// What a worker shares with the thread that runs the point.

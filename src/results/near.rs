@@ -52,38 +52,3 @@ pub struct NearReport {
     /// Reads sent to the server over warm-up and window (for its counters).
     pub hits_all: u64,
 }
-
-impl NearReport {
-    /// The report of `counts` from `threads` threads with `setting`.
-    pub fn of(
-        setting: NearCache,
-        threads: usize,
-        counts: &crate::engine::near::NearCounts,
-    ) -> NearReport {
-        let d = &counts.delay_us;
-        let at = |q: f64| (!d.is_empty()).then(|| d.value_at_quantile(q) as f64);
-        let reads = counts.hits + counts.misses;
-        NearReport {
-            setting: Some(setting),
-            described: setting.describe(),
-            threads,
-            hits: counts.hits,
-            misses: counts.misses,
-            hit_ratio: counts.hits as f64 / reads.max(1) as f64,
-            expired: counts.expired,
-            evictions: counts.evictions,
-            invalidation_messages: counts.messages,
-            keys_invalidated: counts.keys_invalidated,
-            entries_invalidated: counts.entries_invalidated,
-            flushes: counts.flushes,
-            before_ack: counts.before_ack,
-            delays_measured: d.len(),
-            delay_p50_us: at(0.5),
-            delay_p99_us: at(0.99),
-            delay_max_us: (!d.is_empty()).then(|| d.max() as f64),
-            peak_bytes: counts.peak_bytes,
-            peak_items: counts.peak_items,
-            hits_all: counts.hits_all,
-        }
-    }
-}

@@ -41,7 +41,7 @@ pub struct ServerReads {
     pub peak_rss_kb: Option<u64>,
     /// A replica: its state at the last sample (`streaming`, ...).
     pub state: Option<String>,
-    /// A replica: the most it was behind at a once-a-second sample of the
+    /// A replica: the most it was behind at a sample (every 100 ms) of the
     /// servers' own view (PostgreSQL `replay_lag`, MariaDB
     /// `Seconds_Behind_Master`), seconds.
     pub lag_s_max: Option<f64>,

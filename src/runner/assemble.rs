@@ -303,11 +303,7 @@ impl Parts {
             consistency: rs.writes_versioned.then(|| consistency_report(&r.measured)),
             cache_aside: None,
             replication: None,
-            near_cache: rs
-                .config
-                .near
-                .zip(r.near.as_ref())
-                .map(|(n, c)| crate::results::near::NearReport::of(n, rs.config.load.threads, c)),
+            near_cache: r.near.as_ref().map(near_report),
             query_mode: rs.query_mode.map(|m| m.to_string()),
             profile: rs.profile.clone(),
             pooler: None,
@@ -476,5 +472,34 @@ pub(super) fn target_info(
         settings: server.map(|s| s.settings.clone()).unwrap_or_default(),
         pid: server.map(|s| s.pid()),
         transport: None,
+    }
+}
+
+/// The near caches' report from their `counts`, every thread's added.
+fn near_report(counts: &crate::engine::counts::NearCounts) -> crate::results::near::NearReport {
+    let d = &counts.delay_us;
+    let at = |q: f64| (!d.is_empty()).then(|| d.value_at_quantile(q) as f64);
+    let reads = counts.hits + counts.misses;
+    crate::results::near::NearReport {
+        setting: counts.setting,
+        described: counts.setting.map(|s| s.describe()).unwrap_or_default(),
+        threads: counts.threads,
+        hits: counts.hits,
+        misses: counts.misses,
+        hit_ratio: counts.hits as f64 / reads.max(1) as f64,
+        expired: counts.expired,
+        evictions: counts.evictions,
+        invalidation_messages: counts.messages,
+        keys_invalidated: counts.keys_invalidated,
+        entries_invalidated: counts.entries_invalidated,
+        flushes: counts.flushes,
+        before_ack: counts.before_ack,
+        delays_measured: d.len(),
+        delay_p50_us: at(0.5),
+        delay_p99_us: at(0.99),
+        delay_max_us: (!d.is_empty()).then(|| d.max() as f64),
+        peak_bytes: counts.peak_bytes,
+        peak_items: counts.peak_items,
+        hits_all: counts.hits_all,
     }
 }

@@ -68,7 +68,7 @@ pub(super) struct RunObserver<'a> {
     pub memory: Vec<(i64, CacheMemory)>,
     /// The live `--metrics` endpoint's feed, when one is installed.
     pub metrics: Option<crate::runner::metrics::Feed>,
-    /// The target's read replicas: their lag each second, their CPU.
+    /// The target's read replicas: their lag through the window, their CPU.
     pub replicas: Option<super::replication::Watch<'a>>,
 }
 
@@ -148,9 +148,6 @@ impl Observer for RunObserver<'_> {
     fn second_begins(&mut self, s: i64) {
         if s > 0 {
             self.read_memory(s - 1);
-            if let Some(w) = self.replicas.as_mut() {
-                w.sample();
-            }
         }
         self.events.second_begins(s);
     }

@@ -1,6 +1,9 @@
-//! A target with read replicas during a run: each replica's lag read once a
-//! second from the servers' own views, each managed server's CPU at the
+//! A target with read replicas during a run: each replica's lag read every
+//! 100 ms from the servers' own views (on a thread of its own), each managed server's CPU at the
 //! window's edges, and the report of every server after it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::driver::{Connector, ReplicaLag, ServerCounters};
 use crate::engine::EngineReport;
@@ -8,16 +11,32 @@ use crate::results::replication::{ReplicationReport, ServerReads};
 use crate::servers::ManagedServer;
 use crate::system::ProcUsage;
 
+/// How often the replicas' lag is read during the window.
+const LAG_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// What a run watches of a target's replicas.
 pub(super) struct Watch<'a> {
     primary: &'a Connector,
     replicas: &'a [Connector],
     server: Option<&'a ManagedServer>,
-    /// The lag read each second.
-    samples: Vec<Vec<ReplicaLag>>,
-    /// Each managed replica's use at the window's start and end.
+    /// The lag read every [`LAG_EVERY`] (by the sampler thread while the
+    /// window runs, and at its edges).
+    samples: Arc<Mutex<Vec<Vec<ReplicaLag>>>>,
+    /// The sampler thread and its stop flag.
+    sampler: Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>,
+    /// Each managed server's use at the window's start and end.
     at_start: Vec<Option<ProcUsage>>,
     at_end: Vec<Option<ProcUsage>>,
+}
+
+impl Drop for Watch<'_> {
+    /// A window cut short (an error) stops the sampler too.
+    fn drop(&mut self) {
+        if let Some((stop, thread)) = self.sampler.take() {
+            stop.store(true, Ordering::Relaxed);
+            let _ = thread.join();
+        }
+    }
 }
 
 impl<'a> Watch<'a> {
@@ -27,23 +46,24 @@ impl<'a> Watch<'a> {
         replicas: &'a [Connector],
         server: Option<&'a ManagedServer>,
     ) -> Option<Watch<'a>> {
-        (!replicas.is_empty()).then_some(Watch {
+        (!replicas.is_empty()).then(|| Watch {
             primary,
             replicas,
             server,
-            samples: Vec::new(),
+            samples: Arc::default(),
+            sampler: None,
             at_start: Vec::new(),
             at_end: Vec::new(),
         })
     }
 
     /// Reads each replica's lag now (nothing when the servers cannot say).
-    pub fn sample(&mut self) {
-        let Some(r) = self.primary.product.server().replication() else {
+    fn sample(primary: &Connector, replicas: &[Connector], into: &Mutex<Vec<Vec<ReplicaLag>>>) {
+        let Some(r) = primary.product.server().replication() else {
             return;
         };
-        if let Ok(lags) = r.lag(self.primary, self.replicas) {
-            self.samples.push(lags);
+        if let Ok(lags) = r.lag(primary, replicas) {
+            into.lock().unwrap_or_else(|e| e.into_inner()).push(lags);
         }
     }
 
@@ -59,16 +79,30 @@ impl<'a> Watch<'a> {
         std::iter::once(primary).chain(s.replica_usage()).collect()
     }
 
-    /// The window begins.
+    /// The window begins: the lag is read from now on, off the engine's
+    /// thread.
     pub fn started(&mut self) {
         self.at_start = self.usage();
-        self.sample();
+        let (primary, replicas) = (self.primary.clone(), self.replicas.to_vec());
+        let (samples, stop) = (self.samples.clone(), Arc::new(AtomicBool::new(false)));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !stopped.load(Ordering::Relaxed) {
+                Self::sample(&primary, &replicas, &samples);
+                std::thread::sleep(LAG_EVERY);
+            }
+        });
+        self.sampler = Some((stop, thread));
     }
 
     /// The window ended.
     pub fn ended(&mut self) {
         self.at_end = self.usage();
-        self.sample();
+        if let Some((stop, thread)) = self.sampler.take() {
+            stop.store(true, Ordering::Relaxed);
+            let _ = thread.join();
+        }
+        Self::sample(self.primary, self.replicas, &self.samples);
     }
 
     /// Every server's report: `each` are their counters (primary first)
@@ -92,6 +126,7 @@ impl<'a> Watch<'a> {
             let b = self.at_end.get(i).copied().flatten()?;
             Some((b.cpu_s - a.cpu_s).max(0.0))
         };
+        let samples = self.samples.lock().unwrap_or_else(|e| e.into_inner());
         let mut servers = Vec::with_capacity(self.replicas.len() + 1);
         for (i, c) in std::iter::once(self.primary)
             .chain(self.replicas)
@@ -101,7 +136,7 @@ impl<'a> Watch<'a> {
             let counted = delta(i);
             let lags: Vec<&ReplicaLag> = match i {
                 0 => Vec::new(),
-                _ => self.samples.iter().filter_map(|s| s.get(i - 1)).collect(),
+                _ => samples.iter().filter_map(|s| s.get(i - 1)).collect(),
             };
             let max = |f: fn(&ReplicaLag) -> Option<f64>| {
                 lags.iter().filter_map(|l| f(l)).reduce(f64::max)

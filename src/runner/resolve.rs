@@ -62,6 +62,9 @@ pub struct Resolved {
     /// What the run measures, named as everywhere (e.g. "redis in front of
     /// postgres").
     pub architecture: String,
+    /// The client tracking the target's request connections turn on: a near
+    /// cache in front of it (not of a cache-aside run's cache).
+    pub tracking: Option<crate::driver::Tracking>,
 }
 
 impl Resolved {
@@ -134,6 +137,10 @@ impl Resolved {
                 .background_writes
                 .map(|r| r / plan.load.shard.map_or(1.0, |s| s.count as f64)),
             architecture,
+            tracking: match plan.cache {
+                Some(_) => None,
+                None => crate::plan::near::tracking(plan.near.as_ref(), w.key_prefix.as_bytes()),
+            },
         })
     }
 }

@@ -62,13 +62,7 @@ impl<'a> Target<'a> {
             Some(p) => connector_to(&p.endpoint())?,
             None => connector.clone(),
         }
-        // A near cache fronts the target unless a cache-aside cache is there.
-        .with_tracking(match plan.cache {
-            Some(_) => None,
-            None => {
-                crate::plan::near::tracking(plan.near.as_ref(), plan.workload.key_prefix.as_bytes())
-            }
-        });
+        .with_tracking(rs.tracking.clone());
         let replicas = match server {
             Some(s) => s.replica_endpoints(),
             None => plan.target.read_replicas.clone(),

@@ -9,34 +9,12 @@ use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
 use super::Request;
+pub use crate::engine::counts::NodeCounts;
 use crate::engine::spec::{Spec, Tick, WorkerReport};
 use crate::results::ScheduleReport;
 use crate::results::stats::{Counts, ErrorKind, Outcome, Recorder};
 use crate::workload::OpKind;
 use crate::workload::consistency::{Staleness, VersionBoard};
-
-/// What one server of a target with read replicas was sent (measured).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct NodeCounts {
-    /// Reads it answered.
-    pub reads: u64,
-    /// Writes it answered.
-    pub writes: u64,
-    /// Of the reads, stale ones.
-    pub stale: u64,
-    /// How far behind the most outdated of them was, ns.
-    pub stale_age_max_ns: u64,
-}
-
-impl NodeCounts {
-    /// Adds another worker's counts.
-    pub fn add(&mut self, o: &NodeCounts) {
-        self.reads += o.reads;
-        self.writes += o.writes;
-        self.stale += o.stale;
-        self.stale_age_max_ns = self.stale_age_max_ns.max(o.stale_age_max_ns);
-    }
-}
 
 /// What one worker counted so far.
 pub struct Tally {
@@ -58,7 +36,7 @@ pub struct Tally {
     /// Measured requests redirected for good (MOVED) and for once (ASK).
     pub redirects: [u64; 2],
     /// The near cache's counts (`None`: no near cache).
-    pub near: Option<crate::engine::near::NearCounts>,
+    pub near: Option<crate::engine::counts::NearCounts>,
     /// With read replicas: what each server (the primary first) was sent.
     pub nodes: Vec<NodeCounts>,
     board: Option<Arc<VersionBoard>>,
@@ -88,7 +66,11 @@ impl Tally {
             last_connect_error: None,
             steps: [0; 5],
             redirects: [0; 2],
-            near: spec.near.map(|_| Default::default()),
+            near: spec.near.map(|n| crate::engine::counts::NearCounts {
+                setting: Some(n),
+                threads: 1,
+                ..Default::default()
+            }),
             nodes: match spec.replicas.len() {
                 0 => Vec::new(),
                 n => vec![NodeCounts::default(); n + 1],

@@ -138,6 +138,11 @@ pub fn decide(
     stopped("cache-aside with a near cache")?;
     others.push(m.near_database(rate, say)?);
     stopped("the database with a near cache")?;
+    let per_key = ask.load.keys as f64 / ask.plan.workload.keys.max(1) as f64;
+    let others = others
+        .iter()
+        .map(|o| others::row(ask, o, per_key, db.bytes))
+        .collect();
     let scaled = Scaled {
         keys: ask.plan.workload.keys,
         factor: ask.plan.workload.keys as f64 / ask.load.keys.max(1) as f64,

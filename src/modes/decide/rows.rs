@@ -16,9 +16,9 @@ pub(super) struct Measured {
     pub curve: Vec<CurveRun>,
     pub aside: Option<AsideRun>,
     pub loss: Option<CacheLoss>,
-    /// The other architectures: a read replica, a near cache in front of
-    /// cache-aside, a near cache in front of the database.
-    pub others: Vec<super::others::Other>,
+    /// The other architectures' rows: a read replica, a near cache in
+    /// front of cache-aside, a near cache in front of the database.
+    pub others: Vec<Architecture>,
 }
 
 /// The decision for `ask` from what was measured.
@@ -33,12 +33,7 @@ pub(super) fn decision(ask: &Ask, scaled: Scaled, m: Measured) -> Decision {
     }
     let aside = with_loss(aside, loss.as_ref(), &db);
     let answer = decide::decide(Some(&db), Some(&aside), Some(&cache));
-    let others: Vec<Architecture> = m
-        .others
-        .iter()
-        .map(|o| super::others::row(ask, o, per_key, m.db.bytes))
-        .collect();
-    let (before, after) = others.split_at(others.len().min(1));
+    let (before, after) = m.others.split_at(m.others.len().min(1));
     let architectures = [
         vec![db],
         before.to_vec(),

@@ -14,6 +14,7 @@
 pub mod cluster;
 pub mod cluster_server;
 pub mod codec;
+mod frame;
 mod mget;
 mod push;
 pub mod server;

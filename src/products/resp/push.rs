@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use super::codec::frame_len;
+use super::frame::frame_len;
 use crate::driver::wire::{Malformed, Unasked, line_end, parse_usize};
 
 /// [`crate::driver::wire::Codec::unasked`] for RESP.
