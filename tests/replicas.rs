@@ -315,3 +315,46 @@ fn reads_and_replicas_asked_wrongly_are_refused_in_a_line() {
         ),
     ]);
 }
+
+/// Replicas of a server kvlab did not start (`--read-replica`): reads reach
+/// them by URL, and their lag comes from the servers' own views too.
+#[test]
+fn replicas_given_by_url_serve_the_reads() {
+    let s = start(TargetKind::Postgres, 1);
+    let mut p = replicated(TargetKind::Postgres, 0);
+    p.target.server_opts.clear();
+    p.target.external = Some(s.endpoint());
+    p.target.read_replicas = s.replica_endpoints();
+    let r = measure(&p);
+    // A server kvlab did not start keeps its extensions as they are: no
+    // pg_stat_statements here, so no counters to cross-check (said).
+    assert!(
+        r.totals.errors == 0 && r.totals.misses == 0,
+        "{:?}",
+        r.problems
+    );
+    let rep = r.replication.as_ref().expect("a replication report");
+    assert_eq!(rep.servers[0].reads, 0, "{rep:?}");
+    assert_eq!(rep.servers[1].reads, r.totals.gets, "{rep:?}");
+    assert_eq!(
+        rep.servers[1].state.as_deref(),
+        Some("streaming"),
+        "{rep:?}"
+    );
+}
+
+/// A killed primary: writes fail and are counted, reads go on at the replica.
+#[test]
+fn a_killed_primary_fails_the_writes_and_the_reads_go_on() {
+    let mut p = replicated(TargetKind::Postgres, 1);
+    p.load.stop = kvlab::plan::Stop::Duration(3.0);
+    p.load.timeout_s = 1.0;
+    p.load.events = vec!["1:kill-primary".parse().unwrap()];
+    let r = measure(&p);
+    assert!(r.events[0].error.is_none(), "{:?}", r.events);
+    assert!(r.totals.errors > 0, "writes to a dead primary fail");
+    let rep = r.replication.as_ref().expect("a replication report");
+    // About two thirds of the window's reads came after the kill.
+    assert!(rep.servers[1].reads > r.totals.gets / 2, "{rep:?}");
+    assert!(rep.servers[0].writes > 0, "writes before the kill: {rep:?}");
+}
