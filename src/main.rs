@@ -9,12 +9,7 @@ fn main() -> ExitCode {
     let cli = match kvlab::cli::Cli::parse_args() {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() => {
-            let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            eprintln!(
-                "{} (see kvlab --help)",
-                first.trim_start_matches("error: ").trim_end()
-            );
+            eprintln!("{} (see kvlab --help)", kvlab::cli::one_line(&e));
             return ExitCode::from(2);
         }
         Err(e) => {

@@ -164,5 +164,9 @@ fn a_near_cache_it_cannot_serve_is_refused_in_a_line() {
             "--near-cache: kvlab's near cache fronts one server",
         ),
         ("run --target redis --near-cache 100 --batch 4", "--batch:"),
+        (
+            "run --target redis --near-invalidation bcast",
+            "required arguments were not provided: --near-cache <ITEMS|SIZE>",
+        ),
     ]);
 }

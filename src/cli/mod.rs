@@ -63,6 +63,23 @@ impl Cli {
     }
 }
 
+/// A command-line error in one line: clap's first line, with the list it
+/// introduces (e.g. the required flags missing) joined onto it.
+pub fn one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or("invalid arguments");
+    let mut line = first.trim_start_matches("error: ").trim_end().to_string();
+    if line.ends_with(':') {
+        let listed: Vec<&str> = lines
+            .take_while(|l| !l.trim().is_empty())
+            .map(str::trim)
+            .collect();
+        line = format!("{} {}", line, listed.join(", "));
+    }
+    line
+}
+
 /// `kvlab decide`'s flags as shown and parsed: those it refuses hidden,
 /// the target postgres unless given (also a study's `[decide]`).
 pub fn decide_flags(c: clap::Command) -> clap::Command {
