@@ -94,8 +94,8 @@ impl Near {
             self.remove(r.key);
             return false;
         }
-        let now = Instant::now();
-        let Some(v) = self.get(r.key, now, r.measured, counts) else {
+        // Fresh at the request's start; a miss reads no clock.
+        let Some(v) = self.get(r.key, r.sent, r.measured, counts) else {
             return false;
         };
         let got = values.verify(r.key, v);
@@ -103,7 +103,7 @@ impl Near {
             Some(_) => Outcome::Hit,
             None => Outcome::Error(ErrorKind::WrongValue),
         };
-        io.tally.finish(r, outcome, now, got);
+        io.tally.finish(r, outcome, Instant::now(), got);
         true
     }
 
@@ -182,23 +182,28 @@ impl Near {
         measured: bool,
         c: &mut NearCounts,
     ) -> Option<&[u8]> {
-        let expired = match (self.lru.peek(&key), self.ttl) {
-            (Some(e), Some(ttl)) => now.saturating_duration_since(e.filled) >= ttl,
-            (Some(_), None) => false,
-            (None, _) => {
-                c.misses += u64::from(measured);
-                return None;
-            }
+        let expired = |e: &Entry| {
+            self.ttl
+                .is_some_and(|t| now.saturating_duration_since(e.filled) >= t)
         };
-        if expired {
+        if self.ttl.is_some() && self.lru.peek(&key).is_some_and(expired) {
             c.misses += u64::from(measured);
             c.expired += u64::from(measured);
             self.remove(key);
             return None;
         }
-        c.hits += u64::from(measured);
-        c.hits_all += 1;
-        self.lru.get(&key).map(|e| e.value.as_slice())
+        // One lookup without a TTL: found or not.
+        match self.lru.get(&key) {
+            Some(e) => {
+                c.hits += u64::from(measured);
+                c.hits_all += 1;
+                Some(e.value.as_slice())
+            }
+            None => {
+                c.misses += u64::from(measured);
+                None
+            }
+        }
     }
 
     /// Holds `value` (version `version`) for `key` from `now`, dropping the

@@ -138,9 +138,6 @@ impl<'a> Watch<'a> {
                 0 => Vec::new(),
                 _ => samples.iter().filter_map(|s| s.get(i - 1)).collect(),
             };
-            let max = |f: fn(&ReplicaLag) -> Option<f64>| {
-                lags.iter().filter_map(|l| f(l)).reduce(f64::max)
-            };
             servers.push(ServerReads {
                 server: c.addr.to_string(),
                 role: if i == 0 { "primary" } else { "replica" }.into(),
@@ -154,7 +151,7 @@ impl<'a> Watch<'a> {
                 cpu_s: cpu(i),
                 peak_rss_kb: self.at_end.get(i).copied().flatten().map(|u| u.peak_rss_kb),
                 state: lags.last().map(|l| l.state.clone()),
-                lag_s_max: max(|l| l.lag_s),
+                lag_s_max: lags.iter().filter_map(|l| l.lag_s).reduce(f64::max),
                 bytes_behind_max: lags.iter().filter_map(|l| l.bytes_behind).max(),
             });
         }

@@ -74,7 +74,7 @@ pub fn exec_study(
     );
     if dry_run {
         println!(
-            "runs: the database alone and the cache alone (capacity searches within the goal), the cache's miss-ratio curve, cache-aside at the smallest cache that serves the load, and a cache loss{}",
+            "runs: the database alone and the cache alone (capacity searches within the goal), the cache's miss-ratio curve, cache-aside at the smallest cache that serves the load, a cache loss, and beside them the database with a read replica and near caches{}",
             if args.quick {
                 " (--quick: shorter runs)"
             } else {

@@ -149,7 +149,11 @@ pub(super) fn row(ask: &Ask, o: &Other, per_key: f64, table: Option<u64>) -> Arc
         None => {
             for s in &run.server.servers {
                 let mem = match s.role {
-                    Role::Cache => (s.peak_rss_kb.unwrap_or(0) as f64 * 1024.0 * per_key) as u64,
+                    Role::Cache => {
+                        let b = (s.peak_rss_kb.unwrap_or(0) as f64 * 1024.0 * per_key) as u64;
+                        r.cache_memory_bytes = Some(b);
+                        b
+                    }
                     _ => table,
                 };
                 servers.push((s.cpu_s.unwrap_or(0.0) / window * scale, mem));
@@ -163,9 +167,6 @@ pub(super) fn row(ask: &Ask, o: &Other, per_key: f64, table: Option<u64>) -> Arc
         r.within_goal = false;
         r.why_not
             .get_or_insert_with(|| "its servers' CPU was not measured".into());
-    }
-    if let Some(c) = servers.get(1).filter(|_| run.cache_aside.is_some()) {
-        r.cache_memory_bytes = Some(c.1);
     }
     let near = run.near_cache.as_ref().map_or(String::new(), |n| {
         format!(
