@@ -27,7 +27,7 @@ test: deps
 bench: deps build
 	@bash scripts/bench.sh
 
-## demo: kvlab decide on a stated load against managed PostgreSQL and Redis (~2 minutes)
+## demo: kvlab decide on a stated load against managed PostgreSQL and Redis (~2.5 minutes)
 demo: deps build
 	@bash scripts/demo.sh
 

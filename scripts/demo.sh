@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make demo`: kvlab's answer for a stated load (about 2 minutes here): should
+# `make demo`: kvlab's answer for a stated load (about 2.5 minutes here): should
 # PostgreSQL keep Redis in front of it for 20k req/s, p99 under 5 ms, 1M keys
 # of 1 KB, zipf reads, 95:5 reads:writes? `kvlab decide --quick` measures the
 # database alone, the cache alone, the miss-ratio curve, cache-aside at the
