@@ -142,6 +142,14 @@ pub trait Cache: Sync {
     fn memory(&self, c: &Connector) -> Result<CacheMemory>;
     /// Drops every key (only ever asked of a server kvlab started).
     fn flush(&self, c: &Connector) -> Result<()>;
+    /// Deletes the keys `keys` under `prefix` (kvlab's own keys only, named as
+    /// the workload names them): the keys it found and deleted.
+    fn delete_keys(
+        &self,
+        c: &Connector,
+        prefix: &[u8],
+        keys: &mut dyn Iterator<Item = u64>,
+    ) -> Result<u64>;
     /// Settings a managed cache gets in cache-aside unless given, so that it
     /// evicts when full as a deployed cache does (e.g. Redis's
     /// `maxmemory-policy=allkeys-lru`).

@@ -137,6 +137,7 @@ pub fn search_on(
         bracket: None,
         headroom: Vec::new(),
         capacity_rps: None,
+        client_limited_at: None,
         steps: Vec::new(),
     };
     let mut record = |out: &mut Capacity, step: Step| {
@@ -164,6 +165,24 @@ pub fn search_on(
             tried = runs.judged(rate)?;
             if let Err(why) = &mut tried.verdict {
                 why.push_str("; failed twice");
+            }
+        }
+        // Limited by kvlab, not the server: once more with twice the client
+        // threads; still limited, the search ends (a lower bound, not a limit).
+        if tried.client_limited && !shutdown.load(Ordering::SeqCst) {
+            record(
+                &mut out,
+                tried.step(rate, " (run again with more client threads)"),
+            );
+            runs.plan.load.threads *= 2;
+            tried = runs.judged(rate)?;
+            if tried.client_limited {
+                out.client_limited_at = Some(rate);
+                record(
+                    &mut out,
+                    tried.step(rate, "; kvlab's limit, not the server's"),
+                );
+                break;
             }
         }
         let passed = tried.verdict.is_ok();

@@ -33,6 +33,9 @@ pub enum EventAction {
     },
     /// Every key of the cache dropped (FLUSHALL, flush_all).
     Flush,
+    /// kvlab's own keys of the cache deleted (its key prefix only, one by
+    /// one): a cache loss emulated on a cache kvlab did not start.
+    DropKeys,
     /// SIGKILL to the last primary of a managed cluster with replicas: its
     /// replica takes over once the cluster marks it failed. On a database
     /// with read replicas, to the primary: reads go on, writes fail (no
@@ -56,7 +59,7 @@ pub struct ServerEvent {
 }
 
 /// The actions `--event` takes, for errors and help.
-pub const ACTIONS: &str = "kill-cache, restart-cache[:DOWN], flush-cache, kill-target, restart-target[:DOWN] (kill-db, restart-db: the same), kill-primary (a cluster target with replicas, or a database with read replicas), kill-replica (a database with read replicas)";
+pub const ACTIONS: &str = "kill-cache, restart-cache[:DOWN], flush-cache, drop-keys-cache (deletes kvlab's own keys: a cache loss emulated on a cache given by URL), kill-target, restart-target[:DOWN] (kill-db, restart-db: the same), kill-primary (a cluster target with replicas, or a database with read replicas), kill-replica (a database with read replicas)";
 
 impl FromStr for ServerEvent {
     type Err = UsageError;
@@ -104,6 +107,7 @@ impl FromStr for ServerEvent {
         let action = match (verb, down) {
             ("kill", None) => EventAction::Kill,
             ("flush", None) if on == EventOn::Cache => EventAction::Flush,
+            ("drop-keys", None) if on == EventOn::Cache => EventAction::DropKeys,
             ("restart", d) => EventAction::Restart {
                 down_s: match d {
                     None => 0,
@@ -114,7 +118,7 @@ impl FromStr for ServerEvent {
                     })?,
                 },
             },
-            ("kill" | "flush", Some(_)) => {
+            ("kill" | "flush" | "drop-keys", Some(_)) => {
                 return Err(bad(format!("'{s}': only a restart takes seconds down")));
             }
             _ => return Err(bad(format!("'{s}': unknown action '{what}'"))),
@@ -132,6 +136,7 @@ impl fmt::Display for ServerEvent {
         match self.action {
             EventAction::Kill => write!(f, "{}:kill-{on}", self.at_s),
             EventAction::Flush => write!(f, "{}:flush-{on}", self.at_s),
+            EventAction::DropKeys => write!(f, "{}:drop-keys-{on}", self.at_s),
             EventAction::KillPrimary => write!(f, "{}:kill-primary", self.at_s),
             EventAction::KillReplica => write!(f, "{}:kill-replica", self.at_s),
             EventAction::Restart { down_s } => write!(f, "{}:restart-{on}:{down_s}", self.at_s),
@@ -158,7 +163,7 @@ impl ServerEvent {
             (EventOn::Cache, Some(c)) => &c.cache,
             (EventOn::Target, _) => &plan.target,
         };
-        if spec.external.is_some() {
+        if spec.external.is_some() && self.action != EventAction::DropKeys {
             return Err(bad(
                 format!("{self}: kvlab acts only on servers it started, and this one is a URL"),
                 &format!(
@@ -239,6 +244,7 @@ mod tests {
             ("5s:restart-cache:2", "5:restart-cache:2"),
             ("3:restart-db", "3:restart-target:0"),
             ("0:flush-cache", "0:flush-cache"),
+            ("4:drop-keys-cache", "4:drop-keys-cache"),
             ("7:kill-target", "7:kill-target"),
             ("2:kill-primary", "2:kill-primary"),
         ] {
@@ -252,6 +258,8 @@ mod tests {
             "3:explode-cache",
             "3:flush-db",
             "3:kill-cache:2",
+            "3:drop-keys-cache:2",
+            "3:drop-keys-target",
             "3:restart-cache:x",
             "3:kill-primary:2",
         ] {

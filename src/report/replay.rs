@@ -33,7 +33,7 @@ pub fn lines(r: &RunResult) -> String {
     let _ = writeln!(s, "  trace ops: {}", ops.join(", "));
     let _ = writeln!(
         s,
-        "  sent:     {} GETs and {} SETs (warm-up included) of the {} the reader read{}{}{}",
+        "  sent:     {} GETs and {} SETs (warm-up included) of the {} the reader read{}{}",
         num((r.totals.gets + r.warmup.gets) as f64),
         num((r.totals.sets + r.warmup.sets) as f64),
         num((p.handed_gets + p.handed_sets) as f64),
@@ -48,10 +48,6 @@ pub fn lines(r: &RunResult) -> String {
             0 => String::new(),
             n => format!(", {n} malformed lines skipped"),
         },
-        match p.overlapping_writes {
-            0 => String::new(),
-            n => format!(", {n} writes skipped (a write to the key in flight)"),
-        }
     );
     for n in &p.not_reproduced {
         let _ = writeln!(s, "  not reproduced: {n}");

@@ -34,6 +34,12 @@ pub struct AsideReport {
     /// The hit ratio of all reads ([`hit_ratio`]): cache_hits / (cache_hits +
     /// cache_misses + cache_bypassed).
     pub hit_ratio: f64,
+    /// With the `invalidate` policy, the most the cache could hit with this
+    /// run's writes: the share of reads whose previous access to their key
+    /// was a read ([`super::Totals::hit_ratio_ceiling`]; `None`: versions not
+    /// tracked, or writes update the cache).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hit_ratio_ceiling: Option<f64>,
     /// Database reads the cache saved (its hits), per second of the window.
     pub db_reads_saved_per_s: f64,
     /// Database reads made (misses, and reads around an unreachable cache),

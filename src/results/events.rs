@@ -27,6 +27,10 @@ pub struct EventReport {
     /// Why the action failed, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What it did, where that needs saying (e.g. `drop-keys-cache`: the
+    /// keys deleted, a loss emulated on a server that kept running).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// Before the event (the last 5 seconds before the timeline entry that
     /// holds it; past the per-second part, the minute before): requests/s,
     /// p99 (µs), database reads/s and hit ratio (cache-aside).

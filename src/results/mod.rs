@@ -169,6 +169,23 @@ pub struct Totals {
     /// no TTL, or kvlab cannot tell when the keys were written).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expired_misses: Option<u64>,
+    /// Keys read whose previous access to their key (by any client, warm-up
+    /// included) was a read; `None` when versions were not tracked. A cache
+    /// that drops a key on every write hits at most these: see
+    /// [`Totals::hit_ratio_ceiling`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads_after_read: Option<u64>,
+}
+
+impl Totals {
+    /// The most a cache invalidated on every write could hit of this run's
+    /// reads: `reads_after_read` over the keys read.
+    pub fn hit_ratio_ceiling(&self) -> Option<f64> {
+        let reads = self.keys_read.unwrap_or(self.gets);
+        self.reads_after_read
+            .filter(|_| reads > 0)
+            .map(|n| (n as f64 / reads as f64).min(1.0))
+    }
 }
 
 /// How long the measured requests took, and how a paced run kept its

@@ -30,8 +30,6 @@ pub struct ReplayReport {
     pub handed_gets: u64,
     /// SETs handed to the workers.
     pub handed_sets: u64,
-    /// Writes not sent because their key had a write in flight.
-    pub overlapping_writes: u64,
     /// Lines whose timestamp went back (replayed with the lines before them).
     pub out_of_order: u64,
     /// Distinct key ids the replay touched (`None`: too many keys to track).

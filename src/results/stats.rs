@@ -99,6 +99,11 @@ pub struct Counts {
     /// hits and misses count keys, `gets` counts requests.
     #[serde(default)]
     pub keys: u64,
+    /// Keys read whose previous access (by any client) was a read, counted
+    /// when versions are tracked: a cache that drops a key on every write can
+    /// hit no other read, so `after_read / keys` is the run's hit-ratio ceiling.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub after_read: u64,
     /// Commands batch reads sent beyond one per request (on a sharded
     /// target a batch read sends one per slot its keys fall in).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -183,6 +188,7 @@ impl Counts {
         self.expired += other.expired;
         self.keys += other.keys;
         self.extra_commands += other.extra_commands;
+        self.after_read += other.after_read;
     }
 }
 

@@ -196,10 +196,6 @@ pub struct ScheduleReport {
     /// merge exactly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_error_histogram: Option<String>,
-    /// Trace replay: writes not sent because their key had a write in flight
-    /// (kvlab keeps one write per key in flight to judge stale reads).
-    #[serde(default, skip_serializing_if = "crate::results::stats::is_zero")]
-    pub overlapping_writes: u64,
     /// Set when the run did not carry the offered rate: the one line that says
     /// so (the run is then not valid: its throughput is not the target's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -243,7 +239,6 @@ impl ScheduleReport {
         self.max_lag_ms = self.max_lag_ms.max(o.max_lag_ms);
         self.unsent += o.unsent;
         self.held_sends += o.held_sends;
-        self.overlapping_writes += o.overlapping_writes;
         self.batch_window_us = self.batch_window_us.max(o.batch_window_us);
         if self.arrivals.is_none() {
             self.arrivals.clone_from(&o.arrivals);

@@ -266,6 +266,7 @@ impl Parts {
                     && (rs.config.workload.ratio.set == 0
                         || (rs.writes_versioned && rs.config.load.shard.is_none())))
                 .then_some(c.expired),
+                reads_after_read: rs.board.is_some().then_some(c.after_read),
             },
             latency: Latency {
                 latency_start: if paced { "intended" } else { "actual" }.to_string(),

@@ -149,6 +149,35 @@ impl Cache {
                     false => e,
                 }
             })?;
+        self.steady_state(db)
+    }
+
+    /// After a warm fill under writes that invalidate: the keys whose last
+    /// access in the load's steady state is a write
+    /// ([`crate::workload::last_written`]) deleted from the cache again and
+    /// marked so on the versions board, so that the first read of a key hits
+    /// only as often as the load allows (a cache holding every key would hit
+    /// reads that in a long-running application follow a write).
+    fn steady_state(&self, db: &Spec) -> Result<()> {
+        let share = db.mix.write_share();
+        if share <= 0.0 || self.aside.policy != WritePolicy::Invalidate {
+            return Ok(());
+        }
+        let Role::Cache(c) = self.connector.product.role() else {
+            return Ok(());
+        };
+        let written = |k: &u64| crate::workload::last_written(*k, share);
+        c.delete_keys(
+            &self.connector,
+            &db.key_prefix,
+            &mut (0..db.keys).filter(written),
+        )
+        .context("dropping the keys last written in the steady state from the cache failed")?;
+        if let Some(b) = &db.board {
+            (0..db.keys.min(b.keys()))
+                .filter(written)
+                .for_each(|k| b.mark_written(k));
+        }
         Ok(())
     }
 
@@ -252,6 +281,7 @@ impl Cache {
                 legs.cache_bypassed,
             )
             .unwrap_or(0.0),
+            hit_ratio_ceiling: None,
             db_reads_saved_per_s: legs.cache_hits as f64 / window,
             db_reads_per_s: (legs.cache_misses + legs.cache_bypassed) as f64 / window,
             legs: Leg::ALL

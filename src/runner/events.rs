@@ -34,6 +34,17 @@ pub(super) struct Events<'a> {
     /// Seconds from each counters reading to its kill (requests served then
     /// are counted by kvlab, lost with the server's counters).
     pub kill_gaps_s: f64,
+    /// The cache's keys kvlab may delete (its connector, key prefix and
+    /// keys), for `drop-keys-cache` on any cache, started by kvlab or not.
+    cache_keys: Option<CacheKeys<'a>>,
+}
+
+/// kvlab's own keys on a cache: `prefix` + `0..keys`, through `connector`.
+#[derive(Clone, Copy)]
+pub(super) struct CacheKeys<'a> {
+    pub connector: &'a Connector,
+    pub prefix: &'a [u8],
+    pub keys: u64,
 }
 
 impl<'a> Events<'a> {
@@ -53,7 +64,29 @@ impl<'a> Events<'a> {
             target_kills: Vec::new(),
             cache_kills: Vec::new(),
             kill_gaps_s: 0.0,
+            cache_keys: None,
         }
+    }
+
+    /// With kvlab's own `keys` on the cache, which `drop-keys-cache` deletes.
+    pub fn with_cache_keys(mut self, keys: Option<CacheKeys<'a>>) -> Events<'a> {
+        self.cache_keys = keys;
+        self
+    }
+
+    /// Deletes kvlab's own keys on the cache: how many it found, said.
+    fn drop_keys(&self) -> anyhow::Result<String> {
+        let k = self
+            .cache_keys
+            .ok_or_else(|| anyhow::anyhow!("no cache to delete kvlab's keys on"))?;
+        let Role::Cache(c) = k.connector.product.role() else {
+            anyhow::bail!("only a cache's keys are dropped");
+        };
+        let n = c.delete_keys(k.connector, k.prefix, &mut (0..k.keys))?;
+        Ok(format!(
+            "deleted {n} of kvlab's keys (prefix '{}') one by one: a cache loss emulated, the server kept running",
+            String::from_utf8_lossy(k.prefix)
+        ))
     }
 
     /// Second `s` of the window begins: does what is due by then.
@@ -93,12 +126,22 @@ impl<'a> Events<'a> {
             at_s: f64::from(e.at_s),
             ..EventReport::default()
         };
+        if e.action == EventAction::DropKeys {
+            match self.drop_keys() {
+                Ok(said) => report.note = Some(said),
+                Err(err) => report.error = Some(format!("{err:#}")),
+            }
+            report.took_ms = now.elapsed().as_secs_f64() * 1e3;
+            self.reports.push(report);
+            return;
+        }
         let Some(x) = self.subject(e.on) else {
             report.error = Some("no server kvlab started to act on".into());
             self.reports.push(report);
             return;
         };
         let outcome = match e.action {
+            EventAction::DropKeys => Ok(()),
             EventAction::Flush => match x.server.product().role() {
                 Role::Cache(c) => c.flush(x.connector),
                 Role::Database(_) => Err(anyhow::anyhow!("only a cache is flushed")),

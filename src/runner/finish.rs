@@ -254,7 +254,10 @@ fn add_events(result: &mut RunResult, obs: &RunObserver) {
 
 /// The cache's report, with what makes it not the cache's: an outage nobody
 /// asked for, counters that disagree.
-fn add_aside(result: &mut RunResult, plan: &RunPlan, a: AsideReport) {
+fn add_aside(result: &mut RunResult, plan: &RunPlan, mut a: AsideReport) {
+    if a.write_policy == crate::workload::params::WritePolicy::Invalidate.name() {
+        a.hit_ratio_ceiling = result.totals.hit_ratio_ceiling();
+    }
     if a.cache_bypassed > 0 && plan.load.events.is_empty() {
         // An outage nobody asked for: these figures are not the cache's.
         result.valid = false;

@@ -33,12 +33,7 @@ pub fn finish(feed: Option<Arc<Feed>>, plan: &RunPlan, result: &mut RunResult) {
         return;
     };
     let out = f.finish();
-    let overlapping = result
-        .latency
-        .schedule
-        .as_ref()
-        .map_or(0, |s| s.overlapping_writes);
-    let r = report(&out, plan, overlapping);
+    let r = report(&out, plan);
     if let Some(e) = &r.read_error {
         result.valid = false;
         result.problems.push(format!(
@@ -53,16 +48,11 @@ pub fn finish(feed: Option<Arc<Feed>>, plan: &RunPlan, result: &mut RunResult) {
             r.first_malformed.as_deref().unwrap_or("?")
         ));
     }
-    if overlapping > 0 {
-        result.problems.push(format!(
-            "{overlapping} writes were not sent: their key had a write in flight (kvlab keeps one write per key in flight to judge stale reads)"
-        ));
-    }
     result.replay = Some(r);
 }
 
 /// The report of a replay that read `out`.
-fn report(out: &ReadOutcome, plan: &RunPlan, overlapping: u64) -> ReplayReport {
+fn report(out: &ReadOutcome, plan: &RunPlan) -> ReplayReport {
     let t = plan
         .workload
         .trace
@@ -143,7 +133,6 @@ fn report(out: &ReadOutcome, plan: &RunPlan, overlapping: u64) -> ReplayReport {
         ops,
         handed_gets: out.handed[0],
         handed_sets: out.handed[1],
-        overlapping_writes: overlapping,
         out_of_order: s.out_of_order,
         keys_touched: out.keys_touched,
         finished: out.finished,

@@ -36,7 +36,7 @@ pub(super) struct Window<'a> {
 /// Measures the window over `base` against `target` (and `cache`), as
 /// resolved in `rs`.
 pub(super) fn measure<'a>(
-    rs: &Resolved,
+    rs: &'a Resolved,
     base: &Spec,
     target: &'a Target<'a>,
     cache: Option<&'a Cache>,
@@ -60,7 +60,7 @@ pub(super) fn measure<'a>(
 /// The observer of the measured run: progress, resource samples, `events`
 /// and the live metrics.
 fn observer<'a>(
-    rs: &Resolved,
+    rs: &'a Resolved,
     base: &Spec,
     target: &'a Target<'a>,
     cache: Option<&'a Cache>,
@@ -82,7 +82,12 @@ fn observer<'a>(
             rs.config.load.events.clone(),
             target.server.map(|s| subject(s, &target.connector)),
             cache.and_then(|c| c.server.as_ref().map(|s| subject(s, &c.connector))),
-        ),
+        )
+        .with_cache_keys(cache.map(|c| events::CacheKeys {
+            connector: &c.connector,
+            prefix: rs.config.workload.key_prefix.as_bytes(),
+            keys: rs.config.workload.keys,
+        })),
         cache_memory: cache.and_then(|c| match c.connector.product.role() {
             Role::Cache(m) => Some((m, &c.connector)),
             Role::Database(_) => None,

@@ -1,32 +1,48 @@
-//! Stale-read detection. Every written value carries a per-key version; the
-//! [`VersionBoard`] knows, per key, the newest version whose write has completed.
-//! A read is *stale* when it returns a version older than the newest version
-//! whose write had completed before the read began.
+//! Stale-read detection. Every written value carries a per-key version,
+//! assigned when its write begins; writes to one key may overlap, as a real
+//! application's do. The [`VersionBoard`] knows, per key, the newest version
+//! whose write has completed and, for each recent completed write, the last
+//! version assigned when it completed (its *overtakers* are the versions after
+//! that: writes that began after it completed).
 //!
-//! Writes to one key never overlap: [`VersionBoard::begin_write`] refuses a key
-//! with a write in flight (the caller draws another key). So per key, version
-//! order is real-time order and, on any linearizable store, the order the store
-//! applied them: a store that serves the newest completed write is never judged
-//! stale, and a cache that serves an overwritten value always is.
+//! A read is *stale* when it returns a version that another write followed in
+//! real time (began after it completed) and completed before the read began.
+//! On a linearizable store a read may return any of the writes concurrent with
+//! the newest completed one, so none of those is stale; the value of a write
+//! still in flight, or of one that failed, never is.
 //!
-//! Shared by all workers through atomics only (no locks); a read costs one
-//! atomic load at send and one at completion.
+//! The board also tells whether a read's previous access to its key was a read
+//! ([`VersionBoard::after_read`]): a cache that drops a key on every write can
+//! hit only those reads, so their share is a run's hit-ratio ceiling.
+//!
+//! Shared by all workers through atomics only (no locks); a read costs two
+//! atomic loads at send (a store when a write came between) and a few at
+//! completion.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-/// Completion times kept per key, for the age of a stale read.
-const RING: usize = 4;
-/// Bits of the version kept beside a completion time in a ring entry.
-const TAG_BITS: u32 = 24;
-const TIME_MASK: u64 = (1 << (64 - TAG_BITS)) - 1;
+/// Recent completed writes kept per key (their completion time and overtakers).
+const RING: usize = 8;
+/// Bits of a ring entry: the version's low bits, the versions assigned while
+/// it was in flight (saturating), and µs since the board's epoch.
+const TAG_BITS: u32 = 16;
+const DELTA_BITS: u32 = 8;
+const TIME_BITS: u32 = 64 - TAG_BITS - DELTA_BITS;
+const TIME_MASK: u64 = (1 << TIME_BITS) - 1;
+const DELTA_MAX: u64 = (1 << DELTA_BITS) - 1;
+const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
 
 struct Slot {
-    /// Last assigned version << 1 | write-in-flight bit.
-    state: AtomicU64,
+    /// Last assigned version (writes take the next one as they begin).
+    assigned: AtomicU64,
     /// Newest version whose write completed.
     completed: AtomicU64,
-    /// (version tag << 40) | µs since the epoch, of recent completed writes.
+    /// The assigned version the key's last read saw (0 at the start: the
+    /// loaded value counts as read).
+    read_at: AtomicU64,
+    /// (tag << 48) | (overtaken-at − version) << 40 | µs since the epoch, of
+    /// recent completed writes, at `version % RING`.
     done: [AtomicU64; RING],
 }
 
@@ -57,8 +73,9 @@ impl VersionBoard {
     pub fn new(keys: u64) -> VersionBoard {
         let slots = (0..keys)
             .map(|_| Slot {
-                state: AtomicU64::new(0),
+                assigned: AtomicU64::new(0),
                 completed: AtomicU64::new(0),
+                read_at: AtomicU64::new(0),
                 done: Default::default(),
             })
             .collect();
@@ -66,6 +83,14 @@ impl VersionBoard {
             slots,
             epoch: Instant::now(),
         }
+    }
+
+    /// Takes `key`'s last access before the run as a write (see
+    /// [`crate::workload::last_written`]): its first read is not after a read.
+    pub fn mark_written(&self, key: u64) {
+        self.slots[key as usize]
+            .read_at
+            .store(u64::MAX, Ordering::Relaxed);
     }
 
     /// The keys it tracks (`0..keys`).
@@ -78,42 +103,57 @@ impl VersionBoard {
         keys * std::mem::size_of::<Slot>() as u64
     }
 
-    /// Starts a write of `key`: its new version, or `None` when a write of the
-    /// key is already in flight. Every `Some` must be followed by [`Self::end_write`].
+    /// Starts a write of `key`: its new version. Every write must be followed
+    /// by [`Self::end_write`].
     #[inline]
-    pub fn begin_write(&self, key: u64) -> Option<u64> {
-        let slot = &self.slots[key as usize];
-        let mut s = slot.state.load(Ordering::Acquire);
-        loop {
-            if s & 1 == 1 {
-                return None;
-            }
-            let v = (s >> 1) + 1;
-            match slot.state.compare_exchange_weak(
-                s,
-                v << 1 | 1,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return Some(v),
-                Err(now) => s = now,
-            }
-        }
+    pub fn begin_write(&self, key: u64) -> u64 {
+        self.slots[key as usize]
+            .assigned
+            .fetch_add(1, Ordering::AcqRel)
+            + 1
     }
 
     /// Ends the write of `version` of `key`, completed at `at` when `ok` (a
     /// failed write may or may not have been applied: it never makes a read stale).
     #[inline]
     pub fn end_write(&self, key: u64, version: u64, ok: bool, at: Instant) {
-        let slot = &self.slots[key as usize];
-        if ok {
-            let us = at.saturating_duration_since(self.epoch).as_micros() as u64 & TIME_MASK;
-            let tag = version & ((1 << TAG_BITS) - 1);
-            slot.done[version as usize % RING]
-                .store(tag << (64 - TAG_BITS) | us, Ordering::Release);
-            slot.completed.fetch_max(version, Ordering::AcqRel);
+        if !ok {
+            return;
         }
-        slot.state.store(version << 1, Ordering::Release);
+        let slot = &self.slots[key as usize];
+        let us = at.saturating_duration_since(self.epoch).as_micros() as u64 & TIME_MASK;
+        let overtaken_at = slot.assigned.load(Ordering::Acquire);
+        let delta = overtaken_at.saturating_sub(version).min(DELTA_MAX);
+        let tag = version & TAG_MASK;
+        slot.done[version as usize % RING].store(
+            tag << (DELTA_BITS + TIME_BITS) | delta << TIME_BITS | us,
+            Ordering::Release,
+        );
+        slot.completed.fetch_max(version, Ordering::AcqRel);
+    }
+
+    /// The ring entry of `version` of `key`, if the board still holds it:
+    /// (the last version assigned when it completed, µs of its completion).
+    #[inline]
+    fn entry(&self, key: u64, version: u64) -> Lookup {
+        let e = self.slots[key as usize].done[version as usize % RING].load(Ordering::Acquire);
+        if e == 0 {
+            return Lookup::NotDone;
+        }
+        let tag = e >> (DELTA_BITS + TIME_BITS);
+        // The entry's version, the nearest to `version` with its tag in its slot.
+        let back = version.wrapping_sub(tag) & TAG_MASK;
+        let ahead = tag.wrapping_sub(version) & TAG_MASK;
+        if back == 0 {
+            let delta = (e >> TIME_BITS) & DELTA_MAX;
+            return Lookup::Done(version + delta, e & TIME_MASK);
+        }
+        // A newer write completed in its slot: this version completed before
+        // it, or is still in flight (far fewer than `RING` writes overlap).
+        match ahead < back {
+            true => Lookup::Overwritten,
+            false => Lookup::NotDone,
+        }
     }
 
     /// When version `version` of `key` was written (its write completed),
@@ -123,10 +163,10 @@ impl VersionBoard {
         if version == 0 {
             return None;
         }
-        let e = self.slots[key as usize].done[version as usize % RING].load(Ordering::Acquire);
-        let tag = version & ((1 << TAG_BITS) - 1);
-        (e != 0 && e >> (64 - TAG_BITS) == tag)
-            .then(|| self.epoch + std::time::Duration::from_micros(e & TIME_MASK))
+        match self.entry(key, version) {
+            Lookup::Done(_, us) => Some(self.epoch + std::time::Duration::from_micros(us)),
+            _ => None,
+        }
     }
 
     /// The newest completed version of `key`, taken when a read of it begins.
@@ -135,38 +175,73 @@ impl VersionBoard {
         self.slots[key as usize].completed.load(Ordering::Acquire)
     }
 
+    /// Notes a read of `key` beginning: whether the previous access to the key
+    /// was a read (no write began since the last read; the loaded value
+    /// counts as read).
+    #[inline]
+    pub fn after_read(&self, key: u64) -> bool {
+        let slot = &self.slots[key as usize];
+        let assigned = slot.assigned.load(Ordering::Acquire);
+        if slot.read_at.load(Ordering::Relaxed) == assigned {
+            return true;
+        }
+        slot.read_at.store(assigned, Ordering::Relaxed);
+        false
+    }
+
     /// Judges a read of `key` that began at `began` (when the newest completed
-    /// version was `snapshot`) and returned version `got`.
+    /// version was `snapshot`) and returned version `got`: stale when a write
+    /// that began after `got` completed had itself completed by `began`.
     #[inline]
     pub fn judge(&self, key: u64, snapshot: u64, got: u64, began: Instant) -> Option<Staleness> {
         if got >= snapshot {
             return None;
         }
-        let slot = &self.slots[key as usize];
-        let began_us = began.saturating_duration_since(self.epoch).as_micros() as u64;
-        // The earliest known completed write newer than `got` and not newer than
-        // the snapshot: the write that made the returned value outdated.
-        let mut first: Option<(u64, u64)> = None;
-        for e in &slot.done {
-            let e = e.load(Ordering::Acquire);
-            if e == 0 {
-                continue;
-            }
-            let tag = e >> (64 - TAG_BITS);
-            let back = snapshot.wrapping_sub(tag) & ((1 << TAG_BITS) - 1);
-            let Some(v) = snapshot.checked_sub(back) else {
-                continue;
-            };
-            if v > got && v <= snapshot && first.is_none_or(|(fv, _)| v < fv) {
-                first = Some((v, e & TIME_MASK));
-            }
+        // The versions that did not overtake `got` (0: the loaded value,
+        // completed before every write began).
+        let overtaken_at = match got {
+            0 => 0,
+            _ => match self.entry(key, got) {
+                Lookup::Done(at, _) => at,
+                Lookup::NotDone => return None,
+                // Completed long ago: at least `RING` later writes completed.
+                Lookup::Overwritten => got,
+            },
+        };
+        if overtaken_at >= snapshot {
+            return None;
         }
-        let age_ns = first.map_or(0, |(_, us)| began_us.saturating_sub(us) * 1000);
+        let began_us = began.saturating_duration_since(self.epoch).as_micros() as u64;
+        // The earliest known completed overtaker no newer than the snapshot:
+        // the write that made the returned value outdated.
+        let slot = &self.slots[key as usize];
+        let first = slot
+            .done
+            .iter()
+            .filter_map(|e| {
+                let e = e.load(Ordering::Acquire);
+                let back = snapshot.wrapping_sub(e >> (DELTA_BITS + TIME_BITS)) & TAG_MASK;
+                let v = snapshot.checked_sub(back)?;
+                let us = e & TIME_MASK;
+                (e != 0 && v > overtaken_at && us <= began_us).then_some(us)
+            })
+            .min();
         Some(Staleness {
-            versions: snapshot - got,
-            age_ns,
+            versions: snapshot - overtaken_at,
+            age_ns: first.map_or(0, |us| began_us.saturating_sub(us) * 1000),
         })
     }
+}
+
+/// What the board holds of one version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lookup {
+    /// Completed: the last version assigned at its completion, and when (µs).
+    Done(u64, u64),
+    /// In flight, failed, or not written.
+    NotDone,
+    /// Completed before a later write took its place in the ring.
+    Overwritten,
 }
 
 #[cfg(test)]
@@ -175,25 +250,26 @@ mod tests {
     use std::time::Duration;
 
     #[test]
-    fn writes_to_one_key_never_overlap() {
+    fn writes_to_one_key_may_overlap() {
         let b = VersionBoard::new(2);
-        let v = b.begin_write(0).unwrap();
-        assert_eq!(v, 1);
+        let v1 = b.begin_write(0);
+        let v2 = b.begin_write(0);
         assert_eq!(
-            b.begin_write(0),
-            None,
-            "a second writer must draw another key"
+            (v1, v2),
+            (1, 2),
+            "a second writer of the key gets the next version"
         );
-        assert_eq!(b.begin_write(1), Some(1), "other keys are free");
-        b.end_write(0, v, true, Instant::now());
-        assert_eq!(b.begin_write(0), Some(2));
+        assert_eq!(b.begin_write(1), 1, "keys are counted apart");
+        b.end_write(0, v2, true, Instant::now());
+        b.end_write(0, v1, true, Instant::now());
+        assert_eq!(b.snapshot(0), 2);
     }
 
     #[test]
     fn a_read_of_the_newest_completed_version_is_fresh() {
         let b = VersionBoard::new(1);
         let t = Instant::now();
-        let v = b.begin_write(0).unwrap();
+        let v = b.begin_write(0);
         // A read that began while the write was in flight may see either value.
         let during = b.snapshot(0);
         assert_eq!(b.judge(0, during, 0, t), None);
@@ -204,14 +280,46 @@ mod tests {
     }
 
     #[test]
+    fn overlapping_writes_may_land_in_either_order() {
+        let b = VersionBoard::new(1);
+        let t = Instant::now();
+        let (v1, v2) = (b.begin_write(0), b.begin_write(0));
+        b.end_write(0, v2, true, t);
+        b.end_write(0, v1, true, t + Duration::from_millis(1));
+        let read = t + Duration::from_millis(5);
+        // The store may have applied 2 then 1: reading 1 is not stale.
+        assert_eq!(b.judge(0, b.snapshot(0), v1, read), None);
+        // A write that began after 1 completed, and completed: now it is.
+        let v3 = b.begin_write(0);
+        b.end_write(0, v3, true, t + Duration::from_millis(3));
+        let st = b.judge(0, b.snapshot(0), v1, read).unwrap();
+        assert_eq!(st.versions, 1);
+        assert!((1_900_000..=2_100_000).contains(&st.age_ns), "{st:?}");
+        // The loaded value after every write completed: stale.
+        assert!(b.judge(0, b.snapshot(0), 0, read).is_some());
+    }
+
+    #[test]
+    fn the_value_of_a_write_in_flight_is_never_stale() {
+        let b = VersionBoard::new(1);
+        let t = Instant::now();
+        let slow = b.begin_write(0);
+        let fast = b.begin_write(0);
+        b.end_write(0, fast, true, t);
+        // The slow write still in flight: its value is as new as any.
+        assert_eq!(b.judge(0, b.snapshot(0), slow, t), None);
+    }
+
+    #[test]
     fn a_failed_write_never_makes_a_read_stale() {
         let b = VersionBoard::new(1);
-        let v = b.begin_write(0).unwrap();
+        let v = b.begin_write(0);
         b.end_write(0, v, false, Instant::now());
         assert_eq!(b.snapshot(0), 0);
         assert_eq!(b.judge(0, b.snapshot(0), 0, Instant::now()), None);
+        assert_eq!(b.judge(0, b.snapshot(0), v, Instant::now()), None);
         // The version is spent: the next write gets a newer one.
-        assert_eq!(b.begin_write(0), Some(2));
+        assert_eq!(b.begin_write(0), 2);
     }
 
     #[test]
@@ -219,7 +327,7 @@ mod tests {
         let b = VersionBoard::new(1);
         let t0 = Instant::now();
         for i in 1..=3u64 {
-            let v = b.begin_write(0).unwrap();
+            let v = b.begin_write(0);
             b.end_write(0, v, true, t0 + Duration::from_millis(10 * i));
         }
         let s = b.snapshot(0);
@@ -230,24 +338,41 @@ mod tests {
         // Version 2 completed at 20 ms: the value was outdated for 30 ms.
         assert!((29_000_000..=31_000_000).contains(&st.age_ns), "{st:?}");
         // Many versions behind: the age is a lower bound from the oldest known.
-        for i in 4..=10u64 {
-            let v = b.begin_write(0).unwrap();
+        for i in 4..=20u64 {
+            let v = b.begin_write(0);
             b.end_write(0, v, true, t0 + Duration::from_millis(10 * i));
         }
         let st = b
-            .judge(0, b.snapshot(0), 0, t0 + Duration::from_millis(200))
+            .judge(0, b.snapshot(0), 0, t0 + Duration::from_millis(300))
             .unwrap();
-        assert_eq!(st.versions, 10);
+        assert_eq!(st.versions, 20);
         assert!(st.age_ns >= 100_000_000, "{st:?}");
+        // Long overwritten in the ring: still stale.
+        assert!(
+            b.judge(0, b.snapshot(0), 2, t0 + Duration::from_millis(300))
+                .is_some()
+        );
     }
 
     #[test]
     fn a_write_completed_after_the_read_began_does_not_count() {
         let b = VersionBoard::new(1);
         let snap = b.snapshot(0);
-        let v = b.begin_write(0).unwrap();
+        let v = b.begin_write(0);
         b.end_write(0, v, true, Instant::now());
         // The read began before the write completed: the old value is fine.
         assert_eq!(b.judge(0, snap, 0, Instant::now()), None);
+    }
+
+    #[test]
+    fn a_read_after_a_read_is_told_from_one_after_a_write() {
+        let b = VersionBoard::new(1);
+        assert!(b.after_read(0), "the loaded value counts as read");
+        assert!(b.after_read(0));
+        let v = b.begin_write(0);
+        assert!(!b.after_read(0), "a write began since the last read");
+        assert!(b.after_read(0));
+        b.end_write(0, v, true, Instant::now());
+        assert!(b.after_read(0), "a write ending is not an access");
     }
 }

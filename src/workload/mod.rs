@@ -120,6 +120,14 @@ impl OpMix {
         self.all_set || self.threshold > 0
     }
 
+    /// The share of operations that write.
+    pub fn write_share(&self) -> f64 {
+        match self.all_set {
+            true => 1.0,
+            false => self.threshold as f64 / u64::MAX as f64,
+        }
+    }
+
     /// The next operation.
     #[inline]
     pub fn next(&self, rng: &mut SmallRng) -> OpKind {
@@ -333,6 +341,18 @@ fn size_in(sizes: &[u32], max: usize, key: u64) -> usize {
     // The top bits of a multiplicative hash: neighbouring keys spread.
     let slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 52) as usize;
     sizes[slot % sizes.len()] as usize
+}
+
+/// Whether `key`'s last access before a run is taken as a write, for a load
+/// whose `write_share` of accesses write: a fixed hash of the key under that
+/// share, so that `write_share` of the keys are (the steady state of a load
+/// whose reads and writes draw keys alike: each access is a write with that
+/// chance, whatever came before it).
+#[inline]
+pub fn last_written(key: u64, write_share: f64) -> bool {
+    let h = (key ^ 0x5851_f42d_4c95_7f2d).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let h = (h ^ (h >> 31)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    ((h ^ (h >> 29)) >> 11) as f64 / (1u64 << 53) as f64 <= write_share && write_share > 0.0
 }
 
 /// Writes `prefix` + decimal key id into `out` (cleared first).

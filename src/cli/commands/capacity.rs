@@ -120,6 +120,12 @@ fn outcome(c: &Capacity, p99_ms: f64) -> String {
                 (fail - pass) / fail * 100.0
             )
         }
+        None if c.client_limited_at.is_some() => {
+            text += &format!(
+                "bracket: none: at {:.0} req/s kvlab itself could not keep up (twice the client threads too), so the server's capacity is at least the rate found\n",
+                c.client_limited_at.unwrap_or(0.0)
+            )
+        }
         None if c.capacity_rps.is_some() => {
             text += "bracket: no tried rate above the capacity failed (the closed loop's rate bounds it)\n"
         }

@@ -42,7 +42,6 @@ impl Worker<'_> {
         intended: Instant,
         now: Instant,
     ) {
-        // Writes to one key never overlap (see `consistency`).
         let (op, key, version) = draw(
             &self.mix,
             &mut c.keys,
@@ -95,6 +94,19 @@ impl Worker<'_> {
                 &mut self.rng,
                 &mut self.extra,
             );
+        }
+        if op == OpKind::Get
+            && let Some(b) = self.spec.board.as_deref()
+        {
+            let after = b.after_read(key) as u64
+                + self
+                    .extra
+                    .iter()
+                    .map(|&(k, _)| b.after_read(k) as u64)
+                    .sum::<u64>();
+            if measured {
+                self.tally.interval.counts.after_read += after;
+            }
         }
         let mut io = super::Io {
             pipes: &mut c.pipes,
@@ -248,8 +260,8 @@ pub fn may_start(
 }
 
 /// The next operation: its kind, key and version (a SET's new version, a GET's
-/// snapshot of the newest completed one; 0 without a board). A SET whose key has
-/// a write in flight draws another key, up to 8 times, then becomes a GET.
+/// snapshot of the newest completed one; 0 without a board). Every write goes
+/// to the key drawn: writes to one key may overlap, as an application's do.
 #[inline]
 pub fn draw(
     mix: &OpMix,
@@ -257,21 +269,14 @@ pub fn draw(
     board: Option<&VersionBoard>,
     rng: &mut SmallRng,
 ) -> (OpKind, u64, u64) {
-    let mut op = mix.next(rng);
-    let mut key = keys.next(rng);
-    let Some(b) = board else {
-        return (op, key, 0);
+    let op = mix.next(rng);
+    let key = keys.next(rng);
+    let version = match (op, board) {
+        (_, None) => 0,
+        (OpKind::Set, Some(b)) => b.begin_write(key),
+        (OpKind::Get, Some(b)) => b.snapshot(key),
     };
-    if op == OpKind::Set {
-        for _ in 0..8 {
-            if let Some(v) = b.begin_write(key) {
-                return (op, key, v);
-            }
-            key = keys.next(rng);
-        }
-        op = OpKind::Get;
-    }
-    (op, key, b.snapshot(key))
+    (op, key, version)
 }
 
 /// The other keys of a batch read of `n` keys whose first is `first`, each

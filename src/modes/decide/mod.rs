@@ -17,6 +17,7 @@
 //!   a fixed-rate run each, and its row.
 
 mod measure;
+pub mod model;
 mod others;
 mod rows;
 pub mod trace;

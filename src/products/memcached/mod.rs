@@ -140,6 +140,49 @@ impl Cache for Memcached {
         Ok(())
     }
 
+    fn delete_keys(
+        &self,
+        c: &Connector,
+        prefix: &[u8],
+        keys: &mut dyn Iterator<Item = u64>,
+    ) -> Result<u64> {
+        let mut s = c
+            .open(Duration::from_secs(5))
+            .with_context(|| format!("cannot connect to {}", c.display))?;
+        let mut deleted = 0;
+        let (mut req, mut name) = (Vec::new(), Vec::new());
+        loop {
+            req.clear();
+            let mut n = 0;
+            for k in (&mut *keys).take(500) {
+                req.extend_from_slice(b"delete ");
+                crate::workload::write_key(prefix, k, &mut name);
+                req.extend_from_slice(&name);
+                req.extend_from_slice(b"\r\n");
+                n += 1;
+            }
+            if n == 0 {
+                break;
+            }
+            // One reply line per delete: DELETED or NOT_FOUND.
+            let reply = crate::driver::wire::roundtrip(&mut s, &req, |b| {
+                let mut at = 0;
+                for _ in 0..n {
+                    match crate::driver::wire::line_end(b, at) {
+                        Some(end) => at = end,
+                        None => return Ok(None),
+                    }
+                }
+                Ok(Some(at))
+            })?;
+            deleted += reply
+                .split(|&c| c == b'\n')
+                .filter(|l| l.starts_with(b"DELETED"))
+                .count() as u64;
+        }
+        Ok(deleted)
+    }
+
     /// memcached 1.6's TLS stalls a connection whose requests in flight
     /// exceed its 16 KiB read buffer (what OpenSSL decrypted beyond it waits
     /// for more bytes on the socket): over TLS a load keeps under that.

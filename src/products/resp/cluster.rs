@@ -131,6 +131,14 @@ impl Cache for ClusterProduct {
                 Ok(sum.plus(&node_memory(node)?))
             })
     }
+    fn delete_keys(
+        &self,
+        _c: &Connector,
+        _prefix: &[u8],
+        _keys: &mut dyn Iterator<Item = u64>,
+    ) -> Result<u64> {
+        anyhow::bail!("kvlab deletes its own keys on a single cache server, not on a cluster")
+    }
     fn flush(&self, c: &Connector) -> Result<()> {
         for node in primaries(c)? {
             super::RespProduct::flush_node(&node)?;

@@ -137,6 +137,38 @@ impl Cache for RespProduct {
     fn flush(&self, c: &Connector) -> Result<()> {
         RespProduct::flush_node(c)
     }
+    fn delete_keys(
+        &self,
+        c: &Connector,
+        prefix: &[u8],
+        keys: &mut dyn Iterator<Item = u64>,
+    ) -> Result<u64> {
+        let mut s = open(c, Duration::from_secs(5))?;
+        s.set_timeout(Some(Duration::from_secs(10)))?;
+        let mut deleted = 0;
+        loop {
+            let names: Vec<Vec<u8>> = (&mut *keys)
+                .take(500)
+                .map(|k| {
+                    let mut n = Vec::new();
+                    crate::workload::write_key(prefix, k, &mut n);
+                    n
+                })
+                .collect();
+            if names.is_empty() {
+                break;
+            }
+            let mut args: Vec<&[u8]> = vec![b"DEL"];
+            args.extend(names.iter().map(Vec::as_slice));
+            let reply = command(&mut s, &args)?;
+            // `:N\r\n`: the keys deleted.
+            deleted += std::str::from_utf8(reply.get(1..).unwrap_or_default())
+                .ok()
+                .and_then(|t| t.trim_end().parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+        Ok(deleted)
+    }
     fn evicting(&self) -> &'static [(&'static str, &'static str)] {
         &[("maxmemory-policy", "allkeys-lru")]
     }

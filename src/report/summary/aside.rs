@@ -20,7 +20,7 @@ pub(super) fn section(s: &mut String, r: &RunResult) {
 fn lines(s: &mut String, r: &RunResult, a: &AsideReport) {
     let _ = writeln!(
         s,
-        "  cache-aside: {} {}{} in front, write policy {}{}; cache {} {:.2}% ({}, {} misses{})",
+        "  cache-aside: {} {}{} in front, write policy {}{}; cache {} {:.2}%{} ({}, {} misses{})",
         a.cache.product,
         a.cache.version,
         a.cache_query_mode
@@ -35,6 +35,12 @@ fn lines(s: &mut String, r: &RunResult, a: &AsideReport) {
         },
         crate::results::aside::HIT_RATIO_NAME,
         a.hit_ratio * 100.0,
+        a.hit_ratio_ceiling
+            .map(|c| format!(
+                " of at most {:.2}% (the reads whose previous access to their key was a read)",
+                c * 100.0
+            ))
+            .unwrap_or_default(),
         match &r.near_cache {
             Some(n) => format!(
                 "{} hits, {} of them in the near cache",

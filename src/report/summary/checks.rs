@@ -131,9 +131,11 @@ fn event(s: &mut String, e: &EventReport, load: &str) {
         "  event {} (took {:.0} ms){}: {load} peak {} req/s (before {}), worst p99 {} µs (before {}), errors {}{}; {}",
         e.event,
         e.took_ms,
-        e.error
-            .as_ref()
-            .map_or(String::new(), |x| format!(", FAILED: {x}")),
+        match (&e.error, &e.note) {
+            (Some(x), _) => format!(", FAILED: {x}"),
+            (None, Some(n)) => format!(", {n}"),
+            (None, None) => String::new(),
+        },
         e.db_peak_rps,
         num(e.before.db_rps),
         num(e.worst_p99_us),
