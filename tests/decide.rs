@@ -238,21 +238,22 @@ fn zipf_trace(path: &std::path::Path, keys: usize, lines: usize) {
     for i in 0..lines {
         let u = uniform();
         let k = cdf.partition_point(|&c| c < u);
-        let op = if uniform() < 0.05 { "set" } else { "get" };
+        let op = if uniform() < 0.3 { "set" } else { "get" };
         out.push_str(&format!("{},user:{k},9,2048,1,{op},0\n", i / 5000));
     }
     std::fs::write(path, out).unwrap();
 }
 
 /// The load of `d` came from [`zipf_trace`]'s trace (its keys, mix, sizes and
-/// skew), and each measured point of the curve is within 5 points of hit
-/// ratio of the trace's own curve at the share of keys the cache held.
+/// skew), and each measured point of the curve is within 3 points of hit
+/// ratio of the trace's own curve at the share of keys the cache held (with
+/// 30% writes: writes drifting to cold keys once put them 8-18 points apart).
 fn trace_taken_and_held_against(d: &Value) {
     let t = &d["load"]["trace"];
     let distinct = t["distinct_keys"].as_u64().unwrap();
     assert!((15_000..=20_000).contains(&distinct), "{t}");
     assert_eq!(d["load"]["keys"].as_u64(), Some(distinct));
-    assert_eq!(d["load"]["ratio"], "1:19", "{}", d["load"]);
+    assert_eq!(d["load"]["ratio"], "3:7", "{}", d["load"]);
     assert_eq!(d["load"]["value_size"], 2048, "{}", d["load"]);
     let theta = t["zipf_theta"].as_f64().unwrap();
     assert!((theta - 0.99).abs() < 0.08, "{t}");
@@ -272,7 +273,7 @@ fn trace_taken_and_held_against(d: &Value) {
             p["hit_ratio"].as_f64().unwrap(),
             p["trace_hit_ratio"].as_f64().unwrap(),
         );
-        assert!((hit - trace).abs() <= 0.05, "{p}");
+        assert!((hit - trace).abs() <= 0.03, "{p}");
     }
 }
 
