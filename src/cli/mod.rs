@@ -178,6 +178,26 @@ pub struct DecideArgs {
     /// The prices' currency, as a label (e.g. EUR).
     #[arg(long, value_name = "LABEL")]
     pub currency: Option<String>,
+    /// Price of one machine for a month [default: its cores and GiB at the
+    /// hourly prices, 730 hours].
+    #[arg(long, value_name = "PRICE")]
+    pub price_machine_month: Option<f64>,
+    /// The servers of an architecture share machines (packed together);
+    /// default: each server on whole machines of its own.
+    #[arg(long)]
+    pub shared: bool,
+    /// Cores of a database given by URL (whose CPU kvlab cannot read): its
+    /// capacity is taken per these cores.
+    #[arg(long, value_name = "N")]
+    pub target_cores: Option<f64>,
+    /// Cores of a cache given by URL whose CPU kvlab cannot read.
+    #[arg(long, value_name = "N")]
+    pub cache_cores: Option<f64>,
+    /// Application instances, each with one near cache shared by its
+    /// threads: the near-cache rows run one client thread per instance,
+    /// whatever the measuring host.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub app_instances: u32,
     /// Shorter runs, fewer search steps, at most 100,000 keys measured (the demo).
     #[arg(long)]
     pub quick: bool,

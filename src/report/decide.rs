@@ -44,7 +44,7 @@ fn cells(d: &Decision, a: &Architecture) -> Vec<String> {
     vec![
         a.name.clone(),
         a.product.clone(),
-        opt(a.server_cores, |c| format!("{c:.1}")),
+        opt(a.server_cores, |c| format!("{c:.2}")),
         gib(a.memory_bytes),
         a.machines.map_or("-".into(), |m| m.to_string()),
         opt(a.monthly_cost, |c| {
@@ -124,6 +124,12 @@ pub fn text(d: &Decision) -> String {
             let _ = writeln!(s, "               on cache loss: {l}");
         }
         let _ = writeln!(s, "               from: {}", a.measured_from);
+        if !a.servers.is_empty() {
+            let _ = writeln!(s, "               sized: {}", servers_line(d, a));
+        }
+        if let Some(w) = &a.model_warning {
+            let _ = writeln!(s, "               NOTE: {w}");
+        }
     }
     if !d.miss_ratio_curve.is_empty() {
         let _ = writeln!(
@@ -139,6 +145,31 @@ pub fn text(d: &Decision) -> String {
         let _ = writeln!(s, "    - {e}");
     }
     s
+}
+
+/// Each server of `a` as the one method sized it: its operations per second
+/// at the stated load over its rate per core, its machines and their cost.
+fn servers_line(d: &Decision, a: &Architecture) -> String {
+    let each: Vec<String> = a
+        .servers
+        .iter()
+        .map(|x| {
+            format!(
+                "{} {} {} ops/s ÷ {} per core = {} cores{}",
+                x.role,
+                x.product,
+                num(x.ops_per_s),
+                opt(x.ops_per_core, num),
+                opt(x.cores, |c| format!("{c:.2}")),
+                match (x.machines, x.monthly_cost) {
+                    (Some(m), Some(c)) =>
+                        format!(", {m} machine(s), {} {}", money(c), d.load.currency),
+                    _ => String::new(),
+                }
+            )
+        })
+        .collect();
+    each.join("; ")
 }
 
 fn esc(s: &str) -> String {

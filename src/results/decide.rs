@@ -37,8 +37,28 @@ pub struct StatedLoad {
     pub price_core_hour: f64,
     /// Price of a GiB of memory for an hour.
     pub price_gib_hour: f64,
-    /// The prices' currency, as stated (or that they are kvlab's defaults).
+    /// The prices' currency, as stated (`USD` for kvlab's example prices).
     pub currency: String,
+    /// The prices are kvlab's examples, not the team's.
+    #[serde(default)]
+    pub example_prices: bool,
+    /// Price of one machine for a month (given, or its cores and GiB at the
+    /// hourly prices for [`HOURS_PER_MONTH`]).
+    #[serde(default)]
+    pub price_machine_month: f64,
+    /// The servers of an architecture share machines (`--shared`); else each
+    /// server is on whole machines of its own.
+    #[serde(default)]
+    pub shared: bool,
+    /// Cores of a database given by URL, as stated (`--target-cores`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_cores: Option<f64>,
+    /// Cores of a cache given by URL, as stated (`--cache-cores`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_cores: Option<f64>,
+    /// Application instances, one near cache each (`--app-instances`).
+    #[serde(default = "one")]
+    pub app_instances: u32,
     /// The round trip to the database the runs emulated, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rtt_ms: Option<f64>,
@@ -76,6 +96,43 @@ pub struct TraceSummary {
     /// What the load took from it (`keys`, `ratio`, `value sizes`,
     /// `key distribution`): the rest came from flags given beside it.
     pub taken: Vec<String>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// One server of an architecture at the stated load, sized by the one
+/// method: its operations per second at the stated load divided by its
+/// product's operations per core within the goal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerSize {
+    /// `database`, `replica` or `cache`.
+    pub role: String,
+    /// The product.
+    pub product: String,
+    /// Its operations per second at the stated load (from the run's
+    /// measured shares: hits, near-cache hits, reads to replicas, writes,
+    /// fills, invalidations).
+    pub ops_per_s: f64,
+    /// Its product's operations per second per core within the goal (its
+    /// capacity search; `None`: its CPU not known and no cores stated).
+    pub ops_per_core: Option<f64>,
+    /// `ops_per_s / ops_per_core`, unrounded.
+    pub cores: Option<f64>,
+    /// Its memory at the stated data, bytes (`None`: not known).
+    pub memory_bytes: Option<u64>,
+    /// Whole machines it takes (`None` with `--shared`, or cores unknown).
+    pub machines: Option<u32>,
+    /// Its machines' cost a month.
+    pub monthly_cost: Option<f64>,
+    /// The model at the fixed-rate run's rate: cores predicted by this
+    /// method, and the server CPU measured there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_cores_at_run: Option<f64>,
+    /// The server CPU the fixed-rate run measured, cores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_cores_at_run: Option<f64>,
 }
 
 /// What kvlab measured instead of the stated load, and why.
@@ -131,6 +188,20 @@ pub struct Architecture {
     /// Why it cannot meet the goal, when it cannot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why_not: Option<String>,
+    /// Each server, sized by the one method (the row's cores, memory,
+    /// machines and cost are their sums).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<ServerSize>,
+    /// The rate the row's capacity search found within the goal on the
+    /// servers measured, req/s, and its bracket (last pass, first fail).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_rps: Option<f64>,
+    /// The capacity's bracket: the last rate that passed, the first that failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_bracket: Option<[f64; 2]>,
+    /// The model off by more than 25% somewhere (predicted vs measured CPU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_warning: Option<String>,
 }
 
 /// One point of the cache's miss-ratio curve.
@@ -170,6 +241,17 @@ pub struct CacheLoss {
     pub seconds_to_recover: Option<f64>,
     /// Whether the database alone carries the stated load within the goal.
     pub database_alone_carries: bool,
+    /// The loss was emulated (kvlab's own keys deleted from a cache it did
+    /// not start, which kept running), not a restart.
+    #[serde(default)]
+    pub emulated: bool,
+    /// The rate of the run it was measured at, req/s (the figures above are
+    /// at this rate, not the stated one).
+    #[serde(default)]
+    pub rate_rps: f64,
+    /// Why the loss could not be made, if it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_error: Option<String>,
 }
 
 /// The decision.
@@ -215,21 +297,45 @@ pub fn bytes(b: u64) -> String {
 /// Hours in a month, for monthly costs.
 pub const HOURS_PER_MONTH: f64 = 730.0;
 
-/// Machines and monthly cost at `load` of `servers`, each (cores, memory
-/// bytes) on machines of its own (a database and a cache are not packed on
-/// one machine).
-pub fn sized(load: &StatedLoad, servers: &[(f64, u64)]) -> (u32, f64) {
-    let mut machines = 0;
-    let mut cost = 0.0;
-    for &(cores, bytes) in servers {
-        let gib = bytes as f64 / (1u64 << 30) as f64;
-        machines += (cores / load.machine_cores)
+/// Prices `servers` at `load` on whole machines: each server on machines of
+/// its own (the larger of its cores and its memory in machines, at least
+/// one), or with `load.shared` all of them on one pool; fills each server's
+/// machines and cost. The whole: (machines, monthly cost), `None` when a
+/// server's cores are not known.
+pub fn price(load: &StatedLoad, servers: &mut [ServerSize]) -> Option<(u32, f64)> {
+    let gib = |b: Option<u64>| b.unwrap_or(0) as f64 / (1u64 << 30) as f64;
+    let machines = |cores: f64, gib: f64| -> u32 {
+        (cores / load.machine_cores)
             .ceil()
             .max((gib / load.machine_gib).ceil())
-            .max(1.0) as u32;
-        cost += (cores * load.price_core_hour + gib * load.price_gib_hour) * HOURS_PER_MONTH;
+            .max(1.0) as u32
+    };
+    let known = servers.iter().all(|s| s.cores.is_some());
+    if load.shared {
+        servers.iter_mut().for_each(|s| {
+            s.machines = None;
+            s.monthly_cost = None;
+        });
+        let cores: f64 = servers.iter().filter_map(|s| s.cores).sum();
+        let mem: f64 = servers.iter().map(|s| gib(s.memory_bytes)).sum();
+        let m = machines(cores, mem);
+        return known.then(|| (m, m as f64 * load.price_machine_month));
     }
-    (machines, cost)
+    for s in servers.iter_mut() {
+        s.machines = s.cores.map(|c| machines(c, gib(s.memory_bytes)));
+        s.monthly_cost = s.machines.map(|m| m as f64 * load.price_machine_month);
+    }
+    known.then(|| {
+        (
+            servers.iter().filter_map(|s| s.machines).sum(),
+            servers.iter().filter_map(|s| s.monthly_cost).sum(),
+        )
+    })
+}
+
+/// A machine's price for a month from hourly prices of its cores and memory.
+pub fn machine_month(cores: f64, gib: f64, core_hour: f64, gib_hour: f64) -> f64 {
+    (cores * core_hour + gib * gib_hour) * HOURS_PER_MONTH
 }
 
 /// Database reads per second at `rps` with a cache of hit ratio `hit` in
@@ -255,8 +361,14 @@ pub fn decide(
     let machines = |a: &Architecture| a.machines.unwrap_or(u32::MAX);
     let pays =
         |d: &Architecture, a: &Architecture| cost(a) < 0.9 * cost(d) && machines(a) < machines(d);
-    let cores = |a: &Architecture| a.server_cores.map_or("?".into(), |c| format!("{c:.1}"));
-    let money = |a: &Architecture| a.monthly_cost.map_or("?".into(), |c| format!("{c:.0}"));
+    let cores = |a: &Architecture| {
+        a.server_cores
+            .map_or("an unknown number of".into(), |c| format!("{c:.2}"))
+    };
+    let money = |a: &Architecture| {
+        a.monthly_cost
+            .map_or("a cost not known".into(), |c| format!("{c:.0}"))
+    };
     match (ok(db), ok(aside), ok(cache)) {
         (Some(d), Some(a), _) if pays(d, a) => Answer {
             answer: "keep-cache".into(),
@@ -351,6 +463,10 @@ mod tests {
             on_cache_loss: None,
             measured_from: String::new(),
             why_not: (!within).then(|| format!("{name} over the goal")),
+            servers: Vec::new(),
+            capacity_rps: None,
+            capacity_bracket: None,
+            model_warning: None,
         }
     }
 
@@ -403,17 +519,54 @@ mod tests {
             price_core_hour: 0.04,
             price_gib_hour: 0.005,
             currency: "USD".into(),
+            example_prices: true,
+            price_machine_month: machine_month(8.0, 32.0, 0.04, 0.005),
+            shared: false,
+            target_cores: None,
+            cache_cores: None,
+            app_instances: 1,
             rtt_ms: None,
             cache_rtt_ms: None,
             rtt_assumed: false,
             trace: None,
         };
-        let (m, cost) = sized(&load, &[(20.0, 16 << 30)]);
-        assert_eq!(m, 3);
-        assert!((cost - (20.0 * 0.04 + 16.0 * 0.005) * 730.0).abs() < 1e-9);
-        assert_eq!(sized(&load, &[(1.0, 100 << 30)]).0, 4);
-        // A database and a cache each on machines of their own.
-        assert_eq!(sized(&load, &[(1.0, 1 << 30), (1.0, 1 << 30)]).0, 2);
+        let server = |cores: f64, gib: u64| ServerSize {
+            role: "database".into(),
+            product: "postgres".into(),
+            ops_per_s: cores * 1000.0,
+            ops_per_core: Some(1000.0),
+            cores: Some(cores),
+            memory_bytes: Some(gib << 30),
+            machines: None,
+            monthly_cost: None,
+            predicted_cores_at_run: None,
+            measured_cores_at_run: None,
+        };
+        let month = load.price_machine_month;
+        assert_eq!(month, machine_month(8.0, 32.0, 0.04, 0.005));
+        let mut one = [server(20.0, 16)];
+        assert_eq!(price(&load, &mut one), Some((3, 3.0 * month)));
+        assert_eq!(one[0].machines, Some(3));
+        assert_eq!(price(&load, &mut [server(1.0, 100)]).map(|p| p.0), Some(4));
+        // A fraction of a core is a whole machine: no cheaper than one.
+        assert_eq!(price(&load, &mut [server(0.3, 1)]), Some((1, month)));
+        // A database and a cache each on machines of their own, or shared.
+        let mut two = [server(1.0, 1), server(1.0, 1)];
+        assert_eq!(price(&load, &mut two).map(|p| p.0), Some(2));
+        let shared = StatedLoad {
+            shared: true,
+            ..load.clone()
+        };
+        assert_eq!(price(&shared, &mut two), Some((1, month)));
+        // A server whose cores are not known: no price.
+        let mut unknown = [
+            server(1.0, 1),
+            ServerSize {
+                cores: None,
+                ..server(1.0, 1)
+            },
+        ];
+        assert_eq!(price(&load, &mut unknown), None);
         assert!((db_load(1000.0, 0.05, 0.9) - 1000.0 * (0.95 * 0.1 + 0.05)).abs() < 1e-9);
     }
 }

@@ -206,13 +206,35 @@ fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
         args.price_core_hour.unwrap_or(PRICES.0),
         args.price_gib_hour.unwrap_or(PRICES.1),
     );
-    let currency = match (&args.currency, args.price_core_hour.is_some()) {
-        (Some(c), _) => c.clone(),
-        (None, true) => "(the unit of --price-core-hour)".into(),
-        (None, false) => {
-            "USD (kvlab's example prices: give --price-core-hour and --price-gib-hour)".into()
+    let example_prices = args.price_core_hour.is_none()
+        && args.price_gib_hour.is_none()
+        && args.price_machine_month.is_none();
+    let currency = args.currency.clone().unwrap_or_else(|| "USD".into());
+    for (flag, v) in [
+        ("--target-cores", args.target_cores),
+        ("--cache-cores", args.cache_cores),
+        ("--price-machine-month", args.price_machine_month),
+    ] {
+        if let Some(v) = v {
+            crate::error::positive(flag, v, "give a positive number")?;
         }
-    };
+    }
+    if args.app_instances == 0 {
+        return Err(UsageError::bad(
+            "--app-instances",
+            "0 instances",
+            "give the application's instances, e.g. --app-instances 4",
+        )
+        .into());
+    }
+    let price_machine_month = args.price_machine_month.unwrap_or_else(|| {
+        crate::results::decide::machine_month(
+            args.machine_cores,
+            args.machine_gib,
+            price_core_hour,
+            price_gib_hour,
+        )
+    });
     let load = StatedLoad {
         rps: args.rps,
         p99_ms: args.goal.p99_ms,
@@ -228,6 +250,12 @@ fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
         price_core_hour,
         price_gib_hour,
         currency,
+        example_prices,
+        price_machine_month,
+        shared: args.shared,
+        target_cores: args.target_cores,
+        cache_cores: args.cache_cores,
+        app_instances: args.app_instances,
         rtt_ms: plan.load.rtt.map(|d| d.rtt_ms),
         cache_rtt_ms: plan.load.cache_rtt.map(|d| d.rtt_ms),
         rtt_assumed,

@@ -20,8 +20,11 @@ use crate::servers::ManagedServer;
 pub(super) struct Searched {
     /// The search.
     pub capacity: Capacity,
-    /// Server cores busy at the capacity found.
+    /// Server cores busy at the capacity found (measured), or the cores the
+    /// user stated for a server kvlab cannot read the CPU of.
     pub cores: Option<f64>,
+    /// Where `cores` came from, in words.
+    pub cores_source: &'static str,
     /// The server's memory for the measured copy: a database's table, a
     /// cache's resident memory, bytes.
     pub bytes: Option<u64>,
@@ -82,7 +85,7 @@ impl Runs<'_> {
     fn search(
         &self,
         plan: &RunPlan,
-        server: Option<&ManagedServer>,
+        (server, stated): (Option<&ManagedServer>, Option<f64>),
         what: &str,
         say: &mut dyn FnMut(&str),
     ) -> Result<Searched> {
@@ -94,17 +97,7 @@ impl Runs<'_> {
             self.ask.steps(),
             self.opts,
             self.shutdown,
-            &mut |s| {
-                say(&format!(
-                    "  {} req/s: p99 {} µs, {}\n",
-                    s.rate.map_or("closed loop".into(), num),
-                    num(s.result.latency.latency_us.p99),
-                    match &s.reason {
-                        None => "within".to_string(),
-                        Some(r) => r.clone(),
-                    }
-                ))
-            },
+            &mut |s| say(&step_line(s, self.ask.load.p99_ms)),
         )?;
         let at = c.capacity_rps.and_then(|rate| {
             c.steps
@@ -112,18 +105,33 @@ impl Runs<'_> {
                 .rev()
                 .find(|s| s.passed && s.rate == Some(rate))
         });
-        let cores =
+        let measured =
             at.and_then(|s| Some(s.result.server.server_cpu_s? / s.result.totals.duration_s));
+        let (cores, cores_source) = match (measured, stated) {
+            (Some(c), _) => (Some(c), "measured"),
+            (None, Some(c)) => (
+                Some(c),
+                "the cores stated for it: the server is taken to use all of them at its capacity",
+            ),
+            (None, None) => (None, "not known"),
+        };
         Ok(Searched {
             capacity: c,
             cores,
+            cores_source,
             bytes: None,
         })
     }
 
     /// The database alone, and its table's size.
     pub fn database(&self, say: &mut dyn FnMut(&str)) -> Result<Searched> {
-        let mut s = self.search(&self.ask.plan, self.db_server, "the database alone", say)?;
+        let stated = self.ask.load.target_cores;
+        let mut s = self.search(
+            &self.ask.plan,
+            (self.db_server, stated),
+            "the database alone",
+            say,
+        )?;
         s.bytes = self.table_bytes().ok();
         Ok(s)
     }
@@ -150,12 +158,16 @@ impl Runs<'_> {
         p.target = self.ask.cache.cache.clone();
         p.load.rtt = p.load.cache_rtt;
         let server = runner::start_server(&p, self.opts)?;
-        let mut s = self.search(&p, server.as_ref(), "the cache alone", say)?;
+        let stated = self.ask.load.cache_cores;
+        let mut s = self.search(&p, (server.as_ref(), stated), "the cache alone", say)?;
+        // Its resident memory holding the copy: a server kvlab did not start
+        // and cannot read leaves it not known (never 0).
         s.bytes = s
             .capacity
             .steps
             .first()
             .and_then(|st| st.result.server.server_peak_rss_kb)
+            .filter(|kb| *kb > 0)
             .map(|kb| kb * 1024);
         Ok(s)
     }
@@ -222,7 +234,12 @@ impl Runs<'_> {
             "kvlab decide: the miss-ratio curve: cache-aside at {} req/s, the cache settled at each size\n",
             num(rate)
         ));
-        for f in [Some(0.05), Some(0.15), Some(0.4), None] {
+        // A cache kvlab did not start is never resized: its one size, its own.
+        let fractions: &[Option<f64>] = match self.ask.cache.cache.external.is_some() {
+            true => &[None],
+            false => &[Some(0.05), Some(0.15), Some(0.4), None],
+        };
+        for &f in fractions {
             let mb = f.map(|f| (data_mb * f).ceil() as u64 + CACHE_BASE_MB);
             if mb.is_some() && out.iter().any(|c| c.memory_mb == mb) {
                 continue;
@@ -284,7 +301,8 @@ impl Runs<'_> {
     }
 
     /// The cache restarted empty 3 s into a run of the chosen cache-aside at
-    /// `rate`: the database's read load, p99 and errors while it refills.
+    /// `rate` (a cache kvlab did not start: kvlab's own keys deleted, the loss
+    /// emulated): the database's read load, p99 and errors while it refills.
     pub fn cache_loss(
         &self,
         a: &AsideRun,
@@ -293,13 +311,26 @@ impl Runs<'_> {
     ) -> Result<CacheLoss> {
         let mut p = self.aside(a.memory_mb, rate);
         p.load.stop = Stop::Duration(if self.ask.quick { 8.0 } else { 12.0 });
-        p.load.events = vec!["3:restart-cache".parse()?];
+        let emulated = self.ask.cache.cache.external.is_some();
+        p.load.events = vec![match emulated {
+            true => "3:drop-keys-cache".parse()?,
+            false => "3:restart-cache".parse()?,
+        }];
         say(&format!(
-            "kvlab decide: a cache loss: the cache restarted empty 3 s into a run at {} req/s\n",
+            "kvlab decide: a cache loss: {} 3 s into a run at {} req/s\n",
+            match emulated {
+                true =>
+                    "kvlab's own keys deleted from the cache given by URL (a loss emulated; the server keeps running)",
+                false => "the cache restarted empty",
+            },
             num(rate)
         ));
         let r = runner::measure(&p, self.db_server, self.opts, self.shutdown)?;
-        Ok(loss_of(&r, 3, self.ask.load.p99_ms))
+        let mut loss = loss_of(&r, 3, self.ask.load.p99_ms);
+        loss.emulated = emulated;
+        loss.rate_rps = rate;
+        loss.event_error = r.events.iter().find_map(|e| e.error.clone());
+        Ok(loss)
     }
 }
 
@@ -347,6 +378,9 @@ fn loss_of(r: &RunResult, at: i64, p99_ms: f64) -> CacheLoss {
         errors: r.totals.errors,
         seconds_to_recover: recovered,
         database_alone_carries: false,
+        emulated: false,
+        rate_rps: 0.0,
+        event_error: None,
     }
 }
 
@@ -396,6 +430,29 @@ pub(super) fn confirm_rate(
                     .map(|c| format!(", {} req/s", num(c)))
                     .unwrap_or_default()
             ),
+        ),
+    }
+}
+
+/// A capacity step's progress line: its rate (the closed loop's measured
+/// one), its p99 and whether it met the goal, or why not.
+fn step_line(s: &crate::results::capacity::Step, p99_ms: f64) -> String {
+    let p99 = s.result.latency.latency_us.p99;
+    match s.rate {
+        None => format!(
+            "  closed loop (the search's ceiling, not judged): {} req/s, p99 {} µs{}\n",
+            num(s.result.totals.throughput_rps),
+            num(p99),
+            match p99 <= p99_ms * 1000.0 {
+                true => ", within the goal",
+                false => ", over the goal",
+            }
+        ),
+        Some(rate) => format!(
+            "  {} req/s: p99 {} µs, {}\n",
+            num(rate),
+            num(p99),
+            s.reason.as_deref().unwrap_or("within the goal")
         ),
     }
 }

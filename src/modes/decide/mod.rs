@@ -20,6 +20,7 @@ mod measure;
 pub mod model;
 mod others;
 mod rows;
+pub mod size;
 pub mod trace;
 
 use std::sync::atomic::AtomicBool;
@@ -66,20 +67,21 @@ pub fn scaled_keys(keys: u64, value_size: usize, quick: bool) -> (u64, String) {
     let per_key = value_size as u64 + 120;
     let memory = crate::system::procfs::meminfo("MemAvailable").unwrap_or(4 << 30) / 4;
     let cap = if quick { 100_000 } else { 1_000_000 };
-    let fit = (memory / per_key).min(cap).max(1000);
+    let by_memory = (memory / per_key).max(1000);
+    let fit = by_memory.min(cap);
+    let limit = match (fit < by_memory, quick) {
+        (false, _) => "the most that fit a quarter of this machine's available memory",
+        (true, true) => "--quick measures at most 100,000 keys (drop --quick for up to 1,000,000)",
+        (true, false) => "kvlab measures at most 1,000,000 keys, a load of a minute or so",
+    };
     match keys <= fit {
         true => (keys, "the whole data set fits this machine".into()),
         false => (
             fit,
             format!(
-                "{} of the {} keys: the most that fit a quarter of this machine's available memory{} in each server; hit ratios are measured on the copy (the same distribution over fewer keys) and memory is carried to the stated keys per key",
+                "{} of the {} keys: {limit}; hit ratios are measured on the copy (the same distribution over fewer keys) and memory is carried to the stated keys per key",
                 crate::results::stats::num(fit as f64),
                 crate::results::stats::num(keys as f64),
-                if fit == cap {
-                    " and a load of a minute or so"
-                } else {
-                    ""
-                }
             ),
         ),
     }
@@ -142,7 +144,7 @@ pub fn decide(
     let per_key = ask.load.keys as f64 / ask.plan.workload.keys.max(1) as f64;
     let others = others
         .iter()
-        .map(|o| others::row(ask, o, per_key, db.bytes))
+        .map(|o| others::row(ask, o, per_key, (&db, &cache)))
         .collect();
     let scaled = Scaled {
         keys: ask.plan.workload.keys,

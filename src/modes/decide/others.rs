@@ -9,7 +9,8 @@
 use anyhow::Result;
 
 use super::Ask;
-use super::measure::{AsideRun, Runs, mb_name};
+use super::measure::{AsideRun, Runs, Searched, mb_name};
+use super::size::{self, Memory, Shape};
 use crate::plan::near::{Invalidation, NearBound, NearCache};
 use crate::results::RunResult;
 use crate::results::decide::{Architecture, bytes};
@@ -33,13 +34,28 @@ pub(super) struct Other {
     pub what: String,
 }
 
-/// The near cache each client thread gets in a decision: a tenth of the
-/// keys of the measured copy (at least 1,000).
+/// The near cache of each application instance in a decision: a tenth of
+/// the keys of the measured copy (at least 1,000).
 fn near_of(ask: &Ask, invalidation: Invalidation) -> NearCache {
     NearCache {
         bound: NearBound::Items((ask.plan.workload.keys / 10).max(1000)),
         invalidation,
     }
+}
+
+/// `p` with a near cache as an application's: one per stated instance,
+/// shared by its threads. kvlab's near cache is one per client thread, so
+/// the run has one client thread per instance, whatever the measuring host
+/// (its hit ratio then does not change with `--threads` or the cores).
+pub(super) fn as_instances(
+    ask: &Ask,
+    mut p: crate::plan::RunPlan,
+    near: NearCache,
+) -> crate::plan::RunPlan {
+    p.near = Some(near);
+    p.load.threads = ask.load.app_instances.max(1) as usize;
+    p.load.connections = p.load.connections.max(p.load.threads);
+    p
 }
 
 impl Runs<'_> {
@@ -71,9 +87,14 @@ impl Runs<'_> {
 
     /// Cache-aside as `a` chose it, with a near cache in each client thread.
     pub fn near_aside(&self, a: &AsideRun, rate: f64, say: &mut dyn FnMut(&str)) -> Result<Other> {
-        let near = near_of(self.ask, Invalidation::Tracking);
-        let mut p = self.aside(a.memory_mb, rate);
-        p.near = Some(near);
+        // Kept coherent by the cache's client tracking where it has one,
+        // else (memcached) by a TTL, said in the row.
+        let invalidation = match self.ask.cache.cache.kind.product().facts().client_tracking {
+            true => Invalidation::Tracking,
+            false => Invalidation::Ttl(NEAR_TTL_S),
+        };
+        let near = near_of(self.ask, invalidation);
+        let p = as_instances(self.ask, self.aside(a.memory_mb, rate), near);
         let what = format!(
             "cache-aside with a {} cache and a near cache of {}",
             mb_name(a.memory_mb),
@@ -99,8 +120,7 @@ impl Runs<'_> {
     /// [`NEAR_TTL_S`] seconds (a database cannot tell a client of changes).
     pub fn near_database(&self, rate: f64, say: &mut dyn FnMut(&str)) -> Result<Other> {
         let near = near_of(self.ask, Invalidation::Ttl(NEAR_TTL_S));
-        let mut p = self.timed(self.ask.plan.clone());
-        p.near = Some(near);
+        let mut p = as_instances(self.ask, self.timed(self.ask.plan.clone()), near);
         p.load.rate = Some(rate);
         let what = format!("the database with a near cache of {}", near.describe());
         Ok(Other {
@@ -116,10 +136,17 @@ impl Runs<'_> {
     }
 }
 
-/// `o`'s row at the stated load: each server's cores at the run's rate
-/// carried linearly to the stated one, its memory per key to the stated keys
-/// (a replica holds the whole table, as the primary does).
-pub(super) fn row(ask: &Ask, o: &Other, per_key: f64, table: Option<u64>) -> Architecture {
+/// `o`'s row at the stated load, by the one method (see [`super::size`]):
+/// each server's operations at the stated load from the run's measured
+/// shares (near-cache hits, reads to the replica) over its product's rate per
+/// core; the run checks the model. Memory: the table per key on every
+/// database server, the cache's resident memory likewise.
+pub(super) fn row(
+    ask: &Ask,
+    o: &Other,
+    per_key: f64,
+    (db, cache): (&Searched, &Searched),
+) -> Architecture {
     let mut r = super::rows::row(o.name, &o.product);
     let Some((run, verdict)) = &o.run else {
         r.why_not = o.why_not.clone();
@@ -127,64 +154,76 @@ pub(super) fn row(ask: &Ask, o: &Other, per_key: f64, table: Option<u64>) -> Arc
         return r;
     };
     let rate = run.config.load.rate.unwrap_or(0.0).max(1.0);
-    let window = run.totals.duration_s.max(1e-9);
-    let scale = ask.load.rps / rate;
     r.p99_ms = Some(run.latency.latency_us.p99 / 1000.0);
     r.within_goal = verdict.is_ok();
     r.why_not = verdict.clone().err();
     r.stale_reads_per_million = run.consistency.as_ref().map(|c| c.stale_per_million_reads);
+    let near = run.near_cache.as_ref().map_or(0.0, |n| n.hit_ratio);
     r.hit_ratio = run
         .cache_aside
         .as_ref()
         .map(|a| a.hit_ratio)
         .or_else(|| run.near_cache.as_ref().map(|n| n.hit_ratio));
-    let table = (table.unwrap_or(0) as f64 * per_key) as u64;
-    let mut servers: Vec<(f64, u64)> = Vec::new();
-    match &run.replication {
-        Some(rep) => {
-            for s in &rep.servers {
-                servers.push((s.cpu_s.unwrap_or(0.0) / window * scale, table));
-            }
-        }
-        None => {
-            for s in &run.server.servers {
-                let mem = match s.role {
-                    Role::Cache => {
-                        let b = (s.peak_rss_kb.unwrap_or(0) as f64 * 1024.0 * per_key) as u64;
-                        r.cache_memory_bytes = Some(b);
-                        b
-                    }
-                    _ => table,
-                };
-                servers.push((s.cpu_s.unwrap_or(0.0) / window * scale, mem));
-            }
-        }
+    let shape = match (o.name, &run.cache_aside) {
+        ("database-replicas", _) => Shape::Replicas {
+            replicas: run.replication.as_ref().map_or(1, |x| {
+                x.servers.iter().filter(|s| s.role == "replica").count() as u32
+            }),
+        },
+        (_, Some(a)) => Shape::Aside {
+            hit: a.hit_ratio,
+            near,
+        },
+        _ => Shape::DatabaseNear { near },
+    };
+    let cache_mem = run
+        .server
+        .servers
+        .iter()
+        .find(|s| s.role == Role::Cache)
+        .and_then(|s| s.peak_rss_kb)
+        .map(|kb| (kb as f64 * 1024.0 * per_key) as u64);
+    if run.cache_aside.is_some() {
+        r.cache_memory_bytes = cache_mem;
     }
-    let known = !servers.is_empty() && servers.iter().all(|s| s.0 > 0.0);
-    if known {
-        super::rows::size(ask, &mut r, &servers);
-    } else {
-        r.within_goal = false;
-        r.why_not
-            .get_or_insert_with(|| "its servers' CPU was not measured".into());
-    }
+    let memory = Memory {
+        table: db.bytes.map(|b| (b as f64 * per_key) as u64),
+        cache: cache_mem,
+    };
+    let servers = size::servers(
+        &ask.load,
+        shape,
+        super::rows::per_core(db, cache),
+        memory,
+        (
+            ask.plan.target.kind.product().name(),
+            ask.cache.cache.kind.product().name(),
+        ),
+        Some(run),
+    );
     let near = run.near_cache.as_ref().map_or(String::new(), |n| {
         format!(
-            "; the near caches answered {:.1}% of reads and held at most {} in the application (not counted as server memory)",
+            "; the near caches ({} application instance(s), one each) answered {:.1}% of reads and held at most {} in the application (not counted as server memory)",
+            ask.load.app_instances,
             n.hit_ratio * 100.0,
             bytes(n.peak_bytes)
         )
     });
+    let lag = run.replication.as_ref().and_then(|x| {
+        let lag = x.servers.iter().filter_map(|s| s.lag_s_max).fold(None, |m: Option<f64>, l| Some(m.map_or(l, |m| m.max(l))))?;
+        Some(format!(
+            "; the replica lagged at most {:.3} s behind the primary (its stale reads fall in that lag)",
+            lag
+        ))
+    });
     r.measured_from = format!(
-        "a run of {} at {} req/s: each server's CPU over the window carried linearly to the stated rate; memory: the table per key × the stated keys on every database server{}{}",
+        "a run of {} at {} req/s{}{}{}",
         o.what,
         num(rate),
-        if run.cache_aside.is_some() {
-            ", the cache's resident memory likewise"
-        } else {
-            ""
-        },
-        near
+        super::rows::checked(&servers),
+        near,
+        lag.unwrap_or_default()
     );
+    super::rows::size(ask, &mut r, servers);
     r
 }

@@ -3,9 +3,10 @@
 //! curve at the stated data, and the decision with every extrapolation said.
 
 use super::measure::{AsideRun, CurveRun, Searched, mb_name};
+use super::size::{self, Memory, PerCore, Shape};
 use super::{Ask, trace};
 use crate::results::decide::{
-    self, Architecture, CacheLoss, CurvePoint, Decision, Scaled, bytes, db_load, sized,
+    self, Architecture, CacheLoss, CurvePoint, Decision, Scaled, ServerSize, bytes, db_load, price,
 };
 use crate::results::stats::num;
 
@@ -31,7 +32,7 @@ pub(super) fn decision(ask: &Ask, scaled: Scaled, m: Measured) -> Decision {
     if let Some(l) = loss.as_mut() {
         l.database_alone_carries = db.within_goal;
     }
-    let aside = with_loss(aside, loss.as_ref(), &db);
+    let aside = with_loss(aside, loss.as_ref(), &db, ask.load.rps);
     let answer = decide::decide(Some(&db), Some(&aside), Some(&cache));
     let (before, after) = m.others.split_at(m.others.len().min(1));
     let architectures = [
@@ -54,15 +55,24 @@ pub(super) fn decision(ask: &Ask, scaled: Scaled, m: Measured) -> Decision {
     }
 }
 
-/// The cores, memory, machines and cost of `servers` (each its cores and
-/// memory at the stated load), into `row`.
-pub(super) fn size(ask: &Ask, row: &mut Architecture, servers: &[(f64, u64)]) {
-    let (machines, cost) = sized(&ask.load, servers);
-    let cores: f64 = servers.iter().map(|s| s.0).sum();
-    row.server_cores = Some((cores * 10.0).ceil() / 10.0);
-    row.memory_bytes = Some(servers.iter().map(|s| s.1).sum());
-    row.machines = Some(machines);
-    row.monthly_cost = Some(cost);
+/// Sizes `row` by the one method: its `servers` (see [`size`]), their
+/// cores and memory summed, their whole machines and cost.
+pub(super) fn size(ask: &Ask, row: &mut Architecture, mut servers: Vec<ServerSize>) {
+    let priced = price(&ask.load, &mut servers);
+    row.server_cores = servers.iter().map(|s| s.cores).sum();
+    row.memory_bytes = servers.iter().map(|s| s.memory_bytes).sum();
+    row.machines = priced.map(|p| p.0);
+    row.monthly_cost = priced.map(|p| p.1);
+    row.model_warning = size::model_warning(&servers);
+    row.servers = servers;
+}
+
+/// The products' operations per core within the goal, from the searches.
+pub(super) fn per_core(m_db: &Searched, m_cache: &Searched) -> PerCore {
+    PerCore {
+        db: any_per_core(m_db),
+        cache: m_cache.per_core(),
+    }
 }
 
 /// An empty row named `name` of `product`.
@@ -82,6 +92,10 @@ pub(super) fn row(name: &str, product: &str) -> Architecture {
         on_cache_loss: None,
         measured_from: String::new(),
         why_not: None,
+        servers: Vec::new(),
+        capacity_rps: None,
+        capacity_bracket: None,
+        model_warning: None,
     }
 }
 
@@ -108,15 +122,23 @@ fn missed(s: &Searched, p99_ms: f64) -> String {
 
 /// A capacity search as words: the rate within the goal, the cores it took.
 fn searched_from(s: &Searched) -> String {
+    let lower = match s.capacity.client_limited_at {
+        Some(at) => format!(
+            " (at least: at {} req/s kvlab itself could not keep up, so the server may carry more)",
+            num(at)
+        ),
+        None => String::new(),
+    };
     match (s.capacity.capacity_rps, s.cores, s.per_core()) {
         (Some(rate), Some(cores), Some(pc)) => format!(
-            "capacity search: {} req/s within the goal on {:.2} server cores ({} req/s per core), carried to the stated rate linearly in cores",
+            "capacity search: {} req/s within the goal{lower} on {:.2} server cores ({}; {} req/s per core)",
             num(rate),
             cores,
+            s.cores_source,
             num(pc)
         ),
         (Some(rate), _, _) => format!(
-            "capacity search: {} req/s within the goal (its CPU not known)",
+            "capacity search: {} req/s within the goal{lower} (its cores not known: kvlab did not start it and none were stated)",
             num(rate)
         ),
         _ => "capacity search".into(),
@@ -125,11 +147,11 @@ fn searched_from(s: &Searched) -> String {
 
 /// An architecture of one server at the stated load, from its capacity
 /// search `s`: `name` (`database` or `cache`) of `product`, its memory
-/// `memory` (what `s.bytes` measured) per key.
+/// `memory` (what `s.bytes` measured) per key. Its cores not known, it meets
+/// the goal where the server as measured carries the stated rate.
 fn searched(
     ask: &Ask,
-    name: &str,
-    product: &str,
+    (name, product, shape): (&str, &str, Shape),
     s: &Searched,
     per_key: f64,
     memory: &str,
@@ -141,13 +163,47 @@ fn searched(
         s.bytes.map_or("not known".into(), bytes)
     );
     r.p99_ms = step_p99(s);
-    match s.per_core() {
-        Some(pc) => {
-            r.within_goal = true;
-            let b = (s.bytes.unwrap_or(0) as f64 * per_key) as u64;
-            size(ask, &mut r, &[(ask.load.rps / pc, b)]);
+    r.capacity_rps = s.capacity.capacity_rps;
+    r.capacity_bracket = s.capacity.bracket;
+    let mem = s.bytes.map(|b| (b as f64 * per_key) as u64);
+    let pc = s.per_core();
+    let (per_core, memory) = match shape {
+        Shape::Cache => (
+            PerCore {
+                db: None,
+                cache: pc,
+            },
+            Memory {
+                table: None,
+                cache: mem,
+            },
+        ),
+        _ => (
+            PerCore {
+                db: pc,
+                cache: None,
+            },
+            Memory {
+                table: mem,
+                cache: None,
+            },
+        ),
+    };
+    let servers = size::servers(&ask.load, shape, per_core, memory, (product, product), None);
+    size(ask, &mut r, servers);
+    match (s.capacity.capacity_rps, pc) {
+        (None, _) => r.why_not = Some(missed(s, ask.load.p99_ms)),
+        (Some(_), Some(_)) => r.within_goal = true,
+        (Some(cap), None) => {
+            r.within_goal = cap >= ask.load.rps;
+            if !r.within_goal {
+                r.why_not = Some(format!(
+                    "the server as given carries {} req/s within the goal, below the stated {}; its cores are not known, so more of them cannot be priced (give --target-cores or --cache-cores)",
+                    num(cap),
+                    num(ask.load.rps)
+                ));
+            }
         }
-        None => r.why_not = Some(missed(s, ask.load.p99_ms)),
     }
     r
 }
@@ -155,7 +211,13 @@ fn searched(
 /// The database alone at the stated load.
 fn database(ask: &Ask, s: &Searched, per_key: f64) -> Architecture {
     let product = ask.plan.target.kind.product().name();
-    searched(ask, "database", product, s, per_key, "its table")
+    searched(
+        ask,
+        ("database", product, Shape::Database),
+        s,
+        per_key,
+        "its table",
+    )
 }
 
 /// The p99 at the capacity a search found, ms.
@@ -175,8 +237,7 @@ fn cache_alone(ask: &Ask, s: &Searched, per_key: f64) -> Architecture {
     let product = ask.cache.cache.kind.product().name();
     let mut r = searched(
         ask,
-        "cache",
-        product,
+        ("cache", product, Shape::Cache),
         s,
         per_key,
         "its resident memory holding the copy",
@@ -213,10 +274,11 @@ fn cache_aside(ask: &Ask, m: &Measured, per_key: f64) -> Architecture {
     let hit = aside.map_or(0.0, |x| x.hit_ratio);
     let used = aside
         .and_then(|x| x.working_set.as_ref())
-        .map_or(0, |w| w.memory_used_bytes);
-    let cache_bytes = (provisioned(a.memory_mb, used, m.cache.bytes) as f64 * per_key) as u64;
+        .map(|w| w.memory_used_bytes);
+    let cache_bytes =
+        provisioned(a.memory_mb, used, m.cache.bytes).map(|b| (b as f64 * per_key) as u64);
     r.hit_ratio = Some(hit);
-    r.cache_memory_bytes = Some(cache_bytes);
+    r.cache_memory_bytes = cache_bytes;
     r.p99_ms = Some(a.result.latency.latency_us.p99 / 1000.0);
     r.stale_reads_per_million = a
         .result
@@ -225,42 +287,75 @@ fn cache_aside(ask: &Ask, m: &Measured, per_key: f64) -> Architecture {
         .map(|c| c.stale_per_million_reads);
     r.within_goal = a.within_goal;
     r.why_not = a.why_not.clone();
-    let ws = ask.load.write_share;
-    let db_ops = db_load(ask.load.rps, ws, hit);
-    let cache_ops = ask.load.rps * ((1.0 - ws) * (2.0 - hit) + ws);
+    let shape = Shape::Aside { hit, near: 0.0 };
+    let memory = Memory {
+        table: m.db.bytes.map(|b| (b as f64 * per_key) as u64),
+        cache: cache_bytes,
+    };
+    let products = (
+        ask.plan.target.kind.product().name(),
+        ask.cache.cache.kind.product().name(),
+    );
+    let servers = size::servers(
+        &ask.load,
+        shape,
+        per_core(&m.db, &m.cache),
+        memory,
+        products,
+        Some(&a.result),
+    );
     r.measured_from = format!(
-        "a run at {} req/s with a {} cache ({} in use, {:.1}% hits); the database's cores for its {} reads and writes per second at the stated rate, the cache's for its {} operations, each at its own rate per core; memory: the table and the cache's limit (or, with none, the whole copy's) per key × the stated keys",
+        "a run at {} req/s with a {} cache ({} in use, {:.1}% hits){}; memory: the table and the cache's limit (or, with none, the whole copy's) per key × the stated keys",
         num(a.result.config.load.rate.unwrap_or(0.0)),
         mb_name(a.memory_mb),
-        bytes(used),
+        used.map_or("memory in use not known".into(), bytes),
         hit * 100.0,
-        num(db_ops),
-        num(cache_ops)
+        checked(&servers)
     );
-    match (any_per_core(&m.db), m.cache.per_core()) {
-        (Some(dpc), Some(cpc)) => {
-            let db_bytes = (m.db.bytes.unwrap_or(0) as f64 * per_key) as u64;
-            size(
-                ask,
-                &mut r,
-                &[(db_ops / dpc, db_bytes), (cache_ops / cpc, cache_bytes)],
-            );
-        }
-        _ => {
-            r.within_goal = false;
-            r.why_not.get_or_insert_with(|| {
-                "a server's rate per core is not known (its CPU was not measured)".into()
-            });
-        }
-    }
+    size(ask, &mut r, servers);
     r
 }
 
+/// The model's check as words: each server's predicted and measured cores at
+/// the run's rate.
+pub(super) fn checked(servers: &[ServerSize]) -> String {
+    let each: Vec<String> = servers
+        .iter()
+        .filter_map(|s| {
+            let p = s.predicted_cores_at_run?;
+            Some(format!(
+                "{} {}: {:.2} cores predicted, {}",
+                s.role,
+                s.product,
+                p,
+                s.measured_cores_at_run
+                    .map_or("CPU not measured".into(), |m| format!("{m:.2} measured"))
+            ))
+        })
+        .collect();
+    match each.is_empty() {
+        true => String::new(),
+        false => format!("; the model at the run's rate: {}", each.join(", ")),
+    }
+}
+
 /// The cache-aside row with what a cache loss did.
-fn with_loss(mut r: Architecture, loss: Option<&CacheLoss>, db: &Architecture) -> Architecture {
+fn with_loss(
+    mut r: Architecture,
+    loss: Option<&CacheLoss>,
+    db: &Architecture,
+    ask_rps: f64,
+) -> Architecture {
     if let Some(l) = loss {
         r.on_cache_loss = Some(format!(
-            "the database's reads rose from {} to {} per second; p99 {} ms, {} errors; {}; the database alone {}",
+            "{} at {} req/s (the rate measured, not the stated {}): the database's reads rose from {} to {} per second; p99 {} ms, {} errors; {}; the database alone {}",
+            match (l.emulated, &l.event_error) {
+                (_, Some(e)) => format!("the loss could not be made ({e})"),
+                (true, None) => "a loss emulated by deleting kvlab's own keys from the cache given by URL (it kept running)".into(),
+                (false, None) => "the cache restarted empty".into(),
+            },
+            num(l.rate_rps),
+            num(ask_rps),
             num(l.db_before_rps),
             num(l.db_peak_rps),
             num(l.p99_ms),
@@ -270,7 +365,8 @@ fn with_loss(mut r: Architecture, loss: Option<&CacheLoss>, db: &Architecture) -
                 None => "p99 not back within the goal in the run".into(),
             },
             match (db.within_goal, db.server_cores) {
-                (true, Some(c)) => format!("carries the full load with {c:.1} cores"),
+                (true, Some(c)) => format!("carries the full load with {c:.2} cores"),
+                (true, None) => "carries the full load within the goal".into(),
                 _ => "cannot carry the full load within the goal".into(),
             }
         ));
@@ -280,11 +376,12 @@ fn with_loss(mut r: Architecture, loss: Option<&CacheLoss>, db: &Architecture) -
 
 /// The memory of a cache limited to `mb` MiB (`None`: no limit) for the
 /// measured copy: the limit, or, with none, what the cache alone holding the
-/// whole copy took (`full`), at least what was in use.
-fn provisioned(mb: Option<u64>, used: u64, full: Option<u64>) -> u64 {
-    match mb {
-        Some(mb) => mb << 20,
-        None => full.unwrap_or(0).max(used),
+/// whole copy took (`full`), at least what was in use; `None`: not known.
+fn provisioned(mb: Option<u64>, used: Option<u64>, full: Option<u64>) -> Option<u64> {
+    match (mb, full, used) {
+        (Some(mb), _, _) => Some(mb << 20),
+        (None, Some(f), u) => Some(f.max(u.unwrap_or(0))),
+        (None, None, u) => u,
     }
 }
 
@@ -299,8 +396,8 @@ fn curve(ask: &Ask, m: &Measured, per_key: f64) -> Vec<CurvePoint> {
         .filter_map(|c| {
             let a = c.result.cache_aside.as_ref()?;
             let ws = a.working_set.as_ref();
-            let used = ws.map_or(0, |w| w.memory_used_bytes);
-            let bytes = provisioned(c.memory_mb, used, m.cache.bytes);
+            let used = ws.map(|w| w.memory_used_bytes);
+            let bytes = provisioned(c.memory_mb, used, m.cache.bytes).unwrap_or(0);
             if let Some(w) = ws {
                 held.push((w.items as f64, bytes as f64));
             }
@@ -318,10 +415,31 @@ fn curve(ask: &Ask, m: &Measured, per_key: f64) -> Vec<CurvePoint> {
             })
         })
         .collect();
-    if let (Some(t), Some(memory)) = (&ask.trace, memory_of_items(&held)) {
-        let l = &ask.load;
-        let bytes = |share: f64| memory(share * keys) * per_key;
-        points.extend(trace::points(&t.curve, &bytes, (l.rps, l.write_share)));
+    let l = &ask.load;
+    match (&ask.trace, memory_of_items(&held)) {
+        (Some(t), Some(memory)) => {
+            let bytes = |share: f64| memory(share * keys) * per_key;
+            points.extend(trace::points(&t.curve, &bytes, (l.rps, l.write_share)));
+        }
+        // A cache kvlab did not start is measured at its one size: the rest
+        // of the curve is the popularity model's, said as such.
+        (None, Some(memory)) if ask.cache.cache.external.is_some() => {
+            for share in [0.05, 0.15, 0.4] {
+                let items = share * l.keys as f64;
+                let dist = &ask.plan.workload.distribution;
+                let Some(hit) = super::model::hit_ratio(dist, l.keys, items, l.write_share) else {
+                    continue;
+                };
+                points.push(CurvePoint {
+                    cache_memory_bytes: (memory(share * keys) * per_key) as u64,
+                    hit_ratio: hit,
+                    source: "model".into(),
+                    db_reads_per_s: db_load(l.rps, l.write_share, hit),
+                    trace_hit_ratio: None,
+                });
+            }
+        }
+        _ => {}
     }
     points
 }
@@ -349,10 +467,29 @@ fn extrapolations(ask: &Ask, s: &Scaled) -> Vec<String> {
     let mut out = vec![
         format!("Data: {}.", s.why),
         format!("Rate: {}.", s.rate_why),
-        "Cores: each server's requests per second per core within the goal, measured on this machine (client and servers sharing its cores), carried to the stated rate linearly; a real server scales less than linearly past a machine.".into(),
-        "Memory: a table's size and a cache's memory in use per key, times the stated keys.".into(),
+        "Cores, one method for every row: each server's operations per second at the stated load (from its architecture's measured shares: hits, near-cache hits, reads to replicas, writes, fills, invalidations) divided by its product's operations per core within the goal (its capacity search on this machine, client and servers sharing its cores); each fixed-rate run checks the model (predicted against measured server CPU at its rate). A real server scales less than linearly past a machine.".into(),
+        "Memory: a table's size and a cache's memory per key, times the stated keys; a figure kvlab could not read is not known, never 0.".into(),
     ];
     let l = &ask.load;
+    out.push(format!(
+        "Machines and cost: {}; a machine is {} cores and {} GiB at {} {} a month{}. Prices: {}.",
+        match l.shared {
+            true => "the servers of each architecture share whole machines (--shared)",
+            false => "each server on whole machines of its own (the cache is a second system with machines of its own; --shared packs them)",
+        },
+        l.machine_cores,
+        l.machine_gib,
+        crate::results::stats::num(l.price_machine_month),
+        l.currency,
+        match ask.plan.target.external.is_some() || ask.cache.cache.external.is_some() {
+            true => "; a server given by URL is sized by the cores it used (or, where kvlab cannot read them, the cores stated with --target-cores or --cache-cores)",
+            false => "",
+        },
+        match l.example_prices {
+            true => "kvlab's examples (0.04 a core-hour, 0.005 a GiB-hour): give --price-machine-month or --price-core-hour and --price-gib-hour",
+            false => "as given",
+        }
+    ));
     if let Some(t) = &l.trace {
         out.push(trace::said(t));
     }
