@@ -97,6 +97,52 @@ fn every_row(d: &Value) {
     ] {
         assert!(!d[k].is_null(), "{k}");
     }
+    costs_recompute(d);
+}
+
+/// Every row's figures follow from its own JSON fields by the one method:
+/// each server's cores are its operations at the stated load over its
+/// product's operations per core; its machines are whole; its cost is its
+/// machines at the stated machine price; the row's are their sums.
+fn costs_recompute(d: &Value) {
+    let month = d["load"]["price_machine_month"].as_f64().unwrap();
+    let shared = d["load"]["shared"].as_bool().unwrap();
+    let (mc, mg) = (
+        d["load"]["machine_cores"].as_f64().unwrap(),
+        d["load"]["machine_gib"].as_f64().unwrap(),
+    );
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b.abs().max(1.0);
+    for r in d["architectures"].as_array().unwrap() {
+        let Some(servers) = r["servers"].as_array() else {
+            continue;
+        };
+        let mut cores = 0.0;
+        let mut cost = 0.0;
+        for sv in servers {
+            let Some(pc) = sv["ops_per_core"].as_f64() else {
+                continue;
+            };
+            let c = sv["ops_per_s"].as_f64().unwrap() / pc;
+            assert!(close(c, sv["cores"].as_f64().unwrap()), "{sv}");
+            cores += c;
+            if !shared {
+                let gib = sv["memory_bytes"].as_f64().unwrap_or(0.0) / (1u64 << 30) as f64;
+                let m = (c / mc).ceil().max((gib / mg).ceil()).max(1.0);
+                assert_eq!(sv["machines"].as_f64(), Some(m), "{sv}");
+                assert!(
+                    close(sv["monthly_cost"].as_f64().unwrap(), m * month),
+                    "{sv}"
+                );
+                cost += m * month;
+            }
+        }
+        if let Some(rc) = r["server_cores"].as_f64() {
+            assert!(close(rc, cores), "{r}");
+        }
+        if let (Some(rc), false) = (r["monthly_cost"].as_f64(), shared) {
+            assert!(close(rc, cost), "{r}");
+        }
+    }
 }
 
 #[test]
@@ -345,4 +391,85 @@ fn a_bad_decide_section_is_refused_at_its_line() {
             && stdout.contains("--quick"),
         "{stdout}"
     );
+}
+
+/// `kvlab serve --target KIND`: the child and the URL it printed.
+fn serve(kind: &str) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kvlab"))
+        .args(["serve", "--target", kind])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("://"), "{kind}: {line}");
+    (child, line.trim().to_string())
+}
+
+/// Ctrl-C to a `kvlab serve`, which stops the server it started.
+fn stop(mut child: std::process::Child) {
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let _ = child.wait();
+}
+
+#[test]
+fn servers_given_by_url_are_decided_with_their_stated_cores_never_resized_and_their_loss_emulated()
+{
+    let (db, db_url) = serve("mariadb");
+    let (cache, cache_url) = serve("memcached");
+    let d = decide(&[
+        "--target",
+        &db_url,
+        "--cache",
+        &cache_url,
+        "--target-cores",
+        "2",
+        "--rps",
+        "3000",
+        "--p99-ms",
+        "20",
+    ]);
+    stop(db);
+    stop(cache);
+    let a = answer(&d);
+    assert!(a == "keep-cache" || a == "drop-cache", "{}", d["decision"]);
+    costs_recompute(&d);
+    let rows = d["architectures"].as_array().unwrap();
+    let database = &rows[0];
+    assert!(
+        database["measured_from"]
+            .as_str()
+            .unwrap()
+            .contains("the cores stated for it"),
+        "{database}"
+    );
+    assert!(database["server_cores"].as_f64().is_some(), "{database}");
+    // One measured size, the cache's own; the rest the model's, said so.
+    let curve = d["miss_ratio_curve"].as_array().unwrap();
+    let measured = curve.iter().filter(|p| p["source"] == "measured").count();
+    assert_eq!(measured, 1, "{curve:?}");
+    assert!(
+        curve
+            .iter()
+            .all(|p| p["source"] == "measured" || p["source"] == "model")
+    );
+    // The cache loss: kvlab's own keys deleted, said as such.
+    let loss = &d["cache_loss"];
+    assert_eq!(loss["emulated"], true, "{loss}");
+    assert!(loss["event_error"].is_null(), "{loss}");
+    let aside = rows.iter().find(|r| r["name"] == "cache-aside").unwrap();
+    assert!(
+        aside["on_cache_loss"]
+            .as_str()
+            .unwrap()
+            .contains("emulated"),
+        "{aside}"
+    );
+    // A memory kvlab could not read is not known, never 0.
+    let cache_row = rows.iter().find(|r| r["name"] == "cache").unwrap();
+    assert_ne!(cache_row["memory_bytes"].as_u64(), Some(0), "{cache_row}");
 }

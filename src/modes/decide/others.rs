@@ -48,12 +48,12 @@ fn near_of(ask: &Ask, invalidation: Invalidation) -> NearCache {
 /// the run has one client thread per instance, whatever the measuring host
 /// (its hit ratio then does not change with `--threads` or the cores).
 pub(super) fn as_instances(
-    ask: &Ask,
+    instances: u32,
     mut p: crate::plan::RunPlan,
     near: NearCache,
 ) -> crate::plan::RunPlan {
     p.near = Some(near);
-    p.load.threads = ask.load.app_instances.max(1) as usize;
+    p.load.threads = instances.max(1) as usize;
     p.load.connections = p.load.connections.max(p.load.threads);
     p
 }
@@ -94,9 +94,13 @@ impl Runs<'_> {
             false => Invalidation::Ttl(NEAR_TTL_S),
         };
         let near = near_of(self.ask, invalidation);
-        let p = as_instances(self.ask, self.aside(a.memory_mb, rate), near);
+        let p = as_instances(
+            self.ask.load.app_instances,
+            self.aside(a.memory_mb, rate),
+            near,
+        );
         let what = format!(
-            "cache-aside with a {} cache and a near cache of {}",
+            "cache-aside with a {} cache and a near cache in each application instance of {}",
             mb_name(a.memory_mb),
             near.describe()
         );
@@ -120,9 +124,16 @@ impl Runs<'_> {
     /// [`NEAR_TTL_S`] seconds (a database cannot tell a client of changes).
     pub fn near_database(&self, rate: f64, say: &mut dyn FnMut(&str)) -> Result<Other> {
         let near = near_of(self.ask, Invalidation::Ttl(NEAR_TTL_S));
-        let mut p = as_instances(self.ask, self.timed(self.ask.plan.clone()), near);
+        let mut p = as_instances(
+            self.ask.load.app_instances,
+            self.timed(self.ask.plan.clone()),
+            near,
+        );
         p.load.rate = Some(rate);
-        let what = format!("the database with a near cache of {}", near.describe());
+        let what = format!(
+            "the database with a near cache in each application instance of {}",
+            near.describe()
+        );
         Ok(Other {
             name: "database-near",
             product: format!(
@@ -226,4 +237,36 @@ pub(super) fn row(
     );
     super::rows::size(ask, &mut r, servers);
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_near_cache_run_has_one_client_thread_per_instance_whatever_the_host() {
+        let near = NearCache {
+            bound: NearBound::Items(1000),
+            invalidation: Invalidation::Tracking,
+        };
+        for threads in [2, 8, 16] {
+            use clap::Parser;
+            let cli = crate::cli::Cli::try_parse_from([
+                "kvlab",
+                "run",
+                "--threads",
+                &threads.to_string(),
+            ])
+            .unwrap();
+            let crate::cli::Command::Run(args) = cli.command else {
+                unreachable!("a run")
+            };
+            let p = args.to_plan().unwrap();
+            assert_eq!(p.load.threads, threads);
+            let q = as_instances(3, p, near);
+            assert_eq!(q.load.threads, 3, "with --threads {threads}");
+            assert!(q.load.connections >= 3);
+            assert_eq!(q.near, Some(near));
+        }
+    }
 }
