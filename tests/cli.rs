@@ -222,6 +222,11 @@ fn sigint_keeps_partial_results_and_stops_the_server() {
     assert!(t.elapsed() < Duration::from_secs(10));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("interrupted"), "{stdout}");
+    // The shell's code for SIGINT, with one line saying so.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let last = stderr.trim_end().lines().last().unwrap_or("");
+    assert!(last.starts_with("Error: stopped (Ctrl-C)"), "{stderr}");
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["interrupted"], true);

@@ -346,3 +346,44 @@ fn a_bad_decide_section_is_refused_at_its_line() {
         "{stdout}"
     );
 }
+
+/// Ctrl-C in the database's capacity search: exit 130 and one line saying
+/// so, naming the step cut short and that none finished.
+#[test]
+fn ctrl_c_says_which_step_it_cut_short_and_exits_130() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kvlab"))
+        .args(["decide", "--quick", "--duration", "1", "--rps", "1000"])
+        .args(["--p99-ms", "5", "--keys", "20000", "--out"])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The search's first step said: it is under way.
+    let mut said = String::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        said.push_str(&line);
+        said.push('\n');
+        if line.contains(" req/s: p99 ") {
+            break;
+        }
+    }
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{said}{err}");
+    let last = err.trim_end().lines().last().unwrap_or("");
+    assert!(last.starts_with("Error: stopped (Ctrl-C)"), "{said}{err}");
+    // A blocking read Ctrl-C interrupts (EINTR) can end the step with its
+    // own error first; a step that ends names itself.
+    assert!(
+        !last.contains(" during the runs of ")
+            || last.starts_with(
+                "Error: stopped (Ctrl-C) during the runs of the database alone; finished: none; no decision"
+            ),
+        "{said}{err}"
+    );
+}
