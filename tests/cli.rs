@@ -17,6 +17,12 @@ fn bad_flags_name_the_flag_and_the_fix() {
         ("run --keys 0", "--keys"),
         ("run --keys lots", "--keys"),
         ("run --value-size 0", "--value-size"),
+        // A size without a weight beside weighted ones is refused, not
+        // weighed 1.
+        (
+            "run --value-size 500:90,4000",
+            "--value-size: '500:90,4000' gives some sizes a weight and not others; give every size a weight (500:90,4000:10) or none",
+        ),
         ("run --connections 0", "--connections"),
         ("run --pipeline 0", "--pipeline"),
         ("run --duration -1", "--duration"),
