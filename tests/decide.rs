@@ -347,6 +347,26 @@ fn a_bad_decide_section_is_refused_at_its_line() {
     );
 }
 
+/// A `[decide]` study file needs no `name`: it is named by its file, whose
+/// results then go to `results/<that name>`.
+#[test]
+fn a_decide_study_without_a_name_is_named_by_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("my-decision.toml");
+    std::fs::write(&file, "[decide]\nrps = 20000\np99_ms = 5\nquick = true\n").unwrap();
+    let o = common::kvlab()
+        .args(["study", file.to_str().unwrap(), "--dry-run"])
+        .output()
+        .unwrap();
+    common::succeeds(&o);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("kvlab study my-decision: a decision ([decide])")
+            && stdout.contains("results/my-decision"),
+        "{stdout}"
+    );
+}
+
 /// Ctrl-C in the database's capacity search: exit 130 and one line saying
 /// so, naming the step cut short and that none finished.
 #[test]
