@@ -178,13 +178,16 @@ pub fn search_on(
         }
         // Limited by kvlab, not the server: once more with twice the client
         // threads; still limited, the search ends (a lower bound, not a limit).
-        if tried.client_limited && !shutdown.load(Ordering::SeqCst) {
+        if tried.client_limited && !stopped() {
             record(
                 &mut out,
                 tried.step(rate, " (run again with more client threads)"),
             );
             runs.plan.load.threads *= 2;
-            tried = runs.judged(rate)?;
+            tried = match runs.judged(rate) {
+                Err(_) if stopped() => break,
+                tried => tried?,
+            };
             if tried.client_limited {
                 out.client_limited_at = Some(rate);
                 record(
