@@ -67,8 +67,59 @@ pub fn positive(flag: &'static str, v: f64, fix: &str) -> Result<f64, UsageError
 /// (`kvlab compare --fail-on-worse`, a study's `[thresholds]`) was not met.
 pub const GATE_EXIT: u8 = 3;
 
+/// The exit code of a gate that could not judge (`kvlab compare
+/// --fail-on-worse` over repetitions that vary past the noise limit).
+pub const CANNOT_JUDGE_EXIT: u8 = 4;
+
+/// The exit code of a command stopped by Ctrl-C (128 + SIGINT, the shell's
+/// convention).
+pub const STOPPED_EXIT: u8 = 130;
+
 /// A threshold the user set was not met (a CI gate): the line names it. The
 /// binary exits with [`GATE_EXIT`]; the results are written before.
 #[derive(Debug, Error)]
 #[error("{0}")]
 pub struct GateFailed(pub String);
+
+/// A gate could not judge (figures too noisy to call worse or not): the line
+/// names them. The binary exits with [`CANNOT_JUDGE_EXIT`].
+#[derive(Debug, Error)]
+#[error("{0}")]
+pub struct CannotJudge(pub String);
+
+/// A command stopped by Ctrl-C, with what it said then; what it measured
+/// until then is kept. The binary exits with [`STOPPED_EXIT`].
+#[derive(Debug, Error)]
+#[error("{0}")]
+pub struct Stopped(pub String);
+
+impl Stopped {
+    /// The outcome of a command that Ctrl-C stopped: its error, said as a
+    /// stop, or a stop where it ended without one.
+    pub fn after(done: anyhow::Result<()>) -> anyhow::Error {
+        let said = match done {
+            Ok(()) => {
+                return Stopped("stopped (Ctrl-C) before its end; what it measured until then is reported above".into()).into();
+            }
+            Err(e) => format!("{e:#}"),
+        };
+        match said.starts_with("stopped (Ctrl-C)") {
+            true => Stopped(said).into(),
+            false => Stopped(format!("stopped (Ctrl-C): {said}")).into(),
+        }
+    }
+}
+
+/// The binary's exit status for error `e`: [`STOPPED_EXIT`],
+/// [`GATE_EXIT`], [`CANNOT_JUDGE_EXIT`], or 1 for any other error.
+pub fn exit_code(e: &anyhow::Error) -> u8 {
+    if e.is::<Stopped>() {
+        STOPPED_EXIT
+    } else if e.is::<GateFailed>() {
+        GATE_EXIT
+    } else if e.is::<CannotJudge>() {
+        CANNOT_JUDGE_EXIT
+    } else {
+        1
+    }
+}

@@ -25,10 +25,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("Error: {e:#}");
-            match e.downcast_ref::<kvlab::error::GateFailed>() {
-                Some(_) => ExitCode::from(kvlab::error::GATE_EXIT),
-                None => ExitCode::FAILURE,
-            }
+            ExitCode::from(kvlab::error::exit_code(&e))
         }
     }
 }

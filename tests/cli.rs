@@ -17,6 +17,12 @@ fn bad_flags_name_the_flag_and_the_fix() {
         ("run --keys 0", "--keys"),
         ("run --keys lots", "--keys"),
         ("run --value-size 0", "--value-size"),
+        // A size without a weight beside weighted ones is refused, not
+        // weighed 1.
+        (
+            "run --value-size 500:90,4000",
+            "--value-size: '500:90,4000' gives some sizes a weight and not others; give every size a weight (500:90,4000:10) or none",
+        ),
         ("run --connections 0", "--connections"),
         ("run --pipeline 0", "--pipeline"),
         ("run --duration -1", "--duration"),
@@ -222,6 +228,11 @@ fn sigint_keeps_partial_results_and_stops_the_server() {
     assert!(t.elapsed() < Duration::from_secs(10));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("interrupted"), "{stdout}");
+    // The shell's code for SIGINT, with one line saying so.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let last = stderr.trim_end().lines().last().unwrap_or("");
+    assert!(last.starts_with("Error: stopped (Ctrl-C)"), "{stderr}");
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["interrupted"], true);

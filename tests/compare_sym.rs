@@ -2,7 +2,8 @@
 //! `compare A B` and `compare B A` give mirrored verdicts point by point
 //! (better ↔ worse, below threshold and within noise unchanged), in the
 //! library and at the command line (where `--fail-on-worse` exits 3 exactly
-//! when a figure is worse).
+//! when a figure is worse, else 4 when repetitions vary past the noise
+//! limit: it cannot judge).
 //!
 //! The test set: every JSON file under tests/fixtures that parses as a run's
 //! or a study's result, and variants of each (faster, slower, a little apart,
@@ -299,9 +300,77 @@ fn the_command_line_mirrors_its_verdicts_and_gates_only_on_worse() {
             let both = format!("{text_ab}\n---\n{text_ba}");
             assert!(w_ab != u32::MAX && b_ab != u32::MAX, "{both}");
             assert_eq!((w_ab, b_ab), (b_ba, w_ba), "{both}");
-            for (code, worse) in [(code_ab, w_ab), (code_ba, w_ba)] {
-                assert_eq!(code, Some(if worse > 0 { 3 } else { 0 }), "{both}");
+            for (code, worse, text) in [(code_ab, w_ab, &text_ab), (code_ba, w_ba, &text_ba)] {
+                let want = match (worse, text.contains(": unstable: ")) {
+                    (1.., _) => 3,
+                    (0, true) => 4,
+                    (0, false) => 0,
+                };
+                assert_eq!(code, Some(want), "{both}");
             }
         }
     }
+}
+
+/// A study whose points are repeated with throughput and latency `spread`
+/// apart between their two repetitions.
+fn repeated_apart(spread: f64) -> Value {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/study.json");
+    let mut s: Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+    let points = s["points"].as_array().cloned().unwrap_or_default();
+    for p in points {
+        let mut again = p.clone();
+        again["repetition"] = json!(2);
+        if !again["result"].is_null() {
+            again["result"] = scaled(&p["result"], spread, spread, 1.0);
+        }
+        s["points"].as_array_mut().unwrap().push(again);
+    }
+    s
+}
+
+#[test]
+fn the_gate_cannot_pass_what_it_cannot_judge() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, v: &Value| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, serde_json::to_vec(v).unwrap()).unwrap();
+        p
+    };
+    // Repetitions 1.6x apart vary far past the 10% noise limit.
+    let (noisy, steady) = (
+        write("noisy.json", &repeated_apart(1.6)),
+        write("steady.json", &repeated_apart(1.02)),
+    );
+    let gate = |a: &Path, b: &Path| {
+        let out = kvlab()
+            .arg("compare")
+            .arg(a)
+            .arg(b)
+            .arg("--fail-on-worse")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code(), err)
+    };
+    for (a, b) in [(&noisy, &noisy), (&noisy, &steady), (&steady, &noisy)] {
+        let (code, err) = gate(a, b);
+        let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("Error:")).collect();
+        assert_eq!(code, Some(4), "{err}");
+        assert!(
+            lines.len() == 1
+                && lines[0].starts_with("Error: --fail-on-worse: cannot judge ")
+                && lines[0].contains(": unstable, ")
+                && lines[0].contains("varies"),
+            "{err}"
+        );
+    }
+    // Steady repetitions are judged; without the gate, unstable ones exit 0.
+    assert_eq!(gate(&steady, &steady).0, Some(0));
+    let out = kvlab()
+        .arg("compare")
+        .args([&noisy, &noisy])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
 }

@@ -473,3 +473,64 @@ fn servers_given_by_url_are_decided_with_their_stated_cores_never_resized_and_th
     let cache_row = rows.iter().find(|r| r["name"] == "cache").unwrap();
     assert_ne!(cache_row["memory_bytes"].as_u64(), Some(0), "{cache_row}");
 }
+
+/// A `[decide]` study file needs no `name`: it is named by its file, whose
+/// results then go to `results/<that name>`.
+#[test]
+fn a_decide_study_without_a_name_is_named_by_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("my-decision.toml");
+    std::fs::write(&file, "[decide]\nrps = 20000\np99_ms = 5\nquick = true\n").unwrap();
+    let o = common::kvlab()
+        .args(["study", file.to_str().unwrap(), "--dry-run"])
+        .output()
+        .unwrap();
+    common::succeeds(&o);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("kvlab study my-decision: a decision ([decide])")
+            && stdout.contains("results/my-decision"),
+        "{stdout}"
+    );
+}
+
+/// Ctrl-C in the database's capacity search: exit 130 and one line saying
+/// so, naming the step cut short and that none finished.
+#[test]
+fn ctrl_c_says_which_step_it_cut_short_and_exits_130() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kvlab"))
+        .args(["decide", "--quick", "--duration", "1", "--rps", "1000"])
+        .args(["--p99-ms", "5", "--keys", "20000", "--out"])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The search's first step said: it is under way.
+    let mut said = String::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        said.push_str(&line);
+        said.push('\n');
+        if line.contains(" req/s: p99 ") {
+            break;
+        }
+    }
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{said}{err}");
+    let last = err.trim_end().lines().last().unwrap_or("");
+    assert!(last.starts_with("Error: stopped (Ctrl-C)"), "{said}{err}");
+    // A blocking read Ctrl-C interrupts (EINTR) can end the step with its
+    // own error first; a step that ends names itself.
+    assert!(
+        !last.contains(" during the runs of ")
+            || last.starts_with(
+                "Error: stopped (Ctrl-C) during the runs of the database alone; finished: none; no decision"
+            ),
+        "{said}{err}"
+    );
+}

@@ -9,8 +9,9 @@
 //! `tests/contract/cassandra.rs`), `kvlab run` must exit non-zero within its
 //! timeout plus a few seconds, with a one-line error, no panic, and its peak
 //! RSS under 128 MiB (set-up replies stop at 16 MiB; a run's read buffers at
-//! twice the largest reply it can be answered with). The proxy is
-//! `common::hostile`.
+//! twice the largest reply it can be answered with). A server that breaks
+//! no protocol but streams valid invalidations without end must not hold a
+//! near-cache run past its end either. The proxy is `common::hostile`.
 
 mod common;
 
@@ -51,4 +52,15 @@ fn mariadb_survives_every_hostile_reply() {
 #[test]
 fn tarantool_survives_every_hostile_reply() {
     every_act(TargetKind::Tarantool);
+}
+
+#[test]
+fn a_flood_of_invalidations_does_not_hold_a_run_past_its_end() {
+    let server = common::server(TargetKind::Redis);
+    for invalidation in ["tracking", "bcast"] {
+        let (secs, heard, stderr) =
+            common::hostile::flood_pushes(&server.endpoint(), invalidation, 2.5);
+        let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
+        eprintln!("flood ({invalidation}): {secs:.1} s, {heard} invalidations heard: {last:?}");
+    }
 }

@@ -40,6 +40,9 @@ pub(crate) struct Pipe {
     pub(crate) streak: u32,
     /// The round trip kvlab emulates on this socket, if any.
     link: Option<Box<Link>>,
+    /// More may wait to be read than one pass reads: the socket is in the
+    /// worker's backlog, read again next pass without waiting for an event.
+    pub(crate) backlog: bool,
 }
 
 impl Pipe {
@@ -65,6 +68,7 @@ impl Pipe {
             served: false,
             streak: 0,
             link: None,
+            backlog: false,
         }
     }
 
@@ -110,6 +114,7 @@ impl Pipe {
         self.rstart = 0;
         self.rend = 0;
         self.want_write = false;
+        self.backlog = false;
         if let Some(l) = self.link.as_mut() {
             l.clear();
         }

@@ -112,7 +112,8 @@ pub fn check_limits(p99_ms: f64, more: MoreLimits) -> Result<(), UsageError> {
 /// paced rates after the closed-loop run (a failing rate is run twice and
 /// fails only if both runs fail),
 /// against `server`, already running (started for the purpose, or a study's),
-/// or the plan's external target when `None`.
+/// or the plan's external target when `None`. Ctrl-C ends it with the
+/// steps it has (a run it cut short is not one).
 pub fn search_on(
     plan: &RunPlan,
     server: Option<&ManagedServer>,
@@ -156,26 +157,37 @@ pub fn search_on(
             break;
         }
         let rate = search.next_rate();
-        let mut tried = runs.judged(rate)?;
+        // A run Ctrl-C cut short ends the search with the steps it has.
+        let stopped = || shutdown.load(Ordering::SeqCst);
+        let mut tried = match runs.judged(rate) {
+            Err(_) if stopped() => break,
+            tried => tried?,
+        };
         // A rate fails only when a second run at it fails too: one run's p99
         // can be a spike of a shared machine, and the bracket's upper end
         // should be a rate that fails again.
-        if tried.verdict.is_err() && !shutdown.load(Ordering::SeqCst) {
+        if tried.verdict.is_err() && !stopped() {
             record(&mut out, tried.step(rate, " (run again to confirm)"));
-            tried = runs.judged(rate)?;
+            tried = match runs.judged(rate) {
+                Err(_) if stopped() => break,
+                tried => tried?,
+            };
             if let Err(why) = &mut tried.verdict {
                 why.push_str("; failed twice");
             }
         }
         // Limited by kvlab, not the server: once more with twice the client
         // threads; still limited, the search ends (a lower bound, not a limit).
-        if tried.client_limited && !shutdown.load(Ordering::SeqCst) {
+        if tried.client_limited && !stopped() {
             record(
                 &mut out,
                 tried.step(rate, " (run again with more client threads)"),
             );
             runs.plan.load.threads *= 2;
-            tried = runs.judged(rate)?;
+            tried = match runs.judged(rate) {
+                Err(_) if stopped() => break,
+                tried => tried?,
+            };
             if tried.client_limited {
                 out.client_limited_at = Some(rate);
                 record(

@@ -14,7 +14,9 @@ use crate::workload::LinkDelay;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StudyFile {
-    /// Short name, used in file names.
+    /// Short name, used in file names; a study file without one is named by
+    /// its file's stem (`studies/decide.toml`: `decide`).
+    #[serde(default)]
     pub name: String,
     /// What the study asks, for the report.
     #[serde(default)]

@@ -148,6 +148,16 @@ impl FromStr for SizeDist {
             return Ok(SizeDist::Pareto { min, max, alpha });
         }
         if s.contains(':') || s.contains(',') {
+            // A size without a weight beside weighted ones would silently
+            // weigh 1: refused.
+            let weighted = s.split(',').filter(|p| p.contains(':')).count();
+            if weighted > 0 && weighted < s.split(',').count() {
+                return Err(UsageError::bad(
+                    "--value-size",
+                    format!("'{s}' gives some sizes a weight and not others"),
+                    "give every size a weight (500:90,4000:10) or none",
+                ));
+            }
             let mut sizes = Vec::new();
             for part in s.split(',') {
                 let (size, w) = part.split_once(':').unwrap_or((part, "1"));
@@ -199,6 +209,7 @@ mod tests {
             ("pareto:64-65536:0.8", "pareto:64-65536:0.8"),
             ("300:1", "300"),
             ("32-32", "32"),
+            ("500,4000", "500:1,4000:1"),
         ] {
             let d: SizeDist = text.parse().unwrap();
             assert_eq!(d.to_string(), want);
@@ -216,6 +227,19 @@ mod tests {
         ] {
             let e = bad.parse::<SizeDist>().unwrap_err().to_string();
             assert!(e.contains("--value-size"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn weights_are_given_to_every_size_or_none() {
+        for mixed in ["500:90,4000", "500,4000:10", "1,2:3,4"] {
+            let e = mixed.parse::<SizeDist>().unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!(
+                    "--value-size: '{mixed}' gives some sizes a weight and not others; give every size a weight (500:90,4000:10) or none"
+                )
+            );
         }
     }
 

@@ -3,13 +3,16 @@
 //! loopback port in front of a real server it forwards faithfully, then, at
 //! set-up (its first byte) or mid-run (after a while), misbehaves. `kvlab run`
 //! through it must exit non-zero within its timeout plus a few seconds, with
-//! a one-line error, no panic, and its peak RSS under 128 MiB.
+//! a one-line error, no panic, and its peak RSS under 128 MiB. One act breaks
+//! no protocol ([`flood_pushes`]): it answers every request right and floods
+//! a tracking connection with valid invalidations between its replies; the
+//! run must still end on time.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kvlab::plan::{Endpoint, TargetKind};
@@ -34,7 +37,15 @@ enum Act {
     /// The last reply sent again: the right reply to the wrong request, and
     /// every later one a reply to the request before its own (out of order).
     Repeat,
+    /// Every reply faithfully, and between them, on a connection that turned
+    /// RESP3 client tracking on, valid invalidation pushes without end (for
+    /// [`FLOOD_FOR`]): no protocol broken, only more than a client can read.
+    FloodPushes,
 }
+
+/// How long [`Act::FloodPushes`] floods a connection: far past the end of a
+/// run that looks at its clock while it reads.
+const FLOOD_FOR: Duration = Duration::from_secs(30);
 
 const ACTS: [Act; 7] = [
     Act::Garbage,
@@ -90,8 +101,9 @@ impl Hostile {
                             true => Duration::from_secs(12),
                             false => Duration::from_secs(TIMEOUT_S + 1),
                         };
-                        std::thread::spawn(move || {
-                            relay(client, server, (act, late), at, header, &flag)
+                        std::thread::spawn(move || match act {
+                            Act::FloodPushes => flood(client, server, at, &flag),
+                            _ => relay(client, server, (act, late), at, header, &flag),
                         });
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
@@ -174,12 +186,101 @@ fn relay(
             Act::Repeat => client
                 .write_all(if last.is_empty() { chunk } else { &last })
                 .and_then(|()| client.write_all(chunk)),
+            Act::FloodPushes => unreachable!("relayed by `flood`"),
         };
         if ok.is_err() {
             break;
         }
     }
     let _ = client.shutdown(Shutdown::Both);
+}
+
+/// [`Act::FloodPushes`]: client to server faithfully, noting whether the
+/// client turned tracking on; server to client whole RESP frames only, so
+/// that from `at` a thread of its own can put invalidations between them.
+fn flood(client: TcpStream, mut server: TcpStream, at: Instant, stop: &Arc<AtomicBool>) {
+    let tracking = Arc::new(AtomicBool::new(false));
+    let (mut c_in, mut s_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+    let heard = Arc::clone(&tracking);
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 16384];
+        while let Ok(n) = c_in.read(&mut buf) {
+            if n == 0 || s_out.write_all(&buf[..n]).is_err() {
+                break;
+            }
+            if buf[..n].windows(8).any(|w| w == b"TRACKING") {
+                heard.store(true, Ordering::SeqCst);
+            }
+        }
+        let _ = s_out.shutdown(Shutdown::Both);
+    });
+    let out = Arc::new(Mutex::new(client));
+    let (pushes, flag) = (Arc::clone(&out), Arc::clone(stop));
+    std::thread::spawn(move || {
+        // Valid invalidations of the run's keys, 8,000 (about 256 KiB) to a
+        // write: more than the client reads between two of its reads.
+        let batch: Vec<u8> = (0..8000)
+            .flat_map(|i| {
+                let key = format!("kvlab:{i}");
+                format!(
+                    ">2\r\n$10\r\ninvalidate\r\n*1\r\n${}\r\n{key}\r\n",
+                    key.len()
+                )
+                .into_bytes()
+            })
+            .collect();
+        while Instant::now() < at && !flag.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        while Instant::now() < at + FLOOD_FOR && !flag.load(Ordering::SeqCst) {
+            if !tracking.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(10));
+            } else if pushes.lock().unwrap().write_all(&batch).is_err() {
+                break;
+            } else {
+                // The replies get their turn between batches.
+                std::thread::yield_now();
+            }
+        }
+    });
+    let (mut buf, mut pending) = (vec![0u8; 16384], Vec::new());
+    while let Ok(n) = server.read(&mut buf) {
+        if n == 0 || stop.load(Ordering::SeqCst) {
+            break;
+        }
+        pending.extend_from_slice(&buf[..n]);
+        let mut whole = 0;
+        while let Some(len) = resp_len(&pending[whole..]) {
+            whole += len;
+        }
+        if whole > 0 && out.lock().unwrap().write_all(&pending[..whole]).is_err() {
+            break;
+        }
+        pending.drain(..whole);
+    }
+    let _ = out.lock().unwrap().shutdown(Shutdown::Both);
+}
+
+/// The length of the whole RESP2/RESP3 frame at the front of `b`, once it
+/// is all there.
+fn resp_len(b: &[u8]) -> Option<usize> {
+    let eol = b.windows(2).position(|w| w == b"\r\n")? + 2;
+    let n = || -> Option<i64> { std::str::from_utf8(&b[1..eol - 2]).ok()?.parse().ok() };
+    match b[0] {
+        b'$' | b'!' | b'=' => match n()? {
+            ..0 => Some(eol),
+            n => Some(eol + n as usize + 2).filter(|&end| end <= b.len()),
+        },
+        b'*' | b'~' | b'>' | b'%' | b'|' => {
+            let pairs = if matches!(b[0], b'%' | b'|') { 2 } else { 1 };
+            let mut at = eol;
+            for _ in 0..n()?.max(0) * pairs {
+                at += resp_len(&b[at..])?;
+            }
+            Some(at)
+        }
+        _ => Some(eol),
+    }
 }
 
 /// `kind`'s URL through the proxy on `port`, with `e`'s credentials and
@@ -239,6 +340,51 @@ fn run_through(url: &str, args: &[&str]) -> Outcome {
         stderr: reader.join().unwrap(),
         peak_rss_kb: ru.ru_maxrss,
     }
+}
+
+/// A 3-second run with a near cache invalidated as `invalidation` says
+/// (`tracking`, `bcast`), through a proxy to the Redis at `e` that answers
+/// right and, after 1.5 s, floods the tracking connections with valid
+/// invalidations: the run must end within its warm-up, duration and timeout
+/// plus `margin_s`, without a panic, having heard at least 100,000 of them
+/// (the flood reached it). Returns how long it took, the invalidations it
+/// heard and its stderr.
+pub fn flood_pushes(e: &Endpoint, invalidation: &str, margin_s: f64) -> (f64, u64, String) {
+    let upstream: SocketAddr = format!("127.0.0.1:{}", e.port).parse().unwrap();
+    let proxy = Hostile::start(upstream, Act::FloodPushes, Duration::from_millis(1500), b"");
+    let url = url_via(e, TargetKind::Redis, proxy.port);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("flood.json");
+    let args = [
+        "--near-cache",
+        "100",
+        "--near-invalidation",
+        invalidation,
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let o = run_through(&url, &args);
+    drop(proxy);
+    let what = format!("a flood of invalidations ({invalidation})");
+    assert!(
+        !o.stderr.contains("panicked") && !o.stderr.contains("RUST_BACKTRACE"),
+        "{what}: panicked\n{}",
+        o.stderr
+    );
+    let limit = 0.5 + 3.0 + TIMEOUT_S as f64 + margin_s;
+    assert!(
+        o.secs <= limit,
+        "{what}: took {:.1} s, over {limit} s\n{}",
+        o.secs,
+        o.stderr
+    );
+    // The result is written before its validity is checked.
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let heard = v["near_cache"]["invalidation_messages"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(heard >= 100_000, "{what}: heard {heard}\n{}", o.stderr);
+    (o.secs, heard, o.stderr)
 }
 
 /// Every act against `kind`'s server at `e` (plain TCP on loopback), at

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 use clap::Args;
 
-use crate::error::{GateFailed, UsageError};
+use crate::error::{CannotJudge, GateFailed, UsageError};
 use crate::report::compare::{self, Results, Rules, render};
 use crate::results::merge;
 use crate::results::study::StudyResult;
@@ -18,7 +18,7 @@ use crate::results::study::StudyResult;
 #[command(
     after_help = "Verdicts: better or worse when significant (p < 0.05) and at least the threshold either way (at 50%: B/A >= 1.5 or <= 1/1.5, so swapping A and B swaps better and worse); below threshold when significant but smaller; within noise when not significant.
 
-Exit codes: 0 compared (and, with --fail-on-worse, nothing worse); 1 an error; 3 --fail-on-worse and a figure is worse (below threshold and within noise never fail).
+Exit codes: 0 compared (and, with --fail-on-worse, nothing worse); 1 an error; 2 a command-line error; 3 --fail-on-worse and a figure is worse (below threshold and within noise never fail); 4 --fail-on-worse and nothing worse, but repetitions vary past --noise (unstable): the gate cannot judge.
 
 Examples:
   kvlab compare before.json after.json
@@ -46,7 +46,9 @@ pub struct CompareArgs {
     /// Directory for compare.md and compare.html.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Exit with code 3 when B is worse in any figure (a CI gate).
+    /// Exit with code 3 when B is worse in any figure (a CI gate), or 4 when
+    /// none is but either side's repetitions vary past `--noise` (it cannot
+    /// judge).
     #[arg(long)]
     pub fail_on_worse: bool,
 }
@@ -108,19 +110,36 @@ pub fn exec(args: &CompareArgs) -> Result<()> {
             eprintln!("kvlab: wrote {}", path.display());
         }
     }
+    match args.fail_on_worse {
+        true => gate(&c, args),
+        false => Ok(()),
+    }
+}
+
+/// `--fail-on-worse`: an error naming every figure B is worse in, else one
+/// naming every figure too unstable to judge, else nothing.
+fn gate(c: &compare::Comparison, args: &CompareArgs) -> Result<()> {
+    let (a, b) = (args.a.display(), args.b.display());
     let worse = c.worse();
-    if args.fail_on_worse && !worse.is_empty() {
+    if !worse.is_empty() {
         let names: Vec<String> = worse
             .iter()
             .map(|(p, f)| format!("{p}: {} {:+.1}%", f.name, f.change_pct))
             .collect();
-        return Err(GateFailed(format!(
-            "--fail-on-worse: {} is worse than {} in {}",
-            args.b.display(),
-            args.a.display(),
+        let line = format!(
+            "--fail-on-worse: {b} is worse than {a} in {}",
             names.join("; ")
-        ))
-        .into());
+        );
+        return Err(GateFailed(line).into());
+    }
+    let unstable = c.unstable();
+    if !unstable.is_empty() {
+        let names: Vec<String> = unstable.iter().map(|(p, u)| format!("{p}: {u}")).collect();
+        let line = format!(
+            "--fail-on-worse: cannot judge {b} against {a}: unstable, {}; rerun with more repetitions or on a quieter machine, or raise --noise",
+            names.join("; ")
+        );
+        return Err(CannotJudge(line).into());
     }
     Ok(())
 }

@@ -15,18 +15,21 @@ pub mod run;
 pub mod serve;
 pub mod study;
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Result, bail};
 
 use crate::cli::{Cli, Command};
-use crate::error::UsageError;
+use crate::error::{Stopped, UsageError};
 use crate::report::summary::summary;
 use crate::results::RunResult;
 
-/// Runs the command `cli` names until it ends or `shutdown` is set.
+/// Runs the command `cli` names until it ends or `shutdown` is set; one that
+/// `shutdown` (Ctrl-C) stopped ends in [`Stopped`] (exit code 130), whatever
+/// it kept, except `serve`, whose end Ctrl-C is.
 pub fn dispatch(cli: Cli, shutdown: &AtomicBool) -> Result<()> {
-    match cli.command {
+    let until_ctrl_c = matches!(cli.command, Command::Serve(_));
+    let done = match cli.command {
         Command::Run(args) => run::exec(&args, shutdown),
         Command::Replay(args) => replay::exec(&args, shutdown),
         Command::Serve(args) => serve::exec(&args.to_target()?, shutdown),
@@ -37,6 +40,10 @@ pub fn dispatch(cli: Cli, shutdown: &AtomicBool) -> Result<()> {
         Command::Capacity(args) => capacity::exec(&args, shutdown),
         Command::Decide(args) => decide::exec(&args, shutdown),
         Command::Demo(args) => demo::exec(&args, shutdown),
+    };
+    match shutdown.load(Ordering::SeqCst) && !until_ctrl_c {
+        true => Err(Stopped::after(done)),
+        false => done,
     }
 }
 

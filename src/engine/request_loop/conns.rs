@@ -9,7 +9,7 @@ use std::cmp::Reverse;
 use std::io;
 use std::time::Instant;
 
-use super::{Client, Conn, GIVE_UP, Worker};
+use super::{Client, Conn, GIVE_UP, READS_PER_PASS, Worker};
 use crate::results::stats::ErrorKind;
 
 impl Worker<'_> {
@@ -45,8 +45,12 @@ impl Worker<'_> {
         conns.iter().filter(|c| !c.refused).count()
     }
 
-    /// Reads what socket `s` of connection `c` has, lets the client handle
-    /// every whole reply, then issues what the schedule allows.
+    /// Reads what socket `s` of connection `c` has, at most
+    /// [`READS_PER_PASS`] buffers of it, lets the client handle every whole
+    /// reply, then issues what the schedule allows. A socket with more
+    /// waiting goes on the backlog, read on the next pass: a server that
+    /// sends without end (pushes, bytes) never keeps the loop from the run's
+    /// end and its requests' deadlines.
     pub(super) fn on_readable<Cl: Client>(
         &mut self,
         client: &mut Cl,
@@ -54,10 +58,11 @@ impl Worker<'_> {
         s: usize,
         now: Instant,
     ) {
-        loop {
+        let mut more = false;
+        for _ in 0..READS_PER_PASS {
             match c.pipes[s].read_some() {
                 Ok((0, _)) => return self.close(client, c, s, now),
-                Ok((_, more)) => {
+                Ok((_, again)) => {
                     if let Some(at) = c.pipes[s].arrived(now) {
                         self.links.push(Reverse((at, c.slot)));
                     }
@@ -65,12 +70,16 @@ impl Worker<'_> {
                     if !client.replies(&mut io, state, s, now) {
                         return self.broken(client, c, s, now);
                     }
+                    more = again;
                     if !more {
                         break;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    more = false;
+                    break;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => more = true,
                 // A reply past the read limit.
                 Err(e) if e.kind() == io::ErrorKind::InvalidData => {
                     return self.broken(client, c, s, now);
@@ -78,7 +87,44 @@ impl Worker<'_> {
                 Err(_) => return self.close(client, c, s, now),
             }
         }
+        // The poll's events are edge-triggered: a socket left unread until
+        // `WouldBlock` is read again by the loop itself.
+        if more && !c.pipes[s].backlog {
+            c.pipes[s].backlog = true;
+            self.backlog.push((c.slot, s));
+        }
         self.after_replies(client, c, now);
+    }
+
+    /// Reads the sockets a pass left with more to read (each a bounded
+    /// amount again; one that still has more stays on the backlog), then
+    /// flushes their connections.
+    pub(super) fn read_backlog<Cl: Client>(
+        &mut self,
+        client: &mut Cl,
+        conns: &mut [Conn<Cl::Conn>],
+    ) {
+        let n = self.backlog.len();
+        if n == 0 {
+            return;
+        }
+        let now = Instant::now();
+        for k in 0..n {
+            let (i, s) = self.backlog[k];
+            let Some(c) = conns.get_mut(i) else { continue };
+            let Some(p) = c.pipes.get_mut(s) else {
+                continue;
+            };
+            // Closed (and perhaps reopened) since: nothing of it is owed.
+            if !(p.is_open() && p.backlog) {
+                continue;
+            }
+            p.backlog = false;
+            self.on_readable(client, c, s, now);
+            self.flush(client, c, now);
+        }
+        // Those put back meanwhile stay, in place of those just read.
+        self.backlog.drain(..n);
     }
 
     /// After replies were handled: the closed loop refills, a replay blocked

@@ -93,6 +93,7 @@ impl<'a> Worker<'a> {
             links: std::collections::BinaryHeap::new(),
             dues: std::collections::BinaryHeap::new(),
             linked: Vec::new(),
+            backlog: Vec::with_capacity(16),
         }
     }
 

@@ -62,6 +62,11 @@ pub const GIVE_UP: u32 = 8;
 /// Housekeeping (timeouts, reconnection) runs this often, never per request.
 const HOUSEKEEPING: Duration = Duration::from_millis(10);
 
+/// Reads of one socket per loop pass, each up to its read buffer: the rest
+/// waits for the next pass, after the run's end and its requests'
+/// deadlines are looked at.
+const READS_PER_PASS: usize = 4;
+
 /// One request as the loop drew it: what the client is to do and the instants
 /// its latency is taken from.
 #[derive(Clone, Copy, Debug)]
@@ -320,6 +325,9 @@ struct Worker<'a> {
     /// near cache); every connection is refilled after the next poll, which
     /// does not wait.
     again: bool,
+    /// Sockets (connection, socket) a pass left with more to read: read on
+    /// the next, whose poll does not wait (reused; see [`Pipe::backlog`]).
+    backlog: Vec<(usize, usize)>,
 }
 
 impl Worker<'_> {
@@ -388,7 +396,7 @@ impl Worker<'_> {
     /// The loop, from the start to the end of the drain (returned: when the
     /// window ended). Each pass: whether the run is over, the tick and
     /// housekeeping when due, the requests the schedule has due, the poll, and
-    /// what its events bring.
+    /// what the backlog and the events bring (a bounded read of each socket).
     fn drive<Cl: Client>(
         &mut self,
         client: &mut Cl,
@@ -432,7 +440,7 @@ impl Worker<'_> {
             if let Some(at) = self.next_link() {
                 wake = wake.min(at);
             }
-            if self.again {
+            if self.again || !self.backlog.is_empty() {
                 wake = now;
             }
             rhythm.poll(poll, &mut events, wake)?;
@@ -441,6 +449,7 @@ impl Worker<'_> {
             if self.pacer.is_some() {
                 self.issue_scheduled(client, conns, (wake, lead), Instant::now());
             }
+            self.read_backlog(client, conns);
             self.on_events(client, conns, &events);
             if std::mem::take(&mut self.again) {
                 let now = Instant::now();

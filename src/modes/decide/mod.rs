@@ -102,14 +102,31 @@ pub fn decide(
         opts,
         shutdown,
     };
-    // Stopped (Ctrl-C): no answer from a step cut short; the servers stop.
-    let stopped = |done: &str| -> Result<()> {
-        match shutdown.load(std::sync::atomic::Ordering::SeqCst) {
-            true => anyhow::bail!(
-                "stopped during the runs after {done}: no decision from runs cut short; run kvlab decide again for one"
-            ),
-            false => Ok(()),
+    // Stopped (Ctrl-C) during `step` (each step is checked as it returns):
+    // it was cut short, the steps before it finished; no answer from a step
+    // cut short; the servers stop.
+    let stopped = |step: &str| -> Result<()> {
+        const STEPS: [&str; 8] = [
+            "the database alone",
+            "the cache alone",
+            "the miss-ratio curve",
+            "the cache-aside confirmation",
+            "the cache loss",
+            "the database with a read replica",
+            "cache-aside with a near cache",
+            "the database with a near cache",
+        ];
+        if !shutdown.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(());
         }
+        let before = STEPS.iter().position(|s| *s == step).unwrap_or(0);
+        let finished = match before {
+            0 => "none".to_string(),
+            n => STEPS[..n].join(", "),
+        };
+        anyhow::bail!(
+            "stopped (Ctrl-C) during the runs of {step}; finished: {finished}; no decision from runs cut short; run kvlab decide again for one"
+        )
     };
     let db = m.database(say)?;
     stopped("the database alone")?;

@@ -76,8 +76,36 @@ pub fn parse_scaled(text: &str, origin: &str, scale: Scale) -> Result<StudyFile>
     } else {
         study.original = original;
     }
+    name_by_stem(&mut study, origin)?;
     check(&mut study, &lines, origin)?;
     Ok(study)
+}
+
+/// A study without `name` is named by its file's stem (`origin` is its
+/// path), which must then be a name.
+fn name_by_stem(s: &mut StudyFile, origin: &str) -> Result<()> {
+    if !s.name.is_empty() {
+        return Ok(());
+    }
+    let stem = Path::new(origin)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if !is_name(&stem) {
+        bail!(
+            "{origin}: the study has no name, and its file's name '{stem}' cannot be one (letters, digits, - or _: it names files); add e.g. name = \"my-study\" at the top"
+        );
+    }
+    s.name = stem;
+    Ok(())
+}
+
+/// Whether `name` can name a study's files: letters, digits, - or _.
+fn is_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 /// Lays `top` over `base`: tables key by key, anything else replaced.
@@ -202,12 +230,7 @@ fn check_shape(s: &StudyFile, lines: &Lines, origin: &str) -> Result<()> {
     if s.repetitions == 0 {
         bail!("{}: repetitions must be at least 1", at(&["repetitions"]));
     }
-    if s.name.is_empty()
-        || !s
-            .name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
+    if !is_name(&s.name) {
         bail!(
             "{}: name must be letters, digits, - or _ (it names files)",
             at(&["name"])
@@ -390,4 +413,26 @@ fn check_decide(s: &mut StudyFile, lines: &Lines, origin: &str) -> Result<()> {
     }
     s.decide_at.insert(String::new(), at(&["decide"]));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_study_without_a_name_is_named_by_its_file() {
+        let decide = "[decide]\nrps = 100\np99_ms = 5\n";
+        let s = parse(decide, "some/dir/my-decision.toml").unwrap();
+        assert_eq!(s.name, "my-decision");
+        let named = parse(&format!("name = \"d\"\n{decide}"), "x/y.toml").unwrap();
+        assert_eq!(named.name, "d");
+        let runs = "[[target]]\ntarget = \"redis\"\n";
+        assert_eq!(parse(runs, "sweep_1.toml").unwrap().name, "sweep_1");
+        let e = parse(decide, "my decision.toml").unwrap_err().to_string();
+        assert!(
+            e.starts_with("my decision.toml: the study has no name")
+                && e.contains("add e.g. name = \"my-study\""),
+            "{e}"
+        );
+    }
 }

@@ -141,6 +141,10 @@ pub struct PointCmp {
     pub figures: Vec<Figure>,
     /// What to keep in mind (unstable repetitions, errors).
     pub notes: Vec<String>,
+    /// Figures whose repetitions vary past the noise limit on either side,
+    /// e.g. `throughput req/s of A varies 35% between repetitions (over 10%)`:
+    /// their verdicts cannot be trusted.
+    pub unstable: Vec<String>,
 }
 
 /// B against A.
@@ -168,6 +172,19 @@ impl Comparison {
             .iter()
             .flat_map(|p| p.figures.iter().map(move |f| (p.label.as_str(), f)))
             .filter(|(_, f)| f.verdict == Verdict::Worse)
+            .collect()
+    }
+
+    /// Every figure that varies past the noise limit between repetitions:
+    /// (point, what varies).
+    pub fn unstable(&self) -> Vec<(&str, &str)> {
+        self.points
+            .iter()
+            .flat_map(|p| {
+                p.unstable
+                    .iter()
+                    .map(move |u| (p.label.as_str(), u.as_str()))
+            })
             .collect()
     }
 
@@ -266,6 +283,7 @@ fn point(label: &str, a: &[&RunResult], b: &[&RunResult], rules: Rules) -> Point
         _ => label.to_string(),
     };
     let mut notes = Vec::new();
+    let mut unstable = Vec::new();
     let reps = a.len() >= 2 && b.len() >= 2;
     type Get = fn(&RunResult) -> Option<f64>;
     let whole: [(&'static str, Better, Get); 6] = [
@@ -298,11 +316,13 @@ fn point(label: &str, a: &[&RunResult], b: &[&RunResult], rules: Rules) -> Point
             let (sa, sb) = (Series::of(&va), Series::of(&vb));
             for (side, s) in [("A", sa), ("B", sb)] {
                 if let Some(s) = s.filter(|s| s.cv() * 100.0 > rules.noise_pct) {
-                    notes.push(format!(
-                        "unstable: {name} of {side} varies {:.0}% between repetitions (over {}%)",
+                    let what = format!(
+                        "{name} of {side} varies {:.0}% between repetitions (over {}%)",
                         s.cv() * 100.0,
                         rules.noise_pct
-                    ));
+                    );
+                    notes.push(format!("unstable: {what}"));
+                    unstable.push(what);
                 }
             }
             tested(sa.zip(sb), "over repetitions")
@@ -347,6 +367,7 @@ fn point(label: &str, a: &[&RunResult], b: &[&RunResult], rules: Rules) -> Point
         label,
         figures,
         notes,
+        unstable,
     }
 }
 
