@@ -319,7 +319,7 @@ pub fn price(load: &StatedLoad, servers: &mut [ServerSize]) -> Option<(u32, f64)
         let cores: f64 = servers.iter().filter_map(|s| s.cores).sum();
         let mem: f64 = servers.iter().map(|s| gib(s.memory_bytes)).sum();
         let m = machines(cores, mem);
-        return known.then(|| (m, m as f64 * load.price_machine_month));
+        return known.then_some((m, m as f64 * load.price_machine_month));
     }
     for s in servers.iter_mut() {
         s.machines = s.cores.map(|c| machines(c, gib(s.memory_bytes)));
