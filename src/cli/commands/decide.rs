@@ -164,6 +164,56 @@ fn traced(
         .transpose()
 }
 
+/// The prices a decision sizes with, checked.
+struct Prices {
+    core_hour: f64,
+    gib_hour: f64,
+    machine_month: f64,
+    currency: String,
+    /// kvlab's examples: no price was given.
+    examples: bool,
+}
+
+/// The prices and the stated cores of `args`, each checked.
+fn prices(args: &DecideArgs) -> Result<Prices, UsageError> {
+    for (flag, v) in [
+        ("--target-cores", args.target_cores),
+        ("--cache-cores", args.cache_cores),
+        ("--price-machine-month", args.price_machine_month),
+    ] {
+        if let Some(v) = v {
+            crate::error::positive(flag, v, "give a positive number")?;
+        }
+    }
+    if args.app_instances == 0 {
+        return Err(UsageError::bad(
+            "--app-instances",
+            "0 instances",
+            "give the application's instances, e.g. --app-instances 4",
+        ));
+    }
+    let (core_hour, gib_hour) = (
+        args.price_core_hour.unwrap_or(PRICES.0),
+        args.price_gib_hour.unwrap_or(PRICES.1),
+    );
+    Ok(Prices {
+        core_hour,
+        gib_hour,
+        machine_month: args.price_machine_month.unwrap_or_else(|| {
+            crate::results::decide::machine_month(
+                args.machine_cores,
+                args.machine_gib,
+                core_hour,
+                gib_hour,
+            )
+        }),
+        currency: args.currency.clone().unwrap_or_else(|| "USD".into()),
+        examples: args.price_core_hour.is_none()
+            && args.price_gib_hour.is_none()
+            && args.price_machine_month.is_none(),
+    })
+}
+
 /// What `args` ask: the database (not a cache) and the cache in front of it
 /// (redis unless `--cache`), the load as stated.
 fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
@@ -202,39 +252,7 @@ fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
     let traced = traced(args, &mut plan, shutdown)?;
     let rtt_assumed = assume_round_trips(&mut plan, &cache);
     let w = &plan.workload;
-    let (price_core_hour, price_gib_hour) = (
-        args.price_core_hour.unwrap_or(PRICES.0),
-        args.price_gib_hour.unwrap_or(PRICES.1),
-    );
-    let example_prices = args.price_core_hour.is_none()
-        && args.price_gib_hour.is_none()
-        && args.price_machine_month.is_none();
-    let currency = args.currency.clone().unwrap_or_else(|| "USD".into());
-    for (flag, v) in [
-        ("--target-cores", args.target_cores),
-        ("--cache-cores", args.cache_cores),
-        ("--price-machine-month", args.price_machine_month),
-    ] {
-        if let Some(v) = v {
-            crate::error::positive(flag, v, "give a positive number")?;
-        }
-    }
-    if args.app_instances == 0 {
-        return Err(UsageError::bad(
-            "--app-instances",
-            "0 instances",
-            "give the application's instances, e.g. --app-instances 4",
-        )
-        .into());
-    }
-    let price_machine_month = args.price_machine_month.unwrap_or_else(|| {
-        crate::results::decide::machine_month(
-            args.machine_cores,
-            args.machine_gib,
-            price_core_hour,
-            price_gib_hour,
-        )
-    });
+    let prices = prices(args)?;
     let load = StatedLoad {
         rps: args.rps,
         p99_ms: args.goal.p99_ms,
@@ -247,11 +265,11 @@ fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
         write_share: w.ratio.set as f64 / (w.ratio.set + w.ratio.get).max(1) as f64,
         machine_cores: args.machine_cores,
         machine_gib: args.machine_gib,
-        price_core_hour,
-        price_gib_hour,
-        currency,
-        example_prices,
-        price_machine_month,
+        price_core_hour: prices.core_hour,
+        price_gib_hour: prices.gib_hour,
+        currency: prices.currency,
+        example_prices: prices.examples,
+        price_machine_month: prices.machine_month,
         shared: args.shared,
         target_cores: args.target_cores,
         cache_cores: args.cache_cores,

@@ -183,3 +183,22 @@ pub fn decide(
         },
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_copy_names_what_limited_it() {
+        // --quick: at most 100,000 keys, said as --quick's limit (not memory).
+        let (keys, why) = scaled_keys(2_000_000, 500, true);
+        assert_eq!(keys, 100_000);
+        assert!(why.contains("--quick measures at most"), "{why}");
+        assert!(!why.contains("available memory"), "{why}");
+        let (keys, why) = scaled_keys(50_000, 500, true);
+        assert_eq!(
+            (keys, why.as_str()),
+            (50_000, "the whole data set fits this machine")
+        );
+    }
+}
