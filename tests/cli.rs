@@ -23,8 +23,14 @@ fn bad_flags_name_the_flag_and_the_fix() {
             "run --value-size 500:90,4000",
             "--value-size: '500:90,4000' gives some sizes a weight and not others; give every size a weight (500:90,4000:10) or none",
         ),
-        ("decide --rps 100 --p99-ms 5 --target-cores 0", "--target-cores"),
-        ("decide --rps 100 --p99-ms 5 --app-instances 0", "--app-instances"),
+        (
+            "decide --rps 100 --p99-ms 5 --target-cores 0",
+            "--target-cores",
+        ),
+        (
+            "decide --rps 100 --p99-ms 5 --app-instances 0",
+            "--app-instances",
+        ),
         (
             "decide --rps 100 --p99-ms 5 --price-machine-month -3",
             "--price-machine-month",

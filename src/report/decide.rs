@@ -101,6 +101,9 @@ pub fn text(d: &Decision) -> String {
         "\nDECISION: {}: {}.\n",
         d.decision.answer, d.decision.because
     );
+    for b in &d.host_busy {
+        let _ = writeln!(s, "NOTE: {b}.");
+    }
     for a in &d.architectures {
         let c = cells(d, a);
         let _ = writeln!(
@@ -201,7 +204,11 @@ pub fn html(d: &Decision) -> String {
         }
         s.push_str("</tr>");
     }
-    s.push_str("</table><h2>Miss-ratio curve</h2><table><tr><th>cache memory</th><th>hit ratio of all reads</th><th>database reads/s at the stated rate</th><th>source</th></tr>");
+    s.push_str("</table>");
+    for b in &d.host_busy {
+        let _ = write!(s, "<p><b>Note:</b> {}.</p>", esc(b));
+    }
+    s.push_str("<h2>Miss-ratio curve</h2><table><tr><th>cache memory</th><th>hit ratio of all reads</th><th>database reads/s at the stated rate</th><th>source</th></tr>");
     for cells in d.miss_ratio_curve.iter().map(curve_cells) {
         let _ = write!(s, "<tr><td>{}</td></tr>", cells.join("</td><td>"));
     }

@@ -281,6 +281,10 @@ pub struct Decision {
     pub cache_loss: Option<CacheLoss>,
     /// Every extrapolation from the measured copy to the stated load.
     pub extrapolations: Vec<String>,
+    /// The steps the host was busy in (other processes' CPU, steal, load),
+    /// each said: their figures may be low.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_busy: Vec<String>,
     /// The answer.
     pub decision: Answer,
 }

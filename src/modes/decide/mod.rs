@@ -16,6 +16,7 @@
 //! - `others`: the other architectures weighed (a read replica, near caches):
 //!   a fixed-rate run each, and its row.
 
+pub mod host;
 mod measure;
 pub mod model;
 mod others;
@@ -128,23 +129,30 @@ pub fn decide(
             "stopped (Ctrl-C) during the runs of {step}; finished: {finished}; no decision from runs cut short; run kvlab decide again for one"
         )
     };
+    let mut host = host::HostLog::start();
     let db = m.database(say)?;
     stopped("the database alone")?;
+    note_host(&mut host, "the database alone", say);
     let cache = m.cache_alone(say)?;
     stopped("the cache alone")?;
+    note_host(&mut host, "the cache alone", say);
     let curve_rate = measure::curve_rate(ask, &db);
     let curve = m.curve(curve_rate, say)?;
     stopped("the miss-ratio curve")?;
+    note_host(&mut host, "the miss-ratio curve", say);
     let (rate, rate_why) = measure::confirm_rate(ask, &db, &cache, curve_rate);
     let aside = m.cache_aside(&curve, &db, rate, say)?;
     stopped("the cache-aside confirmation")?;
+    note_host(&mut host, "the cache-aside confirmation", say);
     let loss = match &aside {
         Some(a) => Some(m.cache_loss(a, rate, say)?),
         None => None,
     };
     stopped("the cache loss")?;
+    note_host(&mut host, "the cache loss", say);
     let mut others = vec![m.replicas(rate, say)?];
     stopped("the database with a read replica")?;
+    note_host(&mut host, "the database with a read replica", say);
     others.push(match &aside {
         Some(a) => m.near_aside(a, rate, say)?,
         None => others::Other {
@@ -156,8 +164,10 @@ pub fn decide(
         },
     });
     stopped("cache-aside with a near cache")?;
+    note_host(&mut host, "cache-aside with a near cache", say);
     others.push(m.near_database(rate, say)?);
     stopped("the database with a near cache")?;
+    note_host(&mut host, "the database with a near cache", say);
     let per_key = ask.load.keys as f64 / ask.plan.workload.keys.max(1) as f64;
     let others = others
         .iter()
@@ -170,7 +180,7 @@ pub fn decide(
         rate,
         rate_why,
     };
-    Ok(rows::decision(
+    let mut d = rows::decision(
         ask,
         scaled,
         rows::Measured {
@@ -181,7 +191,16 @@ pub fn decide(
             loss,
             others,
         },
-    ))
+    );
+    d.host_busy = host.busy;
+    Ok(d)
+}
+
+/// Ends `step` on the host log: a line when the host was busy in it.
+fn note_host(host: &mut host::HostLog, step: &str, say: &mut dyn FnMut(&str)) {
+    if let Some(line) = host.mark(step) {
+        say(&format!("  NOTE: {line}\n"));
+    }
 }
 
 #[cfg(test)]

@@ -102,7 +102,7 @@ impl Runs<'_> {
         let what = format!(
             "cache-aside with a {} cache and a near cache in each application instance of {}",
             mb_name(a.memory_mb),
-            near.describe()
+            near.describe().replace("per client thread", "per instance")
         );
         Ok(Other {
             name: "cache-aside-near",
@@ -132,7 +132,7 @@ impl Runs<'_> {
         p.load.rate = Some(rate);
         let what = format!(
             "the database with a near cache in each application instance of {}",
-            near.describe()
+            near.describe().replace("per client thread", "per instance")
         );
         Ok(Other {
             name: "database-near",

@@ -52,6 +52,7 @@ pub(super) fn decision(ask: &Ask, scaled: Scaled, m: Measured) -> Decision {
         miss_ratio_curve: curve(ask, &m, per_key),
         cache_loss: loss,
         decision: answer,
+        host_busy: Vec::new(),
     }
 }
 
