@@ -42,8 +42,6 @@ fn a_capacity_search_reports_its_bracket_and_agrees_with_runs_inside_and_outside
     };
     assert_eq!(c.limits, more);
     let pass = c.capacity_rps.expect("a rate passed");
-    let [lo, hi] = c.bracket.expect("a bracket");
-    assert!(lo == pass && hi > lo, "{:?}", c.bracket);
     assert!(
         c.headroom.len() == 2
             && c.headroom[1].starts_with("p99 ")
@@ -51,6 +49,17 @@ fn a_capacity_search_reports_its_bracket_and_agrees_with_runs_inside_and_outside
         "{:?}",
         c.headroom
     );
+    // Where kvlab itself could not keep up above the pass (twice the client
+    // threads too), the search ends there: a lower bound, never a bracket.
+    let Some([lo, hi]) = c.bracket else {
+        let at = c
+            .client_limited_at
+            .expect("a bracket, or kvlab's own limit said");
+        assert!(at > pass, "{c:?}");
+        assert!(text.contains("is at least the rate found"), "{text}");
+        return;
+    };
+    assert!(lo == pass && hi > lo, "{:?}", c.bracket);
     assert!(text.contains("bracket: passed at"), "{text}");
     // A fixed rate inside the bracket passes and one outside it fails, each
     // judged as the search judges a rate (a failure is confirmed by a second
