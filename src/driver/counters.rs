@@ -85,4 +85,7 @@ pub struct UsageReport {
     pub cpu: &'static str,
     /// What the memory figure is, e.g. `INFO memory used_memory_rss`.
     pub memory: Option<&'static str>,
+    /// The memory figure is the process's resident memory (RESP's
+    /// `used_memory_rss`): its largest sample stands for the server's peak RSS.
+    pub resident: bool,
 }

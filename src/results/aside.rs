@@ -47,9 +47,11 @@ pub struct AsideReport {
     pub db_reads_per_s: f64,
     /// Each step: replies, errors and latency from send to reply.
     pub legs: BTreeMap<String, LegReport>,
-    /// The cache server's CPU seconds in the window (managed cache only).
+    /// The cache server's CPU seconds in the window: from /proc for a cache
+    /// kvlab started, else as the cache reports it (`INFO cpu`, memcached's
+    /// `stats` rusage); `None`: not known.
     pub cache_cpu_s: Option<f64>,
-    /// The database server's CPU seconds in the window (managed only).
+    /// The database server's CPU seconds in the window, the same way.
     pub db_cpu_s: Option<f64>,
     /// The cache's own counters beside kvlab's cache steps.
     pub cache_counters: Option<CounterCheck>,

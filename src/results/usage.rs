@@ -40,6 +40,16 @@ pub struct ServerUse {
     pub cpu_us_per_request: Option<f64>,
     /// Peak resident memory, KiB (`None`: not known).
     pub peak_rss_kb: Option<u64>,
+    /// Where `cpu_s` comes from when not /proc: the server's own report
+    /// (e.g. `INFO cpu used_cpu_user + used_cpu_sys`) for a server kvlab
+    /// did not start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_source: Option<String>,
+    /// Where `peak_rss_kb` comes from when not /proc: the largest resident
+    /// memory a server kvlab did not start reported (e.g. `INFO memory
+    /// used_memory_rss`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_source: Option<String>,
 }
 
 impl ServerUse {
@@ -59,7 +69,17 @@ impl ServerUse {
                 .filter(|_| requests > 0)
                 .map(|c| c * 1e6 / requests as f64),
             peak_rss_kb,
+            cpu_source: None,
+            rss_source: None,
         }
+    }
+
+    /// The same, its figures from the server's own report where a source
+    /// is given (`None`: from /proc, or not known).
+    pub fn reported(mut self, cpu: Option<&str>, rss: Option<&str>) -> ServerUse {
+        self.cpu_source = cpu.map(str::to_string);
+        self.rss_source = rss.map(str::to_string);
+        self
     }
 }
 

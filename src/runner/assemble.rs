@@ -2,7 +2,7 @@
 //! resource samples and the server's counters; with the problems that make a
 //! run invalid or worth a caveat.
 
-use super::observe::{RunObserver, self_peak_rss_kb};
+use super::observe::{Reporter, RunObserver, self_peak_rss_kb};
 use super::resolve::Resolved;
 use crate::driver::LoadResult;
 use crate::engine::EngineReport;
@@ -30,7 +30,7 @@ pub(super) fn assemble(
         .at_start
         .zip(obs.at_end)
         .map_or(0.0, |(a, b)| (b.client_cpu_s - a.client_cpu_s).max(0.0));
-    let cpu = ServerCpu::of(rs, obs, c.requests());
+    let cpu = ServerCpu::of(obs, c.requests());
     let mut problems = problems(rs, &r, &cpu, server_counters.as_ref());
     let mut schedule = r.schedule.clone();
     if let Some(sc) = schedule.as_mut() {
@@ -76,12 +76,15 @@ struct ServerCpu {
     source: Option<String>,
     /// The memory a server kvlab did not start reports, and from where.
     memory: Option<(u64, &'static str)>,
+    /// The peak resident memory (KiB) of a server kvlab did not start, the
+    /// largest it reported, where it reports its resident memory.
+    reported_peak_kb: Option<u64>,
     /// A managed server's process tree changed between samples.
     unknown: bool,
 }
 
 impl ServerCpu {
-    fn of(rs: &Resolved, obs: &RunObserver, requests: u64) -> ServerCpu {
+    fn of(obs: &RunObserver, requests: u64) -> ServerCpu {
         let sampled = obs
             .at_start
             .zip(obs.at_end)
@@ -92,19 +95,17 @@ impl ServerCpu {
             .map(|(a, b)| b.cpu_s - a.cpu_s)
             .filter(|d| *d > 0.0 || requests == 0);
         // A server kvlab did not start: what it reports of itself, if anything.
-        let report = rs.config.target.kind.product().facts().usage_report;
-        let reported = obs.reported_use();
-        let (cpu_s, source) = match (proc, reported, report) {
-            (Some(s), _, _) => (Some(s), Some("proc".to_string())),
-            (None, Some((cpu, _)), Some(rep)) => (Some(cpu), Some(rep.cpu.to_string())),
+        let reported = obs.reported(Reporter::Target);
+        let (cpu_s, source) = match (proc, reported) {
+            (Some(s), _) => (Some(s), Some("proc".to_string())),
+            (None, Some(r)) => (r.cpu_s, r.cpu_s.map(|_| r.report.cpu.to_string())),
             _ => (None, None),
         };
         ServerCpu {
             cpu_s,
             source,
-            memory: reported
-                .and_then(|(_, m)| m)
-                .zip(report.and_then(|r| r.memory)),
+            memory: reported.and_then(|r| r.memory_end.zip(r.report.memory)),
+            reported_peak_kb: reported.and_then(|r| r.peak_rss_kb),
             unknown: sampled.is_some() && proc.is_none(),
         }
     }
@@ -284,7 +285,11 @@ impl Parts {
             server: ServerFigures {
                 server_cpu_s: self.cpu.cpu_s,
                 server_cpu_us_per_request: self.cpu.cpu_s.map(per_req),
-                server_peak_rss_kb: obs.at_end.and_then(|e| e.server).and(obs.peak_kb.server),
+                server_peak_rss_kb: obs
+                    .at_end
+                    .and_then(|e| e.server)
+                    .and(obs.peak_kb.server)
+                    .or(self.cpu.reported_peak_kb),
                 servers: Vec::new(),
                 server_cpu_source: self.cpu.source,
                 server_reported_memory: self.cpu.memory.map(|(bytes, what)| ReportedMemory {

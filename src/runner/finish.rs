@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::assemble::{self, assemble};
 use super::cache::{self, Cache};
 use super::events;
-use super::observe::RunObserver;
+use super::observe::{Reporter, RunObserver};
 use super::resolve::Resolved;
 use super::target::Target;
 use super::window::Counters;
@@ -192,6 +192,10 @@ impl Finish<'_> {
     fn aside_report(&self, a: &Around, slack: u64) -> Option<AsideReport> {
         let c = self.cache?;
         let (db_cpu_s, cache_cpu_s) = self.obs.cpu_deltas();
+        // A server kvlab did not start: the CPU it reports of itself.
+        let reported = |who| self.obs.reported(who).and_then(|r| r.cpu_s);
+        let cache_cpu_s = cache_cpu_s.or_else(|| reported(Reporter::Cache));
+        let db_cpu_s = db_cpu_s.or_else(|| reported(Reporter::Target));
         Some(c.report(
             &self.report,
             cache::CacheWindow {
@@ -323,22 +327,36 @@ fn server_use(result: &mut RunResult, target_is_db: bool, obs: &RunObserver) {
         true => Role::Database,
         false => Role::Cache,
     };
-    let mut servers = vec![ServerUse::new(
-        role,
-        &result.target.product,
-        result.server.server_cpu_s,
-        result.server.server_peak_rss_kb,
-        n,
-    )];
-    if let Some(a) = &result.cache_aside {
-        // Its peak while it ran, also when an event killed it.
-        servers.push(ServerUse::new(
-            Role::Cache,
-            &a.cache.product,
-            a.cache_cpu_s,
-            obs.peak_kb.cache,
+    // A server kvlab did not start: its figures as it reports them.
+    let rss_source = |who| {
+        let r = obs.reported(who)?;
+        r.peak_rss_kb.and(r.report.memory)
+    };
+    let target_cpu = result.server.server_cpu_source.as_deref();
+    let mut servers = vec![
+        ServerUse::new(
+            role,
+            &result.target.product,
+            result.server.server_cpu_s,
+            result.server.server_peak_rss_kb,
             n,
-        ));
+        )
+        .reported(
+            target_cpu.filter(|s| *s != "proc"),
+            rss_source(Reporter::Target),
+        ),
+    ];
+    if let Some(a) = &result.cache_aside {
+        let reported = obs.reported(Reporter::Cache);
+        let cpu_source = reported
+            .filter(|r| obs.cpu_deltas().1.is_none() && r.cpu_s.is_some())
+            .map(|r| r.report.cpu);
+        // Its peak while it ran, also when an event killed it.
+        let peak = obs.peak_kb.cache.or(reported.and_then(|r| r.peak_rss_kb));
+        servers.push(
+            ServerUse::new(Role::Cache, &a.cache.product, a.cache_cpu_s, peak, n)
+                .reported(cpu_source, rss_source(Reporter::Cache)),
+        );
     }
     if let Some(p) = &result.pooler {
         servers.push(ServerUse::new(

@@ -1,12 +1,13 @@
 //! What a run samples while it goes: the progress line, and the CPU and memory
 //! of kvlab itself and of the managed servers at the edges of the measured
-//! window (an engine [`Observer`]); for a server kvlab did not start, what the
-//! server reports of itself, sampled at the same edges.
+//! window (an engine [`Observer`]); for a server kvlab did not start (the
+//! target, the cache of a cache-aside run), what the server reports of itself,
+//! sampled at the same edges and every second (for its peak memory).
 
 use std::time::Duration;
 
 use super::events::Events;
-use crate::driver::{Cache, CacheMemory, Connector, ReportedUsage};
+use crate::driver::{Cache, CacheMemory, Connector, ReportedUsage, UsageReport};
 use crate::engine::{Beat, Observer, Tick};
 use crate::servers::ManagedServer;
 use crate::system::ProcUsage;
@@ -24,8 +25,10 @@ pub(super) struct Sample {
     pub cache: Option<ProcUsage>,
     /// The use of the pooler in front of the server.
     pub pooler: Option<ProcUsage>,
-    /// What a server kvlab did not start reports of its own use.
+    /// What the target, when kvlab did not start it, reports of its own use.
     pub reported: Option<ReportedUsage>,
+    /// What the cache, when kvlab did not start it, reports of its own use.
+    pub reported_cache: Option<ReportedUsage>,
 }
 
 /// The largest memory seen of each managed process (KiB; `None`: never read).
@@ -37,6 +40,58 @@ pub(super) struct Peaks {
     pub cache: Option<u64>,
     /// The pooler in front of the server.
     pub pooler: Option<u64>,
+    /// The memory the target reported of itself (bytes), when kvlab did not
+    /// start it.
+    pub reported: Option<u64>,
+    /// The memory the cache reported of itself (bytes), when kvlab did not
+    /// start it.
+    pub reported_cache: Option<u64>,
+}
+
+/// A server kvlab did not start that reports its own CPU and memory.
+#[derive(Clone, Copy)]
+pub(super) struct Reporting<'a> {
+    /// How to reach it.
+    pub connector: &'a Connector,
+    /// What its report is.
+    pub report: UsageReport,
+}
+
+impl<'a> Reporting<'a> {
+    /// The server `connector` reaches, unless kvlab started it (`managed`)
+    /// or its product reports nothing of itself.
+    pub fn of(connector: &'a Connector, managed: bool) -> Option<Reporting<'a>> {
+        let report = connector
+            .product
+            .facts()
+            .usage_report
+            .filter(|_| !managed)?;
+        Some(Reporting { connector, report })
+    }
+}
+
+/// Which server kvlab did not start: the target or the cache.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reporter {
+    /// The target (the database of a cache-aside run).
+    Target,
+    /// The cache of a cache-aside run.
+    Cache,
+}
+
+/// What a server kvlab did not start reported over the window.
+#[derive(Clone, Copy)]
+pub(super) struct Reported {
+    /// CPU seconds it spent in the window (`None`: not known, e.g. its
+    /// counter went back, as after a restart).
+    pub cpu_s: Option<f64>,
+    /// The memory it reported at the window's end, bytes.
+    pub memory_end: Option<u64>,
+    /// Its peak resident memory, KiB: the largest sample, where its memory
+    /// figure is resident ([`UsageReport::resident`]).
+    pub peak_rss_kb: Option<u64>,
+    /// Where the figures come from.
+    pub report: UsageReport,
 }
 
 /// The engine observer of a measured run: progress, and resource samples at
@@ -48,8 +103,10 @@ pub(super) struct RunObserver<'a> {
     pub server: Option<&'a ManagedServer>,
     /// A managed cache in front of the server (cache-aside).
     pub cache: Option<&'a ManagedServer>,
-    /// A server kvlab did not start that reports its own CPU use.
-    pub reporting: Option<&'a Connector>,
+    /// The target, when kvlab did not start it and it reports its own use.
+    pub reporting: Option<Reporting<'a>>,
+    /// The cache, when kvlab did not start it and it reports its own use.
+    pub reporting_cache: Option<Reporting<'a>>,
     /// Largest memory seen at any sample (KiB) of the server, the cache and
     /// the pooler.
     pub peak_kb: Peaks,
@@ -82,16 +139,40 @@ impl RunObserver<'_> {
                 .server
                 .and_then(ManagedServer::pooler)
                 .and_then(|p| p.usage()),
-            reported: self.reporting.and_then(|c| c.reported_usage().ok()),
+            reported: self
+                .reporting
+                .and_then(|r| r.connector.reported_usage().ok()),
+            reported_cache: self
+                .reporting_cache
+                .and_then(|r| r.connector.reported_usage().ok()),
         }
     }
 
-    /// CPU seconds a server kvlab did not start reported spending over the
-    /// window, and the memory it reported at the end (bytes).
-    pub fn reported_use(&self) -> Option<(f64, Option<u64>)> {
-        let (a, b) = self.at_start.zip(self.at_end)?;
-        let (a, b) = (a.reported?, b.reported?);
-        Some(((b.cpu_s - a.cpu_s).max(0.0), b.memory_bytes))
+    /// What the target or the cache, a server kvlab did not start, reported
+    /// over the window: its CPU, its memory at the end, its peak RSS.
+    pub fn reported(&self, who: Reporter) -> Option<Reported> {
+        let (reporting, pick, peak): (_, fn(&Sample) -> Option<ReportedUsage>, _) = match who {
+            Reporter::Target => (self.reporting, |s| s.reported, self.peak_kb.reported),
+            Reporter::Cache => (
+                self.reporting_cache,
+                |s| s.reported_cache,
+                self.peak_kb.reported_cache,
+            ),
+        };
+        let report = reporting?.report;
+        let (a, b) = (
+            self.at_start.and_then(|s| pick(&s)),
+            self.at_end.and_then(|s| pick(&s)),
+        );
+        Some(Reported {
+            cpu_s: a
+                .zip(b)
+                .map(|(a, b)| b.cpu_s - a.cpu_s)
+                .filter(|d| *d >= 0.0),
+            memory_end: b.and_then(|b| b.memory_bytes),
+            peak_rss_kb: peak.filter(|_| report.resident).map(|b| b.div_ceil(1024)),
+            report,
+        })
     }
 
     /// CPU seconds and peak memory (KiB) of the pooler over the window.
@@ -154,8 +235,11 @@ impl Observer for RunObserver<'_> {
     fn second(&mut self, beat: &Beat) {
         let (elapsed, requests, p99_us, errors) =
             (beat.elapsed, beat.requests, beat.p99_us, beat.errors);
-        // A process tree's peak is the largest total seen at a sample.
-        if self.server.is_some() || self.metrics.is_some() {
+        // A process tree's peak is the largest total seen at a sample; a
+        // server kvlab did not start, the largest memory it reported.
+        let sampled = self.server.is_some() || self.cache.is_some();
+        let reporting = self.reporting.is_some() || self.reporting_cache.is_some();
+        if sampled || reporting || self.metrics.is_some() {
             let s = self.sample();
             self.track_peak(&s);
             if let Some(m) = &self.metrics {
@@ -217,6 +301,14 @@ impl RunObserver<'_> {
         ] {
             if let Some(u) = u {
                 *peak = Some(peak.unwrap_or(0).max(u.peak_rss_kb));
+            }
+        }
+        for (peak, u) in [
+            (&mut p.reported, s.reported),
+            (&mut p.reported_cache, s.reported_cache),
+        ] {
+            if let Some(m) = u.and_then(|u| u.memory_bytes) {
+                *peak = Some(peak.unwrap_or(0).max(m));
             }
         }
     }

@@ -10,7 +10,7 @@ use anyhow::Result;
 
 use super::cache::Cache;
 use super::events;
-use super::observe::RunObserver;
+use super::observe::{Reporting, RunObserver};
 use super::resolve::Resolved;
 use super::target::Target;
 use crate::driver::{PoolerCounters, Role, ServerCounters};
@@ -72,8 +72,8 @@ fn observer<'a>(
         progress: Progress::spinner("run", opts.progress),
         server: target.server,
         cache: cache.and_then(|c| c.server.as_ref()),
-        reporting: (target.server.is_none() && product.facts().usage_report.is_some())
-            .then_some(&target.connector),
+        reporting: Reporting::of(&target.connector, target.server.is_some()),
+        reporting_cache: cache.and_then(|c| Reporting::of(&c.connector, c.server.is_some())),
         peak_kb: Default::default(),
         at_start: None,
         at_end: None,

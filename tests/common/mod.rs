@@ -181,6 +181,28 @@ pub fn cpu_sources_agree(kind: TargetKind, server: &ManagedServer) {
     // The run against it, as a server kvlab did not start, used the report.
     assert!(r.server.server_cpu_s.is_some_and(|s| s > 0.0), "{kind:?}");
     assert!(rep1.memory_bytes.is_some_and(|b| b > 0), "{kind:?}");
+    // Its peak RSS is the largest resident memory it reported, near what
+    // /proc saw; a server that reports no resident memory has none (not 0).
+    let report = kind.product().facts().usage_report.unwrap();
+    let peak = r.server.server_peak_rss_kb;
+    let u = &r.server.servers[0];
+    match report.resident {
+        true => {
+            let (peak, hwm) = (peak.expect("a peak RSS"), proc1.peak_rss_kb);
+            assert!(
+                peak > 0 && peak <= 2 * hwm && 4 * peak >= hwm,
+                "{kind:?}: {peak} KiB reported, {hwm} KiB by /proc"
+            );
+            assert_eq!(u.rss_source.as_deref(), report.memory);
+        }
+        false => assert_eq!((peak, u.rss_source.as_deref()), (None, None), "{kind:?}"),
+    }
+    assert_eq!(u.cpu_source.as_deref(), Some(report.cpu), "{kind:?}");
+    let text = kvlab::report::summary::summary(&r);
+    assert!(
+        text.contains(&format!("as the server reports it ({})", report.cpu)),
+        "{text}"
+    );
 }
 
 /// Starts `kind` with `opts` (e.g. `tls=on`, `socket=on`), runs a load

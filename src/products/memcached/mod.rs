@@ -51,6 +51,7 @@ static FACTS: Facts = Facts {
     usage_report: Some(UsageReport {
         cpu: "stats rusage_user + rusage_system",
         memory: Some("stats bytes, the items' memory"),
+        resident: false,
     }),
     server: ServerFacts {
         binary: "memcached",

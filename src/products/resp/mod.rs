@@ -315,6 +315,7 @@ pub(crate) fn node_counters(c: &Connector) -> Result<ServerCounters> {
 pub(crate) const USAGE_REPORT: UsageReport = UsageReport {
     cpu: "INFO cpu used_cpu_user + used_cpu_sys",
     memory: Some("INFO memory used_memory_rss"),
+    resident: true,
 };
 
 /// One server's CPU seconds and resident memory, as it reports them.

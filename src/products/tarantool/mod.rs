@@ -64,6 +64,7 @@ static FACTS: Facts = Facts {
     usage_report: Some(UsageReport {
         cpu: "os.clock(), the process's CPU time",
         memory: Some("box.slab.info().arena_used + box.info.memory().lua"),
+        resident: false,
     }),
     server: ServerFacts {
         binary: "tarantool",

@@ -1,6 +1,7 @@
 //! The servers' CPU and memory in the summary: every server of the run
 //! together, then each role's (database, cache, pooler), read from
-//! [`ServerFigures::servers`](crate::results::ServerFigures::servers) so every place shows the same figures.
+//! [`ServerFigures::servers`](crate::results::ServerFigures::servers) so every place shows the same figures;
+//! a figure a server kvlab did not start reported of itself says so.
 
 use std::fmt::Write as _;
 
@@ -12,14 +13,22 @@ use crate::results::stats::num;
 pub(super) fn lines(s: &mut String, r: &RunResult) {
     let mib = |kb: u64| num(kb as f64 / 1024.0);
     let sv = &r.server;
+    let several = sv.servers.len() > 1;
+    let single = sv.servers.first().filter(|_| !several);
     match (sv.server_cpu_s, sv.server_cpu_us_per_request) {
         (Some(cpu), Some(per)) => {
             let source = match sv.server_cpu_source.as_deref() {
-                Some("proc") | None => String::new(),
-                Some(src) => format!(", as the server reports it ({src})"),
+                Some(src) if src != "proc" && !several => {
+                    format!(", as the server reports it ({src})")
+                }
+                _ => String::new(),
             };
             let memory = match (&sv.server_peak_rss_kb, &sv.server_reported_memory) {
-                (Some(kb), _) => format!(", peak RSS {} MiB", mib(*kb)),
+                (Some(kb), _) => format!(
+                    ", peak RSS {} MiB{}",
+                    mib(*kb),
+                    rss_from(single.and_then(|u| u.rss_source.as_deref()))
+                ),
                 (None, Some(m)) => {
                     format!(
                         "; memory {} MiB ({})",
@@ -33,7 +42,7 @@ pub(super) fn lines(s: &mut String, r: &RunResult) {
                 s,
                 "  server CPU  {cpu:.2} s, {} µs/request{source}{memory}{}",
                 num(per),
-                if sv.servers.len() > 1 {
+                if several {
                     format!(": the {} servers together", sv.servers.len())
                 } else {
                     String::new()
@@ -47,7 +56,7 @@ pub(super) fn lines(s: &mut String, r: &RunResult) {
                 r.target.product
             );
         }
-        _ if sv.servers.len() > 1 => {
+        _ if several => {
             let _ = writeln!(
                 s,
                 "  server CPU  not known for every server, no sum (each one below){}",
@@ -62,7 +71,7 @@ pub(super) fn lines(s: &mut String, r: &RunResult) {
         }
         _ => {}
     }
-    if sv.servers.len() < 2 {
+    if !several {
         return;
     }
     for u in &sv.servers {
@@ -72,11 +81,29 @@ pub(super) fn lines(s: &mut String, r: &RunResult) {
             u.role.name(),
             u.product,
             match (u.cpu_s, u.cpu_us_per_request) {
-                (Some(c), Some(p)) => format!("{c:.2} s, {} µs/request", num(p)),
+                (Some(c), Some(p)) => format!(
+                    "{c:.2} s, {} µs/request{}",
+                    num(p),
+                    u.cpu_source
+                        .as_deref()
+                        .map(|src| format!(" (from the server's {src})"))
+                        .unwrap_or_default()
+                ),
                 _ => "not known".into(),
             },
-            u.peak_rss_kb
-                .map_or("not known".into(), |kb| format!("{} MiB", mib(kb)))
+            u.peak_rss_kb.map_or("not known".into(), |kb| format!(
+                "{} MiB{}",
+                mib(kb),
+                rss_from(u.rss_source.as_deref())
+            ))
         );
     }
+}
+
+/// Where a peak RSS a server kvlab did not start reported comes from (empty
+/// for /proc's).
+fn rss_from(source: Option<&str>) -> String {
+    source
+        .map(|src| format!(" (the largest the server reported: {src})"))
+        .unwrap_or_default()
 }

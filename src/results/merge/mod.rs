@@ -219,7 +219,8 @@ fn merge_usage(m: &mut RunResult, rs: &[&RunResult]) {
             .filter(|x| x.role == u.role);
         let cpu = same.clone().filter_map(|x| x.cpu_s).reduce(f64::max);
         let peak = same.filter_map(|x| x.peak_rss_kb).max();
-        *u = ServerUse::new(u.role, &u.product, cpu, peak, requests);
+        *u = ServerUse::new(u.role, &u.product, cpu, peak, requests)
+            .reported(u.cpu_source.as_deref(), u.rss_source.as_deref());
     }
     s.server_reported_memory = last_to_end(rs).server.server_reported_memory.clone();
 }
