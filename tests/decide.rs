@@ -13,42 +13,14 @@ use serde_json::Value;
 
 /// Runs `kvlab decide` with `args` on a small quick load; its JSON.
 fn decide(args: &[&str]) -> Value {
-    let mut all = vec![
-        "--keys",
-        "20000",
-        "--value-size",
-        "1024",
-        "--ratio",
-        "1:19",
-        "--key-distribution",
-        "zipf",
-    ];
+    let mut all = common::SMALL_DECISION.to_vec();
     all.extend(args);
     decide_quick(&all)
 }
 
 /// Runs `kvlab decide --quick` with short runs and `args`; its JSON.
 fn decide_quick(args: &[&str]) -> Value {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().to_str().unwrap().to_string();
-    let mut all = vec![
-        "decide",
-        "--quick",
-        "--duration",
-        "1",
-        "--connections",
-        "16",
-        "--out",
-    ];
-    all.push(&out);
-    all.extend(args);
-    let o = common::kvlab().args(&all).output().unwrap();
-    common::succeeds(&o);
-    let text = std::fs::read_to_string(dir.path().join("decision.json")).unwrap();
-    assert!(dir.path().join("report.html").exists());
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(stdout.contains("DECISION: "), "{stdout}");
-    serde_json::from_str(&text).unwrap()
+    common::decide_quick(args).0
 }
 
 fn answer(d: &Value) -> &str {

@@ -6,38 +6,17 @@ mod common;
 
 use serde_json::Value;
 
-/// `kvlab decide --quick` on a small load with short runs; its JSON.
+/// `kvlab decide --quick` on a small load with short runs; its JSON, after
+/// checking its output says the host was busy.
 fn decide(args: &[&str]) -> Value {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().to_str().unwrap().to_string();
-    let mut all = vec![
-        "decide",
-        "--quick",
-        "--duration",
-        "1",
-        "--connections",
-        "16",
-        "--keys",
-        "20000",
-        "--value-size",
-        "1024",
-        "--ratio",
-        "1:19",
-        "--key-distribution",
-        "zipf",
-        "--out",
-    ];
-    all.push(&out);
+    let mut all = common::SMALL_DECISION.to_vec();
     all.extend(args);
-    let o = common::kvlab().args(&all).output().unwrap();
-    common::succeeds(&o);
-    let stdout = String::from_utf8_lossy(&o.stdout);
+    let (d, stdout) = common::decide_quick(&all);
     assert!(
         stdout.contains("NOTE: the host was busy during"),
         "{stdout}"
     );
-    let text = std::fs::read_to_string(dir.path().join("decision.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
+    d
 }
 
 /// A CPU hog beside a decision: each step it took CPU in is said busy, in

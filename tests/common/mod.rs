@@ -394,3 +394,40 @@ pub fn every_request_clean(r: &RunResult) {
     );
     assert!(r.totals.hits > 0 && r.totals.sets > 0);
 }
+
+/// Runs `kvlab decide --quick` with 1-second runs, 16 connections and
+/// `args` into a temporary directory: its decision.json and its stdout.
+pub fn decide_quick(args: &[&str]) -> (serde_json::Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap().to_string();
+    let mut all = vec![
+        "decide",
+        "--quick",
+        "--duration",
+        "1",
+        "--connections",
+        "16",
+        "--out",
+    ];
+    all.push(&out);
+    all.extend(args);
+    let o = kvlab().args(&all).output().unwrap();
+    succeeds(&o);
+    let text = std::fs::read_to_string(dir.path().join("decision.json")).unwrap();
+    assert!(dir.path().join("report.html").exists());
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(stdout.contains("DECISION: "), "{stdout}");
+    (serde_json::from_str(&text).unwrap(), stdout)
+}
+
+/// A small load for a decision's tests: 20,000 keys of 1 KiB, 1:19, zipf.
+pub const SMALL_DECISION: [&str; 8] = [
+    "--keys",
+    "20000",
+    "--value-size",
+    "1024",
+    "--ratio",
+    "1:19",
+    "--key-distribution",
+    "zipf",
+];
