@@ -59,8 +59,23 @@ impl Cli {
                     .mut_arg("duration", |a| a.help(commands::replay::DURATION_HELP))
                     .mut_arg("warmup", |a| a.help(commands::replay::WARMUP_HELP))
             });
-        Cli::from_arg_matches(&cmd.try_get_matches()?)
+        let matches = cmd.try_get_matches()?;
+        let mut cli = Cli::from_arg_matches(&matches)?;
+        if let (Command::Decide(d), Some(m)) =
+            (&mut cli.command, matches.subcommand_matches("decide"))
+        {
+            d.given = given(m);
+        }
+        Ok(cli)
     }
+}
+
+/// The ids of the flags `m` was given on its command line.
+pub fn given(m: &clap::ArgMatches) -> Vec<String> {
+    m.ids()
+        .filter(|id| m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
+        .map(|id| id.as_str().to_string())
+        .collect()
 }
 
 /// A command-line error in one line: clap's first line, with the list it
@@ -158,11 +173,31 @@ pub struct GoalArgs {
     --keys 100000 --value-size 1024 --ratio 1:19 --key-distribution zipf")]
 pub struct DecideArgs {
     /// Requests per second at peak.
-    #[arg(long, value_name = "RPS")]
-    pub rps: f64,
-    /// The latency goal.
-    #[command(flatten)]
-    pub goal: GoalArgs,
+    #[arg(long, value_name = "RPS", required_unless_present = "from")]
+    pub rps: Option<f64>,
+    /// Largest acceptable p99 latency, milliseconds.
+    #[arg(long, value_name = "MS", required_unless_present = "from")]
+    pub p99_ms: Option<f64>,
+    /// Also a largest p50, milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub p50_ms: Option<f64>,
+    /// Also a largest p99.9, milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub p999_ms: Option<f64>,
+    /// Recompute the decision saved in DIR (an earlier --out) without running
+    /// anything: with another --rps, --keys, goal the saved runs cover,
+    /// prices or machines.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["resume", "trace"])]
+    pub from: Option<PathBuf>,
+    /// Go on with the decision saved in DIR (cut short by Ctrl-C or an
+    /// error): the finished steps whose plans match are reused, the rest
+    /// measured; give the flags it was started with.
+    #[arg(long, value_name = "DIR", conflicts_with = "out")]
+    pub resume: Option<PathBuf>,
+    /// The flags given on the command line (or in a study's `[decide]`), by
+    /// id: what `--from` changes of the saved load.
+    #[arg(skip)]
+    pub given: Vec<String>,
     /// Cores of one production machine.
     #[arg(long, default_value_t = 16.0, value_name = "N")]
     pub machine_cores: f64,
@@ -206,9 +241,10 @@ pub struct DecideArgs {
     /// own miss-ratio curve is computed and held against the measured one.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
-    /// Directory for decision.json and report.html.
-    #[arg(long, default_value = "results/decide")]
-    pub out: PathBuf,
+    /// Directory for decision.json, report.html and the measurements (each
+    /// step saved as it finishes) [default: results/decide; with --from, DIR].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// The data, workload, database (--target, postgres unless given) and
     /// cache (--cache, redis unless given), as for `kvlab run`.
     #[command(flatten)]

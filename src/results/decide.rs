@@ -202,6 +202,9 @@ pub struct Architecture {
     /// The model off by more than 25% somewhere (predicted vs measured CPU).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_warning: Option<String>,
+    /// Its cores, memory and cost as a range (see [`Range`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<Range>,
 }
 
 /// One point of the cache's miss-ratio curve.
@@ -211,14 +214,22 @@ pub struct CurvePoint {
     pub cache_memory_bytes: u64,
     /// Hit ratio of all reads.
     pub hit_ratio: f64,
-    /// `measured` (a settled cache-aside run) or `trace` (computed from it).
+    /// `measured` (a settled cache-aside run on the copy), `carried` (a
+    /// measured point carried to the stated keys by the popularity model),
+    /// `model` (the model alone) or `trace` (the trace's own curve).
     pub source: String,
     /// Database reads per second it leaves at the stated rate.
     pub db_reads_per_s: f64,
-    /// A measured point, with `--trace`: the trace's curve at the share of
-    /// keys the cache held.
+    /// With `--trace`: the trace's curve at the items the cache holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_hit_ratio: Option<f64>,
+    /// The share of the stated keys the cache holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_of_keys: Option<f64>,
+    /// A point carried to the stated keys: the hit ratio measured on the
+    /// copy it comes from, and the popularity model's there (its check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_on_copy: Option<[f64; 2]>,
 }
 
 /// What a cache restarted empty did at the scaled rate.
@@ -252,15 +263,109 @@ pub struct CacheLoss {
     /// Why the loss could not be made, if it could not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_error: Option<String>,
+    /// The second the cache was lost at.
+    #[serde(default)]
+    pub at_s: i64,
+    /// The run second by second.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seconds: Vec<LossSecond>,
+}
+
+/// The answer itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Keep the cache in front of the database.
+    KeepCache,
+    /// The database alone does: drop the cache.
+    DropCache,
+    /// Only the cache alone meets the goal (the data in a cache only).
+    CacheOnly,
+    /// No architecture meets the goal.
+    CannotMeet,
+}
+
+impl Verdict {
+    /// As written in the JSON: `keep-cache`, `drop-cache`, ...
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::KeepCache => "keep-cache",
+            Verdict::DropCache => "drop-cache",
+            Verdict::CacheOnly => "cache-only",
+            Verdict::CannotMeet => "cannot-meet",
+        }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// The decision.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Answer {
     /// `keep-cache`, `drop-cache`, `cache-only` or `cannot-meet`.
-    pub answer: String,
+    pub answer: Verdict,
     /// The sentence that justifies it from the numbers.
     pub because: String,
+    /// The rows' ranges give another answer at one end: a close call, said
+    /// with what would settle it (`None`: the answer holds over the ranges).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close_call: Option<String>,
+}
+
+/// A row's figures as a range: the low end (the capacity search's bracket at
+/// its top, the hit ratio's best seconds) and the high end (the bracket's
+/// bottom, the hit ratio's worst seconds).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Range {
+    /// Server cores, low and high.
+    pub cores: Option<[f64; 2]>,
+    /// Memory, bytes, low and high.
+    pub memory_bytes: Option<[u64; 2]>,
+    /// Monthly cost, low and high.
+    pub monthly_cost: Option<[f64; 2]>,
+}
+
+/// Where the answer changes as one figure of the stated load moves.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Flip {
+    /// `rps`, `write_share` or `keys`.
+    pub variable: String,
+    /// The value at which the answer changes (the first with the new one).
+    pub at: f64,
+    /// The answer below it.
+    pub from: Verdict,
+    /// The answer from it on.
+    pub to: Verdict,
+    /// In words, e.g. "the cache starts to pay from 61,000 req/s".
+    pub said: String,
+}
+
+/// The decision at one request rate of the sweep: each row's monthly cost
+/// (`None`: not known or outside the goal) and the answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RatePoint {
+    /// Requests per second.
+    pub rps: f64,
+    /// The answer at this rate.
+    pub answer: Verdict,
+    /// Each architecture's monthly cost at this rate, by row name, in the
+    /// rows' order (`None`: outside the goal or not known).
+    pub monthly_cost: Vec<(String, Option<f64>)>,
+}
+
+/// One second of the cache-loss run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LossSecond {
+    /// Seconds since measuring began (the loss at `at_s`).
+    pub second: i64,
+    /// The database's reads per second.
+    pub db_reads_per_s: f64,
+    /// p99 latency of all requests, ms.
+    pub p99_ms: f64,
 }
 
 /// The whole answer for a stated load.
@@ -285,6 +390,14 @@ pub struct Decision {
     /// each said: their figures may be low.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub host_busy: Vec<String>,
+    /// Where the answer changes as the rate, the write share or the keys
+    /// move from a tenth to ten times the stated (none: it holds over them).
+    #[serde(default)]
+    pub flips: Vec<Flip>,
+    /// Each row's monthly cost and the answer over rates from a tenth to ten
+    /// times the stated.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_rate: Vec<RatePoint>,
     /// The answer.
     pub decision: Answer,
 }
@@ -348,163 +461,9 @@ pub fn db_load(rps: f64, write_share: f64, hit: f64) -> f64 {
     rps * ((1.0 - write_share) * (1.0 - hit) + write_share)
 }
 
-/// The decision from the rows: the database alone, cache-aside and the cache
-/// alone (any may be absent or outside the goal). Cache-aside is kept when
-/// the database alone cannot meet the goal, or when it saves machines and at
-/// least 10% of the cost; the cache alone only when nothing with a database
-/// meets the goal.
-pub fn decide(
-    db: Option<&Architecture>,
-    aside: Option<&Architecture>,
-    cache: Option<&Architecture>,
-) -> Answer {
-    fn ok(a: Option<&Architecture>) -> Option<&Architecture> {
-        a.filter(|a| a.within_goal)
-    }
-    let cost = |a: &Architecture| a.monthly_cost.unwrap_or(f64::INFINITY);
-    let machines = |a: &Architecture| a.machines.unwrap_or(u32::MAX);
-    let pays =
-        |d: &Architecture, a: &Architecture| cost(a) < 0.9 * cost(d) && machines(a) < machines(d);
-    let cores = |a: &Architecture| {
-        a.server_cores
-            .map_or("an unknown number of".into(), |c| format!("{c:.2}"))
-    };
-    let money = |a: &Architecture| {
-        a.monthly_cost
-            .map_or("a cost not known".into(), |c| format!("{c:.0}"))
-    };
-    match (ok(db), ok(aside), ok(cache)) {
-        (Some(d), Some(a), _) if pays(d, a) => Answer {
-            answer: "keep-cache".into(),
-            because: format!(
-                "{} alone needs {} cores on {} machines for the load within the goal ({} a month); with the cache in front ({:.0}% of reads hit) {} cores on {} machines do, at {:.0}% of the cost",
-                d.product,
-                cores(d),
-                machines(d),
-                money(d),
-                a.hit_ratio.unwrap_or(0.0) * 100.0,
-                cores(a),
-                machines(a),
-                cost(a) * 100.0 / cost(d)
-            ),
-        },
-        (Some(d), aside, _) => Answer {
-            answer: "drop-cache".into(),
-            because: match aside {
-                Some(a) => format!(
-                    "{} alone meets the goal with {} cores on {} machine(s) ({} a month); with the cache in front it would take {} machine(s) at {:.0}% of the cost: not enough saved to keep a second system and its stale reads",
-                    d.product,
-                    cores(d),
-                    machines(d),
-                    money(d),
-                    machines(a),
-                    cost(a) * 100.0 / cost(d)
-                ),
-                None => format!(
-                    "{} alone meets the goal with {} cores ({} a month), and the cache in front does not meet it",
-                    d.product,
-                    cores(d),
-                    money(d)
-                ),
-            },
-        },
-        (None, Some(a), _) => Answer {
-            answer: "keep-cache".into(),
-            because: format!(
-                "{}; with the cache in front ({:.0}% of reads hit) the goal is met with {} cores ({} a month)",
-                db.and_then(|d| d.why_not.clone())
-                    .unwrap_or_else(|| "the database alone cannot meet the goal".into()),
-                a.hit_ratio.unwrap_or(0.0) * 100.0,
-                cores(a),
-                money(a)
-            ),
-        },
-        (None, None, Some(c)) => Answer {
-            answer: "cache-only".into(),
-            because: format!(
-                "neither the database alone nor cache-aside meets the goal; {} alone does, with {} cores ({} a month), if the data may live in a cache (not durable as a database)",
-                c.product,
-                cores(c),
-                money(c)
-            ),
-        },
-        (None, None, None) => Answer {
-            answer: "cannot-meet".into(),
-            because: format!(
-                "no architecture meets the goal here: {}",
-                [db, aside, cache]
-                    .into_iter()
-                    .flatten()
-                    .map(|a| format!(
-                        "{}: {}",
-                        a.name,
-                        a.why_not.as_deref().unwrap_or("outside the goal")
-                    ))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
-        },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn row(name: &str, within: bool, cores: f64, cost: f64) -> Architecture {
-        Architecture {
-            name: name.into(),
-            product: name.into(),
-            server_cores: Some(cores),
-            memory_bytes: Some(1 << 30),
-            machines: Some((cores / 2.0).ceil() as u32),
-            monthly_cost: Some(cost),
-            p99_ms: Some(1.0),
-            within_goal: within,
-            hit_ratio: Some(0.9),
-            cache_memory_bytes: None,
-            stale_reads_per_million: None,
-            on_cache_loss: None,
-            measured_from: String::new(),
-            why_not: (!within).then(|| format!("{name} over the goal")),
-            servers: Vec::new(),
-            capacity_rps: None,
-            capacity_bracket: None,
-            model_warning: None,
-        }
-    }
-
-    #[test]
-    fn the_cache_is_kept_only_where_it_pays_and_every_case_has_an_answer() {
-        let d = |w, c| row("database", w, 10.0, c);
-        let a = |w, c| row("cache-aside", w, 4.0, c);
-        let c = |w| row("cache", w, 2.0, 50.0);
-        let answer = |db, aside, cache| decide(Some(&db), Some(&aside), Some(&cache)).answer;
-        assert_eq!(
-            answer(d(true, 1000.0), a(true, 400.0), c(true)),
-            "keep-cache"
-        );
-        assert_eq!(answer(d(true, 100.0), a(true, 95.0), c(true)), "drop-cache");
-        assert_eq!(
-            answer(d(true, 100.0), a(false, 50.0), c(true)),
-            "drop-cache"
-        );
-        assert_eq!(
-            answer(d(false, 100.0), a(true, 500.0), c(true)),
-            "keep-cache"
-        );
-        assert_eq!(
-            answer(d(false, 100.0), a(false, 50.0), c(true)),
-            "cache-only"
-        );
-        let none = decide(Some(&d(false, 1.0)), Some(&a(false, 1.0)), Some(&c(false)));
-        assert_eq!(none.answer, "cannot-meet");
-        assert!(
-            none.because.contains("database: database over the goal"),
-            "{}",
-            none.because
-        );
-    }
 
     #[test]
     fn sizes_take_the_larger_of_cores_and_memory_in_machines() {

@@ -18,20 +18,24 @@ use crate::workload::LinkDelay;
 /// Prices kvlab sizes with unless told: a core-hour and a GiB-hour.
 const PRICES: (f64, f64) = (0.04, 0.005);
 
-/// Runs `kvlab decide`.
+/// Runs `kvlab decide`: measures and decides (each step saved under
+/// `--out`, or reused from `--resume DIR`), or with `--from DIR` recomputes
+/// a saved decision without running anything.
 pub fn exec(args: &DecideArgs, shutdown: &AtomicBool) -> Result<()> {
-    let ask = ask_of(args, shutdown)?;
     let json = args.run.json.as_deref();
     if let Some(p) = json {
         check_writable(p)?;
     }
-    std::fs::create_dir_all(&args.out).map_err(|e| {
-        UsageError::bad(
-            "--out",
-            format!("cannot create {}: {e}", args.out.display()),
-            "give a directory you can write",
-        )
-    })?;
+    if let Some(dir) = &args.from {
+        return from(args, dir);
+    }
+    let ask = ask_of(args, shutdown)?;
+    let out = args
+        .resume
+        .clone()
+        .or_else(|| args.out.clone())
+        .unwrap_or_else(|| "results/decide".into());
+    make_dir(&out)?;
     let scaled = decide::scaled_keys(ask.load.keys, ask.load.value_size, ask.quick);
     let mut ask = ask;
     ask.plan.workload.keys = scaled.0;
@@ -39,19 +43,60 @@ pub fn exec(args: &DecideArgs, shutdown: &AtomicBool) -> Result<()> {
         progress: true,
         notes: true,
     };
-    let d = decide::decide(&ask, scaled, opts, shutdown, &mut |l| say(json, l))?;
-    say(json, &format!("\n{}", crate::report::decide::text(&d)));
-    write_json(&args.out.join("decision.json"), &d)?;
-    std::fs::write(
-        args.out.join("report.html"),
-        crate::report::decide::html(&d),
-    )?;
+    let resume = args.resume.is_some();
+    let d = decide::decide(&ask, (scaled, &out, resume), opts, shutdown, &mut |l| {
+        say(json, l)
+    })?;
+    write_out(&d, &out, json)
+}
+
+/// `--from DIR`: the saved decision recomputed with what the flags change.
+fn from(args: &DecideArgs, dir: &std::path::Path) -> Result<()> {
+    let json = args.run.json.as_deref();
+    let (mut ask, mut measured) = decide::saved::load(dir)?;
+    let change = again::change(args, &ask)?;
+    decide::again::apply(&mut ask, &mut measured, change)?;
+    let out = args.out.clone().unwrap_or_else(|| dir.to_path_buf());
+    make_dir(&out)?;
+    let d = decide::decision::decision(&ask, &measured);
     say(
         json,
-        &format!("kvlab: wrote {}\n", args.out.join("report.html").display()),
+        &format!(
+            "kvlab decide: recomputed from the measurements saved in {} (nothing run)\n",
+            dir.display()
+        ),
+    );
+    write_out(&d, &out, json)
+}
+
+/// `dir` made (with its parents), or a usage error naming `--out`.
+fn make_dir(dir: &std::path::Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        UsageError::bad(
+            "--out",
+            format!("cannot create {}: {e}", dir.display()),
+            "give a directory you can write",
+        )
+        .into()
+    })
+}
+
+/// The decision as text on stdout, decision.json and report.html in `out`
+/// (and `--json`).
+fn write_out(
+    d: &crate::results::decide::Decision,
+    out: &std::path::Path,
+    json: Option<&std::path::Path>,
+) -> Result<()> {
+    say(json, &format!("\n{}", crate::report::decide::text(d)));
+    write_json(&out.join("decision.json"), d)?;
+    std::fs::write(out.join("report.html"), crate::report::decide::html(d))?;
+    say(
+        json,
+        &format!("kvlab: wrote {}\n", out.join("report.html").display()),
     );
     if let Some(p) = json {
-        write_json(p, &d)?;
+        write_json(p, d)?;
     }
     Ok(())
 }
@@ -165,7 +210,7 @@ fn traced(
 }
 
 /// The prices a decision sizes with, checked.
-struct Prices {
+pub(super) struct Prices {
     core_hour: f64,
     gib_hour: f64,
     machine_month: f64,
@@ -175,7 +220,7 @@ struct Prices {
 }
 
 /// The prices and the stated cores of `args`, each checked.
-fn prices(args: &DecideArgs) -> Result<Prices, UsageError> {
+pub(super) fn prices(args: &DecideArgs) -> Result<Prices, UsageError> {
     for (flag, v) in [
         ("--target-cores", args.target_cores),
         ("--cache-cores", args.cache_cores),
@@ -214,23 +259,14 @@ fn prices(args: &DecideArgs) -> Result<Prices, UsageError> {
     })
 }
 
+mod again;
+
 /// What `args` ask: the database (not a cache) and the cache in front of it
 /// (redis unless `--cache`), the load as stated.
 fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
     let r = &args.run;
     refuse(args)?;
-    crate::modes::capacity::check_limits(
-        args.goal.p99_ms,
-        crate::modes::capacity::MoreLimits {
-            p50_ms: args.goal.p50_ms,
-            p999_ms: args.goal.p999_ms,
-        },
-    )?;
-    crate::error::positive(
-        "--rps",
-        args.rps,
-        "give the requests per second at peak, e.g. --rps 20000",
-    )?;
+    let (rps, p99_ms) = again::stated(args)?;
     let mut plan: RunPlan = r.to_plan()?;
     if !plan.target.kind.is_sql() {
         return Err(UsageError::bad(
@@ -254,10 +290,10 @@ fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
     let w = &plan.workload;
     let prices = prices(args)?;
     let load = StatedLoad {
-        rps: args.rps,
-        p99_ms: args.goal.p99_ms,
-        p50_ms: args.goal.p50_ms,
-        p999_ms: args.goal.p999_ms,
+        rps,
+        p99_ms,
+        p50_ms: args.p50_ms,
+        p999_ms: args.p999_ms,
         keys: w.keys,
         value_size: w.value_size,
         ratio: w.ratio.to_string(),
@@ -369,7 +405,11 @@ mod file {
     pub fn parse(s: &StudyFile, argv: &[String]) -> Result<DecideArgs> {
         let parsed = crate::cli::decide_flags(Flags::command())
             .try_get_matches_from(argv)
-            .and_then(|m| Flags::from_arg_matches(&m));
+            .and_then(|m| {
+                let mut f = Flags::from_arg_matches(&m)?;
+                f.args.given = crate::cli::given(&m);
+                Ok(f)
+            });
         match parsed {
             Ok(f) => Ok(f.args),
             Err(e) if e.kind() == clap::error::ErrorKind::MissingRequiredArgument => {

@@ -44,7 +44,14 @@ impl HostLog {
         }
     }
 
-    /// Ends the step `what` now: its line when the host was busy in it.
+    /// Starts the next step now, the time since the last one not weighed
+    /// (a step reused, not run).
+    pub fn skip(&mut self) {
+        self.last = sample();
+    }
+
+    /// Ends the step `what`: a line when the host was busy in it (also kept
+    /// in `busy`).
     pub fn mark(&mut self, what: &str) -> Option<String> {
         let now = sample();
         let (Some(a), Some(b)) = (self.last, now) else {

@@ -5,6 +5,7 @@
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
 
 use super::Ask;
 use crate::driver::{Connector, Role};
@@ -17,14 +18,15 @@ use crate::runner::{self, RunOptions};
 use crate::servers::ManagedServer;
 
 /// A capacity search and what it gives per server core and per key.
-pub(super) struct Searched {
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Searched {
     /// The search.
     pub capacity: Capacity,
     /// Server cores busy at the capacity found (measured), or the cores the
     /// user stated for a server kvlab cannot read the CPU of.
     pub cores: Option<f64>,
     /// Where `cores` came from, in words.
-    pub cores_source: &'static str,
+    pub cores_source: String,
     /// The server's memory for the measured copy: a database's table, a
     /// cache's resident memory, bytes.
     pub bytes: Option<u64>,
@@ -35,17 +37,30 @@ impl Searched {
     pub fn per_core(&self) -> Option<f64> {
         Some(self.capacity.capacity_rps? / self.cores.filter(|c| *c > 0.0)?)
     }
+
+    /// The same at the top of the search's bracket (the first rate that
+    /// failed): the most the server may carry per core, the low end of its
+    /// cores; the capacity itself where there is no bracket.
+    pub fn per_core_top(&self) -> Option<f64> {
+        let top = match (self.capacity.bracket, self.capacity.client_limited_at) {
+            (Some([_, fail]), None) => fail,
+            _ => self.capacity.capacity_rps?,
+        };
+        Some(top / self.cores.filter(|c| *c > 0.0)?)
+    }
 }
 
 /// One point of the measured curve: the cache's memory limit (`None`: no
 /// limit) and the settled run.
-pub(super) struct CurveRun {
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CurveRun {
     pub memory_mb: Option<u64>,
     pub result: RunResult,
 }
 
 /// The cache-aside configuration chosen and its confirmation at a fixed rate.
-pub(super) struct AsideRun {
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AsideRun {
     pub memory_mb: Option<u64>,
     pub result: RunResult,
     /// Whether it met the goal.
@@ -53,6 +68,9 @@ pub(super) struct AsideRun {
     /// Why not, when it did not.
     pub why_not: Option<String>,
 }
+
+/// A curve point's hit ratio carried to the stated keys.
+pub type Carried<'a> = dyn Fn(&CurveRun) -> f64 + 'a;
 
 /// The runs of one decision against the database kvlab started (if it did).
 pub(super) struct Runs<'a> {
@@ -115,6 +133,7 @@ impl Runs<'_> {
             ),
             (None, None) => (None, "not known"),
         };
+        let cores_source = cores_source.to_string();
         Ok(Searched {
             capacity: c,
             cores,
@@ -266,22 +285,21 @@ impl Runs<'_> {
         Ok(out)
     }
 
-    /// Cache-aside at the smallest size on `curve` whose misses the database
-    /// carries at `rate` within its capacity, confirmed by a run at `rate`; a
+    /// Cache-aside at the smallest size on `curve` whose misses (at its hit
+    /// ratio `carried` to the stated keys) the database carries at `rate`
+    /// within its capacity, confirmed by a run at `rate`; a
     /// size that misses the goal gives way to the next larger one.
     pub fn cache_aside(
         &self,
-        curve: &[CurveRun],
+        (curve, carried): (&[CurveRun], &Carried<'_>),
         db: &Searched,
         rate: f64,
         say: &mut dyn FnMut(&str),
     ) -> Result<Option<AsideRun>> {
         let cap = db.capacity.capacity_rps.unwrap_or(0.0);
         let ws = self.ask.load.write_share;
-        let fits = |c: &&CurveRun| {
-            let hit = c.result.cache_aside.as_ref().map_or(0.0, |a| a.hit_ratio);
-            db_load(rate, ws, hit) <= 0.8 * cap || cap == 0.0
-        };
+        // Picked on the curve carried to the stated keys.
+        let fits = |c: &&CurveRun| db_load(rate, ws, carried(c)) <= 0.8 * cap || cap == 0.0;
         let mut last = None;
         for c in curve.iter().filter(fits).take(2) {
             let what = format!("cache-aside with a {} cache", mb_name(c.memory_mb));
@@ -393,6 +411,17 @@ fn loss_of(r: &RunResult, at: i64, p99_ms: f64) -> CacheLoss {
         emulated: false,
         rate_rps: 0.0,
         event_error: None,
+        at_s: at,
+        seconds: r
+            .timeline
+            .iter()
+            .filter(|s| s.span_s == 1)
+            .map(|s| crate::results::decide::LossSecond {
+                second: s.second,
+                db_reads_per_s: reads(s),
+                p99_ms: s.p99_us / 1000.0,
+            })
+            .collect(),
     }
 }
 

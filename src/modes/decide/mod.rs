@@ -11,29 +11,41 @@
 //! to keep the cache; the other architectures are rows beside it.
 //!
 //! # Layout
-//! - `measure`: the runs, one function each.
-//! - `rows`: each architecture's row at the stated load, and the decision.
+//! - `measure`: the runs, one function each; `saved`: each step saved as it
+//!   finishes, reused by `--resume`, read back by `--from`.
+//! - `decision`: the decision as one pure function of the stated load and
+//!   the measurements; `rows` each architecture's row, `rule` the answer,
+//!   `carry` the curve carried to the stated keys, `flips` where the answer
+//!   changes, `size` the one sizing method, `model` Che's approximation.
 //! - `others`: the other architectures weighed (a read replica, near caches):
 //!   a fixed-rate run each, and its row.
 
+pub mod again;
+pub mod carry;
+pub mod decision;
+mod flips;
 pub mod host;
-mod measure;
+pub mod measure;
 pub mod model;
-mod others;
+pub mod others;
 mod rows;
+mod rule;
+pub mod saved;
 pub mod size;
 pub mod trace;
 
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
 use crate::plan::{CacheAside, RunPlan};
 use crate::results::decide::{Decision, Scaled, StatedLoad};
 use crate::runner::{self, RunOptions};
 
 /// What `kvlab decide` is asked.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Ask {
     /// The database and the workload, with the measured copy's keys.
     pub plan: RunPlan,
@@ -88,119 +100,116 @@ pub fn scaled_keys(keys: u64, value_size: usize, quick: bool) -> (u64, String) {
     }
 }
 
-/// Measures `ask` and decides; `say` gets a line per step as it goes.
+/// Measures `ask` and decides, each step saved under `out` as it finishes
+/// (with `resume`, the finished steps whose plans match reused); `say` gets
+/// a line per step as it goes.
 pub fn decide(
     ask: &Ask,
-    scaled: (u64, String),
+    (scaled, out, resume): ((u64, String), &Path, bool),
     opts: RunOptions,
     shutdown: &AtomicBool,
     say: &mut dyn FnMut(&str),
 ) -> Result<Decision> {
-    let db_server = runner::start_server(&ask.plan, opts)?;
+    let mut store = saved::Store::open(out, ask, &scaled, (resume, shutdown))?;
+    let keys = plan_keys(ask);
+    let db_server = match store.complete(&keys) {
+        true => None,
+        false => runner::start_server(&ask.plan, opts)?,
+    };
     let m = measure::Runs {
         ask,
         db_server: db_server.as_ref(),
         opts,
         shutdown,
     };
-    // Stopped (Ctrl-C) during `step` (each step is checked as it returns):
-    // it was cut short, the steps before it finished; no answer from a step
-    // cut short; the servers stop.
-    let stopped = |step: &str| -> Result<()> {
-        const STEPS: [&str; 8] = [
-            "the database alone",
-            "the cache alone",
-            "the miss-ratio curve",
-            "the cache-aside confirmation",
-            "the cache loss",
-            "the database with a read replica",
-            "cache-aside with a near cache",
-            "the database with a near cache",
-        ];
-        if !shutdown.load(std::sync::atomic::Ordering::SeqCst) {
-            return Ok(());
-        }
-        let before = STEPS.iter().position(|s| *s == step).unwrap_or(0);
-        let finished = match before {
-            0 => "none".to_string(),
-            n => STEPS[..n].join(", "),
-        };
-        anyhow::bail!(
-            "stopped (Ctrl-C) during the runs of {step}; finished: {finished}; no decision from runs cut short; run kvlab decide again for one"
-        )
-    };
     let mut host = host::HostLog::start();
-    let db = m.database(say)?;
-    stopped("the database alone")?;
-    note_host(&mut host, "the database alone", say);
-    let cache = m.cache_alone(say)?;
-    stopped("the cache alone")?;
-    note_host(&mut host, "the cache alone", say);
+    let h = &mut host;
+    let db: measure::Searched = store.step((0, &keys[0]), h, say, |say| m.database(say))?;
+    let cache: measure::Searched = store.step((1, &keys[1]), h, say, |say| m.cache_alone(say))?;
     let curve_rate = measure::curve_rate(ask, &db);
-    let curve = m.curve(curve_rate, say)?;
-    stopped("the miss-ratio curve")?;
-    note_host(&mut host, "the miss-ratio curve", say);
+    let curve: Vec<measure::CurveRun> =
+        store.step((2, &keys[2]), h, say, |say| m.curve(curve_rate, say))?;
     let (rate, rate_why) = measure::confirm_rate(ask, &db, &cache, curve_rate);
-    let aside = m.cache_aside(&curve, &db, rate, say)?;
-    stopped("the cache-aside confirmation")?;
-    note_host(&mut host, "the cache-aside confirmation", say);
-    let loss = match &aside {
-        Some(a) => Some(m.cache_loss(a, rate, say)?),
-        None => None,
+    let model = carry::Model::new(&ask.plan.workload.distribution, ask.load.write_share);
+    let carried = |c: &measure::CurveRun| {
+        let a = c.result.cache_aside.as_ref();
+        let hit = a.map_or(0.0, |a| a.hit_ratio);
+        match a.and_then(|a| a.working_set.as_ref()) {
+            Some(w) => {
+                let copy = ask.plan.workload.keys.max(1);
+                model
+                    .carry(hit, w.items as f64 / copy as f64, copy, ask.load.keys)
+                    .hit
+            }
+            None => hit,
+        }
     };
-    stopped("the cache loss")?;
-    note_host(&mut host, "the cache loss", say);
-    let mut others = vec![m.replicas(rate, say)?];
-    stopped("the database with a read replica")?;
-    note_host(&mut host, "the database with a read replica", say);
-    others.push(match &aside {
-        Some(a) => m.near_aside(a, rate, say)?,
-        None => others::Other {
-            name: "cache-aside-near",
+    let aside: saved::AsideStep = store.step((3, &keys[3]), h, say, |say| {
+        Ok(saved::AsideStep {
+            rate,
+            rate_why: rate_why.clone(),
+            run: m.cache_aside((&curve, &carried), &db, rate, say)?,
+        })
+    })?;
+    let loss = store.step((4, &keys[4]), h, say, |say| match &aside.run {
+        Some(a) => Ok(Some(m.cache_loss(a, rate, say)?)),
+        None => Ok(None),
+    })?;
+    let replicas: others::Other = store.step((5, &keys[5]), h, say, |say| m.replicas(rate, say))?;
+    let near_aside: others::Other = store.step((6, &keys[6]), h, say, |say| match &aside.run {
+        Some(a) => m.near_aside(a, rate, say),
+        None => Ok(others::Other {
+            name: "cache-aside-near".into(),
             product: "a near cache in front of cache-aside".into(),
             run: None,
             why_not: Some("no cache-aside configuration met the database's capacity to put a near cache in front of".into()),
             what: "cache-aside with a near cache".into(),
+        }),
+    })?;
+    let near_db: others::Other =
+        store.step((7, &keys[7]), h, say, |say| m.near_database(rate, say))?;
+    let measured = decision::Measured {
+        scaled: Scaled {
+            keys: ask.plan.workload.keys,
+            factor: ask.plan.workload.keys as f64 / ask.load.keys.max(1) as f64,
+            why: scaled.1,
+            rate: aside.rate,
+            rate_why: aside.rate_why,
         },
-    });
-    stopped("cache-aside with a near cache")?;
-    note_host(&mut host, "cache-aside with a near cache", say);
-    others.push(m.near_database(rate, say)?);
-    stopped("the database with a near cache")?;
-    note_host(&mut host, "the database with a near cache", say);
-    let per_key = ask.load.keys as f64 / ask.plan.workload.keys.max(1) as f64;
-    let others = others
-        .iter()
-        .map(|o| others::row(ask, o, per_key, (&db, &cache)))
-        .collect();
-    let scaled = Scaled {
-        keys: ask.plan.workload.keys,
-        factor: ask.plan.workload.keys as f64 / ask.load.keys.max(1) as f64,
-        why: scaled.1,
-        rate,
-        rate_why,
+        db,
+        cache,
+        curve,
+        aside: aside.run,
+        loss,
+        others: vec![replicas, near_aside, near_db],
+        host_busy: host.busy,
+        measured_for: ask.load.clone(),
     };
-    let mut d = rows::decision(
-        ask,
-        scaled,
-        rows::Measured {
-            db,
-            cache,
-            curve,
-            aside,
-            loss,
-            others,
-        },
-    );
-    d.host_busy = host.busy;
-    Ok(d)
+    Ok(decision::decision(ask, &measured))
 }
 
-/// Ends `step` on the host log: a line when the host was busy in it.
-fn note_host(host: &mut host::HostLog, step: &str, say: &mut dyn FnMut(&str)) {
-    if let Some(line) = host.mark(step) {
-        say(&format!("  NOTE: {line}\n"));
-    }
+/// What each step's measurements depend on, as saved beside them: `--resume`
+/// reuses a step whose plan is the same. The searches and the curve depend
+/// on the workload, the servers and the goal; the fixed-rate runs also on
+/// the stated rate and the application's instances.
+fn plan_keys(ask: &Ask) -> [serde_json::Value; 8] {
+    let l = &ask.load;
+    let base = serde_json::json!({
+        "plan": ask.plan,
+        "cache": ask.cache,
+        "goal": [l.p99_ms, l.p50_ms, l.p999_ms],
+        "cores": [l.target_cores, l.cache_cores],
+        "quick": ask.quick,
+        "run_secs": ask.run_secs,
+        "keys": l.keys,
+    });
+    let mut rated = base.clone();
+    rated["rps"] = serde_json::json!(l.rps);
+    rated["app_instances"] = serde_json::json!(l.app_instances);
+    std::array::from_fn(|i| match i < 3 {
+        true => base.clone(),
+        false => rated.clone(),
+    })
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use crate::workload::params::KeyDistribution;
 
 /// Keys the model weighs one by one; past them it sums popularity in
 /// buckets (the tail's keys are alike).
-const EXACT_KEYS: u64 = 100_000;
+const EXACT_KEYS: u64 = 10_000;
 
 /// The popularity of keys `0..keys` under `dist`, as (probability, keys
 /// sharing it), hottest first; `None` for a distribution the model does not
@@ -62,7 +62,7 @@ pub fn hit_ratio(dist: &KeyDistribution, keys: u64, items: f64, write_share: f64
     while held(hi) < items && hi < 1e18 {
         hi *= 4.0;
     }
-    for _ in 0..100 {
+    for _ in 0..64 {
         let mid = (lo * hi).sqrt();
         match held(mid) < items {
             true => lo = mid,

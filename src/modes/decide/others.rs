@@ -7,9 +7,10 @@
 //! and memory.
 
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
 use super::Ask;
-use super::measure::{AsideRun, Runs, Searched, mb_name};
+use super::measure::{AsideRun, Runs, mb_name};
 use super::size::{self, Memory, Shape};
 use crate::plan::near::{Invalidation, NearBound, NearCache};
 use crate::results::RunResult;
@@ -22,9 +23,10 @@ use crate::results::usage::Role;
 pub const NEAR_TTL_S: u32 = 1;
 
 /// One fixed-rate run of another architecture, or why there is none.
-pub(super) struct Other {
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Other {
     /// The row's name and products.
-    pub name: &'static str,
+    pub name: String,
     pub product: String,
     /// The run, judged against the goal (`None`: not run, `why_not` says).
     pub run: Option<(RunResult, Result<(), String>)>,
@@ -63,7 +65,7 @@ impl Runs<'_> {
     pub fn replicas(&self, rate: f64, say: &mut dyn FnMut(&str)) -> Result<Other> {
         let t = &self.ask.plan.target;
         let mut other = Other {
-            name: "database-replicas",
+            name: "database-replicas".into(),
             product: format!("{} with a read replica", t.kind.name()),
             run: None,
             why_not: None,
@@ -105,7 +107,7 @@ impl Runs<'_> {
             near.describe().replace("per client thread", "per instance")
         );
         Ok(Other {
-            name: "cache-aside-near",
+            name: "cache-aside-near".into(),
             product: format!(
                 "near cache, {}",
                 crate::results::architecture_name(
@@ -135,7 +137,7 @@ impl Runs<'_> {
             near.describe().replace("per client thread", "per instance")
         );
         Ok(Other {
-            name: "database-near",
+            name: "database-near".into(),
             product: format!(
                 "near cache in front of {}",
                 self.ask.plan.target.kind.name()
@@ -156,9 +158,9 @@ pub(super) fn row(
     ask: &Ask,
     o: &Other,
     per_key: f64,
-    (db, cache): (&Searched, &Searched),
+    (at, table): (&super::rows::At, Option<u64>),
 ) -> Architecture {
-    let mut r = super::rows::row(o.name, &o.product);
+    let mut r = super::rows::row(&o.name, &o.product);
     let Some((run, verdict)) = &o.run else {
         r.why_not = o.why_not.clone();
         r.measured_from = o.what.clone();
@@ -175,7 +177,7 @@ pub(super) fn row(
         .as_ref()
         .map(|a| a.hit_ratio)
         .or_else(|| run.near_cache.as_ref().map(|n| n.hit_ratio));
-    let shape = match (o.name, &run.cache_aside) {
+    let shape = match (o.name.as_str(), &run.cache_aside) {
         ("database-replicas", _) => Shape::Replicas {
             replicas: run.replication.as_ref().map_or(1, |x| {
                 x.servers.iter().filter(|s| s.role == "replica").count() as u32
@@ -186,6 +188,15 @@ pub(super) fn row(
             near,
         },
         _ => Shape::DatabaseNear { near },
+    };
+    // The cache beside it is cache-aside's: its hit ratio carried as that
+    // row's is (the near cache's own is the run's).
+    let stated_shape = match shape {
+        Shape::Aside { hit, near } => Shape::Aside {
+            hit: (hit + at.hit_delta).clamp(near, 1.0),
+            near,
+        },
+        s => s,
     };
     let cache_mem = run
         .server
@@ -198,19 +209,19 @@ pub(super) fn row(
         r.cache_memory_bytes = cache_mem;
     }
     let memory = Memory {
-        table: db.bytes.map(|b| (b as f64 * per_key) as u64),
+        table: table.map(|b| (b as f64 * per_key) as u64),
         cache: cache_mem,
     };
     let servers = size::servers(
         &ask.load,
-        shape,
-        super::rows::per_core(db, cache),
+        stated_shape,
+        at.any,
         memory,
         (
             ask.plan.target.kind.product().name(),
             ask.cache.cache.kind.product().name(),
         ),
-        Some(run),
+        Some((run, shape)),
     );
     let near = run.near_cache.as_ref().map_or(String::new(), |n| {
         format!(

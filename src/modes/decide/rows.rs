@@ -2,58 +2,27 @@
 //! measured copy (rates per server core, memory per key), the miss-ratio
 //! curve at the stated data, and the decision with every extrapolation said.
 
-use super::measure::{AsideRun, CurveRun, Searched, mb_name};
+use super::decision::Measured;
+use super::measure::{Searched, mb_name};
 use super::size::{self, Memory, PerCore, Shape};
 use super::{Ask, trace};
-use crate::results::decide::{
-    self, Architecture, CacheLoss, CurvePoint, Decision, Scaled, ServerSize, bytes, db_load, price,
-};
+use crate::results::decide::{Architecture, CacheLoss, Scaled, ServerSize, bytes, price};
 use crate::results::stats::num;
 
-/// What the runs measured.
-pub(super) struct Measured {
-    pub db: Searched,
-    pub cache: Searched,
-    pub curve: Vec<CurveRun>,
-    pub aside: Option<AsideRun>,
-    pub loss: Option<CacheLoss>,
-    /// The other architectures' rows: a read replica, a near cache in
-    /// front of cache-aside, a near cache in front of the database.
-    pub others: Vec<Architecture>,
-}
-
-/// The decision for `ask` from what was measured.
-pub(super) fn decision(ask: &Ask, scaled: Scaled, m: Measured) -> Decision {
-    let per_key = ask.load.keys as f64 / scaled.keys.max(1) as f64;
-    let db = database(ask, &m.db, per_key);
-    let cache = cache_alone(ask, &m.cache, per_key);
-    let aside = cache_aside(ask, &m, per_key);
-    let mut loss = m.loss.clone();
-    if let Some(l) = loss.as_mut() {
-        l.database_alone_carries = db.within_goal;
-    }
-    let aside = with_loss(aside, loss.as_ref(), &db, ask.load.rps);
-    let answer = decide::decide(Some(&db), Some(&aside), Some(&cache));
-    let (before, after) = m.others.split_at(m.others.len().min(1));
-    let architectures = [
-        vec![db],
-        before.to_vec(),
-        vec![aside],
-        after.to_vec(),
-        vec![cache],
-    ]
-    .concat();
-    Decision {
-        kvlab_version: env!("CARGO_PKG_VERSION").to_string(),
-        load: ask.load.clone(),
-        extrapolations: extrapolations(ask, &scaled),
-        scaled,
-        architectures,
-        miss_ratio_curve: curve(ask, &m, per_key),
-        cache_loss: loss,
-        decision: answer,
-        host_busy: Vec::new(),
-    }
+/// The figures a row is sized with at one end of its ranges (see
+/// [`super::decision`]): each product's operations per core, the
+/// cache-aside hit ratio carried to the stated keys.
+pub(super) struct At {
+    /// The database's and the cache's operations per core within the goal.
+    pub searched: PerCore,
+    /// The products' operations per core for the servers behind or beside a
+    /// cache (the database's closed loop where no rate met the goal).
+    pub any: PerCore,
+    /// Cache-aside's hit ratio of all reads at the stated keys and mix.
+    pub aside_hit: Option<f64>,
+    /// What the carry added to the measured hit ratio (for the rows with the
+    /// same cache beside it).
+    pub hit_delta: f64,
 }
 
 /// Sizes `row` by the one method: its `servers` (see [`size`]), their
@@ -66,14 +35,6 @@ pub(super) fn size(ask: &Ask, row: &mut Architecture, mut servers: Vec<ServerSiz
     row.monthly_cost = priced.map(|p| p.1);
     row.model_warning = size::model_warning(&servers);
     row.servers = servers;
-}
-
-/// The products' operations per core within the goal, from the searches.
-pub(super) fn per_core(m_db: &Searched, m_cache: &Searched) -> PerCore {
-    PerCore {
-        db: any_per_core(m_db),
-        cache: m_cache.per_core(),
-    }
 }
 
 /// An empty row named `name` of `product`.
@@ -97,6 +58,7 @@ pub(super) fn row(name: &str, product: &str) -> Architecture {
         capacity_rps: None,
         capacity_bracket: None,
         model_warning: None,
+        range: None,
     }
 }
 
@@ -153,7 +115,7 @@ fn searched_from(s: &Searched) -> String {
 fn searched(
     ask: &Ask,
     (name, product, shape): (&str, &str, Shape),
-    s: &Searched,
+    (s, pc): (&Searched, Option<f64>),
     per_key: f64,
     memory: &str,
 ) -> Architecture {
@@ -167,7 +129,6 @@ fn searched(
     r.capacity_rps = s.capacity.capacity_rps;
     r.capacity_bracket = s.capacity.bracket;
     let mem = s.bytes.map(|b| (b as f64 * per_key) as u64);
-    let pc = s.per_core();
     let (per_core, memory) = match shape {
         Shape::Cache => (
             PerCore {
@@ -209,13 +170,13 @@ fn searched(
     r
 }
 
-/// The database alone at the stated load.
-fn database(ask: &Ask, s: &Searched, per_key: f64) -> Architecture {
+/// The database alone at the stated load, `pc` operations per core.
+pub(super) fn database(ask: &Ask, s: &Searched, pc: Option<f64>, per_key: f64) -> Architecture {
     let product = ask.plan.target.kind.product().name();
     searched(
         ask,
         ("database", product, Shape::Database),
-        s,
+        (s, pc),
         per_key,
         "its table",
     )
@@ -233,13 +194,14 @@ fn step_p99(s: &Searched) -> Option<f64> {
     Some(st.result.latency.latency_us.p99 / 1000.0)
 }
 
-/// The cache alone (the data only in the cache) at the stated load.
-fn cache_alone(ask: &Ask, s: &Searched, per_key: f64) -> Architecture {
+/// The cache alone (the data only in the cache) at the stated load, `pc`
+/// operations per core.
+pub(super) fn cache_alone(ask: &Ask, s: &Searched, pc: Option<f64>, per_key: f64) -> Architecture {
     let product = ask.cache.cache.kind.product().name();
     let mut r = searched(
         ask,
         ("cache", product, Shape::Cache),
-        s,
+        (s, pc),
         per_key,
         "its resident memory holding the copy",
     );
@@ -248,18 +210,19 @@ fn cache_alone(ask: &Ask, s: &Searched, per_key: f64) -> Architecture {
     r
 }
 
-/// Requests per second per server core: within the goal, else the closed
-/// loop's (the database behind a cache serves only its misses).
-fn any_per_core(s: &Searched) -> Option<f64> {
-    s.per_core().or_else(|| {
+/// Requests per second per server core (`pc`, within the goal), else the
+/// closed loop's (the database behind a cache serves only its misses).
+pub(super) fn any_per_core(s: &Searched, pc: Option<f64>) -> Option<f64> {
+    pc.or_else(|| {
         let st = s.capacity.steps.first()?;
         let cores = st.result.server.server_cpu_s? / st.result.totals.duration_s;
         (cores > 0.0).then(|| st.result.totals.throughput_rps / cores)
     })
 }
 
-/// Cache-aside at the stated load, from its confirmation run.
-fn cache_aside(ask: &Ask, m: &Measured, per_key: f64) -> Architecture {
+/// Cache-aside at the stated load, from its confirmation run, its hit ratio
+/// carried to the stated keys.
+pub(super) fn cache_aside(ask: &Ask, m: &Measured, at: &At, per_key: f64) -> Architecture {
     let product = crate::results::architecture_name(
         ask.plan.target.kind.product().name(),
         Some(ask.cache.cache.kind.product().name()),
@@ -272,7 +235,8 @@ fn cache_aside(ask: &Ask, m: &Measured, per_key: f64) -> Architecture {
         return r;
     };
     let aside = a.result.cache_aside.as_ref();
-    let hit = aside.map_or(0.0, |x| x.hit_ratio);
+    let measured_hit = aside.map_or(0.0, |x| x.hit_ratio);
+    let hit = at.aside_hit.unwrap_or(measured_hit);
     let used = aside
         .and_then(|x| x.working_set.as_ref())
         .map(|w| w.memory_used_bytes);
@@ -289,6 +253,10 @@ fn cache_aside(ask: &Ask, m: &Measured, per_key: f64) -> Architecture {
     r.within_goal = a.within_goal;
     r.why_not = a.why_not.clone();
     let shape = Shape::Aside { hit, near: 0.0 };
+    let run_shape = Shape::Aside {
+        hit: measured_hit,
+        near: 0.0,
+    };
     let memory = Memory {
         table: m.db.bytes.map(|b| (b as f64 * per_key) as u64),
         cache: cache_bytes,
@@ -300,17 +268,21 @@ fn cache_aside(ask: &Ask, m: &Measured, per_key: f64) -> Architecture {
     let servers = size::servers(
         &ask.load,
         shape,
-        per_core(&m.db, &m.cache),
+        at.any,
         memory,
         products,
-        Some(&a.result),
+        Some((&a.result, run_shape)),
     );
     r.measured_from = format!(
-        "a run at {} req/s with a {} cache ({} in use, {:.1}% hits){}; memory: the table and the cache's limit (or, with none, the whole copy's) per key × the stated keys",
+        "a run at {} req/s with a {} cache ({} in use, {:.1}% hits on the copy{}){}; memory: the table and the cache's limit (or, with none, the whole copy's) per key × the stated keys",
         num(a.result.config.load.rate.unwrap_or(0.0)),
         mb_name(a.memory_mb),
         used.map_or("memory in use not known".into(), bytes),
-        hit * 100.0,
+        measured_hit * 100.0,
+        match (hit - measured_hit).abs() > 5e-4 {
+            true => format!(", {:.1}% carried to the stated keys and mix", hit * 100.0),
+            false => String::new(),
+        },
         checked(&servers)
     );
     size(ask, &mut r, servers);
@@ -341,7 +313,7 @@ pub(super) fn checked(servers: &[ServerSize]) -> String {
 }
 
 /// The cache-aside row with what a cache loss did.
-fn with_loss(
+pub(super) fn with_loss(
     mut r: Architecture,
     loss: Option<&CacheLoss>,
     db: &Architecture,
@@ -378,7 +350,7 @@ fn with_loss(
 /// The memory of a cache limited to `mb` MiB (`None`: no limit) for the
 /// measured copy: the limit, or, with none, what the cache alone holding the
 /// whole copy took (`full`), at least what was in use; `None`: not known.
-fn provisioned(mb: Option<u64>, used: Option<u64>, full: Option<u64>) -> Option<u64> {
+pub(super) fn provisioned(mb: Option<u64>, used: Option<u64>, full: Option<u64>) -> Option<u64> {
     match (mb, full, used) {
         (Some(mb), _, _) => Some(mb << 20),
         (None, Some(f), u) => Some(f.max(u.unwrap_or(0))),
@@ -386,85 +358,8 @@ fn provisioned(mb: Option<u64>, used: Option<u64>, full: Option<u64>) -> Option<
     }
 }
 
-/// The measured curve at the stated data, then (with `--trace`) the trace's,
-/// each measured point with the trace's hit ratio at the share of keys it held.
-fn curve(ask: &Ask, m: &Measured, per_key: f64) -> Vec<CurvePoint> {
-    let keys = ask.plan.workload.keys.max(1) as f64;
-    let mut held: Vec<(f64, f64)> = Vec::new();
-    let mut points: Vec<CurvePoint> = m
-        .curve
-        .iter()
-        .filter_map(|c| {
-            let a = c.result.cache_aside.as_ref()?;
-            let ws = a.working_set.as_ref();
-            let used = ws.map(|w| w.memory_used_bytes);
-            let bytes = provisioned(c.memory_mb, used, m.cache.bytes).unwrap_or(0);
-            if let Some(w) = ws {
-                held.push((w.items as f64, bytes as f64));
-            }
-            let share = ws.map(|w| w.items as f64 / keys);
-            Some(CurvePoint {
-                cache_memory_bytes: (bytes as f64 * per_key) as u64,
-                hit_ratio: a.hit_ratio,
-                source: "measured".into(),
-                db_reads_per_s: db_load(ask.load.rps, ask.load.write_share, a.hit_ratio),
-                trace_hit_ratio: ask
-                    .trace
-                    .as_ref()
-                    .zip(share)
-                    .map(|(t, s)| trace::at_share(&t.curve, s)),
-            })
-        })
-        .collect();
-    let l = &ask.load;
-    match (&ask.trace, memory_of_items(&held)) {
-        (Some(t), Some(memory)) => {
-            let bytes = |share: f64| memory(share * keys) * per_key;
-            points.extend(trace::points(&t.curve, &bytes, (l.rps, l.write_share)));
-        }
-        // A cache kvlab did not start is measured at its one size: the rest
-        // of the curve is the popularity model's, said as such.
-        (None, Some(memory)) if ask.cache.cache.external.is_some() => {
-            for share in [0.05, 0.15, 0.4] {
-                let items = share * l.keys as f64;
-                let dist = &ask.plan.workload.distribution;
-                let Some(hit) = super::model::hit_ratio(dist, l.keys, items, l.write_share) else {
-                    continue;
-                };
-                points.push(CurvePoint {
-                    cache_memory_bytes: (memory(share * keys) * per_key) as u64,
-                    hit_ratio: hit,
-                    source: "model".into(),
-                    db_reads_per_s: db_load(l.rps, l.write_share, hit),
-                    trace_hit_ratio: None,
-                });
-            }
-        }
-        _ => {}
-    }
-    points
-}
-
-/// The cache's memory for a number of items held, fitted to the measured
-/// points' (items, memory): a base plus a size per item (least squares).
-fn memory_of_items(held: &[(f64, f64)]) -> Option<impl Fn(f64) -> f64> {
-    let n = held.len() as f64;
-    let (mx, my) = (
-        held.iter().map(|p| p.0).sum::<f64>() / n,
-        held.iter().map(|p| p.1).sum::<f64>() / n,
-    );
-    let sxx: f64 = held.iter().map(|p| (p.0 - mx).powi(2)).sum();
-    let sxy: f64 = held.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-    let per_item = match sxx > 0.0 {
-        true => sxy / sxx,
-        false => my / mx,
-    };
-    let base = (my - per_item * mx).max(0.0);
-    (mx > 0.0 && per_item > 0.0).then_some(move |items: f64| base + per_item * items)
-}
-
 /// Every step from the measured copy to the stated load.
-fn extrapolations(ask: &Ask, s: &Scaled) -> Vec<String> {
+pub(super) fn extrapolations(ask: &Ask, s: &Scaled) -> Vec<String> {
     let mut out = vec![
         format!("Data: {}.", s.why),
         format!("Rate: {}.", s.rate_why),

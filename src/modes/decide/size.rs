@@ -72,18 +72,21 @@ pub fn ops(shape: Shape, rps: f64, write_share: f64) -> Vec<(&'static str, f64)>
 }
 
 /// The servers of `shape` at `load`, sized by the one method, each with the
-/// model's check against `run` (a fixed-rate run of it) where there is one.
+/// model's check against `run` (a fixed-rate run of it, and its shape as
+/// measured there: its own hit ratio on the copy) where there is one.
 pub fn servers(
     load: &StatedLoad,
     shape: Shape,
     per_core: PerCore,
     memory: Memory,
     products: (&str, &str),
-    run: Option<&RunResult>,
+    run: Option<(&RunResult, Shape)>,
 ) -> Vec<ServerSize> {
-    let at_run = run.map(|r| {
+    let at_run = run.map(|(r, measured)| {
         let rate = r.totals.throughput_rps;
-        (ops(shape, rate, load.write_share), measured_cores(r))
+        let ws = r.config.workload.ratio.set as f64
+            / (r.config.workload.ratio.set + r.config.workload.ratio.get).max(1) as f64;
+        (ops(measured, rate, ws), measured_cores(r))
     });
     ops(shape, load.rps, load.write_share)
         .into_iter()

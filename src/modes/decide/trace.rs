@@ -5,6 +5,8 @@
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::UsageError;
 use crate::plan::Workload;
 use crate::results::decide::{CurvePoint, TraceSummary, db_load};
@@ -18,10 +20,10 @@ const SHARES: [f64; 9] = [0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0];
 const UNIFORM_BELOW: f64 = 0.2;
 
 /// What a trace said: its curve and what the load took from it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Traced {
-    /// Its miss-ratio curve and skew.
-    pub curve: TraceCurve,
+    /// Its miss-ratio curve.
+    pub curve: Knots,
     /// The summary the decision records.
     pub summary: TraceSummary,
 }
@@ -99,7 +101,53 @@ pub fn apply(
         zipf_r2: curve.zipf.map(|z| z.1),
         taken,
     };
-    Ok(Traced { curve, summary })
+    Ok(Traced {
+        curve: Knots::of(&curve),
+        summary,
+    })
+}
+
+/// A trace's miss-ratio curve kept compact: its hit ratio at item counts
+/// 3% apart (and every count below 34), linear between them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Knots {
+    /// Distinct keys of the trace.
+    pub distinct_keys: u64,
+    /// (items, hit ratio), items ascending from 0.
+    pub points: Vec<(u64, f64)>,
+}
+
+impl Knots {
+    /// The knots of `t`, up to its distinct keys.
+    pub fn of(t: &TraceCurve) -> Knots {
+        let mut items = vec![0u64];
+        let mut x = 1.0_f64;
+        while (x as u64) < t.distinct_keys {
+            if items.last() != Some(&(x as u64)) {
+                items.push(x as u64);
+            }
+            x = (x * 1.03).max(x + 1.0);
+        }
+        items.push(t.distinct_keys.max(1));
+        let hits = t.hit_ratios(&items);
+        Knots {
+            distinct_keys: t.distinct_keys,
+            points: items.into_iter().zip(hits).collect(),
+        }
+    }
+
+    /// The hit ratio of an LRU cache of `items` items on the trace.
+    pub fn hit_ratio(&self, items: f64) -> f64 {
+        let i = self.points.partition_point(|p| (p.0 as f64) < items);
+        match (i.checked_sub(1).map(|j| self.points[j]), self.points.get(i)) {
+            (Some(a), Some(b)) if b.0 > a.0 => {
+                a.1 + (b.1 - a.1) * (items - a.0 as f64) / (b.0 - a.0) as f64
+            }
+            (_, Some(b)) => b.1,
+            (Some(a), None) => a.1,
+            (None, None) => 0.0,
+        }
+    }
 }
 
 /// SETs to GETs in parts per thousand, reduced.
@@ -120,32 +168,36 @@ fn gcd(a: u32, b: u32) -> u32 {
     }
 }
 
-/// The trace's curve at the stated data: each share of its keys held, with
-/// the cache `memory` that holds that share (bytes), and the database reads it
-/// leaves at `rps` with `write_share` writes.
+/// The trace's curve at the stated data: each share of the stated `keys`
+/// held, with the cache `memory` that holds that share (bytes), and the
+/// database reads it leaves at `rps` with `write_share` writes.
 pub fn points(
-    t: &TraceCurve,
+    t: &Knots,
+    keys: u64,
     memory: &dyn Fn(f64) -> f64,
     (rps, write_share): (f64, f64),
 ) -> Vec<CurvePoint> {
     SHARES
         .iter()
         .map(|&share| {
-            let hit = at_share(t, share);
+            let hit = at_share(t, keys, share);
             CurvePoint {
                 cache_memory_bytes: memory(share) as u64,
                 hit_ratio: hit,
                 source: "trace".into(),
                 db_reads_per_s: db_load(rps, write_share, hit),
                 trace_hit_ratio: None,
+                share_of_keys: Some(share),
+                measured_on_copy: None,
             }
         })
         .collect()
 }
 
-/// The trace's hit ratio for a cache holding `share` of the keys.
-pub fn at_share(t: &TraceCurve, share: f64) -> f64 {
-    t.hit_ratio((share.min(1.0) * t.distinct_keys as f64).round() as u64)
+/// The trace's hit ratio for a cache holding `share` of `keys` keys (the
+/// stated ones: the trace's own, or more where `--keys` says so).
+pub fn at_share(t: &Knots, keys: u64, share: f64) -> f64 {
+    t.hit_ratio(share.min(1.0) * keys as f64)
 }
 
 /// How the trace's curve was computed, and what the load took from it.

@@ -47,6 +47,22 @@ impl TraceCurve {
         let hits: u64 = self.hits[..n].iter().sum();
         hits as f64 / self.reads.max(1) as f64
     }
+
+    /// [`TraceCurve::hit_ratio`] at each of `items` (ascending), in one pass.
+    pub fn hit_ratios(&self, items: &[u64]) -> Vec<f64> {
+        let (mut sum, mut at) = (0u64, 0usize);
+        items
+            .iter()
+            .map(|&n| {
+                let n = (n as usize).min(self.hits.len());
+                while at < n {
+                    sum += self.hits[at];
+                    at += 1;
+                }
+                sum as f64 / self.reads.max(1) as f64
+            })
+            .collect()
+    }
 }
 
 /// A Fenwick tree of marks over access times (1-indexed, its capacity a

@@ -1,10 +1,15 @@
 //! The decision for a stated load as words and as a page: the answer and
 //! its reason first, then one row per architecture (each naming the
 //! measurement it comes from), the miss-ratio curve, the cache loss, and
-//! every extrapolation. A pure function of the [`Decision`].
+//! every extrapolation; the page adds three pictures ([`charts`]) and its
+//! tables render through the shared table code. A pure function of the
+//! [`Decision`].
+
+mod charts;
 
 use std::fmt::Write as _;
 
+use crate::report::table::Table;
 use crate::results::decide::{Architecture, CurvePoint, Decision, bytes};
 use crate::results::stats::num;
 
@@ -32,24 +37,34 @@ fn curve_cells(p: &CurvePoint) -> [String; 4] {
         gib(Some(p.cache_memory_bytes)),
         format!("{:.1}%", p.hit_ratio * 100.0),
         num(p.db_reads_per_s),
-        match p.trace_hit_ratio {
-            Some(t) => format!("{} (the trace's: {:.1}%)", p.source, t * 100.0),
-            None => p.source.clone(),
-        },
+        [
+            Some(p.source.clone()),
+            p.measured_on_copy.map(|[m, model]| {
+                format!(
+                    "from {:.1}% measured on the copy (the model there: {:.1}%)",
+                    m * 100.0,
+                    model * 100.0
+                )
+            }),
+            p.trace_hit_ratio
+                .map(|t| format!("the trace's: {:.1}%", t * 100.0)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join("; "),
     ]
 }
 
 /// The cells of one architecture's row, in the table's order.
-fn cells(d: &Decision, a: &Architecture) -> Vec<String> {
+fn cells(a: &Architecture) -> Vec<String> {
     vec![
         a.name.clone(),
         a.product.clone(),
         opt(a.server_cores, |c| format!("{c:.2}")),
         gib(a.memory_bytes),
         a.machines.map_or("-".into(), |m| m.to_string()),
-        opt(a.monthly_cost, |c| {
-            format!("{} {}", money(c), d.load.currency)
-        }),
+        opt(a.monthly_cost, money),
         opt(a.p99_ms, |p| format!("{} ms", num(p))),
         match (a.within_goal, &a.why_not) {
             (true, _) => "yes".into(),
@@ -59,11 +74,30 @@ fn cells(d: &Decision, a: &Architecture) -> Vec<String> {
         opt(a.hit_ratio, |h| format!("{:.1}%", h * 100.0)),
         opt(a.stale_reads_per_million, |s| format!("{s:.1}")),
         a.on_cache_loss.clone().unwrap_or_else(|| "-".into()),
+        range_cell(a),
         a.measured_from.clone(),
     ]
 }
 
-const HEAD: [&str; 12] = [
+/// A row's range: cores and monthly cost low–high (`-`: none).
+fn range_cell(a: &Architecture) -> String {
+    let Some(r) = &a.range else {
+        return "-".into();
+    };
+    let mut parts = Vec::new();
+    if let Some([lo, hi]) = r.cores {
+        parts.push(format!("{lo:.2}–{hi:.2} cores"));
+    }
+    if let Some([lo, hi]) = r.memory_bytes {
+        parts.push(format!("{}–{}", bytes(lo), bytes(hi)));
+    }
+    if let Some([lo, hi]) = r.monthly_cost {
+        parts.push(format!("{}–{} a month", money(lo), money(hi)));
+    }
+    parts.join(", ")
+}
+
+const HEAD: [&str; 13] = [
     "architecture",
     "servers",
     "server cores",
@@ -75,8 +109,21 @@ const HEAD: [&str; 12] = [
     "hit ratio of all reads",
     "stale reads / M",
     "on cache loss",
+    "range (low–high)",
     "measured from",
 ];
+
+/// The prices, named once: as given, or kvlab's examples and how to give
+/// them.
+fn prices_said(d: &Decision) -> String {
+    match d.load.example_prices {
+        true => format!(
+            "{}; example prices: give --price-machine-month or --price-core-hour and --price-gib-hour",
+            d.load.currency
+        ),
+        false => d.load.currency.clone(),
+    }
+}
 
 /// The load as stated, in one line.
 fn load_line(d: &Decision) -> String {
@@ -101,16 +148,32 @@ pub fn text(d: &Decision) -> String {
         "\nDECISION: {}: {}.\n",
         d.decision.answer, d.decision.because
     );
+    if let Some(c) = &d.decision.close_call {
+        let _ = writeln!(s, "CLOSE CALL: {c}.\n");
+    }
+    for f in &d.flips {
+        let _ = writeln!(s, "FLIP: {}.", f.said);
+    }
+    if d.flips.is_empty() {
+        let _ = writeln!(
+            s,
+            "FLIP: none: the answer holds from a tenth to ten times the stated rate and keys, and from 0 to 90% writes."
+        );
+    }
+    let _ = writeln!(s, "Prices: {}.\n", prices_said(d));
     for b in &d.host_busy {
         let _ = writeln!(s, "NOTE: {b}.");
     }
     for a in &d.architectures {
-        let c = cells(d, a);
+        let c = cells(a);
         let _ = writeln!(
             s,
-            "  {:<17} {} — {} cores, {}, {} machine(s), {} a month; p99 {}; within the goal: {}",
-            c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
+            "  {:<17} {} — {} cores, {}, {} machine(s), {} {} a month; p99 {}; within the goal: {}",
+            c[0], c[1], c[2], c[3], c[4], c[5], d.load.currency, c[6], c[7]
         );
+        if a.range.is_some() {
+            let _ = writeln!(s, "               range: {}", c[11]);
+        }
         let figures: Vec<String> = [
             a.hit_ratio
                 .map(|_| format!("hit ratio of all reads {}", c[8])),
@@ -126,7 +189,7 @@ pub fn text(d: &Decision) -> String {
         if let Some(l) = &a.on_cache_loss {
             let _ = writeln!(s, "               on cache loss: {l}");
         }
-        let _ = writeln!(s, "               from: {}", a.measured_from);
+        let _ = writeln!(s, "               from: {}", c[12]);
         if !a.servers.is_empty() {
             let _ = writeln!(s, "               sized: {}", servers_line(d, a));
         }
@@ -176,43 +239,69 @@ fn servers_line(d: &Decision, a: &Architecture) -> String {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+    crate::report::html::esc(s)
 }
 
-/// The decision as a standalone HTML page.
+/// The decision as a standalone HTML page: the answer, the three pictures,
+/// the rows and the curve as tables, the extrapolations.
 pub fn html(d: &Decision) -> String {
     let mut s = String::from(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>kvlab decide</title><style>body{font-family:sans-serif;max-width:1200px;margin:2em auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top;font-size:90%}.answer{font-size:130%;background:#eef;padding:1em}</style></head><body>",
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>kvlab decide</title><style>body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top;font-size:85%}.answer{font-size:130%;background:#eef;padding:1em}.close{background:#fff4e0;padding:.6em 1em}figure{margin:1.5em 0}svg{max-width:100%;height:auto;border:1px solid #eee}</style></head><body>",
     );
     let _ = write!(
         s,
-        "<h1>kvlab decide</h1><p>{}</p><p class=\"answer\"><b>{}</b>: {}.</p><h2>Architectures at the stated load</h2><table><tr>",
+        "<h1>kvlab decide</h1><p>{}</p><p class=\"answer\"><b>{}</b>: {}.</p>",
         esc(&load_line(d)),
-        esc(&d.decision.answer),
+        esc(d.decision.answer.name()),
         esc(&d.decision.because)
     );
-    for h in HEAD {
-        let _ = write!(s, "<th>{h}</th>");
+    if let Some(c) = &d.decision.close_call {
+        let _ = write!(s, "<p class=\"close\"><b>Close call.</b> {}.</p>", esc(c));
     }
-    s.push_str("</tr>");
-    for a in &d.architectures {
-        s.push_str("<tr>");
-        for c in cells(d, a) {
-            let _ = write!(s, "<td>{}</td>", esc(&c));
-        }
-        s.push_str("</tr>");
+    s.push_str("<ul>");
+    for f in &d.flips {
+        let _ = write!(s, "<li>Where the answer flips: {}.</li>", esc(&f.said));
     }
-    s.push_str("</table>");
+    if d.flips.is_empty() {
+        s.push_str("<li>The answer holds from a tenth to ten times the stated rate and keys, and from 0 to 90% writes.</li>");
+    }
+    s.push_str("</ul>");
     for b in &d.host_busy {
         let _ = write!(s, "<p><b>Note:</b> {}.</p>", esc(b));
     }
-    s.push_str("<h2>Miss-ratio curve</h2><table><tr><th>cache memory</th><th>hit ratio of all reads</th><th>database reads/s at the stated rate</th><th>source</th></tr>");
-    for cells in d.miss_ratio_curve.iter().map(curve_cells) {
-        let _ = write!(s, "<tr><td>{}</td></tr>", cells.join("</td><td>"));
+    s.push_str("<h2>Pictures</h2>");
+    let pictures = [charts::cost(d), charts::curve(d)]
+        .into_iter()
+        .flatten()
+        .chain(charts::loss(d));
+    for c in pictures {
+        let _ = write!(s, "<figure>{}</figure>", crate::report::chart::svg(&c));
     }
-    s.push_str("</table><h2>Extrapolations</h2><ul>");
+    s.push_str("<h2>Architectures at the stated load</h2>");
+    let mut head: Vec<String> = HEAD.iter().map(|h| h.to_string()).collect();
+    head[5] = format!("monthly cost ({})", prices_said(d));
+    s.push_str(&crate::report::html::table(&Table {
+        title: format!("Prices: {}", prices_said(d)),
+        headers: head,
+        rows: d.architectures.iter().map(cells).collect(),
+    }));
+    s.push_str(&crate::report::html::table(&Table {
+        title: "Miss-ratio curve".into(),
+        headers: [
+            "cache memory",
+            "hit ratio of all reads",
+            "database reads/s at the stated rate",
+            "source",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: d
+            .miss_ratio_curve
+            .iter()
+            .map(|p| curve_cells(p).to_vec())
+            .collect(),
+    }));
+    s.push_str("<h2>Extrapolations</h2><ul>");
     for e in &d.extrapolations {
         let _ = write!(s, "<li>{}</li>", esc(e));
     }

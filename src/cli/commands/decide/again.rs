@@ -1,0 +1,167 @@
+//! `kvlab decide --from DIR`'s flags: what they change of the saved load,
+//! and what the saved measurements cannot carry (refused, naming the flag).
+
+use crate::cli::DecideArgs;
+use crate::error::UsageError;
+use crate::modes::decide::Ask;
+use crate::results::decide::StatedLoad;
+
+/// The rate and the p99 goal a measuring decision is given, checked.
+pub fn stated(args: &DecideArgs) -> Result<(f64, f64), UsageError> {
+    let (Some(rps), Some(p99_ms)) = (args.rps, args.p99_ms) else {
+        return Err(UsageError::bad(
+            "--rps/--p99-ms",
+            "missing",
+            "give the load at peak and its goal, e.g. --rps 20000 --p99-ms 5 (or --from DIR to recompute a saved decision)",
+        ));
+    };
+    check_goal(p99_ms, args)?;
+    crate::error::positive(
+        "--rps",
+        rps,
+        "give the requests per second at peak, e.g. --rps 20000",
+    )?;
+    Ok((rps, p99_ms))
+}
+
+fn check_goal(p99_ms: f64, args: &DecideArgs) -> Result<(), UsageError> {
+    crate::modes::capacity::check_limits(
+        p99_ms,
+        crate::modes::capacity::MoreLimits {
+            p50_ms: args.p50_ms,
+            p999_ms: args.p999_ms,
+        },
+    )
+}
+
+/// Flags `--from` takes: they change the load decided, not what was measured.
+const CHANGES: [&str; 17] = [
+    "rps",
+    "p99_ms",
+    "p50_ms",
+    "p999_ms",
+    "from",
+    "out",
+    "json",
+    "keys",
+    "price_core_hour",
+    "price_gib_hour",
+    "price_machine_month",
+    "currency",
+    "machine_cores",
+    "machine_gib",
+    "shared",
+    "target_cores",
+    "cache_cores",
+];
+
+/// Flags that would change what was measured, and why `--from` cannot.
+const CANNOT: [(&str, &str); 7] = [
+    ("value_size", "another value size"),
+    ("ratio", "another mix of reads and writes"),
+    ("key_distribution", "another key distribution"),
+    ("target", "another database"),
+    ("cache", "another cache"),
+    (
+        "app_instances",
+        "another number of application instances (the near-cache runs had one near cache per instance)",
+    ),
+    ("profile", "another workload"),
+];
+
+/// The load `args` ask of the saved decision `ask`: its own, with what the
+/// flags change. A flag that would need new measurements is refused.
+pub fn change(args: &DecideArgs, ask: &Ask) -> Result<StatedLoad, UsageError> {
+    let flag = |id: &str| format!("--{}", id.replace('_', "-"));
+    for id in &args.given {
+        if let Some((_, what)) = CANNOT.iter().find(|c| c.0 == id) {
+            return Err(UsageError::conflict(
+                leak(flag(id)),
+                format!("the saved measurements cannot carry {what}"),
+                "measure it: kvlab decide without --from",
+            ));
+        }
+        if !CHANGES.contains(&id.as_str()) {
+            return Err(UsageError::conflict(
+                leak(flag(id)),
+                "it changes how kvlab measures, and --from runs nothing",
+                "drop it (or measure again without --from)",
+            ));
+        }
+    }
+    let given = |id: &str| args.given.iter().any(|g| g == id);
+    let mut l = ask.load.clone();
+    if let Some(v) = args.rps.filter(|_| given("rps")) {
+        crate::error::positive("--rps", v, "give the requests per second at peak")?;
+        l.rps = v;
+    }
+    if let Some(k) = args.run.keys.filter(|_| given("keys")) {
+        if k == 0 {
+            return Err(UsageError::bad("--keys", "0", "give the keys of the data"));
+        }
+        l.keys = k;
+    }
+    if let Some(p) = args.p99_ms.filter(|_| given("p99_ms")) {
+        check_goal(p, args)?;
+        l.p99_ms = p;
+    }
+    if given("p50_ms") {
+        l.p50_ms = args.p50_ms;
+    }
+    if given("p999_ms") {
+        l.p999_ms = args.p999_ms;
+    }
+    let p = super::prices(args)?;
+    let hourly = [
+        "price_core_hour",
+        "price_gib_hour",
+        "machine_cores",
+        "machine_gib",
+    ];
+    if given("machine_cores") {
+        l.machine_cores = args.machine_cores;
+    }
+    if given("machine_gib") {
+        l.machine_gib = args.machine_gib;
+    }
+    if given("price_core_hour") {
+        l.price_core_hour = p.core_hour;
+    }
+    if given("price_gib_hour") {
+        l.price_gib_hour = p.gib_hour;
+    }
+    match (
+        given("price_machine_month"),
+        hourly.iter().any(|h| given(h)),
+    ) {
+        (true, _) => l.price_machine_month = p.machine_month,
+        (false, true) => {
+            l.price_machine_month = crate::results::decide::machine_month(
+                l.machine_cores,
+                l.machine_gib,
+                l.price_core_hour,
+                l.price_gib_hour,
+            )
+        }
+        (false, false) => {}
+    }
+    if given("price_machine_month") || given("price_core_hour") || given("price_gib_hour") {
+        l.example_prices = false;
+    }
+    if given("currency") {
+        l.currency = p.currency;
+    }
+    l.shared |= args.shared;
+    if given("target_cores") {
+        l.target_cores = args.target_cores;
+    }
+    if given("cache_cores") {
+        l.cache_cores = args.cache_cores;
+    }
+    Ok(l)
+}
+
+/// A flag's name for a usage error (which names flags by `&'static str`).
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}

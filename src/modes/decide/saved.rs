@@ -1,0 +1,271 @@
+//! A decision's measurements on disk, each step saved as it finishes:
+//! `DIR/manifest.json` (what was asked, the copy measured, the steps
+//! finished) and `DIR/steps/NN-STEP.json` (the step's measurements and the
+//! plan they were made for). An error or Ctrl-C in a later step keeps the
+//! earlier ones; `--resume` reuses each finished step whose plan matches;
+//! `--from` reads them all back (see [`load`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::Ask;
+use super::decision::Measured;
+use super::host::HostLog;
+use super::measure::{AsideRun, CurveRun, Searched};
+use super::others::Other;
+use crate::results::decide::{CacheLoss, Scaled};
+
+/// The steps of a decision: file name, and as said.
+pub const STEPS: [(&str, &str); 8] = [
+    ("database", "the database alone"),
+    ("cache", "the cache alone"),
+    ("curve", "the miss-ratio curve"),
+    ("cache-aside", "the cache-aside confirmation"),
+    ("cache-loss", "the cache loss"),
+    ("replicas", "the database with a read replica"),
+    ("near-aside", "cache-aside with a near cache"),
+    ("near-database", "the database with a near cache"),
+];
+
+/// What a saved decision was asked, and how far it got.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Version of kvlab that measured.
+    pub kvlab_version: String,
+    /// The ask: the workload and servers (passwords masked), the load as
+    /// stated.
+    pub ask: Ask,
+    /// The copy's keys, and why that copy.
+    pub scaled: (u64, String),
+    /// The steps finished, in order.
+    pub finished: Vec<String>,
+}
+
+/// The cache-aside step: the rate of the fixed-rate runs, why, and the run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AsideStep {
+    /// The rate of the fixed-rate runs, req/s.
+    pub rate: f64,
+    /// Why that rate.
+    pub rate_why: String,
+    /// The configuration chosen and its confirmation.
+    pub run: Option<AsideRun>,
+}
+
+/// One step's file.
+#[derive(Serialize, Deserialize)]
+struct StepFile<T> {
+    step: String,
+    /// The plan the step was measured for (what `--resume` compares).
+    plan: Value,
+    /// The host's load during it, when busy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    host_busy: Option<String>,
+    measured: T,
+}
+
+/// The steps of one decision under its directory.
+pub struct Store<'a> {
+    dir: PathBuf,
+    shutdown: &'a AtomicBool,
+    manifest: Manifest,
+    /// Resuming: reuse what matches.
+    resume: bool,
+}
+
+fn step_path(dir: &Path, i: usize) -> PathBuf {
+    dir.join("steps")
+        .join(format!("{:02}-{}.json", i + 1, STEPS[i].0))
+}
+
+fn read<T: DeserializeOwned>(path: &Path) -> Result<T> {
+    let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+    serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{}: not a step kvlab decide saved (or from another version)",
+            path.display()
+        )
+    })
+}
+
+/// `value` written to `path` whole (a temporary file renamed over it).
+fn write<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let tmp = path.with_extension("json.part");
+    let f = std::fs::File::create(&tmp).with_context(|| tmp.display().to_string())?;
+    serde_json::to_writer(std::io::BufWriter::new(f), value)?;
+    std::fs::rename(&tmp, path).with_context(|| path.display().to_string())
+}
+
+impl<'a> Store<'a> {
+    /// The store of a decision of `ask` under `dir`: a new one (the steps of
+    /// an earlier decision there removed), or with `resume` the one there.
+    pub fn open(
+        dir: &Path,
+        ask: &Ask,
+        scaled: &(u64, String),
+        (resume, shutdown): (bool, &'a AtomicBool),
+    ) -> Result<Store<'a>> {
+        let steps = dir.join("steps");
+        if resume && !dir.join("manifest.json").exists() {
+            bail!(
+                "--resume: {} holds no saved decision (no manifest.json); run kvlab decide without --resume",
+                dir.display()
+            );
+        }
+        if !resume {
+            for i in 0..STEPS.len() {
+                let _ = std::fs::remove_file(step_path(dir, i));
+            }
+        }
+        std::fs::create_dir_all(&steps).with_context(|| steps.display().to_string())?;
+        let store = Store {
+            dir: dir.to_path_buf(),
+            shutdown,
+            manifest: Manifest {
+                kvlab_version: env!("CARGO_PKG_VERSION").into(),
+                ask: ask.clone(),
+                scaled: scaled.clone(),
+                finished: Vec::new(),
+            },
+            resume,
+        };
+        store.save_manifest()?;
+        Ok(store)
+    }
+
+    fn save_manifest(&self) -> Result<()> {
+        write(&self.dir.join("manifest.json"), &self.manifest)
+    }
+
+    /// Whether every step is there to reuse (no server needed).
+    pub fn complete(&self, keys: &[Value; 8]) -> bool {
+        self.resume && (0..STEPS.len()).all(|i| self.reusable::<Value>(i, &keys[i]).is_some())
+    }
+
+    /// Step `i` saved under the plan `key`, if resuming and it matches.
+    fn reusable<T: DeserializeOwned>(&self, i: usize, key: &Value) -> Option<StepFile<T>> {
+        let f: StepFile<T> = read(&step_path(&self.dir, i))
+            .ok()
+            .filter(|_| self.resume)?;
+        (f.plan == *key).then_some(f)
+    }
+
+    /// Step `i` for the plan `key`: reused (resuming, the same plan) or run
+    /// by `run` and saved. Stopped (Ctrl-C) during it: nothing saved, and
+    /// an error naming it and the steps before it.
+    pub fn step<T: Serialize + DeserializeOwned>(
+        &mut self,
+        (i, key): (usize, &Value),
+        host: &mut HostLog,
+        say: &mut dyn FnMut(&str),
+        run: impl FnOnce(&mut dyn FnMut(&str)) -> Result<T>,
+    ) -> Result<T> {
+        let name = STEPS[i].1;
+        if let Some(f) = self.reusable::<T>(i, key) {
+            say(&format!(
+                "kvlab decide: {name}: reused, as measured before ({})\n",
+                step_path(&self.dir, i).display()
+            ));
+            host.skip();
+            if let Some(b) = &f.host_busy {
+                host.busy.push(b.clone());
+            }
+            return self.finished(i, f.measured);
+        }
+        let measured = run(say)?;
+        if self.shutdown.load(Ordering::SeqCst) {
+            let finished = match i {
+                0 => "none".to_string(),
+                n => STEPS[..n]
+                    .iter()
+                    .map(|s| s.1)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            };
+            bail!(
+                "stopped (Ctrl-C) during the runs of {name}; finished: {finished}; no decision from runs cut short; the finished steps are saved in {}: kvlab decide --resume {} with the same flags measures the rest",
+                self.dir.display(),
+                self.dir.display()
+            );
+        }
+        let host_busy = host.mark(name);
+        if let Some(line) = &host_busy {
+            say(&format!("  NOTE: {line}\n"));
+        }
+        let file = StepFile {
+            step: name.into(),
+            plan: key.clone(),
+            host_busy,
+            measured,
+        };
+        write(&step_path(&self.dir, i), &file)?;
+        self.finished(i, file.measured)
+    }
+
+    fn finished<T>(&mut self, i: usize, t: T) -> Result<T> {
+        self.manifest.finished.push(STEPS[i].0.into());
+        self.save_manifest()?;
+        Ok(t)
+    }
+}
+
+/// A saved decision under `dir`, read back: what was asked and what the
+/// steps measured. An unfinished one is refused, naming the steps missing.
+pub fn load(dir: &Path) -> Result<(Ask, Measured)> {
+    let manifest: Manifest = read(&dir.join("manifest.json")).map_err(|e| {
+        anyhow!(
+            "--from: {} holds no saved decision ({e:#}); give the --out of an earlier kvlab decide",
+            dir.display()
+        )
+    })?;
+    let missing: Vec<&str> = (0..STEPS.len())
+        .filter(|&i| !step_path(dir, i).exists())
+        .map(|i| STEPS[i].1)
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "--from: the decision saved in {} is unfinished (missing: {}); measure the rest with kvlab decide --resume {} and the flags it was started with",
+            dir.display(),
+            missing.join(", "),
+            dir.display()
+        );
+    }
+    fn get<T: DeserializeOwned>(dir: &Path, i: usize, notes: &mut Vec<String>) -> Result<T> {
+        let f: StepFile<T> = read(&step_path(dir, i))?;
+        notes.extend(f.host_busy);
+        Ok(f.measured)
+    }
+    let mut notes = Vec::new();
+    let db: Searched = get(dir, 0, &mut notes)?;
+    let cache: Searched = get(dir, 1, &mut notes)?;
+    let curve: Vec<CurveRun> = get(dir, 2, &mut notes)?;
+    let aside: AsideStep = get(dir, 3, &mut notes)?;
+    let loss: Option<CacheLoss> = get(dir, 4, &mut notes)?;
+    let others: Vec<Other> = (5..8)
+        .map(|i| get(dir, i, &mut notes))
+        .collect::<Result<_>>()?;
+    let ask = manifest.ask;
+    let measured = Measured {
+        scaled: Scaled {
+            keys: manifest.scaled.0,
+            factor: manifest.scaled.0 as f64 / ask.load.keys.max(1) as f64,
+            why: manifest.scaled.1,
+            rate: aside.rate,
+            rate_why: aside.rate_why,
+        },
+        db,
+        cache,
+        curve,
+        aside: aside.run,
+        loss,
+        others,
+        host_busy: notes,
+        measured_for: ask.load.clone(),
+    };
+    Ok((ask, measured))
+}
