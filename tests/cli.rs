@@ -35,6 +35,16 @@ fn bad_flags_name_the_flag_and_the_fix() {
             "decide --rps 100 --p99-ms 5 --price-machine-month -3",
             "--price-machine-month",
         ),
+        // A saved decision that is not there.
+        (
+            "decide --from /nonexistent",
+            "--from: /nonexistent holds no saved decision",
+        ),
+        (
+            "decide --resume /nonexistent --rps 100 --p99-ms 5",
+            "--resume: /nonexistent holds no saved decision",
+        ),
+        ("decide --p99-ms 5", "--rps"),
         ("run --connections 0", "--connections"),
         ("run --pipeline 0", "--pipeline"),
         ("run --duration -1", "--duration"),

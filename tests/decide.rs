@@ -182,15 +182,227 @@ fn a_load_the_database_carries_easily_drops_the_cache_and_the_curves_agree() {
     );
 }
 
+/// Runs kvlab with `args`, no server binary on its PATH (nothing can be
+/// started); its stdout.
+fn without_servers(args: &[&str]) -> String {
+    let o = common::kvlab()
+        .env("PATH", "/nonexistent")
+        .args(args)
+        .output()
+        .unwrap();
+    common::succeeds(&o);
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The path of the first place `a` and `b` differ, with both values.
+fn first_difference(a: &Value, b: &Value, at: &str) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            keys.into_iter().find_map(|k| {
+                let (p, q) = (x.get(k.as_str()), y.get(k.as_str()));
+                let null = Value::Null;
+                first_difference(p.unwrap_or(&null), q.unwrap_or(&null), &format!("{at}.{k}"))
+            })
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (p, q))| first_difference(p, q, &format!("{at}[{i}]"))),
+        _ => (a != b).then(|| format!("{at}: {a} vs {b}")),
+    }
+}
+
+fn json_at(dir: &std::path::Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("decision.json")).unwrap()).unwrap()
+}
+
+/// A decision cut short by Ctrl-C after its first step resumes, reusing it;
+/// `--from` recomputes the same decision without starting a server, and
+/// with four times the rate in under a second; far above the database's
+/// capacity it keeps the cache; at a million keys its curve, carried from
+/// the copy of 20,000, is within 2 points of an exact LRU simulation.
 #[test]
-fn a_load_far_above_the_databases_capacity_keeps_the_cache() {
-    let d = decide(&["--rps", "2000000", "--p99-ms", "50", "--machine-cores", "2"]);
-    every_row(&d);
+fn a_cut_decision_resumes_and_is_asked_again_from_its_measurements() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("d");
+    let out_s = out.to_str().unwrap();
+    let mut flags = vec![
+        "decide",
+        "--quick",
+        "--duration",
+        "1",
+        "--connections",
+        "16",
+    ];
+    flags.extend(common::SMALL_DECISION);
+    flags.extend(["--rps", "2000", "--p99-ms", "5"]);
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kvlab"))
+        .args(&flags)
+        .args(["--out", out_s])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        said.push_str(&line);
+        said.push('\n');
+        if line.starts_with("kvlab decide: the cache alone") {
+            break;
+        }
+    }
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{said}{err}");
+    assert!(err.contains("--resume"), "{err}");
+    assert!(out.join("steps/01-database.json").exists(), "{said}{err}");
+    // Resumed: the database's search reused, the rest measured.
+    let o = common::kvlab()
+        .args(&flags)
+        .args(["--resume", out_s])
+        .output()
+        .unwrap();
+    common::succeeds(&o);
+    let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
-        ["keep-cache", "cache-only"].contains(&answer(&d)),
-        "{}",
-        d["decision"]
+        stdout.contains("kvlab decide: the database alone: reused"),
+        "{stdout}"
     );
+    assert!(!stdout.contains("the cache alone: reused"), "{stdout}");
+    let measured = json_at(&out);
+    every_row(&measured);
+    assert!(measured["flips"].is_array(), "{measured}");
+    for r in measured["architectures"].as_array().unwrap() {
+        if r["within_goal"] == true {
+            let range = &r["range"];
+            let [lo, hi] = [0, 1].map(|i| range["cores"][i].as_f64().unwrap());
+            let c = r["server_cores"].as_f64().unwrap();
+            assert!(lo <= c + 1e-9 && c <= hi + 1e-9, "{r}");
+            assert!(range["monthly_cost"].is_array(), "{r}");
+        }
+    }
+    // The same decision from its measurements, nothing started.
+    let again = dir.path().join("again");
+    without_servers(&["decide", "--from", out_s, "--out", again.to_str().unwrap()]);
+    let mut recomputed = json_at(&again);
+    recomputed["extrapolations"] = measured["extrapolations"].clone();
+    assert_eq!(first_difference(&recomputed, &measured, "$"), None);
+    // Four times the rate: recomputed in under a second.
+    let started = std::time::Instant::now();
+    let four = dir.path().join("four");
+    without_servers(&[
+        "decide",
+        "--from",
+        out_s,
+        "--rps",
+        "8000",
+        "--out",
+        four.to_str().unwrap(),
+    ]);
+    assert!(
+        started.elapsed().as_secs_f64() < 1.0,
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(json_at(&four)["load"]["rps"], 8000.0);
+    // Far above the database's capacity on small machines: the cache pays.
+    let far = dir.path().join("far");
+    let far_s = far.to_str().unwrap();
+    without_servers(&[
+        "decide",
+        "--from",
+        out_s,
+        "--rps",
+        "2000000",
+        "--machine-cores",
+        "2",
+        "--out",
+        far_s,
+    ]);
+    let far = json_at(&far);
+    every_row(&far);
+    assert!(
+        ["keep-cache", "cache-only"].contains(&answer(&far)),
+        "{}",
+        far["decision"]
+    );
+    // A hundredth of that rate the database alone does: the flip between
+    // is found, and the last below the rate stated ends on its answer.
+    let flip = far["flips"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["variable"] == "rps" && f["at"].as_f64().unwrap() <= 2_000_000.0)
+        .max_by(|a, b| {
+            a["at"]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&b["at"].as_f64().unwrap())
+        })
+        .unwrap_or_else(|| panic!("{}", far["flips"]))
+        .clone();
+    let at = flip["at"].as_f64().unwrap();
+    assert!(at > 20_000.0 && at < 2_000_000.0, "{flip}");
+    assert_eq!(flip["to"], far["decision"]["answer"], "{flip}");
+    // What the measurements cannot carry is refused in a line.
+    for (flag, value) in [
+        ("--ratio", "1:1"),
+        ("--value-size", "100"),
+        ("--duration", "3"),
+    ] {
+        let o = common::kvlab()
+            .args(["decide", "--from", out_s, flag, value])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success() && err.starts_with(&format!("Error: {flag}")),
+            "{err}"
+        );
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    }
+    carried_to_a_million_keys(out_s, dir.path());
+}
+
+/// The decision saved in `out` (20,000 keys, zipf 0.99, 1:19) asked again at
+/// 1,000,000 keys: each carried point within 2 points of an exact LRU
+/// simulation of that load at the share of keys it holds.
+fn carried_to_a_million_keys(out: &str, tmp: &std::path::Path) {
+    let million = tmp.join("million");
+    without_servers(&[
+        "decide",
+        "--from",
+        out,
+        "--keys",
+        "1000000",
+        "--out",
+        million.to_str().unwrap(),
+    ]);
+    let d = json_at(&million);
+    let carried: Vec<&Value> = d["miss_ratio_curve"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["source"] == "carried")
+        .collect();
+    assert!(carried.len() >= 3, "{}", d["miss_ratio_curve"]);
+    let shares: Vec<f64> = carried
+        .iter()
+        .map(|p| p["share_of_keys"].as_f64().unwrap())
+        .collect();
+    let exact = common::lru::hit_ratios(1_000_000, 0.99, 0.05, &shares);
+    for (p, lru) in carried.iter().zip(exact) {
+        let hit = p["hit_ratio"].as_f64().unwrap();
+        assert!(
+            (hit - lru).abs() <= 0.02,
+            "carried {hit} vs exact LRU {lru}: {p}"
+        );
+    }
 }
 
 /// Runs a study file whose `[decide]` is `table` (TOML lines); its JSON.

@@ -390,12 +390,13 @@ pub struct Decision {
     /// each said: their figures may be low.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub host_busy: Vec<String>,
-    /// Where the answer changes as the rate, the write share or the keys
-    /// move from a tenth to ten times the stated (none: it holds over them).
+    /// Where the answer changes as the rate (a hundredth to a hundred times
+    /// the stated), the write share (0 to 90%) or the keys (a tenth to ten
+    /// times) move (none: it holds over them).
     #[serde(default)]
     pub flips: Vec<Flip>,
-    /// Each row's monthly cost and the answer over rates from a tenth to ten
-    /// times the stated.
+    /// Each row's monthly cost and the answer over rates from a hundredth to
+    /// a hundred times the stated.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_rate: Vec<RatePoint>,
     /// The answer.

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod hostile;
+pub mod lru;
 pub mod prometheus;
 
 use std::collections::BTreeMap;

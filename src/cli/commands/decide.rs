@@ -30,6 +30,9 @@ pub fn exec(args: &DecideArgs, shutdown: &AtomicBool) -> Result<()> {
         return from(args, dir);
     }
     let ask = ask_of(args, shutdown)?;
+    if let Some(dir) = &args.resume {
+        decide::saved::resumable(dir)?;
+    }
     let out = args
         .resume
         .clone()
@@ -349,7 +352,8 @@ mod file {
             .map_or(s.name.as_str(), String::as_str)
     }
 
-    /// The flags `[decide]` stands for, `--out` last unless it gives one.
+    /// The flags `[decide]` stands for, `--out` last unless it gives one (or
+    /// `resume`, whose directory is the out).
     pub fn argv_of(s: &StudyFile, out: &std::path::Path) -> Result<Vec<String>> {
         let cmd = crate::cli::decide_flags(Flags::command());
         let table = s.decide.clone().unwrap_or_default();
@@ -394,7 +398,7 @@ mod file {
                 }
             }
         }
-        if !table.contains_key("out") {
+        if !table.contains_key("out") && !table.contains_key("resume") {
             argv.extend(["--out".into(), out.display().to_string()]);
         }
         Ok(argv)

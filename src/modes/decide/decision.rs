@@ -231,9 +231,11 @@ fn close_call(
     ))
 }
 
-/// The rates of the sweeps: the stated one times 10^(k/8), k = -8..=8.
+/// The rates of the sweeps: the stated one times 10^(k/6), k = -12..=12
+/// (a hundredth to a hundred times: where the cache starts to pay is often
+/// further than ten times away on machines of many cores).
 pub(super) fn rate_factors() -> impl Iterator<Item = f64> {
-    (-8..=8).map(|k| 10f64.powf(k as f64 / 8.0))
+    (-12..=12).map(|k| 10f64.powf(k as f64 / 6.0))
 }
 
 /// Each row's cost and the answer over the rates of [`rate_factors`].

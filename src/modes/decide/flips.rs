@@ -1,6 +1,7 @@
 //! Where the answer flips: the decision evaluated with the stated rate, the
-//! write share and the key count moved over a range (the rate and the keys
-//! from a tenth to ten times the stated, the write share from 0 to 90%),
+//! write share and the key count moved over a range (the rate from a
+//! hundredth to a hundred times the stated, the keys from a tenth to ten
+//! times, the write share from 0 to 90%),
 //! each change of answer found between two grid points and narrowed by
 //! bisection to the first value with the new answer.
 

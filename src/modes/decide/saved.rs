@@ -101,6 +101,17 @@ fn write<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     std::fs::rename(&tmp, path).with_context(|| path.display().to_string())
 }
 
+/// Whether `dir` holds a saved decision to resume; else why not.
+pub fn resumable(dir: &Path) -> Result<()> {
+    match dir.join("manifest.json").exists() {
+        true => Ok(()),
+        false => bail!(
+            "--resume: {} holds no saved decision (no manifest.json); run kvlab decide without --resume",
+            dir.display()
+        ),
+    }
+}
+
 impl<'a> Store<'a> {
     /// The store of a decision of `ask` under `dir`: a new one (the steps of
     /// an earlier decision there removed), or with `resume` the one there.
@@ -111,11 +122,8 @@ impl<'a> Store<'a> {
         (resume, shutdown): (bool, &'a AtomicBool),
     ) -> Result<Store<'a>> {
         let steps = dir.join("steps");
-        if resume && !dir.join("manifest.json").exists() {
-            bail!(
-                "--resume: {} holds no saved decision (no manifest.json); run kvlab decide without --resume",
-                dir.display()
-            );
+        if resume {
+            resumable(dir)?;
         }
         if !resume {
             for i in 0..STEPS.len() {
@@ -177,22 +185,24 @@ impl<'a> Store<'a> {
             }
             return self.finished(i, f.measured);
         }
-        let measured = run(say)?;
-        if self.shutdown.load(Ordering::SeqCst) {
-            let finished = match i {
-                0 => "none".to_string(),
-                n => STEPS[..n]
-                    .iter()
-                    .map(|s| s.1)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            };
-            bail!(
-                "stopped (Ctrl-C) during the runs of {name}; finished: {finished}; no decision from runs cut short; the finished steps are saved in {}: kvlab decide --resume {} with the same flags measures the rest",
-                self.dir.display(),
-                self.dir.display()
-            );
+        if self.resume && step_path(&self.dir, i).exists() {
+            say(&format!(
+                "kvlab decide: {name}: saved for another plan (other flags), measured again\n"
+            ));
         }
+        let measured = match run(say) {
+            Ok(m) if !self.shutdown.load(Ordering::SeqCst) => m,
+            Ok(_) => bail!(self.cut(i)),
+            Err(e) if self.shutdown.load(Ordering::SeqCst) => return Err(e.context(self.cut(i))),
+            Err(e) if i > 0 => {
+                return Err(e.context(format!(
+                    "{name}: the steps before it are saved in {}: kvlab decide --resume {} with the same flags measures the rest",
+                    self.dir.display(),
+                    self.dir.display()
+                )));
+            }
+            Err(e) => return Err(e),
+        };
         let host_busy = host.mark(name);
         if let Some(line) = &host_busy {
             say(&format!("  NOTE: {line}\n"));
@@ -205,6 +215,25 @@ impl<'a> Store<'a> {
         };
         write(&step_path(&self.dir, i), &file)?;
         self.finished(i, file.measured)
+    }
+
+    /// Step `i` cut short by Ctrl-C, in words: which, what finished, how to
+    /// go on.
+    fn cut(&self, i: usize) -> String {
+        let finished = match i {
+            0 => "none".to_string(),
+            n => STEPS[..n]
+                .iter()
+                .map(|s| s.1)
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        format!(
+            "stopped (Ctrl-C) during the runs of {}; finished: {finished}; no decision from runs cut short; the finished steps are saved in {}: kvlab decide --resume {} with the same flags measures the rest",
+            STEPS[i].1,
+            self.dir.display(),
+            self.dir.display()
+        )
     }
 
     fn finished<T>(&mut self, i: usize, t: T) -> Result<T> {

@@ -157,7 +157,7 @@ pub fn text(d: &Decision) -> String {
     if d.flips.is_empty() {
         let _ = writeln!(
             s,
-            "FLIP: none: the answer holds from a tenth to ten times the stated rate and keys, and from 0 to 90% writes."
+            "FLIP: none: the answer holds from a hundredth to a hundred times the stated rate, a tenth to ten times the keys, and from 0 to 90% writes."
         );
     }
     let _ = writeln!(s, "Prices: {}.\n", prices_said(d));
@@ -263,7 +263,7 @@ pub fn html(d: &Decision) -> String {
         let _ = write!(s, "<li>Where the answer flips: {}.</li>", esc(&f.said));
     }
     if d.flips.is_empty() {
-        s.push_str("<li>The answer holds from a tenth to ten times the stated rate and keys, and from 0 to 90% writes.</li>");
+        s.push_str("<li>The answer holds from a hundredth to a hundred times the stated rate, a tenth to ten times the keys, and from 0 to 90% writes.</li>");
     }
     s.push_str("</ul>");
     for b in &d.host_busy {
@@ -279,7 +279,7 @@ pub fn html(d: &Decision) -> String {
     }
     s.push_str("<h2>Architectures at the stated load</h2>");
     let mut head: Vec<String> = HEAD.iter().map(|h| h.to_string()).collect();
-    head[5] = format!("monthly cost ({})", prices_said(d));
+    head[5] = format!("monthly cost ({})", d.load.currency);
     s.push_str(&crate::report::html::table(&Table {
         title: format!("Prices: {}", prices_said(d)),
         headers: head,
