@@ -229,18 +229,31 @@ impl<'a> Plot<'a> {
         );
     }
 
-    /// Dashed lines across the plot: events and the x axis's lines upright,
-    /// the y axis's (a goal) level.
+    /// Dashed lines across the plot: events and the x axis's lines upright
+    /// (each label a line lower than the one before, on the plot's side of
+    /// its line), the y axis's (a goal) level.
     fn lines_across(&self, s: &mut String) {
-        for (x, label) in self.c.markers.iter().chain(&self.c.x_label.lines) {
+        for (i, (x, label)) in self
+            .c
+            .markers
+            .iter()
+            .chain(&self.c.x_label.lines)
+            .enumerate()
+        {
+            let px = self.px(*x);
+            let (tx, anchor) = match px > L + (W - L - R) / 2.0 {
+                true => (px - 3.0, "end"),
+                false => (px + 3.0, "start"),
+            };
             let _ = write!(
                 s,
-                r##"<line x1="{0:.1}" y1="{1}" x2="{0:.1}" y2="{2}" stroke="#555" stroke-dasharray="3 3"/><text x="{3:.1}" y="{4}" font-size="11">{5}</text>"##,
-                self.px(*x),
+                r##"<line x1="{0:.1}" y1="{1}" x2="{0:.1}" y2="{2}" stroke="#555" stroke-dasharray="3 3"/><text x="{3:.1}" y="{4}" text-anchor="{5}" font-size="11">{6}</text>"##,
+                px,
                 T,
                 H - B,
-                self.px(*x) + 3.0,
-                T + 10.0,
+                tx,
+                T + 10.0 + 12.0 * (i % 4) as f64,
+                anchor,
                 esc(label)
             );
         }

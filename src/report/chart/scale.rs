@@ -195,7 +195,9 @@ fn percentile_span(ps: &[f64]) -> Span {
 
 /// The position axis (x) of `a` over values `xs`: from the least to the most
 /// (half a step either side of a single one), a tick at each distinct value
-/// labelled by `label`; percentiles get the usual percentile ticks instead.
+/// labelled by `label` (past [`MOST_TICKS`] values, round ones: 1, 2 and 5
+/// times a power of ten on a log axis, every n-th value on a linear one);
+/// percentiles get the usual percentile ticks instead.
 pub(super) fn place_span(a: &Axis, xs: &[f64], label: &dyn Fn(f64) -> String) -> Span {
     if a.scale == Scale::Percentile {
         return percentile_span(xs);
@@ -214,8 +216,34 @@ pub(super) fn place_span(a: &Axis, xs: &[f64], label: &dyn Fn(f64) -> String) ->
     Span {
         lo,
         hi,
-        ticks: distinct.iter().map(|x| (*x, label(*x))).collect(),
+        ticks: thinned(a.scale, &distinct)
+            .into_iter()
+            .map(|x| (x, label(x)))
+            .collect(),
     }
+}
+
+/// The most ticks an axis labels before it labels round values only.
+pub const MOST_TICKS: usize = 12;
+
+/// Where an axis of `distinct` values (ascending) puts its ticks.
+fn thinned(scale: Scale, distinct: &[f64]) -> Vec<f64> {
+    if distinct.len() <= MOST_TICKS {
+        return distinct.to_vec();
+    }
+    let (lo, hi) = (distinct[0], distinct[distinct.len() - 1]);
+    if scale == Scale::Log && lo > 0.0 {
+        let round: Vec<f64> = (lo.log10().floor() as i32..=hi.log10().ceil() as i32)
+            .flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(e)))
+            .filter(|v| *v >= lo * 0.999 && *v <= hi * 1.001)
+            .collect();
+        if round.len() >= 3 {
+            let step = round.len().div_ceil(MOST_TICKS);
+            return round.into_iter().step_by(step).collect();
+        }
+    }
+    let step = distinct.len().div_ceil(MOST_TICKS - 2);
+    distinct.iter().copied().step_by(step).collect()
 }
 
 #[cfg(test)]
