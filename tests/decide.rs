@@ -225,7 +225,6 @@ fn json_at(dir: &std::path::Path) -> Value {
 /// the copy of 20,000, is within 2 points of an exact LRU simulation.
 #[test]
 fn a_cut_decision_resumes_and_is_asked_again_from_its_measurements() {
-    use std::io::{BufRead, BufReader};
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("d");
     let out_s = out.to_str().unwrap();
@@ -239,26 +238,12 @@ fn a_cut_decision_resumes_and_is_asked_again_from_its_measurements() {
     ];
     flags.extend(common::SMALL_DECISION);
     flags.extend(["--rps", "2000", "--p99-ms", "5"]);
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kvlab"))
-        .args(&flags)
-        .args(["--out", out_s])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut said = String::new();
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-        let line = line.unwrap();
-        said.push_str(&line);
-        said.push('\n');
-        if line.starts_with("kvlab decide: the cache alone") {
-            break;
-        }
-    }
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-    let o = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(130), "{said}{err}");
+    let mut cut = flags.clone();
+    cut.extend(["--out", out_s]);
+    let (said, code, err) = common::interrupted_when(&cut, |line| {
+        line.starts_with("kvlab decide: the cache alone")
+    });
+    assert_eq!(code, Some(130), "{said}{err}");
     assert!(err.contains("--resume"), "{err}");
     assert!(out.join("steps/01-database.json").exists(), "{said}{err}");
     // Resumed: the database's search reused, the rest measured.
@@ -276,6 +261,7 @@ fn a_cut_decision_resumes_and_is_asked_again_from_its_measurements() {
     assert!(!stdout.contains("the cache alone: reused"), "{stdout}");
     let measured = json_at(&out);
     every_row(&measured);
+    flips_follow_the_rates(&measured);
     assert!(measured["flips"].is_array(), "{measured}");
     for r in measured["architectures"].as_array().unwrap() {
         if r["within_goal"] == true {
@@ -331,24 +317,7 @@ fn a_cut_decision_resumes_and_is_asked_again_from_its_measurements() {
         "{}",
         far["decision"]
     );
-    // A hundredth of that rate the database alone does: the flip between
-    // is found, and the last below the rate stated ends on its answer.
-    let flip = far["flips"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["variable"] == "rps" && f["at"].as_f64().unwrap() <= 2_000_000.0)
-        .max_by(|a, b| {
-            a["at"]
-                .as_f64()
-                .unwrap()
-                .total_cmp(&b["at"].as_f64().unwrap())
-        })
-        .unwrap_or_else(|| panic!("{}", far["flips"]))
-        .clone();
-    let at = flip["at"].as_f64().unwrap();
-    assert!(at > 20_000.0 && at < 2_000_000.0, "{flip}");
-    assert_eq!(flip["to"], far["decision"]["answer"], "{flip}");
+    flips_follow_the_rates(&far);
     // What the measurements cannot carry is refused in a line.
     for (flag, value) in [
         ("--ratio", "1:1"),
@@ -367,6 +336,42 @@ fn a_cut_decision_resumes_and_is_asked_again_from_its_measurements() {
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     }
     carried_to_a_million_keys(out_s, dir.path());
+}
+
+/// Wherever the answer changes between two rates of `d`'s sweep, a flip of
+/// the rate lies between them, from the one answer to the other (and none
+/// where it holds).
+fn flips_follow_the_rates(d: &Value) {
+    let by_rate = d["by_rate"].as_array().unwrap();
+    assert!(by_rate.len() >= 20, "{by_rate:?}");
+    let flips: Vec<&Value> = d["flips"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["variable"] == "rps")
+        .collect();
+    let mut changes = 0;
+    for w in by_rate.windows(2) {
+        let (a, b) = (&w[0], &w[1]);
+        if a["answer"] == b["answer"] {
+            continue;
+        }
+        changes += 1;
+        let (lo, hi) = (a["rps"].as_f64().unwrap(), b["rps"].as_f64().unwrap());
+        assert!(
+            flips.iter().any(|f| {
+                let at = f["at"].as_f64().unwrap();
+                at >= lo * 0.99
+                    && at <= hi * 1.01
+                    && f["from"] == a["answer"]
+                    && f["to"] == b["answer"]
+            }),
+            "{lo}..{hi}: {} → {}: {flips:?}",
+            a["answer"],
+            b["answer"]
+        );
+    }
+    assert_eq!(changes, flips.len(), "{flips:?}");
 }
 
 /// The decision saved in `out` (20,000 keys, zipf 0.99, 1:19) asked again at
@@ -687,30 +692,26 @@ fn a_decide_study_without_a_name_is_named_by_its_file() {
 /// so, naming the step cut short and that none finished.
 #[test]
 fn ctrl_c_says_which_step_it_cut_short_and_exits_130() {
-    use std::io::{BufRead, BufReader};
     let dir = tempfile::tempdir().unwrap();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kvlab"))
-        .args(["decide", "--quick", "--duration", "1", "--rps", "1000"])
-        .args(["--p99-ms", "5", "--keys", "20000", "--out"])
-        .arg(dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The search's first step said: it is under way.
-    let mut said = String::new();
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-        let line = line.unwrap();
-        said.push_str(&line);
-        said.push('\n');
-        if line.contains(" req/s: p99 ") {
-            break;
-        }
-    }
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{said}{err}");
+    let (said, code, err) = common::interrupted_when(
+        &[
+            "decide",
+            "--quick",
+            "--duration",
+            "1",
+            "--rps",
+            "1000",
+            "--p99-ms",
+            "5",
+            "--keys",
+            "20000",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ],
+        // The search's first step said: it is under way.
+        |line| line.contains(" req/s: p99 "),
+    );
+    assert_eq!(code, Some(130), "{said}{err}");
     let last = err.trim_end().lines().last().unwrap_or("");
     assert!(last.starts_with("Error: stopped (Ctrl-C)"), "{said}{err}");
     // A blocking read Ctrl-C interrupts (EINTR) can end the step with its

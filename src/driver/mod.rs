@@ -22,6 +22,11 @@
 //! - [`topology`]
 //! - [`wire`]
 
+/// How long a server may take to answer a request for its counters or its
+/// use (a healthy one answers within milliseconds): one that stops answering
+/// holds the end of a run no longer than this per request.
+pub const COUNTERS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 pub mod choice;
 pub mod counters;
 pub mod diagnose;

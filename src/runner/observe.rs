@@ -49,12 +49,15 @@ pub(super) struct Peaks {
 }
 
 /// A server kvlab did not start that reports its own CPU and memory.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(super) struct Reporting<'a> {
     /// How to reach it.
     pub connector: &'a Connector,
     /// What its report is.
     pub report: UsageReport,
+    /// It failed to answer once: not asked again in this run (a server that
+    /// stops answering would hold each second's sample for its timeout).
+    pub silent: std::cell::Cell<bool>,
 }
 
 impl<'a> Reporting<'a> {
@@ -66,7 +69,21 @@ impl<'a> Reporting<'a> {
             .facts()
             .usage_report
             .filter(|_| !managed)?;
-        Some(Reporting { connector, report })
+        Some(Reporting {
+            connector,
+            report,
+            silent: Default::default(),
+        })
+    }
+
+    /// Its use now, unless it failed to answer before in this run.
+    pub fn usage(&self) -> Option<ReportedUsage> {
+        if self.silent.get() {
+            return None;
+        }
+        let u = self.connector.reported_usage().ok();
+        self.silent.set(u.is_none());
+        u
     }
 }
 
@@ -139,12 +156,8 @@ impl RunObserver<'_> {
                 .server
                 .and_then(ManagedServer::pooler)
                 .and_then(|p| p.usage()),
-            reported: self
-                .reporting
-                .and_then(|r| r.connector.reported_usage().ok()),
-            reported_cache: self
-                .reporting_cache
-                .and_then(|r| r.connector.reported_usage().ok()),
+            reported: self.reporting.as_ref().and_then(Reporting::usage),
+            reported_cache: self.reporting_cache.as_ref().and_then(Reporting::usage),
         }
     }
 
@@ -152,14 +165,14 @@ impl RunObserver<'_> {
     /// over the window: its CPU, its memory at the end, its peak RSS.
     pub fn reported(&self, who: Reporter) -> Option<Reported> {
         let (reporting, pick, peak): (_, fn(&Sample) -> Option<ReportedUsage>, _) = match who {
-            Reporter::Target => (self.reporting, |s| s.reported, self.peak_kb.reported),
+            Reporter::Target => (&self.reporting, |s| s.reported, self.peak_kb.reported),
             Reporter::Cache => (
-                self.reporting_cache,
+                &self.reporting_cache,
                 |s| s.reported_cache,
                 self.peak_kb.reported_cache,
             ),
         };
-        let report = reporting?.report;
+        let report = reporting.as_ref()?.report;
         let (a, b) = (
             self.at_start.and_then(|s| pick(&s)),
             self.at_end.and_then(|s| pick(&s)),

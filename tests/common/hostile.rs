@@ -400,13 +400,28 @@ pub fn every_act_in(kind: TargetKind, e: &Endpoint, mode: Option<&str>) {
     let upstream: SocketAddr = format!("127.0.0.1:{}", e.port).parse().unwrap();
     let mut failures = Vec::new();
     for act in ACTS {
-        for (phase, after) in [
+        // The two phases of an act side by side, each through its own proxy
+        // (a run mostly waits: on a reply, a timeout, a login).
+        let phases = [
             ("set-up", Duration::ZERO),
             ("mid-run", Duration::from_secs(3)),
-        ] {
-            let proxy = Hostile::start(upstream, act, after, huge_header(kind, mode));
-            let o = run_through(&url_via(e, kind, proxy.port), &args);
-            drop(proxy);
+        ];
+        let outcomes: Vec<Outcome> = std::thread::scope(|sc| {
+            let runs: Vec<_> = phases
+                .iter()
+                .map(|&(_, after)| {
+                    let args = &args;
+                    sc.spawn(move || {
+                        let proxy = Hostile::start(upstream, act, after, huge_header(kind, mode));
+                        let o = run_through(&url_via(e, kind, proxy.port), args);
+                        drop(proxy);
+                        o
+                    })
+                })
+                .collect();
+            runs.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        for ((phase, after), o) in phases.into_iter().zip(outcomes) {
             let last = o
                 .stderr
                 .lines()

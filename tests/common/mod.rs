@@ -432,3 +432,44 @@ pub const SMALL_DECISION: [&str; 8] = [
     "--key-distribution",
     "zipf",
 ];
+
+/// Runs kvlab with `args`, sends it SIGINT (Ctrl-C) once a line of its
+/// stdout satisfies `when`, and waits: what it said on stdout (all of it:
+/// the reading goes on after the signal, so a line printed after it never
+/// meets a closed pipe), and its exit code and stderr.
+pub fn interrupted_when(
+    args: &[&str],
+    when: impl Fn(&str) -> bool,
+) -> (String, Option<i32>, String) {
+    use std::io::{BufRead, BufReader};
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kvlab"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut said = String::new();
+    for line in rx.iter() {
+        said.push_str(&line);
+        said.push('\n');
+        if when(&line) {
+            break;
+        }
+    }
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    reader.join().unwrap();
+    said.extend(rx.try_iter().map(|l| l + "\n"));
+    (
+        said,
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

@@ -205,7 +205,7 @@ impl Cache for Memcached {
 /// `stats` over a fresh connection.
 fn read_stats(c: &Connector) -> Result<Vec<(String, String)>> {
     let mut s = c
-        .open(Duration::from_secs(5))
+        .open(crate::driver::COUNTERS_TIMEOUT)
         .with_context(|| format!("cannot connect to {}", c.display))?;
     stats(&mut s)
 }

@@ -367,10 +367,10 @@ pub(crate) struct Info(Stream);
 impl Info {
     /// Connects to the server `c` names, for its counters.
     pub(crate) fn open(c: &Connector) -> Result<Info> {
-        let s = open(c, Duration::from_secs(5)).map_err(|e| {
+        let s = open(c, crate::driver::COUNTERS_TIMEOUT).map_err(|e| {
             anyhow::anyhow!("cannot connect to {} to read its counters: {e}", c.display)
         })?;
-        s.set_timeout(Some(Duration::from_secs(5)))?;
+        s.set_timeout(Some(crate::driver::COUNTERS_TIMEOUT))?;
         Ok(Info(s))
     }
 

@@ -100,7 +100,7 @@ impl Product for Tarantool {
     /// `box.stat()`: SELECT and REPLACE requests since the server started (set-up
     /// uses EVAL, which is counted apart).
     fn counters(&self, c: &Connector) -> Result<ServerCounters> {
-        let mut conn = open(c, Duration::from_secs(5))?;
+        let mut conn = open(c, crate::driver::COUNTERS_TIMEOUT)?;
         let r = conn
             .eval(
                 "local s = box.stat() return s.SELECT.total + (s.EXECUTE and s.EXECUTE.total or 0), s.REPLACE.total",
@@ -112,7 +112,7 @@ impl Product for Tarantool {
     }
 
     fn reported_usage(&self, c: &Connector) -> Result<ReportedUsage> {
-        let mut conn = open(c, Duration::from_secs(5))?;
+        let mut conn = open(c, crate::driver::COUNTERS_TIMEOUT)?;
         let r = conn
             .eval(
                 "return os.clock(), box.slab.info().arena_used + box.info.memory().lua",
