@@ -228,14 +228,7 @@ fn a_cut_decision_resumes_and_is_asked_again_from_its_measurements() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("d");
     let out_s = out.to_str().unwrap();
-    let mut flags = vec![
-        "decide",
-        "--quick",
-        "--duration",
-        "1",
-        "--connections",
-        "16",
-    ];
+    let mut flags = common::QUICK_DECIDE.to_vec();
     flags.extend(common::SMALL_DECISION);
     flags.extend(["--rps", "2000", "--p99-ms", "5"]);
     let mut cut = flags.clone();

@@ -396,21 +396,23 @@ pub fn every_request_clean(r: &RunResult) {
     assert!(r.totals.hits > 0 && r.totals.sets > 0);
 }
 
+/// `kvlab decide --quick` with 1-second runs and 16 connections.
+pub const QUICK_DECIDE: [&str; 6] = [
+    "decide",
+    "--quick",
+    "--duration",
+    "1",
+    "--connections",
+    "16",
+];
+
 /// Runs `kvlab decide --quick` with 1-second runs, 16 connections and
 /// `args` into a temporary directory: its decision.json and its stdout.
 pub fn decide_quick(args: &[&str]) -> (serde_json::Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap().to_string();
-    let mut all = vec![
-        "decide",
-        "--quick",
-        "--duration",
-        "1",
-        "--connections",
-        "16",
-        "--out",
-    ];
-    all.push(&out);
+    let mut all = QUICK_DECIDE.to_vec();
+    all.extend(["--out", &out]);
     all.extend(args);
     let o = kvlab().args(&all).output().unwrap();
     succeeds(&o);

@@ -142,9 +142,12 @@ fn at(ask: &Ask, m: &Measured, model: &Model, end: End) -> At {
         db: pc(&m.db),
         cache: pc(&m.cache),
     };
+    // Behind or beside a cache, a product whose search found no rate within
+    // the goal (kvlab itself limited on a busy host, say) is sized by its
+    // closed loop's rate per core, as the database behind a cache is.
     let any = PerCore {
         db: rows::any_per_core(&m.db, searched.db),
-        cache: searched.cache,
+        cache: rows::any_per_core(&m.cache, searched.cache),
     };
     let read = |ws: f64| (1.0 - ws).max(1e-9);
     let mix = read(ask.load.write_share) / read(m.measured_for.write_share);

@@ -41,7 +41,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::plan::{CacheAside, RunPlan};
-use crate::results::decide::{Decision, Scaled, StatedLoad};
+use crate::results::decide::{Decision, StatedLoad};
 use crate::runner::{self, RunOptions};
 
 /// What `kvlab decide` is asked.
@@ -168,23 +168,15 @@ pub fn decide(
     })?;
     let near_db: others::Other =
         store.step((7, &keys[7]), h, say, |say| m.near_database(rate, say))?;
-    let measured = decision::Measured {
-        scaled: Scaled {
-            keys: ask.plan.workload.keys,
-            factor: ask.plan.workload.keys as f64 / ask.load.keys.max(1) as f64,
-            why: scaled.1,
-            rate: aside.rate,
-            rate_why: aside.rate_why,
-        },
+    let steps = saved::Steps {
         db,
         cache,
         curve,
-        aside: aside.run,
+        aside,
         loss,
         others: vec![replicas, near_aside, near_db],
-        host_busy: host.busy,
-        measured_for: ask.load.clone(),
     };
+    let measured = steps.measured(&ask.load, (ask.plan.workload.keys, scaled.1), host.busy);
     Ok(decision::decision(ask, &measured))
 }
 

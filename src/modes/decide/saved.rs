@@ -18,7 +18,7 @@ use super::decision::Measured;
 use super::host::HostLog;
 use super::measure::{AsideRun, CurveRun, Searched};
 use super::others::Other;
-use crate::results::decide::{CacheLoss, Scaled};
+use crate::results::decide::{CacheLoss, Scaled, StatedLoad};
 
 /// The steps of a decision: file name, and as said.
 pub const STEPS: [(&str, &str); 8] = [
@@ -55,6 +55,50 @@ pub struct AsideStep {
     pub rate_why: String,
     /// The configuration chosen and its confirmation.
     pub run: Option<AsideRun>,
+}
+
+/// What the eight steps measured, as they finish or are read back.
+pub struct Steps {
+    /// The database alone's search.
+    pub db: Searched,
+    /// The cache alone's search.
+    pub cache: Searched,
+    /// The miss-ratio curve's runs.
+    pub curve: Vec<CurveRun>,
+    /// The cache-aside step.
+    pub aside: AsideStep,
+    /// The cache loss.
+    pub loss: Option<CacheLoss>,
+    /// The other architectures' runs.
+    pub others: Vec<Other>,
+}
+
+impl Steps {
+    /// The measurements of a decision of `load` on the copy `scaled`.
+    pub fn measured(
+        self,
+        load: &StatedLoad,
+        scaled: (u64, String),
+        host_busy: Vec<String>,
+    ) -> Measured {
+        Measured {
+            scaled: Scaled {
+                keys: scaled.0,
+                factor: scaled.0 as f64 / load.keys.max(1) as f64,
+                why: scaled.1,
+                rate: self.aside.rate,
+                rate_why: self.aside.rate_why,
+            },
+            db: self.db,
+            cache: self.cache,
+            curve: self.curve,
+            aside: self.aside.run,
+            loss: self.loss,
+            others: self.others,
+            host_busy,
+            measured_for: load.clone(),
+        }
+    }
 }
 
 /// One step's file.
@@ -270,31 +314,16 @@ pub fn load(dir: &Path) -> Result<(Ask, Measured)> {
         Ok(f.measured)
     }
     let mut notes = Vec::new();
-    let db: Searched = get(dir, 0, &mut notes)?;
-    let cache: Searched = get(dir, 1, &mut notes)?;
-    let curve: Vec<CurveRun> = get(dir, 2, &mut notes)?;
-    let aside: AsideStep = get(dir, 3, &mut notes)?;
-    let loss: Option<CacheLoss> = get(dir, 4, &mut notes)?;
-    let others: Vec<Other> = (5..8)
-        .map(|i| get(dir, i, &mut notes))
-        .collect::<Result<_>>()?;
-    let ask = manifest.ask;
-    let measured = Measured {
-        scaled: Scaled {
-            keys: manifest.scaled.0,
-            factor: manifest.scaled.0 as f64 / ask.load.keys.max(1) as f64,
-            why: manifest.scaled.1,
-            rate: aside.rate,
-            rate_why: aside.rate_why,
-        },
-        db,
-        cache,
-        curve,
-        aside: aside.run,
-        loss,
-        others,
-        host_busy: notes,
-        measured_for: ask.load.clone(),
+    let steps = Steps {
+        db: get(dir, 0, &mut notes)?,
+        cache: get(dir, 1, &mut notes)?,
+        curve: get(dir, 2, &mut notes)?,
+        aside: get(dir, 3, &mut notes)?,
+        loss: get(dir, 4, &mut notes)?,
+        others: (5..8)
+            .map(|i| get(dir, i, &mut notes))
+            .collect::<Result<_>>()?,
     };
-    Ok((ask, measured))
+    let measured = steps.measured(&manifest.ask.load, manifest.scaled, notes);
+    Ok((manifest.ask, measured))
 }
