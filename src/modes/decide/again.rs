@@ -4,7 +4,7 @@
 //! stated for a server given by URL taken as stated now.
 
 use super::Ask;
-use super::decision::Measured;
+use super::measure::Measured;
 use super::measure::Searched;
 use crate::error::UsageError;
 use crate::modes::capacity::{self, MoreLimits};

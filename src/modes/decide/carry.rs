@@ -11,7 +11,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use super::decision::Measured;
+use super::measure::Measured;
 use super::{Ask, trace};
 use crate::results::RunResult;
 use crate::results::decide::{CurvePoint, db_load};

@@ -6,57 +6,11 @@
 //! on a saved decision without running anything.
 
 use super::carry::{self, Model};
-use super::measure::{AsideRun, CurveRun, Searched};
-use super::others::{self, Other};
-use super::rows::{self, At};
-use super::size::PerCore;
-use super::{Ask, flips, rule};
-use crate::results::decide::{
-    Answer, Architecture, CacheLoss, Decision, Range, RatePoint, Scaled, StatedLoad,
-};
+use super::evaluate::{End, evaluate, rate_factors, with_load};
+pub use super::measure::Measured;
+use super::{Ask, flips, rows};
+use crate::results::decide::{Answer, Architecture, Decision, Range, RatePoint, Scaled};
 use crate::results::stats::num;
-
-/// What the runs of a decision measured (each step as saved under `--out`).
-#[derive(Clone, Debug)]
-pub struct Measured {
-    /// The copy measured and the rate of the fixed-rate runs, and why.
-    pub scaled: Scaled,
-    /// The database alone's capacity search.
-    pub db: Searched,
-    /// The cache alone's.
-    pub cache: Searched,
-    /// The miss-ratio curve's settled runs.
-    pub curve: Vec<CurveRun>,
-    /// The cache-aside configuration chosen and its confirmation.
-    pub aside: Option<AsideRun>,
-    /// The cache loss.
-    pub loss: Option<CacheLoss>,
-    /// The other architectures' runs.
-    pub others: Vec<Other>,
-    /// The steps the host was busy in, said.
-    pub host_busy: Vec<String>,
-    /// The load the runs were made for.
-    pub measured_for: StatedLoad,
-}
-
-/// Which figures a row is sized with: the measured ones, or one end of
-/// their ranges.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) enum End {
-    /// The capacity found, the run's hit ratio.
-    Mid,
-    /// The capacity's bracket at its top, the hit ratio's best seconds.
-    Low,
-    /// The capacity found, the hit ratio's worst seconds.
-    High,
-}
-
-/// The rows and the answer at one end.
-pub(super) struct Evaluated {
-    pub rows: Vec<Architecture>,
-    pub answer: Answer,
-    pub loss: Option<CacheLoss>,
-}
 
 /// The decision for `ask` (its stated load) from `m`.
 pub fn decision(ask: &Ask, m: &Measured) -> Decision {
@@ -97,76 +51,6 @@ pub fn decision(ask: &Ask, m: &Measured) -> Decision {
         by_rate: by_rate(ask, m, &model, &architectures),
         architectures,
         decision: answer,
-    }
-}
-
-/// The rows and the answer for `ask` at `end`.
-pub(super) fn evaluate(ask: &Ask, m: &Measured, model: &Model, end: End) -> Evaluated {
-    let per_key = ask.load.keys as f64 / m.scaled.keys.max(1) as f64;
-    let at = at(ask, m, model, end);
-    let db = rows::database(ask, &m.db, at.searched.db, per_key);
-    let cache = rows::cache_alone(ask, &m.cache, at.searched.cache, per_key);
-    let aside = rows::cache_aside(ask, m, &at, per_key);
-    let mut loss = m.loss.clone();
-    if let Some(l) = loss.as_mut() {
-        l.database_alone_carries = db.within_goal;
-    }
-    let aside = rows::with_loss(aside, loss.as_ref(), &db, ask.load.rps);
-    let answer = rule::answer(Some(&db), Some(&aside), Some(&cache));
-    let others: Vec<Architecture> = m
-        .others
-        .iter()
-        .map(|o| others::row(ask, o, per_key, (&at, m.db.bytes)))
-        .collect();
-    let (before, after) = others.split_at(others.len().min(1));
-    let rows = [
-        vec![db],
-        before.to_vec(),
-        vec![aside],
-        after.to_vec(),
-        vec![cache],
-    ]
-    .concat();
-    Evaluated { rows, answer, loss }
-}
-
-/// The figures of `end`: operations per core from the searches, cache-aside's
-/// hit ratio carried to the stated keys (and to the stated mix where it
-/// differs from the measured one).
-fn at(ask: &Ask, m: &Measured, model: &Model, end: End) -> At {
-    let pc = |s: &Searched| match end {
-        End::Low => s.per_core_top(),
-        _ => s.per_core(),
-    };
-    let searched = PerCore {
-        db: pc(&m.db),
-        cache: pc(&m.cache),
-    };
-    // Behind or beside a cache, a product whose search found no rate within
-    // the goal (kvlab itself limited on a busy host, say) is sized by its
-    // closed loop's rate per core, as the database behind a cache is.
-    let any = PerCore {
-        db: rows::any_per_core(&m.db, searched.db),
-        cache: rows::any_per_core(&m.cache, searched.cache),
-    };
-    let read = |ws: f64| (1.0 - ws).max(1e-9);
-    let mix = read(ask.load.write_share) / read(m.measured_for.write_share);
-    let aside = m.aside.as_ref().and_then(|a| {
-        let x = a.result.cache_aside.as_ref()?;
-        let hit = match (end, carry::hit_spread(&a.result)) {
-            (End::Low, Some([_, best])) => best.max(x.hit_ratio),
-            (End::High, Some([worst, _])) => worst.min(x.hit_ratio),
-            _ => x.hit_ratio,
-        };
-        let share = x.working_set.as_ref().map(|w| w.items as f64)? / m.scaled.keys.max(1) as f64;
-        let carried = model.carry(hit, share, m.scaled.keys, ask.load.keys).hit * mix;
-        Some((x.hit_ratio, carried))
-    });
-    At {
-        searched,
-        any,
-        aside_hit: aside.map(|a| a.1),
-        hit_delta: aside.map_or(0.0, |(measured, carried)| carried - measured),
     }
 }
 
@@ -234,13 +118,6 @@ fn close_call(
     ))
 }
 
-/// The rates of the sweeps: the stated one times 10^(k/6), k = -12..=12
-/// (a hundredth to a hundred times: where the cache starts to pay is often
-/// further than ten times away on machines of many cores).
-pub(super) fn rate_factors() -> impl Iterator<Item = f64> {
-    (-12..=12).map(|k| 10f64.powf(k as f64 / 6.0))
-}
-
 /// Each row's cost and the answer over the rates of [`rate_factors`].
 fn by_rate(ask: &Ask, m: &Measured, model: &Model, rows: &[Architecture]) -> Vec<RatePoint> {
     rate_factors()
@@ -258,13 +135,6 @@ fn by_rate(ask: &Ask, m: &Measured, model: &Model, rows: &[Architecture]) -> Vec
             }
         })
         .collect()
-}
-
-/// `ask` with its stated load changed by `change`.
-pub(super) fn with_load(ask: &Ask, change: impl FnOnce(&mut StatedLoad)) -> Ask {
-    let mut a = ask.clone();
-    change(&mut a.load);
-    a
 }
 
 /// How the measured hit ratios were carried to the stated keys, in words.

@@ -7,7 +7,8 @@
 
 use super::Ask;
 use super::carry::Model;
-use super::decision::{End, Measured, evaluate, with_load};
+use super::evaluate::{End, evaluate, rate_factors, with_load};
+use super::measure::Measured;
 use crate::results::decide::{Flip, StatedLoad, Verdict};
 use crate::results::stats::num;
 
@@ -34,7 +35,7 @@ impl Variable {
     /// The grid it is swept over, ascending.
     fn grid(self, l: &StatedLoad) -> Vec<f64> {
         match self {
-            Variable::Rps => super::decision::rate_factors().map(|f| l.rps * f).collect(),
+            Variable::Rps => rate_factors().map(|f| l.rps * f).collect(),
             Variable::WriteShare => (0..=18).map(|k| k as f64 * 0.05).collect(),
             Variable::Keys => (-6..=6)
                 .map(|k| {

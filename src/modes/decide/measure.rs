@@ -12,7 +12,7 @@ use crate::driver::{Connector, Role};
 use crate::modes::capacity::{self, Capacity, MoreLimits};
 use crate::plan::{CacheStart, RunPlan, Stop};
 use crate::results::RunResult;
-use crate::results::decide::{CacheLoss, db_load};
+use crate::results::decide::{CacheLoss, Scaled, StatedLoad, db_load};
 use crate::results::stats::num;
 use crate::runner::{self, RunOptions};
 use crate::servers::ManagedServer;
@@ -71,6 +71,43 @@ pub struct AsideRun {
 
 /// A curve point's hit ratio carried to the stated keys.
 pub type Carried<'a> = dyn Fn(&CurveRun) -> f64 + 'a;
+
+/// One fixed-rate run of another architecture, or why there is none.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Other {
+    /// The row's name and products.
+    pub name: String,
+    pub product: String,
+    /// The run, judged against the goal (`None`: not run, `why_not` says).
+    pub run: Option<(RunResult, Result<(), String>)>,
+    /// Why it was not run.
+    pub why_not: Option<String>,
+    /// What was run, in words.
+    pub what: String,
+}
+
+/// What the runs of a decision measured (each step as saved under `--out`).
+#[derive(Clone, Debug)]
+pub struct Measured {
+    /// The copy measured and the rate of the fixed-rate runs, and why.
+    pub scaled: Scaled,
+    /// The database alone's capacity search.
+    pub db: Searched,
+    /// The cache alone's.
+    pub cache: Searched,
+    /// The miss-ratio curve's settled runs.
+    pub curve: Vec<CurveRun>,
+    /// The cache-aside configuration chosen and its confirmation.
+    pub aside: Option<AsideRun>,
+    /// The cache loss.
+    pub loss: Option<CacheLoss>,
+    /// The other architectures' runs.
+    pub others: Vec<Other>,
+    /// The steps the host was busy in, said.
+    pub host_busy: Vec<String>,
+    /// The load the runs were made for.
+    pub measured_for: StatedLoad,
+}
 
 /// The runs of one decision against the database kvlab started (if it did).
 pub(super) struct Runs<'a> {

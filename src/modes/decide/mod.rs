@@ -14,7 +14,9 @@
 //! - `measure`: the runs, one function each; `saved`: each step saved as it
 //!   finishes, reused by `--resume`, read back by `--from`.
 //! - `decision`: the decision as one pure function of the stated load and
-//!   the measurements; `rows` each architecture's row, `rule` the answer,
+//!   the measurements (`Measured`, defined in `measure`); `evaluate` the rows
+//!   and the answer at one end of the ranges; `rows` each architecture's row,
+//!   `rule` the answer,
 //!   `carry` the curve carried to the stated keys, `flips` where the answer
 //!   changes, `size` the one sizing method, `model` Che's approximation.
 //! - `others`: the other architectures weighed (a read replica, near caches):
@@ -23,6 +25,7 @@
 pub mod again;
 pub mod carry;
 pub mod decision;
+mod evaluate;
 mod flips;
 pub mod host;
 pub mod measure;

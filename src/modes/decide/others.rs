@@ -7,13 +7,12 @@
 //! and memory.
 
 use anyhow::Result;
-use serde::{Deserialize, Serialize};
 
 use super::Ask;
+pub use super::measure::Other;
 use super::measure::{AsideRun, Runs, mb_name};
 use super::size::{self, Memory, Shape};
 use crate::plan::near::{Invalidation, NearBound, NearCache};
-use crate::results::RunResult;
 use crate::results::decide::{Architecture, bytes};
 use crate::results::stats::num;
 use crate::results::usage::Role;
@@ -21,20 +20,6 @@ use crate::results::usage::Role;
 /// The TTL of a near cache in front of the database alone, seconds: its
 /// stale reads are bounded by it.
 pub const NEAR_TTL_S: u32 = 1;
-
-/// One fixed-rate run of another architecture, or why there is none.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Other {
-    /// The row's name and products.
-    pub name: String,
-    pub product: String,
-    /// The run, judged against the goal (`None`: not run, `why_not` says).
-    pub run: Option<(RunResult, Result<(), String>)>,
-    /// Why it was not run.
-    pub why_not: Option<String>,
-    /// What was run, in words.
-    pub what: String,
-}
 
 /// The near cache of each application instance in a decision: a tenth of
 /// the keys of the measured copy (at least 1,000).

@@ -2,8 +2,7 @@
 //! measured copy (rates per server core, memory per key), the miss-ratio
 //! curve at the stated data, and the decision with every extrapolation said.
 
-use super::decision::Measured;
-use super::measure::{Searched, mb_name};
+use super::measure::{Measured, Searched, mb_name};
 use super::size::{self, Memory, PerCore, Shape};
 use super::{Ask, trace};
 use crate::results::decide::{Architecture, CacheLoss, Scaled, ServerSize, bytes, price};

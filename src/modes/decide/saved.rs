@@ -14,9 +14,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Ask;
-use super::decision::Measured;
 use super::host::HostLog;
-use super::measure::{AsideRun, CurveRun, Searched};
+use super::measure::{AsideRun, CurveRun, Measured, Searched};
 use super::others::Other;
 use crate::results::decide::{CacheLoss, Scaled, StatedLoad};
 

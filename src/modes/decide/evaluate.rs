@@ -1,0 +1,114 @@
+//! The decision's rows and answer at one end of the ranges and at one stated
+//! load: what [`super::decision`] evaluates as measured, at both ends, and
+//! over the sweeps of [`super::flips`].
+
+use super::carry::{self, Model};
+use super::measure::{Measured, Searched};
+use super::others;
+use super::rows::{self, At};
+use super::size::PerCore;
+use super::{Ask, rule};
+use crate::results::decide::{Answer, Architecture, CacheLoss, StatedLoad};
+
+/// Which figures a row is sized with: the measured ones, or one end of
+/// their ranges.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum End {
+    /// The capacity found, the run's hit ratio.
+    Mid,
+    /// The capacity's bracket at its top, the hit ratio's best seconds.
+    Low,
+    /// The capacity found, the hit ratio's worst seconds.
+    High,
+}
+
+/// The rows and the answer at one end.
+pub struct Evaluated {
+    pub rows: Vec<Architecture>,
+    pub answer: Answer,
+    pub loss: Option<CacheLoss>,
+}
+
+/// The rows and the answer for `ask` at `end`.
+pub fn evaluate(ask: &Ask, m: &Measured, model: &Model, end: End) -> Evaluated {
+    let per_key = ask.load.keys as f64 / m.scaled.keys.max(1) as f64;
+    let at = at(ask, m, model, end);
+    let db = rows::database(ask, &m.db, at.searched.db, per_key);
+    let cache = rows::cache_alone(ask, &m.cache, at.searched.cache, per_key);
+    let aside = rows::cache_aside(ask, m, &at, per_key);
+    let mut loss = m.loss.clone();
+    if let Some(l) = loss.as_mut() {
+        l.database_alone_carries = db.within_goal;
+    }
+    let aside = rows::with_loss(aside, loss.as_ref(), &db, ask.load.rps);
+    let answer = rule::answer(Some(&db), Some(&aside), Some(&cache));
+    let others: Vec<Architecture> = m
+        .others
+        .iter()
+        .map(|o| others::row(ask, o, per_key, (&at, m.db.bytes)))
+        .collect();
+    let (before, after) = others.split_at(others.len().min(1));
+    let rows = [
+        vec![db],
+        before.to_vec(),
+        vec![aside],
+        after.to_vec(),
+        vec![cache],
+    ]
+    .concat();
+    Evaluated { rows, answer, loss }
+}
+
+/// The figures of `end`: operations per core from the searches, cache-aside's
+/// hit ratio carried to the stated keys (and to the stated mix where it
+/// differs from the measured one).
+fn at(ask: &Ask, m: &Measured, model: &Model, end: End) -> At {
+    let pc = |s: &Searched| match end {
+        End::Low => s.per_core_top(),
+        _ => s.per_core(),
+    };
+    let searched = PerCore {
+        db: pc(&m.db),
+        cache: pc(&m.cache),
+    };
+    // Behind or beside a cache, a product whose search found no rate within
+    // the goal (kvlab itself limited on a busy host, say) is sized by its
+    // closed loop's rate per core, as the database behind a cache is.
+    let any = PerCore {
+        db: rows::any_per_core(&m.db, searched.db),
+        cache: rows::any_per_core(&m.cache, searched.cache),
+    };
+    let read = |ws: f64| (1.0 - ws).max(1e-9);
+    let mix = read(ask.load.write_share) / read(m.measured_for.write_share);
+    let aside = m.aside.as_ref().and_then(|a| {
+        let x = a.result.cache_aside.as_ref()?;
+        let hit = match (end, carry::hit_spread(&a.result)) {
+            (End::Low, Some([_, best])) => best.max(x.hit_ratio),
+            (End::High, Some([worst, _])) => worst.min(x.hit_ratio),
+            _ => x.hit_ratio,
+        };
+        let share = x.working_set.as_ref().map(|w| w.items as f64)? / m.scaled.keys.max(1) as f64;
+        let carried = model.carry(hit, share, m.scaled.keys, ask.load.keys).hit * mix;
+        Some((x.hit_ratio, carried))
+    });
+    At {
+        searched,
+        any,
+        aside_hit: aside.map(|a| a.1),
+        hit_delta: aside.map_or(0.0, |(measured, carried)| carried - measured),
+    }
+}
+
+/// The rates of the sweeps: the stated one times 10^(k/6), k = -12..=12
+/// (a hundredth to a hundred times: where the cache starts to pay is often
+/// further than ten times away on machines of many cores).
+pub fn rate_factors() -> impl Iterator<Item = f64> {
+    (-12..=12).map(|k| 10f64.powf(k as f64 / 6.0))
+}
+
+/// `ask` with its stated load changed by `change`.
+pub fn with_load(ask: &Ask, change: impl FnOnce(&mut StatedLoad)) -> Ask {
+    let mut a = ask.clone();
+    change(&mut a.load);
+    a
+}
