@@ -57,6 +57,14 @@ impl Model {
         h
     }
 
+    /// `hit`, measured by the cache-aside run `r` on a copy of `copy` keys,
+    /// carried to `stated` keys at the share of keys its cache held (`None`:
+    /// the items it held are not known).
+    pub fn carry_run(&self, r: &RunResult, hit: f64, copy: u64, stated: u64) -> Option<Carried> {
+        let items = r.cache_aside.as_ref()?.working_set.as_ref()?.items as f64;
+        Some(self.carry(hit, items / copy.max(1) as f64, copy, stated))
+    }
+
     /// `measured` on a copy of `copy` keys whose cache held `share` of
     /// them, carried to `stated` keys at the same share.
     pub fn carry(&self, measured: f64, share: f64, copy: u64, stated: u64) -> Carried {

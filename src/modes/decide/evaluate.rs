@@ -87,8 +87,10 @@ fn at(ask: &Ask, m: &Measured, model: &Model, end: End) -> At {
             (End::High, Some([worst, _])) => worst.min(x.hit_ratio),
             _ => x.hit_ratio,
         };
-        let share = x.working_set.as_ref().map(|w| w.items as f64)? / m.scaled.keys.max(1) as f64;
-        let carried = model.carry(hit, share, m.scaled.keys, ask.load.keys).hit * mix;
+        let carried = model
+            .carry_run(&a.result, hit, m.scaled.keys, ask.load.keys)?
+            .hit
+            * mix;
         Some((x.hit_ratio, carried))
     });
     At {

@@ -135,17 +135,11 @@ pub fn decide(
     let (rate, rate_why) = measure::confirm_rate(ask, &db, &cache, curve_rate);
     let model = carry::Model::new(&ask.plan.workload.distribution, ask.load.write_share);
     let carried = |c: &measure::CurveRun| {
-        let a = c.result.cache_aside.as_ref();
-        let hit = a.map_or(0.0, |a| a.hit_ratio);
-        match a.and_then(|a| a.working_set.as_ref()) {
-            Some(w) => {
-                let copy = ask.plan.workload.keys.max(1);
-                model
-                    .carry(hit, w.items as f64 / copy as f64, copy, ask.load.keys)
-                    .hit
-            }
-            None => hit,
-        }
+        let hit = c.result.cache_aside.as_ref().map_or(0.0, |a| a.hit_ratio);
+        let copy = ask.plan.workload.keys.max(1);
+        model
+            .carry_run(&c.result, hit, copy, ask.load.keys)
+            .map_or(hit, |k| k.hit)
     };
     let aside: saved::AsideStep = store.step((3, &keys[3]), h, say, |say| {
         Ok(saved::AsideStep {
