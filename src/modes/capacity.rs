@@ -177,24 +177,35 @@ pub fn search_on(
             }
         }
         // Limited by kvlab, not the server: once more with twice the client
-        // threads; still limited, the search ends (a lower bound, not a limit).
+        // threads (the first time); still limited above a rate that passed,
+        // the search ends there (a lower bound, not a limit); with none passed
+        // yet it goes on below, where kvlab's own work is lighter too.
         if tried.client_limited && !stopped() {
-            record(
-                &mut out,
-                tried.step(rate, " (run again with more client threads)"),
-            );
-            runs.plan.load.threads *= 2;
-            tried = match runs.judged(rate) {
-                Err(_) if stopped() => break,
-                tried => tried?,
-            };
-            if tried.client_limited {
-                out.client_limited_at = Some(rate);
+            if out.client_limited_at.is_none() {
                 record(
                     &mut out,
-                    tried.step(rate, "; kvlab's limit, not the server's"),
+                    tried.step(rate, " (run again with more client threads)"),
                 );
-                break;
+                runs.plan.load.threads *= 2;
+                tried = match runs.judged(rate) {
+                    Err(_) if stopped() => break,
+                    tried => tried?,
+                };
+            }
+            if tried.client_limited {
+                out.client_limited_at = Some(out.client_limited_at.map_or(rate, |r| r.min(rate)));
+                if out.capacity_rps.is_some() {
+                    record(&mut out, tried.step(rate, "; kvlab's limit, not the server's"));
+                    break;
+                }
+                record(
+                    &mut out,
+                    tried.step(rate, "; kvlab's limit, not the server's: a lower rate next"),
+                );
+                if !search.below(rate) {
+                    break;
+                }
+                continue;
             }
         }
         let passed = tried.verdict.is_ok();
@@ -320,6 +331,14 @@ impl Bisection {
             true => self.hi * 0.5,
             false => (self.lo + self.hi) / 2.0,
         }
+    }
+
+    /// Takes a rate kvlab itself could not offer, no rate passed yet: the
+    /// search goes on below it, which is not the server's limit (no bracket);
+    /// whether the search goes on.
+    fn below(&mut self, rate: f64) -> bool {
+        self.hi = rate;
+        self.hi >= self.bound * 0.01
     }
 
     /// Takes `rate`'s outcome; whether the search goes on.

@@ -52,9 +52,10 @@ pub struct Capacity {
     /// The highest passing rate, if any passed.
     pub capacity_rps: Option<f64>,
     /// The lowest rate kvlab itself could not offer (its workers saturated,
-    /// sends late) even with more client threads: the search stopped there,
-    /// and the server's capacity is *at least* `capacity_rps` (a lower bound,
-    /// never the server's limit). `None`: every failure was the server's.
+    /// sends late) even with more client threads: the search went on below it
+    /// until a rate passed and stopped there, and the server's capacity is
+    /// *at least* `capacity_rps` (a lower bound, never the server's limit).
+    /// `None`: every failure was the server's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_limited_at: Option<f64>,
     /// Every run, in order.

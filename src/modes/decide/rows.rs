@@ -61,21 +61,31 @@ pub(super) fn row(name: &str, product: &str) -> Architecture {
     }
 }
 
-/// Why a search found no rate within the goal.
+/// Why a search found no rate within the goal: kvlab's own limit where it
+/// was one, else the fixed rate that came closest (the closed loop's p99 is
+/// not a fixed rate's, so it is not offered).
 fn missed(s: &Searched, p99_ms: f64) -> String {
+    if let Some(at) = s.capacity.client_limited_at {
+        return format!(
+            "no rate was measured within p99 ≤ {p99_ms} ms: down to {} req/s kvlab itself could not keep up on this machine, so the server's capacity is not known (give kvlab more cores or --threads, or run it on another machine)",
+            num(at)
+        );
+    }
     let best = s
         .capacity
         .steps
         .iter()
+        .filter(|st| st.rate.is_some())
         .min_by(|a, b| {
             let p = |x: &crate::results::capacity::Step| x.result.latency.latency_us.p99;
             p(a).total_cmp(&p(b))
         })
         .map(|st| {
             format!(
-                "; the lowest p99 was {} ms at {} req/s",
+                "; the lowest p99 was {} ms at {} req/s ({})",
                 num(st.result.latency.latency_us.p99 / 1000.0),
-                num(st.result.totals.throughput_rps)
+                num(st.result.totals.throughput_rps),
+                st.reason.as_deref().unwrap_or("failed")
             )
         })
         .unwrap_or_default();
