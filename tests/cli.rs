@@ -413,3 +413,38 @@ fn connections_past_the_open_file_limit_are_refused_before_anything_starts() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn observe_refuses_what_it_cannot_watch_in_one_line() {
+    each_fails_in_one_line(&[
+        ("observe", "Error: --cache/--target: no server to watch"),
+        (
+            "observe --cache redis",
+            "Error: --cache: 'redis' names a server kvlab would start",
+        ),
+        (
+            "observe --target postgres://u@127.0.0.1:1/db --seconds 0",
+            "Error: --seconds: 0 is not a window",
+        ),
+        (
+            "observe --cache postgres://u@127.0.0.1:1/db",
+            "Error: --cache: kvlab observe does not watch postgres as the cache",
+        ),
+        (
+            "observe --target tarantool://127.0.0.1:1",
+            "Error: --target: kvlab observe does not watch tarantool",
+        ),
+        (
+            "observe --cache redis://127.0.0.1:1",
+            "cannot watch redis://127.0.0.1:1",
+        ),
+        (
+            "decide --observe --p99-ms 5",
+            "Error: --target: 'postgres' names a server kvlab would start",
+        ),
+        (
+            "decide --observe --from x --p99-ms 5",
+            "cannot be used with",
+        ),
+    ]);
+}

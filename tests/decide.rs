@@ -589,34 +589,11 @@ fn a_bad_decide_section_is_refused_at_its_line() {
     );
 }
 
-/// `kvlab serve --target KIND`: the child and the URL it printed.
-fn serve(kind: &str) -> (std::process::Child, String) {
-    use std::io::BufRead;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kvlab"))
-        .args(["serve", "--target", kind])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.contains("://"), "{kind}: {line}");
-    (child, line.trim().to_string())
-}
-
-/// Ctrl-C to a `kvlab serve`, which stops the server it started.
-fn stop(mut child: std::process::Child) {
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-    let _ = child.wait();
-}
-
 #[test]
 fn servers_given_by_url_are_decided_with_their_stated_cores_never_resized_and_their_loss_emulated()
 {
-    let (db, db_url) = serve("mariadb");
-    let (cache, cache_url) = serve("memcached");
+    let (db, db_url) = common::serve("mariadb");
+    let (cache, cache_url) = common::serve("memcached");
     let d = decide(&[
         "--target",
         &db_url,
@@ -629,8 +606,8 @@ fn servers_given_by_url_are_decided_with_their_stated_cores_never_resized_and_th
         "--p99-ms",
         "20",
     ]);
-    stop(db);
-    stop(cache);
+    common::stop(db);
+    common::stop(cache);
     let a = answer(&d);
     assert!(a == "keep-cache" || a == "drop-cache", "{}", d["decision"]);
     costs_recompute(&d);

@@ -127,6 +127,9 @@ pub enum Command {
     /// The answer for a stated load: keep the cache in front of the database
     /// or not, what each way costs, and what a cache loss does — measured.
     Decide(Box<DecideArgs>),
+    /// Watch running servers (a cache, a database) read-only and state the
+    /// load they serve as `kvlab decide`'s flags.
+    Observe(Box<commands::observe::ObserveArgs>),
     /// Merge the results of the clients of one sharded run (`kvlab run
     /// --shard I/N`) into one result, exactly (histograms merged, never averaged).
     Merge(commands::merge::MergeArgs),
@@ -167,13 +170,13 @@ pub struct GoalArgs {
 
 /// Flags of `kvlab decide`: the load as stated, the machines and prices to
 /// size with, and the data, workload, database and cache as for `kvlab run`.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 #[command(after_help = "Example:
   kvlab decide --target postgres --cache redis --rps 5000 --p99-ms 5 \\
     --keys 100000 --value-size 1024 --ratio 1:19 --key-distribution zipf")]
 pub struct DecideArgs {
     /// Requests per second at peak.
-    #[arg(long, value_name = "RPS", required_unless_present = "from")]
+    #[arg(long, value_name = "RPS", required_unless_present_any = ["from", "observe"])]
     pub rps: Option<f64>,
     /// Largest acceptable p99 latency, milliseconds.
     #[arg(long, value_name = "MS", required_unless_present = "from")]
@@ -189,6 +192,22 @@ pub struct DecideArgs {
     /// prices or machines.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["resume", "trace"])]
     pub from: Option<PathBuf>,
+    /// Watch the --target and --cache given by URL first (read-only, as
+    /// `kvlab observe`) and take the load they serve (rate, mix, keys, value
+    /// sizes, skew) for each of those flags not given.
+    #[arg(long, conflicts_with_all = ["from", "trace"])]
+    pub observe: bool,
+    /// How long --observe watches, seconds.
+    #[arg(
+        long,
+        default_value_t = 60.0,
+        value_name = "SECS",
+        requires = "observe"
+    )]
+    pub observe_seconds: f64,
+    /// The figures --observe stated, each with its source (filled by kvlab).
+    #[arg(skip)]
+    pub observed: Vec<String>,
     /// Go on with the decision saved in DIR (cut short by Ctrl-C or an
     /// error): the finished steps whose plans match are reused, the rest
     /// measured; give the flags it was started with.

@@ -7,7 +7,7 @@ use crate::error::UsageError;
 use crate::plan::near::{Invalidation, NearCache};
 
 /// The near cache's flags.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct NearArgs {
     /// A near cache in each client thread, in front of the remote cache:
     /// ITEMS (e.g. 10000) or a size (e.g. 64MiB); an LRU, read first, filled

@@ -11,7 +11,7 @@ use crate::driver::parse_opt;
 use crate::products;
 
 /// Flags of `kvlab run`.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 #[command(allow_negative_numbers = true, args_override_self = true, after_help = products::RUN_EXAMPLES)]
 pub struct RunArgs {
     /// The target: a product kvlab starts, or a URL of a running server (the

@@ -3,7 +3,7 @@
 //! implements ([`Product`], [`Server`], [`Cache`], [`Database`], [`Pooler`]),
 //! the [`Connector`] (a product + address + credentials → connections,
 //! probe, counters), the sans-IO codec interface ([`wire`]), where a server is
-//! ([`Endpoint`]), its own counters, the slot map of a sharded target, managed read replicas and their lag, the
+//! ([`Endpoint`]), its own counters, how it is watched read-only ([`observe`]), the slot map of a sharded target, managed read replicas and their lag, the
 //! `--server-opt` rules every product shares, and the policy of kvlab's table
 //! on a database.
 //!
@@ -12,6 +12,7 @@
 //! - [`diagnose`]
 //! - [`endpoint`]
 //! - [`facts`]
+//! - [`observe`]
 //! - [`pooler`]
 //! - [`product`]
 //! - [`replication`]
@@ -32,6 +33,7 @@ pub mod counters;
 pub mod diagnose;
 pub mod endpoint;
 pub mod facts;
+pub mod observe;
 pub mod pooler;
 pub mod product;
 pub mod replication;
@@ -48,8 +50,8 @@ pub use endpoint::{Endpoint, SchemaOptions, Secret, is_secret_key};
 pub use facts::{Facts, ServerFacts, TableFacts};
 pub use pooler::{Pooler, PoolerCounters, PoolerLaunch};
 pub use product::{
-    Cache, CacheMemory, Connector, Database, Launch, Login, Product, ReplicaLag, Replication, Role,
-    Server, ServerInfo, TableJob, Tracking,
+    Cache, CacheMemory, Connector, Database, Launch, Login, Observe, Product, ReplicaLag,
+    Replication, Role, Server, ServerInfo, TableJob, Tracking,
 };
 pub use settings::{Config, Sizing, parse_opt};
 pub use setup::SetupConn;

@@ -77,6 +77,19 @@ pub trait Product: Sync + Send + 'static {
     }
     /// How kvlab runs it as a managed server.
     fn server(&self) -> &dyn Server;
+    /// How `kvlab observe` watches a running server of it, read-only;
+    /// `None`: it cannot be watched.
+    fn observe(&self) -> Option<&dyn Observe> {
+        None
+    }
+}
+
+/// A product kvlab can watch, read-only (`kvlab observe`).
+pub trait Observe: Sync {
+    /// Opens a watch of the server `c` names.
+    fn watch(&self, c: &Connector) -> Result<Box<dyn crate::driver::observe::Watch>>;
+    /// Every command a watch may send, as the README lists them.
+    fn commands(&self) -> &'static [&'static str];
 }
 
 /// Writes, inside a product's `impl Product`, the two methods that only

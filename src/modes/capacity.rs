@@ -159,54 +159,28 @@ pub fn search_on(
         let rate = search.next_rate();
         // A run Ctrl-C cut short ends the search with the steps it has.
         let stopped = || shutdown.load(Ordering::SeqCst);
-        let mut tried = match runs.judged(rate) {
+        let tried = match runs.judged(rate) {
             Err(_) if stopped() => break,
             tried => tried?,
         };
-        // A rate fails only when a second run at it fails too: one run's p99
-        // can be a spike of a shared machine, and the bracket's upper end
-        // should be a rate that fails again.
-        if tried.verdict.is_err() && !stopped() {
-            record(&mut out, tried.step(rate, " (run again to confirm)"));
-            tried = match runs.judged(rate) {
-                Err(_) if stopped() => break,
-                tried => tried?,
+        let more_threads = out.client_limited_at.is_none();
+        let again = runs.again(rate, tried, more_threads, &mut |s| record(&mut out, s))?;
+        let Some(tried) = again else { break };
+        // Still limited by kvlab above a rate that passed, the search ends
+        // there (a lower bound, not a limit); with none passed yet it goes on
+        // below, where kvlab's own work is lighter too.
+        if tried.client_limited {
+            out.client_limited_at = Some(out.client_limited_at.map_or(rate, |r| r.min(rate)));
+            let ends = out.capacity_rps.is_some();
+            let note = match ends {
+                true => "; kvlab's limit, not the server's",
+                false => "; kvlab's limit, not the server's: a lower rate next",
             };
-            if let Err(why) = &mut tried.verdict {
-                why.push_str("; failed twice");
+            record(&mut out, tried.step(rate, note));
+            if ends || !search.below(rate) {
+                break;
             }
-        }
-        // Limited by kvlab, not the server: once more with twice the client
-        // threads (the first time); still limited above a rate that passed,
-        // the search ends there (a lower bound, not a limit); with none passed
-        // yet it goes on below, where kvlab's own work is lighter too.
-        if tried.client_limited && !stopped() {
-            if out.client_limited_at.is_none() {
-                record(
-                    &mut out,
-                    tried.step(rate, " (run again with more client threads)"),
-                );
-                runs.plan.load.threads *= 2;
-                tried = match runs.judged(rate) {
-                    Err(_) if stopped() => break,
-                    tried => tried?,
-                };
-            }
-            if tried.client_limited {
-                out.client_limited_at = Some(out.client_limited_at.map_or(rate, |r| r.min(rate)));
-                if out.capacity_rps.is_some() {
-                    record(&mut out, tried.step(rate, "; kvlab's limit, not the server's"));
-                    break;
-                }
-                record(
-                    &mut out,
-                    tried.step(rate, "; kvlab's limit, not the server's: a lower rate next"),
-                );
-                if !search.below(rate) {
-                    break;
-                }
-                continue;
-            }
+            continue;
         }
         let passed = tried.verdict.is_ok();
         if passed {
@@ -287,6 +261,43 @@ impl Runs<'_> {
             verdict,
             client_limited: limited.is_some(),
         })
+    }
+}
+
+impl Runs<'_> {
+    /// `tried` at `rate` run again where it failed, to confirm (one run's
+    /// p99 can be a spike of a shared machine, and the bracket's upper end
+    /// should be a rate that fails again); where kvlab limited it and
+    /// `more_threads`, once more with twice the client threads. Each earlier
+    /// run goes to `record`; `None`: Ctrl-C cut a run short.
+    fn again(
+        &mut self,
+        rate: f64,
+        mut tried: Tried,
+        more_threads: bool,
+        record: &mut dyn FnMut(Step),
+    ) -> Result<Option<Tried>> {
+        let shutdown = self.shutdown;
+        let stopped = || shutdown.load(Ordering::SeqCst);
+        if tried.verdict.is_err() && !stopped() {
+            record(tried.step(rate, " (run again to confirm)"));
+            tried = match self.judged(rate) {
+                Err(_) if stopped() => return Ok(None),
+                tried => tried?,
+            };
+            if let Err(why) = &mut tried.verdict {
+                why.push_str("; failed twice");
+            }
+        }
+        if tried.client_limited && more_threads && !stopped() {
+            record(tried.step(rate, " (run again with more client threads)"));
+            self.plan.load.threads *= 2;
+            tried = match self.judged(rate) {
+                Err(_) if stopped() => return Ok(None),
+                tried => tried?,
+            };
+        }
+        Ok(Some(tried))
     }
 }
 

@@ -7,9 +7,11 @@
 //! - [`capacity`]
 //! - [`decide`]: the answer for a stated load.
 //! - [`fill`]
+//! - [`observe`]: watching running servers, the load they serve.
 //! - [`study`]
 
 pub mod capacity;
 pub mod decide;
 pub mod fill;
+pub mod observe;
 pub mod study;

@@ -20,6 +20,7 @@
 //! - [`cql`]: Cassandra and other CQL stores (CQL native protocol v4).
 //! - [`pgbouncer`]: PgBouncer, a pooler kvlab runs in front of PostgreSQL.
 //! - [`sql`]: what the SQL databases' set-up sessions share.
+//! - [`sql_watch`]: what watching a SQL database read-only shares (`kvlab observe`).
 //! - `registry`: the `products!` macro behind the list, and the codec dispatch.
 
 pub mod cql;
@@ -33,6 +34,7 @@ pub mod postgres;
 mod registry;
 pub mod resp;
 pub mod sql;
+pub mod sql_watch;
 pub mod tarantool;
 #[cfg(test)]
 mod url_tests;

@@ -11,6 +11,7 @@ mod figures;
 pub mod fill;
 pub mod html;
 pub mod markdown;
+pub mod observe;
 mod points;
 pub mod replay;
 mod rows;

@@ -71,6 +71,10 @@ pub struct StatedLoad {
     /// The trace the load was taken from (`--trace`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceSummary>,
+    /// The figures taken from the servers' own counters (`--observe`), each
+    /// `--flag value: its source`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observed: Vec<String>,
 }
 
 /// What a decision took from a trace, and how its curve was computed.
@@ -493,6 +497,7 @@ mod tests {
             cache_rtt_ms: None,
             rtt_assumed: false,
             trace: None,
+            observed: Vec::new(),
         };
         let server = |cores: f64, gib: u64| ServerSize {
             role: "database".into(),

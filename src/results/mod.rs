@@ -9,6 +9,7 @@ pub mod events;
 pub mod fill;
 pub mod merge;
 pub mod near;
+pub mod observe;
 pub mod replay;
 pub mod replication;
 pub mod stats;

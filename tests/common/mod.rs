@@ -475,3 +475,26 @@ pub fn interrupted_when(
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// `kvlab serve --target KIND`: the child and the URL it printed.
+pub fn serve(kind: &str) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kvlab"))
+        .args(["serve", "--target", kind])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("://"), "{kind}: {line}");
+    (child, line.trim().to_string())
+}
+
+/// Ctrl-C to a `kvlab serve`, which stops the server it started.
+pub fn stop(mut child: std::process::Child) {
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let _ = child.wait();
+}

@@ -29,6 +29,14 @@ pub fn exec(args: &DecideArgs, shutdown: &AtomicBool) -> Result<()> {
     if let Some(dir) = &args.from {
         return from(args, dir);
     }
+    let watched;
+    let args = match args.observe {
+        true => {
+            watched = observed::stated(args, shutdown)?;
+            &watched
+        }
+        false => args,
+    };
     let ask = ask_of(args, shutdown)?;
     if let Some(dir) = &args.resume {
         decide::saved::resumable(dir)?;
@@ -263,6 +271,7 @@ pub(super) fn prices(args: &DecideArgs) -> Result<Prices, UsageError> {
 }
 
 mod again;
+mod observed;
 
 /// What `args` ask: the database (not a cache) and the cache in front of it
 /// (redis unless `--cache`), the load as stated.
@@ -317,6 +326,7 @@ fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
         cache_rtt_ms: plan.load.cache_rtt.map(|d| d.rtt_ms),
         rtt_assumed,
         trace: traced.as_ref().map(|t| t.summary.clone()),
+        observed: args.observed.clone(),
     };
     Ok(Ask {
         plan,

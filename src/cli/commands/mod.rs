@@ -2,13 +2,14 @@
 //! dispatches a command line to them and holds what several share.
 //!
 //! # Layout
-//! - [`run`], [`replay`], [`compare`], [`serve`], [`study`], [`report`], [`capacity`], [`demo`], [`merge`].
+//! - [`run`], [`replay`], [`compare`], [`serve`], [`study`], [`report`], [`capacity`], [`demo`], [`merge`], [`observe`].
 
 pub mod capacity;
 pub mod compare;
 pub mod decide;
 pub mod demo;
 pub mod merge;
+pub mod observe;
 pub mod replay;
 pub mod report;
 pub mod run;
@@ -39,6 +40,7 @@ pub fn dispatch(cli: Cli, shutdown: &AtomicBool) -> Result<()> {
         Command::Report(args) => report::exec(&args),
         Command::Capacity(args) => capacity::exec(&args, shutdown),
         Command::Decide(args) => decide::exec(&args, shutdown),
+        Command::Observe(args) => observe::exec(&args, shutdown),
         Command::Demo(args) => demo::exec(&args, shutdown),
     };
     match shutdown.load(Ordering::SeqCst) && !until_ctrl_c {

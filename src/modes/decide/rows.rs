@@ -398,6 +398,12 @@ pub(super) fn extrapolations(ask: &Ask, s: &Scaled) -> Vec<String> {
     if let Some(t) = &l.trace {
         out.push(trace::said(t));
     }
+    if !l.observed.is_empty() {
+        out.push(format!(
+            "Observed (the servers' own counters, read-only): {}.",
+            l.observed.join("; ")
+        ));
+    }
     let hop = |ms: Option<f64>| ms.map_or("loopback (~30 µs)".to_string(), |m| format!("{m} ms"));
     out.push(match (l.rtt_ms.is_some() || l.cache_rtt_ms.is_some(), l.rtt_assumed) {
         (true, assumed) => format!(

@@ -7,10 +7,12 @@
 //! - [`codec`]: the sans-IO codec and blocking helpers (`version`, `stats`).
 //! - `meta`: the meta protocol's frames (`mg`, `ms`, `md`).
 //! - [`server`]: `--server-opt` → `memcached` flags.
+//! - [`observe`]: watching a server read-only (`kvlab observe`).
 
 pub mod codec;
 mod meta;
 mod multi;
+pub mod observe;
 pub mod server;
 
 use std::io;
@@ -114,6 +116,10 @@ impl Product for Memcached {
 
     fn server(&self) -> &dyn Server {
         self
+    }
+
+    fn observe(&self) -> Option<&dyn crate::driver::Observe> {
+        Some(&observe::MemcachedObserve)
     }
 }
 

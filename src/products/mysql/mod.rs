@@ -7,6 +7,7 @@
 //! # Layout
 //! - [`codec`]: the sans-IO codec (`COM_STMT_EXECUTE` templates, result walker).
 //! - [`packet`]: the protocol's packets and length-encoded values.
+//! - [`observe`]: watching a server read-only (`kvlab observe`).
 //! - [`conn`]: the blocking set-up session (handshake, auth, queries, INSERT).
 //! - [`server`]: the managed server (`mariadb-install-db`, kvlab's login).
 //! - `replicas`: its binlog read replicas (`--server-opt replicas=N`) and their lag.
@@ -16,6 +17,7 @@
 mod batch;
 pub mod codec;
 pub mod conn;
+pub mod observe;
 pub mod packet;
 mod replicas;
 pub mod server;
@@ -125,5 +127,9 @@ impl Product for Mariadb {
 
     fn server(&self) -> &dyn Server {
         self
+    }
+
+    fn observe(&self) -> Option<&dyn crate::driver::Observe> {
+        Some(&observe::MyObserve)
     }
 }

@@ -6,6 +6,7 @@
 //!
 //! # Layout
 //! - [`codec`]: the sans-IO codec (Bind/Execute/Sync templates, reply walker).
+//! - [`observe`]: watching a server read-only (`kvlab observe`).
 //! - [`conn`]: the blocking set-up session (auth, queries, COPY).
 //! - [`server`]: the managed server.
 //! - `replicas`: its streaming read replicas (`--server-opt replicas=N`) and their lag.
@@ -15,6 +16,7 @@
 mod batch;
 pub mod codec;
 pub mod conn;
+pub mod observe;
 mod replicas;
 pub mod server;
 pub mod table;
@@ -128,5 +130,9 @@ impl Product for Postgres {
 
     fn server(&self) -> &dyn Server {
         self
+    }
+
+    fn observe(&self) -> Option<&dyn crate::driver::Observe> {
+        Some(&observe::PgObserve)
     }
 }

@@ -10,12 +10,14 @@
 //! - [`cluster`]: Redis/Valkey Cluster: the slot map, counters summed over the
 //!   primaries.
 //! - [`cluster_server`]: a managed cluster: N nodes joined, slots assigned.
+//! - [`observe`]: watching a server read-only (`kvlab observe`).
 
 pub mod cluster;
 pub mod cluster_server;
 pub mod codec;
 mod frame;
 mod mget;
+pub mod observe;
 mod push;
 pub mod server;
 
@@ -127,6 +129,10 @@ impl Product for RespProduct {
 
     fn server(&self) -> &dyn Server {
         self
+    }
+
+    fn observe(&self) -> Option<&dyn crate::driver::Observe> {
+        Some(&observe::RespObserve)
     }
 }
 

@@ -1,0 +1,91 @@
+//! `kvlab decide --observe`: the servers given by URL watched first (as
+//! `kvlab observe`), and the load they serve taken for each of `--rps`,
+//! `--ratio`, `--keys`, `--value-size` and `--key-distribution` not given;
+//! which figures came from observation is said, and kept in the decision.
+
+use std::sync::atomic::AtomicBool;
+
+use anyhow::Result;
+
+use crate::cli::DecideArgs;
+use crate::cli::commands::{observe, say};
+use crate::error::UsageError;
+
+/// `args` with the observed load in the flags the user left out.
+pub fn stated(args: &DecideArgs, shutdown: &AtomicBool) -> Result<DecideArgs> {
+    let r = &args.run;
+    let json = r.json.as_deref();
+    let servers = observe::servers(r.aside.cache.as_deref(), Some(&r.target), &r.tls)?;
+    let o = observe::watch(&servers, args.observe_seconds, json, shutdown)?;
+    if shutdown.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(crate::error::Stopped(
+            "kvlab decide: stopped while observing; nothing measured".into(),
+        )
+        .into());
+    }
+    let l = &o.load;
+    let mut a = args.clone();
+    let mut said = Vec::new();
+    let mut take = |flag: &str, mine: &mut Option<String>, seen: Option<String>, from: &str| match (
+        mine.is_some(),
+        seen,
+    ) {
+        (true, _) => {}
+        (false, Some(v)) => {
+            said.push(format!("{flag} {v}: {from}"));
+            *mine = Some(v);
+        }
+        (false, None) => said.push(format!("{flag}: not observed ({from}); kvlab's default")),
+    };
+    let mut rps = a.rps.map(|v| v.to_string());
+    take(
+        "--rps",
+        &mut rps,
+        l.rps.map(|v| format!("{}", v.round())),
+        &l.rps_from,
+    );
+    take("--ratio", &mut a.run.ratio, l.ratio.clone(), &l.mix_from);
+    let mut keys = a.run.keys.map(|k| k.to_string());
+    take(
+        "--keys",
+        &mut keys,
+        l.keys.map(|k| k.to_string()),
+        &l.keys_from,
+    );
+    a.run.keys = keys.and_then(|k| k.parse().ok());
+    let size = l.value_size.as_ref().map(|v| v.flag.clone());
+    take(
+        "--value-size",
+        &mut a.run.value_size,
+        size,
+        &l.value_size_from,
+    );
+    let zipf = l.zipf.map(|z| format!("zipf:{z}"));
+    take(
+        "--key-distribution",
+        &mut a.run.key_distribution,
+        zipf,
+        &l.skew_from,
+    );
+    a.rps = match rps.and_then(|v| v.parse().ok()) {
+        Some(v) => Some(v),
+        None => {
+            return Err(UsageError::bad(
+                "--rps",
+                format!("the servers' counters gave no rate ({})", l.rps_from),
+                "give --rps",
+            )
+            .into());
+        }
+    };
+    say(
+        json,
+        &format!(
+            "kvlab decide: from observation:\n{}",
+            said.iter().map(|s| format!("  {s}\n")).collect::<String>()
+        ),
+    );
+    a.observed = said;
+    a.observe = false;
+    Ok(a)
+}

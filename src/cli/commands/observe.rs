@@ -1,0 +1,162 @@
+//! `kvlab observe`: watches running servers given by URL, read-only, and
+//! states the load they serve as `kvlab decide`'s flags (and a `[decide]`
+//! study file with `--write`).
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::Result;
+use clap::Args;
+
+use super::{check_writable, say, write_json};
+use crate::cli::tls::TlsArgs;
+use crate::driver::Connector;
+use crate::error::UsageError;
+use crate::modes::observe::{self, ToWatch};
+use crate::plan::TargetSpec;
+use crate::results::observe::Observation;
+
+/// Flags of `kvlab observe`.
+#[derive(Debug, Args)]
+#[command(after_help = "Example:
+  kvlab observe --cache redis://10.0.0.5:6379 --target postgres://app@10.0.0.6/app --seconds 60 --write observed.toml
+
+Read-only: kvlab sends no command that writes, no MONITOR and no KEYS (the README lists every command).")]
+pub struct ObserveArgs {
+    /// The cache, as a URL (redis://, valkey://, memcached://).
+    #[arg(long, value_name = "URL")]
+    pub cache: Option<String>,
+    /// The database, as a URL (postgres://, mysql://).
+    #[arg(long, value_name = "URL")]
+    pub target: Option<String>,
+    /// How long to watch, seconds.
+    #[arg(long, default_value_t = 60.0, value_name = "SECS")]
+    pub seconds: f64,
+    /// The latency goal, ms, for the command line and study file (else left
+    /// for you to state).
+    #[arg(long, value_name = "MS")]
+    pub p99_ms: Option<f64>,
+    /// Write the load as a `[decide]` study file (`kvlab study FILE`).
+    #[arg(long, value_name = "FILE")]
+    pub write: Option<PathBuf>,
+    /// Write the observation as JSON to FILE (`-`: standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// TLS to both servers, as for `kvlab run` (a TLS scheme or URL option
+    /// alone also turns it on).
+    #[command(flatten)]
+    pub tls: TlsArgs,
+}
+
+/// Runs `kvlab observe`.
+pub fn exec(args: &ObserveArgs, shutdown: &AtomicBool) -> Result<()> {
+    for p in [&args.json, &args.write].into_iter().flatten() {
+        check_writable(p)?;
+    }
+    let servers = servers(args.cache.as_deref(), args.target.as_deref(), &args.tls)?;
+    let o = watch(&servers, args.seconds, args.json.as_deref(), shutdown)?;
+    let goal = args.p99_ms;
+    say(
+        args.json.as_deref(),
+        &crate::report::observe::command(&o, goal),
+    );
+    if let Some(p) = &args.write {
+        std::fs::write(p, crate::report::observe::study_file(&o, goal))?;
+        say(
+            args.json.as_deref(),
+            &format!("kvlab: wrote {}\n", p.display()),
+        );
+    }
+    if let Some(p) = &args.json {
+        write_json(p, &o)?;
+    }
+    Ok(())
+}
+
+/// Watches `servers` for `seconds`, saying what it does and what it saw.
+pub fn watch(
+    servers: &[ToWatch],
+    seconds: f64,
+    json: Option<&std::path::Path>,
+    shutdown: &AtomicBool,
+) -> Result<Observation> {
+    if !(1.0..=86_400.0).contains(&seconds) {
+        return Err(UsageError::bad(
+            "--seconds",
+            format!("{seconds} is not a window kvlab can watch"),
+            "give 1 to 86400 seconds, e.g. --seconds 60",
+        )
+        .into());
+    }
+    let names: Vec<String> = servers
+        .iter()
+        .map(|s| format!("{} ({})", s.connector.display, s.role))
+        .collect();
+    say(
+        json,
+        &format!(
+            "kvlab observe: watching {} for {seconds} s, read-only (its counters every second, then a sample of its keys)\n",
+            names.join(" and ")
+        ),
+    );
+    let o = observe::observe(servers, seconds, shutdown)?;
+    say(json, &crate::report::observe::text(&o));
+    Ok(o)
+}
+
+/// The servers `--cache` and `--target` name, each a URL of a running
+/// server of the role its flag says.
+pub fn servers(cache: Option<&str>, target: Option<&str>, tls: &TlsArgs) -> Result<Vec<ToWatch>> {
+    let mut out = Vec::new();
+    for (flag, url, role) in [
+        ("--cache", cache, "cache"),
+        ("--target", target, "database"),
+    ] {
+        let Some(url) = url else { continue };
+        let mut spec: TargetSpec = url.parse().map_err(|e| match e {
+            UsageError::BadValue { problem, fix, .. } => UsageError::bad(flag, problem, fix),
+            other => other,
+        })?;
+        let Some(endpoint) = spec.external.clone() else {
+            return Err(UsageError::bad(
+                flag,
+                format!(
+                    "'{url}' names a server kvlab would start; observe watches one already running"
+                ),
+                format!(
+                    "give its URL, e.g. {flag} {}",
+                    spec.kind.product().facts().example_url
+                ),
+            )
+            .into());
+        };
+        let product = spec.kind.product();
+        let is_cache = matches!(product.role(), crate::driver::Role::Cache(_));
+        if is_cache != (role == "cache") || product.observe().is_none() {
+            return Err(UsageError::bad(
+                flag,
+                format!("kvlab observe does not watch {} as the {role}", product.name()),
+                "give --cache redis://|valkey://|memcached://… and --target postgres://|mysql://… (a cluster: one node's URL)",
+            )
+            .into());
+        }
+        tls.apply(&mut spec)?;
+        let endpoint = spec.external.clone().unwrap_or(endpoint);
+        if let Some(t) = &endpoint.tls {
+            eprintln!("kvlab: {flag}: TLS, {}", t.verify.describe());
+        }
+        out.push(ToWatch {
+            role,
+            connector: Connector::new(spec.kind, &endpoint)?,
+        });
+    }
+    if out.is_empty() {
+        return Err(UsageError::bad(
+            "--cache/--target",
+            "no server to watch",
+            "give --cache URL, --target URL, or both (e.g. --cache redis://host:6379 --target postgres://user@host/db)",
+        )
+        .into());
+    }
+    Ok(out)
+}

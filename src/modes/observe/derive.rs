@@ -1,0 +1,304 @@
+//! The stated load from what the watched servers counted. With a cache in
+//! front of a database, each request of the application reads the cache or
+//! writes the database (a miss reads the database and fills the cache; a
+//! write invalidates the cache's copy), so the rate is the cache's reads plus
+//! the database's writes, second by second. The keys are the database's (the
+//! table read most), else the cache's; value sizes the cache's sample, else
+//! the table's; the skew is the Zipf exponent under which a cache of the
+//! items it holds, with the writes seen, hits as it did (Che's approximation,
+//! [`crate::modes::decide::model`]).
+
+use super::ToWatch;
+use crate::modes::decide::model::hit_ratio;
+use crate::results::observe::{StatedLoad, ValueSizes, Watched};
+use crate::results::stats::num;
+use crate::workload::params::KeyDistribution;
+
+/// The exponents the fit searches within.
+const THETA: (f64, f64) = (0.05, 2.5);
+
+/// The server watched as `role`.
+fn of<'a>(w: &'a [Watched], role: &str) -> Option<&'a Watched> {
+    w.iter().find(|s| s.role == role)
+}
+
+/// The load the servers `w` show.
+pub fn load(w: &[Watched]) -> StatedLoad {
+    let (cache, db) = (of(w, "cache"), of(w, "database"));
+    let (rps, rps_mean, rps_from) = rate(cache, db);
+    let (write_share, mix_from) = mix(cache, db);
+    let (keys, keys_from) = match (db, cache) {
+        (Some(d), _) if d.holding.keys.is_some() => (d.holding.keys, d.holding.keys_from.clone()),
+        (None, Some(c)) => (
+            c.holding.keys,
+            format!("{} (the cache alone holds the data)", c.holding.keys_from),
+        ),
+        _ => (
+            None,
+            "not known: the database's table could not be read".into(),
+        ),
+    };
+    let sampled = [cache, db]
+        .into_iter()
+        .flatten()
+        .find(|s| !s.holding.value_sizes.is_empty());
+    let value_size = sampled.map(|s| sizes(&s.holding.value_sizes));
+    let value_size_from = sampled.map_or(
+        "not known: no server's values could be sampled".into(),
+        |s| format!("the {}: {}", s.role, s.holding.sizes_from),
+    );
+    let cache_hit_ratio = cache.and_then(|c| {
+        let (h, m) = (c.window.hits?, c.window.misses?);
+        (h + m > 0).then(|| h as f64 / (h + m) as f64)
+    });
+    let (zipf, skew_from) = skew(cache, keys, cache_hit_ratio, write_share);
+    StatedLoad {
+        rps,
+        rps_mean,
+        rps_from,
+        ratio: write_share.map(ratio),
+        write_share,
+        mix_from,
+        keys,
+        keys_from,
+        value_size,
+        value_size_from,
+        zipf,
+        skew_from,
+        cache_hit_ratio,
+        cache_items: cache.and_then(|c| c.holding.keys),
+        cache_memory_bytes: cache.and_then(|c| c.holding.memory_bytes),
+        cache_memory_limit: cache.and_then(|c| c.holding.memory_limit),
+    }
+}
+
+/// The application's requests a second: (peak second, mean, source).
+fn rate(cache: Option<&Watched>, db: Option<&Watched>) -> (Option<f64>, Option<f64>, String) {
+    // (reads of, writes of): whose counters hold the application's reads
+    // and whose its writes.
+    let (r, w, from) = match (cache, db) {
+        (Some(c), Some(d)) => (
+            c,
+            d,
+            "the cache's reads + the database's writes (each request of the application reads the cache or writes the database)",
+        ),
+        (Some(c), None) => (c, c, "the cache's reads + writes"),
+        (None, Some(d)) => (d, d, "the database's reads + writes"),
+        (None, None) => return (None, None, "no server watched".into()),
+    };
+    let seconds = r.per_second.len().min(w.per_second.len());
+    let each: Vec<f64> = (0..seconds)
+        .filter_map(|i| Some(r.per_second[i].reads? + w.per_second[i].writes?))
+        .collect();
+    let peak = each
+        .iter()
+        .copied()
+        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
+        .filter(|p| *p > 0.0);
+    let mean = match (r.window.reads, w.window.writes, r.window_s.min(w.window_s)) {
+        (Some(a), Some(b), s) if s > 0.0 => Some((a + b) as f64 / s),
+        _ => None,
+    };
+    let from = match (peak, each.is_empty()) {
+        (Some(_), _) => format!("{from}, over {} seconds", each.len()),
+        (None, false) => "not known: no request in the window".into(),
+        (None, true) => format!("not known: {} did not count reads and writes", r.server),
+    };
+    (peak, mean.filter(|_| peak.is_some()), from)
+}
+
+/// The writes' share of the application's requests, and its source.
+fn mix(cache: Option<&Watched>, db: Option<&Watched>) -> (Option<f64>, String) {
+    let (reads, writes, from) = match (cache, db) {
+        (Some(c), Some(d)) => (
+            c.window.reads,
+            d.window.writes,
+            "the database's writes over the cache's reads and them",
+        ),
+        (Some(c), None) => (
+            c.window.reads,
+            c.window.writes,
+            "the cache's writes over its reads and writes",
+        ),
+        (None, Some(d)) => (
+            d.window.reads,
+            d.window.writes,
+            "the database's writes over its reads and writes",
+        ),
+        (None, None) => (None, None, ""),
+    };
+    match (reads, writes) {
+        (Some(r), Some(w)) if r + w > 0 => (Some(w as f64 / (r + w) as f64), from.into()),
+        _ => (
+            None,
+            "not known: reads and writes were not both counted".into(),
+        ),
+    }
+}
+
+/// `share` of writes as `--ratio` SET:GET: the simplest weights within a
+/// quarter of a point of it.
+pub fn ratio(share: f64) -> String {
+    let share = share.clamp(0.0, 1.0);
+    for total in 1..=400u64 {
+        let w = (share * total as f64).round() as u64;
+        if (w as f64 / total as f64 - share).abs() <= 0.0025 {
+            return format!("{w}:{}", total - w);
+        }
+    }
+    let w = (share * 1000.0).round() as u64;
+    format!("{w}:{}", 1000 - w)
+}
+
+/// A sample of value sizes summed up, with its `--value-size`.
+pub fn sizes(sample: &[u64]) -> ValueSizes {
+    let mut s = sample.to_vec();
+    s.sort_unstable();
+    let at = |q: f64| s[((s.len() - 1) as f64 * q).round() as usize];
+    let mean = s.iter().sum::<u64>() as f64 / s.len() as f64;
+    let (lo, hi) = (s[0], s[s.len() - 1]);
+    let flag = match hi - lo <= (mean * 0.02) as u64 {
+        true => format!("{}", mean.round() as u64),
+        false => {
+            // The deciles' midpoints, equal sizes merged.
+            let mut parts: Vec<(u64, u32)> = Vec::new();
+            for d in 0..10 {
+                let size = at((d as f64 + 0.5) / 10.0).max(1);
+                match parts.last_mut() {
+                    Some(last) if last.0 == size => last.1 += 1,
+                    _ => parts.push((size, 1)),
+                }
+            }
+            let each: Vec<String> = parts.iter().map(|(s, w)| format!("{s}:{w}")).collect();
+            each.join(",")
+        }
+    };
+    ValueSizes {
+        sampled: s.len(),
+        mean,
+        p50: at(0.5),
+        p90: at(0.9),
+        p99: at(0.99),
+        max: hi,
+        flag,
+    }
+}
+
+/// The Zipf exponent under which a cache of its items, of `keys` keys, with
+/// `writes` of requests invalidating, hits `hit`; and how it was found.
+fn skew(
+    cache: Option<&Watched>,
+    keys: Option<u64>,
+    hit: Option<f64>,
+    writes: Option<f64>,
+) -> (Option<f64>, String) {
+    let Some(c) = cache else {
+        return (
+            None,
+            "not known: no cache watched (its hit ratio is what the skew is fitted to)".into(),
+        );
+    };
+    let (Some(keys), Some(items), Some(hit), Some(w)) = (keys, c.holding.keys, hit, writes) else {
+        return (
+            None,
+            "not known: the keys, the cache's items, its hit ratio or the mix is unknown".into(),
+        );
+    };
+    if items >= keys {
+        return (
+            None,
+            format!(
+                "not known: the cache holds all {} keys, so its hit ratio says nothing of the skew",
+                num(keys as f64)
+            ),
+        );
+    }
+    let model = |theta: f64| {
+        hit_ratio(&KeyDistribution::Zipf { theta }, keys, items as f64, w).unwrap_or(0.0)
+    };
+    let said = format!(
+        "fitted: the exponent under which a cache of {} of {} keys, with {:.1}% of requests writes that drop a key, hits {:.2}% as the cache's own counters say (Che's approximation of LRU)",
+        num(items as f64),
+        num(keys as f64),
+        w * 100.0,
+        hit * 100.0
+    );
+    // A cache that evicted nothing holds every key read since it started,
+    // not an LRU's share: its hit ratio overstates the skew.
+    let said = match c.window.evictions {
+        Some(0) => format!(
+            "{said}; the cache evicted nothing in the window, so it is not yet the LRU of its size the fit takes: an upper bound"
+        ),
+        _ => said,
+    };
+    let (mut lo, mut hi) = THETA;
+    if model(lo) >= hit {
+        return (
+            Some(lo),
+            format!("{said}; at most {lo}: the keys are read about uniformly"),
+        );
+    }
+    if model(hi) <= hit {
+        return (
+            Some(hi),
+            format!("{said}; at least {hi}, the most the fit tries"),
+        );
+    }
+    for _ in 0..40 {
+        let mid = (lo + hi) / 2.0;
+        match model(mid) < hit {
+            true => lo = mid,
+            false => hi = mid,
+        }
+    }
+    (Some(((lo + hi) / 2.0 * 1000.0).round() / 1000.0), said)
+}
+
+/// The flags of `kvlab decide` for `load` on `servers` (the goal left out).
+pub fn decide_flags(load: &StatedLoad, servers: &[ToWatch]) -> Vec<String> {
+    let mut f = Vec::new();
+    for s in servers {
+        let flag = match s.role {
+            "cache" => "--cache",
+            _ => "--target",
+        };
+        f.extend([flag.to_string(), s.connector.display.clone()]);
+    }
+    if let Some(r) = load.rps {
+        f.extend(["--rps".into(), format!("{}", r.round() as u64)]);
+    }
+    if let Some(r) = &load.ratio {
+        f.extend(["--ratio".into(), r.clone()]);
+    }
+    if let Some(k) = load.keys {
+        f.extend(["--keys".into(), k.to_string()]);
+    }
+    if let Some(v) = &load.value_size {
+        f.extend(["--value-size".into(), v.flag.clone()]);
+    }
+    if let Some(z) = load.zipf {
+        f.extend(["--key-distribution".into(), format!("zipf:{z}")]);
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mix_reads_as_a_reduced_ratio_and_sizes_as_a_flag() {
+        assert_eq!(ratio(0.1), "1:9");
+        assert_eq!(ratio(0.0), "0:1");
+        assert_eq!(ratio(0.102), "1:9");
+        assert_eq!(ratio(0.05), "1:19");
+        assert_eq!(ratio(0.333), "1:2");
+        let fixed = sizes(&[512; 100]);
+        assert_eq!((fixed.flag.as_str(), fixed.mean), ("512", 512.0));
+        let spread: Vec<u64> = (1..=100).map(|i| i * 10).collect();
+        let s = sizes(&spread);
+        assert_eq!(s.p50, 510);
+        assert_eq!(s.flag.split(',').count(), 10);
+        assert!(s.flag.starts_with("60:1,"), "{}", s.flag);
+    }
+}

@@ -1,0 +1,121 @@
+//! What `kvlab observe` saw (observation.json): each watched server's own
+//! counters, second by second and over the window, what it holds, what the
+//! watch itself sent, and the stated load derived from them, each figure with
+//! its source — the flags `kvlab decide` takes.
+
+use serde::{Deserialize, Serialize};
+
+use crate::driver::observe::{Holding, Reading};
+
+/// One watched server over the window.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Watched {
+    /// `cache` or `database`.
+    pub role: String,
+    /// The product, e.g. `redis`.
+    pub product: String,
+    /// The server as shown (never its password).
+    pub server: String,
+    /// Its counters' change over the window (`None`: not known).
+    pub window: Reading,
+    /// Seconds the window's readings span.
+    pub window_s: f64,
+    /// Per second: reads and writes a second (`None`: not known that second).
+    pub per_second: Vec<Second>,
+    /// What it holds at the end.
+    pub holding: Holding,
+    /// Commands (or statements) the watch sent it.
+    pub sent: u64,
+    /// The watch's share of the commands the server counted in the window.
+    pub own_share: Option<f64>,
+    /// Figures not known and why (a command refused), and how some were found.
+    pub notes: Vec<String>,
+}
+
+/// One second of a server's counters, as rates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Second {
+    /// Reads a second.
+    pub reads: Option<f64>,
+    /// Writes a second.
+    pub writes: Option<f64>,
+    /// Hits a second.
+    pub hits: Option<f64>,
+    /// Misses a second.
+    pub misses: Option<f64>,
+}
+
+/// A value size summary of a sample.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ValueSizes {
+    /// Keys sampled.
+    pub sampled: usize,
+    /// Mean, bytes.
+    pub mean: f64,
+    /// Median, bytes.
+    pub p50: u64,
+    /// 90th percentile, bytes.
+    pub p90: u64,
+    /// 99th percentile, bytes.
+    pub p99: u64,
+    /// Largest, bytes.
+    pub max: u64,
+    /// As `--value-size` takes it: one size, or the sample's deciles weighted.
+    pub flag: String,
+}
+
+/// The load a decision needs, each figure with where it came from; `None`:
+/// not known (its source says why).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StatedLoad {
+    /// Requests a second at the peak second (the application's: reads and
+    /// writes).
+    pub rps: Option<f64>,
+    /// Requests a second over the window.
+    pub rps_mean: Option<f64>,
+    /// Where the rate comes from.
+    pub rps_from: String,
+    /// Writes' share of the requests.
+    pub write_share: Option<f64>,
+    /// The mix as `--ratio` takes it, SET:GET.
+    pub ratio: Option<String>,
+    /// Where the mix comes from.
+    pub mix_from: String,
+    /// Keys.
+    pub keys: Option<u64>,
+    /// Where the keys come from.
+    pub keys_from: String,
+    /// Value sizes.
+    pub value_size: Option<ValueSizes>,
+    /// Where the sizes come from.
+    pub value_size_from: String,
+    /// The Zipf exponent of the keys' popularity.
+    pub zipf: Option<f64>,
+    /// How it was found (fitted, and to what).
+    pub skew_from: String,
+    /// The cache's hit ratio of reads in the window, by its own counters.
+    pub cache_hit_ratio: Option<f64>,
+    /// The cache's items at the end.
+    pub cache_items: Option<u64>,
+    /// The cache's memory in use at the end, bytes.
+    pub cache_memory_bytes: Option<u64>,
+    /// The cache's memory limit, bytes (`None` or 0: none).
+    pub cache_memory_limit: Option<u64>,
+}
+
+/// An observation: the servers watched and the load they show.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Observation {
+    /// kvlab's version.
+    pub kvlab_version: String,
+    /// The window asked for, seconds.
+    pub seconds: f64,
+    /// The window watched (shorter when Ctrl-C cut it).
+    pub watched_s: f64,
+    /// Each server watched.
+    pub servers: Vec<Watched>,
+    /// The stated load derived.
+    pub load: StatedLoad,
+    /// The flags of `kvlab decide` the load gives (the goal left to the user).
+    pub decide_flags: Vec<String>,
+}
