@@ -159,51 +159,36 @@ fn redis_in_front_of_postgres_is_stated_as_driven() {
         kvlab::products::postgres::open(&connector(&db_url), Duration::from_secs(5)).unwrap();
     let _ = pg.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
     drop(pg);
-    let mut args = vec![
-        "--target",
-        &db_url,
-        "--cache",
-        "redis",
-        "--cache-opt",
-        "memory-mb=14",
-    ];
-    args.extend(["--cache-start", "settle", "--duration", "120"]);
-    args.extend(LOAD);
-    let (run, cache_url) = background(&args, "redis");
-    full(&cache_url, Duration::from_secs(8));
-    let before = hits(&cache_url);
-    let (o, said) = observe(&["--cache", &cache_url, "--target", &db_url, "--seconds", "8"]);
-    let after = hits(&cache_url);
-    common::stop(run);
-    common::stop(db);
     // STRLEN and MEMORY USAGE each count a hit.
-    stated_as_driven(&o, (before, after), 2, &said);
+    let said = driven((db, &db_url), ("redis", "memory-mb=14"), 2);
     assert!(said.contains("STRLEN of"), "{said}");
 }
 
 #[test]
 fn memcached_in_front_of_mariadb_is_stated_as_driven() {
     let (db, db_url) = common::serve("mariadb");
-    let mut args = vec![
-        "--target",
-        &db_url,
-        "--cache",
-        "memcached",
-        "--cache-opt",
-        "memory-mb=10",
-    ];
+    // `mg KEY s` counts a hit.
+    let said = driven((db, &db_url), ("memcached", "memory-mb=10"), 1);
+    assert!(said.contains("mg KEY s of"), "{said}");
+}
+
+/// The load driven through a `cache` kvlab starts (its `memory` setting) in
+/// front of the served database `db`, once the cache is full, observed for
+/// 8 s and held against the load and the cache's counters (`lookups`: the
+/// hits a sampled key adds); what observe said.
+fn driven((db, db_url): (Child, &str), (cache, memory): (&str, &str), lookups: u64) -> String {
+    let mut args = vec!["--target", db_url, "--cache", cache, "--cache-opt", memory];
     args.extend(["--cache-start", "settle", "--duration", "120"]);
     args.extend(LOAD);
-    let (run, cache_url) = background(&args, "memcached");
+    let (run, cache_url) = background(&args, cache);
     full(&cache_url, Duration::from_secs(8));
     let before = hits(&cache_url);
-    let (o, said) = observe(&["--cache", &cache_url, "--target", &db_url, "--seconds", "8"]);
+    let (o, said) = observe(&["--cache", &cache_url, "--target", db_url, "--seconds", "8"]);
     let after = hits(&cache_url);
     common::stop(run);
     common::stop(db);
-    // `mg KEY s` counts a hit.
-    stated_as_driven(&o, (before, after), 1, &said);
-    assert!(said.contains("mg KEY s of"), "{said}");
+    stated_as_driven(&o, (before, after), lookups, &said);
+    said
 }
 
 /// A RESP command as bytes.
