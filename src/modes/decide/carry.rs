@@ -26,6 +26,12 @@ pub struct Model {
     memo: RefCell<HashMap<(u64, u64), Option<f64>>>,
 }
 
+/// How far a measured point may stand from the model of an LRU cache of the
+/// items it held before it is taken as no LRU of them (its items read at one
+/// instant of a short run, a cache that had not yet evicted): such a point is
+/// carried by the model alone.
+pub const OFF_MODEL: f64 = 0.08;
+
 /// A hit ratio carried to the stated keys.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Carried {
@@ -66,7 +72,8 @@ impl Model {
     }
 
     /// `measured` on a copy of `copy` keys whose cache held `share` of
-    /// them, carried to `stated` keys at the same share.
+    /// them, carried to `stated` keys at the same share (by the model alone
+    /// where `measured` is more than [`OFF_MODEL`] from it).
     pub fn carry(&self, measured: f64, share: f64, copy: u64, stated: u64) -> Carried {
         let read = 1.0 - self.write_share;
         let share = share.clamp(0.0, 1.0);
@@ -78,6 +85,7 @@ impl Model {
             };
         }
         let hit = match (on_copy, self.hit(stated, share * stated as f64)) {
+            (Some(c), Some(s)) if (measured - c).abs() > OFF_MODEL => s,
             (Some(c), Some(s)) => (measured + s - c).clamp(0.0, read.max(0.0)),
             _ => measured,
         };
