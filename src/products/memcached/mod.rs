@@ -218,11 +218,15 @@ fn read_stats(c: &Connector) -> Result<Vec<(String, String)>> {
 
 /// The number `name` of `stats` (0 when absent).
 fn num(stats: &[(String, String)], name: &str) -> u64 {
+    stat(stats, name).unwrap_or(0)
+}
+
+/// The number `name` of `stats`, if there.
+fn stat(stats: &[(String, String)], name: &str) -> Option<u64> {
     stats
         .iter()
         .find(|(k, _)| k == name)
         .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0)
 }
 
 /// Whether a reply line is one of memcached's errors: `ERROR` (with a reason

@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use super::codec::stats;
+use super::stat;
 use crate::driver::Connector;
 use crate::driver::Observe;
 use crate::driver::observe::{Holding, Notes, Reading, Watch};
@@ -59,13 +60,6 @@ struct McWatch {
     c: Connector,
     s: Stream,
     sent: u64,
-}
-
-/// The number `name` of `stats` pairs.
-fn stat(st: &[(String, String)], name: &str) -> Option<u64> {
-    st.iter()
-        .find(|(k, _)| k == name)
-        .and_then(|(_, v)| v.parse().ok())
 }
 
 impl McWatch {

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
-use super::{Info, bulk_payload, command, info_field};
+use super::{Info, command, info_field};
 use crate::driver::Connector;
 use crate::driver::Observe;
 use crate::driver::observe::{Holding, Notes, Reading, Watch};
+use crate::driver::wire::parse_usize;
 use crate::transport::Stream;
 
 /// The most keys whose values are sized.
@@ -301,13 +302,16 @@ fn keyspace_keys(text: &str) -> u64 {
 
 /// An integer reply (`:N`).
 fn integer(frame: &[u8]) -> Result<u64> {
-    match frame.strip_prefix(b":") {
-        Some(rest) => Ok(std::str::from_utf8(rest.trim_ascii())?.parse()?),
-        None => bail!(
-            "expected an integer, got {:?}",
-            String::from_utf8_lossy(frame)
-        ),
-    }
+    frame
+        .strip_prefix(b":")
+        .and_then(|n| parse_usize(n.trim_ascii()))
+        .map(|n| n as u64)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "expected an integer, got {:?}",
+                String::from_utf8_lossy(frame)
+            )
+        })
 }
 
 /// The bulk strings of a reply, nested arrays flattened (`SCAN`'s cursor,
@@ -316,18 +320,16 @@ fn bulks(frame: &[u8]) -> Result<Vec<Vec<u8>>> {
     let mut out = Vec::new();
     let mut at = 0;
     while at < frame.len() {
-        let eol = frame[at..]
-            .windows(2)
-            .position(|w| w == b"\r\n")
-            .map(|p| at + p)
+        let eol = crate::driver::wire::line_end(frame, at)
             .ok_or_else(|| anyhow::anyhow!("a reply cut short"))?;
-        let head = &frame[at..eol];
-        at = eol + 2;
-        match head.first() {
-            Some(b'*') => {}
-            Some(b'$') => {
-                let n: usize = std::str::from_utf8(&head[1..])?.parse()?;
-                let payload = bulk_payload(&frame[at - head.len() - 2..at + n + 2])?;
+        let head = frame[at..eol].trim_ascii_end();
+        at = eol;
+        match (head.first(), head.get(1..).and_then(parse_usize)) {
+            (Some(b'*'), Some(_)) => {}
+            (Some(b'$'), Some(n)) => {
+                let payload = frame
+                    .get(at..at + n)
+                    .ok_or_else(|| anyhow::anyhow!("a reply cut short"))?;
                 out.push(payload.to_vec());
                 at += n + 2;
             }
