@@ -159,10 +159,12 @@ fn aside_plan(db: &ManagedServer, cache: TargetKind, policy: WritePolicy) -> kvl
     p
 }
 
-fn check_aside_run(cache: TargetKind, policy: WritePolicy) {
+fn check_aside_run(cache: TargetKind, policy: WritePolicy, io: kvlab::plan::io::IoChoice) {
     let db = pg();
-    let p = aside_plan(&db, cache, policy);
+    let mut p = aside_plan(&db, cache, policy);
+    p.load.io = io;
     let r = measure(&p);
+    common::ran_over(&r, io);
     assert!(r.valid, "{:?}", r.problems);
     assert_eq!(r.totals.errors, 0);
     let a = r.cache_aside.as_ref().expect("a cache-aside report");
@@ -200,12 +202,15 @@ fn check_aside_run(cache: TargetKind, policy: WritePolicy) {
 
 #[test]
 fn cache_aside_with_redis_invalidate_agrees_with_both_servers() {
-    check_aside_run(TargetKind::Redis, WritePolicy::Invalidate);
+    // Stale reads and both servers' counters, over each I/O interface.
+    for io in common::transports() {
+        check_aside_run(TargetKind::Redis, WritePolicy::Invalidate, io);
+    }
 }
 
 #[test]
 fn cache_aside_with_memcached_update_agrees_with_both_servers() {
-    check_aside_run(TargetKind::Memcached, WritePolicy::Update);
+    check_aside_run(TargetKind::Memcached, WritePolicy::Update, Default::default());
 }
 
 #[test]

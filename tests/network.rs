@@ -65,9 +65,15 @@ fn an_open_loop_keeps_its_rate_across_a_round_trip_and_reports_its_sends() {
     p.load.stop = Stop::Duration(2.0);
     p.load.warmup_s = 0.5;
     p.load.rtt = rtt(1.0);
-    for arrivals in [Arrivals::Poisson, Arrivals::Uniform] {
+    let ios = common::transports();
+    for (arrivals, io) in [Arrivals::Poisson, Arrivals::Uniform]
+        .into_iter()
+        .flat_map(|a| ios.iter().map(move |&io| (a, io)))
+    {
         p.load.arrivals = arrivals;
+        p.load.io = io;
         let r = measure(&p);
+        common::ran_over(&r, io);
         agrees(&r);
         assert!(
             (r.totals.throughput_rps / 2_000.0 - 1.0).abs() < 0.05,

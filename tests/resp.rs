@@ -174,6 +174,9 @@ fn an_external_redis_reports_its_own_cpu_as_proc_sees_it() {
 fn redis_over_tls_counts_agree_and_the_result_names_the_cipher() {
     let r = common::transport_counts_agree(TargetKind::Redis, &[("tls", "on")], |_, _| {});
     assert!(r.target.url.starts_with("rediss://"), "{}", r.target.url);
+    // TLS runs over epoll, and the result says so.
+    assert_eq!(r.client.client_io.as_deref(), Some("epoll"));
+    assert_eq!(r.client.client_io_why.as_deref(), Some("TLS runs over epoll"));
 }
 
 #[test]
@@ -190,7 +193,10 @@ fn an_external_rediss_url_with_its_ca_counts_agree() {
 
 #[test]
 fn redis_over_a_unix_socket_counts_agree() {
-    common::transport_counts_agree(TargetKind::Redis, &[("socket", "on")], |_, _| {});
+    let r = common::transport_counts_agree(TargetKind::Redis, &[("socket", "on")], |_, _| {});
+    if kvlab::engine::reactor::uring_refused().is_none() {
+        common::ran_over(&r, kvlab::plan::io::IoChoice::Uring);
+    }
 }
 
 #[test]

@@ -108,8 +108,9 @@ fn a_settling_start_warms_the_cache_first_and_says_how_long() {
 }
 
 /// A cache of `cache` killed 2 s into a 5 s run and started again 1 s later.
-fn restart_cache(cache: TargetKind) {
+fn restart_cache(cache: TargetKind, io: kvlab::plan::io::IoChoice) {
     let mut p = aside(cache, 64, CacheStart::Warm);
+    p.load.io = io;
     p.workload.keys = 20_000;
     p.load.rate = Some(2000.0);
     p.load.stop = Stop::Duration(5.0);
@@ -144,12 +145,15 @@ fn restart_cache(cache: TargetKind) {
 
 #[test]
 fn a_redis_cache_killed_and_restarted_mid_run_shows_the_database_spike() {
-    restart_cache(TargetKind::Redis);
+    // The event, the reconnections and the counters over each I/O interface.
+    for io in common::transports() {
+        restart_cache(TargetKind::Redis, io);
+    }
 }
 
 #[test]
 fn a_memcached_cache_killed_and_restarted_mid_run_shows_the_database_spike() {
-    restart_cache(TargetKind::Memcached);
+    restart_cache(TargetKind::Memcached, Default::default());
 }
 
 #[test]

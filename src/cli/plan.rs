@@ -60,6 +60,10 @@ impl RunArgs {
                 rtt: self.rtt()?,
                 cache_rtt: self.cache_rtt()?,
                 timeout_s: self.timeout,
+                io: match &self.io {
+                    Some(io) => io.parse()?,
+                    None => crate::plan::io::IoChoice::Auto,
+                },
                 shard,
                 start_at_ms,
                 events: Vec::new(),

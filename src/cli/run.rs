@@ -80,6 +80,12 @@ pub struct RunArgs {
     /// [default: poisson].
     #[arg(long, value_name = "PROCESS", requires = "rate")]
     pub arrivals: Option<String>,
+    /// How kvlab issues requests: uring (io_uring: every due send, receive
+    /// and the next wake-up in one system call per loop pass) or epoll (a
+    /// readiness poll, then a call per read and per write) [default: uring
+    /// where the kernel allows it and the run has no TLS, else epoll].
+    #[arg(long, value_name = "uring|epoll")]
+    pub io: Option<String>,
     /// A round trip kvlab emulates to the target, in ms (e.g. 0.3 within a
     /// zone, 1.5 across zones; `0.3,jitter=0.05` adds a random extra of that
     /// mean): half before each request reaches the server, half before its

@@ -24,6 +24,8 @@
 //!   each replicated server's).
 //! - `pipe`: one socket with its buffers; `link`: the round trip kvlab
 //!   emulates on it; [`pacer`]: the open-loop schedule.
+//! - [`reactor`]: how a worker's sends, receives and waits reach the kernel
+//!   (`--io`: io_uring or epoll).
 
 pub mod aside;
 pub mod clock;
@@ -34,6 +36,7 @@ pub mod near;
 pub mod pacer;
 mod pipe;
 pub mod plain;
+pub mod reactor;
 pub mod request_loop;
 pub mod run;
 pub mod spec;

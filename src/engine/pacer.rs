@@ -71,8 +71,42 @@ impl Pacer {
 pub struct PreciseTimer {
     fd: OwnedFd,
     armed: Option<Instant>,
-    /// The median lateness of its wake-ups, ns (a running estimate).
+    late: Lateness,
+}
+
+/// How late a loop's timed wake-ups come: a running median, in steps, so
+/// that an outlier (a descheduled thread) moves it one step as any other
+/// wake-up does. The loop asks to be woken that much before a send.
+#[derive(Clone, Copy, Debug)]
+pub struct Lateness {
+    /// The estimate, ns.
     late_ns: u64,
+}
+
+impl Default for Lateness {
+    fn default() -> Lateness {
+        Lateness {
+            late_ns: SEND_TOLERANCE.as_nanos() as u64,
+        }
+    }
+}
+
+impl Lateness {
+    /// A wake-up meant for `at` came at `now`.
+    #[inline]
+    pub fn woke(&mut self, at: Instant, now: Instant) {
+        let late = now.saturating_duration_since(at).as_nanos() as u64;
+        self.late_ns = match late > self.late_ns {
+            true => (self.late_ns + LATE_STEP_NS).min(LATE_MAX_NS),
+            false => self.late_ns.saturating_sub(LATE_STEP_NS),
+        };
+    }
+
+    /// The median lateness so far.
+    #[inline]
+    pub fn lead(&self) -> Duration {
+        Duration::from_nanos(self.late_ns)
+    }
 }
 
 /// The step of the running median of wake-up lateness, ns.
@@ -81,7 +115,8 @@ const LATE_STEP_NS: u64 = 250;
 const LATE_MAX_NS: u64 = 500_000;
 
 impl PreciseTimer {
-    /// A disarmed timer registered under `token`; also narrows this thread's timer slack.
+    /// A disarmed timer registered under `token`; also narrows this thread's
+    /// timer slack ([`narrow_timer_slack`]).
     pub fn new(registry: &Registry, token: Token) -> io::Result<PreciseTimer> {
         // SAFETY: plain syscalls; the fd is checked and then owned.
         let fd = unsafe {
@@ -95,13 +130,12 @@ impl PreciseTimer {
         }
         // SAFETY: fd is a new, valid descriptor that nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: prctl with an integer argument; affects only the calling thread.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
+        narrow_timer_slack();
         registry.register(&mut SourceFd(&fd.as_raw_fd()), token, Interest::READABLE)?;
         Ok(PreciseTimer {
             fd,
             armed: None,
-            late_ns: SEND_TOLERANCE.as_nanos() as u64,
+            late: Lateness::default(),
         })
     }
 
@@ -133,21 +167,22 @@ impl PreciseTimer {
     /// again, which clears it.
     pub fn fired(&mut self, now: Instant) {
         if let Some(at) = self.armed.take() {
-            let late = now.saturating_duration_since(at).as_nanos() as u64;
-            // A running median: outliers (a descheduled thread) move it one
-            // step, as any other wake-up does.
-            self.late_ns = match late > self.late_ns {
-                true => (self.late_ns + LATE_STEP_NS).min(LATE_MAX_NS),
-                false => self.late_ns.saturating_sub(LATE_STEP_NS),
-            };
+            self.late.woke(at, now);
         }
     }
 
     /// How long before a send the timer is best armed: the median lateness
     /// of its wake-ups so far.
     pub fn wake_lead(&self) -> Duration {
-        Duration::from_nanos(self.late_ns)
+        self.late.lead()
     }
+}
+
+/// Narrows the calling thread's timer slack to 1 µs (from 50 µs), so that
+/// its timed waits (a `timerfd`, io_uring's wait) end when asked.
+pub fn narrow_timer_slack() {
+    // SAFETY: prctl with an integer argument; affects only the calling thread.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
 }
 
 #[cfg(test)]

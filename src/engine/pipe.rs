@@ -1,17 +1,21 @@
 //! One engine socket with its buffers, whatever the client does over it: open
 //! (blocking, bounded), flush what is buffered, read what the socket has, and
-//! the back-off of failed attempts. Non-blocking, registered with the worker's
-//! poll; no allocation once warm (over TLS, rustls 0.23 still allocates one
+//! the back-off of failed attempts. Over epoll it is non-blocking and
+//! registered with the worker's poll, and reads and writes are its own
+//! syscalls; over io_uring its receive and send are the ring's operations on
+//! its buffers ([`RingOps`]). No allocation once warm (over TLS, rustls 0.23 still allocates one
 //! buffer per record it encrypts or decrypts: a pipelined batch is one record).
 //! It knows no protocol: the client keeps the codec bound to its session.
 
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
 
-use mio::{Interest, Token};
+use mio::Token;
 use rustls::ClientConnection;
 
 use super::link::Link;
+use super::reactor::Reactor;
+use super::reactor::uring::{Ring, RingOps};
 use crate::driver::Connector;
 use crate::driver::wire::Session;
 use crate::transport::EngineSock;
@@ -43,6 +47,8 @@ pub(crate) struct Pipe {
     /// More may wait to be read than one pass reads: the socket is in the
     /// worker's backlog, read again next pass without waiting for an event.
     pub(crate) backlog: bool,
+    /// Over io_uring: its receive and send on the ring.
+    ring: RingOps,
 }
 
 impl Pipe {
@@ -69,6 +75,7 @@ impl Pipe {
             streak: 0,
             link: None,
             backlog: false,
+            ring: RingOps::default(),
         }
     }
 
@@ -84,22 +91,63 @@ impl Pipe {
         self
     }
 
-    /// Opens the socket (blocking, bounded by `timeout`) and registers it; the
-    /// session the client's codec binds to.
+    /// Opens the socket (blocking, bounded by `timeout`) and hands it to the
+    /// reactor (registered with epoll; its first receive queued on io_uring);
+    /// the session the client's codec binds to.
     pub(crate) fn open(
         &mut self,
         connector: &Connector,
-        poll: &mio::Registry,
+        reactor: &mut Reactor,
         timeout: Duration,
     ) -> io::Result<Session> {
         let (s, session) = connector.connect(timeout)?;
         let (mut s, tls) = s.into_engine()?;
-        poll.register(&mut s, self.token, Interest::READABLE)?;
+        match reactor {
+            Reactor::Epoll(e) => e.watch(&mut s, self.token, false, true)?,
+            // The ring waits for the socket itself.
+            Reactor::Uring(_) => s.set_blocking()?,
+        }
         self.stream = Some(s);
         self.tls = tls;
         self.served = false;
         self.reset();
+        if let Reactor::Uring(r) = reactor {
+            self.receive(r)?;
+        }
         Ok(session)
+    }
+
+    /// io_uring: queues the socket's receive into the free end of its read
+    /// buffer, unless one is out (or a stale one has yet to end).
+    fn receive(&mut self, ring: &mut Ring) -> io::Result<()> {
+        let Some(s) = self.stream.as_ref() else {
+            return Ok(());
+        };
+        if !self.ring.may_receive() {
+            return Ok(());
+        }
+        let fd = s.raw_fd();
+        self.make_room()?;
+        let end = self.rend;
+        self.ring.receive(ring, self.token, fd, &mut self.rbuf[end..])
+    }
+
+    /// io_uring: the socket's receive completed with `res`; whether it was
+    /// for the socket as it is (not one closed since).
+    #[inline]
+    pub(crate) fn received(&mut self, res: i32) -> bool {
+        self.ring.received(res)
+    }
+
+    /// io_uring: the socket's send completed with `res` (the rest of a
+    /// partial one is queued); `Err` when the connection broke.
+    #[inline]
+    pub(crate) fn sent(&mut self, reactor: &mut Reactor, res: i32) -> io::Result<()> {
+        let Reactor::Uring(r) = reactor else {
+            return Ok(());
+        };
+        let fd = self.stream.as_ref().map(EngineSock::raw_fd);
+        self.ring.sent(r, self.token, fd, res)
     }
 
     /// Whether the socket is open.
@@ -145,7 +193,7 @@ impl Pipe {
     /// Closes the socket, dropping what was buffered. One that served nothing
     /// since it was opened counts as a failed attempt (backed off).
     pub(crate) fn close(&mut self, now: Instant) {
-        self.stream = None;
+        self.let_go();
         self.tls = None;
         self.reset();
         self.retry_at = now;
@@ -162,11 +210,23 @@ impl Pipe {
         self.retry_at = now + backoff(self.streak);
     }
 
-    /// Deregisters the socket from the poll at the end of the run.
-    pub(crate) fn deregister(&mut self, registry: &mio::Registry) {
-        if let Some(mut s) = self.stream.take() {
-            let _ = registry.deregister(&mut s);
+    /// Lets the socket go: what the ring still holds of it becomes stale and
+    /// the socket is shut down so that it ends (the buffers stay until then).
+    fn let_go(&mut self) {
+        self.ring.closed();
+        if let Some(s) = self.stream.take()
+            && self.ring.holds()
+        {
+            s.shut_down();
         }
+    }
+
+    /// Lets the socket go at the end of the run (deregistered from epoll).
+    pub(crate) fn deregister(&mut self, reactor: &Reactor) {
+        if let (Reactor::Epoll(e), Some(s)) = (reactor, self.stream.as_mut()) {
+            let _ = e.registry().deregister(s);
+        }
+        self.let_go();
     }
 
     /// Whether bytes wait to be written: requests not yet handed over, or
@@ -180,7 +240,7 @@ impl Pipe {
     /// link, when the bytes new since the last flush may leave.
     pub(crate) fn flush(
         &mut self,
-        registry: &mio::Registry,
+        reactor: &mut Reactor,
         now: Instant,
     ) -> io::Result<Option<Instant>> {
         let Some(s) = self.stream.as_mut() else {
@@ -195,14 +255,20 @@ impl Pipe {
             }
         };
         let buf = &self.wbuf[..end];
-        let blocked = match self.tls.as_deref_mut() {
-            None => write_plain(s, buf, &mut self.wpos)?,
-            Some(tls) => write_tls(s, tls, buf, &mut self.wpos)?,
+        let blocked = match (&mut *reactor, self.tls.as_deref_mut()) {
+            (Reactor::Uring(r), _) => {
+                let fd = s.raw_fd();
+                self.ring.send(r, self.token, fd, buf, &mut self.wpos)?
+            }
+            (Reactor::Epoll(_), None) => write_plain(s, buf, &mut self.wpos)?,
+            (Reactor::Epoll(_), Some(tls)) => write_tls(s, tls, buf, &mut self.wpos)?,
         };
         if blocked {
-            if !self.want_write {
+            if let Reactor::Epoll(e) = reactor
+                && !self.want_write
+            {
                 self.want_write = true;
-                registry.reregister(s, self.token, Interest::READABLE | Interest::WRITABLE)?;
+                e.watch(s, self.token, true, false)?;
             }
             return Ok(marked);
         }
@@ -220,9 +286,11 @@ impl Pipe {
             }
             self.wpos = 0;
         }
-        if self.want_write {
+        if self.want_write
+            && let Reactor::Epoll(e) = reactor
+        {
             self.want_write = false;
-            registry.reregister(s, self.token, Interest::READABLE)?;
+            e.watch(s, self.token, false, false)?;
         }
         Ok(marked)
     }
@@ -235,8 +303,12 @@ impl Pipe {
 
     /// Reads once into the free end of the read buffer (making room first):
     /// `(0, _)` when the peer closed, else the bytes read and whether more
-    /// may be waiting; `WouldBlock` when nothing was there.
-    pub(crate) fn read_some(&mut self) -> io::Result<(usize, bool)> {
+    /// may be waiting; `WouldBlock` when nothing was there. Over io_uring:
+    /// what the receive brought, else the next receive is queued.
+    pub(crate) fn read_some(&mut self, reactor: &mut Reactor) -> io::Result<(usize, bool)> {
+        if let Reactor::Uring(r) = reactor {
+            return self.take_received(r);
+        }
         self.make_room()?;
         let Some(s) = self.stream.as_mut() else {
             return Ok((0, false));
@@ -249,6 +321,24 @@ impl Pipe {
         self.rend += n;
         // Over TLS, decrypted data may wait in rustls whatever the count.
         Ok((n, n == space || self.tls.is_some()))
+    }
+
+    /// io_uring: what the socket's receive brought (`(n, true)`: the next
+    /// call queues the next receive), else the next receive is queued and
+    /// `WouldBlock`.
+    fn take_received(&mut self, ring: &mut Ring) -> io::Result<(usize, bool)> {
+        match self.ring.take() {
+            Some(r) if r < 0 => Err(io::Error::from_raw_os_error(-r)),
+            Some(0) => Ok((0, false)),
+            Some(n) => {
+                self.rend += n as usize;
+                Ok((n as usize, true))
+            }
+            None => {
+                self.receive(ring)?;
+                Err(io::ErrorKind::WouldBlock.into())
+            }
+        }
     }
 
     /// Leaves free space at the end of the read buffer: moves unparsed bytes

@@ -45,6 +45,7 @@ pub(crate) fn execute_with<Cl: Client>(
     client: impl Fn() -> Cl + Sync,
 ) -> Result<EngineReport> {
     let client = &client;
+    let io = super::reactor::choose(spec.io, spec.uses_tls())?;
     let threads = spec.threads.clamp(1, spec.connections.max(1));
     let (tx, rx) = mpsc::channel::<Tick>();
     let gate = Gate::default();
@@ -57,6 +58,7 @@ pub(crate) fn execute_with<Cl: Client>(
                 threads,
                 shutdown,
                 gate: &gate,
+                io: io.kind,
             };
             handles.push(worker.spawn(scope, tx.clone(), client)?);
         }
@@ -78,6 +80,7 @@ pub(crate) fn execute_with<Cl: Client>(
         let reports = join(handles)?;
         let mut report = merge(spec, reports, entries, shutdown.load(Ordering::Relaxed));
         report.window_start = window_start;
+        report.io = Some(io);
         report.start = margin.map(|margin| StartReport { late, margin });
         Ok(report)
     })
@@ -139,6 +142,7 @@ struct Worker<'a> {
     threads: usize,
     shutdown: &'a AtomicBool,
     gate: &'a Gate,
+    io: super::reactor::IoKind,
 }
 
 impl<'a> Worker<'a> {
@@ -158,6 +162,7 @@ impl<'a> Worker<'a> {
             t,
             shutdown,
             gate,
+            io,
             ..
         } = self;
         let plans = self.plans();
@@ -172,6 +177,7 @@ impl<'a> Worker<'a> {
                     opened: &gate.opened,
                     release: &gate.release,
                     trace: spec.trace.as_ref().and_then(|f| f.take(t)),
+                    io,
                 };
                 let start = StartLine { ready, clock };
                 request_loop::run(client(), spec, plans, seed, links, start)
@@ -408,5 +414,6 @@ fn merge(
         },
         window_start: SystemTime::now(),
         start: None,
+        io: None,
     }
 }

@@ -46,6 +46,8 @@ pub struct Spec {
     pub link: Option<crate::workload::LinkDelay>,
     /// Per-request timeout.
     pub timeout: Duration,
+    /// The I/O interface asked for (`--io`).
+    pub io: crate::plan::io::IoChoice,
     /// Seed for the workers' random generators.
     pub seed: u64,
     /// Expiry of written keys, seconds (0: never; caches only).
@@ -83,6 +85,17 @@ pub struct Spec {
 }
 
 impl Spec {
+    /// Whether any of the point's connections use TLS (the target, its
+    /// replicas, a cache-aside run's cache).
+    pub fn uses_tls(&self) -> bool {
+        self.connector.transport.tls.is_some()
+            || self.replicas.iter().any(|r| r.transport.tls.is_some())
+            || self
+                .aside
+                .as_ref()
+                .is_some_and(|a| a.cache.transport.tls.is_some())
+    }
+
     /// A point that writes `keys` keys once each, in key order, on one
     /// connection: no warm-up, pacing, versions, TTL or cache. Every other point
     /// starts from it and names what differs (`Spec { …, ..Spec::writes(…) }`),
@@ -104,6 +117,7 @@ impl Spec {
             arrivals: crate::workload::Arrivals::Poisson,
             link: None,
             timeout: Duration::from_secs(5),
+            io: crate::plan::io::IoChoice::Auto,
             seed: 1,
             ttl_s: 0,
             batch: None,
@@ -235,6 +249,8 @@ pub struct EngineReport {
     /// phase begin, and how long before the warm-up had to begin every
     /// connection was open.
     pub start: Option<StartReport>,
+    /// The I/O interface the workers used, and why where `auto` came to epoll.
+    pub io: Option<super::reactor::Chosen>,
 }
 
 /// How a run with a wall-clock start instant kept it.
@@ -300,4 +316,6 @@ pub struct Links<'a> {
     pub release: &'a AtomicBool,
     /// Trace replay: this worker's requests (`None`: drawn by the workload).
     pub trace: Option<crate::workload::trace::feed::Cursor>,
+    /// The interface the run's workers use (resolved once per point).
+    pub io: super::reactor::IoKind,
 }

@@ -18,6 +18,7 @@ pub use choice::{consistency_of, query_mode_of};
 mod aside;
 mod choice;
 pub mod events;
+pub mod io;
 pub mod near;
 pub mod reads;
 pub mod replay;
@@ -493,6 +494,9 @@ pub struct LoadShape {
     pub cache_rtt: Option<crate::workload::LinkDelay>,
     /// Seconds a request may wait for its reply before it counts as a timeout.
     pub timeout_s: f64,
+    /// How kvlab's engine issues requests (`--io`).
+    #[serde(default, skip_serializing_if = "io::IoChoice::is_auto")]
+    pub io: io::IoChoice,
     /// This process is one client of a run split over several (`--shard I/N`):
     /// the figures above are the whole run's; this client makes its part.
     #[serde(default, skip_serializing_if = "Option::is_none")]

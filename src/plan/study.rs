@@ -245,6 +245,8 @@ pub struct LoadSection {
     pub arrivals: crate::workload::Arrivals,
     /// Per-request timeout, seconds.
     pub timeout: f64,
+    /// How kvlab issues requests (`--io`).
+    pub io: crate::plan::io::IoChoice,
     /// Seconds of each point's window its timeline keeps per second; per
     /// minute after them (`--timeline-seconds`).
     pub timeline_seconds: u32,
@@ -259,6 +261,7 @@ impl Default for LoadSection {
             rate: None,
             arrivals: crate::workload::Arrivals::Poisson,
             timeout: 5.0,
+            io: crate::plan::io::IoChoice::Auto,
             timeline_seconds: crate::plan::TIMELINE_SECONDS,
         }
     }

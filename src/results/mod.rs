@@ -217,6 +217,13 @@ pub struct ClientUse {
     pub client_saturated: bool,
     /// kvlab's peak resident memory, KiB.
     pub client_peak_rss_kb: u64,
+    /// How kvlab issued requests: `io_uring` or `epoll` (`--io`; `None`:
+    /// results from before the choice, all epoll).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_io: Option<String>,
+    /// Why `--io auto` came to epoll: TLS, or the kernel refused io_uring.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_io_why: Option<String>,
 }
 
 /// What the servers spent: CPU and memory, together and by role (flattened

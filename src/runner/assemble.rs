@@ -281,6 +281,8 @@ impl Parts {
                 client_busy: r.client_busy,
                 client_saturated: r.client_busy.is_some_and(|b| b >= 0.9),
                 client_peak_rss_kb: self_peak_rss_kb(),
+                client_io: r.io.as_ref().map(|io| io.kind.name().to_string()),
+                client_io_why: r.io.as_ref().and_then(|io| io.why.clone()),
             },
             server: ServerFigures {
                 server_cpu_s: self.cpu.cpu_s,

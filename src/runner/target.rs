@@ -111,6 +111,7 @@ impl<'a> Target<'a> {
             arrivals: l.arrivals,
             link: l.rtt,
             timeout: Duration::from_secs_f64(l.timeout_s),
+            io: l.io,
             seed: shard.map_or(w.seed, |s| s.seed(w.seed)),
             ttl_s: w.ttl_s,
             batch: w.batch.clone(),

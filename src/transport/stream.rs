@@ -231,6 +231,41 @@ pub enum EngineSock {
     Unix(mio::net::UnixStream),
 }
 
+impl EngineSock {
+    /// Its file descriptor (for the engine's io_uring operations).
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        match self {
+            EngineSock::Tcp(s) => s.as_raw_fd(),
+            EngineSock::Unix(s) => s.as_raw_fd(),
+        }
+    }
+
+    /// Makes it blocking again: io_uring waits for the socket itself.
+    pub fn set_blocking(&self) -> io::Result<()> {
+        let fd = self.raw_fd();
+        // SAFETY: fcntl on a descriptor this value owns, with integer arguments.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+        if flags < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: as above.
+        if unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Shuts both directions down (what io_uring still waits on of it ends),
+    /// then closes it.
+    pub fn shut_down(self) {
+        let _ = match &self {
+            EngineSock::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
+            EngineSock::Unix(s) => s.shutdown(std::net::Shutdown::Both),
+        };
+    }
+}
+
 impl Read for EngineSock {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {

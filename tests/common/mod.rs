@@ -67,8 +67,31 @@ pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
             arrivals: kvlab::workload::Arrivals::Poisson,
             rtt: None,
             cache_rtt: None,
+            io: Default::default(),
         },
     }
+}
+
+/// The I/O interfaces the engine's tests run under: epoll, and io_uring
+/// where this kernel allows it (else said once on stderr).
+pub fn transports() -> Vec<kvlab::plan::io::IoChoice> {
+    use kvlab::plan::io::IoChoice;
+    match kvlab::engine::reactor::uring_refused() {
+        None => vec![IoChoice::Epoll, IoChoice::Uring],
+        Some(why) => {
+            eprintln!("io_uring refused here ({why}): the engine's tests run over epoll only");
+            vec![IoChoice::Epoll]
+        }
+    }
+}
+
+/// The run went over the interface `io` asked for.
+pub fn ran_over(r: &RunResult, io: kvlab::plan::io::IoChoice) {
+    let want = match io {
+        kvlab::plan::io::IoChoice::Epoll => "epoll",
+        _ => "io_uring",
+    };
+    assert_eq!(r.client.client_io.as_deref(), Some(want), "{io:?}");
 }
 
 /// Starts a managed server of `kind` with no options.

@@ -83,7 +83,27 @@ pub fn counts_agree(kind: TargetKind, entry: &Entry, e: &Endpoint) -> RunResult 
     // A server kvlab did not start: its CPU as the server reports it, if it does.
     let source = product.facts().usage_report.map(|u| u.cpu);
     assert_eq!(r.server.server_cpu_source.as_deref(), source, "{kind:?}");
+    for io in crate::common::transports() {
+        agrees_over(kind, &p, io);
+    }
     r
+}
+
+/// The same load again (its keys in place) over the interface `io`: the
+/// counts still equal the server's over the window, every read a verified hit.
+fn agrees_over(kind: TargetKind, p: &RunPlan, io: kvlab::plan::io::IoChoice) {
+    let mut p = p.clone();
+    p.workload.load = false;
+    p.load.io = io;
+    let r = measure(&p);
+    crate::common::ran_over(&r, io);
+    let t = &r.totals;
+    assert_eq!((t.requests, t.errors, t.misses), (20_000, 0, 0), "{kind:?} {io:?}");
+    assert_eq!(t.hits, t.gets, "{kind:?} {io:?}");
+    let cc = r.server_counters.as_ref().expect("the server's counters");
+    assert!(cc.server.exact && cc.agrees(), "{kind:?} {io:?}: {cc:?}");
+    assert_eq!(cc.server.gets, r.warmup.gets + t.gets, "{kind:?} {io:?}");
+    assert_eq!(cc.server.sets, r.warmup.sets + t.sets, "{kind:?} {io:?}");
 }
 
 /// GETs of keys that are not there are misses, not hits or errors, and the

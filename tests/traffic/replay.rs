@@ -116,9 +116,12 @@ fn reproduces(r: &RunResult, n: [u64; 4]) {
 
 #[test]
 fn a_trace_replayed_against_redis_keeps_its_mix_and_rate() {
-    let (r, n) = replay(false, &["--target", "redis"]);
-    reproduces(&r, n);
-    assert!(!r.replay.as_ref().unwrap().compressed);
+    for io in common::transports() {
+        let (r, n) = replay(false, &["--target", "redis", "--io", io.name()]);
+        reproduces(&r, n);
+        common::ran_over(&r, io);
+        assert!(!r.replay.as_ref().unwrap().compressed);
+    }
 }
 
 #[test]

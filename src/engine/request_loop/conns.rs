@@ -60,7 +60,7 @@ impl Worker<'_> {
     ) {
         let mut more = false;
         for _ in 0..READS_PER_PASS {
-            match c.pipes[s].read_some() {
+            match c.pipes[s].read_some(&mut self.net.reactor) {
                 Ok((0, _)) => return self.close(client, c, s, now),
                 Ok((_, again)) => {
                     if let Some(at) = c.pipes[s].arrived(now) {
@@ -165,7 +165,7 @@ impl Worker<'_> {
             if !(p.is_open() && p.has_output()) {
                 continue;
             }
-            match p.flush(&self.net.registry, now) {
+            match p.flush(&mut self.net.reactor, now) {
                 Ok(None) => {}
                 Ok(Some(at)) => self.links.push(Reverse((at, c.slot))),
                 Err(_) => self.close(client, c, s, now),

@@ -10,6 +10,7 @@ use super::replay::{self, Replay};
 use super::{Client, Conn, Net, Tally, Worker, read_limit, schedule};
 use crate::engine::clock::Timing;
 use crate::engine::pacer::Pacer;
+use crate::engine::reactor::Reactor;
 use crate::engine::spec::{ConnPlan, Spec};
 use crate::workload::trace::feed::Cursor;
 
@@ -44,13 +45,13 @@ pub(super) fn conns<Cl: Client>(
 }
 
 impl<'a> Worker<'a> {
-    /// The worker of `spec`, opening sockets with
-    /// `registry`, its draws seeded by `seed`; `trace`: a replay's requests
+    /// The worker of `spec`, its sockets on
+    /// `reactor`, its draws seeded by `seed`; `trace`: a replay's requests
     /// (else `None`).
     pub(super) fn new<Cl: Client>(
         spec: &'a Spec,
         client: &Cl,
-        registry: mio::Registry,
+        reactor: Reactor,
         seed: u64,
         trace: Option<Cursor>,
         now: Instant,
@@ -72,7 +73,7 @@ impl<'a> Worker<'a> {
         Worker {
             spec,
             net: Net {
-                registry,
+                reactor,
                 buffers: (w, r, read_limit(spec, r)),
                 connect_timeout: spec.timeout.min(Duration::from_secs(2)),
                 seed,
@@ -94,6 +95,7 @@ impl<'a> Worker<'a> {
             dues: std::collections::BinaryHeap::new(),
             linked: Vec::new(),
             backlog: Vec::with_capacity(16),
+            ready: Vec::with_capacity(1024),
         }
     }
 
@@ -163,7 +165,7 @@ impl<'a> Worker<'a> {
         }
         for c in conns.iter_mut() {
             for p in c.pipes.iter_mut() {
-                p.deregister(&self.net.registry);
+                p.deregister(&self.net.reactor);
             }
         }
     }

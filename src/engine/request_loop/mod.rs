@@ -35,18 +35,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
-use mio::{Events, Poll, Token};
+use mio::Token;
 use rand::rngs::SmallRng;
 
 use super::clock::{StartLine, Timing};
 use super::pacer::Pacer;
 use super::pipe::Pipe;
+use super::reactor::{Ready, What};
 use super::spec::{ConnPlan, Links, Spec, Tick, WorkerReport};
 use crate::driver::Connector;
 use crate::driver::wire::Session;
 use crate::results::stats::{ErrorKind, Recorder};
 use crate::workload::{KeyGen, LinkDelay, OpKind, OpMix};
-use rhythm::{Phase, Rhythm, TIMER, open_poll};
+use rhythm::{Phase, Rhythm, open_reactor};
 pub use tally::Tally;
 
 /// Tokens carry the connection's index above these bits and its socket below.
@@ -140,13 +141,14 @@ pub struct Io<'a> {
     /// In [`Client::start`] of a batch read: the request's other keys and
     /// their versions (empty otherwise).
     pub extra: &'a [(u64, u64)],
-    net: &'a Net,
+    net: &'a mut Net,
     conn: usize,
 }
 
-/// How a worker opens sockets.
+/// How a worker opens sockets and talks to the kernel.
 struct Net {
-    registry: mio::Registry,
+    /// epoll or io_uring.
+    reactor: super::reactor::Reactor,
     /// Buffer sizes of a new socket: write, read, and the most the read
     /// buffer may grow to.
     buffers: (usize, usize, usize),
@@ -179,7 +181,7 @@ impl Io<'_> {
     /// Opens socket `s` to `to` (blocking, bounded).
     fn open(&mut self, s: usize, to: &Connector, now: Instant) -> Option<Session> {
         let p = &mut self.pipes[s];
-        match p.open(to, &self.net.registry, self.net.connect_timeout) {
+        match p.open(to, &mut self.net.reactor, self.net.connect_timeout) {
             Ok(session) => Some(session),
             Err(e) => {
                 self.tally.connect_failed(e);
@@ -328,6 +330,8 @@ struct Worker<'a> {
     /// Sockets (connection, socket) a pass left with more to read: read on
     /// the next, whose poll does not wait (reused; see [`Pipe::backlog`]).
     backlog: Vec<(usize, usize)>,
+    /// What the last wait brought (reused).
+    ready: Vec<Ready>,
 }
 
 impl Worker<'_> {
@@ -343,7 +347,7 @@ impl Worker<'_> {
             pipes: &mut c.pipes,
             tally: &mut self.tally,
             extra: &[],
-            net: &self.net,
+            net: &mut self.net,
             conn: c.slot,
         };
         (io, &mut c.state)
@@ -365,25 +369,21 @@ pub fn run<Cl: Client>(
         opened,
         release,
         trace,
+        io,
     } = links;
-    let (mut poll, registry, start) = open_poll(start)?;
-    let now = Instant::now();
-    let mut conns = ends::conns(&client, plans, now);
-    let mut w = Worker::new(spec, &client, registry, seed, trace, now);
-    let established = w.open_conns(&client, &mut conns, shutdown, opened, now);
-    w.set_clock(&mut conns, start.wait(shutdown));
-    // The open loop and emulated links keep times finer than the poll's
+    // The open loop and emulated links keep times finer than epoll's
     // milliseconds.
     let linked = spec.link.is_some() || spec.aside.as_ref().is_some_and(|a| a.link.is_some());
-    let mut rhythm = Rhythm::new(&poll, w.timing, !w.closed() || linked)?;
-    let window_end = w.drive(
-        &mut client,
-        &mut conns,
-        &mut poll,
-        &mut rhythm,
-        shutdown,
-        &ticks,
-    )?;
+    let paced = spec.rate.is_some() || linked;
+    let sockets = plans.len() * client.sockets();
+    let (reactor, start) = open_reactor(start, io, paced, sockets)?;
+    let now = Instant::now();
+    let mut conns = ends::conns(&client, plans, now);
+    let mut w = Worker::new(spec, &client, reactor, seed, trace, now);
+    let established = w.open_conns(&client, &mut conns, shutdown, opened, now);
+    w.set_clock(&mut conns, start.wait(shutdown));
+    let mut rhythm = Rhythm::new(w.timing);
+    let window_end = w.drive(&mut client, &mut conns, &mut rhythm, shutdown, &ticks)?;
     w.count_unsent(&conns, window_end, shutdown);
     w.tally.send_tick(&ticks, rhythm.last_second());
     drop(ticks); // the last worker to drop its sender ends the run for the caller
@@ -401,12 +401,10 @@ impl Worker<'_> {
         &mut self,
         client: &mut Cl,
         conns: &mut [Conn<Cl::Conn>],
-        poll: &mut Poll,
         rhythm: &mut Rhythm,
         shutdown: &AtomicBool,
         ticks: &Sender<Tick>,
     ) -> io::Result<Instant> {
-        let mut events = Events::with_capacity(1024);
         // Closed loop: fill every connection's pipeline to start.
         if self.closed() {
             let t0 = self.timing.t0;
@@ -435,7 +433,7 @@ impl Worker<'_> {
             if self.next_link().is_some_and(|at| now >= at) {
                 self.advance_links(client, conns, now);
             }
-            let lead = rhythm.wake_lead();
+            let lead = self.net.reactor.wake_lead();
             let mut wake = self.issue_scheduled(client, conns, (rhythm.wake(), lead), now);
             if let Some(at) = self.next_link() {
                 wake = wake.min(at);
@@ -443,14 +441,14 @@ impl Worker<'_> {
             if self.again || !self.backlog.is_empty() {
                 wake = now;
             }
-            rhythm.poll(poll, &mut events, wake)?;
+            self.net.reactor.wait(wake, &mut self.ready)?;
             // Requests due leave before the replies are read: a pass over a
             // few replies would otherwise add its time to their send error.
             if self.pacer.is_some() {
                 self.issue_scheduled(client, conns, (wake, lead), Instant::now());
             }
             self.read_backlog(client, conns);
-            self.on_events(client, conns, &events);
+            self.on_events(client, conns);
             if std::mem::take(&mut self.again) {
                 let now = Instant::now();
                 for c in conns.iter_mut() {
@@ -528,33 +526,41 @@ impl Worker<'_> {
         wake
     }
 
-    /// Handles the poll's `events`: reads each readable socket (the client
-    /// takes its replies), then flushes its connection.
+    /// Handles what the wait brought: a completed send is followed by the
+    /// rest of its bytes, a readable socket or a completed receive is read
+    /// (the client takes its replies), then the connection is flushed.
     #[inline(always)]
-    fn on_events<Cl: Client>(
-        &mut self,
-        client: &mut Cl,
-        conns: &mut [Conn<Cl::Conn>],
-        events: &Events,
-    ) {
+    fn on_events<Cl: Client>(&mut self, client: &mut Cl, conns: &mut [Conn<Cl::Conn>]) {
         let now = Instant::now();
-        for ev in events.iter() {
-            if ev.token() == TIMER {
-                continue;
-            }
-            let (i, s) = (
-                ev.token().0 >> SOCKET_BITS,
-                ev.token().0 & (MAX_SOCKETS - 1),
-            );
+        let mut ready = std::mem::take(&mut self.ready);
+        for r in &ready {
+            let (i, s) = (r.token.0 >> SOCKET_BITS, r.token.0 & (MAX_SOCKETS - 1));
             let Some(c) = conns.get_mut(i) else { continue };
-            if c.pipes.get(s).is_none_or(|p| !p.is_open()) {
+            let Some(p) = c.pipes.get_mut(s) else {
+                continue;
+            };
+            let read = match r.what {
+                What::Readable => true,
+                What::Writable => false,
+                // A stale receive ended: a socket opened since queues its own.
+                What::Received(res) => p.received(res) || p.is_open(),
+                What::Sent(res) => {
+                    if p.sent(&mut self.net.reactor, res).is_err() && p.is_open() {
+                        self.close(client, c, s, now);
+                    }
+                    false
+                }
+            };
+            if !c.pipes[s].is_open() {
                 continue;
             }
-            if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+            if read {
                 self.on_readable(client, c, s, now);
             }
             self.flush(client, c, now);
         }
+        ready.clear();
+        self.ready = ready;
     }
 }
 

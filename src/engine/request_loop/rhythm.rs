@@ -1,28 +1,24 @@
 //! The rhythm of the request loop: once-a-second ticks, the start of the
-//! measured window, the drain, housekeeping, and the poll with its precise
-//! timer.
+//! measured window, the drain, housekeeping and when the loop must wake.
 
 use std::io;
 use std::time::{Duration, Instant};
 
-use mio::{Events, Poll, Registry, Token};
-
 use crate::engine::clock::{StartLine, Timing, first_tick, thread_busy_ns};
-use crate::engine::pacer::PreciseTimer;
+use crate::engine::reactor::{IoKind, Reactor};
 use std::sync::atomic::AtomicBool;
 
-/// The token of the pacing timer; connections use small tokens.
-pub const TIMER: Token = Token(usize::MAX - 1);
-
-/// A poll and a second handle on its registry, or the error after releasing the
+/// The worker's reactor of `kind` (for about `sockets` sockets; `paced`:
+/// with wake-ups finer than milliseconds), or the error after releasing the
 /// start line (a worker that cannot start must not keep the others waiting).
-pub fn open_poll(start: StartLine) -> Result<(Poll, Registry, StartLine), io::Error> {
-    let polled = Poll::new().and_then(|p| {
-        let r = p.registry().try_clone()?;
-        Ok((p, r))
-    });
-    match polled {
-        Ok((p, r)) => Ok((p, r, start)),
+pub(crate) fn open_reactor(
+    start: StartLine,
+    kind: IoKind,
+    paced: bool,
+    sockets: usize,
+) -> Result<(Reactor, StartLine), io::Error> {
+    match Reactor::new(kind, paced, sockets) {
+        Ok(r) => Ok((r, start)),
         Err(e) => {
             // Nothing to wait for: the worker fails at once.
             start.wait(&AtomicBool::new(true));
@@ -54,14 +50,13 @@ pub struct Rhythm {
     busy_start: Option<u64>,
     drain_deadline: Instant,
     housekeeping: Instant,
-    timer: Option<PreciseTimer>,
 }
 
 impl Rhythm {
-    /// The rhythm of a loop on `poll` for `timing`; `paced` loops get a timer.
-    pub fn new(poll: &Poll, timing: Timing, paced: bool) -> io::Result<Rhythm> {
+    /// The rhythm of a loop on the run's clock `timing`.
+    pub fn new(timing: Timing) -> Rhythm {
         let (next_tick, tick_second) = first_tick(&timing);
-        Ok(Rhythm {
+        Rhythm {
             timing,
             draining: false,
             next_tick,
@@ -70,11 +65,7 @@ impl Rhythm {
             busy_start: None,
             drain_deadline: timing.t0,
             housekeeping: timing.t0,
-            timer: match paced {
-                true => Some(PreciseTimer::new(poll.registry(), TIMER)?),
-                false => None,
-            },
-        })
+        }
     }
 
     /// Starts a loop pass at `now`: notes the start of the measured window and
@@ -136,38 +127,6 @@ impl Rhythm {
         wake
     }
 
-    /// Waits for events until `wake` (the timer, when paced, wakes on time; the
-    /// poll timeout is a backstop). Timer events are consumed here; the caller
-    /// skips [`TIMER`].
-    pub fn poll(&mut self, poll: &mut Poll, events: &mut Events, wake: Instant) -> io::Result<()> {
-        let mut timeout = wake.saturating_duration_since(Instant::now());
-        if let Some(t) = self.timer.as_mut()
-            && !timeout.is_zero()
-        {
-            t.arm(wake);
-            timeout += Duration::from_millis(2);
-        }
-        if let Err(e) = poll.poll(events, Some(timeout))
-            && e.kind() != io::ErrorKind::Interrupted
-        {
-            return Err(e);
-        }
-        if let Some(t) = self.timer.as_mut()
-            && events.iter().any(|e| e.token() == TIMER)
-        {
-            t.fired(Instant::now());
-        }
-        Ok(())
-    }
-
-    /// How long before a due send the loop should wake: its timer's usual
-    /// lateness (none without a timer).
-    pub fn wake_lead(&self) -> Duration {
-        self.timer
-            .as_ref()
-            .map_or(Duration::ZERO, PreciseTimer::wake_lead)
-    }
-
     /// Nanoseconds the thread ran or waited to run in the measured window.
     pub fn busy_ns(&self) -> Option<u64> {
         if !self.measure_started {
@@ -194,9 +153,8 @@ mod tests {
 
     #[test]
     fn the_drain_ends_when_all_is_answered_or_its_time_is_up() {
-        let poll = Poll::new().unwrap();
         let t0 = Instant::now();
-        let mut r = Rhythm::new(&poll, timing(t0, 100, 1000), false).unwrap();
+        let mut r = Rhythm::new(timing(t0, 100, 1000));
         let drain = Duration::from_millis(50);
         assert_eq!(r.begin(t0, false, drain, 3), Phase::Running);
         assert!(!r.draining);
@@ -214,9 +172,8 @@ mod tests {
 
     #[test]
     fn ticks_come_once_a_second_from_the_measured_start() {
-        let poll = Poll::new().unwrap();
         let t0 = Instant::now();
-        let mut r = Rhythm::new(&poll, timing(t0, 0, 5000), false).unwrap();
+        let mut r = Rhythm::new(timing(t0, 0, 5000));
         let first = r.tick_second;
         assert_eq!(r.tick_due(t0), None);
         let next = r.next_tick;
@@ -228,9 +185,8 @@ mod tests {
 
     #[test]
     fn housekeeping_waits_its_period() {
-        let poll = Poll::new().unwrap();
         let t0 = Instant::now();
-        let mut r = Rhythm::new(&poll, timing(t0, 0, 5000), false).unwrap();
+        let mut r = Rhythm::new(timing(t0, 0, 5000));
         let every = Duration::from_millis(10);
         assert!(r.housekeeping_due(t0, every));
         assert!(!r.housekeeping_due(t0 + Duration::from_millis(9), every));

@@ -112,7 +112,7 @@ impl Worker<'_> {
             pipes: &mut c.pipes,
             tally: &mut self.tally,
             extra: &self.extra,
-            net: &self.net,
+            net: &mut self.net,
             conn: c.slot,
         };
         client.start(&mut io, &mut c.state, r);

@@ -412,6 +412,7 @@ fn load_at(s: &StudyFile, axes: &Axes, at: &At, events: Vec<ServerEvent>) -> Loa
         rtt: None,
         cache_rtt: None,
         timeout_s: s.load.timeout,
+        io: s.load.io,
         shard: None,
         start_at_ms: None,
         events,

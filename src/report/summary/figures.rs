@@ -229,12 +229,17 @@ pub(super) fn client(s: &mut String, r: &RunResult) {
     let c = &r.client;
     let _ = writeln!(
         s,
-        "  client CPU  {:.2} s, {} µs/request, peak RSS {} MiB{}",
+        "  client CPU  {:.2} s, {} µs/request, peak RSS {} MiB{}{}",
         c.client_cpu_s,
         num(c.client_cpu_us_per_request),
         num(c.client_peak_rss_kb as f64 / 1024.0),
         c.client_busy
             .map(|b| format!(", workers busy {:.0}%", b * 100.0))
-            .unwrap_or_default()
+            .unwrap_or_default(),
+        match (&c.client_io, &c.client_io_why) {
+            (Some(io), Some(why)) => format!("; over {io} ({why})"),
+            (Some(io), None) => format!("; over {io}"),
+            _ => String::new(),
+        }
     );
 }

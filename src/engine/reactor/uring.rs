@@ -1,0 +1,299 @@
+//! The io_uring side of the reactor: one ring per worker thread. Each open
+//! socket keeps one receive in the kernel, into the free end of its own read
+//! buffer; a flush copies the socket's buffered requests into its send
+//! buffer and queues one send. Nothing is handed to the kernel until the
+//! loop waits: then every queued send and receive and the wait with the next
+//! wake's timeout are one `io_uring_enter`, which also returns the
+//! completions (with `DEFER_TASKRUN`, the kernel does the work then, not by
+//! interrupting the loop).
+//!
+//! Buffers the kernel holds stay put: a socket's read buffer is not moved or
+//! grown while its receive is out, its send buffer not touched while its send
+//! is; a socket closed with an operation out is shut down so that the
+//! operation ends, and its buffers wait for that end ([`Op::Stale`]). The
+//! ring cancels and waits for whatever is still out before it is dropped.
+
+use std::io;
+use std::os::fd::RawFd;
+use std::time::{Duration, Instant};
+
+use io_uring::{IoUring, opcode, squeue, types};
+use mio::Token;
+
+use super::{Ready, What};
+use crate::engine::pacer::Lateness;
+
+/// Bits of `user_data` below the socket's token: which operation.
+const OP_BITS: u32 = 2;
+const OP_RECV: u64 = 0;
+const OP_SEND: u64 = 1;
+const OP_CANCEL: u64 = 2;
+
+/// One worker's ring.
+pub(crate) struct Ring {
+    ring: IoUring,
+    /// Receives and sends the kernel holds.
+    out: usize,
+    /// How late its timed waits end.
+    late: Lateness,
+}
+
+impl Ring {
+    /// A ring with room for the operations of about `sockets` sockets (a
+    /// full submission queue is handed over early, never dropped).
+    pub(crate) fn new(sockets: usize) -> io::Result<Ring> {
+        let entries = (2 * sockets + 8).next_power_of_two().clamp(8, 4096) as u32;
+        let cq = (4 * entries).max(2 * (2 * sockets as u32 + 8).next_power_of_two());
+        let ring = IoUring::builder()
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .setup_cqsize(cq)
+            .build(entries)
+            .or_else(|_| IoUring::builder().setup_cqsize(cq).build(entries))?;
+        if !ring.params().is_feature_ext_arg() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the kernel's io_uring has no timed wait (IORING_FEAT_EXT_ARG, Linux 5.11)",
+            ));
+        }
+        crate::engine::pacer::narrow_timer_slack();
+        Ok(Ring {
+            ring,
+            out: 0,
+            late: Lateness::default(),
+        })
+    }
+
+    /// Queues `e` (handing the queue to the kernel first when it is full).
+    #[inline]
+    fn push(&mut self, e: squeue::Entry) -> io::Result<()> {
+        // SAFETY: every entry's buffer is owned by a socket's `RingOps`,
+        // which keeps it in place until the entry's completion.
+        while unsafe { self.ring.submission().push(&e) }.is_err() {
+            self.ring.submit()?;
+        }
+        Ok(())
+    }
+
+    /// Hands the kernel what was queued and waits until `wake` or a
+    /// completion; appends the completions to `out`.
+    pub(super) fn wait(&mut self, wake: Instant, out: &mut Vec<Ready>) -> io::Result<()> {
+        let timeout = wake.saturating_duration_since(Instant::now());
+        let ts = types::Timespec::from(timeout);
+        let args = types::SubmitArgs::new().timespec(&ts);
+        match self.ring.submitter().submit_with_args(1, &args) {
+            Ok(_) => {}
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
+            Err(e) => return Err(e),
+        }
+        let before = out.len();
+        for cqe in self.ring.completion() {
+            let ud = cqe.user_data();
+            let what = match ud & ((1 << OP_BITS) - 1) {
+                OP_RECV => What::Received(cqe.result()),
+                OP_SEND => What::Sent(cqe.result()),
+                _ => continue,
+            };
+            self.out -= 1;
+            out.push(Ready {
+                token: Token((ud >> OP_BITS) as usize),
+                what,
+            });
+        }
+        if out.len() == before && !timeout.is_zero() {
+            self.late.woke(wake, Instant::now());
+        }
+        Ok(())
+    }
+
+    /// The usual lateness of its timed waits.
+    pub(super) fn wake_lead(&self) -> Duration {
+        self.late.lead()
+    }
+}
+
+impl Drop for Ring {
+    /// Cancels what the kernel still holds and waits (at most a second) for
+    /// it to end, so that no operation outlives the buffers it was given.
+    fn drop(&mut self) {
+        if self.out == 0 {
+            return;
+        }
+        let cancel = opcode::AsyncCancel2::new(types::CancelBuilder::any())
+            .build()
+            .user_data(OP_CANCEL);
+        let _ = self.push(cancel);
+        let end = Instant::now() + Duration::from_secs(1);
+        let mut done = Vec::new();
+        while self.out > 0 && Instant::now() < end {
+            if self
+                .wait(Instant::now() + Duration::from_millis(10), &mut done)
+                .is_err()
+            {
+                break;
+            }
+            done.clear();
+        }
+    }
+}
+
+/// Where one of a socket's operations stands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Op {
+    /// None out.
+    #[default]
+    Idle,
+    /// One out, for the socket as it is.
+    Busy,
+    /// One out for a socket since closed: its result is dropped.
+    Stale,
+}
+
+/// One socket's operations on the ring and the send buffer the kernel reads.
+#[derive(Debug, Default)]
+pub(crate) struct RingOps {
+    recv: Op,
+    send: Op,
+    /// A receive's result the loop has not taken yet.
+    got: Option<i32>,
+    /// The bytes of the send out (the write buffer fills meanwhile).
+    sending: Vec<u8>,
+    /// How many of them the kernel has taken.
+    sent: usize,
+}
+
+impl RingOps {
+    /// The result of the last receive, once (`None`: none came).
+    #[inline]
+    pub(crate) fn take(&mut self) -> Option<i32> {
+        self.got.take()
+    }
+
+    /// Whether a receive may be queued: none is out and none waits to be taken.
+    #[inline]
+    pub(crate) fn may_receive(&self) -> bool {
+        self.recv == Op::Idle && self.got.is_none()
+    }
+
+    /// Queues a receive of `fd` as `token` into `buf`, which must stay in
+    /// place until its completion ([`RingOps::received`]).
+    #[inline]
+    pub(crate) fn receive(
+        &mut self,
+        ring: &mut Ring,
+        token: Token,
+        fd: RawFd,
+        buf: &mut [u8],
+    ) -> io::Result<()> {
+        debug_assert!(self.may_receive());
+        let e = opcode::Recv::new(types::Fd(fd), buf.as_mut_ptr(), buf.len() as u32)
+            .build()
+            .user_data(user_data(token, OP_RECV));
+        ring.push(e)?;
+        ring.out += 1;
+        self.recv = Op::Busy;
+        Ok(())
+    }
+
+    /// A receive completed with `res`: kept for [`RingOps::take`] unless the
+    /// socket was closed since. Whether it was for the socket as it is.
+    #[inline]
+    pub(crate) fn received(&mut self, res: i32) -> bool {
+        let current = self.recv == Op::Busy;
+        if current {
+            self.got = Some(res);
+        }
+        self.recv = Op::Idle;
+        current
+    }
+
+    /// Hands `buf[*pos..]` to a send of `fd` (copied, so the write buffer may
+    /// fill meanwhile) and marks it written; `true` when a send is still out
+    /// (the bytes wait for its completion).
+    #[inline]
+    pub(crate) fn send(
+        &mut self,
+        ring: &mut Ring,
+        token: Token,
+        fd: RawFd,
+        buf: &[u8],
+        pos: &mut usize,
+    ) -> io::Result<bool> {
+        if self.send != Op::Idle {
+            return Ok(true);
+        }
+        if *pos == buf.len() {
+            // Nothing has come through an emulated link yet.
+            return Ok(false);
+        }
+        self.sending.clear();
+        self.sending.extend_from_slice(&buf[*pos..]);
+        *pos = buf.len();
+        self.sent = 0;
+        self.queue_send(ring, token, fd)?;
+        Ok(false)
+    }
+
+    fn queue_send(&mut self, ring: &mut Ring, token: Token, fd: RawFd) -> io::Result<()> {
+        let rest = &self.sending[self.sent..];
+        let e = opcode::Send::new(types::Fd(fd), rest.as_ptr(), rest.len() as u32)
+            .build()
+            .user_data(user_data(token, OP_SEND));
+        ring.push(e)?;
+        ring.out += 1;
+        self.send = Op::Busy;
+        Ok(())
+    }
+
+    /// A send of `fd` completed with `res`: the rest of a partial one is
+    /// queued; `Err` when the connection broke.
+    #[inline]
+    pub(crate) fn sent(
+        &mut self,
+        ring: &mut Ring,
+        token: Token,
+        fd: Option<RawFd>,
+        res: i32,
+    ) -> io::Result<()> {
+        let current = self.send == Op::Busy;
+        self.send = Op::Idle;
+        let Some(fd) = fd.filter(|_| current) else {
+            return Ok(());
+        };
+        match res {
+            r if r < 0 => Err(io::Error::from_raw_os_error(-r)),
+            0 => Err(io::ErrorKind::WriteZero.into()),
+            r => {
+                self.sent += r as usize;
+                match self.sent < self.sending.len() {
+                    true => self.queue_send(ring, token, fd),
+                    false => Ok(()),
+                }
+            }
+        }
+    }
+
+    /// Whether the kernel holds an operation of the socket.
+    #[inline]
+    pub(crate) fn holds(&self) -> bool {
+        self.send != Op::Idle || self.recv != Op::Idle
+    }
+
+    /// The socket is being closed: what is out becomes stale (the caller
+    /// shuts the socket down so that it ends), what came is dropped.
+    pub(crate) fn closed(&mut self) {
+        self.got = None;
+        if self.recv == Op::Busy {
+            self.recv = Op::Stale;
+        }
+        if self.send == Op::Busy {
+            self.send = Op::Stale;
+        }
+    }
+}
+
+/// The `user_data` of operation `op` on the socket of `token`.
+#[inline]
+fn user_data(token: Token, op: u64) -> u64 {
+    ((token.0 as u64) << OP_BITS) | op
+}
