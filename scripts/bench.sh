@@ -30,6 +30,10 @@
 # client CPU per request at that rate with and without --rtt 1 (200
 # connections, so the round trip's requests in flight fit).
 #
+# The engine's I/O interfaces (BENCH_IO=0 skips them): --io epoll beside
+# --io uring (and valkey-lab at pipeline 1), closed loop, fixed rates, --rtt 1
+# and 10,000 connections, on redis.
+#
 # Workload: 50 connections, 1M keys x 256 B, GET only, pipeline 1 and 16; every
 # client on one thread (redis-benchmark and memtier -t 1 are single-threaded).
 #
@@ -62,8 +66,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-serve() { # kind -> URL on stdout; the server is kvlab-managed and stopped at exit
-  "$KVLAB" serve --target "$1" > "$WORK/$1.url" 2> "$WORK/$1.log" &
+serve() { # kind [opts...] -> URL on stdout; the server is kvlab-managed and stopped at exit
+  "$KVLAB" serve --target "$@" > "$WORK/$1.url" 2> "$WORK/$1.log" &
   echo $! >> "$WORK/pids"
   for _ in $(seq 900); do [ -s "$WORK/$1.url" ] && break; sleep 0.1; done
   cat "$WORK/$1.url"
@@ -97,7 +101,8 @@ kvlab_rec() {
   fi
 }
 
-REDIS=$(serve redis)
+# Room for the 10,000 connections of the I/O rows (BENCH_IO).
+REDIS=$(serve redis --server-opt maxclients=$((${IO_CONNS:-10000} + 1000)))
 PORT=${REDIS##*:}
 
 # BENCH_CACHES=0 skips the single caches (loading, GET rounds, mixed load), e.g.
@@ -435,6 +440,64 @@ if [ "${BENCH_NEAR:-1}" = 1 ]; then
       cpu_of "$KVLAB" run --target "$REDIS" --no-load --keys "$NK" --ratio 0:1 --connections "${CONNS:-50}" \
         --threads 1 --duration "${DURATION_NEAR:-5}" --warmup 1 "${extra[@]}" > /dev/null
       own "kvlab-near-$near"
+    done
+  done
+fi
+
+# The engine's two I/O interfaces (BENCH_IO=0 skips them): kvlab --io epoll
+# and --io uring on redis, interleaved, one thread, read-only. Closed loop at
+# pipeline 1 and 16 over N1/N16 requests, client CPU of the whole process per
+# request (as every peer's), with valkey-lab (io_uring; VALKEY_LAB=path, or on
+# PATH; built outside the repository) beside them at pipeline 1. Then kvlab's
+# own figures of the measured window (IO_SECS s each): the closed loop at 50
+# connections, at a fixed rate of half of what that closed loop reached, at
+# RATE (20k) req/s with and without --rtt 1 (200 connections), and a closed
+# loop on IO_CONNS (10,000) connections.
+if [ "${BENCH_IO:-1}" = 1 ]; then
+  REDIS=${REDIS:-$(serve redis)}
+  RATE=${RATE:-20000}
+  VLAB=${VALKEY_LAB:-$(command -v valkey-lab || true)}
+  IO_CONNS=${IO_CONNS:-10000}
+  ulimit -n $((IO_CONNS + 4096)) 2>/dev/null || true
+  "$KVLAB" run --target "$REDIS" --keys "$KEYS" --requests 1 --warmup 0 > /dev/null 2>&1
+  # valkey-lab names its own keys: its GET rounds read keys its SET-only
+  # prefill (pipeline 16, VLAB_FILL_S s) wrote, so that they hit as kvlab's do.
+  vlab() { # pipeline: one valkey-lab GET-only run of IO_SECS s, its process CPU per response
+    local out n
+    out=$(cpu_of "$VLAB" -h 127.0.0.1 -p "$PORT" -d "${IO_SECS:-5}" --warmup 0s -c 50 -P "$1" -t 1 \
+      -r 100:0 -n "$KEYS" -s 256 -o json)
+    n=$(grep '"type":"result"' "$WORK/last.out" | grep -o '"responses":[0-9]*' | cut -d: -f2)
+    grep '"type":"result"' "$WORK/last.out" | grep -o '"hit_pct":[0-9.]*' | head -1 | sed 's/^/bench: valkey-lab /'
+    [ -n "$n" ] && record valkey-lab "$1" "$n" "$out"
+  }
+  if [ -n "$VLAB" ]; then
+    echo "bench: valkey-lab's own keys: a SET-only prefill of ${VLAB_FILL_S:-15} s"
+    "$VLAB" -h 127.0.0.1 -p "$PORT" -d "${VLAB_FILL_S:-15}" --warmup 0s -c 50 -P 16 -t 1 -r 0:100 \
+      -n "$KEYS" -s 256 -o quiet > /dev/null 2>&1 || true
+  fi
+  win() { # name [extra...]: kvlab's own window figures of one run
+    local name=$1; shift
+    cpu_of "$KVLAB" run --target "$REDIS" --no-load --keys "$KEYS" --ratio 0:1 --connections "${CONNS:-50}" \
+      --threads 1 --duration "${IO_SECS:-5}" --warmup 1 "$@" > /dev/null
+    own "$name"
+  }
+  for round in $(seq "$ROUNDS"); do
+    for io in epoll uring; do
+      echo "bench: round $round, redis over $io"
+      for P in 1 16; do
+        N=$([ "$P" = 1 ] && echo "$N1" || echo "$N16")
+        record "io-$io-closed" "$P" "$N" "$(cpu_of kvlab_run "$REDIS" "$P" "$N" --keys "$KEYS" --io "$io")"
+      done
+      if [ -n "$VLAB" ] && [ "$io" = uring ]; then
+        vlab 1
+      fi
+      win "io-$io-win-closed" --io "$io"
+      half=$(awk '/^  throughput/ { r = $2; gsub(",", "", r); print int(r / 2); exit }' "$WORK/last.out")
+      win "io-$io-win-rate-half" --io "$io" --rate "$half"
+      win "io-$io-win-rate20k" --io "$io" --rate "$RATE"
+      CONNS=200 win "io-$io-win-rate20k-c200" --io "$io" --rate "$RATE"
+      CONNS=200 win "io-$io-win-rate20k-rtt1" --io "$io" --rate "$RATE" --rtt 1
+      CONNS=$IO_CONNS win "io-$io-win-closed-c$IO_CONNS" --io "$io"
     done
   done
 fi

@@ -15,7 +15,7 @@ use rustls::ClientConnection;
 
 use super::link::Link;
 use super::reactor::Reactor;
-use super::reactor::uring::{Ring, RingOps};
+use super::reactor::uring::{Ring, RingOps, TOO_LARGE};
 use crate::driver::Connector;
 use crate::driver::wire::Session;
 use crate::transport::EngineSock;
@@ -117,8 +117,8 @@ impl Pipe {
         Ok(session)
     }
 
-    /// io_uring: queues the socket's receive into the free end of its read
-    /// buffer, unless one is out (or a stale one has yet to end).
+    /// io_uring: queues the socket's multishot receive, unless one is out
+    /// (or a stale one has yet to end).
     fn receive(&mut self, ring: &mut Ring) -> io::Result<()> {
         let Some(s) = self.stream.as_ref() else {
             return Ok(());
@@ -126,17 +126,54 @@ impl Pipe {
         if !self.ring.may_receive() {
             return Ok(());
         }
-        let fd = s.raw_fd();
-        self.make_room()?;
-        let end = self.rend;
-        self.ring.receive(ring, self.token, fd, &mut self.rbuf[end..])
+        self.ring.receive(ring, self.token, s.raw_fd())
     }
 
-    /// io_uring: the socket's receive completed with `res`; whether it was
-    /// for the socket as it is (not one closed since).
+    /// io_uring: the socket's receive completed with `res` and `flags`: the
+    /// bytes it brought are appended to the read buffer and its provided
+    /// buffer handed back. Whether it was for the socket as it is (not one
+    /// closed since).
     #[inline]
-    pub(crate) fn received(&mut self, res: i32) -> bool {
-        self.ring.received(res)
+    pub(crate) fn received(&mut self, reactor: &mut Reactor, res: i32, flags: u32) -> bool {
+        let Reactor::Uring(r) = reactor else {
+            return false;
+        };
+        let (current, bid) = self.ring.received(res, flags);
+        if let Some(bid) = bid {
+            if current && res > 0 {
+                let came = match self.take_in(r.bytes(bid, res as usize)) {
+                    Ok(()) => res,
+                    Err(_) => TOO_LARGE,
+                };
+                self.ring.came(came);
+            }
+            r.recycle(bid);
+        }
+        current
+    }
+
+    /// io_uring: appends `bytes` to the read buffer (moving what is unread
+    /// to its front, or growing it); `InvalidData` past its limit.
+    fn take_in(&mut self, bytes: &[u8]) -> io::Result<()> {
+        if self.rbuf.len() - self.rend < bytes.len() && self.rstart > 0 {
+            self.rbuf.copy_within(self.rstart..self.rend, 0);
+            if let Some(l) = self.link.as_deref_mut() {
+                l.shift_in(self.rstart);
+            }
+            self.rend -= self.rstart;
+            self.rstart = 0;
+        }
+        let end = self.rend + bytes.len();
+        if end > self.rbuf.len() {
+            if end > self.rmax {
+                return Err(too_large());
+            }
+            let n = (self.rbuf.len() * 2).clamp(end, self.rmax);
+            self.rbuf.resize(n, 0);
+        }
+        self.rbuf[self.rend..end].copy_from_slice(bytes);
+        self.rend = end;
+        Ok(())
     }
 
     /// io_uring: the socket's send completed with `res` (the rest of a
@@ -328,12 +365,11 @@ impl Pipe {
     /// `WouldBlock`.
     fn take_received(&mut self, ring: &mut Ring) -> io::Result<(usize, bool)> {
         match self.ring.take() {
+            Some(TOO_LARGE) => Err(too_large()),
             Some(r) if r < 0 => Err(io::Error::from_raw_os_error(-r)),
             Some(0) => Ok((0, false)),
-            Some(n) => {
-                self.rend += n as usize;
-                Ok((n as usize, true))
-            }
+            // Already in the read buffer.
+            Some(n) => Ok((n as usize, true)),
             None => {
                 self.receive(ring)?;
                 Err(io::ErrorKind::WouldBlock.into())
@@ -361,10 +397,7 @@ impl Pipe {
                 self.rend -= self.rstart;
                 self.rstart = 0;
             } else if self.rbuf.len() >= self.rmax {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "a reply larger than any this run's requests can be answered with",
-                ));
+                return Err(too_large());
             } else {
                 let n = (self.rbuf.len() * 2).min(self.rmax);
                 self.rbuf.resize(n, 0);
@@ -372,6 +405,14 @@ impl Pipe {
         }
         Ok(())
     }
+}
+
+/// The error of a reply past the read buffer's limit.
+fn too_large() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        "a reply larger than any this run's requests can be answered with",
+    )
 }
 
 /// The wait before the next attempt after `streak` failed ones in a row: 0.2 s,

@@ -6,15 +6,17 @@
 //!
 //! - epoll ([`epoll`]): `epoll_wait` (a `timerfd` for microsecond wakes),
 //!   then a `read` of each ready socket and a `write` of each flushed one.
-//! - io_uring ([`uring`]): each open socket always has one receive in the
-//!   kernel, into its own read buffer (no copy); a flush hands the socket's
-//!   bytes to a send; every send, every re-armed receive and the wait with
-//!   the next wake's timeout go to the kernel in one `io_uring_enter` per
-//!   pass, which returns the completions.
+//! - io_uring ([`uring`]): each open socket keeps one multishot receive in
+//!   the kernel, filling the worker's provided buffers (`bufs`), each copied
+//!   to the socket's read buffer and handed back; a flush hands the socket's
+//!   bytes to a send; every send and the wait with the next wake's timeout go
+//!   to the kernel in one `io_uring_enter` per pass, which returns the
+//!   completions.
 //!
 //! TLS runs use epoll (rustls reads and writes the socket itself); the
 //! choice and its reason are in the results ([`Chosen`]).
 
+mod bufs;
 mod epoll;
 pub(crate) mod uring;
 
@@ -121,8 +123,8 @@ pub(crate) enum What {
     Readable,
     /// epoll: writable again.
     Writable,
-    /// io_uring: its receive completed with this result.
-    Received(i32),
+    /// io_uring: its receive completed with this result and these flags.
+    Received(i32, u32),
     /// io_uring: its send completed with this result.
     Sent(i32),
 }

@@ -1,27 +1,37 @@
 //! The io_uring side of the reactor: one ring per worker thread. Each open
-//! socket keeps one receive in the kernel, into the free end of its own read
-//! buffer; a flush copies the socket's buffered requests into its send
-//! buffer and queues one send. Nothing is handed to the kernel until the
+//! socket keeps one multishot receive in the kernel, which fills buffers of
+//! the worker's provided-buffer ring ([`bufs`](super::bufs)) as replies come,
+//! each copied to the socket's read buffer and handed back at once; a flush
+//! copies the socket's buffered requests into its send buffer and queues one
+//! send. Nothing is handed to the kernel until the
 //! loop waits: then every queued send and receive and the wait with the next
 //! wake's timeout are one `io_uring_enter`, which also returns the
 //! completions (with `DEFER_TASKRUN`, the kernel does the work then, not by
 //! interrupting the loop).
 //!
-//! Buffers the kernel holds stay put: a socket's read buffer is not moved or
-//! grown while its receive is out, its send buffer not touched while its send
-//! is; a socket closed with an operation out is shut down so that the
-//! operation ends, and its buffers wait for that end ([`Op::Stale`]). The
-//! ring cancels and waits for whatever is still out before it is dropped.
+//! Buffers the kernel holds stay put: a socket's send buffer is not touched
+//! while its send is out; a socket closed with an operation out is shut down
+//! so that the operation ends, and its buffers wait for that end
+//! ([`Op::Stale`]). The ring cancels and waits for whatever is still out
+//! before it and its provided buffers are dropped.
 
 use std::io;
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
-use io_uring::{IoUring, opcode, squeue, types};
+use io_uring::{IoUring, cqueue, opcode, squeue, types};
 use mio::Token;
 
+use super::bufs::{Bufs, GROUP};
 use super::{Ready, What};
 use crate::engine::pacer::Lateness;
+
+/// The size of each provided buffer a receive fills.
+const BUF_SIZE: usize = 4096;
+
+/// What a receive's result says when the reply did not fit the read buffer's
+/// limit (not an errno).
+pub(crate) const TOO_LARGE: i32 = i32::MIN;
 
 /// Bits of `user_data` below the socket's token: which operation.
 const OP_BITS: u32 = 2;
@@ -32,6 +42,8 @@ const OP_CANCEL: u64 = 2;
 /// One worker's ring.
 pub(crate) struct Ring {
     ring: IoUring,
+    /// What multishot receives fill (dropped after `ring`).
+    bufs: Bufs,
     /// Receives and sends the kernel holds.
     out: usize,
     /// How late its timed waits end.
@@ -56,9 +68,17 @@ impl Ring {
                 "the kernel's io_uring has no timed wait (IORING_FEAT_EXT_ARG, Linux 5.11)",
             ));
         }
+        let count = (2 * sockets).next_power_of_two().clamp(64, 4096) as u16;
+        let bufs = Bufs::new(&ring, count, BUF_SIZE).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("no provided-buffer ring for multishot receives (Linux 5.19): {e}"),
+            )
+        })?;
         crate::engine::pacer::narrow_timer_slack();
         Ok(Ring {
             ring,
+            bufs,
             out: 0,
             late: Lateness::default(),
         })
@@ -90,11 +110,14 @@ impl Ring {
         for cqe in self.ring.completion() {
             let ud = cqe.user_data();
             let what = match ud & ((1 << OP_BITS) - 1) {
-                OP_RECV => What::Received(cqe.result()),
+                OP_RECV => What::Received(cqe.result(), cqe.flags()),
                 OP_SEND => What::Sent(cqe.result()),
                 _ => continue,
             };
-            self.out -= 1;
+            // A multishot receive is out until a completion without MORE.
+            if ud & ((1 << OP_BITS) - 1) != OP_RECV || !cqueue::more(cqe.flags()) {
+                self.out -= 1;
+            }
             out.push(Ready {
                 token: Token((ud >> OP_BITS) as usize),
                 what,
@@ -104,6 +127,18 @@ impl Ring {
             self.late.woke(wake, Instant::now());
         }
         Ok(())
+    }
+
+    /// The first `len` bytes of provided buffer `bid`.
+    #[inline]
+    pub(crate) fn bytes(&self, bid: u16, len: usize) -> &[u8] {
+        self.bufs.bytes(bid, len)
+    }
+
+    /// Hands provided buffer `bid` back to the kernel.
+    #[inline]
+    pub(crate) fn recycle(&mut self, bid: u16) {
+        self.bufs.recycle(bid);
     }
 
     /// The usual lateness of its timed waits.
@@ -175,18 +210,12 @@ impl RingOps {
         self.recv == Op::Idle && self.got.is_none()
     }
 
-    /// Queues a receive of `fd` as `token` into `buf`, which must stay in
-    /// place until its completion ([`RingOps::received`]).
+    /// Queues a multishot receive of `fd` as `token`: each arrival fills a
+    /// provided buffer until it ends (a completion without MORE).
     #[inline]
-    pub(crate) fn receive(
-        &mut self,
-        ring: &mut Ring,
-        token: Token,
-        fd: RawFd,
-        buf: &mut [u8],
-    ) -> io::Result<()> {
+    pub(crate) fn receive(&mut self, ring: &mut Ring, token: Token, fd: RawFd) -> io::Result<()> {
         debug_assert!(self.may_receive());
-        let e = opcode::Recv::new(types::Fd(fd), buf.as_mut_ptr(), buf.len() as u32)
+        let e = opcode::RecvMulti::new(types::Fd(fd), GROUP)
             .build()
             .user_data(user_data(token, OP_RECV));
         ring.push(e)?;
@@ -195,16 +224,33 @@ impl RingOps {
         Ok(())
     }
 
-    /// A receive completed with `res`: kept for [`RingOps::take`] unless the
-    /// socket was closed since. Whether it was for the socket as it is.
+    /// A receive's completion with `res` and `flags` came: whether it was
+    /// for the socket as it is, and the provided buffer it filled (copied
+    /// by the caller with [`Ring::bytes`], then handed back with
+    /// [`Ring::recycle`]). Its end (`0`, an error) is kept for
+    /// [`RingOps::take`]; one that only ran out of buffers is not (the next
+    /// receive is queued).
     #[inline]
-    pub(crate) fn received(&mut self, res: i32) -> bool {
+    pub(crate) fn received(&mut self, res: i32, flags: u32) -> (bool, Option<u16>) {
         let current = self.recv == Op::Busy;
-        if current {
-            self.got = Some(res);
+        if !cqueue::more(flags) {
+            self.recv = Op::Idle;
         }
-        self.recv = Op::Idle;
-        current
+        let bid = cqueue::buffer_select(flags);
+        if current && bid.is_none() && res != -libc::ENOBUFS {
+            self.came(res.min(0));
+        }
+        (current, bid)
+    }
+
+    /// `res` bytes (or an end) came for the loop to take.
+    #[inline]
+    pub(crate) fn came(&mut self, res: i32) {
+        self.got = match self.got {
+            Some(g) if g > 0 && res > 0 => Some(g + res),
+            Some(g) if g <= 0 => Some(g),
+            _ => Some(res),
+        };
     }
 
     /// Hands `buf[*pos..]` to a send of `fd` (copied, so the write buffer may

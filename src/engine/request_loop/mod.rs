@@ -543,7 +543,9 @@ impl Worker<'_> {
                 What::Readable => true,
                 What::Writable => false,
                 // A stale receive ended: a socket opened since queues its own.
-                What::Received(res) => p.received(res) || p.is_open(),
+                What::Received(res, flags) => {
+                    p.received(&mut self.net.reactor, res, flags) || p.is_open()
+                }
                 What::Sent(res) => {
                     if p.sent(&mut self.net.reactor, res).is_err() && p.is_open() {
                         self.close(client, c, s, now);
