@@ -458,27 +458,33 @@ if [ "${BENCH_IO:-1}" = 1 ]; then
   RATE=${RATE:-20000}
   VLAB=${VALKEY_LAB:-$(command -v valkey-lab || true)}
   IO_CONNS=${IO_CONNS:-10000}
-  ulimit -n $((IO_CONNS + 4096)) 2>/dev/null || true
+  ulimit -n $((IO_CONNS + 65536)) 2>/dev/null || true
   "$KVLAB" run --target "$REDIS" --keys "$KEYS" --requests 1 --warmup 0 > /dev/null 2>&1
-  # valkey-lab names its own keys: its GET rounds read keys its SET-only
-  # prefill (pipeline 16, VLAB_FILL_S s) wrote, so that they hit as kvlab's do.
+  # valkey-lab names its own keys (hex ids): its --prefill SETs each of them
+  # once, so that its GET rounds hit as kvlab's do.
   vlab() { # pipeline: one valkey-lab GET-only run of IO_SECS s, its process CPU per response
     local out n
-    out=$(cpu_of "$VLAB" -h 127.0.0.1 -p "$PORT" -d "${IO_SECS:-5}" --warmup 0s -c 50 -P "$1" -t 1 \
+    out=$(cpu_of "$VLAB" -h 127.0.0.1 -p "$PORT" -d "${IO_SECS:-5}s" --warmup 0 -c 50 -P "$1" -t 1 \
       -r 100:0 -n "$KEYS" -s 256 -o json)
-    n=$(grep '"type":"result"' "$WORK/last.out" | grep -o '"responses":[0-9]*' | cut -d: -f2)
-    grep '"type":"result"' "$WORK/last.out" | grep -o '"hit_pct":[0-9.]*' | head -1 | sed 's/^/bench: valkey-lab /'
-    [ -n "$n" ] && record valkey-lab "$1" "$n" "$out"
+    n=$(grep -o '"type":"result".*"responses":[0-9]*' "$WORK/last.out" | grep -o '[0-9]*$' || true)
+    if [ -z "$n" ]; then
+      echo "bench: valkey-lab gave no result:"; tail -3 "$WORK/last.out"
+      return 0
+    fi
+    echo "bench: valkey-lab $(grep -o '"hit_pct":[0-9.]*' "$WORK/last.out" | tail -1)"
+    record valkey-lab "$1" "$n" "$out"
   }
   if [ -n "$VLAB" ]; then
-    echo "bench: valkey-lab's own keys: a SET-only prefill of ${VLAB_FILL_S:-15} s"
-    "$VLAB" -h 127.0.0.1 -p "$PORT" -d "${VLAB_FILL_S:-15}" --warmup 0s -c 50 -P 16 -t 1 -r 0:100 \
+    echo "bench: valkey-lab --prefill of its own $KEYS keys"
+    "$VLAB" -h 127.0.0.1 -p "$PORT" -d 1s --warmup 0 --prefill -c 50 -P 16 -t 1 -r 100:0 \
       -n "$KEYS" -s 256 -o quiet > /dev/null 2>&1 || true
   fi
   win() { # name [extra...]: kvlab's own window figures of one run
     local name=$1; shift
-    cpu_of "$KVLAB" run --target "$REDIS" --no-load --keys "$KEYS" --ratio 0:1 --connections "${CONNS:-50}" \
-      --threads 1 --duration "${IO_SECS:-5}" --warmup 1 "$@" > /dev/null
+    if ! cpu_of "$KVLAB" run --target "$REDIS" --no-load --keys "$KEYS" --ratio 0:1 --connections "${CONNS:-50}" \
+      --threads 1 --duration "${IO_SECS:-5}" --warmup 1 "$@" > /dev/null; then
+      echo "bench: $name was not a valid measurement:"; grep -E "^Error|WARNING" "$WORK/last.out" | head -3
+    fi
     own "$name"
   }
   for round in $(seq "$ROUNDS"); do

@@ -210,7 +210,11 @@ fn cache_aside_with_redis_invalidate_agrees_with_both_servers() {
 
 #[test]
 fn cache_aside_with_memcached_update_agrees_with_both_servers() {
-    check_aside_run(TargetKind::Memcached, WritePolicy::Update, Default::default());
+    check_aside_run(
+        TargetKind::Memcached,
+        WritePolicy::Update,
+        Default::default(),
+    );
 }
 
 #[test]

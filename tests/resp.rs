@@ -176,7 +176,10 @@ fn redis_over_tls_counts_agree_and_the_result_names_the_cipher() {
     assert!(r.target.url.starts_with("rediss://"), "{}", r.target.url);
     // TLS runs over epoll, and the result says so.
     assert_eq!(r.client.client_io.as_deref(), Some("epoll"));
-    assert_eq!(r.client.client_io_why.as_deref(), Some("TLS runs over epoll"));
+    assert_eq!(
+        r.client.client_io_why.as_deref(),
+        Some("TLS runs over epoll")
+    );
 }
 
 #[test]

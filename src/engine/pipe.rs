@@ -107,11 +107,13 @@ impl Pipe {
             // The ring waits for the socket itself.
             Reactor::Uring(_) => s.set_blocking()?,
         }
+        let fd = s.raw_fd();
         self.stream = Some(s);
         self.tls = tls;
         self.served = false;
         self.reset();
         if let Reactor::Uring(r) = reactor {
+            self.ring.opened(r, fd);
             self.receive(r)?;
         }
         Ok(session)
@@ -130,13 +132,12 @@ impl Pipe {
     }
 
     /// io_uring: the socket's receive completed with `res` and `flags`: the
-    /// bytes it brought are appended to the read buffer and its provided
-    /// buffer handed back. Whether it was for the socket as it is (not one
-    /// closed since).
+    /// bytes it brought are appended to the read buffer (unless the socket
+    /// was closed since) and its provided buffer handed back.
     #[inline]
-    pub(crate) fn received(&mut self, reactor: &mut Reactor, res: i32, flags: u32) -> bool {
+    pub(crate) fn received(&mut self, reactor: &mut Reactor, res: i32, flags: u32) {
         let Reactor::Uring(r) = reactor else {
-            return false;
+            return;
         };
         let (current, bid) = self.ring.received(res, flags);
         if let Some(bid) = bid {
@@ -149,7 +150,6 @@ impl Pipe {
             }
             r.recycle(bid);
         }
-        current
     }
 
     /// io_uring: appends `bytes` to the read buffer (moving what is unread
@@ -229,8 +229,8 @@ impl Pipe {
 
     /// Closes the socket, dropping what was buffered. One that served nothing
     /// since it was opened counts as a failed attempt (backed off).
-    pub(crate) fn close(&mut self, now: Instant) {
-        self.let_go();
+    pub(crate) fn close(&mut self, reactor: &mut Reactor, now: Instant) {
+        self.let_go(reactor);
         self.tls = None;
         self.reset();
         self.retry_at = now;
@@ -248,22 +248,27 @@ impl Pipe {
     }
 
     /// Lets the socket go: what the ring still holds of it becomes stale and
-    /// the socket is shut down so that it ends (the buffers stay until then).
-    fn let_go(&mut self) {
+    /// the socket is shut down so that it ends (the buffers stay until then);
+    /// its slot in the ring's fixed-file table is emptied.
+    fn let_go(&mut self, reactor: &mut Reactor) {
         self.ring.closed();
-        if let Some(s) = self.stream.take()
-            && self.ring.holds()
-        {
+        let Some(s) = self.stream.take() else {
+            return;
+        };
+        if self.ring.holds() {
             s.shut_down();
+        }
+        if let Reactor::Uring(r) = reactor {
+            self.ring.unfix(r);
         }
     }
 
     /// Lets the socket go at the end of the run (deregistered from epoll).
-    pub(crate) fn deregister(&mut self, reactor: &Reactor) {
-        if let (Reactor::Epoll(e), Some(s)) = (reactor, self.stream.as_mut()) {
+    pub(crate) fn deregister(&mut self, reactor: &mut Reactor) {
+        if let (Reactor::Epoll(e), Some(s)) = (&*reactor, self.stream.as_mut()) {
             let _ = e.registry().deregister(s);
         }
-        self.let_go();
+        self.let_go(reactor);
     }
 
     /// Whether bytes wait to be written: requests not yet handed over, or
@@ -503,10 +508,11 @@ mod tests {
     fn a_socket_closed_before_serving_backs_off() {
         let now = Instant::now();
         let mut p = Pipe::new(Token(0), (16, 16, 64), now);
-        p.close(now);
+        let mut r = Reactor::new(crate::engine::reactor::IoKind::Epoll, false, 1).unwrap();
+        p.close(&mut r, now);
         assert_eq!((p.streak, p.retry_at), (1, now + backoff(1)));
         p.served = true;
-        p.close(now);
+        p.close(&mut r, now);
         assert_eq!((p.streak, p.retry_at), (0, now));
     }
 }

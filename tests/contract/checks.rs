@@ -101,7 +101,11 @@ fn agrees_over(kind: TargetKind, p: &RunPlan, io: kvlab::plan::io::IoChoice) {
     let r = measure(&p);
     crate::common::ran_over(&r, io);
     let t = &r.totals;
-    assert_eq!((t.requests, t.errors, t.misses), (20_000, 0, 0), "{kind:?} {io:?}");
+    assert_eq!(
+        (t.requests, t.errors, t.misses),
+        (20_000, 0, 0),
+        "{kind:?} {io:?}"
+    );
     assert_eq!(t.hits, t.gets, "{kind:?} {io:?}");
     let cc = r.server_counters.as_ref().expect("the server's counters");
     assert!(cc.server.exact && cc.agrees(), "{kind:?} {io:?}: {cc:?}");

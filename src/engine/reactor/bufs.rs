@@ -44,7 +44,10 @@ impl Bufs {
         };
         // SAFETY: the ring memory lives as long as `b`, which unregisters it
         // only with the ring (dropped after every receive has ended).
-        unsafe { ring.submitter().register_buf_ring_with_flags(entries as u64, count, GROUP, 0)? };
+        unsafe {
+            ring.submitter()
+                .register_buf_ring_with_flags(entries as u64, count, GROUP, 0)?
+        };
         for bid in 0..count {
             b.put(bid);
         }

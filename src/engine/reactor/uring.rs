@@ -27,7 +27,7 @@ use super::{Ready, What};
 use crate::engine::pacer::Lateness;
 
 /// The size of each provided buffer a receive fills.
-const BUF_SIZE: usize = 4096;
+const BUF_SIZE: usize = 8192;
 
 /// What a receive's result says when the reply did not fit the read buffer's
 /// limit (not an errno).
@@ -46,6 +46,9 @@ pub(crate) struct Ring {
     bufs: Bufs,
     /// Receives and sends the kernel holds.
     out: usize,
+    /// Free slots of the ring's fixed-file table (empty: none registered),
+    /// so that the kernel does not look each socket up per operation.
+    free_slots: Vec<u32>,
     /// How late its timed waits end.
     late: Lateness,
 }
@@ -68,7 +71,7 @@ impl Ring {
                 "the kernel's io_uring has no timed wait (IORING_FEAT_EXT_ARG, Linux 5.11)",
             ));
         }
-        let count = (2 * sockets).next_power_of_two().clamp(64, 4096) as u16;
+        let count = (2 * sockets).next_power_of_two().clamp(64, 2048) as u16;
         let bufs = Bufs::new(&ring, count, BUF_SIZE).map_err(|e| {
             io::Error::new(
                 e.kind(),
@@ -76,9 +79,17 @@ impl Ring {
             )
         })?;
         crate::engine::pacer::narrow_timer_slack();
+        // A table with room for sockets a redirect adds later; without one
+        // (refused), operations name the socket's descriptor.
+        let slots = (sockets as u32 + 64).min(1 << 16);
+        let free_slots = match ring.submitter().register_files_sparse(slots) {
+            Ok(()) => (0..slots).rev().collect(),
+            Err(_) => Vec::new(),
+        };
         Ok(Ring {
             ring,
             bufs,
+            free_slots,
             out: 0,
             late: Lateness::default(),
         })
@@ -103,7 +114,11 @@ impl Ring {
         let args = types::SubmitArgs::new().timespec(&ts);
         match self.ring.submitter().submit_with_args(1, &args) {
             Ok(_) => {}
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME | libc::EINTR | libc::EBUSY)
+                ) => {}
             Err(e) => return Err(e),
         }
         let before = out.len();
@@ -127,6 +142,32 @@ impl Ring {
             self.late.woke(wake, Instant::now());
         }
         Ok(())
+    }
+
+    /// Puts socket `fd` in a free slot of the fixed-file table (`None`:
+    /// none free or the kernel refused; its descriptor is used instead).
+    fn fix(&mut self, fd: RawFd) -> Option<u32> {
+        let slot = self.free_slots.pop()?;
+        match self.ring.submitter().register_files_update(slot, &[fd]) {
+            Ok(_) => Some(slot),
+            Err(_) => {
+                self.free_slots.push(slot);
+                None
+            }
+        }
+    }
+
+    /// Empties fixed-file slot `slot` (the table's reference to its socket
+    /// is dropped) and frees it.
+    fn unfix(&mut self, slot: u32) {
+        if self
+            .ring
+            .submitter()
+            .register_files_update(slot, &[-1])
+            .is_ok()
+        {
+            self.free_slots.push(slot);
+        }
     }
 
     /// The first `len` bytes of provided buffer `bid`.
@@ -189,25 +230,51 @@ enum Op {
 pub(crate) struct RingOps {
     recv: Op,
     send: Op,
-    /// A receive's result the loop has not taken yet.
-    got: Option<i32>,
+    /// Bytes appended to the read buffer that the loop has not taken yet.
+    got: i32,
+    /// How the receives ended, not yet taken: `0` (the peer closed), an
+    /// errno, or [`TOO_LARGE`].
+    end: Option<i32>,
     /// The bytes of the send out (the write buffer fills meanwhile).
     sending: Vec<u8>,
     /// How many of them the kernel has taken.
     sent: usize,
+    /// The socket's slot in the ring's fixed-file table, if it has one.
+    slot: Option<u32>,
 }
 
 impl RingOps {
-    /// The result of the last receive, once (`None`: none came).
+    /// What came since the last call, once: the bytes appended to the read
+    /// buffer, else how the receives ended (`None`: nothing).
     #[inline]
     pub(crate) fn take(&mut self) -> Option<i32> {
-        self.got.take()
+        match std::mem::take(&mut self.got) {
+            0 => self.end.take(),
+            n => Some(n),
+        }
     }
 
-    /// Whether a receive may be queued: none is out and none waits to be taken.
+    /// Whether a receive may be queued: none is out and the socket's
+    /// receives have not ended.
     #[inline]
     pub(crate) fn may_receive(&self) -> bool {
-        self.recv == Op::Idle && self.got.is_none()
+        self.recv == Op::Idle && self.end.is_none()
+    }
+
+    /// The socket `fd` was opened: it takes a slot of the fixed-file table
+    /// if one is free.
+    pub(crate) fn opened(&mut self, ring: &mut Ring, fd: RawFd) {
+        if let Some(old) = self.slot.take() {
+            ring.unfix(old);
+        }
+        self.slot = ring.fix(fd);
+    }
+
+    /// The socket is let go: its slot (if any) is emptied and freed.
+    pub(crate) fn unfix(&mut self, ring: &mut Ring) {
+        if let Some(slot) = self.slot.take() {
+            ring.unfix(slot);
+        }
     }
 
     /// Queues a multishot receive of `fd` as `token`: each arrival fills a
@@ -215,9 +282,11 @@ impl RingOps {
     #[inline]
     pub(crate) fn receive(&mut self, ring: &mut Ring, token: Token, fd: RawFd) -> io::Result<()> {
         debug_assert!(self.may_receive());
-        let e = opcode::RecvMulti::new(types::Fd(fd), GROUP)
-            .build()
-            .user_data(user_data(token, OP_RECV));
+        let e = match self.slot {
+            Some(slot) => opcode::RecvMulti::new(types::Fixed(slot), GROUP).build(),
+            None => opcode::RecvMulti::new(types::Fd(fd), GROUP).build(),
+        }
+        .user_data(user_data(token, OP_RECV));
         ring.push(e)?;
         ring.out += 1;
         self.recv = Op::Busy;
@@ -243,14 +312,16 @@ impl RingOps {
         (current, bid)
     }
 
-    /// `res` bytes (or an end) came for the loop to take.
+    /// `res` bytes (or an end) came for the loop to take: bytes add up, the
+    /// first end is kept (taken after the bytes before it).
     #[inline]
     pub(crate) fn came(&mut self, res: i32) {
-        self.got = match self.got {
-            Some(g) if g > 0 && res > 0 => Some(g + res),
-            Some(g) if g <= 0 => Some(g),
-            _ => Some(res),
-        };
+        match res > 0 {
+            true => self.got += res,
+            false => {
+                self.end.get_or_insert(res);
+            }
+        }
     }
 
     /// Hands `buf[*pos..]` to a send of `fd` (copied, so the write buffer may
@@ -282,9 +353,12 @@ impl RingOps {
 
     fn queue_send(&mut self, ring: &mut Ring, token: Token, fd: RawFd) -> io::Result<()> {
         let rest = &self.sending[self.sent..];
-        let e = opcode::Send::new(types::Fd(fd), rest.as_ptr(), rest.len() as u32)
-            .build()
-            .user_data(user_data(token, OP_SEND));
+        let (at, len) = (rest.as_ptr(), rest.len() as u32);
+        let e = match self.slot {
+            Some(slot) => opcode::Send::new(types::Fixed(slot), at, len).build(),
+            None => opcode::Send::new(types::Fd(fd), at, len).build(),
+        }
+        .user_data(user_data(token, OP_SEND));
         ring.push(e)?;
         ring.out += 1;
         self.send = Op::Busy;
@@ -328,7 +402,8 @@ impl RingOps {
     /// The socket is being closed: what is out becomes stale (the caller
     /// shuts the socket down so that it ends), what came is dropped.
     pub(crate) fn closed(&mut self) {
-        self.got = None;
+        self.got = 0;
+        self.end = None;
         if self.recv == Op::Busy {
             self.recv = Op::Stale;
         }

@@ -263,7 +263,7 @@ impl Worker<'_> {
         now: Instant,
     ) {
         self.fail(client, c, s, ErrorKind::Disconnect);
-        c.pipes[s].close(now);
+        c.pipes[s].close(&mut self.net.reactor, now);
         if c.may_lack(s) && c.ready() {
             // The client goes on without this socket: what it sent elsewhere
             // instead goes out now, and a closed loop starts the next request.

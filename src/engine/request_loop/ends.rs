@@ -159,13 +159,13 @@ impl<'a> Worker<'a> {
     }
 
     /// Waits until the run is `release`d, then lets every socket go.
-    pub(super) fn release<S>(&self, conns: &mut [Conn<S>], release: &AtomicBool) {
+    pub(super) fn release<S>(&mut self, conns: &mut [Conn<S>], release: &AtomicBool) {
         while !release.load(Ordering::SeqCst) {
             std::thread::sleep(Duration::from_micros(500));
         }
         for c in conns.iter_mut() {
             for p in c.pipes.iter_mut() {
-                p.deregister(&self.net.reactor);
+                p.deregister(&mut self.net.reactor);
             }
         }
     }

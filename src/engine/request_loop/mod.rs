@@ -526,33 +526,36 @@ impl Worker<'_> {
         wake
     }
 
-    /// Handles what the wait brought: a completed send is followed by the
-    /// rest of its bytes, a readable socket or a completed receive is read
-    /// (the client takes its replies), then the connection is flushed.
+    /// Handles what the wait brought. First every completed receive's bytes
+    /// go to their sockets' read buffers (several of one socket are then
+    /// read as one); then a completed send is followed by the rest of its
+    /// bytes, a readable socket or one that received is read (the client
+    /// takes its replies), and the connection is flushed.
     #[inline(always)]
     fn on_events<Cl: Client>(&mut self, client: &mut Cl, conns: &mut [Conn<Cl::Conn>]) {
         let now = Instant::now();
         let mut ready = std::mem::take(&mut self.ready);
+        for r in &ready {
+            if let What::Received(res, flags) = r.what
+                && let Some(p) = pipe_of(conns, r.token)
+            {
+                p.received(&mut self.net.reactor, res, flags);
+            }
+        }
         for r in &ready {
             let (i, s) = (r.token.0 >> SOCKET_BITS, r.token.0 & (MAX_SOCKETS - 1));
             let Some(c) = conns.get_mut(i) else { continue };
             let Some(p) = c.pipes.get_mut(s) else {
                 continue;
             };
-            let read = match r.what {
-                What::Readable => true,
-                What::Writable => false,
-                // A stale receive ended: a socket opened since queues its own.
-                What::Received(res, flags) => {
-                    p.received(&mut self.net.reactor, res, flags) || p.is_open()
-                }
-                What::Sent(res) => {
-                    if p.sent(&mut self.net.reactor, res).is_err() && p.is_open() {
-                        self.close(client, c, s, now);
-                    }
-                    false
-                }
-            };
+            // A stale receive that ended lets a socket opened since queue its own.
+            let read = matches!(r.what, What::Readable | What::Received(..));
+            if let What::Sent(res) = r.what
+                && p.sent(&mut self.net.reactor, res).is_err()
+                && p.is_open()
+            {
+                self.close(client, c, s, now);
+            }
             if !c.pipes[s].is_open() {
                 continue;
             }
@@ -564,6 +567,13 @@ impl Worker<'_> {
         ready.clear();
         self.ready = ready;
     }
+}
+
+/// Socket `token` of `conns`, if it is one.
+#[inline]
+fn pipe_of<S>(conns: &mut [Conn<S>], token: Token) -> Option<&mut Pipe> {
+    let (i, s) = (token.0 >> SOCKET_BITS, token.0 & (MAX_SOCKETS - 1));
+    conns.get_mut(i)?.pipes.get_mut(s)
 }
 
 /// The poll token of socket `s` of connection `conn`.
