@@ -106,6 +106,15 @@ impl Ring {
         Ok(())
     }
 
+    /// Queues operation `e`, which the kernel then holds until its (last)
+    /// completion.
+    #[inline]
+    fn start(&mut self, e: squeue::Entry) -> io::Result<()> {
+        self.push(e)?;
+        self.out += 1;
+        Ok(())
+    }
+
     /// Hands the kernel what was queued and waits until `wake` or a
     /// completion; appends the completions to `out`.
     pub(super) fn wait(&mut self, wake: Instant, out: &mut Vec<Ready>) -> io::Result<()> {
@@ -287,8 +296,7 @@ impl RingOps {
             None => opcode::RecvMulti::new(types::Fd(fd), GROUP).build(),
         }
         .user_data(user_data(token, OP_RECV));
-        ring.push(e)?;
-        ring.out += 1;
+        ring.start(e)?;
         self.recv = Op::Busy;
         Ok(())
     }
@@ -359,8 +367,7 @@ impl RingOps {
             None => opcode::Send::new(types::Fd(fd), at, len).build(),
         }
         .user_data(user_data(token, OP_SEND));
-        ring.push(e)?;
-        ring.out += 1;
+        ring.start(e)?;
         self.send = Op::Busy;
         Ok(())
     }
