@@ -103,8 +103,24 @@ pub fn choose(choice: IoChoice, tls: bool) -> Result<Chosen, crate::error::Usage
 pub fn uring_refused() -> Option<&'static str> {
     static REFUSED: OnceLock<Option<String>> = OnceLock::new();
     REFUSED
-        .get_or_init(|| Ring::new(1).err().map(|e| e.to_string()))
+        .get_or_init(|| {
+            let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+            match kernel_version(&release) {
+                // Multishot receives (and their provided buffers) are 6.0's.
+                Some(v) if v < (6, 0) => Some(format!(
+                    "Linux {}.{} (kvlab's io_uring needs 6.0: multishot receives)",
+                    v.0, v.1
+                )),
+                _ => Ring::new(1).err().map(|e| e.to_string()),
+            }
+        })
         .as_deref()
+}
+
+/// The major and minor version of a kernel release (`6.1.0-18-amd64`).
+fn kernel_version(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.trim().split(|c: char| !c.is_ascii_digit());
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
 /// What a wait brought for one socket.
@@ -171,6 +187,14 @@ impl Reactor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_releases_read_as_versions() {
+        assert_eq!(kernel_version("6.1.0-18-amd64\n"), Some((6, 1)));
+        assert_eq!(kernel_version("5.19.17"), Some((5, 19)));
+        assert_eq!(kernel_version("6.18.44-fc-v657"), Some((6, 18)));
+        assert_eq!(kernel_version(""), None);
+    }
 
     #[test]
     fn tls_and_a_refusing_kernel_come_to_epoll_with_the_reason() {
