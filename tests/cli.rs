@@ -46,6 +46,16 @@ fn bad_flags_name_the_flag_and_the_fix() {
         ),
         ("decide --p99-ms 5", "--rps"),
         ("run --connections 0", "--connections"),
+        ("run --io kqueue", "--io: unknown I/O interface 'kqueue'"),
+        // Refused before any server starts.
+        (
+            "run --target redis --server-opt tls=on --io uring",
+            "--io: io_uring does not carry TLS in kvlab",
+        ),
+        (
+            "run --target rediss://127.0.0.1:1 --io uring",
+            "--io: io_uring does not carry TLS in kvlab",
+        ),
         ("run --pipeline 0", "--pipeline"),
         ("run --duration -1", "--duration"),
         ("run --rate 0", "--rate"),

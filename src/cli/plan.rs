@@ -75,6 +75,7 @@ impl RunArgs {
         plan.check_batch()?;
         plan.check_near()?;
         plan.check_reads()?;
+        plan.check_io()?;
         plan.load.events = aside::events(&self.events, &plan)?;
         let cold = plan
             .cache

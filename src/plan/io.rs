@@ -61,6 +61,31 @@ impl FromStr for IoChoice {
     }
 }
 
+/// The error of `--io uring` for a run with TLS.
+pub fn uring_with_tls() -> UsageError {
+    UsageError::bad(
+        "--io",
+        "io_uring does not carry TLS in kvlab",
+        "give --io epoll or leave --io out (TLS runs then use epoll)",
+    )
+}
+
+impl super::RunPlan {
+    /// Refuses `--io uring` for a run whose target or cache uses TLS (a
+    /// URL's TLS or a managed server's `tls=on`) before any server starts.
+    pub fn check_io(&self) -> Result<(), UsageError> {
+        let tls = |t: &super::TargetSpec| {
+            t.external.as_ref().is_some_and(|e| e.tls.is_some())
+                || t.server_opts.get("tls").is_some_and(|v| v == "on")
+        };
+        let any = tls(&self.target) || self.cache.as_ref().is_some_and(|c| tls(&c.cache));
+        match self.load.io == IoChoice::Uring && any {
+            true => Err(uring_with_tls()),
+            false => Ok(()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -78,11 +78,7 @@ pub fn choose(choice: IoChoice, tls: bool) -> Result<Chosen, crate::error::Usage
                 why: None,
             },
         }),
-        IoChoice::Uring if tls => Err(crate::error::UsageError::bad(
-            "--io",
-            "io_uring does not carry TLS in kvlab",
-            "give --io epoll or leave --io out (TLS runs then use epoll)",
-        )),
+        IoChoice::Uring if tls => Err(crate::plan::io::uring_with_tls()),
         IoChoice::Uring => match uring_refused() {
             Some(why) => Err(crate::error::UsageError::bad(
                 "--io",

@@ -428,6 +428,7 @@ fn check_point(plan: &RunPlan, t: &TargetSection) -> Result<()> {
     plan.check_cache().map_err(at_target)?;
     plan.check_batch().map_err(at_target)?;
     plan.check_near().map_err(at_target)?;
+    plan.check_io().map_err(at_target)?;
     let window = match plan.load.stop {
         Stop::Duration(d) => Some(d),
         Stop::Requests(_) => None,
