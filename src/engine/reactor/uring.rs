@@ -3,8 +3,9 @@
 //! the worker's provided-buffer ring ([`bufs`](super::bufs)) as replies come,
 //! each copied to the socket's read buffer and handed back at once; a flush
 //! copies the socket's buffered requests into its send buffer and queues one
-//! send. Nothing is handed to the kernel until the
-//! loop waits: then every queued send and receive and the wait with the next
+//! send. Sockets sit in the ring's fixed-file table where it has room (no
+//! lookup per operation). Nothing is handed to the kernel until the loop
+//! waits: then every queued send and receive and the wait with the next
 //! wake's timeout are one `io_uring_enter`, which also returns the
 //! completions (with `DEFER_TASKRUN`, the kernel does the work then, not by
 //! interrupting the loop).
