@@ -152,25 +152,11 @@ impl Pipe {
         }
     }
 
-    /// io_uring: appends `bytes` to the read buffer (moving what is unread
-    /// to its front, or growing it); `InvalidData` past its limit.
+    /// io_uring: appends `bytes` to the read buffer (making room for them
+    /// first); `InvalidData` past its limit.
     fn take_in(&mut self, bytes: &[u8]) -> io::Result<()> {
-        if self.rbuf.len() - self.rend < bytes.len() && self.rstart > 0 {
-            self.rbuf.copy_within(self.rstart..self.rend, 0);
-            if let Some(l) = self.link.as_deref_mut() {
-                l.shift_in(self.rstart);
-            }
-            self.rend -= self.rstart;
-            self.rstart = 0;
-        }
+        self.make_room(bytes.len())?;
         let end = self.rend + bytes.len();
-        if end > self.rbuf.len() {
-            if end > self.rmax {
-                return Err(too_large());
-            }
-            let n = (self.rbuf.len() * 2).clamp(end, self.rmax);
-            self.rbuf.resize(n, 0);
-        }
         self.rbuf[self.rend..end].copy_from_slice(bytes);
         self.rend = end;
         Ok(())
@@ -351,7 +337,7 @@ impl Pipe {
         if let Reactor::Uring(r) = reactor {
             return self.take_received(r);
         }
-        self.make_room()?;
+        self.make_room(1)?;
         let Some(s) = self.stream.as_mut() else {
             return Ok((0, false));
         };
@@ -382,10 +368,11 @@ impl Pipe {
         }
     }
 
-    /// Leaves free space at the end of the read buffer: moves unparsed bytes
-    /// to the front, or doubles it when it is full of them (`InvalidData`
-    /// past its limit: the server sent a reply no request of the run has).
-    fn make_room(&mut self) -> io::Result<()> {
+    /// Leaves at least `need` bytes free at the end of the read buffer:
+    /// moves unparsed bytes to the front when that is short of them, grows
+    /// it (doubling) when that is not enough (`InvalidData` past its limit:
+    /// the server sent a reply no request of the run has).
+    fn make_room(&mut self, need: usize) -> io::Result<()> {
         if self.rstart == self.rend {
             if let Some(l) = self.link.as_deref_mut() {
                 l.shift_in(self.rstart);
@@ -393,20 +380,21 @@ impl Pipe {
             self.rstart = 0;
             self.rend = 0;
         }
-        if self.rend == self.rbuf.len() {
-            if self.rstart > 0 {
-                self.rbuf.copy_within(self.rstart..self.rend, 0);
-                if let Some(l) = self.link.as_deref_mut() {
-                    l.shift_in(self.rstart);
-                }
-                self.rend -= self.rstart;
-                self.rstart = 0;
-            } else if self.rbuf.len() >= self.rmax {
-                return Err(too_large());
-            } else {
-                let n = (self.rbuf.len() * 2).min(self.rmax);
-                self.rbuf.resize(n, 0);
+        if self.rbuf.len() - self.rend < need && self.rstart > 0 {
+            self.rbuf.copy_within(self.rstart..self.rend, 0);
+            if let Some(l) = self.link.as_deref_mut() {
+                l.shift_in(self.rstart);
             }
+            self.rend -= self.rstart;
+            self.rstart = 0;
+        }
+        let end = self.rend + need;
+        if end > self.rbuf.len() {
+            if end > self.rmax {
+                return Err(too_large());
+            }
+            let n = (self.rbuf.len() * 2).clamp(end, self.rmax);
+            self.rbuf.resize(n, 0);
         }
         Ok(())
     }

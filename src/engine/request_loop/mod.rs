@@ -374,7 +374,7 @@ pub fn run<Cl: Client>(
     // The open loop and emulated links keep times finer than epoll's
     // milliseconds.
     let linked = spec.link.is_some() || spec.aside.as_ref().is_some_and(|a| a.link.is_some());
-    let paced = spec.rate.is_some() || linked;
+    let paced = spec.rate.is_some() || spec.trace.is_some() || linked;
     let sockets = plans.len() * client.sockets();
     let (reactor, start) = open_reactor(start, io, paced, sockets)?;
     let now = Instant::now();
@@ -543,7 +543,7 @@ impl Worker<'_> {
             }
         }
         for r in &ready {
-            let (i, s) = (r.token.0 >> SOCKET_BITS, r.token.0 & (MAX_SOCKETS - 1));
+            let (i, s) = place(r.token);
             let Some(c) = conns.get_mut(i) else { continue };
             let Some(p) = c.pipes.get_mut(s) else {
                 continue;
@@ -572,8 +572,14 @@ impl Worker<'_> {
 /// Socket `token` of `conns`, if it is one.
 #[inline]
 fn pipe_of<S>(conns: &mut [Conn<S>], token: Token) -> Option<&mut Pipe> {
-    let (i, s) = (token.0 >> SOCKET_BITS, token.0 & (MAX_SOCKETS - 1));
+    let (i, s) = place(token);
     conns.get_mut(i)?.pipes.get_mut(s)
+}
+
+/// The connection and socket a token names (see [`token`]).
+#[inline]
+fn place(token: Token) -> (usize, usize) {
+    (token.0 >> SOCKET_BITS, token.0 & (MAX_SOCKETS - 1))
 }
 
 /// The poll token of socket `s` of connection `conn`.
