@@ -216,13 +216,7 @@ pub(super) fn row(
             bytes(n.peak_bytes)
         )
     });
-    let lag = run.replication.as_ref().and_then(|x| {
-        let lag = x.servers.iter().filter_map(|s| s.lag_s_max).fold(None, |m: Option<f64>, l| Some(m.map_or(l, |m| m.max(l))))?;
-        Some(format!(
-            "; the replica lagged at most {:.3} s behind the primary (its stale reads fall in that lag)",
-            lag
-        ))
-    });
+    let lag = run.replication.as_ref().and_then(lagged);
     r.measured_from = format!(
         "a run of {} at {} req/s{}{}{}",
         o.what,
@@ -233,6 +227,24 @@ pub(super) fn row(
     );
     super::rows::size(ask, &mut r, servers);
     r
+}
+
+/// What the replicas said of their lag and how old the stale reads kvlab
+/// saw were: two figures, side by side (the lag is sampled, and a spike
+/// between two samples can leave a read older than any sample).
+fn lagged(x: &crate::results::replication::ReplicationReport) -> Option<String> {
+    let max = |f: &dyn Fn(&crate::results::replication::ServerReads) -> Option<f64>| {
+        x.servers.iter().filter_map(f).reduce(f64::max)
+    };
+    let lag = max(&|s| s.lag_s_max)?;
+    let stale = match max(&|s| s.stale_age_max_us) {
+        Some(us) => format!("its stale reads were at most {} ms old", num(us / 1e3)),
+        None => "no read was stale".into(),
+    };
+    Some(format!(
+        "; the replica reported a lag of at most {} ms behind the primary (read every 0.1 s); {stale}",
+        num(lag * 1e3)
+    ))
 }
 
 #[cfg(test)]
