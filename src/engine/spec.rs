@@ -88,12 +88,9 @@ impl Spec {
     /// Whether any of the point's connections use TLS (the target, its
     /// replicas, a cache-aside run's cache).
     pub fn uses_tls(&self) -> bool {
-        self.connector.transport.tls.is_some()
-            || self.replicas.iter().any(|r| r.transport.tls.is_some())
-            || self
-                .aside
-                .as_ref()
-                .is_some_and(|a| a.cache.transport.tls.is_some())
+        self.connector.tls()
+            || self.replicas.iter().any(|r| r.tls())
+            || self.aside.as_ref().is_some_and(|a| a.cache.tls())
     }
 
     /// A point that writes `keys` keys once each, in key order, on one

@@ -74,11 +74,7 @@ impl super::RunPlan {
     /// Refuses `--io uring` for a run whose target or cache uses TLS (a
     /// URL's TLS or a managed server's `tls=on`) before any server starts.
     pub fn check_io(&self) -> Result<(), UsageError> {
-        let tls = |t: &super::TargetSpec| {
-            t.external.as_ref().is_some_and(|e| e.tls.is_some())
-                || t.server_opts.get("tls").is_some_and(|v| v == "on")
-        };
-        let any = tls(&self.target) || self.cache.as_ref().is_some_and(|c| tls(&c.cache));
+        let any = self.target.uses_tls() || self.cache.as_ref().is_some_and(|c| c.cache.uses_tls());
         match self.load.io == IoChoice::Uring && any {
             true => Err(uring_with_tls()),
             false => Ok(()),

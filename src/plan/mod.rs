@@ -255,6 +255,17 @@ pub struct TargetSpec {
 }
 
 impl TargetSpec {
+    /// Whether `--server-opt KEY=on` is given (a managed server's switch).
+    pub fn switched_on(&self, key: &str) -> bool {
+        self.server_opts.get(key).is_some_and(|v| v == "on")
+    }
+
+    /// Whether connections to it use TLS: its URL's, or a managed server's
+    /// `tls=on`.
+    pub fn uses_tls(&self) -> bool {
+        self.external.as_ref().is_some_and(|e| e.tls.is_some()) || self.switched_on("tls")
+    }
+
     /// The pooler in front and its settings with kvlab's defaults for
     /// `connections` clients, checked; `None` without `--pooler`.
     pub fn pooler_settings(
@@ -289,10 +300,7 @@ impl TargetSpec {
                 "with a URL target run your own pooler and give its URL as --target",
             ));
         }
-        if let Some(k) = ["tls", "socket"]
-            .into_iter()
-            .find(|k| self.server_opts.get(*k).is_some_and(|v| v == "on"))
-        {
+        if let Some(k) = ["tls", "socket"].into_iter().find(|k| self.switched_on(k)) {
             return Err(UsageError::bad(
                 "--pooler",
                 format!(

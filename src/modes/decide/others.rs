@@ -233,11 +233,17 @@ pub(super) fn row(
 /// saw were: two figures, side by side (the lag is sampled, and a spike
 /// between two samples can leave a read older than any sample).
 fn lagged(x: &crate::results::replication::ReplicationReport) -> Option<String> {
-    let max = |f: &dyn Fn(&crate::results::replication::ServerReads) -> Option<f64>| {
-        x.servers.iter().filter_map(f).reduce(f64::max)
-    };
-    let lag = max(&|s| s.lag_s_max)?;
-    let stale = match max(&|s| s.stale_age_max_us) {
+    let lag = x
+        .servers
+        .iter()
+        .filter_map(|s| s.lag_s_max)
+        .reduce(f64::max)?;
+    let stale = x
+        .servers
+        .iter()
+        .filter_map(|s| s.stale_age_max_us)
+        .reduce(f64::max);
+    let stale = match stale {
         Some(us) => format!("its stale reads were at most {} ms old", num(us / 1e3)),
         None => "no read was stale".into(),
     };
