@@ -222,7 +222,7 @@ fn json_at(dir: &std::path::Path) -> Value {
 /// `--from` recomputes the same decision without starting a server, and
 /// with four times the rate in under a second; far above the database's
 /// capacity it keeps the cache; at a million keys its curve, carried from
-/// the copy of 20,000, is within 2 points (beside the copy's own sampling error) of an exact LRU simulation.
+/// the copy of 20,000, moves as an exact LRU simulation does, within 2 points.
 #[test]
 fn a_cut_decision_resumes_and_is_asked_again_from_its_measurements() {
     let dir = tempfile::tempdir().unwrap();
@@ -372,9 +372,13 @@ fn flips_follow_the_rates(d: &Value) {
 }
 
 /// The decision saved in `out` (20,000 keys, zipf 0.99, 1:19) asked again at
-/// 1,000,000 keys: each carried point within 2 points (and the sampling
-/// error of its run on the copy) of an exact LRU simulation of that load at
-/// the share of keys it holds.
+/// 1,000,000 keys: each carried point moves from what the cache measured on
+/// the copy by what an exact LRU simulation of that load moves between the
+/// two key counts at the share of keys it holds, within 2 points (a point
+/// measured more than 8 points off the model on the copy is the model's
+/// alone: within 2 points of the exact LRU at the stated keys). What the
+/// real cache measured on the copy in a 1-s run on a busy host is the
+/// measurement's, not the carry's.
 fn carried_to_a_million_keys(out: &str, tmp: &std::path::Path) {
     let million = tmp.join("million");
     without_servers(&[
@@ -398,47 +402,21 @@ fn carried_to_a_million_keys(out: &str, tmp: &std::path::Path) {
         .iter()
         .map(|p| p["share_of_keys"].as_f64().unwrap())
         .collect();
-    let exact = common::lru::hit_ratios(1_000_000, 0.99, 0.05, &shares);
-    let reads = curve_reads(std::path::Path::new(out));
-    for (p, lru) in carried.iter().zip(exact) {
+    let stated = common::lru::hit_ratios(1_000_000, 0.99, 0.05, &shares);
+    let on_copy = common::lru::hit_ratios(20_000, 0.99, 0.05, &shares);
+    for ((p, lru), lru_copy) in carried.iter().zip(stated).zip(on_copy) {
         let hit = p["hit_ratio"].as_f64().unwrap();
-        // The carry keeps what the real cache did on the copy, and a run of
-        // 1 s measures a hit ratio to within its own sampling error (2σ of
-        // the reads it made): 2 points beside it.
-        let share = p["share_of_keys"].as_f64().unwrap();
-        let n = reads
-            .iter()
-            .find(|(s, _)| (s - share).abs() < 1e-9)
-            .map(|r| r.1)
-            .unwrap_or_else(|| panic!("no curve run holds {share} of the keys: {reads:?}"));
-        let copy = p["measured_on_copy"][0].as_f64().unwrap();
-        let sampling = 2.0 * (copy * (1.0 - copy) / n.max(1.0)).sqrt();
+        let [measured, model] = [0, 1].map(|i| p["measured_on_copy"][i].as_f64().unwrap());
+        let off = if (measured - model).abs() > 0.08 {
+            hit - lru
+        } else {
+            (hit - measured) - (lru - lru_copy)
+        };
         assert!(
-            (hit - lru).abs() <= 0.02 + sampling,
-            "carried {hit} vs exact LRU {lru} (sampling {sampling} of {n} reads): {p}"
+            off.abs() <= 0.02,
+            "carried {hit} from {measured} on the copy; exact LRU {lru_copy} on the copy, {lru} at 1M keys: {p}"
         );
     }
-}
-
-/// Each saved curve run of the decision in `out` (20,000 keys): the share
-/// of the keys its cache held, and the reads it made.
-fn curve_reads(out: &std::path::Path) -> Vec<(f64, f64)> {
-    let text = std::fs::read_to_string(out.join("steps/03-curve.json")).unwrap();
-    let step: Value = serde_json::from_str(&text).unwrap();
-    step["measured"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|m| {
-            let a = &m["result"]["cache_aside"];
-            let items = a["working_set"]["items"].as_f64()?;
-            let reads = ["cache_hits", "cache_misses", "cache_bypassed"]
-                .iter()
-                .map(|k| a[k].as_f64().unwrap_or(0.0))
-                .sum();
-            Some((items / 20_000.0, reads))
-        })
-        .collect()
 }
 
 /// Runs a study file whose `[decide]` is `table` (TOML lines); its JSON.
