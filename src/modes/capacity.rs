@@ -16,6 +16,7 @@ use crate::results::RunResult;
 pub use crate::results::capacity::{Capacity, MoreLimits, Step};
 use crate::runner::{self, RunOptions};
 use crate::servers::ManagedServer;
+use crate::workload::draws::{self, Phase};
 
 /// Why a failed step `r` failed on kvlab's side, when it did: its workers were
 /// saturated, or its p99 over `p99_ms` came from waiting before the send
@@ -126,6 +127,8 @@ pub fn search_on(
     check_limits(p99_ms, more)?;
     let mut runs = Runs {
         plan: plan.clone(),
+        seed: plan.workload.seed,
+        runs: 0,
         server,
         opts,
         shutdown,
@@ -215,6 +218,10 @@ fn closed_loop_step(first: RunResult) -> Step {
 /// The runs of one search: its plan against its server, judged by its limits.
 struct Runs<'a> {
     plan: RunPlan,
+    /// The search's seed: run `n` draws from its [`Phase::Step`]`(n)`.
+    seed: u64,
+    /// Runs made so far.
+    runs: u32,
     server: Option<&'a ManagedServer>,
     opts: RunOptions,
     shutdown: &'a AtomicBool,
@@ -236,6 +243,9 @@ impl Runs<'_> {
     /// live metrics endpoint.
     fn measure(&mut self, rate: Option<f64>) -> Result<RunResult> {
         self.plan.load.rate = rate;
+        // Each step draws its own keys: none replays an earlier one's.
+        self.plan.workload.seed = draws::seed(self.seed, Phase::Step(self.runs));
+        self.runs += 1;
         if let Some(m) = crate::runner::metrics::installed() {
             m.set_point(&match rate {
                 None => "capacity: closed loop".to_string(),

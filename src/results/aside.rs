@@ -98,6 +98,47 @@ pub struct WorkingSet {
     /// `settle`: the hit ratio of each second of that warming.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub settle_curve: Vec<f64>,
+    /// `settle`: how the cache reached its steady state before the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<Steady>,
+    /// `settle`: keys kvlab wrote into the cache, coldest first, before the
+    /// workload settled it (a cache smaller than the data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filled_keys: Option<u64>,
+    /// `settle`: keys the cache evicted while the workload settled it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle_evictions: Option<u64>,
+}
+
+/// How a settling cache reached its steady state before the window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Steady {
+    /// It holds every key: loaded before the window, as a warm start.
+    HoldsTheData,
+    /// Full and evicting: kvlab filled it in rising popularity until it
+    /// evicted, then the workload turned it over (as many evictions as it
+    /// holds items) and its hit ratio held still.
+    FilledByKvlab,
+    /// Full and evicting by the workload's own misses, its hit ratio still.
+    FilledByWorkload,
+    /// Not full and evicting, or its hit ratio still moving, when the
+    /// settling's time ran out: measured anyway, and said.
+    NotReached,
+}
+
+impl Steady {
+    /// How it is said.
+    pub fn said(self) -> &'static str {
+        match self {
+            Steady::HoldsTheData => "the cache holds the data: loaded first (a warm start)",
+            Steady::FilledByKvlab => {
+                "filled by kvlab coldest key first until it evicted, then turned over by the workload"
+            }
+            Steady::FilledByWorkload => "filled by the workload's misses until it evicted",
+            Steady::NotReached => "steady state not reached",
+        }
+    }
 }
 
 /// One step of cache-aside requests.

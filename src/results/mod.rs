@@ -132,6 +132,9 @@ pub struct RunResult {
     /// missing clients included.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clients: Vec<ClientReport>,
+    /// The seeds each phase drew its keys and operations from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draws: Option<crate::workload::draws::Draws>,
     /// The HDR histograms, so reports can merge and re-cut.
     #[serde(flatten)]
     pub histograms: Histograms,

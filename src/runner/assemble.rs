@@ -317,6 +317,7 @@ impl Parts {
             pooler: None,
             shard: rs.config.load.shard,
             clients: Vec::new(),
+            draws: None,
             histograms: Histograms {
                 histogram: encode_histogram(&r.measured.latency),
                 service_histogram: paced.then(|| encode_histogram(&r.measured.service)),

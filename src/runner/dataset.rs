@@ -129,30 +129,7 @@ pub fn load_cache_part(
     let r = crate::engine::execute(&spec, shutdown, &mut obs)?;
     obs.progress.finish();
     let seconds = started.elapsed().as_secs_f64();
-    if r.interrupted {
-        bail!("interrupted while loading the data; nothing was measured");
-    }
-    let c = &r.measured.counts;
-    if c.stored != keys {
-        let kinds: Vec<String> = ErrorKind::ALL
-            .iter()
-            .filter(|k| c.error(**k) > 0)
-            .map(|k| format!("{} {}", k.name(), c.error(*k)))
-            .collect();
-        let hint = cache.load_hint(base.values.size(), managed);
-        bail!(
-            "loading the data failed: {} of {keys} keys stored ({}){}; {hint}",
-            c.stored,
-            if kinds.is_empty() {
-                "no errors counted".to_string()
-            } else {
-                kinds.join(", ")
-            },
-            r.last_connect_error
-                .map(|e| format!("; last connection error: {e}"))
-                .unwrap_or_default()
-        );
-    }
+    check_stored(&r, keys, base, managed)?;
     let evicted_after = cache.memory(&base.connector).ok().map(|m| m.evictions);
     if let (Some(a), Some(b)) = (evicted_before, evicted_after)
         && b > a
@@ -165,6 +142,90 @@ pub fn load_cache_part(
         );
     }
     Ok(LoadResult::of(keys, seconds))
+}
+
+/// Fails unless the load `r` stored every one of its `keys` (an interrupted
+/// load stored nothing worth measuring).
+fn check_stored(
+    r: &crate::engine::EngineReport,
+    keys: u64,
+    base: &Spec,
+    managed: bool,
+) -> Result<()> {
+    if r.interrupted {
+        bail!("interrupted while loading the data; nothing was measured");
+    }
+    let c = &r.measured.counts;
+    if c.stored == keys {
+        return Ok(());
+    }
+    let kinds: Vec<String> = ErrorKind::ALL
+        .iter()
+        .filter(|k| c.error(**k) > 0)
+        .map(|k| format!("{} {}", k.name(), c.error(*k)))
+        .collect();
+    let hint = match base.connector.product.role() {
+        Role::Cache(cache) => cache.load_hint(base.values.size(), managed),
+        Role::Database(_) => String::new(),
+    };
+    bail!(
+        "loading the data failed: {} of {keys} keys stored ({}){}; {hint}",
+        c.stored,
+        if kinds.is_empty() {
+            "no errors counted".to_string()
+        } else {
+            kinds.join(", ")
+        },
+        r.last_connect_error
+            .as_ref()
+            .map(|e| format!("; last connection error: {e}"))
+            .unwrap_or_default()
+    )
+}
+
+/// A cache smaller than the data filled in rising popularity: keys
+/// `keys - 1` down to 0 (key 0 the hottest, written last, so the hottest are
+/// the most recent), pipelined, evictions allowed. Returns the keys it
+/// evicted meanwhile (`None`: it does not say). `managed`: kvlab started it.
+pub fn fill_cache(
+    base: &Spec,
+    keys: u64,
+    managed: bool,
+    opts: RunOptions,
+    shutdown: &AtomicBool,
+) -> Result<Option<u64>> {
+    let Role::Cache(cache) = base.connector.product.role() else {
+        bail!("{} is not a cache", base.connector.display);
+    };
+    let evictions = || cache.memory(&base.connector).ok().map(|m| m.evictions);
+    let before = evictions();
+    let window = cache.load_window(base.connector.tls());
+    // Few connections: the order of the writes is the order of popularity.
+    let loaders = base.connections.min(base.threads).clamp(1, 2);
+    let spec = Spec {
+        keys,
+        distribution: KeyDistribution::Countdown,
+        mix: OpMix::new(Ratio { set: 1, get: 0 }),
+        connections: loaders,
+        threads: loaders,
+        pipeline: (window / (base.values.size() + 64)).clamp(1, 128),
+        warmup: Duration::ZERO,
+        stop: Stop::Requests(keys),
+        rate: None,
+        board: None,
+        aside: None,
+        share: Share::all(loaders),
+        start_at: None,
+        ..base.clone()
+    };
+    let mut obs = LoadObserver {
+        progress: Progress::counter("fill", keys, opts.progress),
+        done: 0,
+    };
+    let r = crate::engine::execute(&spec, shutdown, &mut obs)?;
+    obs.progress.finish();
+    check_stored(&r, keys, base, managed)?;
+    Ok(before.zip(evictions()).map(|(a, b)| b.saturating_sub(a)))
 }
 
 struct LoadObserver {

@@ -33,8 +33,10 @@ pub(super) struct Finish<'a> {
     pub obs: &'a RunObserver<'a>,
     /// What the engine measured.
     pub report: EngineReport,
-    /// A settling cache's time and curve.
-    pub settled: (Option<f64>, Vec<f64>),
+    /// How a settling cache reached its steady state.
+    pub settled: cache::Settled,
+    /// The seeds the run drew from.
+    pub draws: crate::workload::draws::Draws,
 }
 
 /// The servers' counters around the window, and what the run had beside.
@@ -106,6 +108,11 @@ impl Finish<'_> {
             server_counters,
         );
         result.problems.extend(counters_note);
+        result.draws = Some(crate::workload::draws::Draws {
+            settle: self.settled.seed,
+            background: background.as_ref().and(self.draws.background),
+            ..self.draws
+        });
         result.replication = replication;
         add_background(&mut result, background);
         add_machine(&mut result, self.rs);
@@ -279,6 +286,18 @@ fn add_aside(result: &mut RunResult, plan: &RunPlan, mut a: AsideReport) {
             "the cache counted GET {} / SET {} but kvlab sent GET {} / SET {}",
             cc.server.gets, cc.server.sets, cc.kvlab_gets, cc.kvlab_sets
         ));
+    }
+    if let Some(w) = a.working_set.as_ref() {
+        if w.steady == Some(crate::results::aside::Steady::NotReached) {
+            result.problems.push(
+                "the cache did not reach its steady state before the window (full, turned over, evicting, its hit ratio still): its hit ratio is not a production cache's".to_string(),
+            );
+        }
+        if w.steady == Some(crate::results::aside::Steady::FilledByKvlab) && w.evictions == 0 {
+            result.problems.push(
+                "the cache evicted nothing in the window although it was full before it: its hit ratio may not be its steady state's".to_string(),
+            );
+        }
     }
     result.cache_aside = Some(a);
 }

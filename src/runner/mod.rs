@@ -97,6 +97,8 @@ fn measure_resolved(
         .map_or(0, |d| d.as_secs());
     let target = Target::reach(plan, rs, server, opts)?;
     let mut base = target.spec(rs)?;
+    // Each phase draws its own keys: the settling, the window, the writer.
+    let draws = crate::workload::draws::Draws::of(base.seed);
     let cache = match &plan.cache {
         Some(a) => Some(Cache::open(a, rs, opts, cache)?),
         None => None,
@@ -106,7 +108,14 @@ fn measure_resolved(
     // After the load: a database's connections need kvlab's table.
     let transport = target.transport()?;
     base.connector = target.engine.clone();
-    let settled = cache::ready(cache.as_ref(), &mut base, opts, shutdown)?;
+    let settled = cache::ready(
+        cache.as_ref(),
+        &mut base,
+        draws.settle.unwrap_or(draws.run),
+        opts,
+        shutdown,
+    )?;
+    base.seed = draws.window;
     if shutdown.load(Ordering::SeqCst) {
         bail!("interrupted before measuring; nothing was measured");
     }
@@ -121,6 +130,7 @@ fn measure_resolved(
         obs: &w.obs,
         report: w.report,
         settled,
+        draws,
     };
     Ok(finish.result(finish::Around {
         started_unix_s,

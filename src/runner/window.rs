@@ -142,7 +142,7 @@ fn background_spec(base: &Spec, rate: f64) -> Spec {
         warmup: Duration::ZERO,
         stop: crate::workload::Stop::Duration(1e9),
         rate: Some(rate),
-        seed: base.seed ^ 0xb6,
+        seed: crate::workload::draws::seed(base.seed, crate::workload::draws::Phase::Background),
         share: Share::all(1),
         // With a start instant, the writer begins with the measured phase
         // (every client's data is loaded by then).

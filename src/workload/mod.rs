@@ -7,6 +7,7 @@ use rand_distr::{Distribution, Zipf};
 
 pub mod batch;
 pub mod consistency;
+pub mod draws;
 pub mod params;
 pub mod profiles;
 pub mod sizes;
@@ -45,6 +46,15 @@ pub enum KeyGen {
         /// One past the last id of this slice.
         end: u64,
     },
+    /// `next, next-step, …` down to the first key, then from the top again.
+    Countdown {
+        /// Next key id.
+        next: u64,
+        /// The first id again after the last.
+        top: u64,
+        /// Connections: the stride.
+        step: u64,
+    },
 }
 
 impl KeyGen {
@@ -65,6 +75,14 @@ impl KeyGen {
                     end: end.max(start + 1).min(keys.max(1)),
                 }
             }
+            KeyDistribution::Countdown => {
+                let top = keys.saturating_sub(1 + conn as u64);
+                KeyGen::Countdown {
+                    next: top,
+                    top,
+                    step: conns.max(1) as u64,
+                }
+            }
         }
     }
 
@@ -80,6 +98,14 @@ impl KeyGen {
                 if *next >= *end {
                     *next = *start;
                 }
+                k
+            }
+            KeyGen::Countdown { next, top, step } => {
+                let k = *next;
+                *next = match k.checked_sub(*step) {
+                    Some(n) => n,
+                    None => *top,
+                };
                 k
             }
         }
@@ -447,12 +473,34 @@ mod tests {
     }
 
     #[test]
+    fn a_countdown_writes_each_key_once_coldest_first() {
+        // 3 connections over 10 keys, each its quota (as the engine splits a
+        // request count): every key once, in falling order across them.
+        let mut r = rng(1);
+        let mut seen: Vec<(u64, usize, u64)> = Vec::new();
+        for c in 0..3 {
+            let mut g = KeyGen::new(KeyDistribution::Countdown, 10, c, 3);
+            let (a, b) = slice_of(10, c, 3);
+            seen.extend((0..b - a).map(|i| (i, c, g.next(&mut r))));
+        }
+        // Round by round, connection by connection.
+        seen.sort_unstable();
+        let order: Vec<u64> = seen.iter().map(|x| x.2).collect();
+        assert_eq!(order, vec![9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+        // Past its quota a generator starts from its top again.
+        let mut g = KeyGen::new(KeyDistribution::Countdown, 4, 1, 2);
+        let ks: Vec<u64> = (0..3).map(|_| g.next(&mut r)).collect();
+        assert_eq!(ks, vec![2, 0, 2]);
+    }
+
+    #[test]
     fn generators_stay_in_range() {
         let mut r = rng(1);
         for d in [
             KeyDistribution::Uniform,
             KeyDistribution::Zipf { theta: 0.99 },
             KeyDistribution::Sequential,
+            KeyDistribution::Countdown,
         ] {
             let mut g = KeyGen::new(d, 10, 1, 3);
             for _ in 0..1000 {

@@ -113,6 +113,10 @@ pub enum KeyDistribution {
     },
     /// Keys in order, each connection walking its own slice of the key space.
     Sequential,
+    /// Keys from the last down to the first, connection `c` of `n` taking
+    /// every `n`-th from the last but `c`: kvlab's fill of a cache in rising
+    /// popularity (key 0, the hottest, last). Not a user's choice.
+    Countdown,
 }
 
 impl fmt::Display for KeyDistribution {
@@ -121,6 +125,7 @@ impl fmt::Display for KeyDistribution {
             KeyDistribution::Uniform => f.write_str("uniform"),
             KeyDistribution::Zipf { theta } => write!(f, "zipf:{theta}"),
             KeyDistribution::Sequential => f.write_str("sequential"),
+            KeyDistribution::Countdown => f.write_str("countdown"),
         }
     }
 }

@@ -16,6 +16,7 @@ use crate::results::decide::{CacheLoss, Scaled, StatedLoad, db_load};
 use crate::results::stats::num;
 use crate::runner::{self, RunOptions};
 use crate::servers::ManagedServer;
+use crate::workload::draws::{self, Phase};
 
 /// A capacity search and what it gives per server core and per key.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -115,6 +116,9 @@ pub(super) struct Runs<'a> {
     pub db_server: Option<&'a ManagedServer>,
     pub opts: RunOptions,
     pub shutdown: &'a AtomicBool,
+    /// Runs (and searches) started so far: run `n` draws its keys from the
+    /// decision's seed's [`Phase::Point`]`(n)`.
+    pub drawn: std::cell::Cell<u32>,
 }
 
 impl Runs<'_> {
@@ -127,6 +131,15 @@ impl Runs<'_> {
                 p999_ms: l.p999_ms,
             },
         )
+    }
+
+    /// `p` with the seed of the decision's next run: no run of a decision
+    /// replays another's keys (each result's plan holds its seed).
+    fn drawn(&self, mut p: RunPlan) -> RunPlan {
+        let n = self.drawn.get();
+        self.drawn.set(n + 1);
+        p.workload.seed = draws::seed(self.ask.plan.workload.seed, Phase::Point(n));
+        p
     }
 
     /// The plan of one measured run: `ask`'s, `run_s` long.
@@ -146,7 +159,7 @@ impl Runs<'_> {
     ) -> Result<Searched> {
         say(&format!("kvlab decide: {what}: capacity within the goal\n"));
         let c = capacity::search_on(
-            &self.timed(plan.clone()),
+            &self.drawn(self.timed(plan.clone())),
             server,
             self.limits(),
             self.ask.steps(),
@@ -266,7 +279,7 @@ impl Runs<'_> {
             false => None,
         };
         let db = server.as_ref().or(self.db_server);
-        let r = runner::measure(&plan, db, self.opts, self.shutdown)?;
+        let r = runner::measure(&self.drawn(plan), db, self.opts, self.shutdown)?;
         let verdict = capacity::judge(&r, rate, self.ask.load.p99_ms, self.limits().1);
         say(&format!(
             "  p99 {} µs: {}\n",
@@ -301,7 +314,7 @@ impl Runs<'_> {
                 continue;
             }
             let r = runner::measure(
-                &self.aside(mb, rate),
+                &self.drawn(self.aside(mb, rate)),
                 self.db_server,
                 self.opts,
                 self.shutdown,
@@ -392,7 +405,7 @@ impl Runs<'_> {
             },
             num(rate)
         ));
-        let r = runner::measure(&p, self.db_server, self.opts, self.shutdown)?;
+        let r = runner::measure(&self.drawn(p), self.db_server, self.opts, self.shutdown)?;
         let mut loss = loss_of(&r, 3, self.ask.load.p99_ms);
         loss.emulated = emulated;
         loss.rate_rps = rate;

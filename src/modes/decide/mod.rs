@@ -124,6 +124,7 @@ pub fn decide(
         db_server: db_server.as_ref(),
         opts,
         shutdown,
+        drawn: Default::default(),
     };
     let mut host = host::HostLog::start();
     let h = &mut host;

@@ -40,7 +40,7 @@ fn popularity(dist: &KeyDistribution, keys: u64) -> Option<Vec<(f64, f64)>> {
             out.iter_mut().for_each(|(w, _)| *w /= total);
             Some(out)
         }
-        KeyDistribution::Sequential => None,
+        KeyDistribution::Sequential | KeyDistribution::Countdown => None,
     }
 }
 

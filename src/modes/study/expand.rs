@@ -11,6 +11,7 @@ use crate::plan::{
     CacheAside, KeyDistribution, LoadShape, Ratio, RunPlan, SchemaOptions, Stop, TargetSpec,
     Workload,
 };
+use crate::workload::draws::{self, Phase};
 use crate::workload::profiles::Profile;
 use crate::workload::{LinkDelay, SizeDist};
 
@@ -80,6 +81,9 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
             let cache = cache_at(&cache, &at.workload.cache);
             let params = params(s, &at, cache.is_some());
             let mut workload = workload_at(s, &axes, &at)?;
+            // Each point (and repetition) draws its own keys: a server kept
+            // across points never sees one replay another's.
+            workload.seed = draws::seed(workload.seed, Phase::Point(points.len() as u32));
             if let Some(p) = at.workload.profile {
                 let expires = cache.is_none() && target.kind.expires();
                 apply_profile(&mut workload, p, expires)?;

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use crate::plan::CacheStart;
 use crate::plan::events::EventOn;
+use crate::results::aside::Steady;
 use crate::results::stats::num;
 use crate::results::{AsideReport, RunResult};
 
@@ -117,13 +118,12 @@ fn lines(s: &mut String, r: &RunResult, a: &AsideReport) {
 /// The cache's start and its memory against the data.
 fn working_set(s: &mut String, start: CacheStart, w: &crate::results::WorkingSet) {
     let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
-    let start = match (start, w.settled_after_s) {
-        (CacheStart::Settle, Some(t)) => {
-            format!("started empty, settled after {t:.0} s of the workload")
-        }
-        (CacheStart::Settle, None) => {
-            "started empty; its hit ratio had not settled when measuring began".into()
-        }
+    let start = match (start, w.steady) {
+        (CacheStart::Settle, Some(steady)) => settled_start(steady, w),
+        (CacheStart::Settle, None) => match w.settled_after_s {
+            Some(t) => format!("started empty, settled after {t:.0} s of the workload"),
+            None => "started empty; its hit ratio had not settled when measuring began".into(),
+        },
         (CacheStart::Cold, _) => "started empty (cold), measured from the first request".into(),
         (CacheStart::Warm, _) => "every key loaded first (warm)".into(),
     };
@@ -141,6 +141,28 @@ fn working_set(s: &mut String, start: CacheStart, w: &crate::results::WorkingSet
     );
 }
 
+/// How a settling cache reached its steady state, in words.
+fn settled_start(steady: Steady, w: &crate::results::WorkingSet) -> String {
+    let filled = w
+        .filled_keys
+        .map(|k| format!(" ({k} keys written coldest first)"))
+        .unwrap_or_default();
+    let turned = match (w.settled_after_s, w.settle_evictions) {
+        (Some(t), Some(e)) => format!(", settled after {t:.0} s of the workload and {e} evictions"),
+        (Some(t), None) => format!(", settled after {t:.0} s of the workload"),
+        (None, _) => String::new(),
+    };
+    match steady {
+        Steady::HoldsTheData => steady.said().to_string(),
+        Steady::FilledByKvlab => format!("steady state {}{filled}{turned}", steady.said()),
+        Steady::FilledByWorkload => format!("steady state {}{turned}", steady.said()),
+        Steady::NotReached => format!(
+            "STEADY STATE NOT REACHED: not full, not turned over or its hit ratio still moving after {} s of the workload{filled}",
+            w.settle_curve.len()
+        ),
+    }
+}
+
 /// What came before the measured window: the warm-up, and a settling cache's
 /// warming before it.
 pub(super) fn before_window(r: &RunResult) -> String {
@@ -151,6 +173,9 @@ pub(super) fn before_window(r: &RunResult) -> String {
         .filter(|a| a.start == CacheStart::Settle)
         .and_then(|a| a.working_set.as_ref());
     match settle {
+        Some(w) if w.steady == Some(Steady::HoldsTheData) => {
+            format!("every key loaded into the cache (it holds the data), then {warmup}")
+        }
         Some(w) => match w.settled_after_s {
             Some(t) => format!("{t:.0} s of the cache settling, then {warmup}"),
             None => format!("the cache's settling (it did not settle), then {warmup}"),
