@@ -16,6 +16,7 @@ use kvlab::plan::{
     CacheAside, CacheStart, KeyDistribution, Ratio, RunPlan, Stop, TargetKind, WritePolicy,
 };
 use kvlab::results::RunResult;
+use kvlab::results::aside::Steady;
 
 /// A managed PostgreSQL with a managed cache of `cache` in front, `mb` MiB.
 fn aside(cache: TargetKind, mb: u32, start: CacheStart) -> RunPlan {
@@ -96,14 +97,53 @@ fn a_warm_start_of_a_cache_too_small_says_how_to_start_it_instead() {
 }
 
 #[test]
-fn a_settling_start_warms_the_cache_first_and_says_how_long() {
-    let mut p = aside(TargetKind::Redis, 3, CacheStart::Settle);
+fn a_settling_cache_smaller_than_the_data_hits_as_an_exact_lru_of_what_it_held() {
+    // 200,000 keys of 256 B (about 75 MiB in redis); 8 MiB hold about a tenth.
+    let mut p = aside(TargetKind::Redis, 8, CacheStart::Settle);
+    p.workload.keys = 200_000;
+    p.load.rate = Some(3000.0);
+    p.load.stop = Stop::Duration(5.0);
+    let r = measure(&p);
+    assert!(r.valid, "{:?}", r.problems);
+    let a = r.cache_aside.as_ref().unwrap();
+    let w = a.working_set.clone().unwrap();
+    // Full and evicting: kvlab filled it coldest first, the workload turned
+    // it over (as many evictions as it held items), and it evicted in the
+    // window too.
+    assert_eq!(w.steady, Some(Steady::FilledByKvlab), "{w:?}");
+    assert!(w.filled_keys.unwrap() > w.items, "{w:?}");
+    assert!(w.settle_evictions.unwrap() >= w.items, "{w:?}");
+    assert!(w.evictions > 0, "{w:?}");
+    assert!(w.settled_after_s.is_some() && w.settle_curve.len() >= 6, "{w:?}");
+    // The window drew its own keys, not the settling's.
+    let d = r.draws.expect("the seeds");
+    assert_ne!(d.settle, Some(d.window));
+    assert_eq!(d.run, p.workload.seed);
+    // An exact LRU of the items it held, on the same load, hits within 3
+    // points of what it measured.
+    let share = w.items as f64 / 200_000.0;
+    let lru = common::lru::hit_ratios(200_000, 0.99, 0.05, &[share])[0];
+    assert!(
+        (a.hit_ratio - lru).abs() <= 0.03,
+        "measured {:.4}, an exact LRU of {} items {lru:.4}",
+        a.hit_ratio,
+        w.items
+    );
+    counts_agree(&r);
+    let text = kvlab::report::summary::summary(&r);
+    assert!(text.contains("filled by kvlab coldest key first"), "{text}");
+}
+
+#[test]
+fn a_settling_cache_that_holds_the_data_starts_warm() {
+    let mut p = aside(TargetKind::Redis, 64, CacheStart::Settle);
     p.load.rate = Some(3000.0);
     let r = measure(&p);
     assert!(r.valid, "{:?}", r.problems);
     let w = r.cache_aside.as_ref().unwrap().working_set.clone().unwrap();
-    assert!(w.settle_curve.len() >= 6, "{w:?}");
-    assert!(w.settled_after_s.is_some(), "{w:?}");
+    assert_eq!(w.steady, Some(Steady::HoldsTheData), "{w:?}");
+    assert_eq!(w.filled_keys, Some(50_000));
+    assert!(w.settle_curve.is_empty(), "{w:?}");
     counts_agree(&r);
 }
 
