@@ -130,8 +130,10 @@ pub struct ServerSize {
     pub machines: Option<u32>,
     /// Its machines' cost a month.
     pub monthly_cost: Option<f64>,
-    /// The model at the fixed-rate run's rate: cores predicted by this
-    /// method, and the server CPU measured there.
+    /// The model's check at the fixed-rate run: the cores its product's
+    /// own capacity-search steps give at this server's operations per
+    /// second in the run (CPU per operation falls as load rises, so never
+    /// its cost per operation at capacity), unrounded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_cores_at_run: Option<f64>,
     /// The server CPU the fixed-rate run measured, cores.
@@ -203,7 +205,9 @@ pub struct Architecture {
     /// The capacity's bracket: the last rate that passed, the first that failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity_bracket: Option<[f64; 2]>,
-    /// The model off by more than 25% somewhere (predicted vs measured CPU).
+    /// The model off by more than 25% somewhere: a server's CPU measured in
+    /// the row's run against its product's own search steps at the same
+    /// operations per second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_warning: Option<String>,
     /// Its cores, memory and cost as a range (see [`Range`]).

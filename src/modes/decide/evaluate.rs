@@ -3,6 +3,7 @@
 //! over the sweeps of [`super::flips`].
 
 use super::carry::{self, Model};
+use super::cpu::CpuCurves;
 use super::measure::{Measured, Searched};
 use super::others;
 use super::rows::{self, At};
@@ -61,7 +62,7 @@ pub fn evaluate(ask: &Ask, m: &Measured, model: &Model, end: End) -> Evaluated {
 
 /// The figures of `end`: operations per core from the searches, cache-aside's
 /// hit ratio carried to the stated keys (and to the stated mix where it
-/// differs from the measured one).
+/// differs from the measured one), the searches' CPU curves.
 fn at(ask: &Ask, m: &Measured, model: &Model, end: End) -> At {
     let pc = |s: &Searched| match end {
         End::Low => s.per_core_top(),
@@ -98,6 +99,7 @@ fn at(ask: &Ask, m: &Measured, model: &Model, end: End) -> At {
         any,
         aside_hit: aside.map(|a| a.1),
         hit_delta: aside.map_or(0.0, |(measured, carried)| carried - measured),
+        cpu: CpuCurves::searched(&m.db, &m.cache),
     }
 }
 

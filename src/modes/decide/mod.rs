@@ -18,12 +18,14 @@
 //!   and the answer at one end of the ranges; `rows` each architecture's row,
 //!   `rule` the answer,
 //!   `carry` the curve carried to the stated keys, `flips` where the answer
-//!   changes, `size` the one sizing method, `model` Che's approximation.
+//!   changes, `size` the one sizing method, `cpu` the products' CPU against
+//!   their ops/s (the sizing's check), `model` Che's approximation.
 //! - `others`: the other architectures weighed (a read replica, near caches):
 //!   a fixed-rate run each, and its row.
 
 pub mod again;
 pub mod carry;
+pub mod cpu;
 pub mod decision;
 mod evaluate;
 mod flips;

@@ -11,7 +11,7 @@ use anyhow::Result;
 use super::Ask;
 pub use super::measure::Other;
 use super::measure::{AsideRun, Runs, mb_name};
-use super::size::{self, Memory, Shape};
+use super::size::{self, Check, Memory, Shape};
 use crate::plan::near::{Invalidation, NearBound, NearCache};
 use crate::results::decide::{Architecture, bytes};
 use crate::results::stats::num;
@@ -206,7 +206,11 @@ pub(super) fn row(
             ask.plan.target.kind.product().name(),
             ask.cache.cache.kind.product().name(),
         ),
-        Some((run, shape)),
+        Some(Check {
+            run,
+            shape,
+            cpu: &at.cpu,
+        }),
     );
     let near = run.near_cache.as_ref().map_or(String::new(), |n| {
         format!(

@@ -2,15 +2,17 @@
 //! measured copy (rates per server core, memory per key), the miss-ratio
 //! curve at the stated data, and the decision with every extrapolation said.
 
+use super::cpu::CpuCurves;
 use super::measure::{Measured, Searched, mb_name};
-use super::size::{self, Memory, PerCore, Shape};
+use super::size::{self, Check, Memory, PerCore, Shape};
 use super::{Ask, trace};
 use crate::results::decide::{Architecture, CacheLoss, Scaled, ServerSize, bytes, price};
 use crate::results::stats::num;
 
 /// The figures a row is sized with at one end of its ranges (see
 /// [`super::decision`]): each product's operations per core, the
-/// cache-aside hit ratio carried to the stated keys.
+/// cache-aside hit ratio carried to the stated keys; and what its run is
+/// checked with.
 pub(super) struct At {
     /// The database's and the cache's operations per core within the goal.
     pub searched: PerCore,
@@ -22,6 +24,9 @@ pub(super) struct At {
     /// What the carry added to the measured hit ratio (for the rows with the
     /// same cache beside it).
     pub hit_delta: f64,
+    /// Each product's CPU against its operations per second, from its
+    /// search's steps: the model's check (the same at every end).
+    pub cpu: CpuCurves,
 }
 
 /// Sizes `row` by the one method: its `servers` (see [`size`]), their
@@ -280,7 +285,11 @@ pub(super) fn cache_aside(ask: &Ask, m: &Measured, at: &At, per_key: f64) -> Arc
         at.any,
         memory,
         products,
-        Some((&a.result, run_shape)),
+        Some(Check {
+            run: &a.result,
+            shape: run_shape,
+            cpu: &at.cpu,
+        }),
     );
     r.measured_from = format!(
         "a run at {} req/s with a {} cache ({} in use, {:.1}% hits on the copy{}){}; memory: the table and the cache's limit (or, with none, the whole copy's) per key × the stated keys",
@@ -298,8 +307,9 @@ pub(super) fn cache_aside(ask: &Ask, m: &Measured, at: &At, per_key: f64) -> Arc
     r
 }
 
-/// The model's check as words: each server's predicted and measured cores at
-/// the run's rate.
+/// The model's check as words: each server's cores at the run, predicted
+/// from its product's own search steps at its operations per second there,
+/// and measured.
 pub(super) fn checked(servers: &[ServerSize]) -> String {
     let each: Vec<String> = servers
         .iter()
@@ -317,7 +327,10 @@ pub(super) fn checked(servers: &[ServerSize]) -> String {
         .collect();
     match each.is_empty() {
         true => String::new(),
-        false => format!("; the model at the run's rate: {}", each.join(", ")),
+        false => format!(
+            "; the model's check (each server's CPU at its operations per second in the run, from its product's own search steps there): {}",
+            each.join(", ")
+        ),
     }
 }
 
@@ -372,7 +385,7 @@ pub(super) fn extrapolations(ask: &Ask, s: &Scaled) -> Vec<String> {
     let mut out = vec![
         format!("Data: {}.", s.why),
         format!("Rate: {}.", s.rate_why),
-        "Cores, one method for every row: each server's operations per second at the stated load (from its architecture's measured shares: hits, near-cache hits, reads to replicas, writes, fills, invalidations) divided by its product's operations per core within the goal (its capacity search on this machine, client and servers sharing its cores); each fixed-rate run checks the model (predicted against measured server CPU at its rate). A real server scales less than linearly past a machine.".into(),
+        "Cores, one method for every row: each server's operations per second at the stated load (from its architecture's measured shares: hits, near-cache hits, reads to replicas, writes, fills, invalidations) divided by its product's operations per core within the goal (its capacity search on this machine, client and servers sharing its cores); each fixed-rate run checks the model: each server's CPU measured there against its product's own search steps at the same operations per second (CPU per operation falls as load rises, so a light run is not held to the cost per operation at capacity). A real server scales less than linearly past a machine.".into(),
         "Memory: a table's size and a cache's memory per key, times the stated keys; a figure kvlab could not read is not known, never 0.".into(),
     ];
     let l = &ask.load;

@@ -2,9 +2,13 @@
 //! operations per second at the stated load, from the measured shares of its
 //! architecture (hits, near-cache hits, reads to replicas, writes, fills,
 //! invalidations), divided by its product's operations per core within the
-//! goal (its capacity search). The same formula at a fixed-rate run's rate
-//! predicts that run's server CPU: the check of the model, shown per row.
+//! goal (its capacity search: what a production server at its capacity
+//! costs). The check of the model, shown per row: each server's operations
+//! per second at a fixed-rate run, by the same shares, predict its CPU there
+//! from its product's own search steps at those ops/s (see [`super::cpu`]),
+//! held against the CPU the run measured.
 
+use super::cpu::CpuCurves;
 use crate::results::RunResult;
 use crate::results::decide::{ServerSize, StatedLoad};
 use crate::results::usage::Role;
@@ -46,6 +50,37 @@ pub struct Memory {
     pub cache: Option<u64>,
 }
 
+/// A fixed-rate run of an architecture, the model's check.
+#[derive(Clone, Copy, Debug)]
+pub struct Check<'a> {
+    /// The run.
+    pub run: &'a RunResult,
+    /// Its shape as measured there (its own hit ratio on the copy).
+    pub shape: Shape,
+    /// Its products' CPU against their operations per second.
+    pub cpu: &'a CpuCurves,
+}
+
+impl Check<'_> {
+    /// Each server's cores at the run, predicted (its product's curve at
+    /// its operations per second there) and measured, in the order [`ops`]
+    /// lists them.
+    fn cores(&self) -> Vec<(Option<f64>, Option<f64>)> {
+        let r = self.run;
+        let ratio = &r.config.workload.ratio;
+        let ws = ratio.set as f64 / (ratio.set + ratio.get).max(1) as f64;
+        let measured = measured_cores(r);
+        ops(self.shape, r.totals.throughput_rps, ws)
+            .into_iter()
+            .enumerate()
+            .map(|(i, (role, x))| {
+                let predicted = self.cpu.of_role(role).cores_at(x);
+                (predicted, measured.get(i).copied().flatten())
+            })
+            .collect()
+    }
+}
+
 /// Operations per second of each server (role, ops) of `shape` at `rps`
 /// with `write_share` of requests writing.
 pub fn ops(shape: Shape, rps: f64, write_share: f64) -> Vec<(&'static str, f64)> {
@@ -71,23 +106,17 @@ pub fn ops(shape: Shape, rps: f64, write_share: f64) -> Vec<(&'static str, f64)>
     }
 }
 
-/// The servers of `shape` at `load`, sized by the one method, each with the
-/// model's check against `run` (a fixed-rate run of it, and its shape as
-/// measured there: its own hit ratio on the copy) where there is one.
+/// The servers of `shape` at `load`, sized by the one method (`per_core`),
+/// each with the model's check against `check` where there is a run.
 pub fn servers(
     load: &StatedLoad,
     shape: Shape,
     per_core: PerCore,
     memory: Memory,
     products: (&str, &str),
-    run: Option<(&RunResult, Shape)>,
+    check: Option<Check<'_>>,
 ) -> Vec<ServerSize> {
-    let at_run = run.map(|(r, measured)| {
-        let rate = r.totals.throughput_rps;
-        let ws = r.config.workload.ratio.set as f64
-            / (r.config.workload.ratio.set + r.config.workload.ratio.get).max(1) as f64;
-        (ops(measured, rate, ws), measured_cores(r))
-    });
+    let at_run = check.map(|c| c.cores()).unwrap_or_default();
     ops(shape, load.rps, load.write_share)
         .into_iter()
         .enumerate()
@@ -96,10 +125,7 @@ pub fn servers(
                 "cache" => (per_core.cache, products.1, memory.cache),
                 _ => (per_core.db, products.0, memory.table),
             };
-            let (predicted, measured) = match &at_run {
-                Some((ops, cpu)) => (pc.map(|pc| ops[i].1 / pc), cpu.get(i).copied().flatten()),
-                None => (None, None),
-            };
+            let (predicted, measured) = at_run.get(i).copied().unwrap_or_default();
             ServerSize {
                 role: role.into(),
                 product: product.into(),
@@ -143,7 +169,8 @@ fn measured_cores(r: &RunResult) -> Vec<Option<f64>> {
     }
 }
 
-/// Where the model is off by more than [`MODEL_TOLERANCE`]: one line.
+/// Where a run's measured CPU is off its product's own runs at the same
+/// operations per second by more than [`MODEL_TOLERANCE`]: one line.
 pub fn model_warning(servers: &[ServerSize]) -> Option<String> {
     let off: Vec<String> = servers
         .iter()
@@ -151,7 +178,7 @@ pub fn model_warning(servers: &[ServerSize]) -> Option<String> {
             let (p, m) = (s.predicted_cores_at_run?, s.measured_cores_at_run?);
             ((p - m).abs() > MODEL_TOLERANCE * m.max(1e-9)).then(|| {
                 format!(
-                    "{} {}: predicted {:.2} cores at the run's rate, measured {:.2}",
+                    "{} {}: its own search's runs give {:.2} cores at the run's operations per second, the run measured {:.2}",
                     s.role, s.product, p, m
                 )
             })
@@ -204,5 +231,114 @@ mod tests {
         let r = ops(Shape::Replicas { replicas: 2 }, 1000.0, 0.3);
         assert_eq!(r.len(), 3);
         assert!((r[1].1 - 650.0).abs() < 1e-9);
+    }
+
+    /// A stated load of `rps`, reads only.
+    fn load(rps: f64) -> StatedLoad {
+        StatedLoad {
+            rps,
+            p99_ms: 5.0,
+            p50_ms: None,
+            p999_ms: None,
+            keys: 1000,
+            value_size: 100,
+            ratio: "0:1".into(),
+            distribution: "uniform".into(),
+            write_share: 0.0,
+            machine_cores: 16.0,
+            machine_gib: 64.0,
+            price_core_hour: 0.04,
+            price_gib_hour: 0.005,
+            currency: "USD".into(),
+            example_prices: true,
+            price_machine_month: 100.0,
+            shared: false,
+            target_cores: None,
+            cache_cores: None,
+            app_instances: 1,
+            rtt_ms: None,
+            cache_rtt_ms: None,
+            rtt_assumed: false,
+            trace: None,
+            observed: Vec::new(),
+        }
+    }
+
+    /// A fixed-rate run of the database alone, reads only, serving `rps`
+    /// over 10 s with its server `cores` busy.
+    fn run(rps: f64, cores: f64) -> RunResult {
+        let mut r: RunResult =
+            serde_json::from_str(include_str!("../../../tests/fixtures/client-result.json"))
+                .unwrap();
+        (r.config.workload.ratio.set, r.config.workload.ratio.get) = (0, 1);
+        (r.totals.throughput_rps, r.totals.duration_s) = (rps, 10.0);
+        (r.cache_aside, r.replication) = (None, None);
+        let requests = (rps * 10.0) as u64;
+        r.server.servers = vec![crate::results::usage::ServerUse::new(
+            Role::Database,
+            "postgres",
+            Some(cores * 10.0),
+            None,
+            requests,
+        )];
+        r
+    }
+
+    #[test]
+    fn a_light_run_is_checked_against_its_products_own_runs_at_its_rate() {
+        use super::super::cpu::{CpuCurve, CpuPoint};
+        // The database's search: 0.1 cores at 500 ops/s, 0.4 at 4,000 (its
+        // CPU per operation falls as load rises); 10,000 ops per core at its
+        // capacity.
+        let db = CpuCurve::new(
+            [(500.0, 0.1), (4000.0, 0.4)].map(|(ops_per_s, cores)| CpuPoint { ops_per_s, cores }),
+        );
+        let cpu = CpuCurves {
+            db,
+            cache: CpuCurve::default(),
+        };
+        let per_core = PerCore {
+            db: Some(10_000.0),
+            cache: None,
+        };
+        let sized = |r: &RunResult| {
+            let check = Check {
+                run: r,
+                shape: Shape::Database,
+                cpu: &cpu,
+            };
+            servers(
+                &load(20_000.0),
+                Shape::Database,
+                per_core,
+                Memory::default(),
+                ("postgres", "redis"),
+                Some(check),
+            )
+        };
+        // At 1,000 ops/s the curve gives 0.1 + 0.3 × 500/3,500 cores; the
+        // cost per operation at capacity would give 0.1, 30% under.
+        let on_curve = 0.1 + 0.3 * 500.0 / 3500.0;
+        let matched = sized(&run(1000.0, on_curve));
+        let s = &matched[0];
+        assert!((s.predicted_cores_at_run.unwrap() - on_curve).abs() < 1e-9);
+        assert!((s.measured_cores_at_run.unwrap() - on_curve).abs() < 1e-9);
+        assert_eq!(model_warning(&matched), None);
+        // Sized at the stated load by operations per core at capacity.
+        assert!((s.cores.unwrap() - 2.0).abs() < 1e-9);
+        // Twice the curve's CPU: this architecture really costs more.
+        let costly = sized(&run(1000.0, 2.0 * on_curve));
+        let w = model_warning(&costly).expect("a warning");
+        assert!(w.contains("off by more than 25%"), "{w}");
+        // No run: no check.
+        let alone = servers(
+            &load(20_000.0),
+            Shape::Database,
+            per_core,
+            Memory::default(),
+            ("postgres", "redis"),
+            None,
+        );
+        assert_eq!(alone[0].predicted_cores_at_run, None);
     }
 }
