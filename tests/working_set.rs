@@ -114,7 +114,10 @@ fn a_settling_cache_smaller_than_the_data_hits_as_an_exact_lru_of_what_it_held()
     assert!(w.filled_keys.unwrap() > w.items, "{w:?}");
     assert!(w.settle_evictions.unwrap() >= w.items, "{w:?}");
     assert!(w.evictions > 0, "{w:?}");
-    assert!(w.settled_after_s.is_some() && w.settle_curve.len() >= 6, "{w:?}");
+    assert!(
+        w.settled_after_s.is_some() && w.settle_curve.len() >= 6,
+        "{w:?}"
+    );
     // The window drew its own keys, not the settling's.
     let d = r.draws.expect("the seeds");
     assert_ne!(d.settle, Some(d.window));

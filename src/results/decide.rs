@@ -136,6 +136,11 @@ pub struct ServerSize {
     /// its cost per operation at capacity), unrounded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_cores_at_run: Option<f64>,
+    /// The cores the product's own runs allow at that run, low and high: one
+    /// figure within its search's rates; below its lowest run, from that
+    /// run's CPU per operation (no fixed cost) to its cores (all fixed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_range_at_run: Option<[f64; 2]>,
     /// The server CPU the fixed-rate run measured, cores.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_cores_at_run: Option<f64>,
@@ -513,6 +518,7 @@ mod tests {
             machines: None,
             monthly_cost: None,
             predicted_cores_at_run: None,
+            predicted_range_at_run: None,
             measured_cores_at_run: None,
         };
         let month = load.price_machine_month;

@@ -97,6 +97,23 @@ impl CpuCurve {
         Some(a.cores + t * (b.cores - a.cores))
     }
 
+    /// The cores the product's own runs allow at `ops_per_s`, low and high
+    /// (`None`: no CPU known). From its lowest run up, the one figure of
+    /// [`cores_at`](Self::cores_at) twice. Below its lowest run no run says
+    /// how much of its CPU is a fixed cost: between that run's CPU per
+    /// operation (no fixed cost) and that run's cores (all of it fixed).
+    pub fn range_at(&self, ops_per_s: f64) -> Option<(f64, f64)> {
+        let first = self.points.first()?;
+        let c = self.cores_at(ops_per_s)?;
+        match ops_per_s < first.ops_per_s {
+            true => Some((
+                first.cores * ops_per_s.max(0.0) / first.ops_per_s,
+                first.cores,
+            )),
+            false => Some((c, c)),
+        }
+    }
+
     /// How the product's cores grow with its operations per second: the
     /// least-squares slope of ln(cores) on ln(ops/s) over every point (all
     /// of them, so that two close, noisy steps do not set it), held within
@@ -162,6 +179,17 @@ mod tests {
 
     fn close(a: Option<f64>, b: f64) -> bool {
         a.is_some_and(|a| (a - b).abs() < 1e-9)
+    }
+
+    #[test]
+    fn below_the_lowest_step_the_range_runs_from_its_cost_per_operation_to_its_cores() {
+        let c = curve(&[(1000.0, 0.2), (2000.0, 0.3)]);
+        let (lo, hi) = c.range_at(100.0).unwrap();
+        assert!((lo - 0.02).abs() < 1e-12 && (hi - 0.2).abs() < 1e-12);
+        let p = c.cores_at(100.0).unwrap();
+        assert!(lo <= p && p <= hi);
+        assert_eq!(c.range_at(1500.0), Some((0.25, 0.25)));
+        assert_eq!(CpuCurve::new([]).range_at(10.0), None);
     }
 
     #[test]

@@ -316,10 +316,10 @@ pub(super) fn checked(servers: &[ServerSize]) -> String {
         .filter_map(|s| {
             let p = s.predicted_cores_at_run?;
             Some(format!(
-                "{} {}: {:.2} cores predicted, {}",
+                "{} {}: {} cores predicted, {}",
                 s.role,
                 s.product,
-                p,
+                super::size::cores_said(p, s.predicted_range_at_run.unwrap_or([p, p])),
                 s.measured_cores_at_run
                     .map_or("CPU not measured".into(), |m| format!("{m:.2} measured"))
             ))

@@ -63,9 +63,9 @@ pub struct Check<'a> {
 
 impl Check<'_> {
     /// Each server's cores at the run, predicted (its product's curve at
-    /// its operations per second there) and measured, in the order [`ops`]
-    /// lists them.
-    fn cores(&self) -> Vec<(Option<f64>, Option<f64>)> {
+    /// its operations per second there, and the range its runs allow) and
+    /// measured, in the order [`ops`] lists them.
+    fn cores(&self) -> Vec<AtRun> {
         let r = self.run;
         let ratio = &r.config.workload.ratio;
         let ws = ratio.set as f64 / (ratio.set + ratio.get).max(1) as f64;
@@ -74,11 +74,23 @@ impl Check<'_> {
             .into_iter()
             .enumerate()
             .map(|(i, (role, x))| {
-                let predicted = self.cpu.of_role(role).cores_at(x);
-                (predicted, measured.get(i).copied().flatten())
+                let curve = self.cpu.of_role(role);
+                AtRun {
+                    predicted: curve.cores_at(x),
+                    range: curve.range_at(x).map(|(lo, hi)| [lo, hi]),
+                    measured: measured.get(i).copied().flatten(),
+                }
             })
             .collect()
     }
+}
+
+/// One server's cores at a fixed-rate run.
+#[derive(Clone, Copy, Debug, Default)]
+struct AtRun {
+    predicted: Option<f64>,
+    range: Option<[f64; 2]>,
+    measured: Option<f64>,
 }
 
 /// Operations per second of each server (role, ops) of `shape` at `rps`
@@ -125,7 +137,7 @@ pub fn servers(
                 "cache" => (per_core.cache, products.1, memory.cache),
                 _ => (per_core.db, products.0, memory.table),
             };
-            let (predicted, measured) = at_run.get(i).copied().unwrap_or_default();
+            let at = at_run.get(i).copied().unwrap_or_default();
             ServerSize {
                 role: role.into(),
                 product: product.into(),
@@ -135,8 +147,9 @@ pub fn servers(
                 memory_bytes: mem,
                 machines: None,
                 monthly_cost: None,
-                predicted_cores_at_run: predicted,
-                measured_cores_at_run: measured,
+                predicted_cores_at_run: at.predicted,
+                predicted_range_at_run: at.range,
+                measured_cores_at_run: at.measured,
             }
         })
         .collect()
@@ -169,17 +182,31 @@ fn measured_cores(r: &RunResult) -> Vec<Option<f64>> {
     }
 }
 
+/// Cores predicted, as said: `0.12`, or `0.05 (0.02–0.20)` where the run
+/// was below the product's lowest search step.
+pub fn cores_said(p: f64, [lo, hi]: [f64; 2]) -> String {
+    match hi > lo {
+        true => format!("{p:.2} ({lo:.2}–{hi:.2})"),
+        false => format!("{p:.2}"),
+    }
+}
+
 /// Where a run's measured CPU is off its product's own runs at the same
-/// operations per second by more than [`MODEL_TOLERANCE`]: one line.
+/// operations per second (below the product's lowest search step, off the
+/// range they allow) by more than [`MODEL_TOLERANCE`]: one line.
 pub fn model_warning(servers: &[ServerSize]) -> Option<String> {
     let off: Vec<String> = servers
         .iter()
         .filter_map(|s| {
             let (p, m) = (s.predicted_cores_at_run?, s.measured_cores_at_run?);
-            ((p - m).abs() > MODEL_TOLERANCE * m.max(1e-9)).then(|| {
+            let [lo, hi] = s.predicted_range_at_run.unwrap_or([p, p]);
+            let off = m < lo * (1.0 - MODEL_TOLERANCE) || m > hi * (1.0 + MODEL_TOLERANCE);
+            off.then(|| {
                 format!(
-                    "{} {}: its own search's runs give {:.2} cores at the run's operations per second, the run measured {:.2}",
-                    s.role, s.product, p, m
+                    "{} {}: its own search's runs give {} cores at the run's operations per second, the run measured {m:.2}",
+                    s.role,
+                    s.product,
+                    cores_said(p, [lo, hi])
                 )
             })
         })
@@ -330,6 +357,12 @@ mod tests {
         let costly = sized(&run(1000.0, 2.0 * on_curve));
         let w = model_warning(&costly).expect("a warning");
         assert!(w.contains("off by more than 25%"), "{w}");
+        // Below the search's lowest step, within the range its runs allow
+        // (0.1 cores at 500 ops/s: from 0.02 at 100 ops/s to 0.1): no warning.
+        let light = sized(&run(100.0, 0.08));
+        let [lo, hi] = light[0].predicted_range_at_run.unwrap();
+        assert!((lo - 0.02).abs() < 1e-12 && (hi - 0.1).abs() < 1e-12);
+        assert_eq!(model_warning(&light), None);
         // No run: no check.
         let alone = servers(
             &load(20_000.0),
