@@ -31,6 +31,7 @@ mod observe;
 mod replay;
 mod replication;
 pub mod resolve;
+mod settle;
 mod target;
 mod window;
 
