@@ -27,6 +27,7 @@
 
 pub mod again;
 pub mod carry;
+pub mod check;
 pub mod compare;
 pub mod decision;
 mod evaluate;
