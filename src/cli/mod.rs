@@ -176,10 +176,10 @@ pub struct GoalArgs {
     --keys 100000 --value-size 1024 --ratio 1:19 --key-distribution zipf")]
 pub struct DecideArgs {
     /// Requests per second at peak.
-    #[arg(long, value_name = "RPS", required_unless_present_any = ["from", "observe"])]
+    #[arg(long, value_name = "RPS", required_unless_present_any = ["from", "observe", "check"])]
     pub rps: Option<f64>,
     /// Largest acceptable p99 latency, milliseconds.
-    #[arg(long, value_name = "MS", required_unless_present = "from")]
+    #[arg(long, value_name = "MS", required_unless_present_any = ["from", "check"])]
     pub p99_ms: Option<f64>,
     /// Also a largest p50, milliseconds.
     #[arg(long, value_name = "MS")]
@@ -192,6 +192,13 @@ pub struct DecideArgs {
     /// prices or machines.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["resume", "trace"])]
     pub from: Option<PathBuf>,
+    /// Check the decision saved in DIR (an earlier --out): run cache-aside
+    /// at the size it chose, at the stated keys (or the most this machine
+    /// holds) and the rate its copy was measured at, on servers kvlab
+    /// starts; print each figure predicted against measured, write
+    /// DIR/check.json; exit non-zero when one is past its tolerance.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["from", "resume", "observe", "trace", "out"])]
+    pub check: Option<PathBuf>,
     /// Watch the --target and --cache given by URL first (read-only, as
     /// `kvlab observe`) and take the load they serve (rate, mix, keys, value
     /// sizes, skew) for each of those flags not given.

@@ -4,6 +4,7 @@
 
 pub mod aside;
 pub mod capacity;
+pub mod check;
 pub mod decide;
 pub mod events;
 pub mod fill;

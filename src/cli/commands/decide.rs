@@ -1,6 +1,7 @@
 //! `kvlab decide`: the answer for a stated load — keep the cache or not, what
 //! each way costs, and what a cache loss does — on stdout, as JSON and as an
-//! HTML page.
+//! HTML page; `--from` recomputes a saved one, `--check` (`decide/check.rs`)
+//! checks one by a run of what it sized.
 
 use std::sync::atomic::AtomicBool;
 
@@ -28,6 +29,9 @@ pub fn exec(args: &DecideArgs, shutdown: &AtomicBool) -> Result<()> {
     }
     if let Some(dir) = &args.from {
         return from(args, dir);
+    }
+    if let Some(dir) = &args.check {
+        return check::exec(args, dir, shutdown);
     }
     let watched;
     let args = match args.observe {
@@ -93,7 +97,7 @@ fn make_dir(dir: &std::path::Path) -> Result<()> {
 }
 
 /// The decision as text on stdout, decision.json and report.html in `out`
-/// (and `--json`).
+/// (and `--json`); a check of the decision there before is removed.
 fn write_out(
     d: &crate::results::decide::Decision,
     out: &std::path::Path,
@@ -101,7 +105,21 @@ fn write_out(
 ) -> Result<()> {
     say(json, &format!("\n{}", crate::report::decide::text(d)));
     write_json(&out.join("decision.json"), d)?;
-    std::fs::write(out.join("report.html"), crate::report::decide::html(d))?;
+    let stale = out.join("check.json");
+    if stale.exists() {
+        std::fs::remove_file(&stale)?;
+        say(
+            json,
+            &format!(
+                "kvlab: removed {}: it checked the decision written there before\n",
+                stale.display()
+            ),
+        );
+    }
+    std::fs::write(
+        out.join("report.html"),
+        crate::report::decide::html(d, None),
+    )?;
     say(
         json,
         &format!("kvlab: wrote {}\n", out.join("report.html").display()),
@@ -271,6 +289,7 @@ pub(super) fn prices(args: &DecideArgs) -> Result<Prices, UsageError> {
 }
 
 mod again;
+mod check;
 mod observed;
 
 /// What `args` ask: the database (not a cache) and the cache in front of it

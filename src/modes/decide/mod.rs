@@ -22,9 +22,14 @@
 //!   their ops/s (the sizing's check), `model` Che's approximation.
 //! - `others`: the other architectures weighed (a read replica, near caches):
 //!   a fixed-rate run each, and its row.
+//! - `check`: `--check`, a saved decision checked by one run of what it
+//!   sized; `compare` what it predicts there against what that run measured,
+//!   as pure functions.
 
 pub mod again;
 pub mod carry;
+pub mod check;
+pub mod compare;
 pub mod cpu;
 pub mod decision;
 mod evaluate;

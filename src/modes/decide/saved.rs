@@ -289,9 +289,14 @@ impl<'a> Store<'a> {
 /// A saved decision under `dir`, read back: what was asked and what the
 /// steps measured. An unfinished one is refused, naming the steps missing.
 pub fn load(dir: &Path) -> Result<(Ask, Measured)> {
+    load_for(dir, "--from")
+}
+
+/// [`load`] for the flag `flag` (`--from`, `--check`), which its errors name.
+pub fn load_for(dir: &Path, flag: &str) -> Result<(Ask, Measured)> {
     let manifest: Manifest = read(&dir.join("manifest.json")).map_err(|e| {
         anyhow!(
-            "--from: {} holds no saved decision ({e:#}); give the --out of an earlier kvlab decide",
+            "{flag}: {} holds no saved decision ({e:#}); give the --out of an earlier kvlab decide",
             dir.display()
         )
     })?;
@@ -301,7 +306,7 @@ pub fn load(dir: &Path) -> Result<(Ask, Measured)> {
         .collect();
     if !missing.is_empty() {
         bail!(
-            "--from: the decision saved in {} is unfinished (missing: {}); measure the rest with kvlab decide --resume {} and the flags it was started with",
+            "{flag}: the decision saved in {} is unfinished (missing: {}); measure the rest with kvlab decide --resume {} and the flags it was started with",
             dir.display(),
             missing.join(", "),
             dir.display()

@@ -2,14 +2,17 @@
 //! its reason first, then one row per architecture (each naming the
 //! measurement it comes from), the miss-ratio curve, the cache loss, and
 //! every extrapolation; the page adds three pictures ([`charts`]) and its
-//! tables render through the shared table code. A pure function of the
-//! [`Decision`].
+//! tables render through the shared table code, and a decision's [`check`]
+//! where there is one. A pure function of the [`Decision`] (and its
+//! [`Check`]).
 
 mod charts;
+pub mod check;
 
 use std::fmt::Write as _;
 
 use crate::report::table::Table;
+use crate::results::check::Check;
 use crate::results::decide::{Architecture, CurvePoint, Decision, bytes};
 use crate::results::stats::num;
 
@@ -242,9 +245,10 @@ fn esc(s: &str) -> String {
     crate::report::html::esc(s)
 }
 
-/// The decision as a standalone HTML page: the answer, the three pictures,
-/// the rows and the curve as tables, the extrapolations.
-pub fn html(d: &Decision) -> String {
+/// The decision as a standalone HTML page: the answer, its check where
+/// `check` is one, the three pictures, the rows and the curve as tables, the
+/// extrapolations.
+pub fn html(d: &Decision, check: Option<&Check>) -> String {
     let mut s = String::from(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>kvlab decide</title><style>body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top;font-size:85%}.answer{font-size:130%;background:#eef;padding:1em}.close{background:#fff4e0;padding:.6em 1em}figure{margin:1.5em 0}svg{max-width:100%;height:auto;border:1px solid #eee}</style></head><body>",
     );
@@ -268,6 +272,9 @@ pub fn html(d: &Decision) -> String {
     s.push_str("</ul>");
     for b in &d.host_busy {
         let _ = write!(s, "<p><b>Note:</b> {}.</p>", esc(b));
+    }
+    if let Some(c) = check {
+        s.push_str(&check::section(c));
     }
     s.push_str("<h2>Pictures</h2>");
     let pictures = [charts::cost(d), charts::curve(d)]

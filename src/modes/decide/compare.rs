@@ -1,0 +1,383 @@
+//! The check of a decision (`kvlab decide --check`) as pure functions of the
+//! saved measurements and the check's run: the keys a check runs at, its
+//! cache's memory, what the decision predicts there (its hit ratio carried
+//! to those keys as the decision carries its curve, the database's reads,
+//! each server's CPU per request, p99), and each figure held against what
+//! the run measured, with the verdict.
+
+use super::carry::Model;
+use super::measure::AsideRun;
+use super::size::{self, Shape};
+use crate::results::RunResult;
+use crate::results::check::{Compared, Figure, Outcome, Server, Tolerance, Tolerances, Verdict};
+use crate::results::decide::{ServerSize, bytes};
+use crate::results::stats::num;
+use crate::results::usage::Role;
+
+/// The tolerances of a check: 3 points of hit ratio; 25% of a server's CPU
+/// per request, as the decision's own check of its sizing model.
+pub const TOLERANCES: Tolerances = Tolerances {
+    hit_points: 0.03,
+    cpu_share: size::MODEL_TOLERANCE,
+};
+
+/// Bytes a key takes in memory at `value_size`, as the decision's copy
+/// counts it.
+fn per_key(value_size: usize) -> u64 {
+    value_size as u64 + 120
+}
+
+/// The keys a check runs at, and why: the stated keys where their data
+/// fits a quarter of the `available` memory (the decision's memory rule for
+/// its copy, without its cap on the run's length), else as many as do.
+pub fn keys(stated: u64, value_size: usize, available: u64) -> (u64, String) {
+    let per_key = per_key(value_size);
+    let fit = (available / 4 / per_key).max(1000);
+    match stated <= fit {
+        true => (stated, "the stated keys".into()),
+        false => (
+            fit,
+            format!(
+                "{} of the stated {} keys: the most whose data ({per_key} B a key) fits a quarter of this machine's available memory ({})",
+                num(fit as f64),
+                num(stated as f64),
+                bytes(available)
+            ),
+        ),
+    }
+}
+
+/// The cache's memory limit at `keys`, MiB: the decision's chosen limit for
+/// its copy of `copy` keys, per key (as the decision sizes memory), times
+/// `keys`; `None`: no limit.
+pub fn cache_mb(chosen: Option<u64>, copy: u64, keys: u64) -> Option<u64> {
+    chosen.map(|mb| ((mb as f64 * keys as f64 / copy.max(1) as f64).ceil() as u64).max(1))
+}
+
+/// The figures a check compares, as predicted or as measured.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Figures {
+    /// The cache's hit ratio of all reads.
+    pub hit: Option<f64>,
+    /// The database's reads per 1,000 requests.
+    pub db_reads: Option<f64>,
+    /// Each server's CPU per request, µs.
+    pub cpu_us: Vec<(Server, Option<f64>)>,
+    /// p99 latency, ms.
+    pub p99_ms: Option<f64>,
+}
+
+/// The database's reads per 1,000 requests with `write_share` of them
+/// writes and a hit ratio of all reads `hit`: the reads it missed.
+pub fn db_reads(write_share: f64, hit: f64) -> f64 {
+    1000.0 * (1.0 - write_share) * (1.0 - hit)
+}
+
+/// What the decision predicts for its cache-aside run `a` (measured on a
+/// copy of `copy` keys) at `keys` keys and the same rate: its hit ratio
+/// carried by `model`, as the decision carries its curve; the database's
+/// reads that leaves; each of `servers` (the decision's cache-aside row) its
+/// CPU per request ([`cpu_us`]); the p99 the run measured.
+pub fn predicted(
+    a: &AsideRun,
+    model: &Model,
+    (copy, keys): (u64, u64),
+    write_share: f64,
+    servers: &[ServerSize],
+) -> Figures {
+    let hit = a.result.cache_aside.as_ref().map(|x| {
+        model
+            .carry_run(&a.result, x.hit_ratio, copy, keys)
+            .map_or(x.hit_ratio, |k| k.hit)
+    });
+    Figures {
+        hit,
+        db_reads: hit.map(|h| db_reads(write_share, h)),
+        cpu_us: hit.map_or_else(Vec::new, |h| cpu_us(servers, h, write_share)),
+        p99_ms: Some(a.result.latency.latency_us.p99 / 1000.0),
+    }
+}
+
+/// Each server's CPU per request predicted, µs, by the decision's sizing
+/// method as saved in its row: the server's operations per request of
+/// cache-aside at hit ratio `hit` over its product's operations per core.
+/// (The one place this prediction is made.)
+pub fn cpu_us(servers: &[ServerSize], hit: f64, write_share: f64) -> Vec<(Server, Option<f64>)> {
+    let ops = size::ops(Shape::Aside { hit, near: 0.0 }, 1.0, write_share);
+    servers
+        .iter()
+        .filter_map(|s| {
+            let role = role_of(&s.role)?;
+            let per_request = ops.iter().find(|o| o.0 == s.role)?.1;
+            let pc = s.ops_per_core.filter(|pc| *pc > 0.0);
+            let server = Server {
+                role,
+                product: s.product.clone(),
+            };
+            Some((server, pc.map(|pc| 1e6 * per_request / pc)))
+        })
+        .collect()
+}
+
+/// A row's role as a server's part in a run.
+fn role_of(role: &str) -> Option<Role> {
+    match role {
+        "database" => Some(Role::Database),
+        "cache" => Some(Role::Cache),
+        _ => None,
+    }
+}
+
+/// What the check's run `r` measured.
+pub fn measured(r: &RunResult) -> Figures {
+    let aside = r.cache_aside.as_ref();
+    let rate = r.totals.throughput_rps;
+    Figures {
+        hit: aside.map(|a| a.hit_ratio),
+        db_reads: aside
+            .filter(|_| rate > 0.0)
+            .map(|a| 1000.0 * a.db_reads_per_s / rate),
+        cpu_us: r
+            .server
+            .servers
+            .iter()
+            .filter(|s| matches!(s.role, Role::Database | Role::Cache))
+            .map(|s| {
+                let server = Server {
+                    role: s.role,
+                    product: s.product.clone(),
+                };
+                (server, s.cpu_us_per_request)
+            })
+            .collect(),
+        p99_ms: (r.totals.requests > 0).then(|| r.latency.latency_us.p99 / 1000.0),
+    }
+}
+
+/// Each figure of `p` beside `m`'s, with its tolerance from `t`: the hit
+/// ratio and the database's reads (the same points of the reads, at
+/// `write_share` writes) to within `t.hit_points`, each server's CPU per
+/// request to within `t.cpu_share` of the measured, p99 to the goal
+/// `goal_ms`.
+pub fn compare(
+    p: &Figures,
+    m: &Figures,
+    (goal_ms, write_share): (f64, f64),
+    t: Tolerances,
+) -> Vec<Compared> {
+    let reads_within = 1000.0 * (1.0 - write_share) * t.hit_points;
+    let mut out = vec![
+        compared(
+            (Figure::HitRatio, None),
+            (p.hit, m.hit),
+            Tolerance::Absolute {
+                within: t.hit_points,
+            },
+        ),
+        compared(
+            (Figure::DatabaseReads, None),
+            (p.db_reads, m.db_reads),
+            Tolerance::Absolute {
+                within: reads_within,
+            },
+        ),
+    ];
+    for role in [Role::Database, Role::Cache] {
+        let of = |f: &Figures| f.cpu_us.iter().find(|(s, _)| s.role == role).cloned();
+        let (pc, mc) = (of(p), of(m));
+        let Some(server) = pc.as_ref().or(mc.as_ref()).map(|x| x.0.clone()) else {
+            continue;
+        };
+        out.push(compared(
+            (Figure::CpuPerRequest, Some(server)),
+            (pc.and_then(|x| x.1), mc.and_then(|x| x.1)),
+            Tolerance::Relative { share: t.cpu_share },
+        ));
+    }
+    out.push(compared(
+        (Figure::P99, None),
+        (p.p99_ms, m.p99_ms),
+        Tolerance::AtMost { limit: goal_ms },
+    ));
+    out
+}
+
+/// One figure compared.
+fn compared(
+    (figure, server): (Figure, Option<Server>),
+    (predicted, measured): (Option<f64>, Option<f64>),
+    tolerance: Tolerance,
+) -> Compared {
+    Compared {
+        figure,
+        server,
+        predicted,
+        measured,
+        difference: measured.zip(predicted).map(|(m, p)| m - p),
+        tolerance,
+        outcome: judge(tolerance, predicted, measured),
+    }
+}
+
+/// Rounding slack, so a difference at its tolerance exactly is within it.
+const SLACK: f64 = 1e-9;
+
+/// How a figure predicted `p` and measured `m` comes out against `t`.
+pub fn judge(t: Tolerance, p: Option<f64>, m: Option<f64>) -> Outcome {
+    let within = match (t, p, m) {
+        (Tolerance::AtMost { limit }, _, Some(m)) => m <= limit + SLACK,
+        (Tolerance::Absolute { within }, Some(p), Some(m)) => (m - p).abs() <= within + SLACK,
+        (Tolerance::Relative { share }, Some(p), Some(m)) => {
+            (m - p).abs() <= share * m.abs() + SLACK
+        }
+        _ => return Outcome::NotKnown,
+    };
+    match within {
+        true => Outcome::Within,
+        false => Outcome::Past,
+    }
+}
+
+/// The verdict of `figures`: a fail where any is past its tolerance.
+pub fn verdict(figures: &[Compared]) -> Verdict {
+    match figures.iter().any(|c| c.outcome == Outcome::Past) {
+        true => Verdict::Fail,
+        false => Verdict::Pass,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(role: Role, product: &str) -> Server {
+        Server {
+            role,
+            product: product.into(),
+        }
+    }
+
+    fn figures(hit: f64, db_reads: f64, cpu: [Option<f64>; 2], p99_ms: f64) -> Figures {
+        Figures {
+            hit: Some(hit),
+            db_reads: Some(db_reads),
+            cpu_us: vec![
+                (server(Role::Database, "postgres"), cpu[0]),
+                (server(Role::Cache, "redis"), cpu[1]),
+            ],
+            p99_ms: Some(p99_ms),
+        }
+    }
+
+    fn outcomes(c: &[Compared]) -> Vec<(Figure, Outcome)> {
+        c.iter().map(|x| (x.figure, x.outcome)).collect()
+    }
+
+    #[test]
+    fn figures_within_their_tolerances_pass_with_their_differences() {
+        // 5% writes: 3 points of the reads are 28.5 reads per 1,000.
+        let p = figures(0.62, db_reads(0.05, 0.62), [Some(40.0), Some(10.0)], 0.9);
+        assert!((p.db_reads.unwrap() - 361.0).abs() < 1e-9);
+        let m = figures(0.60, 380.0, [Some(45.0), Some(12.0)], 1.2);
+        let c = compare(&p, &m, (5.0, 0.05), TOLERANCES);
+        let diffs: Vec<f64> = c.iter().map(|x| x.difference.unwrap()).collect();
+        for (d, want) in diffs.iter().zip([-0.02, 19.0, 5.0, 2.0, 0.3]) {
+            assert!((d - want).abs() < 1e-9, "{diffs:?}");
+        }
+        assert_eq!(
+            c[1].tolerance,
+            Tolerance::Absolute { within: 28.5 },
+            "{c:?}"
+        );
+        assert!(c.iter().all(|x| x.outcome == Outcome::Within), "{c:?}");
+        assert_eq!(c[2].server, Some(server(Role::Database, "postgres")));
+        assert_eq!(verdict(&c), Verdict::Pass);
+        // At its tolerance exactly: within (3 points, 25% of the measured).
+        let edge = figures(0.59, 361.0 + 28.5, [Some(50.0), Some(10.0)], 5.0);
+        let c = compare(&p, &edge, (5.0, 0.05), TOLERANCES);
+        assert_eq!(verdict(&c), Verdict::Pass, "{c:?}");
+    }
+
+    #[test]
+    fn a_figure_past_its_tolerance_fails_the_check_and_an_unknown_one_does_not() {
+        let p = figures(0.62, 361.0, [Some(40.0), Some(10.0)], 0.9);
+        // 7 points fewer hits, the database's reads with them, the cache's
+        // CPU doubled, p99 over the goal; the database's CPU not measured.
+        let m = figures(0.55, 427.5, [None, Some(20.0)], 7.0);
+        let c = compare(&p, &m, (5.0, 0.05), TOLERANCES);
+        assert_eq!(
+            outcomes(&c),
+            [
+                (Figure::HitRatio, Outcome::Past),
+                (Figure::DatabaseReads, Outcome::Past),
+                (Figure::CpuPerRequest, Outcome::NotKnown),
+                (Figure::CpuPerRequest, Outcome::Past),
+                (Figure::P99, Outcome::Past),
+            ]
+        );
+        assert_eq!(c[2].difference, None);
+        assert!((c[0].difference.unwrap() + 0.07).abs() < 1e-9);
+        assert_eq!(verdict(&c), Verdict::Fail);
+        // p99 is held to the goal, not to the prediction: far above the
+        // predicted 0.9 ms, within 5 ms.
+        assert_eq!(
+            judge(Tolerance::AtMost { limit: 5.0 }, Some(0.9), Some(4.0)),
+            Outcome::Within
+        );
+        assert_eq!(
+            judge(Tolerance::AtMost { limit: 5.0 }, None, None),
+            Outcome::NotKnown
+        );
+        let unknown = compare(
+            &Figures::default(),
+            &Figures::default(),
+            (5.0, 0.0),
+            TOLERANCES,
+        );
+        assert!(unknown.iter().all(|x| x.outcome == Outcome::NotKnown));
+        assert_eq!(verdict(&unknown), Verdict::Pass);
+    }
+
+    #[test]
+    fn cpu_per_request_is_the_rows_operations_per_request_over_its_per_core() {
+        let row = |role: &str, product: &str, pc: Option<f64>| ServerSize {
+            role: role.into(),
+            product: product.into(),
+            ops_per_s: 0.0,
+            ops_per_core: pc,
+            cores: None,
+            memory_bytes: None,
+            machines: None,
+            monthly_cost: None,
+            predicted_cores_at_run: None,
+            predicted_range_at_run: None,
+            measured_cores_at_run: None,
+        };
+        let servers = [
+            row("database", "postgres", Some(10_000.0)),
+            row("cache", "redis", Some(50_000.0)),
+            row("replica", "postgres", Some(1.0)),
+        ];
+        // 5% writes, 60% hits: the database 0.95 × 0.4 + 0.05 = 0.43
+        // operations a request, the cache 0.95 + 0.38 + 0.05 = 1.38.
+        let c = cpu_us(&servers, 0.6, 0.05);
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[0].0, server(Role::Database, "postgres"));
+        assert!((c[0].1.unwrap() - 43.0).abs() < 1e-9, "{c:?}");
+        assert!((c[1].1.unwrap() - 27.6).abs() < 1e-9, "{c:?}");
+        assert_eq!(cpu_us(&[row("cache", "redis", None)], 0.6, 0.05)[0].1, None);
+    }
+
+    #[test]
+    fn a_check_runs_the_stated_keys_where_they_fit_and_scales_the_cache_per_key() {
+        let gib = 1u64 << 30;
+        assert_eq!(keys(1_000_000, 1024, 8 * gib).0, 1_000_000);
+        // 2 GiB available: as many keys of 1,144 B as a quarter holds.
+        let (k, why) = keys(1_000_000, 1024, 2 * gib);
+        assert_eq!(k, (gib / 2) / 1144);
+        assert!(why.contains("of the stated 1,000,000 keys"), "{why}");
+        assert_eq!(cache_mb(Some(10), 20_000, 40_000), Some(20));
+        assert_eq!(cache_mb(Some(5), 20_000, 20_000), Some(5));
+        assert_eq!(cache_mb(None, 20_000, 40_000), None);
+    }
+}

@@ -1,0 +1,127 @@
+//! `kvlab decide --check` against real managed servers (PostgreSQL, Redis):
+//! a small quick decision saved with `--out`, then checked by a run of what
+//! it sized; its check.json holds each figure predicted and measured, the
+//! difference, the tolerance and a verdict the exit status follows. A
+//! directory with no decision is refused in one line naming `--check`.
+
+mod common;
+
+use serde_json::Value;
+
+fn json_at(path: &std::path::Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The decision's cache-aside row.
+fn aside_row(d: &Value) -> &Value {
+    d["architectures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "cache-aside")
+        .unwrap()
+}
+
+#[test]
+fn a_saved_decision_is_checked_by_a_run_of_what_it_sized() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("d");
+    let out_s = out.to_str().unwrap();
+    let mut flags = common::QUICK_DECIDE.to_vec();
+    flags.extend(common::SMALL_DECISION);
+    // A loose goal: a busy host's p99 is not what is tested.
+    flags.extend(["--rps", "2000", "--p99-ms", "50", "--out", out_s]);
+    common::succeeds(&common::kvlab().args(&flags).output().unwrap());
+    let d = json_at(&out.join("decision.json"));
+    let o = common::kvlab()
+        .args(["decide", "--check", out_s])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    println!("{stdout}{stderr}");
+    let c = json_at(&out.join("check.json"));
+    // The stated 20,000 keys fit: checked at them, at the copy's rate, with
+    // the cache the decision chose.
+    let checked = &c["checked"];
+    assert_eq!(checked["keys"], 20_000, "{checked}");
+    assert_eq!(checked["keys_why"], "the stated keys", "{checked}");
+    assert_eq!(checked["rate_rps"], d["scaled"]["rate"], "{checked}");
+    let row = aside_row(&d);
+    if let Some(b) = checked["cache_memory_bytes"].as_u64() {
+        assert_eq!(row["cache_memory_bytes"].as_u64(), Some(b), "{row}");
+        assert_eq!(checked["cache_start"], "settle", "{checked}");
+    }
+    assert_eq!(c["decision"], d["decision"]["answer"]);
+    assert_eq!(c["p99_goal_ms"], 50.0);
+    // Each figure predicted and measured, its difference and tolerance.
+    let figures = c["figures"].as_array().unwrap();
+    let names: Vec<&str> = figures
+        .iter()
+        .map(|f| f["figure"].as_str().unwrap())
+        .collect();
+    assert_eq!(names[..2], ["hit-ratio", "database-reads"], "{names:?}");
+    assert_eq!(names.last(), Some(&"p99"), "{names:?}");
+    assert!(
+        names.iter().filter(|n| **n == "cpu-per-request").count() == 2,
+        "{names:?}"
+    );
+    for f in figures {
+        for k in [
+            "predicted",
+            "measured",
+            "difference",
+            "tolerance",
+            "outcome",
+        ] {
+            assert!(f.get(k).is_some(), "{k} in {f}");
+        }
+    }
+    let (hit, p99) = (&figures[0], &figures[names.len() - 1]);
+    // At the stated keys the prediction is the decision's own hit ratio.
+    let predicted = hit["predicted"].as_f64().unwrap();
+    assert!(
+        (predicted - row["hit_ratio"].as_f64().unwrap()).abs() < 1e-9,
+        "{hit} {row}"
+    );
+    assert_eq!(hit["tolerance"]["within"], 0.03, "{hit}");
+    // The same cache at the same keys and rate, settled: near the decision's.
+    let measured = hit["measured"].as_f64().unwrap();
+    assert!((measured - predicted).abs() < 0.2, "{hit}");
+    assert_eq!(p99["tolerance"]["limit"], 50.0, "{p99}");
+    // The verdict follows the figures, and the exit status the verdict,
+    // each figure past its tolerance said in a line.
+    let past = figures.iter().filter(|f| f["outcome"] == "past").count();
+    let verdict = c["verdict"].as_str().unwrap();
+    assert_eq!(verdict, if past > 0 { "fail" } else { "pass" }, "{c}");
+    assert_eq!(o.status.success(), verdict == "pass", "{stdout}{stderr}");
+    assert_eq!(stdout.matches("\nPAST: ").count(), past, "{stdout}");
+    assert!(stdout.contains(&format!("CHECK: {verdict}")), "{stdout}");
+    if verdict == "fail" {
+        assert_eq!(o.status.code(), Some(3), "{stderr}");
+        let last = stderr.trim_end().lines().last().unwrap_or_default();
+        assert!(last.starts_with("Error: --check: fail"), "{stderr}");
+    }
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(page.contains("Check (kvlab decide --check)"), "{page}");
+}
+
+#[test]
+fn a_check_of_a_directory_with_no_decision_says_check_and_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let (what, fix) = (
+        format!("--check: {d} holds no decision (no decision.json)"),
+        format!("run kvlab decide with --out {d} first"),
+    );
+    let err = common::fails_saying(&["decide", "--check", d], &[&what, &fix]);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    // What the saved decision fixes is not asked again beside it.
+    let err = common::fails_saying(
+        &["decide", "--check", d, "--keys", "5"],
+        &["--check", "--keys"],
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
