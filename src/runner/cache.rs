@@ -129,14 +129,7 @@ impl Cache {
             // kvlab's fresh cache is empty (RunPlan::check_cache refuses a URL).
             return Ok(());
         }
-        let spec = Spec {
-            connector: self.connector.clone(),
-            ttl_s: self.aside.ttl_s,
-            board: None,
-            aside: None,
-            topology: None,
-            ..db.clone()
-        };
+        let spec = self.writes_spec(db);
         note(
             opts,
             format!("kvlab: filling the cache {}", self.connector.display),
@@ -152,6 +145,19 @@ impl Cache {
                 }
             })?;
         self.steady_state(db)
+    }
+
+    /// `db`'s point aimed at the cache itself, for kvlab's own writes into it
+    /// (a warm load, a settling fill): no versions, cache-aside or topology.
+    pub(super) fn writes_spec(&self, db: &Spec) -> Spec {
+        Spec {
+            connector: self.connector.clone(),
+            ttl_s: self.aside.ttl_s,
+            board: None,
+            aside: None,
+            topology: None,
+            ..db.clone()
+        }
     }
 
     /// After a warm fill under writes that invalidate: the keys whose last

@@ -132,14 +132,7 @@ impl Cache {
         let Some(m) = self.memory() else {
             return Ok(Fill::Unknown);
         };
-        let spec = Spec {
-            connector: self.connector.clone(),
-            ttl_s: self.aside.ttl_s,
-            board: None,
-            aside: None,
-            topology: None,
-            ..db.clone()
-        };
+        let spec = self.writes_spec(db);
         let bare = (db.values.mean() as u64 + db.key_prefix.len() as u64 + 8).max(1);
         let mut k = match m.limit {
             0 => db.keys,
