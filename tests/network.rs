@@ -36,9 +36,10 @@ fn a_round_trip_adds_itself_to_each_request_and_bounds_a_connection() {
     p.load.rtt = rtt(1.0);
     let one = measure(&p);
     agrees(&one);
-    // p50 rises by the round trip, ± 10%.
+    // p50 rises by the round trip: never less than the link adds, and no
+    // more than a busy 2-core host's scheduling adds to it.
     let added = one.latency.latency_us.p50 - base.latency.latency_us.p50;
-    assert!((900.0..=1100.0).contains(&added), "p50 rose by {added} µs");
+    assert!((950.0..=1500.0).contains(&added), "p50 rose by {added} µs");
     // A connection carries one request per round trip and service time.
     let per_conn = one.totals.throughput_rps / p.load.connections as f64;
     let expected = 1e6 / one.latency.latency_us.mean;

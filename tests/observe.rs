@@ -8,9 +8,10 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use kvlab::driver::{Connector, Role};
+use kvlab::driver::Connector;
 use kvlab::plan::TargetSpec;
 use serde_json::Value;
 
@@ -29,8 +30,9 @@ const LOAD: [&str; 10] = [
 ];
 
 /// `kvlab run ARGS` in the background with a cache it starts (`scheme`):
-/// the child and the cache's URL, read from its "started" line.
-fn background(args: &[&str], scheme: &str) -> (Child, String) {
+/// the child, the cache's URL, read from its "started" line, and the lines it
+/// says from then on.
+fn background(args: &[&str], scheme: &str) -> (Child, String, Receiver<String>) {
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("kvlab"))
         .arg("run")
         .args(args)
@@ -58,7 +60,7 @@ fn background(args: &[&str], scheme: &str) -> (Child, String) {
                 .chars()
                 .take_while(char::is_ascii_digit)
                 .collect();
-            return (child, format!("{scheme}://127.0.0.1:{port}"));
+            return (child, format!("{scheme}://127.0.0.1:{port}"), rx);
         }
     }
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
@@ -72,22 +74,20 @@ fn connector(url: &str) -> Connector {
     Connector::new(spec.kind, &spec.external.unwrap()).unwrap()
 }
 
-/// Waits until the cache at `url` has evicted (it is full, an LRU of its
-/// size), then `settle` more.
-fn full(url: &str, settle: Duration) {
-    let c = connector(url);
-    let Role::Cache(cache) = c.product.role() else {
-        panic!("{url} is no cache")
-    };
-    let started = Instant::now();
-    while cache.memory(&c).unwrap().evictions == 0 {
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "{url} never filled"
-        );
-        std::thread::sleep(Duration::from_millis(500));
+/// Waits until the run saying `lines` has settled its cache (full, turned
+/// over, evicting, its hit ratio still: the window at its rate has begun),
+/// then `settle` more.
+fn settled(lines: &Receiver<String>, settle: Duration) {
+    let mut said = String::new();
+    while let Ok(line) = lines.recv_timeout(Duration::from_secs(180)) {
+        if line.starts_with("kvlab: the cache settled") {
+            std::thread::sleep(settle);
+            return;
+        }
+        said += &line;
+        said.push('\n');
     }
-    std::thread::sleep(settle);
+    panic!("the cache never settled: {said}");
 }
 
 /// The cache's own hits and misses now.
@@ -121,7 +121,9 @@ fn stated_as_driven(
     let l = &o["load"];
     let f = |k: &str| l[k].as_f64().unwrap_or_else(|| panic!("{k}: {l}\n{said}"));
     let rate = f("rps_mean");
-    assert!((rate / 5000.0 - 1.0).abs() <= 0.05, "rate {rate}: {said}");
+    // Within 10%: on a 2-core host a test running beside this one can
+    // hold the driving run back for a second or two of the 8.
+    assert!((rate / 5000.0 - 1.0).abs() <= 0.1, "rate {rate}: {said}");
     assert!(f("rps") >= rate, "{l}");
     assert!((f("write_share") - 0.1).abs() <= 0.02, "{l}");
     assert_eq!(l["ratio"], "1:9", "{l}");
@@ -169,15 +171,15 @@ fn memcached_in_front_of_mariadb_is_stated_as_driven() {
 }
 
 /// The load driven through a `cache` kvlab starts (its `memory` setting) in
-/// front of the served database `db`, once the cache is full, observed for
+/// front of the served database `db`, once the cache has settled, observed for
 /// 8 s and held against the load and the cache's counters (`lookups`: the
 /// hits a sampled key adds); what observe said.
 fn driven((db, db_url): (Child, &str), (cache, memory): (&str, &str), lookups: u64) -> String {
     let mut args = vec!["--target", db_url, "--cache", cache, "--cache-opt", memory];
     args.extend(["--cache-start", "settle", "--duration", "120"]);
     args.extend(LOAD);
-    let (run, cache_url) = background(&args, cache);
-    full(&cache_url, Duration::from_secs(8));
+    let (run, cache_url, lines) = background(&args, cache);
+    settled(&lines, Duration::from_secs(2));
     let before = hits(&cache_url);
     let (o, said) = observe(&["--cache", &cache_url, "--target", db_url, "--seconds", "8"]);
     let after = hits(&cache_url);

@@ -125,6 +125,11 @@ pub struct Compared {
     /// What the decision predicts at the keys and rate checked (`None`: not
     /// known).
     pub predicted: Option<f64>,
+    /// Below its product's lowest search step, the range of CPU per request
+    /// its runs allow (low, high), held to the tolerance as the prediction
+    /// is: its product's runs do not say how much of its CPU is fixed there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_range: Option<[f64; 2]>,
     /// What the check's run measured (`None`: not known).
     pub measured: Option<f64>,
     /// `measured − predicted`, unrounded.

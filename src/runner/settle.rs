@@ -105,14 +105,19 @@ impl Cache {
             (Some(_), None, Some(e)) if e > 0 => Steady::FilledByWorkload,
             (Some(_), None, _) => Steady::NotReached,
         };
-        if steady == Steady::NotReached {
-            note(
-                opts,
-                format!(
+        note(
+            opts,
+            match (steady, obs.settled) {
+                (Steady::NotReached, _) | (_, None) => format!(
                     "kvlab: the cache did not reach its steady state (full, turned over, evicting, its hit ratio still) in {SETTLE_MAX_S} s of warming; measuring now, and the result says so"
                 ),
-            );
-        }
+                (_, Some(s)) => format!(
+                    "kvlab: the cache settled in {s:.0} s of warming ({:.1}% hits, {} keys evicted); measuring now",
+                    obs.ratios.last().copied().unwrap_or(0.0) * 100.0,
+                    evictions.unwrap_or(0)
+                ),
+            },
+        );
         Ok(Settled {
             steady: Some(steady),
             after_s: obs.settled,

@@ -13,6 +13,7 @@ use anyhow::{Context, Result, bail};
 
 use super::carry::Model;
 use super::compare::{self, Figures, TOLERANCES};
+use super::cpu::CpuCurves;
 use super::measure::{Measured, Runs};
 use super::{Ask, saved};
 use crate::error::UsageError;
@@ -120,12 +121,19 @@ pub fn conclude(s: &Saved, checked: Checked, run: RunResult) -> Check {
     let model = Model::new(&s.ask.plan.workload.distribution, ws);
     let servers = aside_row(&s.decision).map_or(&[][..], |r| r.servers.as_slice());
     let copy = s.measured.scaled.keys;
+    let cpu = CpuCurves::searched(&s.measured.db, &s.measured.cache);
+    let rate = checked.rate_rps;
     let predicted = s
         .measured
         .aside
         .as_ref()
         .map_or_else(Figures::default, |a| {
-            compare::predicted(a, &model, (copy, checked.keys), ws, servers)
+            compare::predicted(
+                (a, &model),
+                (copy, checked.keys),
+                (rate, ws),
+                (servers, &cpu),
+            )
         });
     let measured = compare::measured(&run);
     let goal = s.decision.load.p99_ms;

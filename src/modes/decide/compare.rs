@@ -6,6 +6,7 @@
 //! the run measured, with the verdict.
 
 use super::carry::Model;
+use super::cpu::CpuCurves;
 use super::measure::AsideRun;
 use super::size::{self, Shape};
 use crate::results::RunResult;
@@ -61,10 +62,24 @@ pub struct Figures {
     pub hit: Option<f64>,
     /// The database's reads per 1,000 requests.
     pub db_reads: Option<f64>,
-    /// Each server's CPU per request, µs.
-    pub cpu_us: Vec<(Server, Option<f64>)>,
+    /// Each server's CPU per request.
+    pub cpu_us: Vec<Cpu>,
     /// p99 latency, ms.
     pub p99_ms: Option<f64>,
+}
+
+/// A server's CPU per request, µs, as predicted or as measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cpu {
+    /// The server.
+    pub server: Server,
+    /// Its CPU per request, µs (`None`: not known).
+    pub us: Option<f64>,
+    /// Predicted below its product's lowest search step: the range its
+    /// runs allow there, µs (see [`CpuCurve::range_at`]).
+    ///
+    /// [`CpuCurve::range_at`]: super::cpu::CpuCurve::range_at
+    pub range: Option<[f64; 2]>,
 }
 
 /// The database's reads per 1,000 requests with `write_share` of them
@@ -77,13 +92,13 @@ pub fn db_reads(write_share: f64, hit: f64) -> f64 {
 /// copy of `copy` keys) at `keys` keys and the same rate: its hit ratio
 /// carried by `model`, as the decision carries its curve; the database's
 /// reads that leaves; each of `servers` (the decision's cache-aside row) its
-/// CPU per request ([`cpu_us`]); the p99 the run measured.
+/// CPU per request at `rps` ([`cpu_us`], from `cpu`, its products' own
+/// search steps); the p99 the run measured.
 pub fn predicted(
-    a: &AsideRun,
-    model: &Model,
+    (a, model): (&AsideRun, &Model),
     (copy, keys): (u64, u64),
-    write_share: f64,
-    servers: &[ServerSize],
+    (rps, write_share): (f64, f64),
+    (servers, cpu): (&[ServerSize], &CpuCurves),
 ) -> Figures {
     let hit = a.result.cache_aside.as_ref().map(|x| {
         model
@@ -93,28 +108,60 @@ pub fn predicted(
     Figures {
         hit,
         db_reads: hit.map(|h| db_reads(write_share, h)),
-        cpu_us: hit.map_or_else(Vec::new, |h| cpu_us(servers, h, write_share)),
+        cpu_us: hit.map_or_else(Vec::new, |h| {
+            cpu_us(
+                servers,
+                cpu,
+                Shape::Aside { hit: h, near: 0.0 },
+                (rps, write_share),
+            )
+        }),
         p99_ms: Some(a.result.latency.latency_us.p99 / 1000.0),
     }
 }
 
-/// Each server's CPU per request predicted, µs, by the decision's sizing
-/// method as saved in its row: the server's operations per request of
-/// cache-aside at hit ratio `hit` over its product's operations per core.
-/// (The one place this prediction is made.)
-pub fn cpu_us(servers: &[ServerSize], hit: f64, write_share: f64) -> Vec<(Server, Option<f64>)> {
-    let ops = size::ops(Shape::Aside { hit, near: 0.0 }, 1.0, write_share);
+/// Each server's CPU per request predicted, µs, at `rps` requests a second
+/// of `shape` with `write_share` of them writes: the cores its product's own
+/// search steps give at the operations per second that puts on it
+/// ([`CpuCurve::cores_at`], as the decision checks its own fixed-rate runs),
+/// over the requests; below the product's lowest step, with the range those
+/// allow. A product whose steps measured no CPU: its row's operations per
+/// request over its operations per core at capacity. (The one place this
+/// prediction is made.)
+///
+/// [`CpuCurve::cores_at`]: super::cpu::CpuCurve::cores_at
+pub fn cpu_us(
+    servers: &[ServerSize],
+    cpu: &CpuCurves,
+    shape: Shape,
+    (rps, write_share): (f64, f64),
+) -> Vec<Cpu> {
+    let ops = size::ops(shape, 1.0, write_share);
+    let rps = rps.max(f64::MIN_POSITIVE);
     servers
         .iter()
         .filter_map(|s| {
             let role = role_of(&s.role)?;
             let per_request = ops.iter().find(|o| o.0 == s.role)?.1;
-            let pc = s.ops_per_core.filter(|pc| *pc > 0.0);
-            let server = Server {
-                role,
-                product: s.product.clone(),
-            };
-            Some((server, pc.map(|pc| 1e6 * per_request / pc)))
+            let curve = cpu.of_role(&s.role);
+            let x = per_request * rps;
+            let us = |cores: f64| 1e6 * cores / rps;
+            let at_capacity = s.ops_per_core.filter(|pc| *pc > 0.0);
+            let range = curve
+                .range_at(x)
+                .filter(|(lo, hi)| lo < hi)
+                .map(|(lo, hi)| [us(lo), us(hi)]);
+            Some(Cpu {
+                server: Server {
+                    role,
+                    product: s.product.clone(),
+                },
+                us: curve
+                    .cores_at(x)
+                    .map(us)
+                    .or_else(|| at_capacity.map(|pc| 1e6 * per_request / pc)),
+                range,
+            })
         })
         .collect()
 }
@@ -142,12 +189,13 @@ pub fn measured(r: &RunResult) -> Figures {
             .servers
             .iter()
             .filter(|s| matches!(s.role, Role::Database | Role::Cache))
-            .map(|s| {
-                let server = Server {
+            .map(|s| Cpu {
+                server: Server {
                     role: s.role,
                     product: s.product.clone(),
-                };
-                (server, s.cpu_us_per_request)
+                },
+                us: s.cpu_us_per_request,
+                range: None,
             })
             .collect(),
         p99_ms: (r.totals.requests > 0).then(|| r.latency.latency_us.p99 / 1000.0),
@@ -169,34 +217,35 @@ pub fn compare(
     let mut out = vec![
         compared(
             (Figure::HitRatio, None),
-            (p.hit, m.hit),
+            (p.hit, None, m.hit),
             Tolerance::Absolute {
                 within: t.hit_points,
             },
         ),
         compared(
             (Figure::DatabaseReads, None),
-            (p.db_reads, m.db_reads),
+            (p.db_reads, None, m.db_reads),
             Tolerance::Absolute {
                 within: reads_within,
             },
         ),
     ];
     for role in [Role::Database, Role::Cache] {
-        let of = |f: &Figures| f.cpu_us.iter().find(|(s, _)| s.role == role).cloned();
+        let of = |f: &Figures| f.cpu_us.iter().find(|c| c.server.role == role).cloned();
         let (pc, mc) = (of(p), of(m));
-        let Some(server) = pc.as_ref().or(mc.as_ref()).map(|x| x.0.clone()) else {
+        let Some(server) = pc.as_ref().or(mc.as_ref()).map(|x| x.server.clone()) else {
             continue;
         };
+        let range = pc.as_ref().and_then(|x| x.range);
         out.push(compared(
             (Figure::CpuPerRequest, Some(server)),
-            (pc.and_then(|x| x.1), mc.and_then(|x| x.1)),
+            (pc.and_then(|x| x.us), range, mc.and_then(|x| x.us)),
             Tolerance::Relative { share: t.cpu_share },
         ));
     }
     out.push(compared(
         (Figure::P99, None),
-        (p.p99_ms, m.p99_ms),
+        (p.p99_ms, None, m.p99_ms),
         Tolerance::AtMost { limit: goal_ms },
     ));
     out
@@ -205,30 +254,39 @@ pub fn compare(
 /// One figure compared.
 fn compared(
     (figure, server): (Figure, Option<Server>),
-    (predicted, measured): (Option<f64>, Option<f64>),
+    (predicted, range, measured): (Option<f64>, Option<[f64; 2]>, Option<f64>),
     tolerance: Tolerance,
 ) -> Compared {
     Compared {
         figure,
         server,
         predicted,
+        predicted_range: range,
         measured,
         difference: measured.zip(predicted).map(|(m, p)| m - p),
         tolerance,
-        outcome: judge(tolerance, predicted, measured),
+        outcome: judge(
+            tolerance,
+            predicted.map(|p| range.unwrap_or([p, p])),
+            measured,
+        ),
     }
 }
 
 /// Rounding slack, so a difference at its tolerance exactly is within it.
 const SLACK: f64 = 1e-9;
 
-/// How a figure predicted `p` and measured `m` comes out against `t`.
-pub fn judge(t: Tolerance, p: Option<f64>, m: Option<f64>) -> Outcome {
+/// How a figure predicted within `p` (low, high: one figure twice, or the
+/// range its product's runs allow) and measured `m` comes out against `t`.
+pub fn judge(t: Tolerance, p: Option<[f64; 2]>, m: Option<f64>) -> Outcome {
     let within = match (t, p, m) {
         (Tolerance::AtMost { limit }, _, Some(m)) => m <= limit + SLACK,
-        (Tolerance::Absolute { within }, Some(p), Some(m)) => (m - p).abs() <= within + SLACK,
-        (Tolerance::Relative { share }, Some(p), Some(m)) => {
-            (m - p).abs() <= share * m.abs() + SLACK
+        (Tolerance::Absolute { within }, Some([lo, hi]), Some(m)) => {
+            m >= lo - within - SLACK && m <= hi + within + SLACK
+        }
+        (Tolerance::Relative { share }, Some([lo, hi]), Some(m)) => {
+            let within = share * m.abs() + SLACK;
+            m >= lo - within && m <= hi + within
         }
         _ => return Outcome::NotKnown,
     };
@@ -262,8 +320,16 @@ mod tests {
             hit: Some(hit),
             db_reads: Some(db_reads),
             cpu_us: vec![
-                (server(Role::Database, "postgres"), cpu[0]),
-                (server(Role::Cache, "redis"), cpu[1]),
+                Cpu {
+                    server: server(Role::Database, "postgres"),
+                    us: cpu[0],
+                    range: None,
+                },
+                Cpu {
+                    server: server(Role::Cache, "redis"),
+                    us: cpu[1],
+                    range: None,
+                },
             ],
             p99_ms: Some(p99_ms),
         }
@@ -321,7 +387,11 @@ mod tests {
         // p99 is held to the goal, not to the prediction: far above the
         // predicted 0.9 ms, within 5 ms.
         assert_eq!(
-            judge(Tolerance::AtMost { limit: 5.0 }, Some(0.9), Some(4.0)),
+            judge(
+                Tolerance::AtMost { limit: 5.0 },
+                Some([0.9, 0.9]),
+                Some(4.0)
+            ),
             Outcome::Within
         );
         assert_eq!(
@@ -360,12 +430,71 @@ mod tests {
         ];
         // 5% writes, 60% hits: the database 0.95 × 0.4 + 0.05 = 0.43
         // operations a request, the cache 0.95 + 0.38 + 0.05 = 1.38.
-        let c = cpu_us(&servers, 0.6, 0.05);
+        let aside = Shape::Aside {
+            hit: 0.6,
+            near: 0.0,
+        };
+        let none = CpuCurves::default();
+        let c = cpu_us(&servers, &none, aside, (1000.0, 0.05));
         assert_eq!(c.len(), 2);
-        assert_eq!(c[0].0, server(Role::Database, "postgres"));
-        assert!((c[0].1.unwrap() - 43.0).abs() < 1e-9, "{c:?}");
-        assert!((c[1].1.unwrap() - 27.6).abs() < 1e-9, "{c:?}");
-        assert_eq!(cpu_us(&[row("cache", "redis", None)], 0.6, 0.05)[0].1, None);
+        assert_eq!(c[0].server, server(Role::Database, "postgres"));
+        assert!((c[0].us.unwrap() - 43.0).abs() < 1e-9, "{c:?}");
+        assert!((c[1].us.unwrap() - 27.6).abs() < 1e-9, "{c:?}");
+        let alone = cpu_us(&[row("cache", "redis", None)], &none, aside, (1000.0, 0.05));
+        assert_eq!(alone[0].us, None);
+    }
+
+    #[test]
+    fn cpu_per_request_is_its_products_steps_at_the_operations_the_run_puts_on_it() {
+        use super::super::cpu::{CpuCurve, CpuPoint};
+        let steps = |p: &[(f64, f64)]| {
+            CpuCurve::new(
+                p.iter()
+                    .map(|&(ops_per_s, cores)| CpuPoint { ops_per_s, cores }),
+            )
+        };
+        let cpu = CpuCurves {
+            db: steps(&[(200.0, 0.1), (400.0, 0.15)]),
+            cache: steps(&[(1000.0, 0.1), (2000.0, 0.2)]),
+        };
+        let row = |role: &str, product: &str| ServerSize {
+            role: role.into(),
+            product: product.into(),
+            ops_per_s: 0.0,
+            ops_per_core: Some(1e9),
+            cores: None,
+            memory_bytes: None,
+            machines: None,
+            monthly_cost: None,
+            predicted_cores_at_run: None,
+            predicted_range_at_run: None,
+            measured_cores_at_run: None,
+        };
+        let servers = [row("database", "postgres"), row("cache", "redis")];
+        // 1,000 req/s at 60% hits and 5% writes: the database serves 430
+        // ops/s (above its steps: 0.15 / 400 a operation), the cache 1,380
+        // (between its steps: 0.138 cores), never the ops per core.
+        let aside = Shape::Aside {
+            hit: 0.6,
+            near: 0.0,
+        };
+        let c = cpu_us(&servers, &cpu, aside, (1000.0, 0.05));
+        assert!((c[0].us.unwrap() - 1e6 * 0.15 * 430.0 / 400.0 / 1000.0).abs() < 1e-6);
+        assert!((c[1].us.unwrap() - 138.0).abs() < 1e-6, "{c:?}");
+        assert_eq!((c[0].range, c[1].range), (None, None));
+        // At 100 req/s the cache's 138 ops/s are below its lowest step: the
+        // range from that step's CPU per operation (100 µs an operation) to
+        // its cores, 0.1 (1,000 µs a request).
+        let light = cpu_us(&servers, &cpu, aside, (100.0, 0.05));
+        let [lo, hi] = light[1].range.unwrap();
+        assert!(
+            (lo - 138.0).abs() < 1e-6 && (hi - 1000.0).abs() < 1e-6,
+            "{light:?}"
+        );
+        // A measured figure in that range is within; far outside, past.
+        let t = Tolerance::Relative { share: 0.25 };
+        assert_eq!(judge(t, Some([lo, hi]), Some(700.0)), Outcome::Within);
+        assert_eq!(judge(t, Some([lo, hi]), Some(2000.0)), Outcome::Past);
     }
 
     #[test]

@@ -84,12 +84,22 @@ fn outcome(o: Outcome) -> &'static str {
     }
 }
 
+/// The prediction of `c` as said: with the range its product's runs allow,
+/// where it has one (`5.1 µs (2.0–20.0)`).
+fn predicted(c: &Compared) -> String {
+    let p = value(c.figure, c.predicted);
+    match (c.predicted_range, c.predicted) {
+        (Some([lo, hi]), Some(_)) => format!("{p} ({lo:.1}–{hi:.1})"),
+        _ => p,
+    }
+}
+
 /// One figure's cells: name, predicted, measured, difference, tolerance,
 /// outcome.
 fn cells(c: &Compared) -> Vec<String> {
     vec![
         name(c),
-        value(c.figure, c.predicted),
+        predicted(c),
         value(c.figure, c.measured),
         difference(c.figure, c.difference),
         tolerance(c.figure, c.tolerance),
@@ -108,7 +118,7 @@ const HEAD: [&str; 6] = [
 
 /// A figure past its tolerance, in one line.
 pub fn past(c: &Compared) -> String {
-    let (p, m) = (value(c.figure, c.predicted), value(c.figure, c.measured));
+    let (p, m) = (predicted(c), value(c.figure, c.measured));
     match c.tolerance {
         Tolerance::AtMost { limit } => format!(
             "{}: measured {m}, over the goal of {limit} ms (predicted {p})",
@@ -208,6 +218,7 @@ mod tests {
                 product: "redis".into(),
             }),
             predicted: Some(pm[0]),
+            predicted_range: None,
             measured: Some(pm[1]),
             difference: Some(pm[1] - pm[0]),
             tolerance,
