@@ -355,6 +355,11 @@ fn decide_observe_decides_on_the_load_it_saw_and_says_so() {
         "{stdout}"
     );
     assert!(stdout.contains("  --ratio "), "{stdout}");
+    // Measured beside the database observed, on one kvlab starts.
+    assert!(
+        stdout.contains("  measured on: a postgres kvlab starts on this machine"),
+        "{stdout}"
+    );
     assert!(stdout.contains("  --value-size 1024:"), "{stdout}");
     let d: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("decision.json")).unwrap())
@@ -378,4 +383,41 @@ fn decide_observe_decides_on_the_load_it_saw_and_says_so() {
         said.contains("Observed (the servers' own counters"),
         "{said}"
     );
+}
+
+#[test]
+fn a_url_in_another_protocol_or_with_the_mask_for_its_password_is_refused_in_a_line() {
+    let (db, db_url) = common::serve("postgres");
+    // postgres://USER:PASS@HOST:PORT/DB
+    let (scheme_end, at) = (db_url.find("://").unwrap() + 3, db_url.find('@').unwrap());
+    let (user, pass) = db_url[scheme_end..at].split_once(':').unwrap();
+    let host_port = &db_url[at + 1..db_url.rfind('/').unwrap()];
+    // A Redis URL at PostgreSQL's port: an error at connect, naming --cache.
+    let redis = format!("redis://{host_port}");
+    let e = common::fails(&["observe", "--cache", &redis, "--seconds", "1"]);
+    assert!(
+        e.starts_with("kvlab: --cache") || e.contains("--cache"),
+        "{e}"
+    );
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    // The mask kvlab prints, given back as the password.
+    let masked = db_url.replacen(&format!(":{pass}@"), ":***@", 1);
+    common::fails_saying(
+        &["observe", "--target", &masked, "--seconds", "1"],
+        &["'***'", "PGPASSWORD"],
+    );
+    // No password in the URL: PostgreSQL's own variable.
+    let bare = db_url.replacen(&format!(":{pass}@"), "@", 1);
+    assert!(bare.contains(&format!("//{user}@")), "{bare}");
+    let o = common::kvlab()
+        .args(["observe", "--target", &bare, "--seconds", "1"])
+        .env("PGPASSWORD", pass)
+        .output()
+        .unwrap();
+    common::stop(db);
+    common::succeeds(&o);
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(!said.contains(pass), "{said}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!out.contains(pass) && !out.contains("***"), "{out}");
 }

@@ -212,6 +212,12 @@ pub struct DecideArgs {
         requires = "observe"
     )]
     pub observe_seconds: f64,
+    /// Measure on the servers --observe watched, not beside them: kvlab then
+    /// writes its copy into them and drives them to their capacity, under
+    /// the team's own load. By default it measures on servers of the same
+    /// products it starts itself.
+    #[arg(long, requires = "observe")]
+    pub on_observed: bool,
     /// The figures --observe stated, each with its source (filled by kvlab).
     #[arg(skip)]
     pub observed: Vec<String>,

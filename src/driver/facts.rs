@@ -34,6 +34,9 @@ pub struct Facts {
     pub default_port: u16,
     /// `Some(why)` when URLs may not carry a user or password.
     pub refuses_login: Option<&'static str>,
+    /// The environment variable its own client reads a password from
+    /// (`PGPASSWORD`), which kvlab reads too for a URL without one.
+    pub password_env: Option<&'static str>,
     /// A URL of a running server, for help texts.
     pub example_url: &'static str,
     /// Whether a URL must name a database (`/DBNAME`) and a user.
@@ -89,6 +92,7 @@ impl Facts {
         refused_schemes: &[],
         default_port: 0,
         refuses_login: None,
+        password_env: None,
         example_url: "",
         url_database: false,
         url_namespace: None,

@@ -130,7 +130,27 @@ impl<'s> Form<'s> {
             .trim_end_matches(']')
             .to_string();
         let user = Some(url.username()).filter(|u| !u.is_empty()).map(decode);
-        let password = url.password().map(|p| Secret(decode(p)));
+        let password = match url.password().map(decode) {
+            Some(p) if p == "***" => {
+                return Err(bad(
+                    "the URL's password is '***', the mask kvlab prints in place of a password (it never shows one)",
+                    match facts.password_env {
+                        Some(var) => format!(
+                            "give the real password in the URL, or leave it out and set {var}"
+                        ),
+                        None => "give the real password in the URL".into(),
+                    },
+                ));
+            }
+            Some(p) => Some(Secret(p)),
+            // A URL without one: the variable the product's own client reads.
+            None if facts.refuses_login.is_none() => facts
+                .password_env
+                .and_then(|var| std::env::var(var).ok())
+                .filter(|p| !p.is_empty())
+                .map(Secret),
+            None => None,
+        };
         if let Some(why) = facts.refuses_login
             && (user.is_some() || password.is_some())
         {

@@ -104,10 +104,33 @@ pub fn command(o: &Observation, p99_ms: Option<f64>) -> String {
     if p99_ms.is_none() {
         out += "  (the latency goal is yours to state: --p99-ms)\n";
     }
-    if o.servers.iter().any(|s| s.server.contains('@')) {
-        out += "  (passwords are never shown: give them in the URLs)\n";
+    for line in passwords(o) {
+        out += &format!("  ({line})\n");
     }
     out
+}
+
+/// For each server watched with a password, where `kvlab decide` takes it
+/// from: the URLs written hold none.
+fn passwords(o: &Observation) -> Vec<String> {
+    o.servers
+        .iter()
+        .filter(|s| s.server.contains(":***@"))
+        .map(|s| {
+            let var = crate::plan::TargetKind::named(&s.product)
+                .and_then(|k| k.product().facts().password_env);
+            match var {
+                Some(var) => format!(
+                    "{}'s password is never written: set {var} (kvlab reads it for a URL without one) or add it to the URL",
+                    s.product
+                ),
+                None => format!(
+                    "{}'s password is never written: add it to the URL",
+                    s.product
+                ),
+            }
+        })
+        .collect()
 }
 
 /// `f` quoted for a shell where it needs it.
@@ -152,9 +175,13 @@ pub fn study_file(o: &Observation, p99_ms: Option<f64>) -> String {
         sources += &format!("#   {name}: {from}\n");
     }
     format!(
-        "# The load kvlab observe saw in {:.0} s (kvlab {}); run it with `kvlab study FILE`.\n# Where each figure came from:\n{sources}# Passwords are never written: give them in the URLs.\n\nname = \"observed\"\ndescription = \"Keep the cache or not, for the load observed\"\n\n[decide]\n{goal}{}",
+        "# The load kvlab observe saw in {:.0} s (kvlab {}); run it with `kvlab study FILE`.\n# Where each figure came from:\n{sources}{}\nname = \"observed\"\ndescription = \"Keep the cache or not, for the load observed\"\n\n[decide]\n{goal}{}",
         o.watched_s,
         o.kvlab_version,
+        passwords(o)
+            .iter()
+            .map(|l| format!("# {l}.\n"))
+            .collect::<String>(),
         toml::to_string(&t).unwrap_or_default()
     )
 }

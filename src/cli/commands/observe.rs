@@ -54,7 +54,12 @@ pub fn exec(args: &ObserveArgs, shutdown: &AtomicBool) -> Result<()> {
         check_writable(p)?;
     }
     let servers = servers(args.cache.as_deref(), args.target.as_deref(), &args.tls)?;
-    let o = watch(&servers, args.seconds, args.json.as_deref(), shutdown)?;
+    let o = watch(
+        &servers,
+        (args.seconds, "--seconds"),
+        args.json.as_deref(),
+        shutdown,
+    )?;
     let goal = args.p99_ms;
     say(
         args.json.as_deref(),
@@ -73,18 +78,19 @@ pub fn exec(args: &ObserveArgs, shutdown: &AtomicBool) -> Result<()> {
     Ok(())
 }
 
-/// Watches `servers` for `seconds`, saying what it does and what it saw.
+/// Watches `servers` for `seconds` (given as `flag`), saying what it does
+/// and what it saw.
 pub fn watch(
     servers: &[ToWatch],
-    seconds: f64,
+    (seconds, flag): (f64, &'static str),
     json: Option<&std::path::Path>,
     shutdown: &AtomicBool,
 ) -> Result<Observation> {
     if !(1.0..=86_400.0).contains(&seconds) {
         return Err(UsageError::bad(
-            "--seconds",
+            flag,
             format!("{seconds} is not a window kvlab can watch"),
-            "give 1 to 86400 seconds, e.g. --seconds 60",
+            format!("give 1 to 86400 seconds, e.g. {flag} 60"),
         )
         .into());
     }
@@ -145,10 +151,16 @@ pub fn servers(cache: Option<&str>, target: Option<&str>, tls: &TlsArgs) -> Resu
         if let Some(t) = &endpoint.tls {
             eprintln!("kvlab: {flag}: TLS, {}", t.verify.describe());
         }
-        out.push(ToWatch {
-            role,
-            connector: Connector::new(spec.kind, &endpoint)?,
-        });
+        let connector = Connector::new(spec.kind, &endpoint)?;
+        // The server answers in the protocol its URL names, or nothing is
+        // watched: a Redis URL at PostgreSQL's port is an error, not a
+        // window of figures not known.
+        connector
+            .probe(std::time::Duration::from_secs(4))
+            .map_err(|e| {
+                anyhow::anyhow!("{flag}: {}", format!("{e:#}").replace("--target", flag))
+            })?;
+        out.push(ToWatch { role, connector });
     }
     if out.is_empty() {
         return Err(UsageError::bad(

@@ -18,75 +18,61 @@ pub fn answer(
     fn ok(a: Option<&Architecture>) -> Option<&Architecture> {
         a.filter(|a| a.within_goal)
     }
-    let cost = |a: &Architecture| a.monthly_cost.unwrap_or(f64::INFINITY);
-    let machines = |a: &Architecture| a.machines.unwrap_or(u32::MAX);
-    let pays =
-        |d: &Architecture, a: &Architecture| cost(a) < 0.9 * cost(d) && machines(a) < machines(d);
-    let cores = |a: &Architecture| {
-        a.server_cores
-            .map_or("an unknown number of".into(), |c| format!("{c:.2}"))
-    };
-    let money = |a: &Architecture| {
-        a.monthly_cost
-            .map_or("a cost not known".into(), |c| format!("{c:.0}"))
-    };
     match (ok(db), ok(aside), ok(cache)) {
-        (Some(d), Some(a), _) if pays(d, a) => Answer {
-            close_call: None,
-            answer: Verdict::KeepCache,
-            because: format!(
-                "{} alone needs {} cores on {} machines for the load within the goal ({} a month); with the cache in front ({:.0}% of reads hit) {} cores on {} machines do, at {:.0}% of the cost",
-                d.product,
-                cores(d),
-                machines(d),
-                money(d),
-                a.hit_ratio.unwrap_or(0.0) * 100.0,
-                cores(a),
-                machines(a),
-                cost(a) * 100.0 / cost(d)
-            ),
-        },
-        (Some(d), aside, _) => Answer {
+        (Some(d), Some(a), _) => {
+            let share = share_of_cost(d, a);
+            let verdict = match (pays(d, a), share) {
+                (Some(true), Some(share)) => return kept(d, a, share),
+                (Some(false), Some(share)) => format!(
+                    "{} alone meets the goal with {}; with the cache in front it would take {} at {share:.0}% of the cost: not enough saved to keep a second system and its stale reads",
+                    d.product,
+                    size(d),
+                    machines(a)
+                ),
+                _ => format!(
+                    "{} alone meets the goal{}; what each costs is not known ({}), so kvlab weighed what they carry within the goal, not their cost: the cache in front is kept where the database alone cannot meet the goal, or where it saves machines and 10% of the cost",
+                    d.product,
+                    carries(d),
+                    [unknown(d), unknown(a)]
+                        .into_iter()
+                        .flatten()
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+            };
+            Answer {
+                close_call: None,
+                answer: Verdict::DropCache,
+                because: verdict,
+            }
+        }
+        (Some(d), None, _) => Answer {
             close_call: None,
             answer: Verdict::DropCache,
-            because: match aside {
-                Some(a) => format!(
-                    "{} alone meets the goal with {} cores on {} machine(s) ({} a month); with the cache in front it would take {} machine(s) at {:.0}% of the cost: not enough saved to keep a second system and its stale reads",
-                    d.product,
-                    cores(d),
-                    machines(d),
-                    money(d),
-                    machines(a),
-                    cost(a) * 100.0 / cost(d)
-                ),
-                None => format!(
-                    "{} alone meets the goal with {} cores ({} a month), and the cache in front does not meet it",
-                    d.product,
-                    cores(d),
-                    money(d)
-                ),
-            },
+            because: format!(
+                "{} alone meets the goal with {}, and the cache in front does not meet it",
+                d.product,
+                size(d)
+            ),
         },
         (None, Some(a), _) => Answer {
             close_call: None,
             answer: Verdict::KeepCache,
             because: format!(
-                "{}; with the cache in front ({:.0}% of reads hit) the goal is met with {} cores ({} a month)",
+                "{}; with the cache in front ({:.0}% of reads hit) the goal is met with {}",
                 db.and_then(|d| d.why_not.clone())
                     .unwrap_or_else(|| "the database alone cannot meet the goal".into()),
                 a.hit_ratio.unwrap_or(0.0) * 100.0,
-                cores(a),
-                money(a)
+                size(a)
             ),
         },
         (None, None, Some(c)) => Answer {
             close_call: None,
             answer: Verdict::CacheOnly,
             because: format!(
-                "neither the database alone nor cache-aside meets the goal; {} alone does, with {} cores ({} a month), if the data may live in a cache (not durable as a database)",
+                "neither the database alone nor cache-aside meets the goal; {} alone does, with {}, if the data may live in a cache (not durable as a database)",
                 c.product,
-                cores(c),
-                money(c)
+                size(c)
             ),
         },
         (None, None, None) => Answer {
@@ -107,6 +93,97 @@ pub fn answer(
             ),
         },
     }
+}
+
+/// Cache-aside kept where it pays: at `share` percent of the database
+/// alone's cost.
+fn kept(d: &Architecture, a: &Architecture, share: f64) -> Answer {
+    Answer {
+        close_call: None,
+        answer: Verdict::KeepCache,
+        because: format!(
+            "{} alone needs {} for the load within the goal; with the cache in front ({:.0}% of reads hit) {} do, at {share:.0}% of the cost",
+            d.product,
+            size(d),
+            a.hit_ratio.unwrap_or(0.0) * 100.0,
+            size(a)
+        ),
+    }
+}
+
+/// Whether cache-aside `a` pays against the database alone `d`: fewer
+/// machines and under 90% of the cost (`None`: a cost or a count of
+/// machines is not known).
+fn pays(d: &Architecture, a: &Architecture) -> Option<bool> {
+    let (dc, ac) = (d.monthly_cost?, a.monthly_cost?);
+    Some(ac < 0.9 * dc && a.machines? < d.machines?)
+}
+
+/// `a`'s cost as a percentage of `d`'s, where both are known.
+fn share_of_cost(d: &Architecture, a: &Architecture) -> Option<f64> {
+    let (dc, ac) = (d.monthly_cost?, a.monthly_cost?);
+    (dc > 0.0).then(|| ac * 100.0 / dc)
+}
+
+/// A row's machines, as said: `2 machine(s)`, or that they are not known.
+fn machines(a: &Architecture) -> String {
+    match a.machines {
+        Some(m) => format!("{m} machine(s)"),
+        None => "machines not known".into(),
+    }
+}
+
+/// A row's size, as said: `4.00 cores on 2 machine(s) (1402 a month)`, or
+/// which of it is not known and the flag that would make it known.
+fn size(a: &Architecture) -> String {
+    match (a.server_cores, a.machines, a.monthly_cost) {
+        (Some(c), Some(m), Some(cost)) => {
+            format!("{c:.2} cores on {m} machine(s) ({cost:.0} a month)")
+        }
+        (Some(c), _, _) => format!("{c:.2} cores (machines and cost not known)"),
+        _ => unknown(a).unwrap_or_else(|| "cores not known".into()),
+    }
+}
+
+/// What of `a` is not known and how to make it known (`None`: its cores
+/// and cost are known): its servers whose cores kvlab could not read name
+/// the flag that states them.
+fn unknown(a: &Architecture) -> Option<String> {
+    if a.server_cores.is_some() && a.monthly_cost.is_some() {
+        return None;
+    }
+    let flag = |role: &str| match role {
+        "cache" => "--cache-cores",
+        _ => "--target-cores",
+    };
+    let mut flags: Vec<&str> = a
+        .servers
+        .iter()
+        .filter(|s| s.cores.is_none())
+        .map(|s| flag(&s.role))
+        .collect();
+    flags.dedup();
+    let give = match flags.is_empty() {
+        true => "--target-cores or --cache-cores".to_string(),
+        false => flags.join(" and "),
+    };
+    Some(format!(
+        "{}: cores not known (kvlab cannot read the CPU of a server it did not start; give {give})",
+        a.name
+    ))
+}
+
+/// What the database alone carries within the goal, as said (empty where
+/// its search found no rate).
+fn carries(d: &Architecture) -> String {
+    d.capacity_rps
+        .map(|c| {
+            format!(
+                ", carrying {} req/s within it",
+                crate::results::stats::num(c)
+            )
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -154,6 +231,72 @@ mod tests {
             none.because.contains("database: database over the goal"),
             "{}",
             none.because
+        );
+    }
+
+    #[test]
+    fn a_row_whose_cores_are_not_known_says_so_and_names_the_flag_never_a_placeholder() {
+        use crate::results::decide::ServerSize;
+        let unknown = |mut a: Architecture, role: &str| {
+            a.server_cores = None;
+            a.machines = None;
+            a.monthly_cost = None;
+            a.servers = vec![ServerSize {
+                role: role.into(),
+                product: "x".into(),
+                ops_per_s: 1000.0,
+                ops_per_core: None,
+                cores: None,
+                memory_bytes: None,
+                machines: None,
+                monthly_cost: None,
+                predicted_cores_at_run: None,
+                predicted_range_at_run: None,
+                measured_cores_at_run: None,
+            }];
+            a
+        };
+        let d = |w| unknown(row("database", w, 10.0, 100.0), "database");
+        let a = |w| unknown(row("cache-aside", w, 4.0, 50.0), "cache");
+        let c = |w| unknown(row("cache", w, 2.0, 50.0), "cache");
+        let known_a = row("cache-aside", true, 4.0, 50.0);
+        let mut db = d(true);
+        db.capacity_rps = Some(4200.0);
+        let cases = [
+            answer(Some(&db), Some(&a(true)), Some(&c(true))),
+            answer(Some(&db), Some(&known_a), Some(&c(true))),
+            answer(Some(&d(true)), Some(&a(false)), Some(&c(true))),
+            answer(Some(&d(false)), Some(&a(true)), Some(&c(true))),
+            answer(Some(&d(false)), Some(&a(false)), Some(&c(true))),
+            answer(Some(&d(false)), Some(&a(false)), Some(&c(false))),
+        ];
+        for x in &cases {
+            let b = &x.because;
+            for bad in ["4294967295", "NaN", "inf", "unknown number"] {
+                assert!(!b.contains(bad), "{bad}: {b}");
+            }
+        }
+        // Both within the goal, a cost not known: the database alone, and
+        // what was weighed instead, with the flag.
+        assert_eq!(cases[0].answer, Verdict::DropCache);
+        let b = &cases[0].because;
+        assert!(b.contains("carrying 4,200 req/s within it"), "{b}");
+        assert!(b.contains("give --target-cores"), "{b}");
+        assert!(b.contains("give --cache-cores"), "{b}");
+        assert!(
+            cases[1].because.contains("--target-cores"),
+            "{}",
+            cases[1].because
+        );
+        assert!(
+            !cases[1].because.contains("cache-aside: cores"),
+            "{}",
+            cases[1].because
+        );
+        assert!(
+            cases[3].because.contains("give --cache-cores"),
+            "{}",
+            cases[3].because
         );
     }
 }

@@ -262,7 +262,7 @@ pub fn decide_flags(load: &StatedLoad, servers: &[ToWatch]) -> Vec<String> {
             "cache" => "--cache",
             _ => "--target",
         };
-        f.extend([flag.to_string(), s.connector.display.clone()]);
+        f.extend([flag.to_string(), without_password(&s.connector.display)]);
     }
     if let Some(r) = load.rps {
         f.extend(["--rps".into(), format!("{}", r.round() as u64)]);
@@ -280,6 +280,13 @@ pub fn decide_flags(load: &StatedLoad, servers: &[ToWatch]) -> Vec<String> {
         f.extend(["--key-distribution".into(), format!("zipf:{z}")]);
     }
     f
+}
+
+/// A URL as kvlab shows it (`user:***@`), with no password at all: what
+/// `kvlab decide` takes back, its password from the product's variable
+/// (`PGPASSWORD`) or written in by hand.
+pub fn without_password(shown: &str) -> String {
+    shown.replacen("//:***@", "//", 1).replacen(":***@", "@", 1)
 }
 
 #[cfg(test)]

@@ -80,6 +80,7 @@ static FACTS: Facts = Facts {
     title: "Cassandra/CQL",
     schemes: &["cql", "cassandra", "scylla"],
     default_port: 9042,
+    password_env: Some("KVLAB_CQL_PASSWORD"),
     example_url: "cql://[user:pass@]host:9042[/keyspace]",
     url_namespace: Some("keyspace"),
     unix_sockets: false,

@@ -59,6 +59,7 @@ static FACTS: Facts = Facts {
     aliases: &["mysql"],
     schemes: &["mysql", "mariadb"],
     default_port: 3306,
+    password_env: Some("MYSQL_PWD"),
     unix_url_example: Some("mysql://user:pass@localhost/db?socket=/path"),
     example_url: "mysql://user:pass@host:3306/db",
     url_database: true,

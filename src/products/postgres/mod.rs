@@ -53,6 +53,7 @@ static FACTS: Facts = Facts {
     aliases: &["postgresql"],
     schemes: &["postgres", "postgresql"],
     default_port: 5432,
+    password_env: Some("PGPASSWORD"),
     unix_url_example: Some("postgres://user@/db?host=/dir"),
     example_url: "postgres://user:pass@host:5432/db",
     url_database: true,

@@ -48,6 +48,7 @@ const RESP: Facts = Facts {
     ),
     title: "Redis/Valkey",
     default_port: 6379,
+    password_env: Some("REDISCLI_AUTH"),
     client_tracking: true,
     usage_report: Some(USAGE_REPORT),
     server: ServerFacts {

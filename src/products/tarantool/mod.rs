@@ -58,6 +58,7 @@ static FACTS: Facts = Facts {
     title: "Tarantool",
     schemes: &["tarantool"],
     default_port: 3301,
+    password_env: Some("KVLAB_TARANTOOL_PASSWORD"),
     unix_url_example: Some("tarantool+unix:///path/to.sock"),
     example_url: "tarantool://[user:pass@]host:3301",
     tls_start: TlsStart::Unsupported("Tarantool speaks TLS only in its Enterprise edition"),

@@ -2,6 +2,8 @@
 //! `kvlab observe`), and the load they serve taken for each of `--rps`,
 //! `--ratio`, `--keys`, `--value-size` and `--key-distribution` not given;
 //! which figures came from observation is said, and kept in the decision.
+//! The decision is then measured beside the servers observed, on servers of
+//! the same products kvlab starts, unless `--on-observed`.
 
 use std::sync::atomic::AtomicBool;
 
@@ -16,7 +18,8 @@ pub fn stated(args: &DecideArgs, shutdown: &AtomicBool) -> Result<DecideArgs> {
     let r = &args.run;
     let json = r.json.as_deref();
     let servers = observe::servers(r.aside.cache.as_deref(), Some(&r.target), &r.tls)?;
-    let o = observe::watch(&servers, args.observe_seconds, json, shutdown)?;
+    let seconds = (args.observe_seconds, "--observe-seconds");
+    let o = observe::watch(&servers, seconds, json, shutdown)?;
     if shutdown.load(std::sync::atomic::Ordering::SeqCst) {
         return Err(crate::error::Stopped(
             "kvlab decide: stopped while observing; nothing measured".into(),
@@ -78,6 +81,12 @@ pub fn stated(args: &DecideArgs, shutdown: &AtomicBool) -> Result<DecideArgs> {
             .into());
         }
     };
+    match args.on_observed {
+        true => said.push(
+            "measured on: the servers observed themselves (--on-observed): kvlab writes its copy into them and drives them to their capacity".into(),
+        ),
+        false => beside(&mut a, &servers, &mut said),
+    }
     say(
         json,
         &format!(
@@ -88,4 +97,30 @@ pub fn stated(args: &DecideArgs, shutdown: &AtomicBool) -> Result<DecideArgs> {
     a.observed = said;
     a.observe = false;
     Ok(a)
+}
+
+/// `a` measured beside the `servers` observed: on servers of the same
+/// products kvlab starts on this machine, never on the observed ones; said.
+fn beside(a: &mut DecideArgs, servers: &[crate::modes::observe::ToWatch], said: &mut Vec<String>) {
+    let mut started = Vec::new();
+    for s in servers {
+        let name = s.connector.product.name();
+        said.push(format!(
+            "observed: {} ({}, {name})",
+            s.connector.display, s.role
+        ));
+        match s.role {
+            "cache" => a.run.aside.cache = Some(name.into()),
+            _ => a.run.target = name.into(),
+        }
+        started.push(format!("a {name}"));
+    }
+    // The URLs' TLS and stated cores were of the servers observed.
+    a.run.tls = Default::default();
+    a.target_cores = None;
+    a.cache_cores = None;
+    said.push(format!(
+        "measured on: {} kvlab starts on this machine, beside the servers observed (nothing written to them, no load put on them; --on-observed measures on them instead)",
+        started.join(" and ")
+    ));
 }
