@@ -387,12 +387,12 @@ fn decide_observe_decides_on_the_load_it_saw_and_says_so() {
 
 #[test]
 fn a_url_in_another_protocol_or_with_the_mask_for_its_password_is_refused_in_a_line() {
-    let (db, db_url) = common::serve("postgres");
-    // postgres://USER:PASS@HOST:PORT/DB
+    let (db, db_url) = common::serve("mariadb");
+    // mysql://USER:PASS@HOST:PORT/DB
     let (scheme_end, at) = (db_url.find("://").unwrap() + 3, db_url.find('@').unwrap());
     let (user, pass) = db_url[scheme_end..at].split_once(':').unwrap();
     let host_port = &db_url[at + 1..db_url.rfind('/').unwrap()];
-    // A Redis URL at PostgreSQL's port: an error at connect, naming --cache.
+    // A Redis URL at MariaDB's port: an error at connect, naming --cache.
     let redis = format!("redis://{host_port}");
     let e = common::fails(&["observe", "--cache", &redis, "--seconds", "1"]);
     assert!(
@@ -404,20 +404,22 @@ fn a_url_in_another_protocol_or_with_the_mask_for_its_password_is_refused_in_a_l
     let masked = db_url.replacen(&format!(":{pass}@"), ":***@", 1);
     common::fails_saying(
         &["observe", "--target", &masked, "--seconds", "1"],
-        &["'***'", "PGPASSWORD"],
+        &["'***'", "MYSQL_PWD"],
     );
-    // No password in the URL: PostgreSQL's own variable.
+    // No password in the URL: the variable MariaDB's own client reads.
     let bare = db_url.replacen(&format!(":{pass}@"), "@", 1);
     assert!(bare.contains(&format!("//{user}@")), "{bare}");
     let o = common::kvlab()
         .args(["observe", "--target", &bare, "--seconds", "1"])
-        .env("PGPASSWORD", pass)
+        .env("MYSQL_PWD", pass)
         .output()
         .unwrap();
     common::stop(db);
     common::succeeds(&o);
-    let said = String::from_utf8_lossy(&o.stderr);
-    assert!(!said.contains(pass), "{said}");
+    // The decide line it prints holds the URL without the password, and
+    // names the variable to set.
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(!out.contains(pass) && !out.contains("***"), "{out}");
+    let line = out.lines().find(|l| l.starts_with("kvlab decide")).unwrap();
+    assert!(line.contains(&format!("--target {bare} ")), "{line}");
+    assert!(out.contains("set MYSQL_PWD"), "{out}");
 }
