@@ -446,7 +446,7 @@ fn observe_refuses_what_it_cannot_watch_in_one_line() {
         ),
         (
             "observe --cache redis://127.0.0.1:1",
-            "cannot watch redis://127.0.0.1:1",
+            "Error: --cache: cannot connect to redis://127.0.0.1:1",
         ),
         (
             "decide --observe --p99-ms 5",
@@ -455,6 +455,14 @@ fn observe_refuses_what_it_cannot_watch_in_one_line() {
         (
             "decide --observe --from x --p99-ms 5",
             "cannot be used with",
+        ),
+        (
+            "decide --observe --observe-seconds 0 --target postgres://u@127.0.0.1:1/db --p99-ms 5",
+            "Error: --observe-seconds: 0 is not a window",
+        ),
+        (
+            "observe --target postgres://u:***@127.0.0.1:1/db",
+            "Error: --target: the URL's password is '***', the mask kvlab prints",
         ),
     ]);
 }

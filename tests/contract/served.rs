@@ -60,7 +60,12 @@ impl Served {
                     .collect();
             }
         };
-        let t: TargetSpec = url.trim().parse().unwrap_or_else(|e| panic!("{url}: {e}"));
+        // A password the test set is shown masked: the URL as given back.
+        let given = match password {
+            Some(pw) => url.trim().replacen(":***@", &format!(":{pw}@"), 1),
+            None => url.trim().to_string(),
+        };
+        let t: TargetSpec = given.parse().unwrap_or_else(|e| panic!("{url}: {e}"));
         let mut endpoint = t.external.expect("an external endpoint");
         if let Some(pw) = password {
             endpoint.password = Some(Secret(pw.into()));

@@ -53,13 +53,9 @@ pub fn exec(args: &ObserveArgs, shutdown: &AtomicBool) -> Result<()> {
     for p in [&args.json, &args.write].into_iter().flatten() {
         check_writable(p)?;
     }
+    window(args.seconds, "--seconds")?;
     let servers = servers(args.cache.as_deref(), args.target.as_deref(), &args.tls)?;
-    let o = watch(
-        &servers,
-        (args.seconds, "--seconds"),
-        args.json.as_deref(),
-        shutdown,
-    )?;
+    let o = watch(&servers, args.seconds, args.json.as_deref(), shutdown)?;
     let goal = args.p99_ms;
     say(
         args.json.as_deref(),
@@ -78,22 +74,28 @@ pub fn exec(args: &ObserveArgs, shutdown: &AtomicBool) -> Result<()> {
     Ok(())
 }
 
-/// Watches `servers` for `seconds` (given as `flag`), saying what it does
-/// and what it saw.
-pub fn watch(
-    servers: &[ToWatch],
-    (seconds, flag): (f64, &'static str),
-    json: Option<&std::path::Path>,
-    shutdown: &AtomicBool,
-) -> Result<Observation> {
-    if !(1.0..=86_400.0).contains(&seconds) {
-        return Err(UsageError::bad(
+/// `seconds` (given as `flag`) as a window kvlab can watch, checked before
+/// any server is reached.
+pub fn window(seconds: f64, flag: &'static str) -> Result<()> {
+    match (1.0..=86_400.0).contains(&seconds) {
+        true => Ok(()),
+        false => Err(UsageError::bad(
             flag,
             format!("{seconds} is not a window kvlab can watch"),
             format!("give 1 to 86400 seconds, e.g. {flag} 60"),
         )
-        .into());
+        .into()),
     }
+}
+
+/// Watches `servers` for `seconds` (checked by [`window`]), saying what it
+/// does and what it saw.
+pub fn watch(
+    servers: &[ToWatch],
+    seconds: f64,
+    json: Option<&std::path::Path>,
+    shutdown: &AtomicBool,
+) -> Result<Observation> {
     let names: Vec<String> = servers
         .iter()
         .map(|s| format!("{} ({})", s.connector.display, s.role))

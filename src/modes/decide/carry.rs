@@ -140,7 +140,8 @@ pub(super) fn curve(ask: &Ask, m: &Measured, model: &Model, per_key: f64) -> Vec
         share_of_keys: share,
         measured_on_copy: None,
     };
-    let mut held: Vec<(f64, f64)> = Vec::new();
+    let base = cache_base(m);
+    let held = held(m, false);
     let (mut measured, mut carried) = (Vec::new(), Vec::new());
     for c in &m.curve {
         let Some(a) = c.result.cache_aside.as_ref() else {
@@ -149,11 +150,8 @@ pub(super) fn curve(ask: &Ask, m: &Measured, model: &Model, per_key: f64) -> Vec
         let ws = a.working_set.as_ref();
         let used = ws.map(|w| w.memory_used_bytes);
         let bytes = super::rows::provisioned(c.memory_mb, used, m.cache.bytes).unwrap_or(0);
-        if let Some(w) = ws {
-            held.push((w.items as f64, bytes as f64));
-        }
         let share = ws.map(|w| w.items as f64 / copy as f64);
-        let at = (bytes as f64 * per_key) as u64;
+        let at = at_stated(bytes, base, per_key);
         let mut p = point(at, a.hit_ratio, "measured", share);
         match (share, copy == stated) {
             (share, true) => p.trace_hit_ratio = share.and_then(at_trace),
@@ -171,7 +169,8 @@ pub(super) fn curve(ask: &Ask, m: &Measured, model: &Model, per_key: f64) -> Vec
     let mut points = [measured, carried].concat();
     match (&ask.trace, memory_of_items(&held)) {
         (Some(t), Some(memory)) => {
-            let bytes = |share: f64| memory(share * copy as f64) * per_key;
+            let bytes =
+                |share: f64| at_stated(memory(share * copy as f64) as u64, base, per_key) as f64;
             points.extend(trace::points(
                 &t.curve,
                 stated,
@@ -186,7 +185,7 @@ pub(super) fn curve(ask: &Ask, m: &Measured, model: &Model, per_key: f64) -> Vec
                 let Some(hit) = model.hit(stated, share * stated as f64) else {
                     continue;
                 };
-                let bytes = (memory(share * copy as f64) * per_key) as u64;
+                let bytes = at_stated(memory(share * copy as f64) as u64, base, per_key);
                 points.push(point(bytes, hit, "model", Some(share)));
             }
         }
@@ -195,9 +194,57 @@ pub(super) fn curve(ask: &Ask, m: &Measured, model: &Model, per_key: f64) -> Vec
     points
 }
 
+/// Each settled curve run's (items held, cache memory), bytes; `limited`:
+/// only the runs at a memory limit (a cache of no limit is measured by its
+/// resident memory, which counts more than its limit does).
+fn held(m: &Measured, limited: bool) -> Vec<(f64, f64)> {
+    m.curve
+        .iter()
+        .filter(|c| !limited || c.memory_mb.is_some())
+        .filter_map(|c| {
+            let w = c.result.cache_aside.as_ref()?.working_set.as_ref()?;
+            let used = Some(w.memory_used_bytes);
+            let bytes = super::rows::provisioned(c.memory_mb, used, m.cache.bytes)?;
+            Some((w.items as f64, bytes as f64))
+        })
+        .collect()
+}
+
+/// The cache's memory holding nothing, bytes: the base of its memory for
+/// the items it held over the measured curve's limits (`held`), fitted
+/// ([`memory_of_items`]); at most half the smallest size, 0 where no fit.
+fn base(held: &[(f64, f64)]) -> f64 {
+    let smallest = held.iter().map(|h| h.1).fold(f64::INFINITY, f64::min);
+    match fit(held) {
+        Some((base, _)) if smallest.is_finite() => base.min(smallest / 2.0),
+        _ => 0.0,
+    }
+}
+
+/// The cache's memory holding nothing over the decision's curve `m`
+/// ([`base`]), for the check's cache size.
+pub(super) fn cache_base(m: &Measured) -> f64 {
+    base(&held(m, true))
+}
+
+/// A cache of `bytes` on the copy, at `ratio` times its keys holding the
+/// same share of them: its base memory (`base`, which holds no key) as is,
+/// the rest times `ratio`. (Memory per key alone would carry a small
+/// cache's base tenfold, and size it larger than what it held.)
+pub(super) fn at_stated(bytes: u64, base: f64, ratio: f64) -> u64 {
+    let base = base.clamp(0.0, bytes as f64);
+    (base + (bytes as f64 - base) * ratio).round() as u64
+}
+
 /// The cache's memory for a number of items held, fitted to the measured
 /// points' (items, memory): a base plus a size per item (least squares).
 fn memory_of_items(held: &[(f64, f64)]) -> Option<impl Fn(f64) -> f64> {
+    fit(held).map(|(base, per_item)| move |items: f64| base + per_item * items)
+}
+
+/// The least-squares line of memory on items held (`held`): (base, bytes
+/// per item), the base at least 0; `None` without a positive size per item.
+fn fit(held: &[(f64, f64)]) -> Option<(f64, f64)> {
     let n = held.len() as f64;
     let (mx, my) = (
         held.iter().map(|p| p.0).sum::<f64>() / n,
@@ -210,7 +257,7 @@ fn memory_of_items(held: &[(f64, f64)]) -> Option<impl Fn(f64) -> f64> {
         false => my / mx,
     };
     let base = (my - per_item * mx).max(0.0);
-    (mx > 0.0 && per_item > 0.0).then_some(move |items: f64| base + per_item * items)
+    (mx > 0.0 && per_item > 0.0).then_some((base, per_item))
 }
 
 #[cfg(test)]
@@ -233,5 +280,25 @@ mod tests {
         // Never above the read share.
         let w = Model::new(&KeyDistribution::Zipf { theta: 0.99 }, 0.3);
         assert!(w.carry(0.69, 0.99, 1000, 1_000_000).hit <= 0.7 + 1e-12);
+    }
+
+    #[test]
+    fn a_caches_base_is_carried_as_is_and_the_rest_per_key() {
+        let mib = (1u64 << 20) as f64;
+        // 1 MiB holding nothing, then 64 B an item: 7, 13 and 28 MiB hold
+        // 98,304, 196,608 and 442,368 items.
+        let held: Vec<(f64, f64)> = [7.0, 13.0, 28.0]
+            .iter()
+            .map(|mb: &f64| ((mb - 1.0) * mib / 64.0, mb * mib))
+            .collect();
+        assert!((base(&held) - mib).abs() < 1.0, "{}", base(&held));
+        // At ten times the keys the same share: 1 + 6 × 10 MiB.
+        assert_eq!(at_stated(7 << 20, mib, 10.0), 61 << 20);
+        assert_eq!(at_stated(7 << 20, 0.0, 10.0), 70 << 20);
+        // A base above the size (a fit gone wrong) is held to it; none fits
+        // from one point.
+        assert_eq!(at_stated(1 << 20, 8.0 * mib, 10.0), 1 << 20);
+        assert_eq!(base(&held[..1]), 0.0);
+        assert!(base(&[]) == 0.0);
     }
 }

@@ -87,7 +87,8 @@ pub fn planned(s: &Saved, dir: &Path, available: u64) -> Result<(Checked, RunPla
     };
     let l = &s.decision.load;
     let (keys, keys_why) = compare::keys(l.keys, l.value_size, available);
-    let mb = compare::cache_mb(a.memory_mb, s.measured.scaled.keys, keys);
+    let base = super::carry::cache_base(&s.measured);
+    let mb = compare::cache_mb(a.memory_mb, (s.measured.scaled.keys, keys), base);
     let mut ask = s.ask.clone();
     ask.plan.workload.keys = keys;
     managed(&mut ask.plan.target);

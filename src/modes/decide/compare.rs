@@ -49,10 +49,15 @@ pub fn keys(stated: u64, value_size: usize, available: u64) -> (u64, String) {
 }
 
 /// The cache's memory limit at `keys`, MiB: the decision's chosen limit for
-/// its copy of `copy` keys, per key (as the decision sizes memory), times
-/// `keys`; `None`: no limit.
-pub fn cache_mb(chosen: Option<u64>, copy: u64, keys: u64) -> Option<u64> {
-    chosen.map(|mb| ((mb as f64 * keys as f64 / copy.max(1) as f64).ceil() as u64).max(1))
+/// its copy of `copy` keys carried as the decision carries memory (its
+/// `base` bytes, which hold no key, as is; the rest per key), rounded up;
+/// `None`: no limit.
+pub fn cache_mb(chosen: Option<u64>, (copy, keys): (u64, u64), base: f64) -> Option<u64> {
+    let ratio = keys as f64 / copy.max(1) as f64;
+    chosen.map(|mb| {
+        let bytes = super::carry::at_stated(mb << 20, base, ratio);
+        bytes.div_ceil(1 << 20).max(1)
+    })
 }
 
 /// The figures a check compares, as predicted or as measured.
@@ -505,8 +510,12 @@ mod tests {
         let (k, why) = keys(1_000_000, 1024, 2 * gib);
         assert_eq!(k, (gib / 2) / 1144);
         assert!(why.contains("of the stated 1,000,000 keys"), "{why}");
-        assert_eq!(cache_mb(Some(10), 20_000, 40_000), Some(20));
-        assert_eq!(cache_mb(Some(5), 20_000, 20_000), Some(5));
-        assert_eq!(cache_mb(None, 20_000, 40_000), None);
+        assert_eq!(cache_mb(Some(10), (20_000, 40_000), 0.0), Some(20));
+        assert_eq!(cache_mb(Some(5), (20_000, 20_000), 1e6), Some(5));
+        assert_eq!(cache_mb(None, (20_000, 40_000), 0.0), None);
+        // A 7 MiB cache whose first MiB holds no key, at ten times the keys:
+        // 1 + 6 × 10 MiB, not 70.
+        let mib = (1u64 << 20) as f64;
+        assert_eq!(cache_mb(Some(7), (100_000, 1_000_000), mib), Some(61));
     }
 }

@@ -254,8 +254,9 @@ pub(super) fn cache_aside(ask: &Ask, m: &Measured, at: &At, per_key: f64) -> Arc
     let used = aside
         .and_then(|x| x.working_set.as_ref())
         .map(|w| w.memory_used_bytes);
-    let cache_bytes =
-        provisioned(a.memory_mb, used, m.cache.bytes).map(|b| (b as f64 * per_key) as u64);
+    let base = super::carry::cache_base(m);
+    let cache_bytes = provisioned(a.memory_mb, used, m.cache.bytes)
+        .map(|b| super::carry::at_stated(b, base, per_key));
     r.hit_ratio = Some(hit);
     r.cache_memory_bytes = cache_bytes;
     r.p99_ms = Some(a.result.latency.latency_us.p99 / 1000.0);
@@ -292,7 +293,7 @@ pub(super) fn cache_aside(ask: &Ask, m: &Measured, at: &At, per_key: f64) -> Arc
         }),
     );
     r.measured_from = format!(
-        "a run at {} req/s with a {} cache ({} in use, {:.1}% hits on the copy{}){}; memory: the table and the cache's limit (or, with none, the whole copy's) per key × the stated keys",
+        "a run at {} req/s with a {} cache ({} in use, {:.1}% hits on the copy{}){}; memory: the table per key × the stated keys, the cache's limit (or, with none, the whole copy's) as its base (what it takes holding nothing, fitted over the curve's sizes) plus the rest per key",
         num(a.result.config.load.rate.unwrap_or(0.0)),
         mb_name(a.memory_mb),
         used.map_or("memory in use not known".into(), bytes),
@@ -386,7 +387,7 @@ pub(super) fn extrapolations(ask: &Ask, s: &Scaled) -> Vec<String> {
         format!("Data: {}.", s.why),
         format!("Rate: {}.", s.rate_why),
         "Cores, one method for every row: each server's operations per second at the stated load (from its architecture's measured shares: hits, near-cache hits, reads to replicas, writes, fills, invalidations) divided by its product's operations per core within the goal (its capacity search on this machine, client and servers sharing its cores); each fixed-rate run checks the model: each server's CPU measured there against its product's own search steps at the same operations per second (CPU per operation falls as load rises, so a light run is not held to the cost per operation at capacity). A real server scales less than linearly past a machine.".into(),
-        "Memory: a table's size and a cache's memory per key, times the stated keys; a figure kvlab could not read is not known, never 0.".into(),
+        "Memory: a table's size per key, times the stated keys; a cache's memory on the curve and in cache-aside as its base (what it takes holding no key, fitted over the curve's sizes: the items each held against its memory) as is, plus the rest per key times the stated keys, so that it holds the same share of them (a small cache's base is not multiplied); the cache alone's resident memory per key; a figure kvlab could not read is not known, never 0.".into(),
     ];
     let l = &ask.load;
     out.push(format!(

@@ -17,9 +17,9 @@ use crate::error::UsageError;
 pub fn stated(args: &DecideArgs, shutdown: &AtomicBool) -> Result<DecideArgs> {
     let r = &args.run;
     let json = r.json.as_deref();
+    observe::window(args.observe_seconds, "--observe-seconds")?;
     let servers = observe::servers(r.aside.cache.as_deref(), Some(&r.target), &r.tls)?;
-    let seconds = (args.observe_seconds, "--observe-seconds");
-    let o = observe::watch(&servers, seconds, json, shutdown)?;
+    let o = observe::watch(&servers, args.observe_seconds, json, shutdown)?;
     if shutdown.load(std::sync::atomic::Ordering::SeqCst) {
         return Err(crate::error::Stopped(
             "kvlab decide: stopped while observing; nothing measured".into(),
