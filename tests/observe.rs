@@ -15,6 +15,11 @@ use kvlab::driver::Connector;
 use kvlab::plan::TargetSpec;
 use serde_json::Value;
 
+/// Held by each test that drives a load whose figures it checks, and by
+/// the decision beside them: on 2 cores, one of them running beside another
+/// holds its load back (the rate, the hit ratio of a second).
+static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// The load driven: 5,000 req/s, 1:9, zipf 0.99, 100,000 keys of 512 B.
 const LOAD: [&str; 10] = [
     "--rate",
@@ -141,7 +146,10 @@ fn stated_as_driven(
         * lookups;
     let (h, m) = (after.0 - before.0 - lookups, after.1 - before.1);
     let own = h as f64 / (h + m) as f64;
-    assert!((f("cache_hit_ratio") - own).abs() <= 0.005, "{own}: {said}");
+    // Within a point: the test's counters are read around observe, a few
+    // seconds wider than its window (the connect, then the sample while the
+    // load goes on), and a second's hit ratio moves by about that much.
+    assert!((f("cache_hit_ratio") - own).abs() <= 0.01, "{own}: {said}");
     // The command line and its flags.
     let flags = o["decide_flags"].as_array().unwrap();
     assert!(flags.iter().any(|f| f == "--key-distribution"), "{flags:?}");
@@ -175,6 +183,7 @@ fn memcached_in_front_of_mariadb_is_stated_as_driven() {
 /// 8 s and held against the load and the cache's counters (`lookups`: the
 /// hits a sampled key adds); what observe said.
 fn driven((db, db_url): (Child, &str), (cache, memory): (&str, &str), lookups: u64) -> String {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let mut args = vec!["--target", db_url, "--cache", cache, "--cache-opt", memory];
     args.extend(["--cache-start", "settle", "--duration", "120"]);
     args.extend(LOAD);
@@ -304,6 +313,7 @@ fn observe_writes_nothing_and_says_what_a_refused_command_leaves_unknown() {
 
 #[test]
 fn decide_observe_decides_on_the_load_it_saw_and_says_so() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let (db, db_url) = common::serve("postgres");
     statements(&db_url);
     let mut bg = Command::new(assert_cmd::cargo::cargo_bin("kvlab"))
