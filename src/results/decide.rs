@@ -109,7 +109,7 @@ fn one() -> u32 {
 /// One server of an architecture at the stated load, sized by the one
 /// method: its operations per second at the stated load divided by its
 /// product's operations per core within the goal.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerSize {
     /// `database`, `replica` or `cache`.
     pub role: String,

@@ -418,15 +418,8 @@ mod tests {
         let row = |role: &str, product: &str, pc: Option<f64>| ServerSize {
             role: role.into(),
             product: product.into(),
-            ops_per_s: 0.0,
             ops_per_core: pc,
-            cores: None,
-            memory_bytes: None,
-            machines: None,
-            monthly_cost: None,
-            predicted_cores_at_run: None,
-            predicted_range_at_run: None,
-            measured_cores_at_run: None,
+            ..Default::default()
         };
         let servers = [
             row("database", "postgres", Some(10_000.0)),
@@ -465,15 +458,8 @@ mod tests {
         let row = |role: &str, product: &str| ServerSize {
             role: role.into(),
             product: product.into(),
-            ops_per_s: 0.0,
             ops_per_core: Some(1e9),
-            cores: None,
-            memory_bytes: None,
-            machines: None,
-            monthly_cost: None,
-            predicted_cores_at_run: None,
-            predicted_range_at_run: None,
-            measured_cores_at_run: None,
+            ..Default::default()
         };
         let servers = [row("database", "postgres"), row("cache", "redis")];
         // 1,000 req/s at 60% hits and 5% writes: the database serves 430

@@ -246,13 +246,7 @@ mod tests {
                 product: "x".into(),
                 ops_per_s: 1000.0,
                 ops_per_core: None,
-                cores: None,
-                memory_bytes: None,
-                machines: None,
-                monthly_cost: None,
-                predicted_cores_at_run: None,
-                predicted_range_at_run: None,
-                measured_cores_at_run: None,
+                ..Default::default()
             }];
             a
         };
