@@ -285,7 +285,7 @@ pub fn decide_flags(load: &StatedLoad, servers: &[ToWatch]) -> Vec<String> {
 /// A URL as kvlab shows it (`user:***@`), with no password at all: what
 /// `kvlab decide` takes back, its password from the product's variable
 /// (`PGPASSWORD`) or written in by hand.
-pub fn without_password(shown: &str) -> String {
+fn without_password(shown: &str) -> String {
     shown.replacen("//:***@", "//", 1).replacen(":***@", "@", 1)
 }
 
