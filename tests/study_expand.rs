@@ -257,12 +257,8 @@ fn every_error_points_at_the_offending_keys_own_line() {
     // A plan check on a target: the key it names, not `target`.
     let t = caches.replacen("cache = \"redis\"", "cache = \"redis://127.0.0.1:1\"", 1);
     let t = t.replacen("cache_opts = { memory-mb = \"16\" }\n", "", 1);
-    let line = error_line(
-        &t,
-        Quick,
-        "cache_start: settle: a cache kvlab did not start",
-    );
-    assert_eq!(line, line_of(&t, "cache_start", 0));
+    let line = error_line(&t, Quick, "restart-cache");
+    assert_eq!(line, line_of(&t, "events", 0));
     // An event of the second target.
     let t = caches.replacen(
         "events = [\"8:restart-cache:2\"]\n",

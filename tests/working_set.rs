@@ -336,18 +336,6 @@ fn events_are_refused_where_kvlab_did_not_start_the_server() {
         "{e}"
     );
     fails_saying(
-        &[
-            "run",
-            "--target",
-            "postgres",
-            "--cache",
-            "redis://127.0.0.1:1",
-            "--cache-start",
-            "cold",
-        ],
-        &["--cache-start: cold", "never flushes"],
-    );
-    fails_saying(
         &["run", "--target", "redis", "--cache-start", "cold"],
         &["--cache-start", "cache-aside"],
     );

@@ -17,6 +17,7 @@ pub mod metrics;
 mod near;
 mod plan;
 mod run;
+mod shared;
 mod tls;
 pub use run::RunArgs;
 pub use tls::TlsArgs;

@@ -43,6 +43,7 @@ impl RunArgs {
         let threads = threads.min(shard::local_connections(shard, self.connections));
         let mut plan = RunPlan {
             near: self.near.near_cache()?,
+            shared: self.shared.shared()?,
             cache,
             target,
             workload,
@@ -76,6 +77,7 @@ impl RunArgs {
         plan.check_near()?;
         plan.check_reads()?;
         plan.check_io()?;
+        plan.hold_to_shared()?;
         plan.load.events = aside::events(&self.events, &plan)?;
         let cold = plan
             .cache

@@ -164,6 +164,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub aside: aside::AsideArgs,
     #[command(flatten)]
+    pub shared: super::shared::SharedArgs,
+    #[command(flatten)]
     pub near: super::near::NearArgs,
     #[command(flatten)]
     pub metrics: metrics::MetricsArgs,

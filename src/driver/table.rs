@@ -320,3 +320,27 @@ pub fn prepare(
     t.loaded()?;
     Ok(Some(LoadResult::of(keys, took)))
 }
+
+/// Drops kvlab's table on `db` at `c` if it is there and marked kvlab's (a
+/// server kvlab did not start, at the end of its work): the bytes it held,
+/// or `None` when there was none of kvlab's to drop.
+pub fn remove(
+    db: &dyn Database,
+    c: &Connector,
+    data: &DataSpec,
+    opts: RunOptions,
+) -> Result<Option<u64>> {
+    let mut t = db.table(TableJob {
+        connector: c,
+        data,
+        opts,
+    })?;
+    match t.inspect()? {
+        Some(found) if found.marker.starts_with(MARK) => {
+            let bytes = db.table_size(c).map_or(0, |(b, _)| b);
+            t.drop_table()?;
+            Ok(Some(bytes))
+        }
+        _ => Ok(None),
+    }
+}

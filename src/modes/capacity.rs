@@ -142,16 +142,25 @@ pub fn search_on(
         headroom: Vec::new(),
         capacity_rps: None,
         client_limited_at: None,
+        capped_at: None,
         steps: Vec::new(),
     };
     let mut record = |out: &mut Capacity, step: Step| {
         on_step(&step);
         out.steps.push(step);
     };
-    let first = runs.measure(None)?;
+    // A server kvlab did not start: the search said, and held to --max-rps.
+    let cap = announce(plan, opts);
+    let first = runs.measure(cap)?;
     runs.plan.workload.load = false; // loaded once
-    let mut search = Bisection::new(first.totals.throughput_rps);
-    record(&mut out, closed_loop_step(first));
+    let mut search = Bisection::new(first.totals.throughput_rps, cap);
+    record(
+        &mut out,
+        Step {
+            rate: cap,
+            ..closed_loop_step(first)
+        },
+    );
     if search.bound <= 0.0 {
         bail!("the closed-loop run served nothing; cannot search");
     }
@@ -200,7 +209,32 @@ pub fn search_on(
         .capacity_rps
         .zip(search.failed_above)
         .map(|(pass, fail)| [pass, fail]);
+    out.capped_at = cap.filter(|_| search.failed_above.is_none() && out.capacity_rps.is_some());
     Ok(out)
+}
+
+/// Says how a search will drive the servers of `plan` kvlab did not start;
+/// the rate it is held to (`--max-rps`), if any.
+fn announce(plan: &RunPlan, opts: RunOptions) -> Option<f64> {
+    let foreign = plan.foreign();
+    if foreign.is_empty() {
+        return None;
+    }
+    let cap = plan.shared.max_rps;
+    let names: Vec<String> = foreign.iter().map(|(f, e)| format!("{f} {e}")).collect();
+    crate::runner::note(
+        opts,
+        format!(
+            "kvlab: the capacity search drives {} (not kvlab's) with {} connection(s): {}",
+            names.join(" and "),
+            plan.load.connections,
+            match cap {
+                Some(m) => format!("first at {m:.0} req/s, then rates up to it (--max-rps); a capacity found there is a lower bound"),
+                None => "first closed loop (as fast as it answers), then rates up to 1.1x that (8x if every rate passes); --max-rps and --max-connections bound it".into(),
+            }
+        ),
+    );
+    cap
 }
 
 /// The closed-loop run as the search's first step: it bounds the search, and
@@ -330,17 +364,22 @@ struct Bisection {
     lo: f64,
     hi: f64,
     bound: f64,
+    /// The highest rate it may try (`--max-rps`; infinite: none).
+    cap: f64,
     /// The lowest failing rate, once one failed.
     failed_above: Option<f64>,
 }
 
 impl Bisection {
-    /// The search under the closed loop's rate `bound` (the ceiling 10% above).
-    fn new(bound: f64) -> Bisection {
+    /// The search under the closed loop's rate `bound` (the ceiling 10% above),
+    /// never above `cap`.
+    fn new(bound: f64, cap: Option<f64>) -> Bisection {
+        let cap = cap.unwrap_or(f64::INFINITY);
         Bisection {
             lo: 0.0,
-            hi: bound * 1.1,
+            hi: (bound * 1.1).min(cap),
             bound,
+            cap,
             failed_above: None,
         }
     }
@@ -375,8 +414,9 @@ impl Bisection {
         // Every rate up to the ceiling passed: the closed loop understated
         // the target (an open loop can carry more); raise the ceiling so that
         // the search ends with a failure above its answer (up to 8x).
-        if self.failed_above.is_none() && close && hi < self.bound * 8.0 {
-            self.hi *= 2.0;
+        let top = (self.bound * 8.0).min(self.cap);
+        if self.failed_above.is_none() && close && hi < top {
+            self.hi = (self.hi * 2.0).min(top);
             return true;
         }
         !(close || (lo == 0.0 && hi < self.bound * 0.01))

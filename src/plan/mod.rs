@@ -23,6 +23,7 @@ pub mod near;
 pub mod reads;
 pub mod replay;
 pub mod shard;
+pub mod shared;
 pub mod study;
 mod url;
 
@@ -41,6 +42,9 @@ pub struct RunPlan {
     /// A near cache in each client thread (`--near-cache`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub near: Option<near::NearCache>,
+    /// What kvlab may do to a server it did not start.
+    #[serde(default)]
+    pub shared: shared::Shared,
 }
 
 impl RunPlan {
@@ -138,19 +142,6 @@ impl RunPlan {
     /// database, one request at a time per client, the data loaded.
     pub fn check_cache(&self) -> Result<(), UsageError> {
         let Some(c) = &self.cache else { return Ok(()) };
-        if c.start != CacheStart::Warm && c.cache.external.is_some() {
-            return Err(UsageError::bad(
-                "--cache-start",
-                format!(
-                    "{}: a cache kvlab did not start may hold its keys from an earlier run, and kvlab never flushes a server it did not start",
-                    c.start.name()
-                ),
-                format!(
-                    "use a managed cache (--cache {}) or --cache-start warm",
-                    c.cache.kind.name()
-                ),
-            ));
-        }
         if c.cache.kind.is_sql() {
             return Err(UsageError::bad(
                 "--cache",

@@ -58,6 +58,10 @@ pub struct Capacity {
     /// `None`: every failure was the server's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_limited_at: Option<f64>,
+    /// `--max-rps` held the search of a server kvlab did not start to this
+    /// rate and no rate failed: the capacity is *at least* `capacity_rps`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capped_at: Option<f64>,
     /// Every run, in order.
     pub steps: Vec<Step>,
 }

@@ -31,6 +31,8 @@ pub struct Cache {
     pub(super) aside: CacheAside,
     /// The round trip emulated to it (`--cache-rtt`).
     link: Option<crate::workload::LinkDelay>,
+    /// What kvlab may do to it when kvlab did not start it.
+    shared: crate::plan::shared::Shared,
 }
 
 /// Readies the cache of a cache-aside run for `base`: filled (warm) or left
@@ -86,7 +88,7 @@ impl Cache {
                 note(
                     opts,
                     format!(
-                        "kvlab: cache {} is {} {}; kvlab writes only keys under the prefix '{}' and never flushes a server it did not start",
+                        "kvlab: cache {} is {} {}, not kvlab's: kvlab writes only keys under the prefix '{}', never flushes it, never makes it evict its other keys unless --allow-evictions, and removes its keys at the end unless --keep-data",
                         connector.display, i.product, i.version, rs.config.workload.key_prefix
                     ),
                 );
@@ -100,6 +102,7 @@ impl Cache {
             server,
             aside: aside.clone(),
             link: rs.config.load.cache_rtt,
+            shared: rs.config.shared,
         })
     }
 
@@ -125,8 +128,14 @@ impl Cache {
         if db.values.size() >= VERSIONED_SIZE {
             reset_versions(&db.connector).context("resetting the database's values failed")?;
         }
+        if let (None, Role::Cache(c)) = (&self.server, self.connector.product.role()) {
+            // A cache kvlab did not start: kvlab's keys from before gone, and
+            // room for its keys beside the server's own.
+            let what = (db.key_prefix.as_slice(), db.keys, db.values.mean() as usize);
+            super::foreign::make_room(c, &self.connector, what, self.shared)?;
+        }
         if self.aside.start != CacheStart::Warm {
-            // kvlab's fresh cache is empty (RunPlan::check_cache refuses a URL).
+            // kvlab's fresh cache (or its keys deleted from one it did not start) is empty.
             return Ok(());
         }
         let spec = self.writes_spec(db);

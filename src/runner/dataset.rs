@@ -28,7 +28,15 @@ pub fn prepare(
     shutdown: &AtomicBool,
 ) -> Result<Option<LoadResult>> {
     match base.connector.product.role() {
-        Role::Cache(_) if plan.workload.load => {
+        Role::Cache(c) if plan.workload.load => {
+            if !managed && plan.load.shard.is_none() {
+                let what = (
+                    base.key_prefix.as_slice(),
+                    base.keys,
+                    base.values.mean() as usize,
+                );
+                super::foreign::make_room(c, &base.connector, what, plan.shared)?;
+            }
             load_cache_part(base, plan.load.shard, managed, opts, shutdown).map(Some)
         }
         Role::Cache(_) => Ok(None),

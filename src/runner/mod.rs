@@ -12,6 +12,8 @@
 //!   `events`: what kvlab does to its servers during the window.
 //! - `finish`: counters checked, the cache's, pooler's and background's
 //!   reports; `assemble`: the result and its problems; `machine`: the machine.
+//! - `foreign`: what kvlab does with a server it did not start (the load
+//!   said, room made, its data removed at the end).
 //! - `replay`: the trace reader of a replay and its report.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,6 +26,7 @@ pub mod cache;
 pub mod dataset;
 mod events;
 mod finish;
+pub mod foreign;
 pub mod launch;
 pub mod machine;
 pub mod metrics;

@@ -72,7 +72,7 @@ impl<'a> Target<'a> {
         .collect::<Result<Vec<_>>>()?;
         let info = match server {
             Some(s) => s.info.clone(),
-            None => probe(&connector, &plan.workload.key_prefix, opts)?,
+            None => probe(&connector, plan, opts)?,
         };
         Ok(Target {
             server,
@@ -142,17 +142,19 @@ impl<'a> Target<'a> {
 }
 
 /// Probes a server kvlab did not start and says what kvlab will write there.
-fn probe(connector: &Connector, prefix: &str, opts: RunOptions) -> Result<ServerInfo> {
+fn probe(connector: &Connector, plan: &RunPlan, opts: RunOptions) -> Result<ServerInfo> {
     let info = connector.probe(Duration::from_secs(4))?;
+    let prefix = &plan.workload.key_prefix;
+    let load = super::foreign::load_note(plan);
     note(
         opts,
         match connector.product.role() {
             Role::Cache(_) => format!(
-                "kvlab: {} is {} {}; kvlab writes only keys under the prefix '{prefix}' and never flushes a server it did not start",
+                "kvlab: {} is {} {}, not kvlab's: kvlab writes only keys under the prefix '{prefix}', never flushes it, and removes its keys at the end unless --keep-data; it drives it with {load}",
                 connector.display, info.product, info.version
             ),
             Role::Database(_) => format!(
-                "kvlab: {} is {} {}; kvlab writes only its own table {TABLE} and never drops or empties anything it did not create",
+                "kvlab: {} is {} {}, not kvlab's: kvlab writes only its own table {TABLE}, never drops or empties anything it did not create, and drops its table at the end unless --keep-data; it drives it with {load}",
                 connector.display, info.product, info.version
             ),
         },

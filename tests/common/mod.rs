@@ -24,6 +24,7 @@ use kvlab::servers::ManagedServer;
 pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
     RunPlan {
         near: None,
+        shared: Default::default(),
         cache: None,
         target: TargetSpec {
             kind,

@@ -27,15 +27,17 @@ pub fn exec(args: &CapacityArgs, shutdown: &AtomicBool) -> Result<()> {
         notes: true,
     };
     let server = runner::start_server(&plan, opts)?;
-    let c = capacity::search_on(
-        &plan,
-        server.as_ref(),
-        (args.goal.p99_ms, more),
-        args.steps,
-        opts,
-        shutdown,
-        &mut |s| say(json, &step_line(s)),
-    )?;
+    let c = runner::foreign::guarded(&plan, plan.workload.keys, opts, || {
+        capacity::search_on(
+            &plan,
+            server.as_ref(),
+            (args.goal.p99_ms, more),
+            args.steps,
+            opts,
+            shutdown,
+            &mut |s| say(json, &step_line(s)),
+        )
+    })?;
     say(json, &outcome(&c, args.goal.p99_ms));
     if let Some(path) = json {
         write_json(path, &c)?;
@@ -124,6 +126,12 @@ fn outcome(c: &Capacity, p99_ms: f64) -> String {
             text += &format!(
                 "bracket: none: at {:.0} req/s kvlab itself could not keep up (twice the client threads too), so the server's capacity is at least the rate found\n",
                 c.client_limited_at.unwrap_or(0.0)
+            )
+        }
+        None if c.capped_at.is_some() => {
+            text += &format!(
+                "bracket: none: --max-rps held the search to {:.0} req/s, so the server's capacity is at least the rate found (a lower bound)\n",
+                c.capped_at.unwrap_or(0.0)
             )
         }
         None if c.capacity_rps.is_some() => {

@@ -88,7 +88,9 @@ pub fn exec(args: &ReplayArgs, shutdown: &AtomicBool) -> Result<()> {
         progress: true,
         notes: true,
     };
-    let result = runner::run(&plan, opts, shutdown)?;
+    let keys = plan.workload.keys;
+    let result =
+        runner::foreign::guarded(&plan, keys, opts, || runner::run(&plan, opts, shutdown))?;
     show_result(&result, args.run.json.as_deref())?;
     check_valid(&result, "the replay")
 }

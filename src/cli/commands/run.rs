@@ -21,7 +21,9 @@ pub fn exec(args: &RunArgs, shutdown: &AtomicBool) -> Result<()> {
         notes: true,
     };
     args.metrics.start(None, "kvlab", plan.load.shard)?;
-    let result = runner::run(&plan, opts, shutdown)?;
+    let keys = plan.workload.keys;
+    let result =
+        runner::foreign::guarded(&plan, keys, opts, || runner::run(&plan, opts, shutdown))?;
     show_result(&result, args.json.as_deref())?;
     crate::cli::metrics::hold(shutdown);
     check_valid(&result, "the run")

@@ -71,7 +71,14 @@ pub fn run_study(
             println!("{line}");
         }
     };
-    let path = study::exec::run(s, out, opts, shutdown, &mut on_point)?;
+    let plans: Vec<_> = points
+        .iter()
+        .map(|p| (&p.plan, p.plan.workload.keys))
+        .collect();
+    let guard = runner::foreign::Guard::open(&plans, opts)?;
+    let path = study::exec::run(s, out, opts, shutdown, &mut on_point);
+    guard.finish();
+    let path = path?;
     println!("kvlab: results in {}", path.display());
     let results = vec![StudyResult::read(&path)?];
     let report = write_report(&results, out)?;

@@ -120,6 +120,25 @@ pub fn decide(
     shutdown: &AtomicBool,
     say: &mut dyn FnMut(&str),
 ) -> Result<Decision> {
+    // What kvlab writes into servers it did not start is removed at the end.
+    let guarded = RunPlan {
+        cache: Some(ask.cache.clone()),
+        ..ask.plan.clone()
+    };
+    let keys = ask.plan.workload.keys;
+    runner::foreign::guarded(&guarded, keys, opts, || {
+        measure_all(ask, (scaled, out, resume), opts, shutdown, say)
+    })
+}
+
+/// [`decide`]'s steps, in order.
+fn measure_all(
+    ask: &Ask,
+    (scaled, out, resume): ((u64, String), &Path, bool),
+    opts: RunOptions,
+    shutdown: &AtomicBool,
+    say: &mut dyn FnMut(&str),
+) -> Result<Decision> {
     let mut store = saved::Store::open(out, ask, &scaled, (resume, shutdown))?;
     let keys = plan_keys(ask);
     let db_server = match store.complete(&keys) {

@@ -99,12 +99,16 @@ fn missed(s: &Searched, p99_ms: f64) -> String {
 
 /// A capacity search as words: the rate within the goal, the cores it took.
 fn searched_from(s: &Searched) -> String {
-    let lower = match s.capacity.client_limited_at {
-        Some(at) => format!(
+    let lower = match (s.capacity.client_limited_at, s.capacity.capped_at) {
+        (Some(at), _) => format!(
             " (at least: at {} req/s kvlab itself could not keep up, so the server may carry more)",
             num(at)
         ),
-        None => String::new(),
+        (None, Some(cap)) => format!(
+            " (at least: --max-rps held the search to {} req/s on a server kvlab did not start, so it may carry more)",
+            num(cap)
+        ),
+        (None, None) => String::new(),
     };
     match (s.capacity.capacity_rps, s.cores, s.per_core()) {
         (Some(rate), Some(cores), Some(pc)) => format!(

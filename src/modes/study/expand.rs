@@ -108,6 +108,7 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
                 target,
                 workload,
                 load,
+                shared: Default::default(),
             };
             check_point(&plan, t)?;
             points.push(Point {

@@ -1,0 +1,274 @@
+//! What kvlab does with a server it did not start (a team's own): it says the
+//! load it puts there, refuses a write that would make a full cache evict keys
+//! that are not kvlab's, and removes its keys and table when its work ends
+//! (after an error or Ctrl-C too) unless `--keep-data`.
+
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+
+use crate::driver::{Cache, Connector, DataSpec, Role, table};
+use crate::plan::RunPlan;
+use crate::plan::shared::Shared;
+use crate::system::progress::RunOptions;
+
+const MIB: f64 = (1u64 << 20) as f64;
+
+/// The load a run of `plan` puts on a server it did not start, said before
+/// the first request (with the flags that bound it where none does).
+pub fn load_note(plan: &RunPlan) -> String {
+    let l = &plan.load;
+    let pace = match l.rate {
+        Some(r) => format!("at {r:.0} req/s"),
+        None => "closed loop (each connection as fast as it answers)".to_string(),
+    };
+    let bound = match plan.shared.capped() {
+        true => "",
+        false => "; --max-rps and --max-connections bound that",
+    };
+    format!(
+        "{} connection(s), {pace}{}{bound}",
+        l.connections,
+        match plan.cache.is_some() {
+            true => " (the database gets the cache's misses and the writes)",
+            false => "",
+        }
+    )
+}
+
+/// Before kvlab writes `keys` keys of `value_size` bytes (a mean) under
+/// `prefix` into the cache `c` it did not start: kvlab's own keys
+/// from before deleted, then the rest checked to fit beside the server's own
+/// keys. Refused, with the figures, when it would make the cache evict them
+/// (unless `--allow-evictions`).
+pub fn make_room(
+    cache: &dyn Cache,
+    c: &Connector,
+    (prefix, keys, value_size): (&[u8], u64, usize),
+    shared: Shared,
+) -> Result<()> {
+    if c.product.facts().sharded {
+        // Each node's room is its own: not checked here.
+        return Ok(());
+    }
+    cache.delete_keys(c, prefix, &mut (0..keys))?;
+    let m = cache.memory(c)?;
+    // What a key takes in Redis beside its value (measured: 398 B for 256 B
+    // values, 125 B for 32 B), with room to spare, and the server's own
+    // buffers for kvlab's connections.
+    let bytes_per_key = (value_size as f64 * 1.15) as u64 + prefix.len() as u64 + 120;
+    let need = keys.saturating_mul(bytes_per_key) + (m.limit / 50).max(1 << 20);
+    if m.limit == 0 || m.items == 0 || m.used.saturating_add(need) <= m.limit {
+        return Ok(());
+    }
+    let per_item = (m.used / m.items.max(1)).max(1);
+    let over = m.used.saturating_add(need) - m.limit;
+    let evicts = over.div_ceil(per_item).min(m.items);
+    if shared.allow_evictions {
+        return Ok(());
+    }
+    bail!(
+        "the cache {} has too little room beside keys that are not kvlab's ({} keys, {:.1} of {:.1} MiB in use): kvlab's {keys} keys (about {:.1} MiB) would make it evict about {evicts} of them; measure beside on a cache kvlab starts (give {} instead of its URL, with --server-opt or --cache-opt memory-mb of its size), give fewer --keys, or --allow-evictions to let kvlab evict them",
+        c.display,
+        m.items,
+        m.used as f64 / MIB,
+        m.limit as f64 / MIB,
+        need as f64 / MIB,
+        c.product.name(),
+    )
+}
+
+/// One server kvlab did not start and what it writes there.
+struct Written {
+    connector: Connector,
+    what: What,
+    /// The cache's items not kvlab's when the work began (`None`: not read).
+    before: Option<u64>,
+}
+
+/// What kvlab writes into a server.
+enum What {
+    /// Keys `0..keys` under the prefix.
+    Keys(Vec<u8>, u64),
+    /// Its table, as the data spec names it.
+    Table(Box<DataSpec>),
+}
+
+/// The servers of a plan kvlab did not start, to clean when its work ends.
+pub struct Guard {
+    written: Vec<Written>,
+    keep: bool,
+    opts: RunOptions,
+}
+
+impl Guard {
+    /// The servers of `plans` kvlab did not start, each with the most keys
+    /// (`plan`, keys) any plan writes into it; a cache's own keys counted
+    /// (kvlab's from before deleted first, unless `--keep-data`).
+    pub fn open(plans: &[(&RunPlan, u64)], opts: RunOptions) -> Result<Guard> {
+        let mut written: Vec<Written> = Vec::new();
+        let mut keep = false;
+        for &(plan, keys) in plans {
+            // A client of a sharded run cannot clean while the others run.
+            keep |= plan.shared.keep_data || plan.load.shard.is_some();
+            let cache = plan.cache.as_ref().map(|c| &c.cache);
+            let servers = [(plan.target.kind, plan.target.external.as_ref())]
+                .into_iter()
+                .chain(cache.map(|c| (c.kind, c.external.as_ref())));
+            for (kind, endpoint) in servers {
+                let Some(e) = endpoint else { continue };
+                let connector = Connector::new(kind, e)?;
+                let prefix = plan.workload.key_prefix.as_bytes().to_vec();
+                let what = match connector.product.role() {
+                    Role::Cache(_) => What::Keys(prefix, keys),
+                    Role::Database(_) => What::Table(Box::new(DataSpec {
+                        keys,
+                        values: plan.workload.values(),
+                        threads: 1,
+                        schema: plan.target.schema.clone(),
+                        load: false,
+                        managed: false,
+                    })),
+                };
+                match written
+                    .iter_mut()
+                    .find(|w| w.connector.display == connector.display && w.what.same(&what))
+                {
+                    Some(w) => w.what.widen(keys),
+                    None => written.push(Written {
+                        connector,
+                        what,
+                        before: None,
+                    }),
+                }
+            }
+        }
+        if !keep && plans.iter().any(|(p, _)| p.workload.load) {
+            for w in &mut written {
+                w.before = w.own_keys_gone();
+            }
+        }
+        Ok(Guard {
+            written,
+            keep,
+            opts,
+        })
+    }
+
+    /// Removes what kvlab wrote (or says it is left, `--keep-data`), one line
+    /// per server; a server it cannot clean is named with what to remove.
+    pub fn finish(self) {
+        for w in &self.written {
+            let line = match self.keep {
+                true => format!(
+                    "kvlab: left {} in {} (--keep-data, or a client of a sharded run)",
+                    w.what.name(),
+                    w.connector.display
+                ),
+                false => match w.clean(self.opts) {
+                    Ok(done) => done,
+                    Err(e) => format!(
+                        "kvlab: could not remove {} from {}: {e:#}; remove it yourself",
+                        w.what.name(),
+                        w.connector.display
+                    ),
+                },
+            };
+            // Said even where a mode keeps its notes quiet (a study).
+            eprintln!("{line}");
+        }
+    }
+}
+
+impl What {
+    /// Whether `o` is the same kind of thing under the same name.
+    fn same(&self, o: &What) -> bool {
+        match (self, o) {
+            (What::Keys(a, _), What::Keys(b, _)) => a == b,
+            (What::Table(_), What::Table(_)) => true,
+            _ => false,
+        }
+    }
+
+    /// Covers `keys` keys too.
+    fn widen(&mut self, keys: u64) {
+        match self {
+            What::Keys(_, k) => *k = (*k).max(keys),
+            What::Table(d) => d.keys = d.keys.max(keys),
+        }
+    }
+
+    /// What it is, in words.
+    fn name(&self) -> String {
+        match self {
+            What::Keys(p, k) => format!(
+                "kvlab's keys (ids 0..{k} under '{}')",
+                String::from_utf8_lossy(p)
+            ),
+            What::Table(_) => format!("kvlab's table {}", table::TABLE),
+        }
+    }
+}
+
+impl Written {
+    /// A cache's keys from an earlier run of kvlab's deleted: the server's
+    /// own keys then (`None`: not a cache, or not read).
+    fn own_keys_gone(&self) -> Option<u64> {
+        let (What::Keys(p, k), Role::Cache(c)) = (&self.what, self.connector.product.role()) else {
+            return None;
+        };
+        c.delete_keys(&self.connector, p, &mut (0..*k)).ok()?;
+        c.memory(&self.connector).ok().map(|m| m.items)
+    }
+
+    /// Removes kvlab's keys or table: what it removed, and the cache's own
+    /// keys before and after.
+    fn clean(&self, opts: RunOptions) -> Result<String> {
+        let c = &self.connector;
+        match (&self.what, c.product.role()) {
+            (What::Keys(p, k), Role::Cache(cache)) => {
+                let removed = cache.delete_keys(c, p, &mut (0..*k))?;
+                let after = cache.memory(c).ok().map(|m| m.items);
+                let others = match (self.before, after) {
+                    (Some(b), Some(a)) => format!(
+                        "; its other keys: {b} before, {a} after ({} fewer)",
+                        b.saturating_sub(a)
+                    ),
+                    _ => String::new(),
+                };
+                Ok(format!(
+                    "kvlab: removed {removed} of kvlab's keys from {}{others}",
+                    c.display
+                ))
+            }
+            (What::Table(data), Role::Database(db)) => {
+                // A fresh connection after a run's (a server may be slow to let go).
+                std::thread::sleep(Duration::from_millis(50));
+                Ok(match table::remove(db, c, data, opts)? {
+                    Some(bytes) => format!(
+                        "kvlab: dropped kvlab's table {} ({:.1} MiB) from {}",
+                        table::TABLE,
+                        bytes as f64 / MIB,
+                        c.display
+                    ),
+                    None => format!("kvlab: no table of kvlab's to remove in {}", c.display),
+                })
+            }
+            _ => Ok(String::new()),
+        }
+    }
+}
+
+/// Runs `body` with the servers of `plan` kvlab did not start guarded: what
+/// it wrote into them removed afterwards whatever `body` returned.
+pub fn guarded<T>(
+    plan: &RunPlan,
+    keys: u64,
+    opts: RunOptions,
+    body: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    let guard = Guard::open(&[(plan, keys)], opts)?;
+    let out = body();
+    guard.finish();
+    out
+}
