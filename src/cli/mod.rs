@@ -222,6 +222,10 @@ pub struct DecideArgs {
     /// The figures --observe stated, each with its source (filled by kvlab).
     #[arg(skip)]
     pub observed: Vec<String>,
+    /// The memory limit of the cache --observe watched, bytes, when kvlab
+    /// measures beside it (filled by kvlab): a point of the curve at its size.
+    #[arg(skip)]
+    pub observed_cache_limit: Option<u64>,
     /// Go on with the decision saved in DIR (cut short by Ctrl-C or an
     /// error): the finished steps whose plans match are reused, the rest
     /// measured; give the flags it was started with.

@@ -167,7 +167,9 @@ impl<'a> Worker<'a> {
         } = self;
         let plans = self.plans();
         let (ready, clock) = (Arc::clone(&gate.ready), Arc::clone(&gate.clock));
-        let seed = spec.seed.wrapping_add(t as u64 * 0x9e37_79b9_7f4a_7c15);
+        let seed = spec
+            .seed
+            .wrapping_add((t as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         std::thread::Builder::new()
             .name(format!("kvlab-worker-{t}"))
             .spawn_scoped(scope, move || {

@@ -154,13 +154,14 @@ pub fn search_on(
     let first = runs.measure(cap)?;
     runs.plan.workload.load = false; // loaded once
     let mut search = Bisection::new(first.totals.throughput_rps, cap);
-    record(
-        &mut out,
-        Step {
-            rate: cap,
-            ..closed_loop_step(first)
-        },
-    );
+    let step = first_step(first, cap, (p99_ms, more), &mut out);
+    if cap.is_some() && !step.passed {
+        search.failed_above = cap;
+    }
+    record(&mut out, step);
+    if out.capped_at.is_some() {
+        return Ok(out);
+    }
     if search.bound <= 0.0 {
         bail!("the closed-loop run served nothing; cannot search");
     }
@@ -209,7 +210,6 @@ pub fn search_on(
         .capacity_rps
         .zip(search.failed_above)
         .map(|(pass, fail)| [pass, fail]);
-    out.capped_at = cap.filter(|_| search.failed_above.is_none() && out.capacity_rps.is_some());
     Ok(out)
 }
 
@@ -235,6 +235,33 @@ fn announce(plan: &RunPlan, opts: RunOptions) -> Option<f64> {
         ),
     );
     cap
+}
+
+/// The search's first run as its step: the closed loop, or the run at the
+/// cap (`--max-rps`), judged: within the goal, the capacity is at least the
+/// cap and the search ends there (`out` says so).
+fn first_step(
+    first: RunResult,
+    cap: Option<f64>,
+    (p99_ms, more): (f64, MoreLimits),
+    out: &mut Capacity,
+) -> Step {
+    let Some(at) = cap else {
+        return closed_loop_step(first);
+    };
+    let verdict = judge(&first, at, p99_ms, more);
+    if verdict.is_ok() {
+        out.capacity_rps = Some(at);
+        out.capped_at = Some(at);
+        out.headroom = headroom(&first, p99_ms, more);
+    }
+    Step {
+        rate: Some(at),
+        passed: verdict.is_ok(),
+        reason: verdict.err(),
+        client_limited: false,
+        result: first,
+    }
 }
 
 /// The closed-loop run as the search's first step: it bounds the search, and

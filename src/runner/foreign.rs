@@ -53,11 +53,7 @@ pub fn make_room(
     }
     cache.delete_keys(c, prefix, &mut (0..keys))?;
     let m = cache.memory(c)?;
-    // What a key takes in Redis beside its value (measured: 398 B for 256 B
-    // values, 125 B for 32 B), with room to spare, and the server's own
-    // buffers for kvlab's connections.
-    let bytes_per_key = (value_size as f64 * 1.15) as u64 + prefix.len() as u64 + 120;
-    let need = keys.saturating_mul(bytes_per_key) + (m.limit / 50).max(1 << 20);
+    let need = bytes_needed(keys, value_size, prefix.len(), m.limit);
     if m.limit == 0 || m.items == 0 || m.used.saturating_add(need) <= m.limit {
         return Ok(());
     }
@@ -76,6 +72,15 @@ pub fn make_room(
         need as f64 / MIB,
         c.product.name(),
     )
+}
+
+/// The bytes `keys` keys of `value_size` bytes under a prefix of
+/// `prefix_len` take in a cache of `limit` bytes: what a key takes in Redis
+/// beside its value (measured: 398 B for 256 B values, 125 B for 32 B) with
+/// room to spare, and the server's own buffers for kvlab's connections.
+pub fn bytes_needed(keys: u64, value_size: usize, prefix_len: usize, limit: u64) -> u64 {
+    let bytes_per_key = (value_size as f64 * 1.15) as u64 + prefix_len as u64 + 120;
+    keys.saturating_mul(bytes_per_key) + (limit / 50).max(1 << 20)
 }
 
 /// One server kvlab did not start and what it writes there.
@@ -158,6 +163,13 @@ impl Guard {
     /// Removes what kvlab wrote (or says it is left, `--keep-data`), one line
     /// per server; a server it cannot clean is named with what to remove.
     pub fn finish(self) {
+        drop(self);
+    }
+}
+
+impl Drop for Guard {
+    /// [`Guard::finish`], also when a panic unwinds past it.
+    fn drop(&mut self) {
         for w in &self.written {
             let line = match self.keep {
                 true => format!(

@@ -54,6 +54,20 @@ pub fn exec(args: &DecideArgs, shutdown: &AtomicBool) -> Result<()> {
     let scaled = decide::scaled_keys(ask.load.keys, ask.load.value_size, ask.quick);
     let mut ask = ask;
     ask.plan.workload.keys = scaled.0;
+    if let Some(line) = decide::beside::cache_by_url(&mut ask)? {
+        say(json, &line);
+    }
+    if let Some(limit) = args.observed_cache_limit {
+        let mb = decide::beside::carried_mb(&ask, limit);
+        ask.team_cache_mb = Some(mb);
+        say(
+            json,
+            &format!(
+                "kvlab decide: the cache observed holds {:.1} MiB at most: a point of the curve at its size carried to the copy ({mb} MiB)\n",
+                limit as f64 / (1u64 << 20) as f64
+            ),
+        );
+    }
     let opts = RunOptions {
         progress: true,
         notes: true,
@@ -354,6 +368,7 @@ fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
         quick: args.quick,
         run_secs: r.duration,
         trace: traced,
+        team_cache_mb: None,
     })
 }
 

@@ -308,11 +308,15 @@ impl Runs<'_> {
             true => &[None],
             false => &[Some(0.05), Some(0.15), Some(0.4), None],
         };
-        for &f in fractions {
-            let mb = f.map(|f| (data_mb * f).ceil() as u64 + CACHE_BASE_MB);
-            if mb.is_some() && out.iter().any(|c| c.memory_mb == mb) {
-                continue;
-            }
+        let mut sizes: Vec<Option<u64>> = fractions
+            .iter()
+            .map(|f| f.map(|f| (data_mb * f).ceil() as u64 + CACHE_BASE_MB))
+            .chain(self.ask.team_cache_mb.map(Some))
+            .collect();
+        // Smallest first, no limit last.
+        sizes.sort_by_key(|mb| mb.unwrap_or(u64::MAX));
+        sizes.dedup();
+        for mb in sizes {
             let r = runner::measure(
                 &self.drawn(self.aside(mb, rate)),
                 self.db_server,
@@ -416,7 +420,7 @@ impl Runs<'_> {
 
 /// Memory a cache needs for its own use (its process, connections' buffers)
 /// beside the data it holds, MiB: a limit below it fails writes.
-const CACHE_BASE_MB: u64 = 4;
+pub(super) const CACHE_BASE_MB: u64 = 4;
 
 /// A cache size as said: `12 MiB` or `no limit`.
 pub(super) fn mb_name(mb: Option<u64>) -> String {

@@ -27,6 +27,7 @@
 //!   as pure functions.
 
 pub mod again;
+pub mod beside;
 pub mod carry;
 pub mod check;
 pub mod compare;
@@ -69,6 +70,10 @@ pub struct Ask {
     pub run_secs: Option<f64>,
     /// The trace the load was taken from (`--trace`) and its curve.
     pub trace: Option<trace::Traced>,
+    /// A cache given by URL measured beside: its memory carried to the
+    /// copy, MiB, a point of the curve.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team_cache_mb: Option<u64>,
 }
 
 impl Ask {

@@ -110,7 +110,17 @@ fn beside(a: &mut DecideArgs, servers: &[crate::modes::observe::ToWatch], said: 
             s.connector.display, s.role
         ));
         match s.role {
-            "cache" => a.run.aside.cache = Some(name.into()),
+            "cache" => {
+                a.run.aside.cache = Some(name.into());
+                // Its memory limit, read-only: a point of the curve at its size.
+                if let crate::driver::Role::Cache(c) = s.connector.product.role() {
+                    a.observed_cache_limit = c
+                        .memory(&s.connector)
+                        .ok()
+                        .map(|m| m.limit)
+                        .filter(|l| *l > 0);
+                }
+            }
             _ => a.run.target = name.into(),
         }
         started.push(format!("a {name}"));
