@@ -251,6 +251,7 @@ fn observe_writes_nothing_and_says_what_a_refused_command_leaves_unknown() {
                 "3000",
                 "--duration",
                 "1",
+                "--keep-data",
             ])
             .output()
             .unwrap();

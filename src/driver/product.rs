@@ -163,6 +163,13 @@ pub trait Cache: Sync {
         prefix: &[u8],
         keys: &mut dyn Iterator<Item = u64>,
     ) -> Result<u64>;
+    /// The setting that names how the cache at `c` evicts and its value, read
+    /// without changing anything (e.g. Redis's `maxmemory-policy`); `None`
+    /// where the product has one way or it cannot be read.
+    fn eviction_policy(&self, c: &Connector) -> Option<(&'static str, String)> {
+        let _ = c;
+        None
+    }
     /// Settings a managed cache gets in cache-aside unless given, so that it
     /// evicts when full as a deployed cache does (e.g. Redis's
     /// `maxmemory-policy=allkeys-lru`).

@@ -129,6 +129,7 @@ fn a_result_file_is_written_back_as_read() {
         "$.config.workload.background_writes + ttl_s",
         "$.config.load.rate + arrivals",
         "$.config.load.start_at_ms + timeline_seconds",
+        "$.config.cache + shared",
         "$.errors_by_kind + value_bytes",
         "$.warmup.stale_versions_max + value_bytes",
         "$.warmup.value_bytes + expired",

@@ -85,6 +85,7 @@ impl Cache {
                 let i = connector.probe(Duration::from_secs(4)).map_err(|e| {
                     anyhow::anyhow!("{}", format!("{e:#}").replace("--target", "--cache"))
                 })?;
+                super::foreign::reached(&connector.display, None);
                 note(
                     opts,
                     format!(

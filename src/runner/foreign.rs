@@ -14,6 +14,28 @@ use crate::system::progress::RunOptions;
 
 const MIB: f64 = (1u64 << 20) as f64;
 
+/// The servers kvlab did not start that a run of this process reached (by
+/// URL), with a cache's own keys when kvlab first made room there: a guard
+/// cleans only a server kvlab reached, so an unreachable one costs no wait
+/// and no second error. Never on the hot path.
+static REACHED: std::sync::Mutex<Vec<(String, Option<u64>)>> = std::sync::Mutex::new(Vec::new());
+
+/// Notes that a run reached `display`, a server kvlab did not start (with
+/// the cache's own keys then, where known).
+pub fn reached(display: &str, items: Option<u64>) {
+    let mut r = REACHED.lock().unwrap_or_else(|e| e.into_inner());
+    match r.iter_mut().find(|(d, _)| d == display) {
+        Some((_, before)) => *before = before.or(items),
+        None => r.push((display.to_string(), items)),
+    }
+}
+
+/// Whether a run reached `display`, and the cache's own keys it first saw.
+fn reached_before(display: &str) -> Option<Option<u64>> {
+    let r = REACHED.lock().unwrap_or_else(|e| e.into_inner());
+    r.iter().find(|(d, _)| d == display).map(|(_, b)| *b)
+}
+
 /// The load a run of `plan` puts on a server it did not start, said before
 /// the first request (with the flags that bound it where none does).
 pub fn load_note(plan: &RunPlan) -> String {
@@ -53,6 +75,7 @@ pub fn make_room(
     }
     cache.delete_keys(c, prefix, &mut (0..keys))?;
     let m = cache.memory(c)?;
+    reached(&c.display, Some(m.items));
     let need = bytes_needed(keys, value_size, prefix.len(), m.limit);
     if m.limit == 0 || m.items == 0 || m.used.saturating_add(need) <= m.limit {
         return Ok(());
@@ -108,8 +131,7 @@ pub struct Guard {
 
 impl Guard {
     /// The servers of `plans` kvlab did not start, each with the most keys
-    /// (`plan`, keys) any plan writes into it; a cache's own keys counted
-    /// (kvlab's from before deleted first, unless `--keep-data`).
+    /// (`plan`, keys) any plan writes into it; none is reached here.
     pub fn open(plans: &[(&RunPlan, u64)], opts: RunOptions) -> Result<Guard> {
         let mut written: Vec<Written> = Vec::new();
         let mut keep = false;
@@ -148,11 +170,6 @@ impl Guard {
                 }
             }
         }
-        if !keep && plans.iter().any(|(p, _)| p.workload.load) {
-            for w in &mut written {
-                w.before = w.own_keys_gone();
-            }
-        }
         Ok(Guard {
             written,
             keep,
@@ -170,7 +187,12 @@ impl Guard {
 impl Drop for Guard {
     /// [`Guard::finish`], also when a panic unwinds past it.
     fn drop(&mut self) {
-        for w in &self.written {
+        for w in &mut self.written {
+            // A server no run reached: nothing written, nothing to clean.
+            let Some(before) = reached_before(&w.connector.display) else {
+                continue;
+            };
+            w.before = before;
             let line = match self.keep {
                 true => format!(
                     "kvlab: left {} in {} (--keep-data, or a client of a sharded run)",
@@ -223,16 +245,6 @@ impl What {
 }
 
 impl Written {
-    /// A cache's keys from an earlier run of kvlab's deleted: the server's
-    /// own keys then (`None`: not a cache, or not read).
-    fn own_keys_gone(&self) -> Option<u64> {
-        let (What::Keys(p, k), Role::Cache(c)) = (&self.what, self.connector.product.role()) else {
-            return None;
-        };
-        c.delete_keys(&self.connector, p, &mut (0..*k)).ok()?;
-        c.memory(&self.connector).ok().map(|m| m.items)
-    }
-
     /// Removes kvlab's keys or table: what it removed, and the cache's own
     /// keys before and after.
     fn clean(&self, opts: RunOptions) -> Result<String> {

@@ -144,6 +144,7 @@ impl<'a> Target<'a> {
 /// Probes a server kvlab did not start and says what kvlab will write there.
 fn probe(connector: &Connector, plan: &RunPlan, opts: RunOptions) -> Result<ServerInfo> {
     let info = connector.probe(Duration::from_secs(4))?;
+    super::foreign::reached(&connector.display, None);
     let prefix = &plan.workload.key_prefix;
     let load = super::foreign::load_note(plan);
     note(

@@ -47,6 +47,9 @@ pub fn cache_by_url(ask: &mut Ask) -> Result<Option<String>> {
         num(w.keys as f64),
         num(ask.load.keys as f64),
     );
+    if let Some(((k, v), _)) = policy_of(&c) {
+        ask.cache.cache.server_opts.insert(k, v);
+    }
     ask.cache.cache.external = None;
     ask.load.cache_cores = None;
     ask.team_cache_mb = Some(copy_mb);
@@ -58,4 +61,26 @@ pub fn cache_by_url(ask: &mut Ask) -> Result<Option<String>> {
 pub fn carried_mb(ask: &Ask, limit: u64) -> u64 {
     let share = ask.plan.workload.keys as f64 / ask.load.keys.max(1) as f64;
     ((limit as f64 / MIB * share).ceil() as u64).max(super::measure::CACHE_BASE_MB + 1)
+}
+
+/// The eviction policy of the cache `c` (read-only) as a setting of the
+/// cache kvlab starts beside it, with the line that says so; a policy that
+/// evicts only keys with a TTL is not taken (kvlab's keys have none).
+pub fn policy_of(c: &Connector) -> Option<((String, String), String)> {
+    let Role::Cache(cache) = c.product.role() else {
+        return None;
+    };
+    let (key, value) = cache.eviction_policy(c)?;
+    Some(match value.starts_with("allkeys-") {
+        true => (
+            (key.to_string(), value.clone()),
+            format!("eviction: {key} {value}, as the cache observed"),
+        ),
+        false => (
+            (key.to_string(), "allkeys-lru".to_string()),
+            format!(
+                "eviction: {key} allkeys-lru, not the observed {value} (kvlab's keys have no TTL to evict by)"
+            ),
+        ),
+    })
 }

@@ -179,6 +179,10 @@ impl Cache for RespProduct {
     fn evicting(&self) -> &'static [(&'static str, &'static str)] {
         &[("maxmemory-policy", "allkeys-lru")]
     }
+    fn eviction_policy(&self, c: &Connector) -> Option<(&'static str, String)> {
+        let memory = Info::open(c).ok()?.section(b"memory").ok()?;
+        Some(("maxmemory-policy", info_field(&memory, "maxmemory_policy")?))
+    }
     fn load_hint(&self, value_size: usize, managed: bool) -> String {
         load_hint(value_size, managed)
     }
