@@ -3,16 +3,15 @@
 //! that are not kvlab's, and removes its keys and table when its work ends
 //! (after an error or Ctrl-C too) unless `--keep-data`.
 
-use std::time::Duration;
-
 use anyhow::{Result, bail};
 
-use crate::driver::{Cache, Connector, DataSpec, Role, table};
+use crate::driver::{Cache, CacheMemory, Connector, DataSpec, Role, table};
 use crate::plan::RunPlan;
 use crate::plan::shared::Shared;
 use crate::system::progress::RunOptions;
 
-const MIB: f64 = (1u64 << 20) as f64;
+/// Bytes in a MiB.
+pub const MIB: f64 = (1u64 << 20) as f64;
 
 /// The servers kvlab did not start that a run of this process reached (by
 /// URL), with a cache's own keys when kvlab first made room there: a guard
@@ -77,15 +76,12 @@ pub fn make_room(
     let m = cache.memory(c)?;
     reached(&c.display, Some(m.items));
     let need = bytes_needed(keys, value_size, prefix.len(), m.limit);
-    if m.limit == 0 || m.items == 0 || m.used.saturating_add(need) <= m.limit {
+    // An empty cache evicts only kvlab's own keys.
+    let Some(over) = overflow(&m, need).filter(|_| m.items > 0 && !shared.allow_evictions) else {
         return Ok(());
-    }
-    let per_item = (m.used / m.items.max(1)).max(1);
-    let over = m.used.saturating_add(need) - m.limit;
+    };
+    let per_item = (m.used / m.items).max(1);
     let evicts = over.div_ceil(per_item).min(m.items);
-    if shared.allow_evictions {
-        return Ok(());
-    }
     bail!(
         "the cache {} has too little room beside keys that are not kvlab's ({} keys, {:.1} of {:.1} MiB in use): kvlab's {keys} keys (about {:.1} MiB) would make it evict about {evicts} of them; measure beside on a cache kvlab starts (give {} instead of its URL, with --server-opt or --cache-opt memory-mb of its size), give fewer --keys, or --allow-evictions to let kvlab evict them",
         c.display,
@@ -106,12 +102,17 @@ pub fn bytes_needed(keys: u64, value_size: usize, prefix_len: usize, limit: u64)
     keys.saturating_mul(bytes_per_key) + (limit / 50).max(1 << 20)
 }
 
+/// The bytes `need` more would take the cache past its limit (`m`: its
+/// memory now), or `None` where they fit or it has no limit.
+pub fn overflow(m: &CacheMemory, need: u64) -> Option<u64> {
+    let total = m.used.saturating_add(need);
+    (m.limit > 0 && total > m.limit).then(|| total - m.limit)
+}
+
 /// One server kvlab did not start and what it writes there.
 struct Written {
     connector: Connector,
     what: What,
-    /// The cache's items not kvlab's when the work began (`None`: not read).
-    before: Option<u64>,
 }
 
 /// What kvlab writes into a server.
@@ -162,11 +163,7 @@ impl Guard {
                     .find(|w| w.connector.display == connector.display && w.what.same(&what))
                 {
                     Some(w) => w.what.widen(keys),
-                    None => written.push(Written {
-                        connector,
-                        what,
-                        before: None,
-                    }),
+                    None => written.push(Written { connector, what }),
                 }
             }
         }
@@ -187,19 +184,18 @@ impl Guard {
 impl Drop for Guard {
     /// [`Guard::finish`], also when a panic unwinds past it.
     fn drop(&mut self) {
-        for w in &mut self.written {
+        for w in &self.written {
             // A server no run reached: nothing written, nothing to clean.
             let Some(before) = reached_before(&w.connector.display) else {
                 continue;
             };
-            w.before = before;
             let line = match self.keep {
                 true => format!(
                     "kvlab: left {} in {} (--keep-data, or a client of a sharded run)",
                     w.what.name(),
                     w.connector.display
                 ),
-                false => match w.clean(self.opts) {
+                false => match w.clean(before, self.opts) {
                     Ok(done) => done,
                     Err(e) => format!(
                         "kvlab: could not remove {} from {}: {e:#}; remove it yourself",
@@ -246,14 +242,14 @@ impl What {
 
 impl Written {
     /// Removes kvlab's keys or table: what it removed, and the cache's own
-    /// keys before and after.
-    fn clean(&self, opts: RunOptions) -> Result<String> {
+    /// keys `before` (when kvlab first made room there) and after.
+    fn clean(&self, before: Option<u64>, opts: RunOptions) -> Result<String> {
         let c = &self.connector;
         match (&self.what, c.product.role()) {
             (What::Keys(p, k), Role::Cache(cache)) => {
                 let removed = cache.delete_keys(c, p, &mut (0..*k))?;
                 let after = cache.memory(c).ok().map(|m| m.items);
-                let others = match (self.before, after) {
+                let others = match (before, after) {
                     (Some(b), Some(a)) => format!(
                         "; its other keys: {b} before, {a} after ({} fewer)",
                         b.saturating_sub(a)
@@ -266,8 +262,6 @@ impl Written {
                 ))
             }
             (What::Table(data), Role::Database(db)) => {
-                // A fresh connection after a run's (a server may be slow to let go).
-                std::thread::sleep(Duration::from_millis(50));
                 Ok(match table::remove(db, c, data, opts)? {
                     Some(bytes) => format!(
                         "kvlab: dropped kvlab's table {} ({:.1} MiB) from {}",

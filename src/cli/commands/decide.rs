@@ -64,7 +64,7 @@ pub fn exec(args: &DecideArgs, shutdown: &AtomicBool) -> Result<()> {
             json,
             &format!(
                 "kvlab decide: the cache observed holds {:.1} MiB at most: a point of the curve at its size carried to the copy ({mb} MiB)\n",
-                limit as f64 / (1u64 << 20) as f64
+                limit as f64 / crate::runner::foreign::MIB
             ),
         );
     }

@@ -8,9 +8,7 @@ use anyhow::Result;
 use super::Ask;
 use crate::driver::{Connector, Role};
 use crate::results::stats::num;
-use crate::runner::foreign::bytes_needed;
-
-const MIB: f64 = (1u64 << 20) as f64;
+use crate::runner::foreign::{MIB, bytes_needed, overflow};
 
 /// Moves `ask`'s cache given by URL beside, where the copy would not fit
 /// in it beside the keys it holds (unless `--allow-evictions`): the line that
@@ -30,7 +28,7 @@ pub fn cache_by_url(ask: &mut Ask) -> Result<Option<String>> {
     let m = cache.memory(&c)?;
     let w = &ask.plan.workload;
     let need = bytes_needed(w.keys, w.value_size, w.key_prefix.len(), m.limit);
-    if m.limit == 0 || m.used.saturating_add(need) <= m.limit {
+    if overflow(&m, need).is_none() {
         return Ok(None);
     }
     let limit_mb = m.limit as f64 / MIB;
