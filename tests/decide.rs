@@ -11,6 +11,16 @@ mod common;
 
 use serde_json::Value;
 
+/// Held by each test that runs a whole decision: on 2 cores one beside
+/// another leaves kvlab too little CPU to find the database's capacity
+/// ("kvlab itself could not keep up"), which two of them assert.
+static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// [`ALONE`], taken even after a test that held it failed.
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ALONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Runs `kvlab decide` with `args` on a small quick load; its JSON.
 fn decide(args: &[&str]) -> Value {
     let mut all = common::SMALL_DECISION.to_vec();
@@ -119,6 +129,7 @@ fn costs_recompute(d: &Value) {
 
 #[test]
 fn a_load_the_database_carries_easily_drops_the_cache_and_the_curves_agree() {
+    let _alone = alone();
     // The load from a trace: its keys, mix, sizes and skew.
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("zipf.csv");
@@ -225,6 +236,7 @@ fn json_at(dir: &std::path::Path) -> Value {
 /// the copy of 20,000, moves as an exact LRU simulation does, within 2 points.
 #[test]
 fn a_cut_decision_resumes_and_is_asked_again_from_its_measurements() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("d");
     let out_s = out.to_str().unwrap();
@@ -447,6 +459,7 @@ fn decide_study(table: &str) -> Value {
 /// A study file's `[decide]` is `kvlab decide` with its keys as the flags.
 #[test]
 fn a_goal_nothing_meets_says_so_with_each_rows_reason() {
+    let _alone = alone();
     let d = decide_study(
         "rps = 1000\np99_ms = 0.001\nkeys = 20000\nvalue_size = 1024\nratio = \"1:19\"\n\
          key_distribution = \"zipf\"\nquick = true\nduration = 1\nconnections = 16\n",
@@ -599,6 +612,7 @@ fn a_bad_decide_section_is_refused_at_its_line() {
 #[test]
 fn servers_given_by_url_are_decided_with_their_stated_cores_never_resized_and_their_loss_emulated()
 {
+    let _alone = alone();
     let (db, db_url) = common::serve("mariadb");
     let (cache, cache_url) = common::serve("memcached");
     let d = decide(&[
