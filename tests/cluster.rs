@@ -162,3 +162,45 @@ fn single_servers_and_cluster_nodes_are_not_confused() {
     assert!(e.contains("not in cluster mode"), "{e}");
     assert_eq!(e.lines().count(), 1, "{e}");
 }
+
+/// A cluster given by URL holding another application's keys: kvlab makes
+/// room, runs, and removes its own keys from every primary, theirs untouched
+/// and counted in the result.
+#[test]
+fn kvlabs_keys_are_removed_from_every_primary_of_a_cluster_it_did_not_start() {
+    let s = server(TargetKind::RedisCluster);
+    let c = Connector::new(TargetKind::RedisCluster, &s.endpoint()).unwrap();
+    let t = c.topology().unwrap().unwrap();
+    let node_of = |key: &[u8]| t.nodes[t.slots[hash_slot(key) as usize] as usize];
+    for i in 0..300 {
+        let k = format!("team:{i}");
+        ok(node_of(k.as_bytes()), &[b"SET", k.as_bytes(), b"theirs"]);
+    }
+    let p = plan(TargetKind::RedisCluster, s.endpoint());
+    let (opts, stop) = (RunOptions::default(), AtomicBool::new(false));
+    let (r, cleaned) =
+        kvlab::runner::foreign::guarded(&p, p.workload.keys, opts, || run(&p, opts, &stop))
+            .unwrap();
+    assert_eq!(
+        (r.totals.errors, r.totals.misses),
+        (0, 0),
+        "{:?}",
+        r.problems
+    );
+    assert_eq!(cleaned.len(), 1, "{cleaned:?}");
+    let cl = &cleaned[0];
+    assert_eq!(cl.keys_removed, Some(p.workload.keys), "{cl:?}");
+    assert_eq!((cl.others_before, cl.others_after), (Some(300), Some(300)));
+    let held: u64 = t
+        .nodes
+        .iter()
+        .map(|n| {
+            let r = cmd(*n, &[b"DBSIZE"]);
+            String::from_utf8_lossy(&r[1..])
+                .trim()
+                .parse::<u64>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(held, 300, "only the other application's keys are left");
+}

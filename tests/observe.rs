@@ -315,7 +315,7 @@ fn observe_writes_nothing_and_says_what_a_refused_command_leaves_unknown() {
 #[test]
 fn decide_observe_decides_on_the_load_it_saw_and_says_so() {
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
-    let (db, db_url) = common::serve("postgres");
+    let (db, db_url) = common::serve_with("postgres", &["--server-opt", "synchronous_commit=off"]);
     statements(&db_url);
     let mut bg = Command::new(assert_cmd::cargo::cargo_bin("kvlab"))
         .args([
@@ -372,6 +372,15 @@ fn decide_observe_decides_on_the_load_it_saw_and_says_so() {
         "{stdout}"
     );
     assert!(stdout.contains("  --value-size 1024:"), "{stdout}");
+    // Its version beside the one measured, and how its commits wait, copied.
+    assert!(
+        stdout.contains(": the same major version (") && stdout.contains("  version: postgres "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  settings: synchronous_commit=off, fsync=on, full_page_writes=on, copied from the postgres observed"),
+        "{stdout}"
+    );
     let d: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("decision.json")).unwrap())
             .unwrap();

@@ -133,11 +133,15 @@ fn a_teams_servers_keep_their_keys_and_table_and_nothing_of_kvlabs_is_left() {
 
     // Cache-aside that fits beside them: measured in place, the load said
     // and held to the caps, then kvlab's keys and table removed.
+    let files = tempfile::tempdir().unwrap();
+    let json = files.path().join("run.json");
     let o = common::kvlab()
         .args(["run", "--target", &pg_url, "--cache", &redis_url])
         .args(["--keys", "2000", "--value-size", "256", "--ratio", "1:19"])
         .args(["--cache-start", "settle", "--duration", "1"])
         .args(["--max-connections", "4", "--max-rps", "800"])
+        .arg("--json")
+        .arg(&json)
         .output()
         .unwrap();
     common::succeeds(&o);
@@ -156,6 +160,17 @@ fn a_teams_servers_keep_their_keys_and_table_and_nothing_of_kvlabs_is_left() {
     assert_eq!(team_keys(&redis), TEAM_KEYS);
     assert!(!kvlab_keys_left(&redis));
     assert_eq!(tables(&pg), before);
+    // The result file counts them too.
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let cleanup = r["cleanup"].as_array().unwrap();
+    let cache = cleanup.iter().find(|c| c["keys_removed"].is_u64()).unwrap();
+    assert_eq!(cache["others_before"], TEAM_KEYS, "{cache}");
+    assert_eq!(cache["others_after"], TEAM_KEYS, "{cache}");
+    assert!(
+        cleanup.iter().any(|c| c["table_bytes"].as_u64() > Some(0)),
+        "{cleanup:?}"
+    );
 
     // A decision by URL whose copy does not fit the cache beside the team's
     // keys: measured beside (a curve point at the cache's size), the
@@ -195,6 +210,14 @@ fn a_teams_servers_keep_their_keys_and_table_and_nothing_of_kvlabs_is_left() {
     for bad in ["***", "NaN", "4294967295"] {
         assert!(!stdout.contains(bad), "{bad} in {stdout}");
     }
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("decision.json")).unwrap())
+            .unwrap();
+    let cleanup = d["cleanup"].as_array().unwrap();
+    assert!(
+        cleanup.iter().any(|c| c["table_bytes"].as_u64() > Some(0)),
+        "{d}"
+    );
     assert_eq!(team_keys(&redis), TEAM_KEYS);
     assert!(!kvlab_keys_left(&redis));
     assert_eq!(tables(&pg), before);

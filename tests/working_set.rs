@@ -227,14 +227,14 @@ fn a_killed_cluster_primary_fails_over_and_the_run_recovers() {
     p.workload.keys = 10_000;
     p.load.rate = Some(4000.0);
     p.load.timeout_s = 1.0;
-    // Three seconds before the kill set the level to recover to, and seven
-    // after it leave room for a one-second p99 blip of a busy 2-core machine
-    // between the failover and two calm seconds in a row.
-    p.load.stop = Stop::Duration(10.0);
+    // Three seconds before the kill set the level to recover to, and nine
+    // after it leave room for p99 blips of a busy 2-core machine (a CI run
+    // had one past seven) between the failover and two calm seconds in a row.
+    p.load.stop = Stop::Duration(12.0);
     p.load.events = vec!["3:kill-primary".parse().unwrap()];
     let started = Instant::now();
     let r = measure(&p);
-    assert!(started.elapsed() < Duration::from_secs(40), "ends on time");
+    assert!(started.elapsed() < Duration::from_secs(42), "ends on time");
     assert!(r.valid, "{:?}", r.problems);
     let e = &r.events[0];
     assert!(e.error.is_none(), "{e:?}");
@@ -256,7 +256,7 @@ fn a_killed_cluster_primary_fails_over_and_the_run_recovers() {
                 .collect::<Vec<_>>()
         )
     });
-    assert!(recovered <= 5.0, "{e:?}");
+    assert!(recovered <= 7.0, "{e:?}");
     let last = r.timeline.last().unwrap();
     assert_eq!(last.errors, 0, "no errors once failed over: {last:?}");
     assert!(last.requests > 3000, "{last:?}");

@@ -133,6 +133,12 @@ pub struct ServerFacts {
     /// Whether it keeps its data on disk (a database) rather than in memory
     /// (a cache), for the check that a managed server's data fits.
     pub on_disk: bool,
+    /// How many leading numbers of its version name a major version
+    /// (`16` of PostgreSQL 16.4, `10.11` of MariaDB 10.11.9).
+    pub major_parts: usize,
+    /// The settings a decision measured beside a server of this product
+    /// copies from it (read-only): those that shape the answer.
+    pub copied_beside: &'static [&'static str],
 }
 
 impl ServerFacts {
@@ -146,6 +152,8 @@ impl ServerFacts {
         system_user: None,
         thread_settings: &[],
         on_disk: false,
+        major_parts: 1,
+        copied_beside: &[],
     };
 
     /// What is missing, and how to install it, when the binary is not found.

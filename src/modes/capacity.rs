@@ -144,6 +144,7 @@ pub fn search_on(
         client_limited_at: None,
         capped_at: None,
         steps: Vec::new(),
+        cleanup: Vec::new(),
     };
     let mut record = |out: &mut Capacity, step: Step| {
         on_step(&step);

@@ -64,4 +64,7 @@ pub struct Capacity {
     pub capped_at: Option<f64>,
     /// Every run, in order.
     pub steps: Vec<Step>,
+    /// What kvlab removed from (or left in) the servers it did not start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cleanup: Vec<super::cleanup::Cleaned>,
 }

@@ -412,6 +412,9 @@ pub struct Decision {
     /// a hundred times the stated.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_rate: Vec<RatePoint>,
+    /// What kvlab removed from (or left in) the servers it did not start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cleanup: Vec<super::cleanup::Cleaned>,
     /// The answer.
     pub decision: Answer,
 }

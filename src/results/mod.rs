@@ -5,6 +5,7 @@
 pub mod aside;
 pub mod capacity;
 pub mod check;
+pub mod cleanup;
 pub mod decide;
 pub mod events;
 pub mod fill;
@@ -136,6 +137,9 @@ pub struct RunResult {
     /// The seeds each phase drew its keys and operations from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draws: Option<crate::workload::draws::Draws>,
+    /// What kvlab removed from (or left in) the servers it did not start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cleanup: Vec<cleanup::Cleaned>,
     /// The HDR histograms, so reports can merge and re-cut.
     #[serde(flatten)]
     pub histograms: Histograms,

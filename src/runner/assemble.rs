@@ -318,6 +318,7 @@ impl Parts {
             shard: rs.config.load.shard,
             clients: Vec::new(),
             draws: None,
+            cleanup: Vec::new(),
             histograms: Histograms {
                 histogram: encode_histogram(&r.measured.latency),
                 service_histogram: paced.then(|| encode_histogram(&r.measured.service)),

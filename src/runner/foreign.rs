@@ -8,6 +8,7 @@ use anyhow::{Result, bail};
 use crate::driver::{Cache, CacheMemory, Connector, DataSpec, Role, table};
 use crate::plan::RunPlan;
 use crate::plan::shared::Shared;
+use crate::results::cleanup::Cleaned;
 use crate::system::progress::RunOptions;
 
 /// Bytes in a MiB.
@@ -68,10 +69,8 @@ pub fn make_room(
     (prefix, keys, value_size): (&[u8], u64, usize),
     shared: Shared,
 ) -> Result<()> {
-    if c.product.facts().sharded {
-        // Each node's room is its own: not checked here.
-        return Ok(());
-    }
+    // A cluster's memory is its primaries' summed: kvlab's keys spread
+    // over them by hash slot.
     cache.delete_keys(c, prefix, &mut (0..keys))?;
     let m = cache.memory(c)?;
     reached(&c.display, Some(m.items));
@@ -128,8 +127,9 @@ pub struct Guard {
     written: Vec<Written>,
     keep: bool,
     opts: RunOptions,
+    /// Cleaned already ([`Guard::finish`]): nothing left for `Drop`.
+    done: bool,
 }
-
 impl Guard {
     /// The servers of `plans` kvlab did not start, each with the most keys
     /// (`plan`, keys) any plan writes into it; none is reached here.
@@ -171,41 +171,51 @@ impl Guard {
             written,
             keep,
             opts,
+            done: false,
         })
     }
 
-    /// Removes what kvlab wrote (or says it is left, `--keep-data`), one line
+    /// Removes what kvlab wrote (or leaves it, `--keep-data`), said one line
     /// per server; a server it cannot clean is named with what to remove.
-    pub fn finish(self) {
-        drop(self);
-    }
-}
-
-impl Drop for Guard {
-    /// [`Guard::finish`], also when a panic unwinds past it.
-    fn drop(&mut self) {
+    pub fn finish(mut self) -> Vec<Cleaned> {
+        self.done = true;
+        let mut out = Vec::new();
         for w in &self.written {
             // A server no run reached: nothing written, nothing to clean.
             let Some(before) = reached_before(&w.connector.display) else {
                 continue;
             };
-            let line = match self.keep {
-                true => format!(
-                    "kvlab: left {} in {} (--keep-data, or a client of a sharded run)",
-                    w.what.name(),
-                    w.connector.display
-                ),
-                false => match w.clean(before, self.opts) {
-                    Ok(done) => done,
-                    Err(e) => format!(
-                        "kvlab: could not remove {} from {}: {e:#}; remove it yourself",
-                        w.what.name(),
-                        w.connector.display
-                    ),
-                },
+            let mut c = Cleaned {
+                server: w.connector.display.clone(),
+                what: w.what.name(),
+                kept: self.keep,
+                ..Default::default()
             };
+            if !self.keep
+                && let Err(e) = w.clean(&mut c, before, self.opts)
+            {
+                c.error = Some(format!("{e:#}"));
+            }
             // Said even where a mode keeps its notes quiet (a study).
-            eprintln!("{line}");
+            eprintln!("{}", c.line());
+            out.push(c);
+        }
+        out
+    }
+}
+
+impl Drop for Guard {
+    /// [`Guard::finish`] when the work ended early (an error, or a panic
+    /// unwinding past it).
+    fn drop(&mut self) {
+        if !self.done {
+            let g = Guard {
+                written: std::mem::take(&mut self.written),
+                keep: self.keep,
+                opts: self.opts,
+                done: false,
+            };
+            g.finish();
         }
     }
 }
@@ -241,52 +251,36 @@ impl What {
 }
 
 impl Written {
-    /// Removes kvlab's keys or table: what it removed, and the cache's own
-    /// keys `before` (when kvlab first made room there) and after.
-    fn clean(&self, before: Option<u64>, opts: RunOptions) -> Result<String> {
-        let c = &self.connector;
-        match (&self.what, c.product.role()) {
+    /// Removes kvlab's keys or table into `c`: what it removed, and the
+    /// cache's own keys `before` (when kvlab first made room there) and after.
+    fn clean(&self, c: &mut Cleaned, before: Option<u64>, opts: RunOptions) -> Result<()> {
+        let at = &self.connector;
+        match (&self.what, at.product.role()) {
             (What::Keys(p, k), Role::Cache(cache)) => {
-                let removed = cache.delete_keys(c, p, &mut (0..*k))?;
-                let after = cache.memory(c).ok().map(|m| m.items);
-                let others = match (before, after) {
-                    (Some(b), Some(a)) => format!(
-                        "; its other keys: {b} before, {a} after ({} fewer)",
-                        b.saturating_sub(a)
-                    ),
-                    _ => String::new(),
-                };
-                Ok(format!(
-                    "kvlab: removed {removed} of kvlab's keys from {}{others}",
-                    c.display
-                ))
+                c.keys_removed = Some(cache.delete_keys(at, p, &mut (0..*k))?);
+                c.others_before = before;
+                c.others_after = cache.memory(at).ok().map(|m| m.items);
             }
             (What::Table(data), Role::Database(db)) => {
-                Ok(match table::remove(db, c, data, opts)? {
-                    Some(bytes) => format!(
-                        "kvlab: dropped kvlab's table {} ({:.1} MiB) from {}",
-                        table::TABLE,
-                        bytes as f64 / MIB,
-                        c.display
-                    ),
-                    None => format!("kvlab: no table of kvlab's to remove in {}", c.display),
-                })
+                c.table_bytes = table::remove(db, at, data, opts)?;
             }
-            _ => Ok(String::new()),
+            _ => {}
         }
+        Ok(())
     }
 }
 
 /// Runs `body` with the servers of `plan` kvlab did not start guarded: what
-/// it wrote into them removed afterwards whatever `body` returned.
+/// it wrote into them removed afterwards whatever `body` returned; with what
+/// was removed.
 pub fn guarded<T>(
     plan: &RunPlan,
     keys: u64,
     opts: RunOptions,
     body: impl FnOnce() -> Result<T>,
-) -> Result<T> {
+) -> Result<(T, Vec<Cleaned>)> {
     let guard = Guard::open(&[(plan, keys)], opts)?;
     let out = body();
-    guard.finish();
-    out
+    let cleaned = guard.finish();
+    Ok((out?, cleaned))
 }

@@ -94,14 +94,26 @@ pub fn run_tool(mut cmd: Command, what: &str) -> Result<()> {
     if !out.status.success() {
         let text = String::from_utf8_lossy(&out.stderr).into_owned()
             + &String::from_utf8_lossy(&out.stdout);
-        let tail: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        bail!(
-            "{what} failed ({}): {}",
-            out.status,
-            tail[tail.len().saturating_sub(3)..].join(" | ")
-        );
+        bail!("{what} failed ({}): {}", out.status, gist(&text));
     }
     Ok(())
+}
+
+/// The lines of a tool's output that say what went wrong: its first lines
+/// naming an error, or else its last three lines.
+fn gist(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let errors: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.contains("ERROR") || l.contains("FATAL"))
+        .take(3)
+        .collect();
+    if errors.is_empty() {
+        lines[lines.len().saturating_sub(3)..].join(" | ")
+    } else {
+        errors.join(" | ")
+    }
 }
 
 /// Finds an installed program on PATH or in the usual system directories.

@@ -502,9 +502,15 @@ pub fn interrupted_when(
 
 /// `kvlab serve --target KIND`: the child and the URL it printed.
 pub fn serve(kind: &str) -> (std::process::Child, String) {
+    serve_with(kind, &[])
+}
+
+/// [`serve`] with more of `kvlab serve`'s flags (e.g. `--server-opt K=V`).
+pub fn serve_with(kind: &str, more: &[&str]) -> (std::process::Child, String) {
     use std::io::BufRead;
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kvlab"))
         .args(["serve", "--target", kind])
+        .args(more)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -27,7 +27,7 @@ pub fn exec(args: &CapacityArgs, shutdown: &AtomicBool) -> Result<()> {
         notes: true,
     };
     let server = runner::start_server(&plan, opts)?;
-    let c = runner::foreign::guarded(&plan, plan.workload.keys, opts, || {
+    let (mut c, cleaned) = runner::foreign::guarded(&plan, plan.workload.keys, opts, || {
         capacity::search_on(
             &plan,
             server.as_ref(),
@@ -38,6 +38,7 @@ pub fn exec(args: &CapacityArgs, shutdown: &AtomicBool) -> Result<()> {
             &mut |s| say(json, &step_line(s)),
         )
     })?;
+    c.cleanup = cleaned;
     say(json, &outcome(&c, args.goal.p99_ms));
     if let Some(path) = json {
         write_json(path, &c)?;

@@ -157,12 +157,16 @@ pub fn servers(cache: Option<&str>, target: Option<&str>, tls: &TlsArgs) -> Resu
         // The server answers in the protocol its URL names, or nothing is
         // watched: a Redis URL at PostgreSQL's port is an error, not a
         // window of figures not known.
-        connector
+        let info = connector
             .probe(std::time::Duration::from_secs(4))
             .map_err(|e| {
                 anyhow::anyhow!("{flag}: {}", format!("{e:#}").replace("--target", flag))
             })?;
-        out.push(ToWatch { role, connector });
+        out.push(ToWatch {
+            role,
+            connector,
+            version: info.version,
+        });
     }
     if out.is_empty() {
         return Err(UsageError::bad(

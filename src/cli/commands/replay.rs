@@ -89,8 +89,9 @@ pub fn exec(args: &ReplayArgs, shutdown: &AtomicBool) -> Result<()> {
         notes: true,
     };
     let keys = plan.workload.keys;
-    let result =
+    let (mut result, cleaned) =
         runner::foreign::guarded(&plan, keys, opts, || runner::run(&plan, opts, shutdown))?;
+    result.cleanup = cleaned;
     show_result(&result, args.run.json.as_deref())?;
     check_valid(&result, "the replay")
 }

@@ -22,8 +22,9 @@ pub fn exec(args: &RunArgs, shutdown: &AtomicBool) -> Result<()> {
     };
     args.metrics.start(None, "kvlab", plan.load.shard)?;
     let keys = plan.workload.keys;
-    let result =
+    let (mut result, cleaned) =
         runner::foreign::guarded(&plan, keys, opts, || runner::run(&plan, opts, shutdown))?;
+    result.cleanup = cleaned;
     show_result(&result, args.json.as_deref())?;
     crate::cli::metrics::hold(shutdown);
     check_valid(&result, "the run")

@@ -49,6 +49,7 @@ pub fn decision(ask: &Ask, m: &Measured) -> Decision {
         host_busy: m.host_busy.clone(),
         flips: flips::find(ask, m, &model),
         by_rate: by_rate(ask, m, &model, &architectures),
+        cleanup: Vec::new(),
         architectures,
         decision: answer,
     }

@@ -131,9 +131,11 @@ pub fn decide(
         ..ask.plan.clone()
     };
     let keys = ask.plan.workload.keys;
-    runner::foreign::guarded(&guarded, keys, opts, || {
+    let (mut d, cleaned) = runner::foreign::guarded(&guarded, keys, opts, || {
         measure_all(ask, (scaled, out, resume), opts, shutdown, say)
-    })
+    })?;
+    d.cleanup = cleaned;
+    Ok(d)
 }
 
 /// [`decide`]'s steps, in order.

@@ -23,6 +23,8 @@ pub struct ToWatch {
     pub role: &'static str,
     /// Where it is, with its login.
     pub connector: Connector,
+    /// Its version, as it reported it.
+    pub version: String,
 }
 
 /// Watches `servers` for `seconds` and derives the load they show.

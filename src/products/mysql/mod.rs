@@ -71,6 +71,13 @@ static FACTS: Facts = Facts {
         package: "mariadb-server",
         system_user: Some("mysql"),
         on_disk: true,
+        major_parts: 2,
+        // How a commit waits for the disk.
+        copied_beside: &[
+            "innodb_flush_log_at_trx_commit",
+            "sync_binlog",
+            "innodb_doublewrite",
+        ],
         ..ServerFacts::DEFAULTS
     },
     table: TableFacts {

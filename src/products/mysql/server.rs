@@ -101,17 +101,25 @@ fn init_mariadb(data: &Path, user: Option<&OsUser>) -> Result<()> {
     let tool = find_binary("mariadb-install-db")
         .or_else(|| find_binary("mysql_install_db"))
         .context("mariadb-install-db is not installed; run `make deps` (or apt-get install mariadb-server)")?;
-    let mut cmd = Command::new(tool);
     // Its own tmpdir: concurrent bootstraps collide on temporary table names in /tmp.
     let tmp = data.parent().unwrap_or(data);
-    cmd.arg("--no-defaults")
-        .arg(format!("--datadir={}", data.display()))
-        .arg(format!("--tmpdir={}", tmp.display()))
-        .args(["--skip-test-db", "--auth-root-authentication-method=socket"]);
-    if let Some(u) = user {
-        cmd.arg(format!("--user={}", u.name));
-    }
-    run_tool(cmd, "mariadb-install-db")
+    let install = || {
+        let mut cmd = Command::new(&tool);
+        cmd.arg("--no-defaults")
+            .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
+            .args(["--skip-test-db", "--auth-root-authentication-method=socket"]);
+        if let Some(u) = user {
+            cmd.arg(format!("--user={}", u.name));
+        }
+        run_tool(cmd, "mariadb-install-db")
+    };
+    // Once more into an empty directory if it fails: a CI run on a busy
+    // 2-core machine saw one of several bootstraps side by side fail.
+    install().or_else(|first| {
+        let _ = std::fs::remove_dir_all(data);
+        install().with_context(|| format!("twice; the first time: {first:#}"))
+    })
 }
 
 /// The login kvlab creates on a managed MariaDB: (user, password, database).

@@ -68,6 +68,8 @@ static FACTS: Facts = Facts {
         package: "postgresql",
         system_user: Some("postgres"),
         on_disk: true,
+        // How a commit waits for the disk.
+        copied_beside: &["synchronous_commit", "fsync", "full_page_writes"],
         ..ServerFacts::DEFAULTS
     },
     table: TableFacts {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-use super::codec::{SLOTS, bulk_payload, command, info_field};
+use super::codec::{SLOTS, bulk_payload, command, hash_slot, info_field};
 use super::{
     REDIS, REDIS_FACTS, RespProduct, VALKEY, VALKEY_FACTS, node_counters, node_memory, open,
 };
@@ -131,13 +131,43 @@ impl Cache for ClusterProduct {
                 Ok(sum.plus(&node_memory(node)?))
             })
     }
+    /// A `DEL` per hash slot, on the primary serving it.
     fn delete_keys(
         &self,
-        _c: &Connector,
-        _prefix: &[u8],
-        _keys: &mut dyn Iterator<Item = u64>,
+        c: &Connector,
+        prefix: &[u8],
+        keys: &mut dyn Iterator<Item = u64>,
     ) -> Result<u64> {
-        anyhow::bail!("kvlab deletes its own keys on a single cache server, not on a cluster")
+        let t = read_topology(c)?;
+        let mut streams: Vec<Option<crate::transport::Stream>> =
+            t.nodes.iter().map(|_| None).collect();
+        let mut deleted = 0;
+        loop {
+            let mut by_slot: std::collections::BTreeMap<u16, Vec<Vec<u8>>> = Default::default();
+            for k in (&mut *keys).take(100_000) {
+                let mut n = Vec::new();
+                crate::workload::write_key(prefix, k, &mut n);
+                by_slot.entry(hash_slot(&n)).or_default().push(n);
+            }
+            if by_slot.is_empty() {
+                return Ok(deleted);
+            }
+            for (slot, names) in by_slot {
+                let node = t.slots[slot as usize];
+                let Some(addr) = t.nodes.get(node as usize) else {
+                    bail!("no node serves slot {slot} of {}", c.display);
+                };
+                let s = match &mut streams[node as usize] {
+                    Some(s) => s,
+                    none => {
+                        let s = open(&c.at(*addr), Duration::from_secs(5))?;
+                        s.set_timeout(Some(Duration::from_secs(10)))?;
+                        none.insert(s)
+                    }
+                };
+                deleted += super::del(s, &names)?;
+            }
+        }
     }
     fn flush(&self, c: &Connector) -> Result<()> {
         for node in primaries(c)? {

@@ -165,14 +165,7 @@ impl Cache for RespProduct {
             if names.is_empty() {
                 break;
             }
-            let mut args: Vec<&[u8]> = vec![b"DEL"];
-            args.extend(names.iter().map(Vec::as_slice));
-            let reply = command(&mut s, &args)?;
-            // `:N\r\n`: the keys deleted.
-            deleted += std::str::from_utf8(reply.get(1..).unwrap_or_default())
-                .ok()
-                .and_then(|t| t.trim_end().parse::<u64>().ok())
-                .unwrap_or(0);
+            deleted += del(&mut s, &names)?;
         }
         Ok(deleted)
     }
@@ -185,6 +178,24 @@ impl Cache for RespProduct {
     }
     fn load_hint(&self, value_size: usize, managed: bool) -> String {
         load_hint(value_size, managed)
+    }
+}
+
+/// `DEL` of `names` on `s`: how many it deleted.
+pub(crate) fn del(s: &mut Stream, names: &[Vec<u8>]) -> Result<u64> {
+    let mut args: Vec<&[u8]> = vec![b"DEL"];
+    args.extend(names.iter().map(Vec::as_slice));
+    let reply = command(s, &args)?;
+    // `:N\r\n`: the keys deleted.
+    match reply.first() {
+        Some(b':') => Ok(std::str::from_utf8(&reply[1..])
+            .ok()
+            .and_then(|t| t.trim_end().parse::<u64>().ok())
+            .unwrap_or(0)),
+        _ => anyhow::bail!(
+            "DEL answered {}",
+            String::from_utf8_lossy(&reply).trim_end()
+        ),
     }
 }
 

@@ -12,6 +12,8 @@ use anyhow::Result;
 use crate::cli::DecideArgs;
 use crate::cli::commands::{observe, say};
 use crate::error::UsageError;
+use crate::modes::observe::ToWatch;
+use crate::servers::installed::{installed_version, major};
 
 /// `args` with the observed load in the flags the user left out.
 pub fn stated(args: &DecideArgs, shutdown: &AtomicBool) -> Result<DecideArgs> {
@@ -100,15 +102,17 @@ pub fn stated(args: &DecideArgs, shutdown: &AtomicBool) -> Result<DecideArgs> {
 }
 
 /// `a` measured beside the `servers` observed: on servers of the same
-/// products kvlab starts on this machine, never on the observed ones; said.
-fn beside(a: &mut DecideArgs, servers: &[crate::modes::observe::ToWatch], said: &mut Vec<String>) {
+/// products kvlab starts on this machine, never on the observed ones, with
+/// the settings that shape the answer copied from them; said.
+fn beside(a: &mut DecideArgs, servers: &[ToWatch], said: &mut Vec<String>) {
     let mut started = Vec::new();
     for s in servers {
         let name = s.connector.product.name();
         said.push(format!(
-            "observed: {} ({}, {name})",
-            s.connector.display, s.role
+            "observed: {} ({}, {name} {})",
+            s.connector.display, s.role, s.version
         ));
+        said.push(versions(s));
         match s.role {
             "cache" => {
                 a.run.aside.cache = Some(name.into());
@@ -121,7 +125,10 @@ fn beside(a: &mut DecideArgs, servers: &[crate::modes::observe::ToWatch], said: 
                         .filter(|l| *l > 0);
                 }
             }
-            _ => a.run.target = name.into(),
+            _ => {
+                a.run.target = name.into();
+                said.extend(copy_settings(&mut a.run.server_opt, s));
+            }
         }
         started.push(format!("a {name}"));
     }
@@ -133,4 +140,65 @@ fn beside(a: &mut DecideArgs, servers: &[crate::modes::observe::ToWatch], said: 
         "measured on: {} kvlab starts on this machine, beside the servers observed (nothing written to them, no load put on them; --on-observed measures on them instead)",
         started.join(" and ")
     ));
+}
+
+/// The version observed beside the one kvlab starts here, and whether their
+/// major versions agree.
+fn versions(s: &ToWatch) -> String {
+    let product = s.connector.product;
+    let name = product.name();
+    let Some(here) = installed_version(product) else {
+        return format!(
+            "version: {name} {} observed; the {name} installed here did not say its version",
+            s.version
+        );
+    };
+    match (major(product, &s.version), major(product, &here)) {
+        (Some(seen), Some(mine)) if seen == mine => format!(
+            "version: {name} {here} measured here, {} observed: the same major version ({mine})",
+            s.version
+        ),
+        (seen, mine) => format!(
+            "version: {name} {here} measured here, {} observed: major version {} here, {} observed; the figures are {here}'s (install {name} {} here to measure it, or --on-observed)",
+            s.version,
+            mine.as_deref().unwrap_or("not known"),
+            seen.as_deref().unwrap_or("not known"),
+            seen.as_deref().unwrap_or(&s.version),
+        ),
+    }
+}
+
+/// The observed database's settings that shape the answer (how a commit
+/// waits), read-only, added to `opts` where the user gave none; said.
+fn copy_settings(opts: &mut Vec<(String, String)>, s: &ToWatch) -> Option<String> {
+    let product = s.connector.product;
+    let keys: Vec<String> = product
+        .facts()
+        .server
+        .copied_beside
+        .iter()
+        .filter(|k| !opts.iter().any(|(given, _)| given == *k))
+        .map(|k| k.to_string())
+        .collect();
+    if keys.is_empty() {
+        return None;
+    }
+    let read = product.server().effective_settings(&s.connector, &keys);
+    let line = match read.is_empty() {
+        true => format!(
+            "settings: none of {} could be read from the {} observed; kvlab's defaults",
+            keys.join(", "),
+            product.name()
+        ),
+        false => format!(
+            "settings: {}, copied from the {} observed",
+            read.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            product.name()
+        ),
+    };
+    opts.extend(read);
+    Some(line)
 }
