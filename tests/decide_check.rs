@@ -125,3 +125,32 @@ fn a_check_of_a_directory_with_no_decision_says_check_and_the_fix() {
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// A decision saved before the roles, architectures, sources and flip
+/// variables were typed (kvlab 0.1 at commit 875001d: `kvlab decide --quick
+/// --duration 1 --connections 16 --keys 20000 --value-size 1024 --ratio 1:19
+/// --key-distribution zipf --rps 2000 --p99-ms 20 --target-cores 2`) decides
+/// again with `--from` to the same answer and figures, field for field.
+#[test]
+fn a_decision_saved_by_an_earlier_kvlab_decides_again_the_same() {
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/decision-0.1");
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("d");
+    std::fs::create_dir_all(copy.join("steps")).unwrap();
+    for entry in ["decision.json", "manifest.json"] {
+        std::fs::copy(fixture.join(entry), copy.join(entry)).unwrap();
+    }
+    for step in std::fs::read_dir(fixture.join("steps")).unwrap() {
+        let step = step.unwrap();
+        std::fs::copy(step.path(), copy.join("steps").join(step.file_name())).unwrap();
+    }
+    let o = common::kvlab()
+        .args(["decide", "--from", copy.to_str().unwrap()])
+        .output()
+        .unwrap();
+    common::succeeds(&o);
+    let before = json_at(&fixture.join("decision.json"));
+    let again = json_at(&copy.join("decision.json"));
+    assert_eq!(before, again);
+}

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::usage::Role;
+
 /// The load a team states, and the machines and prices it sizes with.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StatedLoad {
@@ -106,13 +108,89 @@ fn one() -> u32 {
     1
 }
 
+/// Which architecture a row weighs (serialised as its name, e.g.
+/// `cache-aside`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArchName {
+    /// The database alone.
+    Database,
+    /// A cache in front of the database.
+    CacheAside,
+    /// The cache alone, holding the data.
+    Cache,
+    /// The database with read replicas.
+    DatabaseReplicas,
+    /// Cache-aside with a near cache in each application instance.
+    CacheAsideNear,
+    /// The database with a near cache in each application instance.
+    DatabaseNear,
+}
+
+impl ArchName {
+    /// Its name as written (`cache-aside`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ArchName::Database => "database",
+            ArchName::CacheAside => "cache-aside",
+            ArchName::Cache => "cache",
+            ArchName::DatabaseReplicas => "database-replicas",
+            ArchName::CacheAsideNear => "cache-aside-near",
+            ArchName::DatabaseNear => "database-near",
+        }
+    }
+}
+
+impl std::fmt::Display for ArchName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where a point of the miss-ratio curve comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CurveSource {
+    /// A settled cache-aside run on the copy.
+    Measured,
+    /// A measured point carried to the stated keys by the popularity model.
+    Carried,
+    /// The popularity model alone.
+    Model,
+    /// The trace's own curve (`--trace`).
+    Trace,
+}
+
+impl std::fmt::Display for CurveSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CurveSource::Measured => "measured",
+            CurveSource::Carried => "carried",
+            CurveSource::Model => "model",
+            CurveSource::Trace => "trace",
+        })
+    }
+}
+
+/// One figure of the stated load the sweeps move (a flip's variable).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Variable {
+    /// Requests per second.
+    Rps,
+    /// The share of requests that write.
+    WriteShare,
+    /// The keys of the data.
+    Keys,
+}
+
 /// One server of an architecture at the stated load, sized by the one
 /// method: its operations per second at the stated load divided by its
 /// product's operations per core within the goal.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerSize {
-    /// `database`, `replica` or `cache`.
-    pub role: String,
+    /// Its part: `database`, `replica` or `cache`.
+    pub role: Role,
     /// The product.
     pub product: String,
     /// Its operations per second at the stated load (from the run's
@@ -165,8 +243,8 @@ pub struct Scaled {
 /// One architecture at the stated load.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Architecture {
-    /// `database`, `cache-aside` or `cache`.
-    pub name: String,
+    /// Which architecture.
+    pub name: ArchName,
     /// The products, e.g. `postgres` or `redis in front of postgres`.
     pub product: String,
     /// Server cores at the stated load (every server together).
@@ -227,10 +305,8 @@ pub struct CurvePoint {
     pub cache_memory_bytes: u64,
     /// Hit ratio of all reads.
     pub hit_ratio: f64,
-    /// `measured` (a settled cache-aside run on the copy), `carried` (a
-    /// measured point carried to the stated keys by the popularity model),
-    /// `model` (the model alone) or `trace` (the trace's own curve).
-    pub source: String,
+    /// Where it comes from.
+    pub source: CurveSource,
     /// Database reads per second it leaves at the stated rate.
     pub db_reads_per_s: f64,
     /// With `--trace`: the trace's curve at the items the cache holds.
@@ -345,8 +421,8 @@ pub struct Range {
 /// Where the answer changes as one figure of the stated load moves.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Flip {
-    /// `rps`, `write_share` or `keys`.
-    pub variable: String,
+    /// The figure moved.
+    pub variable: Variable,
     /// The value at which the answer changes (the first with the new one).
     pub at: f64,
     /// The answer below it.
@@ -367,7 +443,7 @@ pub struct RatePoint {
     pub answer: Verdict,
     /// Each architecture's monthly cost at this rate, by row name, in the
     /// rows' order (`None`: outside the goal or not known).
-    pub monthly_cost: Vec<(String, Option<f64>)>,
+    pub monthly_cost: Vec<(ArchName, Option<f64>)>,
 }
 
 /// One second of the cache-loss run.
@@ -512,7 +588,7 @@ mod tests {
             observed: Vec::new(),
         };
         let server = |cores: f64, gib: u64| ServerSize {
-            role: "database".into(),
+            role: Role::Database,
             product: "postgres".into(),
             ops_per_s: cores * 1000.0,
             ops_per_core: Some(1000.0),

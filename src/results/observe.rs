@@ -11,7 +11,7 @@ use crate::driver::observe::{Holding, Reading};
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Watched {
     /// `cache` or `database`.
-    pub role: String,
+    pub role: super::usage::Role,
     /// The product, e.g. `redis`.
     pub product: String,
     /// The server as shown (never its password).

@@ -13,13 +13,33 @@ pub struct ReplicationReport {
     pub servers: Vec<ServerReads>,
 }
 
+/// A server's part in a replicated target.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Part {
+    /// The primary: every write, and reads unless they go to the replicas.
+    #[default]
+    Primary,
+    /// A read replica.
+    Replica,
+}
+
+impl std::fmt::Display for Part {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Part::Primary => "primary",
+            Part::Replica => "replica",
+        })
+    }
+}
+
 /// One server of a replicated target.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerReads {
     /// Its address.
     pub server: String,
     /// `primary` or `replica`.
-    pub role: String,
+    pub role: Part,
     /// Measured reads kvlab sent it.
     pub reads: u64,
     /// Measured writes kvlab sent it.

@@ -5,15 +5,24 @@
 use serde::{Deserialize, Serialize};
 
 /// The part a server played in a run.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// A database: the target of a cache-aside run, or a database target.
+    #[default]
     Database,
     /// A cache: the cache of a cache-aside run, or a cache target.
     Cache,
     /// The pooler kvlab ran in front of the database.
     Pooler,
+    /// A read replica of the database.
+    Replica,
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl Role {
@@ -23,6 +32,7 @@ impl Role {
             Role::Database => "database",
             Role::Cache => "cache",
             Role::Pooler => "pooler",
+            Role::Replica => "replica",
         }
     }
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::driver::{Connector, ReplicaLag, ServerCounters};
 use crate::engine::EngineReport;
-use crate::results::replication::{ReplicationReport, ServerReads};
+use crate::results::replication::{Part, ReplicationReport, ServerReads};
 use crate::servers::ManagedServer;
 use crate::system::ProcUsage;
 
@@ -140,7 +140,10 @@ impl<'a> Watch<'a> {
             };
             servers.push(ServerReads {
                 server: c.addr.to_string(),
-                role: if i == 0 { "primary" } else { "replica" }.into(),
+                role: match i {
+                    0 => Part::Primary,
+                    _ => Part::Replica,
+                },
                 reads: sent.reads,
                 writes: sent.writes,
                 counted_gets: counted.as_ref().map(|c| c.gets),

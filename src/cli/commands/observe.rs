@@ -15,6 +15,7 @@ use crate::error::UsageError;
 use crate::modes::observe::{self, ToWatch};
 use crate::plan::TargetSpec;
 use crate::results::observe::Observation;
+use crate::results::usage::Role;
 
 /// Flags of `kvlab observe`.
 #[derive(Debug, Args)]
@@ -117,8 +118,8 @@ pub fn watch(
 pub fn servers(cache: Option<&str>, target: Option<&str>, tls: &TlsArgs) -> Result<Vec<ToWatch>> {
     let mut out = Vec::new();
     for (flag, url, role) in [
-        ("--cache", cache, "cache"),
-        ("--target", target, "database"),
+        ("--cache", cache, Role::Cache),
+        ("--target", target, Role::Database),
     ] {
         let Some(url) = url else { continue };
         let mut spec: TargetSpec = url.parse().map_err(|e| match e {
@@ -140,7 +141,7 @@ pub fn servers(cache: Option<&str>, target: Option<&str>, tls: &TlsArgs) -> Resu
         };
         let product = spec.kind.product();
         let is_cache = matches!(product.role(), crate::driver::Role::Cache(_));
-        if is_cache != (role == "cache") || product.observe().is_none() {
+        if is_cache != (role == Role::Cache) || product.observe().is_none() {
             return Err(UsageError::bad(
                 flag,
                 format!("kvlab observe does not watch {} as the {role}", product.name()),

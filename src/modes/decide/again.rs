@@ -5,7 +5,7 @@
 
 use super::Ask;
 use super::measure::Measured;
-use super::measure::Searched;
+use super::measure::{CoresSource, Searched};
 use crate::error::UsageError;
 use crate::modes::capacity::{self, MoreLimits};
 use crate::results::decide::StatedLoad;
@@ -21,12 +21,8 @@ pub fn apply(ask: &mut Ask, m: &mut Measured, load: StatedLoad) -> Result<(), Us
         (&mut m.db, load.target_cores),
         (&mut m.cache, load.cache_cores),
     ] {
-        if s.cores_source != "measured" {
-            s.cores = stated;
-            s.cores_source = match stated {
-                Some(_) => "the cores stated for it: the server is taken to use all of them at its capacity".into(),
-                None => "not known".into(),
-            };
+        if s.cores_source != CoresSource::Measured {
+            (s.cores, s.cores_source) = CoresSource::stated(stated);
         }
     }
     ask.load = load;
@@ -109,7 +105,7 @@ fn search_again(s: &mut Searched, p99_ms: f64, more: MoreLimits) {
         .map(|st| capacity::headroom(&st.result, p99_ms, more))
         .unwrap_or_default();
     // The cores at the capacity found, where they were measured.
-    if s.cores_source == "measured"
+    if s.cores_source == CoresSource::Measured
         && let Some(st) = c
             .steps
             .iter()

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use super::measure::Measured;
 use super::{Ask, trace};
 use crate::results::RunResult;
-use crate::results::decide::{CurvePoint, db_load};
+use crate::results::decide::{CurvePoint, CurveSource, db_load};
 use crate::workload::params::KeyDistribution;
 
 /// The popularity model of one decision's load, its figures remembered (a
@@ -131,10 +131,10 @@ pub(super) fn curve(ask: &Ask, m: &Measured, model: &Model, per_key: f64) -> Vec
             .as_ref()
             .map(|t| trace::at_share(&t.curve, stated, share))
     };
-    let point = |bytes: u64, hit: f64, source: &str, share: Option<f64>| CurvePoint {
+    let point = |bytes: u64, hit: f64, source: CurveSource, share: Option<f64>| CurvePoint {
         cache_memory_bytes: bytes,
         hit_ratio: hit,
-        source: source.into(),
+        source,
         db_reads_per_s: db_load(l.rps, l.write_share, hit),
         trace_hit_ratio: None,
         share_of_keys: share,
@@ -152,12 +152,12 @@ pub(super) fn curve(ask: &Ask, m: &Measured, model: &Model, per_key: f64) -> Vec
         let bytes = super::rows::provisioned(c.memory_mb, used, m.cache.bytes).unwrap_or(0);
         let share = ws.map(|w| w.items as f64 / copy as f64);
         let at = at_stated(bytes, base, per_key);
-        let mut p = point(at, a.hit_ratio, "measured", share);
+        let mut p = point(at, a.hit_ratio, CurveSource::Measured, share);
         match (share, copy == stated) {
             (share, true) => p.trace_hit_ratio = share.and_then(at_trace),
             (Some(sh), false) => {
                 let k = model.carry(a.hit_ratio, sh, copy, stated);
-                let mut q = point(at, k.hit, "carried", Some(sh));
+                let mut q = point(at, k.hit, CurveSource::Carried, Some(sh));
                 q.trace_hit_ratio = at_trace(sh);
                 q.measured_on_copy = k.model_on_copy.map(|on| [a.hit_ratio, on]);
                 carried.push(q);
@@ -186,7 +186,7 @@ pub(super) fn curve(ask: &Ask, m: &Measured, model: &Model, per_key: f64) -> Vec
                     continue;
                 };
                 let bytes = at_stated(memory(share * copy as f64) as u64, base, per_key);
-                points.push(point(bytes, hit, "model", Some(share)));
+                points.push(point(bytes, hit, CurveSource::Model, Some(share)));
             }
         }
         _ => {}

@@ -66,7 +66,9 @@ pub fn load(dir: &Path) -> Result<Saved> {
 
 /// The decision's cache-aside row.
 fn aside_row(d: &Decision) -> Option<&Architecture> {
-    d.architectures.iter().find(|a| a.name == "cache-aside")
+    d.architectures
+        .iter()
+        .find(|a| a.name == crate::results::decide::ArchName::CacheAside)
 }
 
 /// A server of the decision, started by kvlab for the check: the same

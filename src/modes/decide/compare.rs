@@ -145,10 +145,11 @@ pub fn cpu_us(
     let rps = rps.max(f64::MIN_POSITIVE);
     servers
         .iter()
+        .filter(|s| matches!(s.role, Role::Database | Role::Cache))
         .filter_map(|s| {
-            let role = role_of(&s.role)?;
+            let role = s.role;
             let per_request = ops.iter().find(|o| o.0 == s.role)?.1;
-            let curve = cpu.of_role(&s.role);
+            let curve = cpu.of_role(s.role);
             let x = per_request * rps;
             let us = |cores: f64| 1e6 * cores / rps;
             let at_capacity = s.ops_per_core.filter(|pc| *pc > 0.0);
@@ -169,15 +170,6 @@ pub fn cpu_us(
             })
         })
         .collect()
-}
-
-/// A row's role as a server's part in a run.
-fn role_of(role: &str) -> Option<Role> {
-    match role {
-        "database" => Some(Role::Database),
-        "cache" => Some(Role::Cache),
-        _ => None,
-    }
 }
 
 /// What the check's run `r` measured.
@@ -415,16 +407,16 @@ mod tests {
 
     #[test]
     fn cpu_per_request_is_the_rows_operations_per_request_over_its_per_core() {
-        let row = |role: &str, product: &str, pc: Option<f64>| ServerSize {
-            role: role.into(),
+        let row = |role: Role, product: &str, pc: Option<f64>| ServerSize {
+            role,
             product: product.into(),
             ops_per_core: pc,
             ..Default::default()
         };
         let servers = [
-            row("database", "postgres", Some(10_000.0)),
-            row("cache", "redis", Some(50_000.0)),
-            row("replica", "postgres", Some(1.0)),
+            row(Role::Database, "postgres", Some(10_000.0)),
+            row(Role::Cache, "redis", Some(50_000.0)),
+            row(Role::Replica, "postgres", Some(1.0)),
         ];
         // 5% writes, 60% hits: the database 0.95 × 0.4 + 0.05 = 0.43
         // operations a request, the cache 0.95 + 0.38 + 0.05 = 1.38.
@@ -438,7 +430,12 @@ mod tests {
         assert_eq!(c[0].server, server(Role::Database, "postgres"));
         assert!((c[0].us.unwrap() - 43.0).abs() < 1e-9, "{c:?}");
         assert!((c[1].us.unwrap() - 27.6).abs() < 1e-9, "{c:?}");
-        let alone = cpu_us(&[row("cache", "redis", None)], &none, aside, (1000.0, 0.05));
+        let alone = cpu_us(
+            &[row(Role::Cache, "redis", None)],
+            &none,
+            aside,
+            (1000.0, 0.05),
+        );
         assert_eq!(alone[0].us, None);
     }
 
@@ -455,13 +452,13 @@ mod tests {
             db: steps(&[(200.0, 0.1), (400.0, 0.15)]),
             cache: steps(&[(1000.0, 0.1), (2000.0, 0.2)]),
         };
-        let row = |role: &str, product: &str| ServerSize {
-            role: role.into(),
+        let row = |role: Role, product: &str| ServerSize {
+            role,
             product: product.into(),
             ops_per_core: Some(1e9),
             ..Default::default()
         };
-        let servers = [row("database", "postgres"), row("cache", "redis")];
+        let servers = [row(Role::Database, "postgres"), row(Role::Cache, "redis")];
         // 1,000 req/s at 60% hits and 5% writes: the database serves 430
         // ops/s (above its steps: 0.15 / 400 a operation), the cache 1,380
         // (between its steps: 0.138 cores), never the ops per core.

@@ -8,6 +8,7 @@
 
 use super::measure::Searched;
 use crate::results::capacity::Step;
+use crate::results::usage::Role;
 
 /// One run of a product: its operations per second and its server's cores
 /// busy over the run.
@@ -157,9 +158,9 @@ impl CpuCurves {
 
     /// The curve of a server of `role` (`cache`; else a database server:
     /// the primary or a replica).
-    pub fn of_role(&self, role: &str) -> &CpuCurve {
+    pub fn of_role(&self, role: Role) -> &CpuCurve {
         match role {
-            "cache" => &self.cache,
+            Role::Cache => &self.cache,
             _ => &self.db,
         }
     }

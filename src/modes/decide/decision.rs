@@ -131,7 +131,7 @@ fn by_rate(ask: &Ask, m: &Measured, model: &Model, rows: &[Architecture]) -> Vec
                 monthly_cost: rows
                     .iter()
                     .zip(&e.rows)
-                    .map(|(r, x)| (r.name.clone(), x.monthly_cost.filter(|_| x.within_goal)))
+                    .map(|(r, x)| (r.name, x.monthly_cost.filter(|_| x.within_goal)))
                     .collect(),
             }
         })

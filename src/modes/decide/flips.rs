@@ -9,29 +9,13 @@ use super::Ask;
 use super::carry::Model;
 use super::evaluate::{End, evaluate, rate_factors, with_load};
 use super::measure::Measured;
-use crate::results::decide::{Flip, StatedLoad, Verdict};
+use crate::results::decide::{Flip, StatedLoad, Variable, Verdict};
 use crate::results::stats::num;
 
 /// Bisection steps between two grid points that answer differently.
 const NARROW: usize = 10;
 
-/// One figure of the load the sweeps move.
-#[derive(Clone, Copy)]
-enum Variable {
-    Rps,
-    WriteShare,
-    Keys,
-}
-
 impl Variable {
-    fn name(self) -> &'static str {
-        match self {
-            Variable::Rps => "rps",
-            Variable::WriteShare => "write_share",
-            Variable::Keys => "keys",
-        }
-    }
-
     /// The grid it is swept over, ascending.
     fn grid(self, l: &StatedLoad) -> Vec<f64> {
         match self {
@@ -98,7 +82,7 @@ pub(super) fn find(ask: &Ask, m: &Measured, model: &Model) -> Vec<Flip> {
             }
             let at = round(var, hi);
             out.push(Flip {
-                variable: var.name().into(),
+                variable: var,
                 at,
                 from: answers[i - 1],
                 to: answer(hi),

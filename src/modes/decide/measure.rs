@@ -12,11 +12,48 @@ use crate::driver::{Connector, Role};
 use crate::modes::capacity::{self, Capacity, MoreLimits};
 use crate::plan::{CacheStart, RunPlan, Stop};
 use crate::results::RunResult;
-use crate::results::decide::{CacheLoss, Scaled, StatedLoad, db_load};
+use crate::results::decide::{ArchName, CacheLoss, Scaled, StatedLoad, db_load};
 use crate::results::stats::num;
 use crate::runner::{self, RunOptions};
 use crate::servers::ManagedServer;
 use crate::workload::draws::{self, Phase};
+
+/// Where a search's server cores came from (saved as these words).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CoresSource {
+    /// Measured: the server's CPU at the capacity found.
+    #[serde(rename = "measured")]
+    Measured,
+    /// Stated by the user (`--target-cores`, `--cache-cores`).
+    #[serde(
+        rename = "the cores stated for it: the server is taken to use all of them at its capacity"
+    )]
+    Stated,
+    /// Neither.
+    #[serde(rename = "not known")]
+    NotKnown,
+}
+
+impl CoresSource {
+    /// The cores where `measured` is not known: `stated`, and where from.
+    pub fn stated(stated: Option<f64>) -> (Option<f64>, CoresSource) {
+        match stated {
+            Some(c) => (Some(c), CoresSource::Stated),
+            None => (None, CoresSource::NotKnown),
+        }
+    }
+
+    /// In words.
+    pub fn said(self) -> &'static str {
+        match self {
+            CoresSource::Measured => "measured",
+            CoresSource::Stated => {
+                "the cores stated for it: the server is taken to use all of them at its capacity"
+            }
+            CoresSource::NotKnown => "not known",
+        }
+    }
+}
 
 /// A capacity search and what it gives per server core and per key.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -26,8 +63,8 @@ pub struct Searched {
     /// Server cores busy at the capacity found (measured), or the cores the
     /// user stated for a server kvlab cannot read the CPU of.
     pub cores: Option<f64>,
-    /// Where `cores` came from, in words.
-    pub cores_source: String,
+    /// Where `cores` came from.
+    pub cores_source: CoresSource,
     /// The server's memory for the measured copy: a database's table, a
     /// cache's resident memory, bytes.
     pub bytes: Option<u64>,
@@ -76,8 +113,8 @@ pub type Carried<'a> = dyn Fn(&CurveRun) -> f64 + 'a;
 /// One fixed-rate run of another architecture, or why there is none.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Other {
-    /// The row's name and products.
-    pub name: String,
+    /// The row's architecture and products.
+    pub name: ArchName,
     pub product: String,
     /// The run, judged against the goal (`None`: not run, `why_not` says).
     pub run: Option<(RunResult, Result<(), String>)>,
@@ -175,15 +212,10 @@ impl Runs<'_> {
         });
         let measured =
             at.and_then(|s| Some(s.result.server.server_cpu_s? / s.result.totals.duration_s));
-        let (cores, cores_source) = match (measured, stated) {
-            (Some(c), _) => (Some(c), "measured"),
-            (None, Some(c)) => (
-                Some(c),
-                "the cores stated for it: the server is taken to use all of them at its capacity",
-            ),
-            (None, None) => (None, "not known"),
+        let (cores, cores_source) = match measured {
+            Some(c) => (Some(c), CoresSource::Measured),
+            None => CoresSource::stated(stated),
         };
-        let cores_source = cores_source.to_string();
         Ok(Searched {
             capacity: c,
             cores,

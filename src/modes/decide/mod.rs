@@ -52,7 +52,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::plan::{CacheAside, RunPlan};
-use crate::results::decide::{Decision, StatedLoad};
+use crate::results::decide::{ArchName, Decision, StatedLoad};
 use crate::runner::{self, RunOptions};
 
 /// What `kvlab decide` is asked.
@@ -190,7 +190,7 @@ fn measure_all(
     let near_aside: others::Other = store.step((6, &keys[6]), h, say, |say| match &aside.run {
         Some(a) => m.near_aside(a, rate, say),
         None => Ok(others::Other {
-            name: "cache-aside-near".into(),
+            name: ArchName::CacheAsideNear,
             product: "a near cache in front of cache-aside".into(),
             run: None,
             why_not: Some("no cache-aside configuration met the database's capacity to put a near cache in front of".into()),

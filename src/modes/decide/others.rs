@@ -13,7 +13,8 @@ pub use super::measure::Other;
 use super::measure::{AsideRun, Runs, mb_name};
 use super::size::{self, Check, Memory, Shape};
 use crate::plan::near::{Invalidation, NearBound, NearCache};
-use crate::results::decide::{Architecture, bytes};
+use crate::results::decide::{ArchName, Architecture, bytes};
+use crate::results::replication::Part;
 use crate::results::stats::num;
 use crate::results::usage::Role;
 
@@ -50,7 +51,7 @@ impl Runs<'_> {
     pub fn replicas(&self, rate: f64, say: &mut dyn FnMut(&str)) -> Result<Other> {
         let t = &self.ask.plan.target;
         let mut other = Other {
-            name: "database-replicas".into(),
+            name: ArchName::DatabaseReplicas,
             product: format!("{} with a read replica", t.kind.name()),
             run: None,
             why_not: None,
@@ -92,7 +93,7 @@ impl Runs<'_> {
             near.describe().replace("per client thread", "per instance")
         );
         Ok(Other {
-            name: "cache-aside-near".into(),
+            name: ArchName::CacheAsideNear,
             product: format!(
                 "near cache, {}",
                 crate::results::architecture_name(
@@ -122,7 +123,7 @@ impl Runs<'_> {
             near.describe().replace("per client thread", "per instance")
         );
         Ok(Other {
-            name: "database-near".into(),
+            name: ArchName::DatabaseNear,
             product: format!(
                 "near cache in front of {}",
                 self.ask.plan.target.kind.name()
@@ -145,7 +146,7 @@ pub(super) fn row(
     per_key: f64,
     (at, table): (&super::rows::At, Option<u64>),
 ) -> Architecture {
-    let mut r = super::rows::row(&o.name, &o.product);
+    let mut r = super::rows::row(o.name, &o.product);
     let Some((run, verdict)) = &o.run else {
         r.why_not = o.why_not.clone();
         r.measured_from = o.what.clone();
@@ -162,10 +163,10 @@ pub(super) fn row(
         .as_ref()
         .map(|a| a.hit_ratio)
         .or_else(|| run.near_cache.as_ref().map(|n| n.hit_ratio));
-    let shape = match (o.name.as_str(), &run.cache_aside) {
-        ("database-replicas", _) => Shape::Replicas {
+    let shape = match (o.name, &run.cache_aside) {
+        (ArchName::DatabaseReplicas, _) => Shape::Replicas {
             replicas: run.replication.as_ref().map_or(1, |x| {
-                x.servers.iter().filter(|s| s.role == "replica").count() as u32
+                x.servers.iter().filter(|s| s.role == Part::Replica).count() as u32
             }),
         },
         (_, Some(a)) => Shape::Aside {

@@ -6,7 +6,7 @@ use super::cpu::CpuCurves;
 use super::measure::{Measured, Searched, mb_name};
 use super::size::{self, Check, Memory, PerCore, Shape};
 use super::{Ask, trace};
-use crate::results::decide::{Architecture, CacheLoss, Scaled, ServerSize, bytes, price};
+use crate::results::decide::{ArchName, Architecture, CacheLoss, Scaled, ServerSize, bytes, price};
 use crate::results::stats::num;
 
 /// The figures a row is sized with at one end of its ranges (see
@@ -42,9 +42,9 @@ pub(super) fn size(ask: &Ask, row: &mut Architecture, mut servers: Vec<ServerSiz
 }
 
 /// An empty row named `name` of `product`.
-pub(super) fn row(name: &str, product: &str) -> Architecture {
+pub(super) fn row(name: ArchName, product: &str) -> Architecture {
     Architecture {
-        name: name.into(),
+        name,
         product: product.into(),
         server_cores: None,
         memory_bytes: None,
@@ -115,7 +115,7 @@ fn searched_from(s: &Searched) -> String {
             "capacity search: {} req/s within the goal{lower} on {:.2} server cores ({}; {} req/s per core)",
             num(rate),
             cores,
-            s.cores_source,
+            s.cores_source.said(),
             num(pc)
         ),
         (Some(rate), _, _) => format!(
@@ -132,7 +132,7 @@ fn searched_from(s: &Searched) -> String {
 /// the goal where the server as measured carries the stated rate.
 fn searched(
     ask: &Ask,
-    (name, product, shape): (&str, &str, Shape),
+    (name, product, shape): (ArchName, &str, Shape),
     (s, pc): (&Searched, Option<f64>),
     per_key: f64,
     memory: &str,
@@ -193,7 +193,7 @@ pub(super) fn database(ask: &Ask, s: &Searched, pc: Option<f64>, per_key: f64) -
     let product = ask.plan.target.kind.product().name();
     searched(
         ask,
-        ("database", product, Shape::Database),
+        (ArchName::Database, product, Shape::Database),
         (s, pc),
         per_key,
         "its table",
@@ -218,7 +218,7 @@ pub(super) fn cache_alone(ask: &Ask, s: &Searched, pc: Option<f64>, per_key: f64
     let product = ask.cache.cache.kind.product().name();
     let mut r = searched(
         ask,
-        ("cache", product, Shape::Cache),
+        (ArchName::Cache, product, Shape::Cache),
         (s, pc),
         per_key,
         "its resident memory holding the copy",
@@ -246,7 +246,7 @@ pub(super) fn cache_aside(ask: &Ask, m: &Measured, at: &At, per_key: f64) -> Arc
         Some(ask.cache.cache.kind.product().name()),
         None,
     );
-    let mut r = row("cache-aside", &product);
+    let mut r = row(ArchName::CacheAside, &product);
     let Some(a) = &m.aside else {
         r.why_not = Some("no cache size on the curve left the database's misses within its capacity at the rate run".into());
         r.measured_from = "the miss-ratio curve".into();

@@ -3,7 +3,7 @@
 //! least 10% of the cost; the cache alone only when nothing with a database
 //! meets the goal.
 
-use crate::results::decide::{Answer, Architecture, Verdict};
+use crate::results::decide::{Answer, Architecture, Role, Verdict};
 
 /// The decision from the rows: the database alone, cache-aside and the cache
 /// alone (any may be absent or outside the goal). Cache-aside is kept when
@@ -152,15 +152,15 @@ fn unknown(a: &Architecture) -> Option<String> {
     if a.server_cores.is_some() && a.monthly_cost.is_some() {
         return None;
     }
-    let flag = |role: &str| match role {
-        "cache" => "--cache-cores",
+    let flag = |role: Role| match role {
+        Role::Cache => "--cache-cores",
         _ => "--target-cores",
     };
     let mut flags: Vec<&str> = a
         .servers
         .iter()
         .filter(|s| s.cores.is_none())
-        .map(|s| flag(&s.role))
+        .map(|s| flag(s.role))
         .collect();
     flags.dedup();
     let give = match flags.is_empty() {
@@ -189,11 +189,12 @@ fn carries(d: &Architecture) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::decide::ArchName;
 
-    fn row(name: &str, within: bool, cores: f64, cost: f64) -> Architecture {
+    fn row(name: ArchName, within: bool, cores: f64, cost: f64) -> Architecture {
         Architecture {
-            name: name.into(),
-            product: name.into(),
+            name,
+            product: name.to_string(),
             server_cores: Some(cores),
             memory_bytes: Some(1 << 30),
             machines: Some((cores / 2.0).ceil() as u32),
@@ -216,9 +217,9 @@ mod tests {
 
     #[test]
     fn the_cache_is_kept_only_where_it_pays_and_every_case_has_an_answer() {
-        let d = |w, c| row("database", w, 10.0, c);
-        let a = |w, c| row("cache-aside", w, 4.0, c);
-        let c = |w| row("cache", w, 2.0, 50.0);
+        let d = |w, c| row(ArchName::Database, w, 10.0, c);
+        let a = |w, c| row(ArchName::CacheAside, w, 4.0, c);
+        let c = |w| row(ArchName::Cache, w, 2.0, 50.0);
         let the = |db, aside, cache| answer(Some(&db), Some(&aside), Some(&cache)).answer.name();
         assert_eq!(the(d(true, 1000.0), a(true, 400.0), c(true)), "keep-cache");
         assert_eq!(the(d(true, 100.0), a(true, 95.0), c(true)), "drop-cache");
@@ -237,12 +238,12 @@ mod tests {
     #[test]
     fn a_row_whose_cores_are_not_known_says_so_and_names_the_flag_never_a_placeholder() {
         use crate::results::decide::ServerSize;
-        let unknown = |mut a: Architecture, role: &str| {
+        let unknown = |mut a: Architecture, role: Role| {
             a.server_cores = None;
             a.machines = None;
             a.monthly_cost = None;
             a.servers = vec![ServerSize {
-                role: role.into(),
+                role,
                 product: "x".into(),
                 ops_per_s: 1000.0,
                 ops_per_core: None,
@@ -250,10 +251,10 @@ mod tests {
             }];
             a
         };
-        let d = |w| unknown(row("database", w, 10.0, 100.0), "database");
-        let a = |w| unknown(row("cache-aside", w, 4.0, 50.0), "cache");
-        let c = |w| unknown(row("cache", w, 2.0, 50.0), "cache");
-        let known_a = row("cache-aside", true, 4.0, 50.0);
+        let d = |w| unknown(row(ArchName::Database, w, 10.0, 100.0), Role::Database);
+        let a = |w| unknown(row(ArchName::CacheAside, w, 4.0, 50.0), Role::Cache);
+        let c = |w| unknown(row(ArchName::Cache, w, 2.0, 50.0), Role::Cache);
+        let known_a = row(ArchName::CacheAside, true, 4.0, 50.0);
         let mut db = d(true);
         db.capacity_rps = Some(4200.0);
         let cases = [

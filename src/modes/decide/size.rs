@@ -95,24 +95,24 @@ struct AtRun {
 
 /// Operations per second of each server (role, ops) of `shape` at `rps`
 /// with `write_share` of requests writing.
-pub fn ops(shape: Shape, rps: f64, write_share: f64) -> Vec<(&'static str, f64)> {
+pub fn ops(shape: Shape, rps: f64, write_share: f64) -> Vec<(Role, f64)> {
     let (r, w) = (rps * (1.0 - write_share), rps * write_share);
     match shape {
-        Shape::Database => vec![("database", rps)],
-        Shape::Cache => vec![("cache", rps)],
+        Shape::Database => vec![(Role::Database, rps)],
+        Shape::Cache => vec![(Role::Cache, rps)],
         // The cache: the reads the near cache left, a fill per miss and an
         // invalidation per write; the database: the misses and the writes.
         Shape::Aside { hit, near } => vec![
-            ("database", r * (1.0 - hit) + w),
-            ("cache", r * (1.0 - near) + r * (1.0 - hit) + w),
+            (Role::Database, r * (1.0 - hit) + w),
+            (Role::Cache, r * (1.0 - near) + r * (1.0 - hit) + w),
         ],
-        Shape::DatabaseNear { near } => vec![("database", r * (1.0 - near) + w)],
+        Shape::DatabaseNear { near } => vec![(Role::Database, r * (1.0 - near) + w)],
         // Writes to the primary; each replica its share of the reads and
         // every write, applied.
         Shape::Replicas { replicas } => {
             let n = replicas.max(1) as f64;
-            let mut v = vec![("database", w)];
-            v.extend((0..replicas.max(1)).map(|_| ("replica", r / n + w)));
+            let mut v = vec![(Role::Database, w)];
+            v.extend((0..replicas.max(1)).map(|_| (Role::Replica, r / n + w)));
             v
         }
     }
@@ -134,12 +134,12 @@ pub fn servers(
         .enumerate()
         .map(|(i, (role, ops_per_s))| {
             let (pc, product, mem) = match role {
-                "cache" => (per_core.cache, products.1, memory.cache),
+                Role::Cache => (per_core.cache, products.1, memory.cache),
                 _ => (per_core.db, products.0, memory.table),
             };
             let at = at_run.get(i).copied().unwrap_or_default();
             ServerSize {
-                role: role.into(),
+                role,
                 product: product.into(),
                 ops_per_s,
                 ops_per_core: pc,
@@ -226,10 +226,10 @@ mod tests {
 
     #[test]
     fn each_shape_spreads_the_requests_as_its_servers_see_them() {
-        let sum = |v: Vec<(&str, f64)>| v.iter().map(|x| x.1).sum::<f64>();
+        let sum = |v: Vec<(Role, f64)>| v.iter().map(|x| x.1).sum::<f64>();
         assert_eq!(
             ops(Shape::Database, 1000.0, 0.3),
-            vec![("database", 1000.0)]
+            vec![(Role::Database, 1000.0)]
         );
         // 700 reads, 300 writes; 60% hit: the database 280 misses + 300
         // writes; the cache 700 reads + 280 fills + 300 invalidations.

@@ -184,7 +184,7 @@ pub fn points(
             CurvePoint {
                 cache_memory_bytes: memory(share) as u64,
                 hit_ratio: hit,
-                source: "trace".into(),
+                source: crate::results::decide::CurveSource::Trace,
                 db_reads_per_s: db_load(rps, write_share, hit),
                 trace_hit_ratio: None,
                 share_of_keys: Some(share),

@@ -12,19 +12,20 @@ use super::ToWatch;
 use crate::modes::decide::model::hit_ratio;
 use crate::results::observe::{StatedLoad, ValueSizes, Watched};
 use crate::results::stats::num;
+use crate::results::usage::Role;
 use crate::workload::params::KeyDistribution;
 
 /// The exponents the fit searches within.
 const THETA: (f64, f64) = (0.05, 2.5);
 
 /// The server watched as `role`.
-fn of<'a>(w: &'a [Watched], role: &str) -> Option<&'a Watched> {
+fn of(w: &[Watched], role: Role) -> Option<&Watched> {
     w.iter().find(|s| s.role == role)
 }
 
 /// The load the servers `w` show.
 pub fn load(w: &[Watched]) -> StatedLoad {
-    let (cache, db) = (of(w, "cache"), of(w, "database"));
+    let (cache, db) = (of(w, Role::Cache), of(w, Role::Database));
     let (rps, rps_mean, rps_from) = rate(cache, db);
     let (write_share, mix_from) = mix(cache, db);
     let (keys, keys_from) = match (db, cache) {
@@ -259,7 +260,7 @@ pub fn decide_flags(load: &StatedLoad, servers: &[ToWatch]) -> Vec<String> {
     let mut f = Vec::new();
     for s in servers {
         let flag = match s.role {
-            "cache" => "--cache",
+            Role::Cache => "--cache",
             _ => "--target",
         };
         f.extend([flag.to_string(), without_password(&s.connector.display)]);

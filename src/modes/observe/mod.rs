@@ -20,7 +20,7 @@ use crate::results::observe::{Observation, Second, Watched};
 /// A server to watch: its role (`cache` or `database`) and where it is.
 pub struct ToWatch {
     /// `cache` or `database`.
-    pub role: &'static str,
+    pub role: crate::results::usage::Role,
     /// Where it is, with its login.
     pub connector: Connector,
     /// Its version, as it reported it.
@@ -140,7 +140,7 @@ fn watched(
         .or_else(|| Some(window.reads? + window.writes? + sent.1));
     let own_share = all.filter(|c| *c > 0).map(|c| sent.1 as f64 / c as f64);
     Watched {
-        role: s.role.into(),
+        role: s.role,
         product: s.connector.product.name().into(),
         server: s.connector.display.clone(),
         window,

@@ -6,7 +6,7 @@
 //! reads, p99 against the goal).
 
 use crate::report::chart::{Axis, Chart, Scale, Series};
-use crate::results::decide::Decision;
+use crate::results::decide::{ArchName, CurveSource, Decision, Variable};
 
 /// A chart with `title`, its axes, lines and markers.
 fn chart(
@@ -55,7 +55,7 @@ pub fn cost(d: &Decision) -> Option<Chart> {
         .first()?
         .monthly_cost
         .iter()
-        .map(|c| c.0.as_str())
+        .map(|c| c.0.name())
         .collect();
     let series: Vec<Series> = names
         .iter()
@@ -79,7 +79,7 @@ pub fn cost(d: &Decision) -> Option<Chart> {
     markers.extend(
         d.flips
             .iter()
-            .filter(|f| f.variable == "rps")
+            .filter(|f| f.variable == Variable::Rps)
             .map(|f| (f.at, format!("{} from here", f.to))),
     );
     Some(chart(
@@ -93,7 +93,7 @@ pub fn cost(d: &Decision) -> Option<Chart> {
 /// The miss-ratio curve: hit ratio of all reads against the cache's memory.
 pub fn curve(d: &Decision) -> Option<Chart> {
     let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
-    let of = |source: &str| -> Vec<(f64, f64)> {
+    let of = |source: CurveSource| -> Vec<(f64, f64)> {
         let mut v: Vec<(f64, f64)> = d
             .miss_ratio_curve
             .iter()
@@ -104,14 +104,14 @@ pub fn curve(d: &Decision) -> Option<Chart> {
         v
     };
     let series: Vec<Series> = [
-        ("measured on the copy", "measured", false),
-        ("carried to the stated keys", "carried", false),
-        ("the popularity model", "model", true),
-        ("the trace's own curve", "trace", true),
+        ("measured on the copy", CurveSource::Measured, false),
+        ("carried to the stated keys", CurveSource::Carried, false),
+        ("the popularity model", CurveSource::Model, true),
+        ("the trace's own curve", CurveSource::Trace, true),
     ]
     .iter()
     .enumerate()
-    .map(|(i, (name, source, dashed))| line(name, of(source), i, *dashed))
+    .map(|(i, (name, source, dashed))| line(name, of(*source), i, *dashed))
     .filter(|s| !s.points.is_empty())
     .collect();
     if series.is_empty() {
@@ -122,7 +122,7 @@ pub fn curve(d: &Decision) -> Option<Chart> {
     let chosen = d
         .architectures
         .iter()
-        .find(|a| a.name == "cache-aside")
+        .find(|a| a.name == ArchName::CacheAside)
         .and_then(|a| a.cache_memory_bytes)
         .map(|b| (mib(b), "chosen size".to_string()));
     Some(chart(

@@ -41,7 +41,7 @@ fn curve_cells(p: &CurvePoint) -> [String; 4] {
         format!("{:.1}%", p.hit_ratio * 100.0),
         num(p.db_reads_per_s),
         [
-            Some(p.source.clone()),
+            Some(p.source.to_string()),
             p.measured_on_copy.map(|[m, model]| {
                 format!(
                     "from {:.1}% measured on the copy (the model there: {:.1}%)",
@@ -62,7 +62,7 @@ fn curve_cells(p: &CurvePoint) -> [String; 4] {
 /// The cells of one architecture's row, in the table's order.
 fn cells(a: &Architecture) -> Vec<String> {
     vec![
-        a.name.clone(),
+        a.name.to_string(),
         a.product.clone(),
         opt(a.server_cores, |c| format!("{c:.2}")),
         gib(a.memory_bytes),

@@ -114,7 +114,7 @@ fn beside(a: &mut DecideArgs, servers: &[ToWatch], said: &mut Vec<String>) {
         ));
         said.push(versions(s));
         match s.role {
-            "cache" => {
+            crate::results::usage::Role::Cache => {
                 a.run.aside.cache = Some(name.into());
                 // Its memory limit, read-only: a point of the curve at its size.
                 if let crate::driver::Role::Cache(c) = s.connector.product.role() {
