@@ -51,9 +51,9 @@ pub fn exec(args: &DecideArgs, shutdown: &AtomicBool) -> Result<()> {
         .or_else(|| args.out.clone())
         .unwrap_or_else(|| "results/decide".into());
     make_dir(&out)?;
-    let scaled = decide::scaled_keys(ask.load.keys, ask.load.value_size, ask.quick);
+    let copy = decide::scaled_keys(ask.load.keys, ask.load.value_size, ask.quick);
     let mut ask = ask;
-    ask.plan.workload.keys = scaled.0;
+    ask.plan.workload.keys = copy.keys;
     if let Some(line) = decide::beside::cache_by_url(&mut ask)? {
         say(json, &line);
     }
@@ -73,7 +73,7 @@ pub fn exec(args: &DecideArgs, shutdown: &AtomicBool) -> Result<()> {
         notes: true,
     };
     let resume = args.resume.is_some();
-    let d = decide::decide(&ask, (scaled, &out, resume), opts, shutdown, &mut |l| {
+    let d = decide::decide(&ask, (&copy, &out, resume), opts, shutdown, &mut |l| {
         say(json, l)
     })?;
     write_out(&d, &out, json)

@@ -24,9 +24,10 @@ pub fn decision(ask: &Ask, m: &Measured) -> Decision {
     }
     let mut answer = mid.answer;
     answer.close_call = close_call(&answer, (&low.answer, &high.answer), m, ask);
-    let per_key = ask.load.keys as f64 / m.scaled.keys.max(1) as f64;
+    let copy = m.scaled.copy();
+    let per_key = copy.per_key(ask.load.keys);
     let scaled = Scaled {
-        factor: m.scaled.keys as f64 / ask.load.keys.max(1) as f64,
+        factor: copy.factor(ask.load.keys),
         ..m.scaled.clone()
     };
     let mut extrapolations = rows::extrapolations(ask, &scaled);

@@ -32,7 +32,7 @@ pub struct Evaluated {
 
 /// The rows and the answer for `ask` at `end`.
 pub fn evaluate(ask: &Ask, m: &Measured, model: &Model, end: End) -> Evaluated {
-    let per_key = ask.load.keys as f64 / m.scaled.keys.max(1) as f64;
+    let per_key = m.scaled.copy().per_key(ask.load.keys);
     let at = at(ask, m, model, end);
     let db = rows::database(ask, &m.db, at.searched.db, per_key);
     let cache = rows::cache_alone(ask, &m.cache, at.searched.cache, per_key);

@@ -52,7 +52,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::plan::{CacheAside, RunPlan};
-use crate::results::decide::{ArchName, Decision, StatedLoad};
+use crate::results::decide::{ArchName, DataCopy, Decision, StatedLoad};
 use crate::runner::{self, RunOptions};
 
 /// What `kvlab decide` is asked.
@@ -91,7 +91,7 @@ impl Ask {
 /// The keys of the copy kvlab measures for `keys` of `value_size` bytes, and
 /// why: all of them when they fit a quarter of the memory available (and a
 /// load of a minute or so), else as many as do.
-pub fn scaled_keys(keys: u64, value_size: usize, quick: bool) -> (u64, String) {
+pub fn scaled_keys(keys: u64, value_size: usize, quick: bool) -> DataCopy {
     let per_key = value_size as u64 + 120;
     let memory = crate::system::procfs::meminfo("MemAvailable").unwrap_or(4 << 30) / 4;
     let cap = if quick { 100_000 } else { 1_000_000 };
@@ -102,7 +102,7 @@ pub fn scaled_keys(keys: u64, value_size: usize, quick: bool) -> (u64, String) {
         (true, true) => "--quick measures at most 100,000 keys (drop --quick for up to 1,000,000)",
         (true, false) => "kvlab measures at most 1,000,000 keys, a load of a minute or so",
     };
-    match keys <= fit {
+    let (keys, why) = match keys <= fit {
         true => (keys, "the whole data set fits this machine".into()),
         false => (
             fit,
@@ -112,7 +112,8 @@ pub fn scaled_keys(keys: u64, value_size: usize, quick: bool) -> (u64, String) {
                 crate::results::stats::num(keys as f64),
             ),
         ),
-    }
+    };
+    DataCopy { keys, why }
 }
 
 /// Measures `ask` and decides, each step saved under `out` as it finishes
@@ -120,7 +121,7 @@ pub fn scaled_keys(keys: u64, value_size: usize, quick: bool) -> (u64, String) {
 /// a line per step as it goes.
 pub fn decide(
     ask: &Ask,
-    (scaled, out, resume): ((u64, String), &Path, bool),
+    (copy, out, resume): (&DataCopy, &Path, bool),
     opts: RunOptions,
     shutdown: &AtomicBool,
     say: &mut dyn FnMut(&str),
@@ -132,7 +133,7 @@ pub fn decide(
     };
     let keys = ask.plan.workload.keys;
     let (mut d, cleaned) = runner::foreign::guarded(&guarded, keys, opts, || {
-        measure_all(ask, (scaled, out, resume), opts, shutdown, say)
+        measure_all(ask, (copy, out, resume), opts, shutdown, say)
     })?;
     d.cleanup = cleaned;
     Ok(d)
@@ -141,12 +142,12 @@ pub fn decide(
 /// [`decide`]'s steps, in order.
 fn measure_all(
     ask: &Ask,
-    (scaled, out, resume): ((u64, String), &Path, bool),
+    (copy, out, resume): (&DataCopy, &Path, bool),
     opts: RunOptions,
     shutdown: &AtomicBool,
     say: &mut dyn FnMut(&str),
 ) -> Result<Decision> {
-    let mut store = saved::Store::open(out, ask, &scaled, (resume, shutdown))?;
+    let mut store = saved::Store::open(out, ask, copy, (resume, shutdown))?;
     let keys = plan_keys(ask);
     let db_server = match store.complete(&keys) {
         true => None,
@@ -207,7 +208,7 @@ fn measure_all(
         loss,
         others: vec![replicas, near_aside, near_db],
     };
-    let measured = steps.measured(&ask.load, (ask.plan.workload.keys, scaled.1), host.busy);
+    let measured = steps.measured(&ask.load, copy.clone(), host.busy);
     Ok(decision::decision(ask, &measured))
 }
 
@@ -242,11 +243,11 @@ mod tests {
     #[test]
     fn the_copy_names_what_limited_it() {
         // --quick: at most 100,000 keys, said as --quick's limit (not memory).
-        let (keys, why) = scaled_keys(2_000_000, 500, true);
+        let DataCopy { keys, why } = scaled_keys(2_000_000, 500, true);
         assert_eq!(keys, 100_000);
         assert!(why.contains("--quick measures at most"), "{why}");
         assert!(!why.contains("available memory"), "{why}");
-        let (keys, why) = scaled_keys(50_000, 500, true);
+        let DataCopy { keys, why } = scaled_keys(50_000, 500, true);
         assert_eq!(
             (keys, why.as_str()),
             (50_000, "the whole data set fits this machine")

@@ -17,7 +17,7 @@ use super::Ask;
 use super::host::HostLog;
 use super::measure::{AsideRun, CurveRun, Measured, Searched};
 use super::others::Other;
-use crate::results::decide::{CacheLoss, Scaled, StatedLoad};
+use crate::results::decide::{CacheLoss, DataCopy, Scaled, StatedLoad};
 
 /// The steps of a decision: file name, and as said.
 pub const STEPS: [(&str, &str); 8] = [
@@ -39,8 +39,8 @@ pub struct Manifest {
     /// The ask: the workload and servers (passwords masked), the load as
     /// stated.
     pub ask: Ask,
-    /// The copy's keys, and why that copy.
-    pub scaled: (u64, String),
+    /// The copy measured.
+    pub scaled: DataCopy,
     /// The steps finished, in order.
     pub finished: Vec<String>,
 }
@@ -74,17 +74,12 @@ pub struct Steps {
 
 impl Steps {
     /// The measurements of a decision of `load` on the copy `scaled`.
-    pub fn measured(
-        self,
-        load: &StatedLoad,
-        scaled: (u64, String),
-        host_busy: Vec<String>,
-    ) -> Measured {
+    pub fn measured(self, load: &StatedLoad, copy: DataCopy, host_busy: Vec<String>) -> Measured {
         Measured {
             scaled: Scaled {
-                keys: scaled.0,
-                factor: scaled.0 as f64 / load.keys.max(1) as f64,
-                why: scaled.1,
+                keys: copy.keys,
+                factor: copy.factor(load.keys),
+                why: copy.why,
                 rate: self.aside.rate,
                 rate_why: self.aside.rate_why,
             },
@@ -161,7 +156,7 @@ impl<'a> Store<'a> {
     pub fn open(
         dir: &Path,
         ask: &Ask,
-        scaled: &(u64, String),
+        copy: &DataCopy,
         (resume, shutdown): (bool, &'a AtomicBool),
     ) -> Result<Store<'a>> {
         let steps = dir.join("steps");
@@ -180,7 +175,7 @@ impl<'a> Store<'a> {
             manifest: Manifest {
                 kvlab_version: env!("CARGO_PKG_VERSION").into(),
                 ask: ask.clone(),
-                scaled: scaled.clone(),
+                scaled: copy.clone(),
                 finished: Vec::new(),
             },
             resume,

@@ -7,6 +7,9 @@
 use serde::{Deserialize, Serialize};
 
 pub use super::usage::Role;
+pub use kinds::{ArchName, CurveSource, DataCopy, Variable};
+
+mod kinds;
 
 /// The load a team states, and the machines and prices it sizes with.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -108,82 +111,6 @@ fn one() -> u32 {
     1
 }
 
-/// Which architecture a row weighs (serialised as its name, e.g.
-/// `cache-aside`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ArchName {
-    /// The database alone.
-    Database,
-    /// A cache in front of the database.
-    CacheAside,
-    /// The cache alone, holding the data.
-    Cache,
-    /// The database with read replicas.
-    DatabaseReplicas,
-    /// Cache-aside with a near cache in each application instance.
-    CacheAsideNear,
-    /// The database with a near cache in each application instance.
-    DatabaseNear,
-}
-
-impl ArchName {
-    /// Its name as written (`cache-aside`).
-    pub fn name(self) -> &'static str {
-        match self {
-            ArchName::Database => "database",
-            ArchName::CacheAside => "cache-aside",
-            ArchName::Cache => "cache",
-            ArchName::DatabaseReplicas => "database-replicas",
-            ArchName::CacheAsideNear => "cache-aside-near",
-            ArchName::DatabaseNear => "database-near",
-        }
-    }
-}
-
-impl std::fmt::Display for ArchName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// Where a point of the miss-ratio curve comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CurveSource {
-    /// A settled cache-aside run on the copy.
-    Measured,
-    /// A measured point carried to the stated keys by the popularity model.
-    Carried,
-    /// The popularity model alone.
-    Model,
-    /// The trace's own curve (`--trace`).
-    Trace,
-}
-
-impl std::fmt::Display for CurveSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            CurveSource::Measured => "measured",
-            CurveSource::Carried => "carried",
-            CurveSource::Model => "model",
-            CurveSource::Trace => "trace",
-        })
-    }
-}
-
-/// One figure of the stated load the sweeps move (a flip's variable).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Variable {
-    /// Requests per second.
-    Rps,
-    /// The share of requests that write.
-    WriteShare,
-    /// The keys of the data.
-    Keys,
-}
-
 /// One server of an architecture at the stated load, sized by the one
 /// method: its operations per second at the stated load divided by its
 /// product's operations per core within the goal.
@@ -238,6 +165,16 @@ pub struct Scaled {
     pub rate: f64,
     /// Why that rate.
     pub rate_why: String,
+}
+
+impl Scaled {
+    /// The copy it measured.
+    pub fn copy(&self) -> DataCopy {
+        DataCopy {
+            keys: self.keys,
+            why: self.why.clone(),
+        }
+    }
 }
 
 /// One architecture at the stated load.

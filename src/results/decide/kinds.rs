@@ -1,0 +1,142 @@
+//! The names a decision branches on (its rows' architectures, its curve
+//! points' sources, the figures its sweeps move) and the copy it measures,
+//! each written to files as the words kvlab 0.1 wrote.
+
+use serde::{Deserialize, Serialize};
+
+/// Which architecture a row weighs (serialised as its name, e.g.
+/// `cache-aside`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArchName {
+    /// The database alone.
+    Database,
+    /// A cache in front of the database.
+    CacheAside,
+    /// The cache alone, holding the data.
+    Cache,
+    /// The database with read replicas.
+    DatabaseReplicas,
+    /// Cache-aside with a near cache in each application instance.
+    CacheAsideNear,
+    /// The database with a near cache in each application instance.
+    DatabaseNear,
+}
+
+impl ArchName {
+    /// Its name as written (`cache-aside`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ArchName::Database => "database",
+            ArchName::CacheAside => "cache-aside",
+            ArchName::Cache => "cache",
+            ArchName::DatabaseReplicas => "database-replicas",
+            ArchName::CacheAsideNear => "cache-aside-near",
+            ArchName::DatabaseNear => "database-near",
+        }
+    }
+}
+
+impl std::fmt::Display for ArchName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where a point of the miss-ratio curve comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CurveSource {
+    /// A settled cache-aside run on the copy.
+    Measured,
+    /// A measured point carried to the stated keys by the popularity model.
+    Carried,
+    /// The popularity model alone.
+    Model,
+    /// The trace's own curve (`--trace`).
+    Trace,
+}
+
+impl std::fmt::Display for CurveSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CurveSource::Measured => "measured",
+            CurveSource::Carried => "carried",
+            CurveSource::Model => "model",
+            CurveSource::Trace => "trace",
+        })
+    }
+}
+
+/// One figure of the stated load the sweeps move (a flip's variable).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Variable {
+    /// Requests per second.
+    Rps,
+    /// The share of requests that write.
+    WriteShare,
+    /// The keys of the data.
+    Keys,
+}
+
+/// The copy of the data kvlab measures in place of the stated keys, settled
+/// once before the first run (saved in `manifest.json` as an object; the
+/// `[keys, why]` pair of kvlab 0.1 is read too).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(from = "CopyFile")]
+pub struct DataCopy {
+    /// Its keys.
+    pub keys: u64,
+    /// Why this copy.
+    pub why: String,
+}
+
+/// [`DataCopy`] as files hold it.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum CopyFile {
+    Object { keys: u64, why: String },
+    Pair(u64, String),
+}
+
+impl From<CopyFile> for DataCopy {
+    fn from(f: CopyFile) -> DataCopy {
+        let (keys, why) = match f {
+            CopyFile::Object { keys, why } | CopyFile::Pair(keys, why) => (keys, why),
+        };
+        DataCopy { keys, why }
+    }
+}
+
+impl DataCopy {
+    /// Its share of `stated` keys.
+    pub fn factor(&self, stated: u64) -> f64 {
+        self.keys as f64 / stated.max(1) as f64
+    }
+
+    /// Stated keys per key of the copy: what a figure per key of the copy
+    /// is carried to the stated keys by.
+    pub fn per_key(&self, stated: u64) -> f64 {
+        stated as f64 / self.keys.max(1) as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_copy_is_written_as_an_object_and_read_from_the_pair_of_kvlab_0_1() {
+        let c = DataCopy {
+            keys: 100_000,
+            why: "fits".into(),
+        };
+        let text = serde_json::to_string(&c).unwrap();
+        assert_eq!(text, r#"{"keys":100000,"why":"fits"}"#);
+        assert_eq!(serde_json::from_str::<DataCopy>(&text).unwrap(), c);
+        let old: DataCopy = serde_json::from_str(r#"[100000, "fits"]"#).unwrap();
+        assert_eq!(old, c);
+        assert_eq!((c.factor(1_000_000), c.per_key(1_000_000)), (0.1, 10.0));
+    }
+}
