@@ -275,15 +275,7 @@ impl Parts {
                 service_time_us: paced.then(|| Percentiles::of(&r.measured.service)),
                 schedule: self.schedule,
             },
-            client: ClientUse {
-                client_cpu_s: self.client_cpu_s,
-                client_cpu_us_per_request: per_req(self.client_cpu_s),
-                client_busy: r.client_busy,
-                client_saturated: r.client_busy.is_some_and(|b| b >= 0.9),
-                client_peak_rss_kb: self_peak_rss_kb(),
-                client_io: r.io.as_ref().map(|io| io.kind.name().to_string()),
-                client_io_why: r.io.as_ref().and_then(|io| io.why.clone()),
-            },
+            client: client_use(self.client_cpu_s, per_req(self.client_cpu_s), &r),
             server: ServerFigures {
                 server_cpu_s: self.cpu.cpu_s,
                 server_cpu_us_per_request: self.cpu.cpu_s.map(per_req),
@@ -482,6 +474,20 @@ pub(super) fn target_info(
         settings: server.map(|s| s.settings.clone()).unwrap_or_default(),
         pid: server.map(|s| s.pid()),
         transport: None,
+    }
+}
+
+/// What kvlab's own client spent: `cpu_s` seconds, `per_request` µs, and
+/// the engine's report `r` (busy share, I/O interface).
+fn client_use(cpu_s: f64, per_request: f64, r: &EngineReport) -> ClientUse {
+    ClientUse {
+        client_cpu_s: cpu_s,
+        client_cpu_us_per_request: per_request,
+        client_busy: r.client_busy,
+        client_saturated: r.client_busy.is_some_and(|b| b >= 0.9),
+        client_peak_rss_kb: self_peak_rss_kb(),
+        client_io: r.io.as_ref().map(|io| io.kind.name().to_string()),
+        client_io_why: r.io.as_ref().and_then(|io| io.why.clone()),
     }
 }
 
