@@ -153,4 +153,23 @@ fn a_decision_saved_by_an_earlier_kvlab_decides_again_the_same() {
     let before = json_at(&fixture.join("decision.json"));
     let again = json_at(&copy.join("decision.json"));
     assert_eq!(before, again);
+    // Asked again with a tighter goal: every saved run judged anew, the
+    // database's capacity within it no higher than within the looser one.
+    let o = common::kvlab()
+        .args(["decide", "--from", copy.to_str().unwrap(), "--p99-ms", "10"])
+        .output()
+        .unwrap();
+    common::succeeds(&o);
+    let tighter = json_at(&copy.join("decision.json"));
+    assert_eq!(tighter["load"]["p99_ms"], 10.0);
+    let capacity = |d: &Value| {
+        d["architectures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "database")
+            .and_then(|r| r["capacity_rps"].as_f64())
+    };
+    let (loose, tight) = (capacity(&before).unwrap(), capacity(&tighter));
+    assert!(tight.is_none_or(|t| t <= loose), "{tight:?} > {loose}");
 }

@@ -5,6 +5,18 @@ use serde::{Deserialize, Serialize};
 
 use super::RunResult;
 
+impl Capacity {
+    /// The run at the capacity found: the last that passed at
+    /// `capacity_rps` (the one the search took its headroom from).
+    pub fn at_capacity(&self) -> Option<&Step> {
+        let rate = self.capacity_rps?;
+        self.steps
+            .iter()
+            .rev()
+            .find(|s| s.passed && s.rate == Some(rate))
+    }
+}
+
 /// One tried rate.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Step {

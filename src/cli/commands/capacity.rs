@@ -154,13 +154,7 @@ fn outcome(c: &Capacity, p99_ms: f64) -> String {
 
 /// The capacity found, with its latencies, or that no rate met the goal.
 fn capacity_line(c: &Capacity, p99_ms: f64) -> String {
-    let found = c.capacity_rps.and_then(|rate| {
-        c.steps
-            .iter()
-            .rev()
-            .find(|s| s.passed && s.rate == Some(rate))
-            .map(|s| (rate, &s.result))
-    });
+    let found = c.at_capacity().and_then(|s| Some((s.rate?, &s.result)));
     let Some((rate, r)) = found else {
         return format!("capacity: no tried rate met p99 <= {p99_ms} ms without errors\n");
     };

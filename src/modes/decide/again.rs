@@ -99,18 +99,12 @@ fn search_again(s: &mut Searched, p99_ms: f64, more: MoreLimits) {
     c.p99_ms = p99_ms;
     c.limits = more;
     c.headroom = c
-        .steps
-        .iter()
-        .find(|st| st.passed && st.rate == c.capacity_rps)
+        .at_capacity()
         .map(|st| capacity::headroom(&st.result, p99_ms, more))
         .unwrap_or_default();
     // The cores at the capacity found, where they were measured.
     if s.cores_source == CoresSource::Measured
-        && let Some(st) = c
-            .steps
-            .iter()
-            .rev()
-            .find(|st| st.passed && st.rate == c.capacity_rps)
+        && let Some(st) = c.at_capacity()
         && let Some(cpu) = st.result.server.server_cpu_s
     {
         s.cores = Some(cpu / st.result.totals.duration_s);

@@ -204,12 +204,7 @@ impl Runs<'_> {
             self.shutdown,
             &mut |s| say(&step_line(s, self.ask.load.p99_ms)),
         )?;
-        let at = c.capacity_rps.and_then(|rate| {
-            c.steps
-                .iter()
-                .rev()
-                .find(|s| s.passed && s.rate == Some(rate))
-        });
+        let at = c.at_capacity();
         let measured =
             at.and_then(|s| Some(s.result.server.server_cpu_s? / s.result.totals.duration_s));
         let (cores, cores_source) = match measured {

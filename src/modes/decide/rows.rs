@@ -202,13 +202,7 @@ pub(super) fn database(ask: &Ask, s: &Searched, pc: Option<f64>, per_key: f64) -
 
 /// The p99 at the capacity a search found, ms.
 fn step_p99(s: &Searched) -> Option<f64> {
-    let rate = s.capacity.capacity_rps?;
-    let st = s
-        .capacity
-        .steps
-        .iter()
-        .rev()
-        .find(|x| x.passed && x.rate == Some(rate))?;
+    let st = s.capacity.at_capacity()?;
     Some(st.result.latency.latency_us.p99 / 1000.0)
 }
 
