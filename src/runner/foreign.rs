@@ -178,6 +178,11 @@ impl Guard {
     /// Removes what kvlab wrote (or leaves it, `--keep-data`), said one line
     /// per server; a server it cannot clean is named with what to remove.
     pub fn finish(mut self) -> Vec<Cleaned> {
+        self.tidy()
+    }
+
+    /// [`Guard::finish`]'s work, done once.
+    fn tidy(&mut self) -> Vec<Cleaned> {
         self.done = true;
         let mut out = Vec::new();
         for w in &self.written {
@@ -209,13 +214,7 @@ impl Drop for Guard {
     /// unwinding past it).
     fn drop(&mut self) {
         if !self.done {
-            let g = Guard {
-                written: std::mem::take(&mut self.written),
-                keep: self.keep,
-                opts: self.opts,
-                done: false,
-            };
-            g.finish();
+            self.tidy();
         }
     }
 }
