@@ -151,8 +151,74 @@ fn a_decision_saved_by_an_earlier_kvlab_decides_again_the_same() {
         .unwrap();
     common::succeeds(&o);
     let before = json_at(&fixture.join("decision.json"));
-    let again = json_at(&copy.join("decision.json"));
+    let mut again = json_at(&copy.join("decision.json"));
+    // What it assumed is written now (kvlab's, as it was then), and said as
+    // the last extrapolation; every other field, answer and figure alike,
+    // is the same.
+    let assumed = again
+        .as_object_mut()
+        .unwrap()
+        .remove("assumptions")
+        .unwrap();
+    assert_eq!(assumed["policy"]["keep_saving"], 0.1);
+    assert_eq!(
+        assumed["method"]["curve_shares"],
+        serde_json::json!([0.05, 0.15, 0.4])
+    );
+    let said = again["extrapolations"]
+        .as_array_mut()
+        .unwrap()
+        .pop()
+        .unwrap();
+    assert!(
+        said.as_str()
+            .unwrap()
+            .starts_with("Assumed (decision.json's assumptions)"),
+        "{said}"
+    );
     assert_eq!(before, again);
+    // The policy changed: a cache must save half the cost to be kept.
+    let o = common::kvlab()
+        .args([
+            "decide",
+            "--from",
+            copy.to_str().unwrap(),
+            "--keep-saving",
+            "50",
+        ])
+        .output()
+        .unwrap();
+    common::succeeds(&o);
+    let stricter = json_at(&copy.join("decision.json"));
+    assert_eq!(stricter["assumptions"]["policy"]["keep_saving"], 0.5);
+    assert_eq!(stricter["architectures"], before["architectures"]);
+    let last = stricter["extrapolations"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap();
+    assert!(
+        last.as_str()
+            .unwrap()
+            .contains("saves machines and 50% of the cost"),
+        "{last}"
+    );
+    let o = common::kvlab()
+        .args([
+            "decide",
+            "--from",
+            copy.to_str().unwrap(),
+            "--keep-saving",
+            "120",
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--keep-saving") && err.lines().count() == 1,
+        "{err}"
+    );
     // Asked again with a tighter goal: every saved run judged anew, the
     // database's capacity within it no higher than within the looser one.
     let o = common::kvlab()

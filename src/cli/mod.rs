@@ -30,6 +30,7 @@ use crate::driver::parse_opt;
 use crate::error::UsageError;
 use crate::plan::TargetSpec;
 use crate::products;
+use crate::results::decide::KVLAB;
 
 /// kvlab: do you still need a cache in front of your database? Measure it.
 #[derive(Debug, Parser)]
@@ -236,11 +237,16 @@ pub struct DecideArgs {
     #[arg(skip)]
     pub given: Vec<String>,
     /// Cores of one production machine.
-    #[arg(long, default_value_t = 16.0, value_name = "N")]
+    #[arg(long, default_value_t = KVLAB.policy.machine_cores, value_name = "N")]
     pub machine_cores: f64,
     /// Memory of one production machine, GiB.
-    #[arg(long, default_value_t = 64.0, value_name = "GIB")]
+    #[arg(long, default_value_t = KVLAB.policy.machine_gib, value_name = "GIB")]
     pub machine_gib: f64,
+    /// Keep the cache where both meet the goal only if it saves machines and
+    /// at least this share of the database alone's monthly cost, percent
+    /// [default: 10].
+    #[arg(long, value_name = "PCT")]
+    pub keep_saving: Option<f64>,
     /// Price of a core for an hour [default: 0.04, an example].
     #[arg(long, value_name = "PRICE")]
     pub price_core_hour: Option<f64>,

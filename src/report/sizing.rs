@@ -15,9 +15,6 @@ use crate::results::stats::num;
 use crate::results::study::StudyResult;
 use crate::results::usage::Role;
 
-/// Hours in a month, for prices per hour.
-const MONTH_H: f64 = 730.0;
-
 /// What a sizing adds to the report: verdict lines, caveats and the table.
 pub struct Section {
     /// Verdict sentences.
@@ -183,7 +180,8 @@ fn sized(n: &Need, s: &Sizing) -> (String, Vec<String>) {
         (None, None) => "-".to_string(),
         (c, g) => format!(
             "{:.0}",
-            (cores * c.unwrap_or(0.0) + gib * g.unwrap_or(0.0)) * MONTH_H
+            (cores * c.unwrap_or(0.0) + gib * g.unwrap_or(0.0))
+                * crate::results::decide::KVLAB.policy.hours_per_month
         ),
     };
     let line = format!(

@@ -12,12 +12,10 @@ use crate::cli::DecideArgs;
 use crate::error::UsageError;
 use crate::modes::decide::{self, Ask};
 use crate::plan::{CacheAside, RunPlan};
-use crate::results::decide::StatedLoad;
+use crate::results::decide::assumptions::EXAMPLE_CURRENCY;
+use crate::results::decide::{Assumptions, KVLAB, StatedLoad};
 use crate::runner::RunOptions;
 use crate::workload::LinkDelay;
-
-/// Prices kvlab sizes with unless told: a core-hour and a GiB-hour.
-const PRICES: (f64, f64) = (0.04, 0.005);
 
 /// Runs `kvlab decide`: measures and decides (each step saved under
 /// `--out`, or reused from `--resume DIR`), or with `--from DIR` recomputes
@@ -51,7 +49,7 @@ pub fn exec(args: &DecideArgs, shutdown: &AtomicBool) -> Result<()> {
         .or_else(|| args.out.clone())
         .unwrap_or_else(|| "results/decide".into());
     make_dir(&out)?;
-    let copy = decide::scaled_keys(ask.load.keys, ask.load.value_size, ask.quick);
+    let copy = decide::scaled_keys(&ask);
     let mut ask = ask;
     ask.plan.workload.keys = copy.keys;
     if let Some(line) = decide::beside::cache_by_url(&mut ask)? {
@@ -85,13 +83,16 @@ fn from(args: &DecideArgs, dir: &std::path::Path) -> Result<()> {
     let (mut ask, mut measured) = decide::saved::load(dir)?;
     let change = again::change(args, &ask)?;
     decide::again::apply(&mut ask, &mut measured, change)?;
+    if args.keep_saving.is_some() {
+        ask.assumed.policy = assumed(args)?.policy;
+    }
     let out = args.out.clone().unwrap_or_else(|| dir.to_path_buf());
     make_dir(&out)?;
     let d = decide::decision::decision(&ask, &measured);
     say(
         json,
         &format!(
-            "kvlab decide: recomputed from the measurements saved in {} (nothing run)\n",
+            "kvlab decide: recomputed from the measurements saved in {} (nothing run): --from may change the load and the policy (prices, machines, --keep-saving), not how kvlab measured (decision.json's assumptions.method)\n",
             dir.display()
         ),
     );
@@ -174,10 +175,6 @@ pub fn exec_study(
     exec(&args, shutdown).map_err(|e| file::in_file(s, e))
 }
 
-/// The round trip a decision assumes to each server kvlab starts when the
-/// user gives none: one hop within a zone, ms.
-pub const SAME_ZONE_RTT_MS: f64 = 0.2;
-
 /// With neither `--rtt` nor `--cache-rtt`, each managed server is put one
 /// same-zone hop away (a server given by URL has its real network); says
 /// whether it did. `--rtt 0` asks for loopback: no link at all.
@@ -186,7 +183,7 @@ fn assume_round_trips(plan: &mut RunPlan, cache: &CacheAside) -> bool {
     let assumed = plan.load.rtt.is_none() && plan.load.cache_rtt.is_none();
     if assumed {
         let hop = LinkDelay {
-            rtt_ms: SAME_ZONE_RTT_MS,
+            rtt_ms: KVLAB.policy.same_zone_rtt_ms,
             jitter_ms: 0.0,
         };
         plan.load.rtt = plan.target.external.is_none().then_some(hop);
@@ -281,21 +278,22 @@ pub(super) fn prices(args: &DecideArgs) -> Result<Prices, UsageError> {
         ));
     }
     let (core_hour, gib_hour) = (
-        args.price_core_hour.unwrap_or(PRICES.0),
-        args.price_gib_hour.unwrap_or(PRICES.1),
+        args.price_core_hour
+            .unwrap_or(KVLAB.policy.example_core_hour),
+        args.price_gib_hour.unwrap_or(KVLAB.policy.example_gib_hour),
     );
     Ok(Prices {
         core_hour,
         gib_hour,
         machine_month: args.price_machine_month.unwrap_or_else(|| {
-            crate::results::decide::machine_month(
-                args.machine_cores,
-                args.machine_gib,
-                core_hour,
-                gib_hour,
-            )
+            KVLAB
+                .policy
+                .machine_month(args.machine_cores, args.machine_gib, core_hour, gib_hour)
         }),
-        currency: args.currency.clone().unwrap_or_else(|| "USD".into()),
+        currency: args
+            .currency
+            .clone()
+            .unwrap_or_else(|| EXAMPLE_CURRENCY.into()),
         examples: args.price_core_hour.is_none()
             && args.price_gib_hour.is_none()
             && args.price_machine_month.is_none(),
@@ -305,6 +303,22 @@ pub(super) fn prices(args: &DecideArgs) -> Result<Prices, UsageError> {
 mod again;
 mod check;
 mod observed;
+
+/// kvlab's assumptions with the policy `args` state (`--keep-saving`).
+fn assumed(args: &DecideArgs) -> Result<Assumptions, UsageError> {
+    let mut a = KVLAB;
+    if let Some(pct) = args.keep_saving {
+        if !(0.0..100.0).contains(&pct) {
+            return Err(UsageError::bad(
+                "--keep-saving",
+                format!("{pct}%"),
+                "give the share of the database's cost a cache must save to be kept, from 0 to under 100, e.g. --keep-saving 10",
+            ));
+        }
+        a.policy.keep_saving = pct / 100.0;
+    }
+    Ok(a)
+}
 
 /// What `args` ask: the database (not a cache) and the cache in front of it
 /// (redis unless `--cache`), the load as stated.
@@ -369,6 +383,7 @@ fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
         run_secs: r.duration,
         trace: traced,
         team_cache_mb: None,
+        assumed: assumed(args)?,
     })
 }
 

@@ -58,7 +58,7 @@ pub fn cache_by_url(ask: &mut Ask) -> Result<Option<String>> {
 /// the same share of the keys (at least what the cache needs for itself).
 pub fn carried_mb(ask: &Ask, limit: u64) -> u64 {
     let share = ask.plan.workload.keys as f64 / ask.load.keys.max(1) as f64;
-    ((limit as f64 / MIB * share).ceil() as u64).max(super::measure::CACHE_BASE_MB + 1)
+    ((limit as f64 / MIB * share).ceil() as u64).max(ask.assumed.method.cache_base_mb + 1)
 }
 
 /// The eviction policy of the cache `c` (read-only) as a setting of the

@@ -6,7 +6,7 @@
 //! on a saved decision without running anything.
 
 use super::carry::{self, Model};
-use super::evaluate::{End, evaluate, rate_factors, with_load};
+use super::evaluate::{End, evaluate, with_load};
 pub use super::measure::Measured;
 use super::{Ask, flips, rows};
 use crate::results::decide::{Answer, Architecture, Decision, Range, RatePoint, Scaled};
@@ -52,6 +52,7 @@ pub fn decision(ask: &Ask, m: &Measured) -> Decision {
         by_rate: by_rate(ask, m, &model, &architectures),
         cleanup: Vec::new(),
         architectures,
+        assumptions: ask.assumed,
         decision: answer,
     }
 }
@@ -120,9 +121,11 @@ fn close_call(
     ))
 }
 
-/// Each row's cost and the answer over the rates of [`rate_factors`].
+/// Each row's cost and the answer over the rates of the method's sweep.
 fn by_rate(ask: &Ask, m: &Measured, model: &Model, rows: &[Architecture]) -> Vec<RatePoint> {
-    rate_factors()
+    ask.assumed
+        .method
+        .rate_factors()
         .map(|f| {
             let at = with_load(ask, |l| l.rps *= f);
             let e = evaluate(&at, m, model, End::Mid);

@@ -42,7 +42,8 @@ pub fn evaluate(ask: &Ask, m: &Measured, model: &Model, end: End) -> Evaluated {
         l.database_alone_carries = db.within_goal;
     }
     let aside = rows::with_loss(aside, loss.as_ref(), &db, ask.load.rps);
-    let answer = rule::answer(Some(&db), Some(&aside), Some(&cache));
+    let keep = ask.assumed.policy.keep_saving;
+    let answer = rule::answer(Some(&db), Some(&aside), Some(&cache), keep);
     let others: Vec<Architecture> = m
         .others
         .iter()
@@ -101,13 +102,6 @@ fn at(ask: &Ask, m: &Measured, model: &Model, end: End) -> At {
         hit_delta: aside.map_or(0.0, |(measured, carried)| carried - measured),
         cpu: CpuCurves::searched(&m.db, &m.cache),
     }
-}
-
-/// The rates of the sweeps: the stated one times 10^(k/6), k = -12..=12
-/// (a hundredth to a hundred times: where the cache starts to pay is often
-/// further than ten times away on machines of many cores).
-pub fn rate_factors() -> impl Iterator<Item = f64> {
-    (-12..=12).map(|k| 10f64.powf(k as f64 / 6.0))
 }
 
 /// `ask` with its stated load changed by `change`.

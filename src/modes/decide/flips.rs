@@ -7,7 +7,7 @@
 
 use super::Ask;
 use super::carry::Model;
-use super::evaluate::{End, evaluate, rate_factors, with_load};
+use super::evaluate::{End, evaluate, with_load};
 use super::measure::Measured;
 use crate::results::decide::{Flip, StatedLoad, Variable, Verdict};
 use crate::results::stats::num;
@@ -17,9 +17,15 @@ const NARROW: usize = 10;
 
 impl Variable {
     /// The grid it is swept over, ascending.
-    fn grid(self, l: &StatedLoad) -> Vec<f64> {
+    fn grid(self, ask: &Ask) -> Vec<f64> {
+        let l = &ask.load;
         match self {
-            Variable::Rps => rate_factors().map(|f| l.rps * f).collect(),
+            Variable::Rps => ask
+                .assumed
+                .method
+                .rate_factors()
+                .map(|f| l.rps * f)
+                .collect(),
             Variable::WriteShare => (0..=18).map(|k| k as f64 * 0.05).collect(),
             Variable::Keys => (-6..=6)
                 .map(|k| {
@@ -66,7 +72,7 @@ pub(super) fn find(ask: &Ask, m: &Measured, model: &Model) -> Vec<Flip> {
             let at = with_load(ask, |l| var.set(l, v));
             evaluate(&at, m, model, End::Mid).answer.answer
         };
-        let grid = var.grid(&ask.load);
+        let grid = var.grid(ask);
         let answers: Vec<Verdict> = grid.iter().map(|&v| answer(v)).collect();
         for i in 1..grid.len() {
             if answers[i] == answers[i - 1] {

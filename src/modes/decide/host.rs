@@ -7,10 +7,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-/// Other processes' CPU past this many cores makes a step busy.
-const OTHERS_CORES: f64 = 0.25;
-/// CPU steal past this share of the host's CPU makes a step busy.
-const STEAL_SHARE: f64 = 0.05;
+use crate::results::decide::assumptions::Method;
 
 /// One reading of the host.
 #[derive(Clone, Copy, Debug)]
@@ -30,15 +27,18 @@ struct Sample {
 pub struct HostLog {
     last: Option<Sample>,
     cores: f64,
+    /// Other processes' cores and the steal share past which a step is busy.
+    limits: (f64, f64),
     /// Each busy step, said.
     pub busy: Vec<String>,
 }
 
 impl HostLog {
-    /// Starts watching (a first reading now).
-    pub fn start() -> HostLog {
+    /// Starts watching (a first reading now), a step busy past `m`'s limits.
+    pub fn start(m: &Method) -> HostLog {
         HostLog {
             last: sample(),
+            limits: (m.host_others_cores, m.host_steal_share),
             cores: std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64),
             busy: Vec::new(),
         }
@@ -68,7 +68,7 @@ impl HostLog {
             / secs;
         let steal =
             b.steal.saturating_sub(a.steal) as f64 / b.total.saturating_sub(a.total).max(1) as f64;
-        let said = busy_line(what, others, steal, a.load, self.cores)?;
+        let said = busy_line(what, (others, steal), a.load, self.cores, self.limits)?;
         self.busy.push(said.clone());
         Some(said)
     }
@@ -76,13 +76,20 @@ impl HostLog {
 
 /// The line for a step the host was busy in: other processes took `others`
 /// cores, `steal` of the CPU was stolen, the load average was `load` at its
-/// start on `cores` cores; `None` when it was not busy.
-fn busy_line(what: &str, others: f64, steal: f64, load: f64, cores: f64) -> Option<String> {
+/// start on `cores` cores; `None` when neither passed its limit (`limits`,
+/// as `(others, steal)`) and the load was within the cores.
+fn busy_line(
+    what: &str,
+    (others, steal): (f64, f64),
+    load: f64,
+    cores: f64,
+    limits: (f64, f64),
+) -> Option<String> {
     let mut why = Vec::new();
-    if others > OTHERS_CORES {
+    if others > limits.0 {
         why.push(format!("other processes used {others:.2} cores"));
     }
-    if steal > STEAL_SHARE {
+    if steal > limits.1 {
         why.push(format!("{:.0}% of the CPU was stolen", steal * 100.0));
     }
     if load > cores + 0.5 {
@@ -183,6 +190,12 @@ fn stat_fields(s: &str) -> Option<(u32, u64)> {
 mod tests {
     use super::*;
 
+    /// kvlab's limits.
+    const LIMITS: (f64, f64) = {
+        let m = crate::results::decide::KVLAB.method;
+        (m.host_others_cores, m.host_steal_share)
+    };
+
     #[test]
     fn proc_lines_are_read_as_the_kernel_writes_them() {
         let (busy, steal, total) = cpu_line("cpu  100 5 50 800 20 1 2 30 0 0").expect("a cpu line");
@@ -195,18 +208,18 @@ mod tests {
 
     #[test]
     fn a_step_is_busy_when_others_took_cpu_or_it_was_stolen() {
-        assert_eq!(busy_line("x", 0.1, 0.0, 0.5, 2.0), None);
-        let l = busy_line("the database alone", 1.3, 0.0, 0.5, 2.0).unwrap();
+        assert_eq!(busy_line("x", (0.1, 0.0), 0.5, 2.0, LIMITS), None);
+        let l = busy_line("the database alone", (1.3, 0.0), 0.5, 2.0, LIMITS).unwrap();
         assert!(
             l.contains("during the database alone: other processes used 1.30 cores"),
             "{l}"
         );
         assert!(
-            busy_line("x", 0.0, 0.2, 0.5, 2.0)
+            busy_line("x", (0.0, 0.2), 0.5, 2.0, LIMITS)
                 .unwrap()
                 .contains("20% of the CPU was stolen")
         );
-        assert!(busy_line("x", 0.0, 0.0, 4.0, 2.0).is_some());
+        assert!(busy_line("x", (0.0, 0.0), 4.0, 2.0, LIMITS).is_some());
     }
 
     #[test]

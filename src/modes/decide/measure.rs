@@ -320,24 +320,33 @@ impl Runs<'_> {
     }
 
     /// The miss-ratio curve: settled cache-aside runs at `rate` with the
-    /// cache at 5%, 15% and 40% of the copy's data (and [`CACHE_BASE_MB`] for
-    /// its own use) and with no limit.
+    /// cache at the method's shares of the copy's data (5%, 15% and 40%, and
+    /// its base for its own use) and with no limit.
     pub fn curve(&self, rate: f64, say: &mut dyn FnMut(&str)) -> Result<Vec<CurveRun>> {
         let w = &self.ask.plan.workload;
-        let data_mb = (w.keys * (w.value_size as u64 + 100)) as f64 / (1u64 << 20) as f64;
+        let data_mb = (w.keys * (w.value_size as u64 + self.ask.assumed.method.key_overhead_bytes))
+            as f64
+            / (1u64 << 20) as f64;
         let mut out: Vec<CurveRun> = Vec::new();
         say(&format!(
             "kvlab decide: the miss-ratio curve: cache-aside at {} req/s, the cache settled at each size\n",
             num(rate)
         ));
         // A cache kvlab did not start is never resized: its one size, its own.
-        let fractions: &[Option<f64>] = match self.ask.cache.cache.external.is_some() {
-            true => &[None],
-            false => &[Some(0.05), Some(0.15), Some(0.4), None],
+        let m = &self.ask.assumed.method;
+        let fractions: Vec<Option<f64>> = match self.ask.cache.cache.external.is_some() {
+            true => vec![None],
+            false => m
+                .curve_shares
+                .iter()
+                .copied()
+                .map(Some)
+                .chain([None])
+                .collect(),
         };
         let mut sizes: Vec<Option<u64>> = fractions
             .iter()
-            .map(|f| f.map(|f| (data_mb * f).ceil() as u64 + CACHE_BASE_MB))
+            .map(|f| f.map(|f| (data_mb * f).ceil() as u64 + m.cache_base_mb))
             .chain(self.ask.team_cache_mb.map(Some))
             .collect();
         // Smallest first, no limit last.
@@ -380,7 +389,8 @@ impl Runs<'_> {
         let cap = db.capacity.capacity_rps.unwrap_or(0.0);
         let ws = self.ask.load.write_share;
         // Picked on the curve carried to the stated keys.
-        let fits = |c: &&CurveRun| db_load(rate, ws, carried(c)) <= 0.8 * cap || cap == 0.0;
+        let room = self.ask.assumed.method.db_headroom * cap;
+        let fits = |c: &&CurveRun| db_load(rate, ws, carried(c)) <= room || cap == 0.0;
         let mut last = None;
         for c in curve.iter().filter(fits).take(2) {
             let what = format!("cache-aside with a {} cache", mb_name(c.memory_mb));
@@ -421,14 +431,16 @@ impl Runs<'_> {
         say: &mut dyn FnMut(&str),
     ) -> Result<CacheLoss> {
         let mut p = self.aside(a.memory_mb, rate);
-        p.load.stop = Stop::Duration(if self.ask.quick { 8.0 } else { 12.0 });
+        let m = &self.ask.assumed.method;
+        p.load.stop = Stop::Duration(m.loss_run_s(self.ask.quick));
         let emulated = self.ask.cache.cache.external.is_some();
+        let at = m.loss_at_s;
         p.load.events = vec![match emulated {
-            true => "3:drop-keys-cache".parse()?,
-            false => "3:restart-cache".parse()?,
+            true => format!("{at}:drop-keys-cache").parse()?,
+            false => format!("{at}:restart-cache").parse()?,
         }];
         say(&format!(
-            "kvlab decide: a cache loss: {} 3 s into a run at {} req/s\n",
+            "kvlab decide: a cache loss: {} {at} s into a run at {} req/s\n",
             match emulated {
                 true =>
                     "kvlab's own keys deleted from the cache given by URL (a loss emulated; the server keeps running)",
@@ -437,17 +449,13 @@ impl Runs<'_> {
             num(rate)
         ));
         let r = runner::measure(&self.drawn(p), self.db_server, self.opts, self.shutdown)?;
-        let mut loss = loss_of(&r, 3, self.ask.load.p99_ms);
+        let mut loss = loss_of(&r, at, self.ask.load.p99_ms);
         loss.emulated = emulated;
         loss.rate_rps = rate;
         loss.event_error = r.events.iter().find_map(|e| e.error.clone());
         Ok(loss)
     }
 }
-
-/// Memory a cache needs for its own use (its process, connections' buffers)
-/// beside the data it holds, MiB: a limit below it fails writes.
-pub(super) const CACHE_BASE_MB: u64 = 4;
 
 /// A cache size as said: `12 MiB` or `no limit`.
 pub(super) fn mb_name(mb: Option<u64>) -> String {

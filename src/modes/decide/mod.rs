@@ -52,7 +52,9 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::plan::{CacheAside, RunPlan};
-use crate::results::decide::{ArchName, DataCopy, Decision, StatedLoad};
+use crate::results::decide::assumptions::Method;
+use crate::results::decide::{ArchName, Assumptions, DataCopy, Decision, StatedLoad};
+use crate::results::stats::num;
 use crate::runner::{self, RunOptions};
 
 /// What `kvlab decide` is asked.
@@ -74,33 +76,60 @@ pub struct Ask {
     /// copy, MiB, a point of the curve.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub team_cache_mb: Option<u64>,
+    /// What the decision assumes: kvlab's policy (with what the team
+    /// changed) and its method. One saved before it was written read
+    /// [`crate::results::decide::KVLAB`]'s.
+    #[serde(default)]
+    pub assumed: Assumptions,
 }
 
 impl Ask {
     /// Seconds each measured run lasts.
     fn run_s(&self) -> f64 {
-        self.run_secs.unwrap_or(if self.quick { 3.0 } else { 5.0 })
+        self.run_secs
+            .unwrap_or(self.assumed.method.run_s(self.quick))
     }
 
     /// Rates a capacity search tries after its closed-loop run.
     fn steps(&self) -> usize {
-        if self.quick { 3 } else { 5 }
+        self.assumed.method.search_steps(self.quick)
     }
 }
 
-/// The keys of the copy kvlab measures for `keys` of `value_size` bytes, and
-/// why: all of them when they fit a quarter of the memory available (and a
-/// load of a minute or so), else as many as do.
-pub fn scaled_keys(keys: u64, value_size: usize, quick: bool) -> DataCopy {
-    let per_key = value_size as u64 + 120;
-    let memory = crate::system::procfs::meminfo("MemAvailable").unwrap_or(4 << 30) / 4;
-    let cap = if quick { 100_000 } else { 1_000_000 };
+/// The keys of the copy kvlab measures for `ask`'s stated keys, and why: all
+/// of them when they fit the method's share of the memory available (and
+/// its most keys, a load of a minute or so), else as many as do.
+pub fn scaled_keys(ask: &Ask) -> DataCopy {
+    copy_of(
+        ask.load.keys,
+        ask.load.value_size,
+        ask.quick,
+        &ask.assumed.method,
+    )
+}
+
+/// [`scaled_keys`] of `keys` of `value_size` bytes by method `m`.
+fn copy_of(keys: u64, value_size: usize, quick: bool, m: &Method) -> DataCopy {
+    let per_key = value_size as u64 + m.key_overhead_bytes;
+    let available = crate::system::procfs::meminfo("MemAvailable").unwrap_or(4 << 30);
+    let memory = (available as f64 * m.copy_memory_share) as u64;
+    let cap = m.copy_keys(quick);
     let by_memory = (memory / per_key).max(1000);
     let fit = by_memory.min(cap);
     let limit = match (fit < by_memory, quick) {
-        (false, _) => "the most that fit a quarter of this machine's available memory",
-        (true, true) => "--quick measures at most 100,000 keys (drop --quick for up to 1,000,000)",
-        (true, false) => "kvlab measures at most 1,000,000 keys, a load of a minute or so",
+        (false, _) => format!(
+            "the most that fit {}% of this machine's available memory",
+            m.copy_memory_share * 100.0
+        ),
+        (true, true) => format!(
+            "--quick measures at most {} keys (drop --quick for up to {})",
+            num(cap as f64),
+            num(m.copy_keys(false) as f64)
+        ),
+        (true, false) => format!(
+            "kvlab measures at most {} keys, a load of a minute or so",
+            num(cap as f64)
+        ),
     };
     let (keys, why) = match keys <= fit {
         true => (keys, "the whole data set fits this machine".into()),
@@ -108,8 +137,8 @@ pub fn scaled_keys(keys: u64, value_size: usize, quick: bool) -> DataCopy {
             fit,
             format!(
                 "{} of the {} keys: {limit}; hit ratios are measured on the copy (the same distribution over fewer keys) and memory is carried to the stated keys per key",
-                crate::results::stats::num(fit as f64),
-                crate::results::stats::num(keys as f64),
+                num(fit as f64),
+                num(keys as f64),
             ),
         ),
     };
@@ -160,7 +189,7 @@ fn measure_all(
         shutdown,
         drawn: Default::default(),
     };
-    let mut host = host::HostLog::start();
+    let mut host = host::HostLog::start(&ask.assumed.method);
     let h = &mut host;
     let db: measure::Searched = store.step((0, &keys[0]), h, say, |say| m.database(say))?;
     let cache: measure::Searched = store.step((1, &keys[1]), h, say, |say| m.cache_alone(say))?;
@@ -243,11 +272,13 @@ mod tests {
     #[test]
     fn the_copy_names_what_limited_it() {
         // --quick: at most 100,000 keys, said as --quick's limit (not memory).
-        let DataCopy { keys, why } = scaled_keys(2_000_000, 500, true);
+        let DataCopy { keys, why } =
+            copy_of(2_000_000, 500, true, &crate::results::decide::KVLAB.method);
         assert_eq!(keys, 100_000);
         assert!(why.contains("--quick measures at most"), "{why}");
         assert!(!why.contains("available memory"), "{why}");
-        let DataCopy { keys, why } = scaled_keys(50_000, 500, true);
+        let DataCopy { keys, why } =
+            copy_of(50_000, 500, true, &crate::results::decide::KVLAB.method);
         assert_eq!(
             (keys, why.as_str()),
             (50_000, "the whole data set fits this machine")

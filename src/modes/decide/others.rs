@@ -18,15 +18,11 @@ use crate::results::replication::Part;
 use crate::results::stats::num;
 use crate::results::usage::Role;
 
-/// The TTL of a near cache in front of the database alone, seconds: its
-/// stale reads are bounded by it.
-pub const NEAR_TTL_S: u32 = 1;
-
-/// The near cache of each application instance in a decision: a tenth of
-/// the keys of the measured copy (at least 1,000).
+/// The near cache of each application instance in a decision: the method's
+/// share of the keys of the measured copy (a tenth, at least 1,000).
 fn near_of(ask: &Ask, invalidation: Invalidation) -> NearCache {
     NearCache {
-        bound: NearBound::Items((ask.plan.workload.keys / 10).max(1000)),
+        bound: NearBound::Items(ask.assumed.method.near_keys(ask.plan.workload.keys)),
         invalidation,
     }
 }
@@ -79,7 +75,7 @@ impl Runs<'_> {
         // else (memcached) by a TTL, said in the row.
         let invalidation = match self.ask.cache.cache.kind.product().facts().client_tracking {
             true => Invalidation::Tracking,
-            false => Invalidation::Ttl(NEAR_TTL_S),
+            false => Invalidation::Ttl(self.ask.assumed.method.near_ttl_s),
         };
         let near = near_of(self.ask, invalidation);
         let p = as_instances(
@@ -109,9 +105,12 @@ impl Runs<'_> {
     }
 
     /// A near cache in front of the database alone, entries kept
-    /// [`NEAR_TTL_S`] seconds (a database cannot tell a client of changes).
+    /// the method's near TTL (1 s) (a database cannot tell a client of changes).
     pub fn near_database(&self, rate: f64, say: &mut dyn FnMut(&str)) -> Result<Other> {
-        let near = near_of(self.ask, Invalidation::Ttl(NEAR_TTL_S));
+        let near = near_of(
+            self.ask,
+            Invalidation::Ttl(self.ask.assumed.method.near_ttl_s),
+        );
         let mut p = as_instances(
             self.ask.load.app_instances,
             self.timed(self.ask.plan.clone()),

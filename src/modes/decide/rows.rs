@@ -403,8 +403,11 @@ pub(super) fn extrapolations(ask: &Ask, s: &Scaled) -> Vec<String> {
             false => "",
         },
         match l.example_prices {
-            true => "kvlab's examples (0.04 a core-hour, 0.005 a GiB-hour): give --price-machine-month or --price-core-hour and --price-gib-hour",
-            false => "as given",
+            true => format!(
+                "{}: give --price-machine-month or --price-core-hour and --price-gib-hour",
+                ask.assumed.policy.examples_said()
+            ),
+            false => "as given".into(),
         }
     ));
     if let Some(t) = &l.trace {
@@ -429,5 +432,6 @@ pub(super) fn extrapolations(ask: &Ask, s: &Scaled) -> Vec<String> {
         ),
         (false, _) => "Round trips: over loopback (~30 µs); in production each server is a network hop away (give --rtt to emulate one).".into(),
     });
+    out.push(ask.assumed.said(ask.quick, ask.run_s()));
     out
 }

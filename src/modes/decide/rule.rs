@@ -1,6 +1,6 @@
 //! The rule that turns the rows into the answer: cache-aside is kept when
 //! the database alone cannot meet the goal, or when it saves machines and at
-//! least 10% of the cost; the cache alone only when nothing with a database
+//! least the policy's share of the cost (10% unless `--keep-saving`); the cache alone only when nothing with a database
 //! meets the goal.
 
 use crate::results::decide::{Answer, Architecture, Role, Verdict};
@@ -8,12 +8,13 @@ use crate::results::decide::{Answer, Architecture, Role, Verdict};
 /// The decision from the rows: the database alone, cache-aside and the cache
 /// alone (any may be absent or outside the goal). Cache-aside is kept when
 /// the database alone cannot meet the goal, or when it saves machines and at
-/// least 10% of the cost; the cache alone only when nothing with a database
-/// meets the goal.
+/// least `keep_saving` (a share) of the cost; the cache alone only when
+/// nothing with a database meets the goal.
 pub fn answer(
     db: Option<&Architecture>,
     aside: Option<&Architecture>,
     cache: Option<&Architecture>,
+    keep_saving: f64,
 ) -> Answer {
     fn ok(a: Option<&Architecture>) -> Option<&Architecture> {
         a.filter(|a| a.within_goal)
@@ -21,7 +22,7 @@ pub fn answer(
     match (ok(db), ok(aside), ok(cache)) {
         (Some(d), Some(a), _) => {
             let share = share_of_cost(d, a);
-            let verdict = match (pays(d, a), share) {
+            let verdict = match (pays(d, a, keep_saving), share) {
                 (Some(true), Some(share)) => return kept(d, a, share),
                 (Some(false), Some(share)) => format!(
                     "{} alone meets the goal with {}; with the cache in front it would take {} at {share:.0}% of the cost: not enough saved to keep a second system and its stale reads",
@@ -30,14 +31,15 @@ pub fn answer(
                     machines(a)
                 ),
                 _ => format!(
-                    "{} alone meets the goal{}; what each costs is not known ({}), so kvlab weighed what they carry within the goal, not their cost: the cache in front is kept where the database alone cannot meet the goal, or where it saves machines and 10% of the cost",
+                    "{} alone meets the goal{}; what each costs is not known ({}), so kvlab weighed what they carry within the goal, not their cost: the cache in front is kept where the database alone cannot meet the goal, or where it saves machines and {:.0}% of the cost",
                     d.product,
                     carries(d),
                     [unknown(d), unknown(a)]
                         .into_iter()
                         .flatten()
                         .collect::<Vec<_>>()
-                        .join("; ")
+                        .join("; "),
+                    keep_saving * 100.0
                 ),
             };
             Answer {
@@ -112,11 +114,11 @@ fn kept(d: &Architecture, a: &Architecture, share: f64) -> Answer {
 }
 
 /// Whether cache-aside `a` pays against the database alone `d`: fewer
-/// machines and under 90% of the cost (`None`: a cost or a count of
-/// machines is not known).
-fn pays(d: &Architecture, a: &Architecture) -> Option<bool> {
+/// machines and at least `keep_saving` of the cost saved (`None`: a cost or
+/// a count of machines is not known).
+fn pays(d: &Architecture, a: &Architecture, keep_saving: f64) -> Option<bool> {
     let (dc, ac) = (d.monthly_cost?, a.monthly_cost?);
-    Some(ac < 0.9 * dc && a.machines? < d.machines?)
+    Some(ac < (1.0 - keep_saving) * dc && a.machines? < d.machines?)
 }
 
 /// `a`'s cost as a percentage of `d`'s, where both are known.
@@ -191,6 +193,9 @@ mod tests {
     use super::*;
     use crate::results::decide::ArchName;
 
+    /// kvlab's saving for keeping a cache.
+    const KEEP: f64 = crate::results::decide::KVLAB.policy.keep_saving;
+
     fn row(name: ArchName, within: bool, cores: f64, cost: f64) -> Architecture {
         Architecture {
             name,
@@ -220,13 +225,22 @@ mod tests {
         let d = |w, c| row(ArchName::Database, w, 10.0, c);
         let a = |w, c| row(ArchName::CacheAside, w, 4.0, c);
         let c = |w| row(ArchName::Cache, w, 2.0, 50.0);
-        let the = |db, aside, cache| answer(Some(&db), Some(&aside), Some(&cache)).answer.name();
+        let the = |db, aside, cache| {
+            answer(Some(&db), Some(&aside), Some(&cache), KEEP)
+                .answer
+                .name()
+        };
         assert_eq!(the(d(true, 1000.0), a(true, 400.0), c(true)), "keep-cache");
         assert_eq!(the(d(true, 100.0), a(true, 95.0), c(true)), "drop-cache");
         assert_eq!(the(d(true, 100.0), a(false, 50.0), c(true)), "drop-cache");
         assert_eq!(the(d(false, 100.0), a(true, 500.0), c(true)), "keep-cache");
         assert_eq!(the(d(false, 100.0), a(false, 50.0), c(true)), "cache-only");
-        let none = answer(Some(&d(false, 1.0)), Some(&a(false, 1.0)), Some(&c(false)));
+        let none = answer(
+            Some(&d(false, 1.0)),
+            Some(&a(false, 1.0)),
+            Some(&c(false)),
+            KEEP,
+        );
         assert_eq!(none.answer, Verdict::CannotMeet);
         assert!(
             none.because.contains("database: database over the goal"),
@@ -258,12 +272,12 @@ mod tests {
         let mut db = d(true);
         db.capacity_rps = Some(4200.0);
         let cases = [
-            answer(Some(&db), Some(&a(true)), Some(&c(true))),
-            answer(Some(&db), Some(&known_a), Some(&c(true))),
-            answer(Some(&d(true)), Some(&a(false)), Some(&c(true))),
-            answer(Some(&d(false)), Some(&a(true)), Some(&c(true))),
-            answer(Some(&d(false)), Some(&a(false)), Some(&c(true))),
-            answer(Some(&d(false)), Some(&a(false)), Some(&c(false))),
+            answer(Some(&db), Some(&a(true)), Some(&c(true)), KEEP),
+            answer(Some(&db), Some(&known_a), Some(&c(true)), KEEP),
+            answer(Some(&d(true)), Some(&a(false)), Some(&c(true)), KEEP),
+            answer(Some(&d(false)), Some(&a(true)), Some(&c(true)), KEEP),
+            answer(Some(&d(false)), Some(&a(false)), Some(&c(true)), KEEP),
+            answer(Some(&d(false)), Some(&a(false)), Some(&c(false)), KEEP),
         ];
         for x in &cases {
             let b = &x.because;

@@ -7,8 +7,10 @@
 use serde::{Deserialize, Serialize};
 
 pub use super::usage::Role;
+pub use assumptions::{Assumptions, KVLAB};
 pub use kinds::{ArchName, CurveSource, DataCopy, Variable};
 
+pub mod assumptions;
 mod kinds;
 
 /// The load a team states, and the machines and prices it sizes with.
@@ -48,7 +50,7 @@ pub struct StatedLoad {
     #[serde(default)]
     pub example_prices: bool,
     /// Price of one machine for a month (given, or its cores and GiB at the
-    /// hourly prices for [`HOURS_PER_MONTH`]).
+    /// hourly prices for the policy's hours in a month).
     #[serde(default)]
     pub price_machine_month: f64,
     /// The servers of an architecture share machines (`--shared`); else each
@@ -428,6 +430,10 @@ pub struct Decision {
     /// What kvlab removed from (or left in) the servers it did not start.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cleanup: Vec<super::cleanup::Cleaned>,
+    /// What the decision assumed: kvlab's policy and method (a decision
+    /// saved before it was written assumed [`KVLAB`]'s).
+    #[serde(default)]
+    pub assumptions: Assumptions,
     /// The answer.
     pub decision: Answer,
 }
@@ -440,9 +446,6 @@ pub fn bytes(b: u64) -> String {
         false => format!("{mib:.1} MiB"),
     }
 }
-
-/// Hours in a month, for monthly costs.
-pub const HOURS_PER_MONTH: f64 = 730.0;
 
 /// Prices `servers` at `load` on whole machines: each server on machines of
 /// its own (the larger of its cores and its memory in machines, at least
@@ -480,11 +483,6 @@ pub fn price(load: &StatedLoad, servers: &mut [ServerSize]) -> Option<(u32, f64)
     })
 }
 
-/// A machine's price for a month from hourly prices of its cores and memory.
-pub fn machine_month(cores: f64, gib: f64, core_hour: f64, gib_hour: f64) -> f64 {
-    (cores * core_hour + gib * gib_hour) * HOURS_PER_MONTH
-}
-
 /// Database reads per second at `rps` with a cache of hit ratio `hit` in
 /// front: the reads it misses and every write.
 pub fn db_load(rps: f64, write_share: f64, hit: f64) -> f64 {
@@ -513,7 +511,7 @@ mod tests {
             price_gib_hour: 0.005,
             currency: "USD".into(),
             example_prices: true,
-            price_machine_month: machine_month(8.0, 32.0, 0.04, 0.005),
+            price_machine_month: KVLAB.policy.machine_month(8.0, 32.0, 0.04, 0.005),
             shared: false,
             target_cores: None,
             cache_cores: None,
@@ -538,7 +536,7 @@ mod tests {
             measured_cores_at_run: None,
         };
         let month = load.price_machine_month;
-        assert_eq!(month, machine_month(8.0, 32.0, 0.04, 0.005));
+        assert_eq!(month, KVLAB.policy.machine_month(8.0, 32.0, 0.04, 0.005));
         let mut one = [server(20.0, 16)];
         assert_eq!(price(&load, &mut one), Some((3, 3.0 * month)));
         assert_eq!(one[0].machines, Some(3));

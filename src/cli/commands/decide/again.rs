@@ -35,7 +35,7 @@ fn check_goal(p99_ms: f64, args: &DecideArgs) -> Result<(), UsageError> {
 }
 
 /// Flags `--from` takes: they change the load decided, not what was measured.
-const CHANGES: [&str; 17] = [
+const CHANGES: [&str; 18] = [
     "rps",
     "p99_ms",
     "p50_ms",
@@ -53,6 +53,7 @@ const CHANGES: [&str; 17] = [
     "shared",
     "target_cores",
     "cache_cores",
+    "keep_saving",
 ];
 
 /// Flags that would change what was measured, and why `--from` cannot.
@@ -136,7 +137,7 @@ pub fn change(args: &DecideArgs, ask: &Ask) -> Result<StatedLoad, UsageError> {
     ) {
         (true, _) => l.price_machine_month = p.machine_month,
         (false, true) => {
-            l.price_machine_month = crate::results::decide::machine_month(
+            l.price_machine_month = ask.assumed.policy.machine_month(
                 l.machine_cores,
                 l.machine_gib,
                 l.price_core_hour,
