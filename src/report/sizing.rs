@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use crate::plan::study::Sizing;
 use crate::report::table::Table;
 use crate::results::RunResult;
+use crate::results::decide::{KVLAB, Machine};
 use crate::results::stats::num;
 use crate::results::study::StudyResult;
 use crate::results::usage::Role;
@@ -31,6 +32,9 @@ struct Need {
     target: String,
     /// Server cores and memory (GiB); `None`: no point to size from.
     size: Option<(f64, f64)>,
+    /// Each server's cores and memory (GiB), priced on machines of its own
+    /// (the run's whole as one server where it kept no server's own).
+    servers: Vec<(f64, f64)>,
     stale: String,
     if_cache_fails: String,
     source: String,
@@ -80,10 +84,17 @@ pub fn section(results: &[StudyResult]) -> Option<Section> {
         .fold(0.0, f64::max);
     let cores = results.first().map_or(0, |r| r.machine.cores);
     let caveats = vec![format!(
-        "Sizing extrapolates server CPU per request, measured at up to {} req/s on a {cores}-core machine that client and servers shared, linearly to {} req/s: per-core rates do not scale linearly to many cores (locks, memory bandwidth, interrupts); measure at more threads or on the target machine before buying. Memory is the measured server's resident memory per key times {} keys.",
+        "Sizing extrapolates server CPU per request, measured at up to {} req/s on a {cores}-core machine that client and servers shared, linearly to {} req/s: per-core rates do not scale linearly to many cores (locks, memory bandwidth, interrupts); measure at more threads or on the target machine before buying. Memory is the measured server's resident memory per key times {} keys. Machines and cost as kvlab decide prices them: each server on whole machines of its own ({} cores and {} GiB each{}), a month of {} hours. kvlab decide sizes cores from each product's operations per core within the goal, found by a capacity search, and answers whether to keep the cache: for that, use a [decide] study.",
         num(measured),
         num(s.rps),
-        num(keys as f64)
+        num(keys as f64),
+        s.machine_cores.unwrap_or(KVLAB.policy.machine_cores),
+        s.machine_gib.unwrap_or(KVLAB.policy.machine_gib),
+        match (s.machine_cores, s.machine_gib) {
+            (Some(_), Some(_)) => "",
+            _ => ", kvlab's machine where the study gives none",
+        },
+        KVLAB.policy.hours_per_month
     )];
     Some(Section {
         verdict,
@@ -168,24 +179,30 @@ fn sized(n: &Need, s: &Sizing) -> (String, Vec<String>) {
         );
         return (line, n.row(["-", "-", "-", "-"].map(String::from)));
     };
-    let machines = match (s.machine_cores, s.machine_gib) {
-        (None, None) => "-".to_string(),
-        (c, g) => {
-            let by_cores = c.map_or(0.0, |c| cores / c);
-            let by_mem = g.map_or(0.0, |g| gib / g);
-            format!("{:.0}", by_cores.max(by_mem).ceil().max(1.0))
-        }
+    // Priced as kvlab decide prices: each server on whole machines of its
+    // own, a month of the policy's hours.
+    let policy = KVLAB.policy;
+    let machine = Machine {
+        cores: s.machine_cores.unwrap_or(policy.machine_cores),
+        gib: s.machine_gib.unwrap_or(policy.machine_gib),
     };
+    let count: u32 = n.servers.iter().map(|&(c, g)| machine.machines(c, g)).sum();
+    let machines = count.to_string();
     let cost = match (s.price_core_hour, s.price_gib_hour) {
         (None, None) => "-".to_string(),
         (c, g) => format!(
             "{:.0}",
-            (cores * c.unwrap_or(0.0) + gib * g.unwrap_or(0.0))
-                * crate::results::decide::KVLAB.policy.hours_per_month
+            count as f64
+                * policy.machine_month(
+                    machine.cores,
+                    machine.gib,
+                    c.unwrap_or(0.0),
+                    g.unwrap_or(0.0)
+                )
         ),
     };
     let line = format!(
-        "Sizing: {} ({}) needs {:.1} server cores and {:.1} GiB for {} req/s{}.",
+        "Sizing: {} ({}) needs {:.1} server cores and {:.1} GiB for {} req/s: {count} machine(s){}.",
         n.architecture,
         n.target,
         cores,
@@ -268,6 +285,7 @@ fn no_point(rs: &[&RunResult], p99_ms: Option<f64>) -> Need {
         architecture: architecture(r),
         target: r.architecture(),
         size: None,
+        servers: Vec::new(),
         stale: "-".into(),
         if_cache_fails: "-".into(),
         source: why,
@@ -308,6 +326,25 @@ fn memory(r: &RunResult, keys: u64, data_gib: f64) -> (f64, String) {
     }
 }
 
+/// Each server of `r` at `rps` and `keys`: its CPU per request times the
+/// rate, its resident memory per key times the keys (`None`: the run kept
+/// no server's own, or one's is not known).
+fn per_server(r: &RunResult, rps: f64, keys: u64) -> Option<Vec<(f64, f64)>> {
+    let measured_keys = r.config.workload.keys.max(1) as f64;
+    let each: Vec<(f64, f64)> = r
+        .server
+        .servers
+        .iter()
+        .map(|u| {
+            let cores = u.cpu_us_per_request? * rps / 1e6;
+            let gib =
+                u.peak_rss_kb? as f64 * 1024.0 / measured_keys * keys as f64 / (1u64 << 30) as f64;
+            Some((cores, gib))
+        })
+        .collect::<Option<_>>()?;
+    (!each.is_empty()).then_some(each)
+}
+
 /// What target `t`'s best run `r` says the stated load needs.
 fn need(
     t: &str,
@@ -328,6 +365,7 @@ fn need(
     let data_gib = keys as f64 * value as f64 / (1u64 << 30) as f64;
     let (mut gib, mem) = memory(r, keys, data_gib);
     let target = r.architecture();
+    let servers = per_server(r, s.rps, keys).unwrap_or_else(|| vec![(cores, gib)]);
     match &r.cache_aside {
         Some(a) => {
             let stale = r.consistency.as_ref().map_or("not measured".into(), |c| {
@@ -351,6 +389,7 @@ fn need(
                 architecture: architecture(r),
                 target,
                 size: Some((cores, gib)),
+                servers,
                 stale,
                 if_cache_fails: fails,
                 source: format!(
@@ -363,6 +402,7 @@ fn need(
             architecture: architecture(r),
             target,
             size: Some((cores, gib)),
+            servers,
             stale: "-".into(),
             if_cache_fails: "-".into(),
             source: format!("{at}; {mem}"),

@@ -64,10 +64,12 @@ pub struct ValueSizes {
     pub flag: String,
 }
 
-/// The load a decision needs, each figure with where it came from; `None`:
+/// The load observed, as a decision needs it (the partial load `kvlab decide
+/// --observe` takes for each figure not given), each figure with where it
+/// came from; `None`:
 /// not known (its source says why).
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct StatedLoad {
+pub struct ObservedLoad {
     /// Requests a second at the peak second (the application's: reads and
     /// writes).
     pub rps: Option<f64>,
@@ -115,7 +117,7 @@ pub struct Observation {
     /// Each server watched.
     pub servers: Vec<Watched>,
     /// The stated load derived.
-    pub load: StatedLoad,
+    pub load: ObservedLoad,
     /// The flags of `kvlab decide` the load gives (the goal left to the user).
     pub decide_flags: Vec<String>,
 }

@@ -4,7 +4,7 @@
 //! (Zipf 0.99, a cache of 9% of the keys: 71.3% at 100,000 keys, 75.7% at
 //! 1,000,000). Each measured point is moved by the popularity model's
 //! difference between the two key counts at the same share held (Che's
-//! approximation, [`super::model`]), so what the real cache did beyond the
+//! approximation, [`crate::workload::trace::che`]), so what the real cache did beyond the
 //! model (its own eviction, writes in flight) is kept; the model's figure on
 //! the copy is kept beside it as its check.
 
@@ -58,7 +58,12 @@ impl Model {
         if let Some(h) = self.memo.borrow().get(&at) {
             return *h;
         }
-        let h = super::model::hit_ratio(&self.dist, keys, items.round(), self.write_share);
+        let h = crate::workload::trace::che::hit_ratio(
+            &self.dist,
+            keys,
+            items.round(),
+            self.write_share,
+        );
         self.memo.borrow_mut().insert(at, h);
         h
     }

@@ -19,7 +19,8 @@
 //!   `rule` the answer,
 //!   `carry` the curve carried to the stated keys, `flips` where the answer
 //!   changes, `size` the one sizing method, `cpu` the products' CPU against
-//!   their ops/s (the sizing's check), `model` Che's approximation.
+//!   their ops/s (the sizing's check); Che's approximation of the curve is
+//!   `workload::trace::che`, beside the trace's measured curve.
 //! - `others`: the other architectures weighed (a read replica, near caches):
 //!   a fixed-rate run each, and its row.
 //! - `check`: `--check`, a saved decision checked by one run of what it
@@ -37,7 +38,6 @@ mod evaluate;
 mod flips;
 pub mod host;
 pub mod measure;
-pub mod model;
 pub mod others;
 mod rows;
 mod rule;

@@ -6,14 +6,14 @@
 //! table read most), else the cache's; value sizes the cache's sample, else
 //! the table's; the skew is the Zipf exponent under which a cache of the
 //! items it holds, with the writes seen, hits as it did (Che's approximation,
-//! [`crate::modes::decide::model`]).
+//! [`crate::workload::trace::che`]).
 
 use super::ToWatch;
-use crate::modes::decide::model::hit_ratio;
-use crate::results::observe::{StatedLoad, ValueSizes, Watched};
+use crate::results::observe::{ObservedLoad, ValueSizes, Watched};
 use crate::results::stats::num;
 use crate::results::usage::Role;
 use crate::workload::params::KeyDistribution;
+use crate::workload::trace::che::hit_ratio;
 
 /// The exponents the fit searches within.
 const THETA: (f64, f64) = (0.05, 2.5);
@@ -24,7 +24,7 @@ fn of(w: &[Watched], role: Role) -> Option<&Watched> {
 }
 
 /// The load the servers `w` show.
-pub fn load(w: &[Watched]) -> StatedLoad {
+pub fn load(w: &[Watched]) -> ObservedLoad {
     let (cache, db) = (of(w, Role::Cache), of(w, Role::Database));
     let (rps, rps_mean, rps_from) = rate(cache, db);
     let (write_share, mix_from) = mix(cache, db);
@@ -53,7 +53,7 @@ pub fn load(w: &[Watched]) -> StatedLoad {
         (h + m > 0).then(|| h as f64 / (h + m) as f64)
     });
     let (zipf, skew_from) = skew(cache, keys, cache_hit_ratio, write_share);
-    StatedLoad {
+    ObservedLoad {
         rps,
         rps_mean,
         rps_from,
@@ -256,7 +256,7 @@ fn skew(
 }
 
 /// The flags of `kvlab decide` for `load` on `servers` (the goal left out).
-pub fn decide_flags(load: &StatedLoad, servers: &[ToWatch]) -> Vec<String> {
+pub fn decide_flags(load: &ObservedLoad, servers: &[ToWatch]) -> Vec<String> {
     let mut f = Vec::new();
     for s in servers {
         let flag = match s.role {

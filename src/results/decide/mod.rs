@@ -454,12 +454,7 @@ pub fn bytes(b: u64) -> String {
 /// server's cores are not known.
 pub fn price(load: &StatedLoad, servers: &mut [ServerSize]) -> Option<(u32, f64)> {
     let gib = |b: Option<u64>| b.unwrap_or(0) as f64 / (1u64 << 30) as f64;
-    let machines = |cores: f64, gib: f64| -> u32 {
-        (cores / load.machine_cores)
-            .ceil()
-            .max((gib / load.machine_gib).ceil())
-            .max(1.0) as u32
-    };
+    let machines = |cores: f64, gib: f64| load.machine().machines(cores, gib);
     let known = servers.iter().all(|s| s.cores.is_some());
     if load.shared {
         servers.iter_mut().for_each(|s| {
@@ -481,6 +476,36 @@ pub fn price(load: &StatedLoad, servers: &mut [ServerSize]) -> Option<(u32, f64)
             servers.iter().filter_map(|s| s.monthly_cost).sum(),
         )
     })
+}
+
+/// One production machine as a decision prices it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Machine {
+    /// Its cores.
+    pub cores: f64,
+    /// Its memory, GiB.
+    pub gib: f64,
+}
+
+impl Machine {
+    /// Whole machines a server of `cores` and `gib` GiB takes: the larger of
+    /// its cores and its memory in machines, at least one.
+    pub fn machines(&self, cores: f64, gib: f64) -> u32 {
+        (cores / self.cores)
+            .ceil()
+            .max((gib / self.gib).ceil())
+            .max(1.0) as u32
+    }
+}
+
+impl StatedLoad {
+    /// The machine it sizes with.
+    pub fn machine(&self) -> Machine {
+        Machine {
+            cores: self.machine_cores,
+            gib: self.machine_gib,
+        }
+    }
 }
 
 /// Database reads per second at `rps` with a cache of hit ratio `hit` in

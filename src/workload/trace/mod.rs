@@ -12,6 +12,7 @@
 //!   workers' [`feed::Cursor`].
 //! - [`mrc`]: the trace's miss-ratio curve and skew, for `kvlab decide`.
 
+pub mod che;
 pub mod feed;
 pub mod mrc;
 

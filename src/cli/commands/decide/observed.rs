@@ -31,58 +31,24 @@ pub fn stated(args: &DecideArgs, shutdown: &AtomicBool) -> Result<DecideArgs> {
     let l = &o.load;
     let mut a = args.clone();
     let mut said = Vec::new();
-    let mut take = |flag: &str, mine: &mut Option<String>, seen: Option<String>, from: &str| match (
-        mine.is_some(),
-        seen,
-    ) {
-        (true, _) => {}
-        (false, Some(v)) => {
-            said.push(format!("{flag} {v}: {from}"));
-            *mine = Some(v);
-        }
-        (false, None) => said.push(format!("{flag}: not observed ({from}); kvlab's default")),
-    };
-    let mut rps = a.rps.map(|v| v.to_string());
-    take(
-        "--rps",
-        &mut rps,
-        l.rps.map(|v| format!("{}", v.round())),
-        &l.rps_from,
-    );
-    take("--ratio", &mut a.run.ratio, l.ratio.clone(), &l.mix_from);
-    let mut keys = a.run.keys.map(|k| k.to_string());
-    take(
-        "--keys",
-        &mut keys,
-        l.keys.map(|k| k.to_string()),
-        &l.keys_from,
-    );
-    a.run.keys = keys.and_then(|k| k.parse().ok());
+    let s = &mut said;
+    fill(s, ("--rps", &mut a.rps), l.rps.map(f64::round), &l.rps_from);
+    fill(s, ("--ratio", &mut a.run.ratio), l.ratio.clone(), &l.mix_from);
+    fill(s, ("--keys", &mut a.run.keys), l.keys, &l.keys_from);
     let size = l.value_size.as_ref().map(|v| v.flag.clone());
-    take(
-        "--value-size",
-        &mut a.run.value_size,
-        size,
-        &l.value_size_from,
-    );
+    let sizes = ("--value-size", &mut a.run.value_size);
+    fill(s, sizes, size, &l.value_size_from);
     let zipf = l.zipf.map(|z| format!("zipf:{z}"));
-    take(
-        "--key-distribution",
-        &mut a.run.key_distribution,
-        zipf,
-        &l.skew_from,
-    );
-    a.rps = match rps.and_then(|v| v.parse().ok()) {
-        Some(v) => Some(v),
-        None => {
-            return Err(UsageError::bad(
-                "--rps",
-                format!("the servers' counters gave no rate ({})", l.rps_from),
-                "give --rps",
-            )
-            .into());
-        }
-    };
+    let skew = ("--key-distribution", &mut a.run.key_distribution);
+    fill(s, skew, zipf, &l.skew_from);
+    if a.rps.is_none() {
+        return Err(UsageError::bad(
+            "--rps",
+            format!("the servers' counters gave no rate ({})", l.rps_from),
+            "give --rps",
+        )
+        .into());
+    }
     match args.on_observed {
         true => said.push(
             "measured on: the servers observed themselves (--on-observed): kvlab writes its copy into them and drives them to their capacity".into(),
@@ -99,6 +65,25 @@ pub fn stated(args: &DecideArgs, shutdown: &AtomicBool) -> Result<DecideArgs> {
     a.observed = said;
     a.observe = false;
     Ok(a)
+}
+
+/// The figure of `flag` the user left out (`mine`) taken from what was
+/// `seen` (said with where it came from, `from`), or said as kvlab's default
+/// where nothing was seen; a figure given stays as given.
+fn fill<T: std::fmt::Display>(
+    said: &mut Vec<String>,
+    (flag, mine): (&str, &mut Option<T>),
+    seen: Option<T>,
+    from: &str,
+) {
+    match (mine.is_some(), seen) {
+        (true, _) => {}
+        (false, Some(v)) => {
+            said.push(format!("{flag} {v}: {from}"));
+            *mine = Some(v);
+        }
+        (false, None) => said.push(format!("{flag}: not observed ({from}); kvlab's default")),
+    }
 }
 
 /// `a` measured beside the `servers` observed: on servers of the same

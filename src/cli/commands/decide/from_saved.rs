@@ -112,7 +112,7 @@ pub fn change(args: &DecideArgs, ask: &Ask) -> Result<StatedLoad, UsageError> {
     if given("p999_ms") {
         l.p999_ms = args.p999_ms;
     }
-    let p = super::prices(args)?;
+    let p = super::ask::prices(args)?;
     let hourly = [
         "price_core_hour",
         "price_gib_hour",

@@ -1,0 +1,224 @@
+//! What `kvlab decide`'s flags ask: the flags checked, the database and
+//! the cache in front of it, the load as stated, the prices, the round
+//! trips and the policy (kvlab's where the team states none), as one
+//! [`Ask`].
+
+use std::sync::atomic::AtomicBool;
+
+use anyhow::Result;
+
+use crate::cli::DecideArgs;
+use crate::error::UsageError;
+use crate::modes::decide::{self, Ask};
+use crate::plan::{CacheAside, RunPlan};
+use crate::results::decide::assumptions::EXAMPLE_CURRENCY;
+use crate::results::decide::{Assumptions, KVLAB, StatedLoad};
+use crate::workload::LinkDelay;
+
+/// With neither `--rtt` nor `--cache-rtt`, each managed server is put one
+/// same-zone hop away (a server given by URL has its real network); says
+/// whether it did. `--rtt 0` asks for loopback: no link at all.
+fn assume_round_trips(plan: &mut RunPlan, cache: &CacheAside) -> bool {
+    let zero = |d: &Option<LinkDelay>| d.is_some_and(|d| d.rtt_ms == 0.0 && d.jitter_ms == 0.0);
+    let assumed = plan.load.rtt.is_none() && plan.load.cache_rtt.is_none();
+    if assumed {
+        let hop = LinkDelay {
+            rtt_ms: KVLAB.policy.same_zone_rtt_ms,
+            jitter_ms: 0.0,
+        };
+        plan.load.rtt = plan.target.external.is_none().then_some(hop);
+        plan.load.cache_rtt = cache.cache.external.is_none().then_some(hop);
+    }
+    if zero(&plan.load.rtt) {
+        plan.load.rtt = None;
+    }
+    if zero(&plan.load.cache_rtt) {
+        plan.load.cache_rtt = None;
+    }
+    assumed
+}
+
+/// Refuses the flags `kvlab decide` sets itself or cannot combine.
+fn refuse(args: &DecideArgs) -> Result<(), UsageError> {
+    let r = &args.run;
+    for (given, flag, why) in [
+        (
+            r.rate.is_some(),
+            "--rate",
+            "kvlab decide chooses its rates from --rps",
+        ),
+        (
+            r.shard.is_some() || r.start_at.is_some(),
+            "--shard/--start-at",
+            "kvlab decide runs one client",
+        ),
+        (
+            !r.events.is_empty(),
+            "--event",
+            "kvlab decide makes its own cache loss",
+        ),
+        (
+            args.trace.is_some() && r.profile.is_some(),
+            "--profile",
+            "--trace gives the workload",
+        ),
+    ] {
+        if given {
+            return Err(UsageError::conflict(flag, why, "drop it"));
+        }
+    }
+    Ok(())
+}
+
+/// `--trace`: the workload's settings no flag gave, from the trace.
+fn traced(
+    args: &DecideArgs,
+    plan: &mut RunPlan,
+    shutdown: &AtomicBool,
+) -> Result<Option<decide::trace::Traced>, UsageError> {
+    let r = &args.run;
+    let given = decide::trace::Given {
+        keys: r.keys.is_some(),
+        ratio: r.ratio.is_some(),
+        sizes: r.value_size.is_some(),
+        distribution: r.key_distribution.is_some(),
+    };
+    args.trace
+        .as_deref()
+        .map(|path| decide::trace::apply(path, &mut plan.workload, given, shutdown))
+        .transpose()
+}
+
+/// The prices a decision sizes with, checked.
+pub struct Prices {
+    pub core_hour: f64,
+    pub gib_hour: f64,
+    pub machine_month: f64,
+    pub currency: String,
+    /// kvlab's examples: no price was given.
+    pub examples: bool,
+}
+
+/// The prices and the stated cores of `args`, each checked.
+pub fn prices(args: &DecideArgs) -> Result<Prices, UsageError> {
+    for (flag, v) in [
+        ("--target-cores", args.target_cores),
+        ("--cache-cores", args.cache_cores),
+        ("--price-machine-month", args.price_machine_month),
+    ] {
+        if let Some(v) = v {
+            crate::error::positive(flag, v, "give a positive number")?;
+        }
+    }
+    if args.app_instances == 0 {
+        return Err(UsageError::bad(
+            "--app-instances",
+            "0 instances",
+            "give the application's instances, e.g. --app-instances 4",
+        ));
+    }
+    let (core_hour, gib_hour) = (
+        args.price_core_hour
+            .unwrap_or(KVLAB.policy.example_core_hour),
+        args.price_gib_hour.unwrap_or(KVLAB.policy.example_gib_hour),
+    );
+    Ok(Prices {
+        core_hour,
+        gib_hour,
+        machine_month: args.price_machine_month.unwrap_or_else(|| {
+            KVLAB
+                .policy
+                .machine_month(args.machine_cores, args.machine_gib, core_hour, gib_hour)
+        }),
+        currency: args
+            .currency
+            .clone()
+            .unwrap_or_else(|| EXAMPLE_CURRENCY.into()),
+        examples: args.price_core_hour.is_none()
+            && args.price_gib_hour.is_none()
+            && args.price_machine_month.is_none(),
+    })
+}
+
+/// kvlab's assumptions with the policy `args` state (`--keep-saving`).
+pub fn assumed(args: &DecideArgs) -> Result<Assumptions, UsageError> {
+    let mut a = KVLAB;
+    if let Some(pct) = args.keep_saving {
+        if !(0.0..100.0).contains(&pct) {
+            return Err(UsageError::bad(
+                "--keep-saving",
+                format!("{pct}%"),
+                "give the share of the database's cost a cache must save to be kept, from 0 to under 100, e.g. --keep-saving 10",
+            ));
+        }
+        a.policy.keep_saving = pct / 100.0;
+    }
+    Ok(a)
+}
+
+/// What `args` ask: the database (not a cache) and the cache in front of it
+/// (redis unless `--cache`), the load as stated.
+pub fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
+    let r = &args.run;
+    refuse(args)?;
+    let (rps, p99_ms) = super::from_saved::stated(args)?;
+    let mut plan: RunPlan = r.to_plan()?;
+    if !plan.target.kind.is_sql() {
+        return Err(UsageError::bad(
+            "--target",
+            format!("{} is no database", plan.target.kind.name()),
+            "name the database the cache stands in front of, e.g. --target postgres (the cache is --cache, redis unless given)",
+        )
+        .into());
+    }
+    let cache = match plan.cache.take() {
+        Some(c) => c,
+        None => CacheAside {
+            cache: "redis".parse()?,
+            policy: crate::plan::WritePolicy::Invalidate,
+            ttl_s: 0,
+            start: Default::default(),
+        },
+    };
+    let traced = traced(args, &mut plan, shutdown)?;
+    let rtt_assumed = assume_round_trips(&mut plan, &cache);
+    let w = &plan.workload;
+    let prices = prices(args)?;
+    let load = StatedLoad {
+        rps,
+        p99_ms,
+        p50_ms: args.p50_ms,
+        p999_ms: args.p999_ms,
+        keys: w.keys,
+        value_size: w.value_size,
+        ratio: w.ratio.to_string(),
+        distribution: w.distribution.to_string(),
+        write_share: w.ratio.set as f64 / (w.ratio.set + w.ratio.get).max(1) as f64,
+        machine_cores: args.machine_cores,
+        machine_gib: args.machine_gib,
+        price_core_hour: prices.core_hour,
+        price_gib_hour: prices.gib_hour,
+        currency: prices.currency,
+        example_prices: prices.examples,
+        price_machine_month: prices.machine_month,
+        shared: args.shared,
+        target_cores: args.target_cores,
+        cache_cores: args.cache_cores,
+        app_instances: args.app_instances,
+        rtt_ms: plan.load.rtt.map(|d| d.rtt_ms),
+        cache_rtt_ms: plan.load.cache_rtt.map(|d| d.rtt_ms),
+        rtt_assumed,
+        trace: traced.as_ref().map(|t| t.summary.clone()),
+        observed: args.observed.clone(),
+    };
+    Ok(Ask {
+        plan,
+        cache,
+        load,
+        quick: args.quick,
+        run_secs: r.duration,
+        trace: traced,
+        team_cache_mb: None,
+        assumed: assumed(args)?,
+    })
+}
