@@ -2,7 +2,7 @@
 //! watch's own share), as the `kvlab decide` command line it gives, and as a
 //! `[decide]` study file.
 
-use crate::results::observe::{Observation, Watched};
+use crate::results::observe::{Figure, Observation, Watched};
 use crate::results::stats::num;
 
 /// The figures, each with where it came from.
@@ -147,14 +147,20 @@ fn quoted(f: &str) -> String {
 /// The load as a `[decide]` study file.
 pub fn study_file(o: &Observation, p99_ms: Option<f64>) -> String {
     let mut t = toml::Table::new();
+    // The servers as decide's flags give them (no password), the load typed.
     for pair in o.decide_flags.chunks(2) {
-        let key = pair[0].trim_start_matches("--").replace('-', "_");
-        let v = &pair[1];
-        let value = match v.parse::<i64>() {
-            Ok(n) if key != "value_size" && key != "ratio" => toml::Value::Integer(n),
-            _ => toml::Value::String(v.clone()),
+        if let [flag, url] = pair
+            && (flag == "--target" || flag == "--cache")
+        {
+            t.insert(flag[2..].into(), toml::Value::String(url.clone()));
+        }
+    }
+    for (id, v) in o.load.figures() {
+        let value = match v {
+            Figure::Count(n) => toml::Value::Integer(i64::try_from(n).unwrap_or(i64::MAX)),
+            Figure::Text(t) => toml::Value::String(t),
         };
-        t.insert(key, value);
+        t.insert(id.into(), value);
     }
     let goal = match p99_ms {
         Some(g) => {

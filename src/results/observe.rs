@@ -105,6 +105,50 @@ pub struct ObservedLoad {
     pub cache_memory_limit: Option<u64>,
 }
 
+/// One observed figure as `kvlab decide` takes it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Figure {
+    /// A count: requests a second, keys.
+    Count(u64),
+    /// A figure written as its flag takes it: a ratio, sizes, a distribution.
+    Text(String),
+}
+
+impl std::fmt::Display for Figure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Figure::Count(n) => write!(f, "{n}"),
+            Figure::Text(t) => f.write_str(t),
+        }
+    }
+}
+
+impl ObservedLoad {
+    /// The figures observed, by `kvlab decide`'s flag without dashes (`rps`,
+    /// `ratio`, `keys`, `value_size`, `key_distribution`); one not observed
+    /// is left out.
+    pub fn figures(&self) -> Vec<(&'static str, Figure)> {
+        [
+            ("rps", self.rps.map(|r| Figure::Count(r.round() as u64))),
+            ("ratio", self.ratio.clone().map(Figure::Text)),
+            ("keys", self.keys.map(Figure::Count)),
+            (
+                "value_size",
+                self.value_size
+                    .as_ref()
+                    .map(|v| Figure::Text(v.flag.clone())),
+            ),
+            (
+                "key_distribution",
+                self.zipf.map(|z| Figure::Text(format!("zipf:{z}"))),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(id, f)| Some((id, f?)))
+        .collect()
+    }
+}
+
 /// An observation: the servers watched and the load they show.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Observation {

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use crate::results::decide::assumptions::Method;
+use crate::results::decide::KVLAB;
 
 /// One reading of the host.
 #[derive(Clone, Copy, Debug)]
@@ -34,8 +34,11 @@ pub struct HostLog {
 }
 
 impl HostLog {
-    /// Starts watching (a first reading now), a step busy past `m`'s limits.
-    pub fn start(m: &Method) -> HostLog {
+    /// Starts watching (a first reading now), a step busy past the limits
+    /// of kvlab's method (the same for every decision: `--from` runs
+    /// nothing).
+    pub fn start() -> HostLog {
+        let m = KVLAB.method;
         HostLog {
             last: sample(),
             limits: (m.host_others_cores, m.host_steal_share),

@@ -189,7 +189,7 @@ fn measure_all(
         shutdown,
         drawn: Default::default(),
     };
-    let mut host = host::HostLog::start(&ask.assumed.method);
+    let mut host = host::HostLog::start();
     let h = &mut host;
     let db: measure::Searched = store.step((0, &keys[0]), h, say, |say| m.database(say))?;
     let cache: measure::Searched = store.step((1, &keys[1]), h, say, |say| m.cache_alone(say))?;

@@ -265,20 +265,8 @@ pub fn decide_flags(load: &ObservedLoad, servers: &[ToWatch]) -> Vec<String> {
         };
         f.extend([flag.to_string(), without_password(&s.connector.display)]);
     }
-    if let Some(r) = load.rps {
-        f.extend(["--rps".into(), format!("{}", r.round() as u64)]);
-    }
-    if let Some(r) = &load.ratio {
-        f.extend(["--ratio".into(), r.clone()]);
-    }
-    if let Some(k) = load.keys {
-        f.extend(["--keys".into(), k.to_string()]);
-    }
-    if let Some(v) = &load.value_size {
-        f.extend(["--value-size".into(), v.flag.clone()]);
-    }
-    if let Some(z) = load.zipf {
-        f.extend(["--key-distribution".into(), format!("zipf:{z}")]);
+    for (id, v) in load.figures() {
+        f.extend([format!("--{}", id.replace('_', "-")), v.to_string()]);
     }
     f
 }

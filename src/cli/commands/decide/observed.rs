@@ -33,7 +33,12 @@ pub fn stated(args: &DecideArgs, shutdown: &AtomicBool) -> Result<DecideArgs> {
     let mut said = Vec::new();
     let s = &mut said;
     fill(s, ("--rps", &mut a.rps), l.rps.map(f64::round), &l.rps_from);
-    fill(s, ("--ratio", &mut a.run.ratio), l.ratio.clone(), &l.mix_from);
+    fill(
+        s,
+        ("--ratio", &mut a.run.ratio),
+        l.ratio.clone(),
+        &l.mix_from,
+    );
     fill(s, ("--keys", &mut a.run.keys), l.keys, &l.keys_from);
     let size = l.value_size.as_ref().map(|v| v.flag.clone());
     let sizes = ("--value-size", &mut a.run.value_size);
