@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-pub use super::settle::{SETTLE_MAX_S, Settled};
 use crate::driver::{CacheMemory, Connector, Role, ServerCounters};
 use crate::engine::{AsideSpec, EngineReport, Spec};
 use crate::plan::{CacheAside, CacheStart, WritePolicy};
@@ -18,6 +17,24 @@ use crate::runner::resolve::Resolved;
 use crate::servers::ManagedServer;
 use crate::system::progress::{RunOptions, note};
 use crate::workload::VERSIONED_SIZE;
+
+/// How a settling cache was brought to its steady state (all empty for a
+/// warm or cold start).
+#[derive(Clone, Debug, Default)]
+pub struct Settled {
+    /// How the steady state was reached, or that it was not.
+    pub steady: Option<crate::results::aside::Steady>,
+    /// Seconds the workload settled it (`None`: it did not settle).
+    pub after_s: Option<f64>,
+    /// The hit ratio of each second of the settling.
+    pub curve: Vec<f64>,
+    /// Keys kvlab wrote into it first, coldest first.
+    pub filled: Option<u64>,
+    /// Keys it evicted while the workload settled it.
+    pub evictions: Option<u64>,
+    /// The seed the settling drew its keys from.
+    pub seed: Option<u64>,
+}
 
 /// The cache of a cache-aside run, ready to use. A managed cache lives as long
 /// as this value.

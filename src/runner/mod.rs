@@ -34,7 +34,7 @@ mod observe;
 mod replay;
 mod replication;
 pub mod resolve;
-mod settle;
+pub mod settle;
 mod target;
 mod window;
 

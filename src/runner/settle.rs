@@ -8,29 +8,11 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
-use super::cache::{Cache, as_cache, step};
+use super::cache::{Cache, Settled, as_cache, step};
 use crate::driver::{CacheMemory, Connector, Role};
 use crate::engine::{Beat, Observer, Spec};
 use crate::results::aside::Steady;
 use crate::system::progress::{Progress, RunOptions, note};
-
-/// How a settling cache was brought to its steady state (all empty for a
-/// warm or cold start).
-#[derive(Clone, Debug, Default)]
-pub struct Settled {
-    /// How the steady state was reached, or that it was not.
-    pub steady: Option<Steady>,
-    /// Seconds the workload settled it (`None`: it did not settle).
-    pub after_s: Option<f64>,
-    /// The hit ratio of each second of the settling.
-    pub curve: Vec<f64>,
-    /// Keys kvlab wrote into it first, coldest first.
-    pub filled: Option<u64>,
-    /// Keys it evicted while the workload settled it.
-    pub evictions: Option<u64>,
-    /// The seed the settling drew its keys from.
-    pub seed: Option<u64>,
-}
 
 /// What kvlab's fill of a settling cache left.
 enum Fill {

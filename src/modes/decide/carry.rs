@@ -154,7 +154,7 @@ pub(super) fn curve(ask: &Ask, m: &Measured, model: &Model, per_key: f64) -> Vec
         };
         let ws = a.working_set.as_ref();
         let used = ws.map(|w| w.memory_used_bytes);
-        let bytes = super::rows::provisioned(c.memory_mb, used, m.cache.bytes).unwrap_or(0);
+        let bytes = provisioned(c.memory_mb, used, m.cache.bytes).unwrap_or(0);
         let share = ws.map(|w| w.items as f64 / copy as f64);
         let at = at_stated(bytes, base, per_key);
         let mut p = point(at, a.hit_ratio, CurveSource::Measured, share);
@@ -209,7 +209,7 @@ fn held(m: &Measured, limited: bool) -> Vec<(f64, f64)> {
         .filter_map(|c| {
             let w = c.result.cache_aside.as_ref()?.working_set.as_ref()?;
             let used = Some(w.memory_used_bytes);
-            let bytes = super::rows::provisioned(c.memory_mb, used, m.cache.bytes)?;
+            let bytes = provisioned(c.memory_mb, used, m.cache.bytes)?;
             Some((w.items as f64, bytes as f64))
         })
         .collect()
@@ -263,6 +263,17 @@ fn fit(held: &[(f64, f64)]) -> Option<(f64, f64)> {
     };
     let base = (my - per_item * mx).max(0.0);
     (mx > 0.0 && per_item > 0.0).then_some((base, per_item))
+}
+
+/// The memory of a cache limited to `mb` MiB (`None`: no limit) for the
+/// measured copy: the limit, or, with none, what the cache alone holding the
+/// whole copy took (`full`), at least what was in use; `None`: not known.
+pub(super) fn provisioned(mb: Option<u64>, used: Option<u64>, full: Option<u64>) -> Option<u64> {
+    match (mb, full, used) {
+        (Some(mb), _, _) => Some(mb << 20),
+        (None, Some(f), u) => Some(f.max(u.unwrap_or(0))),
+        (None, None, u) => u,
+    }
 }
 
 #[cfg(test)]

@@ -253,7 +253,7 @@ pub(super) fn cache_aside(ask: &Ask, m: &Measured, at: &At, per_key: f64) -> Arc
         .and_then(|x| x.working_set.as_ref())
         .map(|w| w.memory_used_bytes);
     let base = super::carry::cache_base(m);
-    let cache_bytes = provisioned(a.memory_mb, used, m.cache.bytes)
+    let cache_bytes = super::carry::provisioned(a.memory_mb, used, m.cache.bytes)
         .map(|b| super::carry::at_stated(b, base, per_key));
     r.hit_ratio = Some(hit);
     r.cache_memory_bytes = cache_bytes;
@@ -366,17 +366,6 @@ pub(super) fn with_loss(
         ));
     }
     r
-}
-
-/// The memory of a cache limited to `mb` MiB (`None`: no limit) for the
-/// measured copy: the limit, or, with none, what the cache alone holding the
-/// whole copy took (`full`), at least what was in use; `None`: not known.
-pub(super) fn provisioned(mb: Option<u64>, used: Option<u64>, full: Option<u64>) -> Option<u64> {
-    match (mb, full, used) {
-        (Some(mb), _, _) => Some(mb << 20),
-        (None, Some(f), u) => Some(f.max(u.unwrap_or(0))),
-        (None, None, u) => u,
-    }
 }
 
 /// Every step from the measured copy to the stated load.

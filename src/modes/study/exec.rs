@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use super::{Point, StudyFile, expand};
 use crate::plan::RunPlan;
 use crate::results::study::{PointResult, STUDY_SCHEMA, StudyResult, TargetCapacity};
-use crate::runner::cache::SETTLE_MAX_S;
+use crate::runner::settle::SETTLE_MAX_S;
 use crate::runner::{self, RunOptions};
 use crate::servers::ManagedServer;
 

@@ -161,7 +161,7 @@ pub fn assumed(args: &DecideArgs) -> Result<Assumptions, UsageError> {
 pub fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
     let r = &args.run;
     refuse(args)?;
-    let (rps, p99_ms) = super::from_saved::stated(args)?;
+    let (rps, p99_ms) = stated(args)?;
     let mut plan: RunPlan = r.to_plan()?;
     if !plan.target.kind.is_sql() {
         return Err(UsageError::bad(
@@ -221,4 +221,33 @@ pub fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
         team_cache_mb: None,
         assumed: assumed(args)?,
     })
+}
+
+/// The rate and the p99 goal a measuring decision is given, checked.
+pub fn stated(args: &DecideArgs) -> Result<(f64, f64), UsageError> {
+    let (Some(rps), Some(p99_ms)) = (args.rps, args.p99_ms) else {
+        return Err(UsageError::bad(
+            "--rps/--p99-ms",
+            "missing",
+            "give the load at peak and its goal, e.g. --rps 20000 --p99-ms 5 (or --from DIR to recompute a saved decision)",
+        ));
+    };
+    check_goal(p99_ms, args)?;
+    crate::error::positive(
+        "--rps",
+        rps,
+        "give the requests per second at peak, e.g. --rps 20000",
+    )?;
+    Ok((rps, p99_ms))
+}
+
+/// `p99_ms` and `args`' other goals, checked.
+pub fn check_goal(p99_ms: f64, args: &DecideArgs) -> Result<(), UsageError> {
+    crate::modes::capacity::check_limits(
+        p99_ms,
+        crate::modes::capacity::MoreLimits {
+            p50_ms: args.p50_ms,
+            p999_ms: args.p999_ms,
+        },
+    )
 }

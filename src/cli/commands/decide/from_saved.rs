@@ -6,34 +6,6 @@ use crate::error::UsageError;
 use crate::modes::decide::Ask;
 use crate::results::decide::StatedLoad;
 
-/// The rate and the p99 goal a measuring decision is given, checked.
-pub fn stated(args: &DecideArgs) -> Result<(f64, f64), UsageError> {
-    let (Some(rps), Some(p99_ms)) = (args.rps, args.p99_ms) else {
-        return Err(UsageError::bad(
-            "--rps/--p99-ms",
-            "missing",
-            "give the load at peak and its goal, e.g. --rps 20000 --p99-ms 5 (or --from DIR to recompute a saved decision)",
-        ));
-    };
-    check_goal(p99_ms, args)?;
-    crate::error::positive(
-        "--rps",
-        rps,
-        "give the requests per second at peak, e.g. --rps 20000",
-    )?;
-    Ok((rps, p99_ms))
-}
-
-fn check_goal(p99_ms: f64, args: &DecideArgs) -> Result<(), UsageError> {
-    crate::modes::capacity::check_limits(
-        p99_ms,
-        crate::modes::capacity::MoreLimits {
-            p50_ms: args.p50_ms,
-            p999_ms: args.p999_ms,
-        },
-    )
-}
-
 /// Flags `--from` takes: they change the load decided, not what was measured.
 const CHANGES: [&str; 18] = [
     "rps",
@@ -103,7 +75,7 @@ pub fn change(args: &DecideArgs, ask: &Ask) -> Result<StatedLoad, UsageError> {
         l.keys = k;
     }
     if let Some(p) = args.p99_ms.filter(|_| given("p99_ms")) {
-        check_goal(p, args)?;
+        super::ask::check_goal(p, args)?;
         l.p99_ms = p;
     }
     if given("p50_ms") {
