@@ -126,6 +126,19 @@ fn a_check_of_a_directory_with_no_decision_says_check_and_the_fix() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
+/// `kvlab decide --from dir --keep-saving pct`.
+fn keep_saving(dir: &std::path::Path, pct: &str) -> std::process::Output {
+    let dir = dir.to_str().unwrap();
+    let args = ["decide", "--from", dir, "--keep-saving", pct];
+    common::kvlab().args(args).output().unwrap()
+}
+
+/// A decision's last extrapolation.
+fn last_said(d: &Value) -> &str {
+    let all = d["extrapolations"].as_array().unwrap();
+    all.last().and_then(Value::as_str).unwrap()
+}
+
 /// A decision saved before the roles, architectures, sources and flip
 /// variables were typed (kvlab 0.1 at commit 875001d: `kvlab decide --quick
 /// --duration 1 --connections 16 --keys 20000 --value-size 1024 --ratio 1:19
@@ -165,54 +178,25 @@ fn a_decision_saved_by_an_earlier_kvlab_decides_again_the_same() {
         assumed["method"]["curve_shares"],
         serde_json::json!([0.05, 0.15, 0.4])
     );
-    let said = again["extrapolations"]
-        .as_array_mut()
-        .unwrap()
-        .pop()
-        .unwrap();
+    let said = last_said(&again).to_string();
     assert!(
-        said.as_str()
-            .unwrap()
-            .starts_with("Assumed (decision.json's assumptions)"),
+        said.starts_with("Assumed (decision.json's assumptions)"),
         "{said}"
     );
+    again["extrapolations"].as_array_mut().unwrap().pop();
     assert_eq!(before, again);
     // The policy changed: a cache must save half the cost to be kept.
-    let o = common::kvlab()
-        .args([
-            "decide",
-            "--from",
-            copy.to_str().unwrap(),
-            "--keep-saving",
-            "50",
-        ])
-        .output()
-        .unwrap();
+    let o = keep_saving(&copy, "50");
     common::succeeds(&o);
     let stricter = json_at(&copy.join("decision.json"));
     assert_eq!(stricter["assumptions"]["policy"]["keep_saving"], 0.5);
     assert_eq!(stricter["architectures"], before["architectures"]);
-    let last = stricter["extrapolations"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap();
+    let last = last_said(&stricter);
     assert!(
-        last.as_str()
-            .unwrap()
-            .contains("saves machines and 50% of the cost"),
+        last.contains("saves machines and 50% of the cost"),
         "{last}"
     );
-    let o = common::kvlab()
-        .args([
-            "decide",
-            "--from",
-            copy.to_str().unwrap(),
-            "--keep-saving",
-            "120",
-        ])
-        .output()
-        .unwrap();
+    let o = keep_saving(&copy, "120");
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(

@@ -88,8 +88,8 @@ pub fn section(results: &[StudyResult]) -> Option<Section> {
         num(measured),
         num(s.rps),
         num(keys as f64),
-        s.machine_cores.unwrap_or(KVLAB.policy.machine_cores),
-        s.machine_gib.unwrap_or(KVLAB.policy.machine_gib),
+        machine_of(s).cores,
+        machine_of(s).gib,
         match (s.machine_cores, s.machine_gib) {
             (Some(_), Some(_)) => "",
             _ => ", kvlab's machine where the study gives none",
@@ -126,6 +126,14 @@ fn points(results: &[StudyResult], p99_ms: Option<f64>) -> Points<'_> {
         }
     }
     (best, ran)
+}
+
+/// The machine `s` prices on: its shape, kvlab's where it gives none.
+fn machine_of(s: &Sizing) -> Machine {
+    Machine {
+        cores: s.machine_cores.unwrap_or(KVLAB.policy.machine_cores),
+        gib: s.machine_gib.unwrap_or(KVLAB.policy.machine_gib),
+    }
 }
 
 /// The currency of the costs, as their header and verdict name it.
@@ -182,10 +190,7 @@ fn sized(n: &Need, s: &Sizing) -> (String, Vec<String>) {
     // Priced as kvlab decide prices: each server on whole machines of its
     // own, a month of the policy's hours.
     let policy = KVLAB.policy;
-    let machine = Machine {
-        cores: s.machine_cores.unwrap_or(policy.machine_cores),
-        gib: s.machine_gib.unwrap_or(policy.machine_gib),
-    };
+    let machine = machine_of(s);
     let count: u32 = n.servers.iter().map(|&(c, g)| machine.machines(c, g)).sum();
     let machines = count.to_string();
     let cost = match (s.price_core_hour, s.price_gib_hour) {
