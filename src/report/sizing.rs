@@ -3,8 +3,11 @@
 //! database, a cache alone — the server cores and memory that load needs,
 //! machines of the given shape, the cost a month, the stale-read rate and the
 //! database's load if the cache fails. Every figure names the measurement it
-//! comes from; CPU is extrapolated linearly from the rate measured, which the
-//! caveat says does not hold to many cores.
+//! comes from. Cores come as kvlab decide sizes them where the study searched
+//! a target's capacity (`[goal] capacity`): the operations per core within
+//! the goal at the capacity found; else from the point within the goal that
+//! spent the least CPU per request, extrapolated linearly (the caveat says
+//! so). Machines and prices are decide's.
 
 use std::collections::BTreeMap;
 
@@ -40,13 +43,24 @@ struct Need {
     source: String,
 }
 
-/// Per target, the point within the limit that spent the least server CPU
-/// per request (the cheapest way the study saw it carry its load); and
-/// every architecture the study ran, in its order, with its points.
+/// Per target, the run it is sized from (see [`Basis`]); and every
+/// architecture the study ran, in its order, with its points.
 type Points<'a> = (
-    BTreeMap<&'a str, &'a RunResult>,
+    BTreeMap<&'a str, (&'a RunResult, Basis)>,
     Vec<(&'a str, Vec<&'a RunResult>)>,
 );
+
+/// Which run a target is sized from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Basis {
+    /// Its capacity search's run at the capacity found, with the search's
+    /// requests per second per server core within the goal (as kvlab
+    /// decide sizes).
+    Search(f64),
+    /// The point within the limit that spent the least server CPU per
+    /// request (the cheapest way the study saw it carry its load).
+    Cheapest,
+}
 
 /// The sizing section (`None` when the study states no load or measured
 /// nothing within its limit).
@@ -63,6 +77,7 @@ pub fn section(results: &[StudyResult]) -> Option<Section> {
     // A database's own cost alone, for what it must carry when a cache fails.
     let db_alone = |product: &str| -> Option<(f64, String)> {
         best.iter()
+            .map(|(t, (r, _))| (t, r))
             .filter(|(_, r)| r.cache_aside.is_none() && r.target.product == product)
             .filter_map(|(t, r)| Some((cpu_per_req(r)? * s.rps / 1e6, t.to_string())))
             .next()
@@ -71,31 +86,14 @@ pub fn section(results: &[StudyResult]) -> Option<Section> {
     let mut verdict = Vec::new();
     for (t, rs) in &ran {
         let n = match best.get(t) {
-            Some(r) => need(t, r, s, keys, value, &db_alone),
+            Some(&(r, basis)) => need((t, r, basis), s, keys, value, &db_alone),
             None => no_point(rs, p99_ms),
         };
         let (line, row) = sized(&n, s);
         verdict.push(line);
         table.rows.push(row);
     }
-    let measured = best
-        .values()
-        .map(|r| r.totals.throughput_rps)
-        .fold(0.0, f64::max);
-    let cores = results.first().map_or(0, |r| r.machine.cores);
-    let caveats = vec![format!(
-        "Sizing extrapolates server CPU per request, measured at up to {} req/s on a {cores}-core machine that client and servers shared, linearly to {} req/s: per-core rates do not scale linearly to many cores (locks, memory bandwidth, interrupts); measure at more threads or on the target machine before buying. Memory is the measured server's resident memory per key times {} keys. Machines and cost as kvlab decide prices them: each server on whole machines of its own ({} cores and {} GiB each{}), a month of {} hours. kvlab decide sizes cores from each product's operations per core within the goal, found by a capacity search, and answers whether to keep the cache: for that, use a [decide] study.",
-        num(measured),
-        num(s.rps),
-        num(keys as f64),
-        machine_of(s).cores,
-        machine_of(s).gib,
-        match (s.machine_cores, s.machine_gib) {
-            (Some(_), Some(_)) => "",
-            _ => ", kvlab's machine where the study gives none",
-        },
-        KVLAB.policy.hours_per_month
-    )];
+    let caveats = caveats(s, &best, results, keys);
     Some(Section {
         verdict,
         caveats,
@@ -103,10 +101,52 @@ pub fn section(results: &[StudyResult]) -> Option<Section> {
     })
 }
 
-/// The best point of each target within `p99_ms` and every architecture
-/// ran (see [`Points`]).
+/// What the sizing rests on, said: the linear extrapolation where a target
+/// was sized from its cheapest point, the memory per key, the pricing.
+fn caveats(
+    s: &Sizing,
+    best: &BTreeMap<&str, (&RunResult, Basis)>,
+    results: &[StudyResult],
+    keys: u64,
+) -> Vec<String> {
+    let cheapest = || {
+        best.values()
+            .filter(|(_, basis)| *basis == Basis::Cheapest)
+            .map(|(r, _)| r.totals.throughput_rps)
+    };
+    let measured = cheapest().fold(0.0, f64::max);
+    let searched = best.len() - cheapest().count();
+    let cores = results.first().map_or(0, |r| r.machine.cores);
+    let cpu = match (searched, cheapest().count()) {
+        (_, 0) => "Cores come from each target's capacity search, as kvlab decide sizes them: operations per core within the goal at the capacity found, divided into the stated rate".to_string(),
+        (n, _) => format!(
+            "{}Cores extrapolate server CPU per request, measured at up to {} req/s on a {cores}-core machine that client and servers shared, linearly to {} req/s: per-core rates do not scale linearly to many cores (locks, memory bandwidth, interrupts); a capacity search ([goal] capacity = true) sizes as kvlab decide does, and measuring on the target machine before buying is better still",
+            match n {
+                0 => "",
+                _ => "Targets with a capacity search are sized from it (operations per core within the goal). ",
+            },
+            num(measured),
+            num(s.rps),
+        ),
+    };
+    let machine = machine_of(s);
+    vec![format!(
+        "{cpu}. Memory is the measured server's resident memory per key times {} keys. Machines and cost as kvlab decide prices them: each server on whole machines of its own ({} cores and {} GiB each{}), a month of {} hours. Whether to keep the cache is kvlab decide's answer: for that, use a [decide] study.",
+        num(keys as f64),
+        machine.cores,
+        machine.gib,
+        match (s.machine_cores, s.machine_gib) {
+            (Some(_), Some(_)) => "",
+            _ => ", kvlab's machine where the study gives none",
+        },
+        KVLAB.policy.hours_per_month
+    )]
+}
+
+/// The run each target is sized from within `p99_ms` and every
+/// architecture ran (see [`Points`]).
 fn points(results: &[StudyResult], p99_ms: Option<f64>) -> Points<'_> {
-    let mut best: BTreeMap<&str, &RunResult> = BTreeMap::new();
+    let mut best: BTreeMap<&str, (&RunResult, Basis)> = BTreeMap::new();
     let mut ran: Vec<(&str, Vec<&RunResult>)> = Vec::new();
     for p in results.iter().flat_map(|r| &r.points) {
         let Some(r) = p.result.as_ref() else { continue };
@@ -120,10 +160,25 @@ fn points(results: &[StudyResult], p99_ms: Option<f64>) -> Points<'_> {
         if !within || cpu_per_req(r).is_none() {
             continue;
         }
-        let e = best.entry(p.target.as_str()).or_insert(r);
-        if cpu_per_req(r) < cpu_per_req(e) {
-            *e = r;
+        let e = best
+            .entry(p.target.as_str())
+            .or_insert((r, Basis::Cheapest));
+        if cpu_per_req(r) < cpu_per_req(e.0) {
+            e.0 = r;
         }
+    }
+    for c in results.iter().flat_map(|r| &r.capacity) {
+        let (Some(at), Some(per_core)) = (c.search.at_capacity(), c.search.per_core()) else {
+            continue;
+        };
+        if cpu_per_req(&at.result).is_none() {
+            continue;
+        }
+        let t = c.target.as_str();
+        if !ran.iter().any(|(r, _)| *r == t) {
+            ran.push((t, vec![&at.result]));
+        }
+        best.insert(t, (&at.result, Basis::Search(per_core)));
     }
     (best, ran)
 }
@@ -350,21 +405,29 @@ fn per_server(r: &RunResult, rps: f64, keys: u64) -> Option<Vec<(f64, f64)>> {
     (!each.is_empty()).then_some(each)
 }
 
-/// What target `t`'s best run `r` says the stated load needs.
+/// What target `t`'s run `r` (its capacity search's, or its cheapest
+/// point) says the stated load needs.
 fn need(
-    t: &str,
-    r: &RunResult,
+    (t, r, basis): (&str, &RunResult, Basis),
     s: &Sizing,
     keys: u64,
     value: usize,
     db_alone: &dyn Fn(&str) -> Option<(f64, String)>,
 ) -> Need {
     let at = format!(
-        "{} at {} req/s, p99 {:.0} µs, {:.1} µs server CPU/req",
+        "{}{} at {} req/s, p99 {:.0} µs, {:.1} µs server CPU/req{}",
         t,
+        match basis {
+            Basis::Search(_) => "'s capacity",
+            Basis::Cheapest => "",
+        },
         num(r.totals.throughput_rps),
         r.latency.latency_us.p99,
-        cpu_per_req(r).unwrap_or(0.0)
+        cpu_per_req(r).unwrap_or(0.0),
+        match basis {
+            Basis::Search(per_core) => format!(" ({} req/s per server core)", num(per_core)),
+            Basis::Cheapest => String::new(),
+        }
     );
     let cores = cpu_per_req(r).unwrap_or(0.0) * s.rps / 1e6;
     let data_gib = keys as f64 * value as f64 / (1u64 << 30) as f64;
@@ -471,6 +534,60 @@ mod tests {
             sec.verdict.iter().any(|v| v.contains("a month (EUR)")),
             "{:?}",
             sec.verdict
+        );
+    }
+
+    #[test]
+    fn a_target_with_a_capacity_search_is_sized_from_its_operations_per_core() {
+        use crate::results::capacity::{Capacity, Step};
+        use crate::results::study::TargetCapacity;
+        let mut s = fixture(2.0, None);
+        let p = s
+            .points
+            .iter()
+            .find(|p| p.target == "redis")
+            .expect("the fixture has a redis point");
+        let r = p.result.clone().unwrap();
+        let rate = r.totals.throughput_rps;
+        let cores = r.server.server_cpu_s.unwrap() / r.totals.duration_s;
+        s.capacity.push(TargetCapacity {
+            target: "redis".into(),
+            search: Capacity {
+                p99_ms: 2.0,
+                limits: Default::default(),
+                bracket: None,
+                headroom: Vec::new(),
+                capacity_rps: Some(rate),
+                client_limited_at: None,
+                capped_at: None,
+                steps: vec![Step {
+                    rate: Some(rate),
+                    passed: true,
+                    reason: None,
+                    client_limited: false,
+                    result: r,
+                }],
+                cleanup: Vec::new(),
+            },
+        });
+        let sec = section(&[s]).unwrap();
+        let redis = sec.table.rows.iter().find(|r| r[1] == "redis").unwrap();
+        let per_core = num(rate / cores);
+        assert!(
+            redis[8].starts_with("redis's capacity at")
+                && redis[8].contains(&format!("({per_core} req/s per server core)")),
+            "{redis:?}"
+        );
+        // 100,000 req/s at the search's operations per core.
+        let sized: f64 = redis[2].parse().unwrap();
+        assert!(
+            (sized - 100_000.0 / (rate / cores)).abs() < 0.1,
+            "{redis:?}"
+        );
+        assert!(
+            sec.caveats[0].starts_with("Targets with a capacity search are sized from it"),
+            "{:?}",
+            sec.caveats
         );
     }
 }

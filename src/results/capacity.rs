@@ -15,6 +15,20 @@ impl Capacity {
             .rev()
             .find(|s| s.passed && s.rate == Some(rate))
     }
+
+    /// Server cores busy at the capacity found, as measured there (`None`:
+    /// no server CPU was read).
+    pub fn cores_at_capacity(&self) -> Option<f64> {
+        let r = &self.at_capacity()?.result;
+        Some(r.server.server_cpu_s? / r.totals.duration_s).filter(|c| *c > 0.0)
+    }
+
+    /// Requests per second per server core within the goal: the capacity
+    /// over the cores busy there. How kvlab sizes a server for a stated
+    /// load (`kvlab decide`, and a study's `[sizing]` where it searched).
+    pub fn per_core(&self) -> Option<f64> {
+        Some(self.capacity_rps? / self.cores_at_capacity()?)
+    }
 }
 
 /// One tried rate.

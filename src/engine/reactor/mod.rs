@@ -18,7 +18,9 @@
 
 mod bufs;
 mod epoll;
-pub(crate) mod uring;
+pub(crate) mod sock;
+mod timer;
+mod uring;
 
 use std::io;
 use std::sync::OnceLock;

@@ -24,15 +24,17 @@ use io_uring::{IoUring, cqueue, opcode, squeue, types};
 use mio::Token;
 
 use super::bufs::{Bufs, GROUP};
+use super::sock::{Inbox, too_large};
+use super::timer::{Lateness, narrow_timer_slack};
 use super::{Ready, What};
-use crate::engine::pacer::Lateness;
+use crate::transport::EngineSock;
 
 /// The size of each provided buffer a receive fills.
 const BUF_SIZE: usize = 8192;
 
 /// What a receive's result says when the reply did not fit the read buffer's
 /// limit (not an errno).
-pub(crate) const TOO_LARGE: i32 = i32::MIN;
+const TOO_LARGE: i32 = i32::MIN;
 
 /// Bits of `user_data` below the socket's token: which operation.
 const OP_BITS: u32 = 2;
@@ -79,7 +81,7 @@ impl Ring {
                 format!("no provided-buffer ring for multishot receives (Linux 5.19): {e}"),
             )
         })?;
-        crate::engine::pacer::narrow_timer_slack();
+        narrow_timer_slack();
         // A table with room for sockets a redirect adds later; without one
         // (refused), operations name the socket's descriptor.
         let slots = (sockets as u32 + 64).min(1 << 16);
@@ -182,13 +184,13 @@ impl Ring {
 
     /// The first `len` bytes of provided buffer `bid`.
     #[inline]
-    pub(crate) fn bytes(&self, bid: u16, len: usize) -> &[u8] {
+    fn bytes(&self, bid: u16, len: usize) -> &[u8] {
         self.bufs.bytes(bid, len)
     }
 
     /// Hands provided buffer `bid` back to the kernel.
     #[inline]
-    pub(crate) fn recycle(&mut self, bid: u16) {
+    fn recycle(&mut self, bid: u16) {
         self.bufs.recycle(bid);
     }
 
@@ -235,9 +237,11 @@ enum Op {
     Stale,
 }
 
-/// One socket's operations on the ring and the send buffer the kernel reads.
-#[derive(Debug, Default)]
-pub(crate) struct RingOps {
+/// One socket over io_uring: blocking (the ring waits for it), its
+/// operations on the ring and the send buffer the kernel reads.
+pub(crate) struct UringSock {
+    token: Token,
+    stream: Option<EngineSock>,
     recv: Op,
     send: Op,
     /// Bytes appended to the read buffer that the loop has not taken yet.
@@ -253,78 +257,118 @@ pub(crate) struct RingOps {
     slot: Option<u32>,
 }
 
-impl RingOps {
-    /// What came since the last call, once: the bytes appended to the read
-    /// buffer, else how the receives ended (`None`: nothing).
-    #[inline]
-    pub(crate) fn take(&mut self) -> Option<i32> {
-        match std::mem::take(&mut self.got) {
-            0 => self.end.take(),
-            n => Some(n),
+impl UringSock {
+    /// A closed socket known to the ring as `token`.
+    pub(super) fn new(token: Token) -> UringSock {
+        UringSock {
+            token,
+            stream: None,
+            recv: Op::Idle,
+            send: Op::Idle,
+            got: 0,
+            end: None,
+            sending: Vec::new(),
+            sent: 0,
+            slot: None,
         }
     }
 
-    /// Whether a receive may be queued: none is out and the socket's
-    /// receives have not ended.
     #[inline]
-    pub(crate) fn may_receive(&self) -> bool {
-        self.recv == Op::Idle && self.end.is_none()
+    pub(super) fn is_open(&self) -> bool {
+        self.stream.is_some()
     }
 
-    /// The socket `fd` was opened: it takes a slot of the fixed-file table
-    /// if one is free.
-    pub(crate) fn opened(&mut self, ring: &mut Ring, fd: RawFd) {
+    /// Takes the connected socket `s` (made blocking), in a slot of the
+    /// fixed-file table if one is free, and queues its first receive.
+    pub(super) fn open(&mut self, ring: &mut Ring, s: EngineSock) -> io::Result<()> {
+        s.set_blocking()?;
         if let Some(old) = self.slot.take() {
             ring.unfix(old);
         }
-        self.slot = ring.fix(fd);
+        self.slot = ring.fix(s.raw_fd());
+        self.stream = Some(s);
+        self.receive(ring)
     }
 
-    /// The socket is let go: its slot (if any) is emptied and freed.
-    pub(crate) fn unfix(&mut self, ring: &mut Ring) {
-        if let Some(slot) = self.slot.take() {
-            ring.unfix(slot);
+    /// What came since the last call (already in the read buffer), else the
+    /// next receive is queued and `WouldBlock` (see [`super::Sock::read`]).
+    #[inline]
+    pub(super) fn read(&mut self, ring: &mut Ring) -> io::Result<(usize, bool)> {
+        let came = match std::mem::take(&mut self.got) {
+            0 => self.end.take(),
+            n => Some(n),
+        };
+        match came {
+            Some(TOO_LARGE) => Err(too_large()),
+            Some(r) if r < 0 => Err(io::Error::from_raw_os_error(-r)),
+            Some(0) => Ok((0, false)),
+            // `true`: the next call queues the next receive.
+            Some(n) => Ok((n as usize, true)),
+            None => {
+                self.receive(ring)?;
+                Err(io::ErrorKind::WouldBlock.into())
+            }
         }
     }
 
-    /// Queues a multishot receive of `fd` as `token`: each arrival fills a
-    /// provided buffer until it ends (a completion without MORE).
+    /// Queues a multishot receive (each arrival fills a provided buffer
+    /// until it ends: a completion without MORE), unless one is out (or a
+    /// stale one has yet to end) or the receives ended.
     #[inline]
-    pub(crate) fn receive(&mut self, ring: &mut Ring, token: Token, fd: RawFd) -> io::Result<()> {
-        debug_assert!(self.may_receive());
+    fn receive(&mut self, ring: &mut Ring) -> io::Result<()> {
+        let Some(s) = self.stream.as_ref() else {
+            return Ok(());
+        };
+        if self.recv != Op::Idle || self.end.is_some() {
+            return Ok(());
+        }
         let e = match self.slot {
             Some(slot) => opcode::RecvMulti::new(types::Fixed(slot), GROUP).build(),
-            None => opcode::RecvMulti::new(types::Fd(fd), GROUP).build(),
+            None => opcode::RecvMulti::new(types::Fd(s.raw_fd()), GROUP).build(),
         }
-        .user_data(user_data(token, OP_RECV));
+        .user_data(user_data(self.token, OP_RECV));
         ring.start(e)?;
         self.recv = Op::Busy;
         Ok(())
     }
 
-    /// A receive's completion with `res` and `flags` came: whether it was
-    /// for the socket as it is, and the provided buffer it filled (copied
-    /// by the caller with [`Ring::bytes`], then handed back with
-    /// [`Ring::recycle`]). Its end (`0`, an error) is kept for
-    /// [`RingOps::take`]; one that only ran out of buffers is not (the next
-    /// receive is queued).
+    /// A receive's completion with `res` and `flags` came: the bytes of the
+    /// provided buffer it filled go to `inbox` if it was for the socket as
+    /// it is, and the buffer is handed back. Its end (`0`, an error) is kept
+    /// for [`UringSock::read`]; one that only ran out of buffers is not (the
+    /// next receive is queued).
     #[inline]
-    pub(crate) fn received(&mut self, res: i32, flags: u32) -> (bool, Option<u16>) {
+    pub(super) fn received(
+        &mut self,
+        ring: &mut Ring,
+        res: i32,
+        flags: u32,
+        inbox: &mut impl Inbox,
+    ) {
         let current = self.recv == Op::Busy;
         if !cqueue::more(flags) {
             self.recv = Op::Idle;
         }
-        let bid = cqueue::buffer_select(flags);
-        if current && bid.is_none() && res != -libc::ENOBUFS {
-            self.came(res.min(0));
+        let Some(bid) = cqueue::buffer_select(flags) else {
+            if current && res != -libc::ENOBUFS {
+                self.came(res.min(0));
+            }
+            return;
+        };
+        if current && res > 0 {
+            let came = match take_in(inbox, ring.bytes(bid, res as usize)) {
+                Ok(()) => res,
+                Err(_) => TOO_LARGE,
+            };
+            self.came(came);
         }
-        (current, bid)
+        ring.recycle(bid);
     }
 
     /// `res` bytes (or an end) came for the loop to take: bytes add up, the
     /// first end is kept (taken after the bytes before it).
     #[inline]
-    pub(crate) fn came(&mut self, res: i32) {
+    fn came(&mut self, res: i32) {
         match res > 0 {
             true => self.got += res,
             false => {
@@ -333,22 +377,20 @@ impl RingOps {
         }
     }
 
-    /// Hands `buf[*pos..]` to a send of `fd` (copied, so the write buffer may
-    /// fill meanwhile) and marks it written; `true` when a send is still out
-    /// (the bytes wait for its completion).
+    /// Hands `buf[*pos..]` to a send (copied, so the write buffer may fill
+    /// meanwhile) and marks it written; `true` when a send is still out (the
+    /// bytes wait for its completion).
     #[inline]
-    pub(crate) fn send(
+    pub(super) fn write(
         &mut self,
         ring: &mut Ring,
-        token: Token,
-        fd: RawFd,
         buf: &[u8],
         pos: &mut usize,
     ) -> io::Result<bool> {
         if self.send != Op::Idle {
             return Ok(true);
         }
-        if *pos == buf.len() {
+        if *pos == buf.len() || self.stream.is_none() {
             // Nothing has come through an emulated link yet.
             return Ok(false);
         }
@@ -356,69 +398,79 @@ impl RingOps {
         self.sending.extend_from_slice(&buf[*pos..]);
         *pos = buf.len();
         self.sent = 0;
-        self.queue_send(ring, token, fd)?;
+        self.queue_send(ring)?;
         Ok(false)
     }
 
-    fn queue_send(&mut self, ring: &mut Ring, token: Token, fd: RawFd) -> io::Result<()> {
+    fn queue_send(&mut self, ring: &mut Ring) -> io::Result<()> {
+        let Some(s) = self.stream.as_ref() else {
+            return Ok(());
+        };
         let rest = &self.sending[self.sent..];
         let (at, len) = (rest.as_ptr(), rest.len() as u32);
         let e = match self.slot {
             Some(slot) => opcode::Send::new(types::Fixed(slot), at, len).build(),
-            None => opcode::Send::new(types::Fd(fd), at, len).build(),
+            None => opcode::Send::new(types::Fd(s.raw_fd()), at, len).build(),
         }
-        .user_data(user_data(token, OP_SEND));
+        .user_data(user_data(self.token, OP_SEND));
         ring.start(e)?;
         self.send = Op::Busy;
         Ok(())
     }
 
-    /// A send of `fd` completed with `res`: the rest of a partial one is
-    /// queued; `Err` when the connection broke.
+    /// A send completed with `res`: the rest of a partial one is queued;
+    /// `Err` when the connection broke.
     #[inline]
-    pub(crate) fn sent(
-        &mut self,
-        ring: &mut Ring,
-        token: Token,
-        fd: Option<RawFd>,
-        res: i32,
-    ) -> io::Result<()> {
+    pub(super) fn sent(&mut self, ring: &mut Ring, res: i32) -> io::Result<()> {
         let current = self.send == Op::Busy;
         self.send = Op::Idle;
-        let Some(fd) = fd.filter(|_| current) else {
+        if !current || self.stream.is_none() {
             return Ok(());
-        };
+        }
         match res {
             r if r < 0 => Err(io::Error::from_raw_os_error(-r)),
             0 => Err(io::ErrorKind::WriteZero.into()),
             r => {
                 self.sent += r as usize;
                 match self.sent < self.sending.len() {
-                    true => self.queue_send(ring, token, fd),
+                    true => self.queue_send(ring),
                     false => Ok(()),
                 }
             }
         }
     }
 
-    /// Whether the kernel holds an operation of the socket.
-    #[inline]
-    pub(crate) fn holds(&self) -> bool {
-        self.send != Op::Idle || self.recv != Op::Idle
-    }
-
-    /// The socket is being closed: what is out becomes stale (the caller
-    /// shuts the socket down so that it ends), what came is dropped.
-    pub(crate) fn closed(&mut self) {
+    /// Lets the socket go: what is out becomes stale and the socket is shut
+    /// down so that it ends (its buffers stay until then), what came is
+    /// dropped, its slot in the fixed-file table is emptied.
+    pub(super) fn close(&mut self, ring: &mut Ring) {
         self.got = 0;
         self.end = None;
+        let holds = self.send != Op::Idle || self.recv != Op::Idle;
         if self.recv == Op::Busy {
             self.recv = Op::Stale;
         }
         if self.send == Op::Busy {
             self.send = Op::Stale;
         }
+        let Some(s) = self.stream.take() else {
+            return;
+        };
+        if holds {
+            s.shut_down();
+        }
+        if let Some(slot) = self.slot.take() {
+            ring.unfix(slot);
+        }
     }
+}
+
+/// Appends `bytes` to `inbox`; `InvalidData` past its limit.
+#[inline]
+fn take_in(inbox: &mut impl Inbox, bytes: &[u8]) -> io::Result<()> {
+    inbox.room(bytes.len())?[..bytes.len()].copy_from_slice(bytes);
+    inbox.filled(bytes.len());
+    Ok(())
 }
 
 /// The `user_data` of operation `op` on the socket of `token`.

@@ -204,10 +204,7 @@ impl Runs<'_> {
             self.shutdown,
             &mut |s| say(&step_line(s, self.ask.load.p99_ms)),
         )?;
-        let at = c.at_capacity();
-        let measured =
-            at.and_then(|s| Some(s.result.server.server_cpu_s? / s.result.totals.duration_s));
-        let (cores, cores_source) = match measured {
+        let (cores, cores_source) = match c.cores_at_capacity() {
             Some(c) => (Some(c), CoresSource::Measured),
             None => CoresSource::stated(stated),
         };

@@ -11,8 +11,10 @@
 //! to keep the cache; the other architectures are rows beside it.
 //!
 //! # Layout
-//! - `measure`: the runs, one function each; `saved`: each step saved as it
-//!   finishes, reused by `--resume`, read back by `--from`.
+//! - `steps`: the steps, declared once (a new step is one line there and its
+//!   runs in `measure_all`); `measure`: the runs, one function each; `saved`:
+//!   each step saved as it finishes, reused by `--resume`, read back by
+//!   `--from`.
 //! - `decision`: the decision as one pure function of the stated load and
 //!   the measurements (`Measured`, defined in `measure`); `evaluate` the rows
 //!   and the answer at one end of the ranges; `rows` each architecture's row,
@@ -43,6 +45,7 @@ mod rows;
 mod rule;
 pub mod saved;
 pub mod size;
+pub mod steps;
 pub mod trace;
 
 use std::path::Path;
@@ -56,6 +59,7 @@ use crate::results::decide::assumptions::Method;
 use crate::results::decide::{ArchName, Assumptions, DataCopy, Decision, StatedLoad};
 use crate::results::stats::num;
 use crate::runner::{self, RunOptions};
+use steps::{AsideStep, Step, Steps};
 
 /// What `kvlab decide` is asked.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -177,8 +181,7 @@ fn measure_all(
     say: &mut dyn FnMut(&str),
 ) -> Result<Decision> {
     let mut store = saved::Store::open(out, ask, copy, (resume, shutdown))?;
-    let keys = plan_keys(ask);
-    let db_server = match store.complete(&keys) {
+    let db_server = match store.complete() {
         true => None,
         false => runner::start_server(&ask.plan, opts)?,
     };
@@ -191,11 +194,11 @@ fn measure_all(
     };
     let mut host = host::HostLog::start();
     let h = &mut host;
-    let db: measure::Searched = store.step((0, &keys[0]), h, say, |say| m.database(say))?;
-    let cache: measure::Searched = store.step((1, &keys[1]), h, say, |say| m.cache_alone(say))?;
+    let db: measure::Searched = store.step(Step::Database, h, say, |say| m.database(say))?;
+    let cache: measure::Searched = store.step(Step::Cache, h, say, |say| m.cache_alone(say))?;
     let curve_rate = measure::curve_rate(ask, &db);
     let curve: Vec<measure::CurveRun> =
-        store.step((2, &keys[2]), h, say, |say| m.curve(curve_rate, say))?;
+        store.step(Step::Curve, h, say, |say| m.curve(curve_rate, say))?;
     let (rate, rate_why) = measure::confirm_rate(ask, &db, &cache, curve_rate);
     let model = carry::Model::new(&ask.plan.workload.distribution, ask.load.write_share);
     let carried = |c: &measure::CurveRun| {
@@ -205,19 +208,19 @@ fn measure_all(
             .carry_run(&c.result, hit, copy, ask.load.keys)
             .map_or(hit, |k| k.hit)
     };
-    let aside: saved::AsideStep = store.step((3, &keys[3]), h, say, |say| {
-        Ok(saved::AsideStep {
+    let aside: AsideStep = store.step(Step::CacheAside, h, say, |say| {
+        Ok(AsideStep {
             rate,
             rate_why: rate_why.clone(),
             run: m.cache_aside((&curve, &carried), &db, rate, say)?,
         })
     })?;
-    let loss = store.step((4, &keys[4]), h, say, |say| match &aside.run {
+    let loss = store.step(Step::CacheLoss, h, say, |say| match &aside.run {
         Some(a) => Ok(Some(m.cache_loss(a, rate, say)?)),
         None => Ok(None),
     })?;
-    let replicas: others::Other = store.step((5, &keys[5]), h, say, |say| m.replicas(rate, say))?;
-    let near_aside: others::Other = store.step((6, &keys[6]), h, say, |say| match &aside.run {
+    let replicas = store.step(Step::Replicas, h, say, |say| m.replicas(rate, say))?;
+    let near_aside = store.step(Step::NearAside, h, say, |say| match &aside.run {
         Some(a) => m.near_aside(a, rate, say),
         None => Ok(others::Other {
             name: ArchName::CacheAsideNear,
@@ -227,42 +230,19 @@ fn measure_all(
             what: "cache-aside with a near cache".into(),
         }),
     })?;
-    let near_db: others::Other =
-        store.step((7, &keys[7]), h, say, |say| m.near_database(rate, say))?;
-    let steps = saved::Steps {
+    let near_db = store.step(Step::NearDatabase, h, say, |say| m.near_database(rate, say))?;
+    let steps = Steps {
         db,
         cache,
         curve,
         aside,
         loss,
-        others: vec![replicas, near_aside, near_db],
+        replicas,
+        near_aside,
+        near_db,
     };
     let measured = steps.measured(&ask.load, copy.clone(), host.busy);
     Ok(decision::decision(ask, &measured))
-}
-
-/// What each step's measurements depend on, as saved beside them: `--resume`
-/// reuses a step whose plan is the same. The searches and the curve depend
-/// on the workload, the servers and the goal; the fixed-rate runs also on
-/// the stated rate and the application's instances.
-fn plan_keys(ask: &Ask) -> [serde_json::Value; 8] {
-    let l = &ask.load;
-    let base = serde_json::json!({
-        "plan": ask.plan,
-        "cache": ask.cache,
-        "goal": [l.p99_ms, l.p50_ms, l.p999_ms],
-        "cores": [l.target_cores, l.cache_cores],
-        "quick": ask.quick,
-        "run_secs": ask.run_secs,
-        "keys": l.keys,
-    });
-    let mut rated = base.clone();
-    rated["rps"] = serde_json::json!(l.rps);
-    rated["app_instances"] = serde_json::json!(l.app_instances);
-    std::array::from_fn(|i| match i < 3 {
-        true => base.clone(),
-        false => rated.clone(),
-    })
 }
 
 #[cfg(test)]

@@ -15,21 +15,9 @@ use serde_json::Value;
 
 use super::Ask;
 use super::host::HostLog;
-use super::measure::{AsideRun, CurveRun, Measured, Searched};
-use super::others::Other;
-use crate::results::decide::{CacheLoss, DataCopy, Scaled, StatedLoad};
-
-/// The steps of a decision: file name, and as said.
-pub const STEPS: [(&str, &str); 8] = [
-    ("database", "the database alone"),
-    ("cache", "the cache alone"),
-    ("curve", "the miss-ratio curve"),
-    ("cache-aside", "the cache-aside confirmation"),
-    ("cache-loss", "the cache loss"),
-    ("replicas", "the database with a read replica"),
-    ("near-aside", "cache-aside with a near cache"),
-    ("near-database", "the database with a near cache"),
-];
+use super::measure::Measured;
+use super::steps::{ReadStep, Step, Steps};
+use crate::results::decide::DataCopy;
 
 /// What a saved decision was asked, and how far it got.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -43,56 +31,6 @@ pub struct Manifest {
     pub scaled: DataCopy,
     /// The steps finished, in order.
     pub finished: Vec<String>,
-}
-
-/// The cache-aside step: the rate of the fixed-rate runs, why, and the run.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct AsideStep {
-    /// The rate of the fixed-rate runs, req/s.
-    pub rate: f64,
-    /// Why that rate.
-    pub rate_why: String,
-    /// The configuration chosen and its confirmation.
-    pub run: Option<AsideRun>,
-}
-
-/// What the eight steps measured, as they finish or are read back.
-pub struct Steps {
-    /// The database alone's search.
-    pub db: Searched,
-    /// The cache alone's search.
-    pub cache: Searched,
-    /// The miss-ratio curve's runs.
-    pub curve: Vec<CurveRun>,
-    /// The cache-aside step.
-    pub aside: AsideStep,
-    /// The cache loss.
-    pub loss: Option<CacheLoss>,
-    /// The other architectures' runs.
-    pub others: Vec<Other>,
-}
-
-impl Steps {
-    /// The measurements of a decision of `load` on the copy `scaled`.
-    pub fn measured(self, load: &StatedLoad, copy: DataCopy, host_busy: Vec<String>) -> Measured {
-        Measured {
-            scaled: Scaled {
-                keys: copy.keys,
-                factor: copy.factor(load.keys),
-                why: copy.why,
-                rate: self.aside.rate,
-                rate_why: self.aside.rate_why,
-            },
-            db: self.db,
-            cache: self.cache,
-            curve: self.curve,
-            aside: self.aside.run,
-            loss: self.loss,
-            others: self.others,
-            host_busy,
-            measured_for: load.clone(),
-        }
-    }
 }
 
 /// One step's file.
@@ -116,9 +54,9 @@ pub struct Store<'a> {
     resume: bool,
 }
 
-fn step_path(dir: &Path, i: usize) -> PathBuf {
+fn step_path(dir: &Path, step: Step) -> PathBuf {
     dir.join("steps")
-        .join(format!("{:02}-{}.json", i + 1, STEPS[i].0))
+        .join(format!("{:02}-{}.json", step.index() + 1, step.file()))
 }
 
 fn read<T: DeserializeOwned>(path: &Path) -> Result<T> {
@@ -131,12 +69,9 @@ fn read<T: DeserializeOwned>(path: &Path) -> Result<T> {
     })
 }
 
-/// `value` written to `path` whole (a temporary file renamed over it).
+/// `value` written to `path` whole (kvlab's one JSON write).
 fn write<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let tmp = path.with_extension("json.part");
-    let f = std::fs::File::create(&tmp).with_context(|| tmp.display().to_string())?;
-    serde_json::to_writer(std::io::BufWriter::new(f), value)?;
-    std::fs::rename(&tmp, path).with_context(|| path.display().to_string())
+    crate::results::write_json_atomic(value, path)
 }
 
 /// Whether `dir` holds a saved decision to resume; else why not.
@@ -164,8 +99,8 @@ impl<'a> Store<'a> {
             resumable(dir)?;
         }
         if !resume {
-            for i in 0..STEPS.len() {
-                let _ = std::fs::remove_file(step_path(dir, i));
+            for &step in Step::ALL {
+                let _ = std::fs::remove_file(step_path(dir, step));
             }
         }
         std::fs::create_dir_all(&steps).with_context(|| steps.display().to_string())?;
@@ -189,50 +124,55 @@ impl<'a> Store<'a> {
     }
 
     /// Whether every step is there to reuse (no server needed).
-    pub fn complete(&self, keys: &[Value; 8]) -> bool {
-        self.resume && (0..STEPS.len()).all(|i| self.reusable::<Value>(i, &keys[i]).is_some())
+    pub fn complete(&self) -> bool {
+        self.resume
+            && Step::ALL
+                .iter()
+                .all(|&s| self.reusable::<Value>(s).is_some())
     }
 
-    /// Step `i` saved under the plan `key`, if resuming and it matches.
-    fn reusable<T: DeserializeOwned>(&self, i: usize, key: &Value) -> Option<StepFile<T>> {
-        let f: StepFile<T> = read(&step_path(&self.dir, i))
+    /// `step` as saved, if resuming and saved for the plan it has now.
+    fn reusable<T: DeserializeOwned>(&self, step: Step) -> Option<StepFile<T>> {
+        let f: StepFile<T> = read(&step_path(&self.dir, step))
             .ok()
             .filter(|_| self.resume)?;
-        (f.plan == *key).then_some(f)
+        (f.plan == step.plan_key(&self.manifest.ask)).then_some(f)
     }
 
-    /// Step `i` for the plan `key`: reused (resuming, the same plan) or run
-    /// by `run` and saved. Stopped (Ctrl-C) during it: nothing saved, and
-    /// an error naming it and the steps before it.
+    /// `step`: reused (resuming, the same plan) or run by `run` and saved.
+    /// Stopped (Ctrl-C) during it: nothing saved, and an error naming it and
+    /// the steps before it.
     pub fn step<T: Serialize + DeserializeOwned>(
         &mut self,
-        (i, key): (usize, &Value),
+        step: Step,
         host: &mut HostLog,
         say: &mut dyn FnMut(&str),
         run: impl FnOnce(&mut dyn FnMut(&str)) -> Result<T>,
     ) -> Result<T> {
-        let name = STEPS[i].1;
-        if let Some(f) = self.reusable::<T>(i, key) {
+        let name = step.said();
+        if let Some(f) = self.reusable::<T>(step) {
             say(&format!(
                 "kvlab decide: {name}: reused, as measured before ({})\n",
-                step_path(&self.dir, i).display()
+                step_path(&self.dir, step).display()
             ));
             host.skip();
             if let Some(b) = &f.host_busy {
                 host.busy.push(b.clone());
             }
-            return self.finished(i, f.measured);
+            return self.finished(step, f.measured);
         }
-        if self.resume && step_path(&self.dir, i).exists() {
+        if self.resume && step_path(&self.dir, step).exists() {
             say(&format!(
                 "kvlab decide: {name}: saved for another plan (other flags), measured again\n"
             ));
         }
         let measured = match run(say) {
             Ok(m) if !self.shutdown.load(Ordering::SeqCst) => m,
-            Ok(_) => bail!(self.cut(i)),
-            Err(e) if self.shutdown.load(Ordering::SeqCst) => return Err(e.context(self.cut(i))),
-            Err(e) if i > 0 => {
+            Ok(_) => bail!(self.cut(step)),
+            Err(e) if self.shutdown.load(Ordering::SeqCst) => {
+                return Err(e.context(self.cut(step)));
+            }
+            Err(e) if step.index() > 0 => {
                 return Err(e.context(format!(
                     "{name}: the steps before it are saved in {}: kvlab decide --resume {} with the same flags measures the rest",
                     self.dir.display(),
@@ -247,35 +187,35 @@ impl<'a> Store<'a> {
         }
         let file = StepFile {
             step: name.into(),
-            plan: key.clone(),
+            plan: step.plan_key(&self.manifest.ask),
             host_busy,
             measured,
         };
-        write(&step_path(&self.dir, i), &file)?;
-        self.finished(i, file.measured)
+        write(&step_path(&self.dir, step), &file)?;
+        self.finished(step, file.measured)
     }
 
-    /// Step `i` cut short by Ctrl-C, in words: which, what finished, how to
+    /// `step` cut short by Ctrl-C, in words: which, what finished, how to
     /// go on.
-    fn cut(&self, i: usize) -> String {
-        let finished = match i {
+    fn cut(&self, step: Step) -> String {
+        let finished = match step.index() {
             0 => "none".to_string(),
-            n => STEPS[..n]
+            n => Step::ALL[..n]
                 .iter()
-                .map(|s| s.1)
+                .map(|s| s.said())
                 .collect::<Vec<_>>()
                 .join(", "),
         };
         format!(
             "stopped (Ctrl-C) during the runs of {}; finished: {finished}; no decision from runs cut short; the finished steps are saved in {}: kvlab decide --resume {} with the same flags measures the rest",
-            STEPS[i].1,
+            step.said(),
             self.dir.display(),
             self.dir.display()
         )
     }
 
-    fn finished<T>(&mut self, i: usize, t: T) -> Result<T> {
-        self.manifest.finished.push(STEPS[i].0.into());
+    fn finished<T>(&mut self, step: Step, t: T) -> Result<T> {
+        self.manifest.finished.push(step.file().into());
         self.save_manifest()?;
         Ok(t)
     }
@@ -295,9 +235,10 @@ pub fn load_for(dir: &Path, flag: &str) -> Result<(Ask, Measured)> {
             dir.display()
         )
     })?;
-    let missing: Vec<&str> = (0..STEPS.len())
-        .filter(|&i| !step_path(dir, i).exists())
-        .map(|i| STEPS[i].1)
+    let missing: Vec<&str> = Step::ALL
+        .iter()
+        .filter(|&&s| !step_path(dir, s).exists())
+        .map(|s| s.said())
         .collect();
     if !missing.is_empty() {
         bail!(
@@ -307,22 +248,26 @@ pub fn load_for(dir: &Path, flag: &str) -> Result<(Ask, Measured)> {
             dir.display()
         );
     }
-    fn get<T: DeserializeOwned>(dir: &Path, i: usize, notes: &mut Vec<String>) -> Result<T> {
-        let f: StepFile<T> = read(&step_path(dir, i))?;
-        notes.extend(f.host_busy);
+    let mut saved = Saved {
+        dir,
+        notes: Vec::new(),
+    };
+    let steps = Steps::read(&mut saved)?;
+    let measured = steps.measured(&manifest.ask.load, manifest.scaled, saved.notes);
+    Ok((manifest.ask, measured))
+}
+
+/// The steps saved under `dir` as they are read back, and the host's notes
+/// saved beside them.
+struct Saved<'a> {
+    dir: &'a Path,
+    notes: Vec<String>,
+}
+
+impl ReadStep for Saved<'_> {
+    fn read<T: DeserializeOwned>(&mut self, step: Step) -> Result<T> {
+        let f: StepFile<T> = read(&step_path(self.dir, step))?;
+        self.notes.extend(f.host_busy);
         Ok(f.measured)
     }
-    let mut notes = Vec::new();
-    let steps = Steps {
-        db: get(dir, 0, &mut notes)?,
-        cache: get(dir, 1, &mut notes)?,
-        curve: get(dir, 2, &mut notes)?,
-        aside: get(dir, 3, &mut notes)?,
-        loss: get(dir, 4, &mut notes)?,
-        others: (5..8)
-            .map(|i| get(dir, i, &mut notes))
-            .collect::<Result<_>>()?,
-    };
-    let measured = steps.measured(&manifest.ask.load, manifest.scaled, notes);
-    Ok((manifest.ask, measured))
 }
