@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use mio::Token;
 
 use super::link::Link;
-use super::reactor::Reactor;
-use super::reactor::sock::{Inbox, Sock, too_large};
+use super::reactor::sock::Sock;
+use super::reactor::{Inbox, Reactor, too_large};
 use crate::driver::Connector;
 use crate::driver::wire::Session;
 use crate::workload::LinkDelay;

@@ -10,6 +10,7 @@ use crate::plan::RunPlan;
 use crate::plan::shared::Shared;
 use crate::results::cleanup::Cleaned;
 use crate::system::progress::RunOptions;
+use crate::workload::KEY_OVERHEAD_BYTES;
 
 /// Bytes in a MiB.
 pub const MIB: f64 = (1u64 << 20) as f64;
@@ -93,11 +94,12 @@ pub fn make_room(
 }
 
 /// The bytes `keys` keys of `value_size` bytes under a prefix of
-/// `prefix_len` take in a cache of `limit` bytes: what a key takes in Redis
-/// beside its value (measured: 398 B for 256 B values, 125 B for 32 B) with
-/// room to spare, and the server's own buffers for kvlab's connections.
+/// `prefix_len` take in a cache of `limit` bytes: what a key takes beside
+/// its value ([`KEY_OVERHEAD_BYTES`]) with its value's allocation rounded up
+/// by 15% (room to spare where the cost of too little is another's keys
+/// evicted), and the server's own buffers for kvlab's connections.
 pub fn bytes_needed(keys: u64, value_size: usize, prefix_len: usize, limit: u64) -> u64 {
-    let bytes_per_key = (value_size as f64 * 1.15) as u64 + prefix_len as u64 + 120;
+    let bytes_per_key = (value_size as f64 * 1.15) as u64 + prefix_len as u64 + KEY_OVERHEAD_BYTES;
     keys.saturating_mul(bytes_per_key) + (limit / 50).max(1 << 20)
 }
 

@@ -177,6 +177,13 @@ const HEADER: usize = 32;
 /// with values at least this large).
 pub const VERSIONED_SIZE: usize = HEADER;
 
+/// What a key takes in a server beside its value and its name, bytes: its
+/// entry, its header and the allocator's rounding (a Redis key of kvlab's
+/// with a 256 B value takes about 398 B). kvlab's one figure for the size of
+/// its data in a server's memory: the managed servers' memory, the room a
+/// cache it did not start must have, a decision's copy.
+pub const KEY_OVERHEAD_BYTES: u64 = 120;
+
 /// Deterministic values: `hex(key id)`, `hex(version)` (0 for loaded values),
 /// then a slice of a fixed pseudo-random block that starts at an offset derived
 /// from the key; values shorter than the header keep its first bytes. Each

@@ -10,9 +10,8 @@ use std::time::{Duration, Instant};
 use mio::{Events, Interest, Poll, Registry, Token};
 use rustls::ClientConnection;
 
-use super::sock::Inbox;
 use super::timer::PreciseTimer;
-use super::{Ready, What};
+use super::{Inbox, Ready, What};
 use crate::transport::EngineSock;
 
 /// The token of the pacing timer; sockets use small tokens.

@@ -121,6 +121,23 @@ fn kernel_version(release: &str) -> Option<(u32, u32)> {
     Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
+/// Where the bytes a socket reads go: its read buffer.
+pub(crate) trait Inbox {
+    /// At least `need` free bytes at the read buffer's end (`InvalidData`
+    /// past its limit: a reply larger than any the run's requests have).
+    fn room(&mut self, need: usize) -> io::Result<&mut [u8]>;
+    /// The first `n` bytes of that room now hold what was read.
+    fn filled(&mut self, n: usize);
+}
+
+/// The error of a reply past the read buffer's limit.
+pub(crate) fn too_large() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        "a reply larger than any this run's requests can be answered with",
+    )
+}
+
 /// What a wait brought for one socket.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Ready {

@@ -2,27 +2,19 @@
 //! closed by the back end the worker runs ([`EpollSock`]: non-blocking,
 //! registered, its own syscalls and TLS; [`UringSock`]: blocking, its
 //! receive and send the ring's operations). The socket's buffers are not
-//! here: what it reads goes to an [`Inbox`], what it writes comes as a slice.
+//! here: what it reads goes to an [`Inbox`](super::Inbox), what it writes
+//! comes as a slice.
 
 use std::io;
 use std::time::Duration;
 
 use mio::Token;
 
-use super::Reactor;
 use super::epoll::EpollSock;
 use super::uring::UringSock;
+use super::{Inbox, Reactor};
 use crate::driver::Connector;
 use crate::driver::wire::Session;
-
-/// Where the bytes a socket reads go: its read buffer.
-pub(crate) trait Inbox {
-    /// At least `need` free bytes at the read buffer's end (`InvalidData`
-    /// past its limit: a reply larger than any the run's requests have).
-    fn room(&mut self, need: usize) -> io::Result<&mut [u8]>;
-    /// The first `n` bytes of that room now hold what was read.
-    fn filled(&mut self, n: usize);
-}
 
 /// One socket's state in its reactor.
 pub(crate) enum Sock {
@@ -30,14 +22,6 @@ pub(crate) enum Sock {
     Epoll(EpollSock),
     /// Over io_uring.
     Uring(UringSock),
-}
-
-/// The error of a reply past the read buffer's limit.
-pub(crate) fn too_large() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        "a reply larger than any this run's requests can be answered with",
-    )
 }
 
 /// The error of a socket handed to a reactor of the other kind (a bug).

@@ -24,9 +24,8 @@ use io_uring::{IoUring, cqueue, opcode, squeue, types};
 use mio::Token;
 
 use super::bufs::{Bufs, GROUP};
-use super::sock::{Inbox, too_large};
 use super::timer::{Lateness, narrow_timer_slack};
-use super::{Ready, What};
+use super::{Inbox, Ready, What, too_large};
 use crate::transport::EngineSock;
 
 /// The size of each provided buffer a receive fills.

@@ -30,16 +30,8 @@ pub fn decision(ask: &Ask, m: &Measured) -> Decision {
         factor: copy.factor(ask.load.keys),
         ..m.scaled.clone()
     };
-    let mut extrapolations = rows::extrapolations(ask, &scaled);
+    let mut extrapolations = rows::extrapolations(ask, &scaled, &m.measured_for);
     extrapolations.insert(2, carried_said(ask, m, &model));
-    if m.measured_for != ask.load {
-        extrapolations.push(format!(
-            "Recomputed (kvlab decide --from) from runs made for {} req/s at p99 ≤ {} ms and {} keys; the runs' rates and the copy are as measured then.",
-            num(m.measured_for.rps),
-            m.measured_for.p99_ms,
-            num(m.measured_for.keys as f64)
-        ));
-    }
     Decision {
         kvlab_version: env!("CARGO_PKG_VERSION").to_string(),
         load: ask.load.clone(),

@@ -6,7 +6,9 @@ use super::cpu::CpuCurves;
 use super::measure::{Measured, Searched, mb_name};
 use super::size::{self, Check, Memory, PerCore, Shape};
 use super::{Ask, trace};
-use crate::results::decide::{ArchName, Architecture, CacheLoss, Scaled, ServerSize, bytes, price};
+use crate::results::decide::{
+    ArchName, Architecture, CacheLoss, Scaled, ServerSize, StatedLoad, bytes, price,
+};
 use crate::results::stats::num;
 
 /// The figures a row is sized with at one end of its ranges (see
@@ -368,8 +370,17 @@ pub(super) fn with_loss(
     r
 }
 
-/// Every step from the measured copy to the stated load.
-pub(super) fn extrapolations(ask: &Ask, s: &Scaled) -> Vec<String> {
+/// Every step from the measured copy to the stated load (and, for a decision
+/// recomputed for another load, the one its runs were made for).
+pub(super) fn extrapolations(ask: &Ask, s: &Scaled, measured_for: &StatedLoad) -> Vec<String> {
+    // A decision recomputed (--from) for another load than its runs were
+    // made for says so last.
+    let recomputed = (measured_for != &ask.load).then(|| format!(
+        "Recomputed (kvlab decide --from) from runs made for {} req/s at p99 ≤ {} ms and {} keys; the runs' rates and the copy are as measured then.",
+        num(measured_for.rps),
+        measured_for.p99_ms,
+        num(measured_for.keys as f64)
+    ));
     let mut out = vec![
         format!("Data: {}.", s.why),
         format!("Rate: {}.", s.rate_why),
@@ -385,7 +396,7 @@ pub(super) fn extrapolations(ask: &Ask, s: &Scaled) -> Vec<String> {
         },
         l.machine_cores,
         l.machine_gib,
-        crate::results::stats::num(l.price_machine_month),
+        num(l.price_machine_month),
         l.currency,
         match ask.plan.target.external.is_some() || ask.cache.cache.external.is_some() {
             true => "; a server given by URL is sized by the cores it used (or, where kvlab cannot read them, the cores stated with --target-cores or --cache-cores)",
@@ -422,5 +433,6 @@ pub(super) fn extrapolations(ask: &Ask, s: &Scaled) -> Vec<String> {
         (false, _) => "Round trips: over loopback (~30 µs); in production each server is a network hop away (give --rtt to emulate one).".into(),
     });
     out.push(ask.assumed.said(ask.quick, ask.run_s()));
+    out.extend(recomputed);
     out
 }

@@ -105,7 +105,7 @@ pub const KVLAB: Assumptions = Assumptions {
         search_steps: [5, 3],
         copy_keys: [1_000_000, 100_000],
         copy_memory_share: 0.25,
-        key_overhead_bytes: 120,
+        key_overhead_bytes: crate::workload::KEY_OVERHEAD_BYTES,
         curve_shares: [0.05, 0.15, 0.4],
         cache_base_mb: 4,
         db_headroom: 0.8,
