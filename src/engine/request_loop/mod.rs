@@ -173,13 +173,9 @@ impl Io<'_> {
         let s = self.pipes.len();
         let t = token(self.conn, s);
         let seed = self.net.seed ^ (t.0 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        self.pipes.push(
-            Pipe::new(&self.net.reactor, t, self.net.buffers, now).with_link(
-                link,
-                seed,
-                self.net.inflight,
-            ),
-        );
+        let pipe = Pipe::new(&self.net.reactor, t, self.net.buffers, now);
+        self.pipes
+            .push(pipe.with_link(link, seed, self.net.inflight));
         self.open(s, to, now)
     }
 
