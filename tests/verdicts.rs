@@ -509,7 +509,8 @@ fn a_study_with_a_stated_load_sizes_each_architecture() {
         "{aside}"
     );
     assert!(
-        md.contains("all 200,000 req/s:") && md.contains("extrapolates server CPU per request"),
+        md.contains("all 200,000 req/s:")
+            && md.contains("Cores extrapolate server CPU per request"),
         "{md}"
     );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
