@@ -15,6 +15,7 @@
 pub mod che;
 pub mod feed;
 pub mod mrc;
+pub mod policy;
 
 use super::OpKind;
 use crate::workload::SizeDist;
