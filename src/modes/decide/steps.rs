@@ -17,7 +17,7 @@ use crate::results::decide::{CacheLoss, DataCopy, Scaled, StatedLoad};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Plan {
     /// Nothing more: its runs are capacity searches or at rates of their own.
-    Searched,
+    Goal,
     /// The stated rate and the application's instances: it runs at a fixed
     /// rate from them.
     Rated,
@@ -67,11 +67,11 @@ macro_rules! steps {
 
 steps! {
     /// The database alone's capacity search.
-    Database db: Searched = "database", "the database alone", Searched;
+    Database db: Searched = "database", "the database alone", Goal;
     /// The cache alone's capacity search.
-    Cache cache: Searched = "cache", "the cache alone", Searched;
+    Cache cache: Searched = "cache", "the cache alone", Goal;
     /// The miss-ratio curve's runs.
-    Curve curve: Vec<CurveRun> = "curve", "the miss-ratio curve", Searched;
+    Curve curve: Vec<CurveRun> = "curve", "the miss-ratio curve", Goal;
     /// The cache-aside configuration and its confirmation.
     CacheAside aside: AsideStep = "cache-aside", "the cache-aside confirmation", Rated;
     /// The cache lost under load.
