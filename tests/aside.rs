@@ -259,7 +259,7 @@ fn a_cache_that_dies_mid_run_is_gone_around_and_said_not_a_hang() {
     p.load.stop = Stop::Duration(3.0);
     p.load.warmup_s = 0.0;
     p.load.timeout_s = 1.0;
-    let killer = common::signals(cache.pid(), &[(1500, libc::SIGKILL)]);
+    let killer = common::kill_when_redis_has_served(cache.endpoint().port, cache.pid(), 5_000);
     let started = Instant::now();
     let r = measure(&p);
     killer.join().unwrap();
@@ -293,7 +293,11 @@ fn a_requests_run_goes_on_around_a_cache_that_stays_down_and_ends() {
         .unwrap();
     p.load.warmup_s = 0.0;
     p.load.stop = Stop::Requests(30_000);
-    let killer = common::signals(cache.pid(), &[(500, libc::SIGKILL)]);
+    // Killed once the run is under way (the cache has answered 5,000
+    // commands, its preparation about 2,000), never while connections open:
+    // a connection refused at the start makes none of its share, and a slow
+    // host once landed the kill there.
+    let killer = common::kill_when_redis_has_served(cache.endpoint().port, cache.pid(), 5_000);
     let r = common::measure_within(&p, Duration::from_secs(60));
     killer.join().unwrap();
     assert_eq!(r.totals.requests, 30_000);
@@ -330,7 +334,14 @@ fn slow_writes_run(
     // writer's delete that was sent later.
     p.load.cache_rtt = link(cache_rtt_ms, 4.0 * cache_rtt_ms);
     let r = measure(&p);
-    assert!(r.valid, "{:?}", r.problems);
+    // What these runs check is the cache's hits and stale reads, not the
+    // rate: a host too busy to keep 1,500 req/s (a CI machine running the
+    // other tests beside) still gives them.
+    assert!(
+        r.problems.iter().all(|m| m.starts_with("not sustained")),
+        "{:?}",
+        r.problems
+    );
     assert_eq!(r.totals.errors, 0);
     r
 }

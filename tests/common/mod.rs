@@ -408,6 +408,38 @@ pub fn signals(pid: u32, steps: &[(u64, libc::c_int)]) -> std::thread::JoinHandl
     })
 }
 
+/// Kills the Redis at `port` (pid `pid`) once it has processed `commands`
+/// commands (its `INFO stats`): mid-run on a host of any speed, never while
+/// a run's connections are still opening. Gives up after 60 s.
+pub fn kill_when_redis_has_served(
+    port: u16,
+    pid: u32,
+    commands: u64,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let until = std::time::Instant::now() + Duration::from_secs(60);
+        while std::time::Instant::now() < until {
+            let info = raw(port, b"INFO stats\r\n", |b| {
+                std::str::from_utf8(b).is_ok_and(|s| s.ends_with("\r\n\r\n") || s.starts_with('-'))
+            });
+            let served = String::from_utf8_lossy(&info)
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix("total_commands_processed:")?
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                })
+                .unwrap_or(0);
+            if served >= commands {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+    })
+}
+
 /// A valid run with reads and writes, every one answered: no errors, no misses.
 pub fn every_request_clean(r: &RunResult) {
     assert!(r.valid, "{:?}", r.problems);
