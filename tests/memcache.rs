@@ -114,3 +114,20 @@ fn a_meta_protocol_cache_in_front_of_a_database_agrees_with_both_counters() {
         &["--cache-query-mode", "redis"],
     );
 }
+
+#[test]
+fn memcacheds_segmented_lru_is_read_from_its_settings() {
+    use kvlab::workload::trace::policy::Policy;
+    let s = server(TargetKind::Memcached);
+    let cache = kvlab::plan::CacheAside {
+        cache: format!("memcached://127.0.0.1:{}", s.endpoint().port)
+            .parse()
+            .unwrap(),
+        policy: kvlab::plan::WritePolicy::Invalidate,
+        ttl_s: 0,
+        start: Default::default(),
+    };
+    let e = kvlab::modes::decide::eviction::of_cache(&cache).unwrap();
+    assert_eq!(e.policy, Policy::SegmentedLru, "{e:?}");
+    assert!(e.source.starts_with("read from the cache at"), "{e:?}");
+}

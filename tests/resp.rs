@@ -294,3 +294,63 @@ fn an_offered_rate_beyond_the_server_is_reported_as_not_sustained() {
     assert!(r.valid, "{:?}", r.problems);
     assert!(r.latency.schedule.unwrap().not_sustained.is_none());
 }
+
+/// The cache-aside of a cache given by `url`.
+fn aside_of(url: &str) -> kvlab::plan::CacheAside {
+    kvlab::plan::CacheAside {
+        cache: url.parse().unwrap(),
+        policy: kvlab::plan::WritePolicy::Invalidate,
+        ttl_s: 0,
+        start: Default::default(),
+    }
+}
+
+#[test]
+fn a_caches_eviction_policy_is_read_from_it_and_a_full_cache_that_cannot_evict_is_said() {
+    use kvlab::modes::decide::eviction::of_cache;
+    use kvlab::workload::trace::policy::Policy;
+    let opts = [
+        ("maxmemory-policy", "allkeys-lfu"),
+        ("maxmemory-samples", "7"),
+        ("lfu-log-factor", "3"),
+    ];
+    let s = common::server_with(TargetKind::Redis, &opts, 4);
+    let url = format!("redis://127.0.0.1:{}", s.endpoint().port);
+    let e = of_cache(&aside_of(&url)).unwrap();
+    let lfu = Policy::RedisLfu {
+        samples: 7,
+        log_factor: 3,
+        decay_time_min: 1,
+    };
+    assert_eq!(e.policy, lfu, "{e:?}");
+    assert!(e.source.starts_with("read from the cache at"), "{e:?}");
+    // Read, not changed.
+    let reply = raw(s.endpoint().port, b"CONFIG GET maxmemory-policy\r\n", |b| {
+        b.ends_with(b"lfu\r\n")
+    });
+    assert!(String::from_utf8_lossy(&reply).contains("allkeys-lfu"));
+    // A cache that refuses writes when full is drawn for the evicting
+    // default, said; a managed one asked to is refused in one line.
+    let s = common::server_with(
+        TargetKind::Redis,
+        &[("maxmemory-policy", "volatile-lru")],
+        4,
+    );
+    let url = format!("redis://127.0.0.1:{}", s.endpoint().port);
+    let e = of_cache(&aside_of(&url)).unwrap();
+    assert_eq!(e.policy, Policy::REDIS_LRU, "{e:?}");
+    assert!(e.source.contains("only keys with a TTL"), "{e:?}");
+    let mut managed = aside_of("redis");
+    managed
+        .cache
+        .server_opts
+        .insert("maxmemory-policy".into(), "noeviction".into());
+    let err = of_cache(&managed).unwrap_err().to_string();
+    assert!(
+        err.contains("--cache-opt") && err.contains("noeviction"),
+        "{err}"
+    );
+    // Without a setting, the redis kvlab starts evicts by allkeys-lru.
+    let e = of_cache(&aside_of("redis")).unwrap();
+    assert_eq!(e.policy, Policy::REDIS_LRU, "{e:?}");
+}

@@ -163,12 +163,20 @@ pub trait Cache: Sync {
         prefix: &[u8],
         keys: &mut dyn Iterator<Item = u64>,
     ) -> Result<u64>;
-    /// The setting that names how the cache at `c` evicts and its value, read
-    /// without changing anything (e.g. Redis's `maxmemory-policy`); `None`
-    /// where the product has one way or it cannot be read.
-    fn eviction_policy(&self, c: &Connector) -> Option<(&'static str, String)> {
+    /// The settings that say how the cache at `c` evicts, by the server's
+    /// own names (Redis's `maxmemory-policy`, `maxmemory-samples`, ...;
+    /// memcached's `lru_segmented`), read without changing anything; `None`
+    /// where the product has one way or they cannot be read. What they
+    /// mean: [`crate::workload::trace::policy::Policy::of_settings`].
+    fn eviction_settings(&self, c: &Connector) -> Option<BTreeMap<String, String>> {
         let _ = c;
         None
+    }
+    /// The eviction settings a server kvlab starts has where none is given,
+    /// by the names [`Cache::eviction_settings`] reads (before
+    /// [`Cache::evicting`]'s).
+    fn eviction_defaults(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
     }
     /// Settings a managed cache gets in cache-aside unless given, so that it
     /// evicts when full as a deployed cache does (e.g. Redis's

@@ -45,8 +45,8 @@ pub fn cache_by_url(ask: &mut Ask) -> Result<Option<String>> {
         num(w.keys as f64),
         num(ask.load.keys as f64),
     );
-    if let Some(((k, v), _)) = policy_of(&c) {
-        ask.cache.cache.server_opts.insert(k, v);
+    if let Some((settings, _)) = policy_of(&c) {
+        ask.cache.cache.server_opts.extend(settings);
     }
     ask.cache.cache.external = None;
     ask.load.cache_cores = None;
@@ -61,23 +61,25 @@ pub fn carried_mb(ask: &Ask, limit: u64) -> u64 {
     ((limit as f64 / MIB * share).ceil() as u64).max(ask.assumed.method.cache_base_mb + 1)
 }
 
-/// The eviction policy of the cache `c` (read-only) as a setting of the
+/// The eviction settings of the cache `c` (read-only) as settings of the
 /// cache kvlab starts beside it, with the line that says so; a policy that
-/// evicts only keys with a TTL is not taken (kvlab's keys have none).
-pub fn policy_of(c: &Connector) -> Option<((String, String), String)> {
+/// evicts only keys with a TTL (or none) is not taken (kvlab's keys have no
+/// TTL): `allkeys-lru` instead, said.
+pub fn policy_of(c: &Connector) -> Option<(Vec<(String, String)>, String)> {
     let Role::Cache(cache) = c.product.role() else {
         return None;
     };
-    let (key, value) = cache.eviction_policy(c)?;
-    Some(match value.starts_with("allkeys-") {
+    let settings = cache.eviction_settings(c)?;
+    let policy = settings.get("maxmemory-policy")?;
+    Some(match policy.starts_with("allkeys-") {
         true => (
-            (key.to_string(), value.clone()),
-            format!("eviction: {key} {value}, as the cache observed"),
+            settings.clone().into_iter().collect(),
+            format!("eviction: maxmemory-policy {policy}, as the cache observed"),
         ),
         false => (
-            (key.to_string(), "allkeys-lru".to_string()),
+            vec![("maxmemory-policy".into(), "allkeys-lru".into())],
             format!(
-                "eviction: {key} allkeys-lru, not the observed {value} (kvlab's keys have no TTL to evict by)"
+                "eviction: maxmemory-policy allkeys-lru, not the observed {policy} (kvlab's keys have no TTL to evict by)"
             ),
         ),
     })

@@ -19,10 +19,12 @@
 //!   the measurements (`Measured`, defined in `measure`); `evaluate` the rows
 //!   and the answer at one end of the ranges; `rows` each architecture's row,
 //!   `rule` the answer,
-//!   `carry` the curve carried to the stated keys, `flips` where the answer
-//!   changes, `size` the one sizing method, `cpu` the products' CPU against
-//!   their ops/s (the sizing's check); Che's approximation of the curve is
-//!   `workload::trace::che`, beside the trace's measured curve.
+//!   `carry` the curve carried to the stated keys (by the cache's eviction
+//!   policy, settled in `eviction`), `flips` where the answer changes,
+//!   `size` the one sizing method, `cpu` the products' CPU against their
+//!   ops/s (the sizing's check); Che's approximation of LRU's curve is
+//!   `workload::trace::che`, the other policies are simulated by
+//!   `workload::trace::policy`.
 //! - `others`: the other architectures weighed (a read replica, near caches):
 //!   a fixed-rate run each, and its row.
 //! - `check`: `--check`, a saved decision checked by one run of what it
@@ -37,6 +39,7 @@ pub mod compare;
 pub mod cpu;
 pub mod decision;
 mod evaluate;
+pub mod eviction;
 mod flips;
 pub mod host;
 pub mod measure;
@@ -200,7 +203,11 @@ fn measure_all(
     let curve: Vec<measure::CurveRun> =
         store.step(Step::Curve, h, say, |say| m.curve(curve_rate, say))?;
     let (rate, rate_why) = measure::confirm_rate(ask, &db, &cache, curve_rate);
-    let model = carry::Model::new(&ask.plan.workload.distribution, ask.load.write_share);
+    let model = carry::Model::new(
+        &ask.plan.workload.distribution,
+        ask.load.write_share,
+        carry::policy_of(&ask.load),
+    );
     let carried = |c: &measure::CurveRun| {
         let hit = c.result.cache_aside.as_ref().map_or(0.0, |a| a.hit_ratio);
         let copy = ask.plan.workload.keys.max(1);

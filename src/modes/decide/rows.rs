@@ -410,6 +410,9 @@ pub(super) fn extrapolations(ask: &Ask, s: &Scaled, measured_for: &StatedLoad) -
             false => "as given".into(),
         }
     ));
+    if let Some(e) = &l.eviction {
+        out.push(e.said());
+    }
     if let Some(t) = &l.trace {
         out.push(trace::said(t));
     }

@@ -10,12 +10,18 @@ use serde::{Deserialize, Serialize};
 use crate::error::UsageError;
 use crate::plan::Workload;
 use crate::results::decide::{CurvePoint, TraceSummary, db_load};
+use crate::workload::trace::by_policy;
 use crate::workload::trace::mrc::{self, TraceCurve};
+use crate::workload::trace::policy::Policy;
 use crate::workload::trace::{Modelled, feed};
 use crate::workload::{KeyDistribution, Ratio};
 
 /// Shares of the trace's keys its curve is drawn at.
 const SHARES: [f64; 9] = [0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0];
+/// Shares of the trace's keys a policy other than LRU is simulated at.
+const SIMULATED_SHARES: [f64; 16] = [
+    0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0,
+];
 /// A fitted Zipf exponent below this is taken as uniform popularity.
 const UNIFORM_BELOW: f64 = 0.2;
 
@@ -40,11 +46,14 @@ pub struct Given {
     pub distribution: bool,
 }
 
-/// Reads the trace at `path` and puts what `given` leaves open into `w`.
+/// Reads the trace at `path` and puts what `given` leaves open into `w`;
+/// its curve is drawn for the cache's eviction `policy` at `rps` requests a
+/// second (exact LRU from stack distances; any other simulated).
 pub fn apply(
     path: &Path,
     w: &mut Workload,
     given: Given,
+    (policy, rps): (Policy, f64),
     stop: &AtomicBool,
 ) -> Result<Traced, UsageError> {
     let bad = |why: String| {
@@ -67,6 +76,10 @@ pub fn apply(
         }));
     }
     let curve = mrc::curve(path, gets + sets, stop).map_err(bad)?;
+    let knots = match policy {
+        Policy::Lru => Knots::of(&curve),
+        _ => Knots::simulated(path, (&curve, gets + sets), (policy, rps), stop).map_err(bad)?,
+    };
     let mut taken = Vec::new();
     if !given.keys {
         w.keys = curve.distinct_keys.max(1);
@@ -100,9 +113,10 @@ pub fn apply(
         zipf_theta: curve.zipf.map(|z| z.0),
         zipf_r2: curve.zipf.map(|z| z.1),
         taken,
+        policy: (policy != Policy::Lru).then(|| policy.to_string()),
     };
     Ok(Traced {
-        curve: Knots::of(&curve),
+        curve: knots,
         summary,
     })
 }
@@ -136,7 +150,30 @@ impl Knots {
         }
     }
 
-    /// The hit ratio of an LRU cache of `items` items on the trace.
+    /// The knots of the trace at `path` (whose LRU pass `t` counted
+    /// `modelled` reads and writes) under `policy` at `rps`: one simulation
+    /// at each of [`SIMULATED_SHARES`] of its keys.
+    fn simulated(
+        path: &Path,
+        (t, modelled): (&TraceCurve, u64),
+        (policy, rps): (Policy, f64),
+        stop: &AtomicBool,
+    ) -> Result<Knots, String> {
+        let keys = t.distinct_keys.max(1);
+        let mut items: Vec<u64> = SIMULATED_SHARES
+            .iter()
+            .map(|s| (s * keys as f64).round() as u64)
+            .collect();
+        items.insert(0, 0);
+        items.dedup();
+        let hits = by_policy::hit_ratios(path, modelled, (policy, rps), &items, stop)?;
+        Ok(Knots {
+            distinct_keys: t.distinct_keys,
+            points: items.into_iter().zip(hits).collect(),
+        })
+    }
+
+    /// The hit ratio of a cache of `items` items on the trace.
     pub fn hit_ratio(&self, items: f64) -> f64 {
         let i = self.points.partition_point(|p| (p.0 as f64) < items);
         match (i.checked_sub(1).map(|j| self.points[j]), self.points.get(i)) {
@@ -203,7 +240,7 @@ pub fn at_share(t: &Knots, keys: u64, share: f64) -> f64 {
 /// How the trace's curve was computed, and what the load took from it.
 pub fn said(s: &TraceSummary) -> String {
     format!(
-        "Trace: {} ({} lines, {} distinct keys); the load took its {} from it; skew {}; its curve is {} over its {} reads after the first fifth, a read that misses filling the cache and a write invalidating its key, as kvlab's cache-aside does (the cache's own eviction approximates LRU).",
+        "Trace: {} ({} lines, {} distinct keys); the load took its {} from it; skew {}; its curve is {} over its {} reads after the first fifth, a read that misses filling the cache and a write invalidating its key, as kvlab's cache-aside does.",
         s.file,
         crate::results::stats::num(s.lines as f64),
         crate::results::stats::num(s.distinct_keys as f64),
@@ -216,12 +253,19 @@ pub fn said(s: &TraceSummary) -> String {
                 format!("a Zipf exponent of {t:.2} fitted to its key popularity (R² {r2:.2})"),
             _ => "too few repeated keys to fit a Zipf exponent: uniform".into(),
         },
-        match s.sample_rate < 1.0 {
-            true => format!(
+        match (&s.policy, s.sample_rate < 1.0) {
+            (Some(p), _) => format!(
+                "simulated for the cache's {p}{}",
+                match s.lines > by_policy::SIMULATED_MAX {
+                    true => " over a hash sample of its keys",
+                    false => "",
+                }
+            ),
+            (None, true) => format!(
                 "SHARDS sampling of {:.2}% of its keys",
                 s.sample_rate * 100.0
             ),
-            false => "exact LRU stack distances".into(),
+            (None, false) => "exact LRU stack distances".into(),
         },
         crate::results::stats::num(s.reads_counted as f64),
     )

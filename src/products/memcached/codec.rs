@@ -226,7 +226,13 @@ pub fn probe<S: Read + Write>(s: &mut S) -> Result<ServerInfo> {
 
 /// `stats` as (name, value) pairs (blocking).
 pub fn stats<S: Read + Write>(s: &mut S) -> Result<Vec<(String, String)>> {
-    let reply = crate::driver::wire::roundtrip(s, b"stats\r\n", stats_frame_len)?;
+    stats_of(s, b"stats\r\n")
+}
+
+/// The (name, value) pairs a `stats` command (`command`, with its line end)
+/// answers (blocking): `stats`, `stats settings`.
+pub fn stats_of<S: Read + Write>(s: &mut S, command: &[u8]) -> Result<Vec<(String, String)>> {
+    let reply = crate::driver::wire::roundtrip(s, command, stats_frame_len)?;
     Ok(String::from_utf8_lossy(&reply)
         .lines()
         .filter_map(|l| {

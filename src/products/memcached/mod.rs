@@ -124,6 +124,24 @@ impl Product for Memcached {
 }
 
 impl Cache for Memcached {
+    /// memcached 1.5 on: the segmented LRU, evicting (unless `-M`).
+    fn eviction_defaults(&self) -> &'static [(&'static str, &'static str)] {
+        &[("lru_segmented", "yes"), ("evictions", "on")]
+    }
+    fn eviction_settings(
+        &self,
+        c: &Connector,
+    ) -> Option<std::collections::BTreeMap<String, String>> {
+        let settings = read_stats_of(c, b"stats settings\r\n").ok()?;
+        let wanted = ["lru_segmented", "evictions"];
+        Some(
+            settings
+                .into_iter()
+                .filter(|(k, _)| wanted.contains(&k.as_str()))
+                .collect(),
+        )
+    }
+
     fn memory(&self, c: &Connector) -> Result<CacheMemory> {
         let st = read_stats(c)?;
         Ok(CacheMemory {
@@ -210,10 +228,15 @@ impl Cache for Memcached {
 
 /// `stats` over a fresh connection.
 fn read_stats(c: &Connector) -> Result<Vec<(String, String)>> {
+    read_stats_of(c, b"stats\r\n")
+}
+
+/// The pairs the `stats` command `command` answers, over a fresh connection.
+fn read_stats_of(c: &Connector, command: &[u8]) -> Result<Vec<(String, String)>> {
     let mut s = c
         .open(crate::driver::COUNTERS_TIMEOUT)
         .with_context(|| format!("cannot connect to {}", c.display))?;
-    stats(&mut s)
+    codec::stats_of(&mut s, command)
 }
 
 /// The number `name` of `stats` (0 when absent).

@@ -124,6 +124,9 @@ impl Product for ClusterProduct {
 }
 
 impl Cache for ClusterProduct {
+    fn eviction_defaults(&self) -> &'static [(&'static str, &'static str)] {
+        &super::EVICTION_DEFAULTS
+    }
     fn memory(&self, c: &Connector) -> Result<CacheMemory> {
         primaries(c)?
             .iter()

@@ -272,6 +272,38 @@ pub fn info_field(info: &str, name: &str) -> Option<String> {
         .map(|v| v.trim().to_string())
 }
 
+/// `CONFIG GET` of `names` (blocking) as (name, value) pairs: the ones the
+/// server has (an unknown name is left out); an error where it refuses
+/// (e.g. `CONFIG` renamed away, as managed services do).
+pub fn config_get<S: Read + Write>(
+    s: &mut S,
+    names: &[&str],
+) -> Result<std::collections::BTreeMap<String, String>> {
+    let mut args: Vec<&[u8]> = vec![b"CONFIG", b"GET"];
+    args.extend(names.iter().map(|n| n.as_bytes()));
+    let reply = command(s, &args)?;
+    if reply.first() == Some(&b'-') {
+        bail!(
+            "CONFIG GET: {}",
+            String::from_utf8_lossy(reply[1..].trim_ascii())
+        );
+    }
+    // `*N` then N bulk strings, name and value in turn (RESP2).
+    let text = String::from_utf8_lossy(&reply);
+    let mut lines = text.split("\r\n");
+    let mut bulks = Vec::new();
+    while let Some(l) = lines.next() {
+        if l.starts_with('$') {
+            bulks.push(lines.next().unwrap_or_default().to_string());
+        }
+    }
+    let mut pairs = bulks.chunks_exact(2);
+    Ok(pairs
+        .by_ref()
+        .map(|p| (p[0].clone(), p[1].clone()))
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,6 +21,7 @@ pub mod observe;
 mod push;
 pub mod server;
 
+use std::collections::BTreeMap;
 use std::io;
 use std::time::Duration;
 
@@ -172,9 +173,22 @@ impl Cache for RespProduct {
     fn evicting(&self) -> &'static [(&'static str, &'static str)] {
         &[("maxmemory-policy", "allkeys-lru")]
     }
-    fn eviction_policy(&self, c: &Connector) -> Option<(&'static str, String)> {
-        let memory = Info::open(c).ok()?.section(b"memory").ok()?;
-        Some(("maxmemory-policy", info_field(&memory, "maxmemory_policy")?))
+    fn eviction_defaults(&self) -> &'static [(&'static str, &'static str)] {
+        &EVICTION_DEFAULTS
+    }
+    fn eviction_settings(&self, c: &Connector) -> Option<BTreeMap<String, String>> {
+        let mut info = Info::open(c).ok()?;
+        let names = EVICTION_DEFAULTS.map(|(k, _)| k);
+        if let Ok(all) = codec::config_get(&mut info.0, &names)
+            && all.contains_key(names[0])
+        {
+            return Some(all);
+        }
+        // `CONFIG` refused (a managed service): the policy from `INFO`, the
+        // rest at their defaults.
+        let memory = info.section(b"memory").ok()?;
+        let policy = info_field(&memory, "maxmemory_policy")?;
+        Some(BTreeMap::from([(names[0].to_string(), policy)]))
     }
     fn load_hint(&self, value_size: usize, managed: bool) -> String {
         load_hint(value_size, managed)
@@ -382,6 +396,14 @@ pub(crate) fn node_memory(c: &Connector) -> Result<CacheMemory> {
         })
     }
 }
+
+/// Redis's (and Valkey's) eviction settings where none is given.
+pub(crate) const EVICTION_DEFAULTS: [(&str, &str); 4] = [
+    ("maxmemory-policy", "noeviction"),
+    ("maxmemory-samples", "5"),
+    ("lfu-log-factor", "10"),
+    ("lfu-decay-time", "1"),
+];
 
 /// A set-up connection that reads `INFO` sections.
 pub(crate) struct Info(Stream);

@@ -140,3 +140,33 @@ mod tests {
         assert_eq!((c.factor(1_000_000), c.per_key(1_000_000)), (0.1, 10.0));
     }
 }
+
+/// The eviction policy a decision's curves are drawn for (the model's, the
+/// trace's, and the measured points carried by them), and where kvlab took
+/// it from. A decision saved without one was drawn for exact LRU.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Eviction {
+    /// The policy, with its parameters.
+    pub policy: crate::workload::trace::policy::Policy,
+    /// Where it was read: the settings given, the product's default for a
+    /// full cache, or the cache's own settings (read-only).
+    pub source: String,
+}
+
+impl Eviction {
+    /// Its line in a decision's output: `Eviction: allkeys-lfu (samples 5,
+    /// ...), as set (...); ...`.
+    pub fn said(&self) -> String {
+        use crate::workload::trace::policy::Policy;
+        format!(
+            "Eviction: {}, {}; the curves are drawn for it ({}), and a point measured on the copy is carried to the stated keys by it.",
+            self.policy,
+            self.source,
+            match self.policy {
+                Policy::Lru =>
+                    "Che's approximation of exact LRU, the trace's exact LRU stack distances",
+                _ => "the model's and the trace's simulated",
+            }
+        )
+    }
+}

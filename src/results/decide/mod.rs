@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 pub use super::usage::Role;
 pub use assumptions::{Assumptions, KVLAB};
-pub use kinds::{ArchName, CurveSource, DataCopy, Variable};
+pub use kinds::{ArchName, CurveSource, DataCopy, Eviction, Variable};
 
 pub mod assumptions;
 mod kinds;
@@ -78,6 +78,10 @@ pub struct StatedLoad {
     /// The trace the load was taken from (`--trace`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceSummary>,
+    /// The cache's eviction policy the curves are drawn for (`None`: exact
+    /// LRU, a decision saved before kvlab read the policy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eviction: Option<Eviction>,
     /// The figures taken from the servers' own counters (`--observe`), each
     /// `--flag value: its source`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -107,6 +111,10 @@ pub struct TraceSummary {
     /// What the load took from it (`keys`, `ratio`, `value sizes`,
     /// `key distribution`): the rest came from flags given beside it.
     pub taken: Vec<String>,
+    /// The eviction policy its curve was simulated for, with its parameters
+    /// (`None`: exact LRU, from stack distances).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
 }
 
 fn one() -> u32 {
@@ -545,6 +553,7 @@ mod tests {
             cache_rtt_ms: None,
             rtt_assumed: false,
             trace: None,
+            eviction: None,
             observed: Vec::new(),
         };
         let server = |cores: f64, gib: u64| ServerSize {

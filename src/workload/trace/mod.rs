@@ -11,7 +11,10 @@
 //! - [`feed`]: opening a trace (plain or zstd), the reader thread, the
 //!   workers' [`feed::Cursor`].
 //! - [`mrc`]: the trace's miss-ratio curve and skew, for `kvlab decide`.
+//! - [`by_policy`]: the trace's curve under another eviction policy.
+//! - [`policy`]: the eviction policies simulated; [`che`]: LRU's model.
 
+pub mod by_policy;
 pub mod che;
 pub mod feed;
 pub mod mrc;

@@ -14,6 +14,7 @@ use crate::plan::{CacheAside, RunPlan};
 use crate::results::decide::assumptions::EXAMPLE_CURRENCY;
 use crate::results::decide::{Assumptions, KVLAB, StatedLoad};
 use crate::workload::LinkDelay;
+use crate::workload::trace::policy::Policy;
 
 /// With neither `--rtt` nor `--cache-rtt`, each managed server is put one
 /// same-zone hop away (a server given by URL has its real network); says
@@ -74,6 +75,7 @@ fn refuse(args: &DecideArgs) -> Result<(), UsageError> {
 fn traced(
     args: &DecideArgs,
     plan: &mut RunPlan,
+    policy: (Policy, f64),
     shutdown: &AtomicBool,
 ) -> Result<Option<decide::trace::Traced>, UsageError> {
     let r = &args.run;
@@ -85,7 +87,7 @@ fn traced(
     };
     args.trace
         .as_deref()
-        .map(|path| decide::trace::apply(path, &mut plan.workload, given, shutdown))
+        .map(|path| decide::trace::apply(path, &mut plan.workload, given, policy, shutdown))
         .transpose()
 }
 
@@ -162,7 +164,10 @@ pub fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
     let r = &args.run;
     refuse(args)?;
     let (rps, p99_ms) = stated(args)?;
-    let mut plan: RunPlan = r.to_plan()?;
+    // The cache is redis unless given: the cache's flags apply to it.
+    let mut with_cache = r.clone();
+    with_cache.aside.cache.get_or_insert_with(|| "redis".into());
+    let mut plan: RunPlan = with_cache.to_plan()?;
     if !plan.target.kind.is_sql() {
         return Err(UsageError::bad(
             "--target",
@@ -171,16 +176,12 @@ pub fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
         )
         .into());
     }
-    let cache = match plan.cache.take() {
-        Some(c) => c,
-        None => CacheAside {
-            cache: "redis".parse()?,
-            policy: crate::plan::WritePolicy::Invalidate,
-            ttl_s: 0,
-            start: Default::default(),
-        },
-    };
-    let traced = traced(args, &mut plan, shutdown)?;
+    let cache = plan
+        .cache
+        .take()
+        .ok_or_else(|| anyhow::anyhow!("no cache in front of the database"))?;
+    let eviction = decide::eviction::of_cache(&cache)?;
+    let traced = traced(args, &mut plan, (eviction.policy, rps), shutdown)?;
     let rtt_assumed = assume_round_trips(&mut plan, &cache);
     let w = &plan.workload;
     let prices = prices(args)?;
@@ -209,6 +210,7 @@ pub fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
         cache_rtt_ms: plan.load.cache_rtt.map(|d| d.rtt_ms),
         rtt_assumed,
         trace: traced.as_ref().map(|t| t.summary.clone()),
+        eviction: Some(eviction),
         observed: args.observed.clone(),
     };
     Ok(Ask {

@@ -19,11 +19,13 @@
 //! - `basic`: exact LRU, random eviction, the optimal static cache.
 //! - `redis`: Redis's (and Valkey's) eviction pool, LRU clock and LFU counter.
 //! - `memcached`: memcached's HOT/WARM/COLD segmented LRU.
+//! - `settings`: [`Policy::of_settings`], the policy a server's settings name.
 
 mod basic;
 mod lists;
 mod memcached;
 mod redis;
+mod settings;
 #[cfg(test)]
 mod tests;
 
@@ -31,24 +33,30 @@ use std::fmt;
 
 use rand::Rng;
 use rand::rngs::SmallRng;
+use serde::{Deserialize, Serialize};
 
 use crate::workload::{KeyDistribution, KeyGen, OpKind, OpMix, Ratio};
 
-/// An eviction policy, as a server runs it by default.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// An eviction policy, as a server runs it by default. Saved as its
+/// server's name with its parameters (`{"policy": "allkeys-lfu", ...}`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "policy", rename_all = "kebab-case")]
 pub enum Policy {
     /// Exact LRU: evicts the key read longest ago.
+    #[default]
     Lru,
     /// Evicts a uniformly random resident key (FIFO gives about the same).
     Random,
     /// Redis's `allkeys-lru`: `samples` random keys (`maxmemory-samples`)
     /// feed a pool of 16 candidates ranked by idle time on a 1-second clock.
+    #[serde(rename = "allkeys-lru")]
     RedisLru {
         /// Keys sampled per eviction (Redis's default 5, at most 64).
         samples: u32,
     },
     /// Redis's `allkeys-lfu`: the same pool, ranked by a logarithmic access
     /// counter that decays with idle minutes.
+    #[serde(rename = "allkeys-lfu")]
     RedisLfu {
         /// Keys sampled per eviction (Redis's default 5, at most 64).
         samples: u32,

@@ -1,0 +1,81 @@
+//! The eviction policy a decision's curves are drawn for: what the cache
+//! kvlab starts runs (its product's defaults, full and evicting as
+//! [`crate::plan::CacheAside::evict_by_default`] makes it, then the settings
+//! given), or what a cache given by URL runs, read without changing it.
+
+use std::collections::BTreeMap;
+
+use crate::driver::{Connector, Role};
+use crate::error::UsageError;
+use crate::plan::CacheAside;
+use crate::results::decide::Eviction;
+use crate::workload::trace::policy::Policy;
+
+/// The eviction of `cache`; an error where the settings given make a full
+/// cache refuse writes rather than evict (it has no curve).
+pub fn of_cache(cache: &CacheAside) -> Result<Eviction, UsageError> {
+    let spec = &cache.cache;
+    let Role::Cache(product) = spec.kind.product().role() else {
+        return Ok(Eviction {
+            policy: Policy::Lru,
+            source: format!(
+                "taken as exact LRU: kvlab does not read how {} evicts",
+                spec.kind.name()
+            ),
+        });
+    };
+    let mut settings: BTreeMap<String, String> = product
+        .eviction_defaults()
+        .iter()
+        .chain(product.evicting())
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let Some(e) = &spec.external else {
+        let given: Vec<(String, String)> = spec
+            .server_opts
+            .iter()
+            .filter(|(k, _)| settings.contains_key(*k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let said: Vec<String> = given.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        settings.extend(given);
+        let policy = Policy::of_settings(&settings).map_err(|why| {
+            UsageError::bad(
+                "--cache-opt",
+                why,
+                "a cache in front of a database evicts: give maxmemory-policy=allkeys-lru or allkeys-lfu (or leave it out)",
+            )
+        })?;
+        let source = match said.is_empty() {
+            true => format!("the {} kvlab starts, full and evicting", spec.kind.name()),
+            false => format!("as set ({})", said.join(", ")),
+        };
+        return Ok(Eviction { policy, source });
+    };
+    let default = Policy::of_settings(&settings).unwrap_or(Policy::Lru);
+    let read = Connector::new(spec.kind, e)
+        .ok()
+        .and_then(|c| Some((product.eviction_settings(&c)?, c.display)));
+    Ok(match read {
+        Some((found, at)) => {
+            settings.extend(found);
+            match Policy::of_settings(&settings) {
+                Ok(policy) => Eviction {
+                    policy,
+                    source: format!("read from the cache at {at}"),
+                },
+                Err(why) => Eviction {
+                    policy: default,
+                    source: format!(
+                        "the cache at {at} has {why}; drawn for the evicting default instead"
+                    ),
+                },
+            }
+        }
+        None => Eviction {
+            policy: default,
+            source: "the product's evicting default: the cache's own settings could not be read"
+                .into(),
+        },
+    })
+}
