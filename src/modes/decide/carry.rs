@@ -132,6 +132,7 @@ impl Model {
             rate: (self.policy.1 * k as f64 / stated.max(1) as f64).max(f64::MIN_POSITIVE),
             warmup: 3 * k,
             seed: 5,
+            ttl_s: 0.0,
         };
         let stream = zipf_stream(k, theta, self.write_share, 9).take(8 * k as usize);
         // Writes drop their keys in the simulation too: its hit ratio of

@@ -92,7 +92,7 @@ pub struct Ask {
 
 impl Ask {
     /// Seconds each measured run lasts.
-    fn run_s(&self) -> f64 {
+    pub(super) fn run_s(&self) -> f64 {
         self.run_secs
             .unwrap_or(self.assumed.method.run_s(self.quick))
     }

@@ -372,6 +372,32 @@ pub(super) fn with_loss(
 
 /// Every step from the measured copy to the stated load (and, for a decision
 /// recomputed for another load, the one its runs were made for).
+/// With `--cache-ttl`, the floor the TTL puts under the curve and the live
+/// working set, the most memory worth buying.
+fn ttl_said(ask: &Ask) -> Option<String> {
+    let ttl = ask.cache.ttl_s;
+    let l = &ask.load;
+    let reads = l.rps * (1.0 - l.write_share);
+    let dist = &ask.plan.workload.distribution;
+    let (miss, live) = crate::workload::trace::che::ttl_bound(dist, l.keys, reads, f64::from(ttl))
+        .filter(|_| ttl > 0)?;
+    let per_key = l.value_size as u64 + ask.assumed.method.key_overhead_bytes;
+    Some(format!(
+        "TTL {ttl} s (--cache-ttl): even a cache with room for every key misses {:.1}% of reads at {} reads/s (a key misses 1/(1 + λT) of its reads, λ its reads a second); about {} keys are live at a time (about {} at {per_key} B a key), the most memory worth buying{}.",
+        miss * 100.0,
+        num(reads),
+        num(live),
+        crate::results::decide::bytes((live * per_key as f64) as u64),
+        match f64::from(ttl) > ask.run_s() {
+            true => format!(
+                "; the runs last {} s, too short to show its expiry (the measured curve has none)",
+                num(ask.run_s())
+            ),
+            false => String::new(),
+        },
+    ))
+}
+
 pub(super) fn extrapolations(ask: &Ask, s: &Scaled, measured_for: &StatedLoad) -> Vec<String> {
     // A decision recomputed (--from) for another load than its runs were
     // made for says so last.
@@ -413,6 +439,7 @@ pub(super) fn extrapolations(ask: &Ask, s: &Scaled, measured_for: &StatedLoad) -
     if let Some(e) = &l.eviction {
         out.push(e.said());
     }
+    out.extend(ttl_said(ask));
     if let Some(t) = &l.trace {
         out.push(trace::said(t));
     }

@@ -90,6 +90,7 @@ pub fn hit_ratios(
                 rate: (rps * a.rate).max(f64::MIN_POSITIVE),
                 warmup: a.warmup,
                 seed: 1,
+                ttl_s: 0.0,
             };
             match n {
                 0 => Ok(0.0),

@@ -149,6 +149,10 @@ pub struct Setup {
     pub warmup: u64,
     /// The seed of the policy's own draws (Redis's samples and counter).
     pub seed: u64,
+    /// Seconds a filled key lives (0: no TTL). An expired key is removed at
+    /// its expiry, as Redis's active expiry and memcached's LRU crawler
+    /// reclaim it (a read finds it gone either way).
+    pub ttl_s: f64,
 }
 
 /// The reads a simulation counted.
@@ -237,6 +241,7 @@ fn run<C: Cache>(
 ) -> Result<Outcome, String> {
     let step = 1.0 / setup.rate;
     let mut out = Outcome::default();
+    let mut ttl = Expiry::new(setup);
     for (i, a) in (0u64..).zip(accesses) {
         if a.key >= setup.keys {
             return Err(format!(
@@ -244,18 +249,73 @@ fn run<C: Cache>(
                 a.key, setup.keys
             ));
         }
-        let key = a.key as u32;
+        let (key, now) = (a.key as u32, i as f64 * step);
+        ttl.expire(&mut cache, now);
         if a.write {
             cache.invalidate(key);
+            ttl.dropped(key);
             continue;
         }
-        let hit = cache.read(key, i as f64 * step);
+        let hit = cache.read(key, now);
+        if !hit {
+            ttl.filled(key, now);
+        }
         if i >= setup.warmup {
             out.reads += 1;
             out.hits += u64::from(hit);
         }
     }
     Ok(out)
+}
+
+/// Each filled key's expiry: fills in time order (one TTL for all, so
+/// expiries come in fill order), the newest fill of each key.
+struct Expiry {
+    ttl_s: f64,
+    fills: std::collections::VecDeque<(f64, u32)>,
+    /// The time of each key's newest fill (NaN: none live).
+    newest: Vec<f64>,
+}
+
+impl Expiry {
+    fn new(setup: &Setup) -> Expiry {
+        let on = setup.ttl_s > 0.0;
+        Expiry {
+            ttl_s: setup.ttl_s,
+            fills: Default::default(),
+            newest: match on {
+                true => vec![f64::NAN; setup.keys as usize],
+                false => Vec::new(),
+            },
+        }
+    }
+
+    /// Drops from `cache` every key whose fill expired by `now`.
+    fn expire<C: Cache>(&mut self, cache: &mut C, now: f64) {
+        while let Some(&(at, key)) = self.fills.front() {
+            if at + self.ttl_s > now {
+                break;
+            }
+            self.fills.pop_front();
+            if self.newest[key as usize] == at {
+                cache.invalidate(key);
+                self.newest[key as usize] = f64::NAN;
+            }
+        }
+    }
+
+    fn filled(&mut self, key: u32, now: f64) {
+        if self.ttl_s > 0.0 {
+            self.fills.push_back((now, key));
+            self.newest[key as usize] = now;
+        }
+    }
+
+    fn dropped(&mut self, key: u32) {
+        if self.ttl_s > 0.0 {
+            self.newest[key as usize] = f64::NAN;
+        }
+    }
 }
 
 /// An endless stream of kvlab's own accesses: keys drawn by Zipf with

@@ -62,6 +62,7 @@ fn miss(policy: Policy, theta: f64, share: f64, rate: f64) -> f64 {
         rate,
         warmup: WARMUP,
         seed: 11,
+        ttl_s: 0.0,
     };
     let reads = stream(theta).iter().map(|&k| Access {
         key: u64::from(k),
@@ -149,6 +150,44 @@ fn the_ttl_floor_of_zipf_099_at_10k_req_s_and_a_minute_is_23_percent() {
 }
 
 #[test]
+fn an_unlimited_cache_with_a_ttl_misses_the_formulas_floor_under_every_policy() {
+    // Zipf 0.99 at 10k req/s, a 60 s TTL, room for every key: 23.26%.
+    let want = 100.0 * ttl_floor(&zipf_probabilities(KEYS, 0.99), 10_000.0, 60.0);
+    let reads = || {
+        stream(0.99).iter().map(|&k| Access {
+            key: u64::from(k),
+            write: false,
+        })
+    };
+    for policy in [Policy::Lru, Policy::REDIS_LFU] {
+        let setup = Setup {
+            keys: KEYS,
+            capacity: KEYS as usize,
+            rate: 10_000.0,
+            warmup: WARMUP,
+            seed: 3,
+            ttl_s: 60.0,
+        };
+        let got = 100.0 * simulate(policy, &setup, reads()).unwrap().miss_ratio();
+        assert!(
+            (got - want).abs() < TOLERANCE,
+            "{policy}: {got:.2}% vs {want:.2}%"
+        );
+    }
+    // A cache of 1% with the same TTL misses more than either bound.
+    let setup = Setup {
+        keys: KEYS,
+        capacity: (KEYS / 100) as usize,
+        rate: 10_000.0,
+        warmup: WARMUP,
+        seed: 3,
+        ttl_s: 60.0,
+    };
+    let got = 100.0 * simulate(Policy::Lru, &setup, reads()).unwrap().miss_ratio();
+    assert!(got > TABLE[0].2[0] && got > want, "{got:.2}%");
+}
+
+#[test]
 fn writes_drop_keys_and_a_bad_setup_or_key_is_an_error() {
     let setup = Setup {
         keys: 4,
@@ -156,6 +195,7 @@ fn writes_drop_keys_and_a_bad_setup_or_key_is_an_error() {
         rate: 1.0,
         warmup: 0,
         seed: 1,
+        ttl_s: 0.0,
     };
     let read = |key| Access { key, write: false };
     let write = Access {
