@@ -350,7 +350,11 @@ fn a_caches_eviction_policy_is_read_from_it_and_a_full_cache_that_cannot_evict_i
         err.contains("--cache-opt") && err.contains("noeviction"),
         "{err}"
     );
-    // Without a setting, the redis kvlab starts evicts by allkeys-lru.
-    let e = of_cache(&aside_of("redis")).unwrap();
-    assert_eq!(e.policy, Policy::REDIS_LRU, "{e:?}");
+    // Without a setting, the redis kvlab starts evicts by allkeys-lru (the
+    // plan's own evicting setting is not said as given).
+    for cache in [aside_of("redis"), aside_of("redis").evict_by_default()] {
+        let e = of_cache(&cache).unwrap();
+        assert_eq!(e.policy, Policy::REDIS_LRU, "{e:?}");
+        assert!(e.source.contains("full and evicting"), "{e:?}");
+    }
 }

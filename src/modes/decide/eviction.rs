@@ -31,10 +31,12 @@ pub fn of_cache(cache: &CacheAside) -> Result<Eviction, UsageError> {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let Some(e) = &spec.external else {
+        // The settings given that change the defaults (the evicting one,
+        // already in the plan's settings, is no choice of the user's).
         let given: Vec<(String, String)> = spec
             .server_opts
             .iter()
-            .filter(|(k, _)| settings.contains_key(*k))
+            .filter(|(k, v)| settings.get(*k).is_some_and(|d| d != *v))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let said: Vec<String> = given.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -52,6 +54,8 @@ pub fn of_cache(cache: &CacheAside) -> Result<Eviction, UsageError> {
         };
         return Ok(Eviction { policy, source });
     };
+    // What a cache kvlab started beside it would run (exact LRU where the
+    // product has no evicting default).
     let default = Policy::of_settings(&settings).unwrap_or(Policy::Lru);
     let read = Connector::new(spec.kind, e)
         .ok()
@@ -66,16 +70,13 @@ pub fn of_cache(cache: &CacheAside) -> Result<Eviction, UsageError> {
                 },
                 Err(why) => Eviction {
                     policy: default,
-                    source: format!(
-                        "the cache at {at} has {why}; drawn for the evicting default instead"
-                    ),
+                    source: format!("the cache at {at} has {why}; drawn for {default} instead"),
                 },
             }
         }
         None => Eviction {
             policy: default,
-            source: "the product's evicting default: the cache's own settings could not be read"
-                .into(),
+            source: format!("taken as {default}: the cache's own settings could not be read"),
         },
     })
 }
