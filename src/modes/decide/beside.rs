@@ -45,8 +45,13 @@ pub fn cache_by_url(ask: &mut Ask) -> Result<Option<String>> {
         num(w.keys as f64),
         num(ask.load.keys as f64),
     );
-    if let Some((settings, _)) = policy_of(&c) {
-        ask.cache.cache.server_opts.extend(settings);
+    // The policy settled from the cache's own settings (read once, when
+    // the ask was made): the cache beside it evicts the same way.
+    if let Some(e) = &ask.load.eviction {
+        ask.cache
+            .cache
+            .server_opts
+            .extend(e.policy.redis_settings());
     }
     ask.cache.cache.external = None;
     ask.load.cache_cores = None;
@@ -59,28 +64,4 @@ pub fn cache_by_url(ask: &mut Ask) -> Result<Option<String>> {
 pub fn carried_mb(ask: &Ask, limit: u64) -> u64 {
     let share = ask.plan.workload.keys as f64 / ask.load.keys.max(1) as f64;
     ((limit as f64 / MIB * share).ceil() as u64).max(ask.assumed.method.cache_base_mb + 1)
-}
-
-/// The eviction settings of the cache `c` (read-only) as settings of the
-/// cache kvlab starts beside it, with the line that says so; a policy that
-/// evicts only keys with a TTL (or none) is not taken (kvlab's keys have no
-/// TTL): `allkeys-lru` instead, said.
-pub fn policy_of(c: &Connector) -> Option<(Vec<(String, String)>, String)> {
-    let Role::Cache(cache) = c.product.role() else {
-        return None;
-    };
-    let settings = cache.eviction_settings(c)?;
-    let policy = settings.get("maxmemory-policy")?;
-    Some(match policy.starts_with("allkeys-") {
-        true => (
-            settings.clone().into_iter().collect(),
-            format!("eviction: maxmemory-policy {policy}, as the cache observed"),
-        ),
-        false => (
-            vec![("maxmemory-policy".into(), "allkeys-lru".into())],
-            format!(
-                "eviction: maxmemory-policy allkeys-lru, not the observed {policy} (kvlab's keys have no TTL to evict by)"
-            ),
-        ),
-    })
 }

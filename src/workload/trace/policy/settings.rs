@@ -57,6 +57,33 @@ impl Policy {
     }
 }
 
+impl Policy {
+    /// The Redis (and Valkey) settings that make a server evict by this
+    /// policy, by their own names; none for a policy Redis does not run.
+    /// [`Policy::of_settings`] reads them back as this policy.
+    pub fn redis_settings(&self) -> Vec<(String, String)> {
+        let pairs: Vec<(&str, String)> = match *self {
+            Policy::RedisLru { samples } => vec![
+                ("maxmemory-policy", "allkeys-lru".into()),
+                ("maxmemory-samples", samples.to_string()),
+            ],
+            Policy::RedisLfu {
+                samples,
+                log_factor,
+                decay_time_min,
+            } => vec![
+                ("maxmemory-policy", "allkeys-lfu".into()),
+                ("maxmemory-samples", samples.to_string()),
+                ("lfu-log-factor", log_factor.to_string()),
+                ("lfu-decay-time", decay_time_min.to_string()),
+            ],
+            Policy::Random => vec![("maxmemory-policy", "allkeys-random".into())],
+            _ => Vec::new(),
+        };
+        pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,6 +128,11 @@ mod tests {
             Ok(Policy::SegmentedLru)
         );
         assert_eq!(of(&[("lru_segmented", "no")]), Ok(Policy::Lru));
+        for p in [Policy::REDIS_LRU, Policy::REDIS_LFU, Policy::Random] {
+            let back = Policy::of_settings(&p.redis_settings().into_iter().collect());
+            assert_eq!(back, Ok(p));
+        }
+        assert!(Policy::SegmentedLru.redis_settings().is_empty());
         let refused = |k: &str, v: &str, says: &str| {
             let e = of(&[(k, v)]).unwrap_err();
             assert!(e.contains(says), "{e}");
