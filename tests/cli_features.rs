@@ -155,3 +155,37 @@ fn bad_shard_and_start_name_the_flag_and_the_fix() {
         ),
     ]);
 }
+
+#[test]
+fn rate_shape_errors_are_one_line() {
+    each_fails_in_one_line(&[
+        (
+            "run --target redis --rate-shape sine",
+            "--rate-shape: a shape moves a fixed rate; give --rate",
+        ),
+        (
+            "run --target redis --rate 100 --rate-shape wave",
+            "--rate-shape: unknown shape 'wave'",
+        ),
+        (
+            "run --target redis --rate 100 --rate-shape sine --requests 100",
+            "--rate-shape: sine needs its period=",
+        ),
+        (
+            "run --target redis --rate 100 --rate-shape step:ratio=0.5",
+            "--rate-shape: ratio '0.5'",
+        ),
+        (
+            "capacity --target redis --p99-ms 5 --rate-shape sine",
+            "--rate/--rate-shape: kvlab capacity chooses the rates itself",
+        ),
+        (
+            "decide --rps 100 --p99-ms 5 --rate-shape sine",
+            "--rate-shape: kvlab decide sizes at --rps, taken as the peak",
+        ),
+        (
+            "replay /nonexistent --target redis --rate-shape sine",
+            "--rate-shape: kvlab replay does not take it",
+        ),
+    ]);
+}

@@ -111,6 +111,82 @@ fn prometheus_scrapes_what_the_run_reports() {
     assert!(child.wait().unwrap().success());
 }
 
+/// The endpoint's offered gauge now (`None` before it serves one).
+fn offered_now(addr: &str) -> Option<f64> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").ok()?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).ok()?;
+    body.lines()
+        .find(|l| l.starts_with("kvlab_offered_requests_per_second{"))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+/// A sine-shaped rate: each second of the result carried what the schedule
+/// offered in it (within 12%), and the endpoint's offered gauge, read every
+/// 200 ms, moved from the trough to the peak.
+#[test]
+fn a_sine_shaped_run_shows_its_rate_second_by_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("sine.json");
+    let addr = format!("127.0.0.1:{}", free_port().unwrap());
+    let mut child = kvlab(&[
+        "run",
+        "--target",
+        "redis",
+        "--rate",
+        "4000",
+        "--rate-shape",
+        "sine",
+        "--duration",
+        "8",
+        "--warmup",
+        "1",
+        "--keys",
+        "10000",
+        "--connections",
+        "8",
+        "--metrics",
+        &addr,
+        "--metrics-hold",
+        "2",
+        "--json",
+    ])
+    .arg(&json)
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let mut seen = Vec::new();
+    while !json.exists() && child.try_wait().unwrap().is_none() {
+        seen.extend(offered_now(&addr));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let r = result_of(&mut child, &json);
+    assert!(r.valid, "{:?}", r.problems);
+    let sc = r.latency.schedule.as_ref().unwrap();
+    assert!(sc.rate_shape.is_some(), "{sc:?}");
+    assert_eq!(r.timeline.len(), 8);
+    for s in &r.timeline {
+        let offered = s.offered_rps.expect("each second's offer");
+        assert!(
+            (s.rps() / offered - 1.0).abs() < 0.12,
+            "second {}: {} req/s carried, {offered} offered",
+            s.second,
+            s.rps()
+        );
+    }
+    let (trough, peak) = (r.timeline[0].rps(), r.timeline[4].rps());
+    assert!(peak > 1.5 * trough, "{trough} → {peak}");
+    let (min, max) = seen
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(a, b), &v| (a.min(v), b.max(v)));
+    assert!(max > 3_800.0 && max <= 4_000.0, "{seen:?}");
+    assert!((2_000.0..2_400.0).contains(&min), "{seen:?}");
+    assert!(child.wait().unwrap().success());
+}
+
 #[test]
 fn the_clients_of_a_sharded_run_sum_to_the_merged_result() {
     let s = common::server(TargetKind::Redis);

@@ -80,6 +80,45 @@ fn check_html(html: &str, charts: usize) {
     assert!(!html.contains("<script"));
 }
 
+/// A study's rate that steps up: its point's seconds carry the offer of
+/// each, and report.html draws the offer dashed beside what was carried.
+#[test]
+fn a_stepped_rate_is_offered_second_by_second_and_charted() {
+    let head = common::study_head("stepped", "a rate that steps up", 4.0, 0.5);
+    let text = head
+        + r#"[workload]
+keys = 2000
+value_size = 64
+[load]
+connections = 4
+rate = 3000
+rate_shape = "step:ratio=3"
+[[target]]
+target = "memcached"
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_tiny(&text, dir.path(), &AtomicBool::new(false));
+    let res = r.points[0].result.as_ref().unwrap();
+    let offered: Vec<f64> = res
+        .timeline
+        .iter()
+        .filter_map(|s| Some(s.offered_rps?.round()))
+        .collect();
+    assert_eq!(
+        offered,
+        [1000.0, 1000.0, 3000.0, 3000.0],
+        "{:?}",
+        res.timeline
+    );
+    let html = String::from_utf8(report::html::render(&report::build(&[r]))).unwrap();
+    assert!(html.contains("memcached offered"), "the offer is charted");
+    let e = study::parse(&text.replace("rate = 3000\n", ""), "s.toml")
+        .and_then(|s| study::expand(&s))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("rate_shape") && !e.contains('\n'), "{e}");
+}
+
 #[test]
 fn an_interrupted_study_keeps_its_finished_points() {
     let dir = tempfile::tempdir().unwrap();

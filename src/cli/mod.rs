@@ -53,7 +53,10 @@ impl Cli {
         let refused = commands::replay::REFUSED.iter().map(|(id, _, _)| *id);
         let cmd = Cli::command()
             .mut_subcommand("capacity", |c| {
-                hide(c, &mut ["rate", "shard", "start_at"].into_iter())
+                hide(
+                    c,
+                    &mut ["rate", "rate_shape", "shard", "start_at"].into_iter(),
+                )
             })
             .mut_subcommand("decide", decide_flags)
             .mut_subcommand("replay", |c| {
@@ -100,7 +103,7 @@ pub fn one_line(e: &clap::Error) -> String {
 /// `kvlab decide`'s flags as shown and parsed: those it refuses hidden,
 /// the target postgres unless given (also a study's `[decide]`).
 pub fn decide_flags(c: clap::Command) -> clap::Command {
-    ["rate", "shard", "start_at", "events"]
+    ["rate", "rate_shape", "shard", "start_at", "events"]
         .into_iter()
         .fold(c, |c, id| c.mut_arg(id, |a| a.hide(true)))
         .mut_arg("target", |a| a.default_value("postgres"))

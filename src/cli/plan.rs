@@ -58,6 +58,7 @@ impl RunArgs {
                     Some(a) => a.parse()?,
                     None => crate::workload::Arrivals::Poisson,
                 },
+                rate_shape: self.rate_shape(stop)?,
                 rtt: self.rtt()?,
                 cache_rtt: self.cache_rtt()?,
                 timeout_s: self.timeout,
@@ -227,6 +228,26 @@ impl RunArgs {
             ));
         }
         Ok(warmup)
+    }
+
+    /// `--rate-shape`, its times defaulting from the window.
+    fn rate_shape(
+        &self,
+        stop: crate::plan::Stop,
+    ) -> Result<crate::workload::RateShape, UsageError> {
+        let window = match stop {
+            crate::plan::Stop::Duration(s) => Some(s),
+            crate::plan::Stop::Requests(_) => None,
+        };
+        match (&self.rate_shape, self.rate) {
+            (Some(s), Some(_)) => crate::workload::RateShape::parse(s, window),
+            (Some(_), None) => Err(UsageError::conflict(
+                "--rate-shape",
+                "a shape moves a fixed rate",
+                "give --rate, the peak, e.g. --rate 20000 --rate-shape sine",
+            )),
+            (None, _) => Ok(Default::default()),
+        }
     }
 
     /// `--rate`, checked: positive, and at least one request per connection

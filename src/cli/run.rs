@@ -80,6 +80,14 @@ pub struct RunArgs {
     /// [default: poisson].
     #[arg(long, value_name = "PROCESS", requires = "rate")]
     pub arrivals: Option<String>,
+    /// How a fixed rate moves over the measured window, --rate being its
+    /// peak: steady, step (the trough, then the peak from the window's
+    /// middle), ramp (from the trough up to the peak over the window) or sine
+    /// (a day compressed into the window: trough, peak, trough); options
+    /// after a colon, e.g. sine:period=60s,ratio=2, step:at=30s, ramp:over=1m
+    /// (ratio: peak over trough, default 2) [default: steady].
+    #[arg(long, value_name = "SHAPE")]
+    pub rate_shape: Option<String>,
     /// How kvlab issues requests: uring (io_uring: every due send, receive
     /// and the next wake-up in one system call per loop pass) or epoll (a
     /// readiness poll, then a call per read and per write) [default: uring

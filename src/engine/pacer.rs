@@ -1,14 +1,15 @@
 //! Open-loop pacing: each connection's intended send times at a fixed total
-//! rate, evenly spaced or as independent Poisson arrivals (the reactor's
-//! timer keeps them: `reactor::timer`).
+//! rate, evenly spaced or as independent Poisson arrivals, the rate moving
+//! over the window as its shape says (the reactor's timer keeps them:
+//! `reactor::timer`).
 
 use std::time::{Duration, Instant};
 
 use rand::Rng;
 use rand::rngs::SmallRng;
 
-use crate::workload::Arrivals;
 use crate::workload::timing::{SEND_TOLERANCE, exponential};
+use crate::workload::{Arrivals, RateShape};
 
 /// The schedule of one run at a fixed total rate.
 #[derive(Clone, Copy, Debug)]
@@ -23,6 +24,11 @@ pub struct Pacer {
     pub lead: Duration,
     /// How the requests arrive.
     pub arrivals: Arrivals,
+    /// How the rate moves over the window (`per_conn` and `global` are at
+    /// its peak).
+    pub shape: RateShape,
+    /// The start of the window, the shape's second 0.
+    pub origin: Instant,
 }
 
 impl Pacer {
@@ -35,26 +41,54 @@ impl Pacer {
             global,
             lead: SEND_TOLERANCE,
             arrivals,
+            shape: RateShape::Steady,
+            origin: Instant::now(),
         }
+    }
+
+    /// This schedule with its rate moving as `shape` says (the rate given to
+    /// [`Pacer::new`] its peak).
+    pub fn shaped(self, shape: RateShape) -> Pacer {
+        Pacer { shape, ..self }
     }
 
     /// Intended time of the first request of connection `conn`: its offset
     /// of an even schedule, or a first exponential gap from `t0`.
     pub fn first_due(&self, t0: Instant, conn: usize, rng: &mut SmallRng) -> Instant {
         match self.arrivals {
-            Arrivals::Uniform => t0 + self.global * conn as u32,
-            Arrivals::Poisson => t0 + self.gap(rng),
+            Arrivals::Uniform => t0 + (self.global * conn as u32).div_f64(self.share(t0)),
+            Arrivals::Poisson => t0 + self.gap(rng, t0),
         }
     }
 
-    /// The gap from a connection's request to its next: the mean, or an
-    /// exponential draw of that mean.
+    /// The share of the peak rate the shape offers at `at`.
     #[inline]
-    pub fn gap(&self, rng: &mut SmallRng) -> Duration {
-        match self.arrivals {
-            Arrivals::Uniform => self.per_conn,
-            Arrivals::Poisson => exponential(self.per_conn, rng.next_u64()),
+    fn share(&self, at: Instant) -> f64 {
+        match self.shape {
+            RateShape::Steady => 1.0,
+            s => s.factor(at.saturating_duration_since(self.origin).as_secs_f64()),
         }
+    }
+
+    /// The gap from a connection's request due at `at` to its next: the
+    /// mean at the rate offered then, or an exponential draw of that mean.
+    #[inline]
+    pub fn gap(&self, rng: &mut SmallRng, at: Instant) -> Duration {
+        let mean = match self.shape {
+            RateShape::Steady => self.per_conn,
+            _ => self.per_conn.div_f64(self.share(at)),
+        };
+        match self.arrivals {
+            Arrivals::Uniform => mean,
+            Arrivals::Poisson => exponential(mean, rng.next_u64()),
+        }
+    }
+
+    /// A connection's mean gap from `due` to `deadline` at the rates the
+    /// shape offers over that span.
+    pub fn mean_gap(&self, due: Instant, deadline: Instant) -> Duration {
+        let s = |t: Instant| t.saturating_duration_since(self.origin).as_secs_f64();
+        self.per_conn.div_f64(self.shape.mean(s(due), s(deadline)))
     }
 }
 
@@ -70,7 +104,7 @@ mod tests {
         let t0 = Instant::now();
         let mut rng = crate::workload::rng(1);
         assert_eq!(p.first_due(t0, 3, &mut rng) - t0, Duration::from_millis(3));
-        assert_eq!(p.gap(&mut rng), p.per_conn);
+        assert_eq!(p.gap(&mut rng, t0), p.per_conn);
     }
 
     /// Kolmogorov-Smirnov: the gaps' distribution against the exponential of
@@ -80,7 +114,8 @@ mod tests {
         let p = Pacer::new(20_000.0, 10, Arrivals::Poisson);
         let mut rng = crate::workload::rng(7);
         let n = 20_000;
-        let mut gaps: Vec<f64> = (0..n).map(|_| p.gap(&mut rng).as_secs_f64()).collect();
+        let t0 = Instant::now();
+        let mut gaps: Vec<f64> = (0..n).map(|_| p.gap(&mut rng, t0).as_secs_f64()).collect();
         gaps.sort_by(f64::total_cmp);
         let mean = p.per_conn.as_secs_f64();
         let observed = gaps.iter().sum::<f64>() / n as f64;
@@ -98,5 +133,36 @@ mod tests {
         assert!(d < 1.63 / (n as f64).sqrt(), "KS distance {d}");
         // Evenly spaced gaps are far from it.
         assert!(1.0 - (-1.0f64).exp() - 0.5 > 1.63 / (n as f64).sqrt());
+    }
+
+    /// A sine's requests, counted per second over one cycle, follow it: the
+    /// trough's second half the peak's.
+    #[test]
+    fn a_shaped_schedule_sends_at_the_rate_of_its_second() {
+        let t0 = Instant::now();
+        let shape = RateShape::Sine {
+            period_s: 10.0,
+            ratio: 2.0,
+        };
+        let mut p = Pacer::new(10_000.0, 10, Arrivals::Poisson).shaped(shape);
+        p.origin = t0;
+        let mut rng = crate::workload::rng(3);
+        let mut per_s = [0u32; 10];
+        for conn in 0..10 {
+            let mut due = p.first_due(t0, conn, &mut rng);
+            while due < t0 + Duration::from_secs(10) {
+                per_s[(due - t0).as_secs() as usize] += 1;
+                due += p.gap(&mut rng, due);
+            }
+        }
+        for (s, n) in per_s.iter().enumerate() {
+            let want = 10_000.0 * shape.mean(s as f64, s as f64 + 1.0);
+            assert!(
+                (f64::from(*n) / want - 1.0).abs() < 0.05,
+                "second {s}: {n} vs {want}"
+            );
+        }
+        let whole = p.mean_gap(t0, t0 + Duration::from_secs(10));
+        assert!((whole.as_secs_f64() / (p.per_conn.as_secs_f64() / 0.75) - 1.0).abs() < 1e-3);
     }
 }

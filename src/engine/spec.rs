@@ -42,6 +42,8 @@ pub struct Spec {
     pub rate: Option<f64>,
     /// How the open loop's requests arrive.
     pub arrivals: crate::workload::Arrivals,
+    /// How the rate moves over the window (`rate` its peak).
+    pub rate_shape: crate::workload::RateShape,
     /// The round trip emulated to the target (`None`: none).
     pub link: Option<crate::workload::LinkDelay>,
     /// Per-request timeout.
@@ -112,6 +114,7 @@ impl Spec {
             stop: Stop::Requests(keys),
             rate: None,
             arrivals: crate::workload::Arrivals::Poisson,
+            rate_shape: crate::workload::RateShape::Steady,
             link: None,
             timeout: Duration::from_secs(5),
             io: crate::plan::io::IoChoice::Auto,

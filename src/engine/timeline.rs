@@ -193,6 +193,7 @@ impl Acc {
                 ..CacheSecond::default()
             }),
             event: None,
+            offered_rps: None,
         }
     }
 }

@@ -483,6 +483,10 @@ pub struct LoadShape {
     /// uniform).
     #[serde(default = "crate::workload::Arrivals::before_choice")]
     pub arrivals: crate::workload::Arrivals,
+    /// How the open loop's rate moves over the window (`--rate-shape`;
+    /// `rate` is then its peak).
+    #[serde(default, skip_serializing_if = "crate::workload::RateShape::is_steady")]
+    pub rate_shape: crate::workload::RateShape,
     /// The round trip kvlab emulates to the target (`--rtt`); `None`: none
     /// beyond the real network.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -243,6 +243,9 @@ pub struct LoadSection {
     pub rate: Option<f64>,
     /// How the open loop's requests arrive (`--arrivals`).
     pub arrivals: crate::workload::Arrivals,
+    /// How the open loop's rate moves over each point's window
+    /// (`--rate-shape`: `sine`, `step:at=30s`, …; the rate is its peak).
+    pub rate_shape: Option<String>,
     /// Per-request timeout, seconds.
     pub timeout: f64,
     /// How kvlab issues requests (`--io`).
@@ -260,6 +263,7 @@ impl Default for LoadSection {
             pipeline: 1,
             rate: None,
             arrivals: crate::workload::Arrivals::Poisson,
+            rate_shape: None,
             timeout: 5.0,
             io: crate::plan::io::IoChoice::Auto,
             timeline_seconds: crate::plan::TIMELINE_SECONDS,

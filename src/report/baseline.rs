@@ -192,6 +192,7 @@ mod tests {
             client_us: 10.0,
             pooler: None,
             timeline: Vec::new(),
+            offered_timeline: Vec::new(),
             saturated: false,
             ratio: "0:1".into(),
             aside: None,

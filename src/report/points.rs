@@ -201,15 +201,27 @@ fn spectrum(rows: &[Row], axis: Option<&str>, best: &[&Row], latency: Axis) -> O
     })
 }
 
-/// The per-second throughput of each target's `best` point.
+/// The per-second throughput of each target's `best` point, and beside it,
+/// dashed, the rate a shaped schedule offered.
 fn timelines(rows: &[Row], best: &[&Row]) -> Option<Chart> {
     let series: Vec<Series> = best
         .iter()
-        .map(|r| Series {
-            name: r.target.clone(),
-            points: r.timeline.clone(),
-            color: target_order(rows).iter().position(|t| *t == r.target),
-            dashed: false,
+        .flat_map(|r| {
+            let color = target_order(rows).iter().position(|t| *t == r.target);
+            [
+                Series {
+                    name: r.target.clone(),
+                    points: r.timeline.clone(),
+                    color,
+                    dashed: false,
+                },
+                Series {
+                    name: format!("{} offered", r.target),
+                    points: r.offered_timeline.clone(),
+                    color,
+                    dashed: true,
+                },
+            ]
         })
         .filter(|s| !s.points.is_empty())
         .collect();

@@ -39,6 +39,9 @@ pub struct Row {
     /// timeline entry, its requests per second), entries of a second or, past
     /// the per-second part, a minute.
     pub timeline: Vec<(f64, f64)>,
+    /// The rate a shaped schedule offered over the same entries (empty
+    /// unless `--rate-shape` moved it).
+    pub offered_timeline: Vec<(f64, f64)>,
     /// Whether any repetition saturated the client.
     pub saturated: bool,
     /// Read-write ratio label.
@@ -128,6 +131,11 @@ pub fn rows(results: &[StudyResult]) -> Vec<Row> {
                     .timeline
                     .iter()
                     .map(|s| (s.midpoint(), s.rps()))
+                    .collect(),
+                offered_timeline: runs[0]
+                    .timeline
+                    .iter()
+                    .filter_map(|s| Some((s.midpoint(), s.offered_rps?)))
                     .collect(),
                 saturated: runs.iter().any(|r| r.client.client_saturated),
                 ratio: runs[0].config.workload.ratio.to_string(),

@@ -49,6 +49,10 @@ pub struct Second {
     /// What kvlab did to a server during this second (`--event`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event: Option<String>,
+    /// The rate the schedule offered over this entry, req/s (a shaped rate,
+    /// `--rate-shape`, only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_rps: Option<f64>,
 }
 
 impl Default for Second {
@@ -67,6 +71,7 @@ impl Default for Second {
             error_kinds: BTreeMap::new(),
             cache: None,
             event: None,
+            offered_rps: None,
         }
     }
 }
@@ -183,6 +188,10 @@ pub struct ScheduleReport {
     /// or a result from before the choice).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrivals: Option<String>,
+    /// How the rate moved over the window (`--rate-shape`; `target_rps` its
+    /// peak); `None`: steady.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_shape: Option<crate::workload::RateShape>,
     /// How far sends in the window were from their intended times, early or
     /// late, µs (`None`: not measured).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -243,6 +252,7 @@ impl ScheduleReport {
         if self.arrivals.is_none() {
             self.arrivals.clone_from(&o.arrivals);
         }
+        self.rate_shape = self.rate_shape.or(o.rate_shape);
         self.merge_send_errors(o);
         if self.not_sustained.is_none() {
             self.not_sustained.clone_from(&o.not_sustained);

@@ -35,7 +35,10 @@ pub(super) fn assemble(
     let mut schedule = r.schedule.clone();
     if let Some(sc) = schedule.as_mut() {
         let load = Load {
-            offered: sc.target_rps * rs.local_share,
+            // A shaped rate offers its mean over the window.
+            offered: sc.target_rps
+                * rs.local_share
+                * sc.rate_shape.map_or(1.0, |s| s.mean(0.0, window)),
             // With events the errors are the measurement: the rate is
             // carried when the requests went out and came back, failed or not.
             achieved: match rs.config.load.events.is_empty() {
@@ -351,13 +354,21 @@ fn connections(rs: &Resolved, r: &EngineReport) -> ConnectionReport {
     }
 }
 
-/// The timeline, with per-second histograms only where a merge needs them.
+/// The timeline, with per-second histograms only where a merge needs them,
+/// and a shaped rate's offer in each entry.
 fn timeline(rs: &Resolved, seconds: Vec<crate::results::Second>) -> Vec<crate::results::Second> {
+    let l = &rs.config.load;
+    let shaped = l.rate.filter(|_| !l.rate_shape.is_steady());
     seconds
         .into_iter()
         .map(|mut s| {
-            if rs.config.load.shard.is_none() {
+            if l.shard.is_none() {
                 s.histogram = None;
+            }
+            if let Some(peak) = shaped {
+                let from = s.second as f64;
+                let mean = l.rate_shape.mean(from, from + f64::from(s.span_s));
+                s.offered_rps = Some(peak * rs.local_share * mean);
             }
             s
         })

@@ -109,6 +109,7 @@ impl<'a> Target<'a> {
             stop: l.stop,
             rate: l.rate,
             arrivals: l.arrivals,
+            rate_shape: l.rate_shape,
             link: l.rtt,
             timeout: Duration::from_secs_f64(l.timeout_s),
             io: l.io,

@@ -93,8 +93,10 @@ fn observer<'a>(
             Role::Database(_) => None,
         }),
         memory: Vec::new(),
-        metrics: crate::runner::metrics::installed()
-            .map(|m| m.begin(&rs.architecture, product.name(), base.rate)),
+        metrics: crate::runner::metrics::installed().map(|m| {
+            let offered = base.rate.map(|r| (r, base.rate_shape));
+            m.begin(&rs.architecture, product.name(), offered)
+        }),
         replicas: super::replication::Watch::new(
             &target.connector,
             &target.replicas,

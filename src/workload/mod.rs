@@ -10,12 +10,14 @@ pub mod consistency;
 pub mod draws;
 pub mod params;
 pub mod profiles;
+pub mod shape;
 pub mod sizes;
 pub mod timing;
 pub mod trace;
 
 pub use batch::BatchSizes;
 pub use params::{KeyDistribution, Ratio, Stop, WritePolicy};
+pub use shape::RateShape;
 pub use sizes::SizeDist;
 pub use timing::{Arrivals, LinkDelay};
 

@@ -66,6 +66,7 @@ pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
             events: Vec::new(),
             timeline_seconds: kvlab::plan::TIMELINE_SECONDS,
             arrivals: kvlab::workload::Arrivals::Poisson,
+            rate_shape: Default::default(),
             rtt: None,
             cache_rtt: None,
             io: Default::default(),

@@ -50,17 +50,17 @@ pub fn exec(args: &CapacityArgs, shutdown: &AtomicBool) -> Result<()> {
 /// The plan of `kvlab run`'s flags, refusing those capacity decides itself;
 /// each run 5 s unless `--duration` says.
 fn plan_of(args: &CapacityArgs) -> Result<plan::RunPlan> {
+    if args.run.rate.is_some() || args.run.rate_shape.is_some() {
+        return Err(UsageError::conflict(
+            "--rate/--rate-shape",
+            "kvlab capacity chooses the rates itself",
+            "drop them",
+        )
+        .into());
+    }
     let mut plan = args.run.to_plan()?;
     if let Some(path) = &args.run.json {
         check_writable(path)?;
-    }
-    if args.run.rate.is_some() {
-        return Err(UsageError::conflict(
-            "--rate",
-            "kvlab capacity chooses the rates itself",
-            "drop --rate",
-        )
-        .into());
     }
     if args.run.shard.is_some() || args.run.start_at.is_some() {
         return Err(UsageError::conflict(

@@ -51,11 +51,16 @@ pub const WARMUP_HELP: &str =
 
 /// `kvlab run` flags a replay does not take (the trace decides them), hidden
 /// from its help: clap's id, the flag, and why.
-pub const REFUSED: [(&str, &str, &str); 9] = [
+pub const REFUSED: [(&str, &str, &str); 10] = [
     (
         "rate",
         "--rate",
         "the trace's timestamps set the rate; use --speed",
+    ),
+    (
+        "rate_shape",
+        "--rate-shape",
+        "the trace's timestamps shape the rate",
     ),
     ("ratio", "--ratio", "the trace's operations set the mix"),
     (
@@ -139,6 +144,7 @@ fn refuse_flags(r: &RunArgs) -> Result<(), UsageError> {
     // In the order of REFUSED.
     let given = [
         r.rate.is_some(),
+        r.rate_shape.is_some(),
         r.ratio.is_some(),
         r.key_distribution.is_some(),
         r.profile.is_some(),

@@ -61,11 +61,12 @@ impl<'a> Worker<'a> {
         let pacer = spec
             .rate
             .filter(|_| spec.trace.is_none())
-            .map(|r| Pacer::new(r, spec.share.total, spec.arrivals));
+            .map(|r| Pacer::new(r, spec.share.total, spec.arrivals).shaped(spec.rate_shape));
         let mut tally = Tally::new(spec, Cl::recorder);
         if let Some(p) = pacer {
             tally.schedule.batch_window_us = p.lead.as_secs_f64() * 1e6;
             tally.schedule.arrivals = Some(p.arrivals.name().to_string());
+            tally.schedule.rate_shape = (!p.shape.is_steady()).then_some(p.shape);
         }
         if trace.is_some() {
             tally.schedule.batch_window_us = replay::LEAD.as_secs_f64() * 1e6;
@@ -124,6 +125,9 @@ impl<'a> Worker<'a> {
     /// is due at the start, or at its place in the pacer's schedule (queued).
     pub(super) fn set_clock<S>(&mut self, conns: &mut [Conn<S>], timing: Timing) {
         self.timing = timing;
+        if let Some(p) = self.pacer.as_mut() {
+            p.origin = timing.measure_start;
+        }
         for c in conns.iter_mut() {
             c.due = match self.pacer {
                 Some(p) => p.first_due(timing.t0, c.index, &mut self.rng),
@@ -146,7 +150,8 @@ impl<'a> Worker<'a> {
         let timing = self.timing;
         if let (Some(p), Some(deadline)) = (self.pacer, timing.deadline) {
             for c in conns.iter().filter(|c| c.quota != Some(0)) {
-                self.tally.schedule.unsent += schedule::unsent(c.due, deadline, p.per_conn);
+                let gap = p.mean_gap(c.due, deadline);
+                self.tally.schedule.unsent += schedule::unsent(c.due, deadline, gap);
             }
         }
         // Trace replay: what was meant for the window but never sent.

@@ -169,7 +169,7 @@ impl Worker<'_> {
             };
             c.held = false;
             self.issue(client, c, intended, now);
-            c.due += p.gap(&mut self.rng);
+            c.due += p.gap(&mut self.rng, c.due);
         }
         if !self.has_room(client, c) {
             c.full = true;

@@ -13,7 +13,7 @@ use crate::plan::{
 };
 use crate::workload::draws::{self, Phase};
 use crate::workload::profiles::Profile;
-use crate::workload::{LinkDelay, SizeDist};
+use crate::workload::{LinkDelay, RateShape, SizeDist};
 
 use super::Point;
 
@@ -88,7 +88,7 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
                 let expires = cache.is_none() && target.kind.expires();
                 apply_profile(&mut workload, p, expires)?;
             }
-            let mut load = load_at(s, &axes, &at, t.events()?);
+            let mut load = load_at(s, &axes, &at, t.events()?)?;
             // A swept round trip is the target's and, unless it has its own,
             // the cache's.
             let swept = at.shape.rtt.map(|rtt_ms| LinkDelay {
@@ -400,20 +400,32 @@ fn workload_at(s: &StudyFile, axes: &Axes, at: &At) -> Result<Workload> {
 }
 
 /// The load at `at`, with `events`.
-fn load_at(s: &StudyFile, axes: &Axes, at: &At, events: Vec<ServerEvent>) -> LoadShape {
+fn load_at(s: &StudyFile, axes: &Axes, at: &At, events: Vec<ServerEvent>) -> Result<LoadShape> {
     let l = at.shape;
-    LoadShape {
+    let stop = match axes.requests {
+        None => Stop::Duration(s.duration),
+        Some(None) => Stop::Requests(at.workload.keys),
+        Some(Some(n)) => Stop::Requests(n),
+    };
+    let window = axes.requests.is_none().then_some(s.duration);
+    let rate_shape = match (&s.load.rate_shape, l.rate) {
+        (None, _) => RateShape::Steady,
+        (Some(_), None) => anyhow::bail!(
+            "[load] rate_shape: a shape moves a fixed rate; give [load] rate or [sweep] rate"
+        ),
+        (Some(shape), Some(_)) => {
+            RateShape::parse(shape, window).map_err(|e| anyhow::anyhow!("[load] {e}"))?
+        }
+    };
+    Ok(LoadShape {
         connections: l.connections,
         threads: l.threads.min(l.connections),
         pipeline: l.pipeline,
-        stop: match axes.requests {
-            None => Stop::Duration(s.duration),
-            Some(None) => Stop::Requests(at.workload.keys),
-            Some(Some(n)) => Stop::Requests(n),
-        },
+        stop,
         warmup_s: s.warmup,
         rate: l.rate,
         arrivals: s.load.arrivals,
+        rate_shape,
         rtt: None,
         cache_rtt: None,
         timeout_s: s.load.timeout,
@@ -422,7 +434,7 @@ fn load_at(s: &StudyFile, axes: &Axes, at: &At, events: Vec<ServerEvent>) -> Loa
         start_at_ms: None,
         events,
         timeline_seconds: s.load.timeline_seconds,
-    }
+    })
 }
 
 /// Checks a point's plan as `kvlab run` would, and refuses events that would

@@ -105,6 +105,9 @@ impl Point {
         if l.rate.is_some() {
             put("arrivals", l.arrivals.name().into());
         }
+        if !l.rate_shape.is_steady() {
+            put("rate_shape", l.rate_shape.to_string());
+        }
         if let Some(d) = l.rtt {
             put("rtt", d.to_string());
         }

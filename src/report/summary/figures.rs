@@ -185,11 +185,15 @@ pub(super) fn schedule(s: &mut String, r: &RunResult) {
         .as_deref()
         .map(|a| format!(" ({a} arrivals)"))
         .unwrap_or_default();
-    let _ = write!(
-        s,
-        "  schedule: offered {} req/s{arrivals}; ",
-        num(sc.target_rps)
-    );
+    let offered = match sc.rate_shape {
+        Some(shape) => format!(
+            "{} req/s on average ({} at the peak; {shape})",
+            num(sc.target_rps * shape.mean(0.0, r.totals.duration_s)),
+            num(sc.target_rps)
+        ),
+        None => format!("{} req/s", num(sc.target_rps)),
+    };
+    let _ = write!(s, "  schedule: offered {offered}{arrivals}; ");
     match &sc.send_error_us {
         Some(e) => {
             let _ = write!(

@@ -138,6 +138,12 @@ fn load(s: &mut String, r: &RunResult) {
     let c = &r.config;
     let shape = match (c.load.rate, &c.workload.trace) {
         (_, Some(_)) => "open loop at the trace's times".to_string(),
+        (Some(rate), None) if !c.load.rate_shape.is_steady() => format!(
+            "open loop peaking at {} req/s, {} ({} arrivals)",
+            num(rate),
+            c.load.rate_shape,
+            c.load.arrivals.name()
+        ),
         (Some(rate), None) => format!(
             "open loop at {} req/s ({} arrivals)",
             num(rate),

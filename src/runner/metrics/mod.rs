@@ -25,6 +25,7 @@ pub use series::PointLabels;
 
 use crate::engine::{Beat, Tick};
 use crate::system::ProcUsage;
+use crate::workload::RateShape;
 use series::State;
 
 static ENDPOINT: OnceLock<&'static Exporter> = OnceLock::new();
@@ -110,8 +111,9 @@ impl Exporter {
     }
 
     /// A run of `target` (`product`) begins: its feed, in the series of the
-    /// point named last.
-    pub fn begin(&self, target: &str, product: &str, offered_rps: Option<f64>) -> Feed {
+    /// point named last; `offered`: a paced run's peak rate and how it moves
+    /// (the offered gauge follows it second by second).
+    pub fn begin(&self, target: &str, product: &str, offered: Option<(f64, RateShape)>) -> Feed {
         let mut st = lock(&self.state);
         let point = st.point.clone();
         let index = st.series_for(PointLabels {
@@ -121,10 +123,11 @@ impl Exporter {
         });
         let s = &mut st.series[index];
         s.running = true;
-        s.offered_rps = offered_rps;
+        s.offered_rps = offered.map(|(peak, shape)| peak * shape.factor(0.0));
         Feed {
             state: Arc::clone(&self.state),
             index,
+            offered,
         }
     }
 
@@ -149,6 +152,7 @@ impl Exporter {
 pub struct Feed {
     state: Arc<Mutex<State>>,
     index: usize,
+    offered: Option<(f64, RateShape)>,
 }
 
 impl Feed {
@@ -157,9 +161,15 @@ impl Feed {
         lock(&self.state).series[self.index].add(tick);
     }
 
-    /// A complete second, as the progress line sees it.
+    /// A complete second, as the progress line sees it, and the rate the
+    /// schedule offered in it.
     pub fn beat(&self, beat: &Beat) {
-        lock(&self.state).series[self.index].achieved_rps = beat.requests as f64;
+        let s = &mut lock(&self.state).series[self.index];
+        s.achieved_rps = beat.requests as f64;
+        if let Some((peak, shape)) = self.offered {
+            let at = beat.second as f64;
+            s.offered_rps = Some(peak * shape.mean(at, at + 1.0));
+        }
     }
 
     /// Connections opened so far.
@@ -244,7 +254,27 @@ mod tests {
         };
         let ex = Exporter::start(&cfg).unwrap();
         ex.set_point("p1");
-        let feed = ex.begin("redis", "redis", Some(1000.0));
+        let sine = RateShape::Sine {
+            period_s: 10.0,
+            ratio: 2.0,
+        };
+        let feed = ex.begin("redis", "redis", Some((1000.0, sine)));
+        assert!(get(ex.addr()).contains(r#"kvlab_offered_requests_per_second{run="t",shard="0",target="redis",product="redis",point="p1"} 500"#));
+        let beat = |second| Beat {
+            second,
+            elapsed: Duration::ZERO,
+            requests: 600,
+            p99_us: 0.0,
+            errors: 0,
+            cache: None,
+        };
+        feed.beat(&beat(4));
+        let body = get(ex.addr());
+        let offered = 1000.0 * sine.mean(4.0, 5.0);
+        assert!(
+            body.contains(&format!("point=\"p1\"}} {offered}")),
+            "{offered} {body}"
+        );
         let mut tick = Tick {
             second: 0,
             measured: Default::default(),

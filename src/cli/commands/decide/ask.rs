@@ -59,6 +59,11 @@ fn refuse(args: &DecideArgs) -> Result<(), UsageError> {
             "kvlab decide makes its own cache loss",
         ),
         (
+            r.rate_shape.is_some(),
+            "--rate-shape",
+            "kvlab decide sizes at --rps, taken as the peak, and measures its cache loss there (a shaped rate is kvlab run --rate R --rate-shape sine)",
+        ),
+        (
             args.trace.is_some() && r.profile.is_some(),
             "--profile",
             "--trace gives the workload",
