@@ -157,3 +157,56 @@ fn postgres_over_a_unix_socket_from_host_dir_counts_agree() {
         ));
     });
 }
+
+/// PostgreSQL's sessions opened (`pg_stat_database.sessions`), once every
+/// session that ended has been counted (it stops moving).
+fn sessions(connector: &Connector) -> i64 {
+    let q = "SELECT sum(sessions) FROM pg_stat_database";
+    let read = || -> i64 { sql(connector, q)[0][0].as_deref().unwrap().parse().unwrap() };
+    let mut last = read();
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(300));
+        let now = read();
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    last
+}
+
+/// `--conn-life`: a run whose connections live 50 requests opens as many
+/// sessions more than the same run without as it says it renewed, about one
+/// per 50 requests, and its counts still agree with the server's.
+#[test]
+fn connections_renewed_at_the_end_of_their_life_are_the_servers_extra_sessions() {
+    let s = server_with(TargetKind::Postgres, &[], 20);
+    let connector = Connector::new(TargetKind::Postgres, &s.endpoint()).unwrap();
+    let mut p = plan(TargetKind::Postgres, s.endpoint());
+    p.load.pipeline = 1;
+    p.load.stop = Stop::Requests(6_000);
+    measure(&p); // loads the table: the runs below reuse it
+    let before = sessions(&connector);
+    let steady = measure(&p);
+    let between = sessions(&connector);
+    p.load.conn_life = Some(kvlab::workload::ConnLife::parse("50").unwrap());
+    let churned = measure(&p);
+    let after = sessions(&connector);
+    assert_eq!(steady.connections.renewed, 0);
+    let c = &churned.connections;
+    assert_eq!(
+        (after - between) - (between - before),
+        c.renewed as i64,
+        "{c:?}"
+    );
+    let requests = churned.totals.requests + churned.warmup.requests();
+    let per_life = requests as f64 / (c.renewed + c.established as u64) as f64;
+    assert!(
+        (40.0..=60.0).contains(&per_life),
+        "{per_life} requests a life"
+    );
+    assert!(c.renewed_in_window > 0 && c.renewed_in_window <= c.renewed);
+    assert_eq!(churned.totals.errors, 0, "{:?}", churned.problems);
+    let summary = kvlab::report::summary::summary(&churned);
+    assert!(summary.contains("opened anew in the window"), "{summary}");
+}

@@ -59,6 +59,11 @@ impl RunArgs {
                     None => crate::workload::Arrivals::Poisson,
                 },
                 rate_shape: self.rate_shape(stop)?,
+                conn_life: self
+                    .conn_life
+                    .as_deref()
+                    .map(crate::workload::ConnLife::parse)
+                    .transpose()?,
                 rtt: self.rtt()?,
                 cache_rtt: self.cache_rtt()?,
                 timeout_s: self.timeout,

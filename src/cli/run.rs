@@ -88,6 +88,14 @@ pub struct RunArgs {
     /// (ratio: peak over trough, default 2) [default: steady].
     #[arg(long, value_name = "SHAPE")]
     pub rate_shape: Option<String>,
+    /// How long each connection lives: N requests, or a time (5s, 500ms),
+    /// each life spread within ±20% (`,jitter=0.1` says otherwise). Then it
+    /// finishes what it has in flight, closes and opens again, as a pooled
+    /// application recycling its connections does; the result counts the
+    /// connections opened per second, and the servers' CPU shows their cost
+    /// [default: the whole run].
+    #[arg(long, value_name = "LIFE")]
+    pub conn_life: Option<String>,
     /// How kvlab issues requests: uring (io_uring: every due send, receive
     /// and the next wake-up in one system call per loop pass) or epoll (a
     /// readiness poll, then a call per read and per write) [default: uring

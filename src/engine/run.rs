@@ -354,7 +354,7 @@ fn merge(
     let mut measured = Recorder::default();
     let mut warmup = Counts::default();
     let mut schedule = ScheduleReport::default();
-    let (mut cf, mut rc, mut last_err, mut est) = (0, 0, None, 0);
+    let (mut cf, mut rc, mut last_err, mut est, mut churned) = (0, 0, None, 0, [0; 2]);
     let mut window = Duration::ZERO;
     let mut busy = Some(0u64);
     let mut leg_requests = [0u64; 5];
@@ -378,6 +378,8 @@ fn merge(
         schedule.merge(&r.schedule);
         cf += r.connect_failures;
         rc += r.reconnects;
+        churned[0] += r.churned[0];
+        churned[1] += r.churned[1];
         est += r.established;
         if r.last_connect_error.is_some() {
             last_err.clone_from(&r.last_connect_error);
@@ -401,6 +403,7 @@ fn merge(
         schedule: spec.rate.map(|_| schedule),
         connect_failures: cf,
         reconnects: rc,
+        churned,
         established: est,
         last_connect_error: last_err,
         client_busy,

@@ -44,6 +44,8 @@ pub struct Spec {
     pub arrivals: crate::workload::Arrivals,
     /// How the rate moves over the window (`rate` its peak).
     pub rate_shape: crate::workload::RateShape,
+    /// How long each connection lives before it reconnects (`None`: the run).
+    pub conn_life: Option<crate::workload::ConnLife>,
     /// The round trip emulated to the target (`None`: none).
     pub link: Option<crate::workload::LinkDelay>,
     /// Per-request timeout.
@@ -115,6 +117,7 @@ impl Spec {
             rate: None,
             arrivals: crate::workload::Arrivals::Poisson,
             rate_shape: crate::workload::RateShape::Steady,
+            conn_life: None,
             link: None,
             timeout: Duration::from_secs(5),
             io: crate::plan::io::IoChoice::Auto,
@@ -224,6 +227,9 @@ pub struct EngineReport {
     pub connect_failures: u64,
     /// Connections re-established mid-run.
     pub reconnects: u64,
+    /// Connections renewed at the end of their life (`--conn-life`): over
+    /// the whole run, and in the window.
+    pub churned: [u64; 2],
     /// Connections open when the load started.
     pub established: usize,
     /// Last connection error message, if any.
@@ -284,6 +290,8 @@ pub struct WorkerReport {
     pub connect_failures: u64,
     /// Connections re-established after a failure.
     pub reconnects: u64,
+    /// Connections renewed at the end of their life: whole run, window.
+    pub churned: [u64; 2],
     /// Connections open when the load started.
     pub established: usize,
     /// The last connection error seen, if any.

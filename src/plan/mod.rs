@@ -487,6 +487,10 @@ pub struct LoadShape {
     /// `rate` is then its peak).
     #[serde(default, skip_serializing_if = "crate::workload::RateShape::is_steady")]
     pub rate_shape: crate::workload::RateShape,
+    /// How long each connection lives before it reconnects (`--conn-life`;
+    /// `None`: the whole run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conn_life: Option<crate::workload::ConnLife>,
     /// The round trip kvlab emulates to the target (`--rtt`); `None`: none
     /// beyond the real network.
     #[serde(default, skip_serializing_if = "Option::is_none")]

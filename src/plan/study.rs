@@ -246,6 +246,8 @@ pub struct LoadSection {
     /// How the open loop's rate moves over each point's window
     /// (`--rate-shape`: `sine`, `step:at=30s`, …; the rate is its peak).
     pub rate_shape: Option<String>,
+    /// How long each connection lives (`--conn-life`: `1000`, `5s`, …).
+    pub conn_life: Option<String>,
     /// Per-request timeout, seconds.
     pub timeout: f64,
     /// How kvlab issues requests (`--io`).
@@ -264,6 +266,7 @@ impl Default for LoadSection {
             rate: None,
             arrivals: crate::workload::Arrivals::Poisson,
             rate_shape: None,
+            conn_life: None,
             timeout: 5.0,
             io: crate::plan::io::IoChoice::Auto,
             timeline_seconds: crate::plan::TIMELINE_SECONDS,

@@ -477,6 +477,12 @@ pub struct ConnectionReport {
     pub failures: u64,
     /// Connections re-established after a failure.
     pub reconnects: u64,
+    /// Connections closed and opened again at the end of their life
+    /// (`--conn-life`): over the whole run, and in the window.
+    #[serde(default, skip_serializing_if = "crate::results::stats::is_zero")]
+    pub renewed: u64,
+    #[serde(default, skip_serializing_if = "crate::results::stats::is_zero")]
+    pub renewed_in_window: u64,
     /// Last connection error, if any.
     pub last_error: Option<String>,
     /// Sharded targets: the nodes and the redirects followed.

@@ -345,6 +345,8 @@ fn connections(rs: &Resolved, r: &EngineReport) -> ConnectionReport {
         established: r.established,
         failures: r.connect_failures,
         reconnects: r.reconnects,
+        renewed: r.churned[0],
+        renewed_in_window: r.churned[1],
         last_error: r.last_connect_error.clone(),
         sharded: r.nodes.map(|nodes| crate::results::ShardReport {
             nodes,

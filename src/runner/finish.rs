@@ -313,7 +313,8 @@ fn pooler_report(
     obs: &RunObserver,
     rs: &Resolved,
 ) -> PoolerReport {
-    let opened = result.connections.established as u64 + result.connections.reconnects;
+    let c = &result.connections;
+    let opened = c.established as u64 + c.reconnects + c.renewed;
     let counters = counts.map(|(b, after)| crate::results::PoolerCounterCheck {
         pooler: after.since(&b),
         kvlab_requests: sent.0 + sent.1,

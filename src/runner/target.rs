@@ -110,6 +110,7 @@ impl<'a> Target<'a> {
             rate: l.rate,
             arrivals: l.arrivals,
             rate_shape: l.rate_shape,
+            conn_life: l.conn_life,
             link: l.rtt,
             timeout: Duration::from_secs_f64(l.timeout_s),
             io: l.io,

@@ -6,6 +6,7 @@ use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 
 pub mod batch;
+pub mod churn;
 pub mod consistency;
 pub mod draws;
 pub mod params;
@@ -16,6 +17,7 @@ pub mod timing;
 pub mod trace;
 
 pub use batch::BatchSizes;
+pub use churn::ConnLife;
 pub use params::{KeyDistribution, Ratio, Stop, WritePolicy};
 pub use shape::RateShape;
 pub use sizes::SizeDist;

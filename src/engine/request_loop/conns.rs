@@ -130,6 +130,9 @@ impl Worker<'_> {
     /// After replies were handled: the closed loop refills, a replay blocked
     /// on a full pipeline goes on, the open loop sends what is due.
     fn after_replies<Cl: Client>(&mut self, client: &mut Cl, c: &mut Conn<Cl::Conn>, now: Instant) {
+        if c.life.over(now) && self.renew(client, c, now) {
+            return;
+        }
         if self.closed() {
             self.refill_and_flush(client, c, Instant::now());
         } else if let Some(rp) = &self.replay {
@@ -297,13 +300,15 @@ impl Worker<'_> {
         }
     }
 
-    /// Timeouts, giving up and reconnection of connection `c`.
+    /// Timeouts, giving up and reconnection of connection `c`; its renewal
+    /// when its life ended while it was idle.
     pub(super) fn housekeep<Cl: Client>(
         &mut self,
         client: &mut Cl,
         c: &mut Conn<Cl::Conn>,
         now: Instant,
     ) {
+        self.renew(client, c, now);
         for s in 0..c.pipes.len() {
             if c.may_lack(s) {
                 // Retried about every 0.4 s for as long as it is down.

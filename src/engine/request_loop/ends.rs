@@ -7,12 +7,23 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::replay::{self, Replay};
-use super::{Client, Conn, Net, Tally, Worker, read_limit, schedule};
+use super::{Client, Conn, Net, Tally, Worker, schedule};
 use crate::engine::clock::Timing;
 use crate::engine::pacer::Pacer;
 use crate::engine::reactor::Reactor;
 use crate::engine::spec::{ConnPlan, Spec};
 use crate::workload::trace::feed::Cursor;
+
+/// The most a socket's read buffer may hold: twice the largest reply a
+/// request of the run can be answered with (the largest value for each key
+/// of the largest batch read, with room for the protocol's framing), and at
+/// least four times its first size. A server that sends more in one reply
+/// has gone wrong: the socket is failed (a protocol error), not grown.
+fn read_limit(spec: &Spec, first: usize) -> usize {
+    let keys = spec.batch.as_ref().map_or(1, |b| b.max());
+    let reply = keys * (spec.values.size() + 512) + (64 << 10);
+    (2 * reply).max(4 * first)
+}
 
 /// The worker's connections, one per plan, none open yet.
 pub(super) fn conns<Cl: Client>(
@@ -38,6 +49,7 @@ pub(super) fn conns<Cl: Client>(
             full: false,
             held: false,
             queued: None,
+            life: super::churn::Life::ENDLESS,
             refused: false,
             optional,
         })
@@ -129,6 +141,7 @@ impl<'a> Worker<'a> {
             p.origin = timing.measure_start;
         }
         for c in conns.iter_mut() {
+            self.new_life(c, timing.t0);
             c.due = match self.pacer {
                 Some(p) => p.first_due(timing.t0, c.index, &mut self.rng),
                 None => timing.t0,

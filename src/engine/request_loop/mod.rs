@@ -17,12 +17,14 @@
 //! # Layout
 //! - `ends`: the worker's start (connections made, opened, put on the
 //!   clock) and end (what was never sent, the sockets let go).
-//! - `conns`: opening, watching and closing a connection's sockets.
+//! - `conns`: opening, watching and closing a connection's sockets;
+//!   `churn`: their lives (`--conn-life`) and renewal.
 //! - `schedule`: whether a request may start, drawing it, refilling and pacing.
 //! - `replay`: trace replay's schedule (requests from the trace, at its times).
 //! - [`tally`]: counting outcomes and latency, the per-second hand-over.
 //! - [`rhythm`]: ticks, the measured window, the drain, the poll and its timer.
 
+mod churn;
 mod conns;
 mod ends;
 mod replay;
@@ -267,6 +269,8 @@ struct Conn<S> {
     queued: Option<Instant>,
     /// Refused at the start or given up: never retried.
     refused: bool,
+    /// What is left of its life before it reconnects (`--conn-life`).
+    life: churn::Life,
     /// Sockets the client can do without (bit `s`: [`Client::optional`]).
     optional: u64,
 }
@@ -586,15 +590,4 @@ fn place(token: Token) -> (usize, usize) {
 /// The poll token of socket `s` of connection `conn`.
 fn token(conn: usize, s: usize) -> Token {
     Token((conn << SOCKET_BITS) | s)
-}
-
-/// The most a socket's read buffer may hold: twice the largest reply a
-/// request of the run can be answered with (the largest value for each key
-/// of the largest batch read, with room for the protocol's framing), and at
-/// least four times its first size. A server that sends more in one reply
-/// has gone wrong: the socket is failed (a protocol error), not grown.
-pub(crate) fn read_limit(spec: &Spec, first: usize) -> usize {
-    let keys = spec.batch.as_ref().map_or(1, |b| b.max());
-    let reply = keys * (spec.values.size() + 512) + (64 << 10);
-    (2 * reply).max(4 * first)
 }

@@ -22,14 +22,15 @@ impl Worker<'_> {
     /// Whether a request of `c` meant for `intended` may still start `now`.
     #[inline]
     pub(super) fn may_issue<S>(&self, c: &Conn<S>, intended: Instant, now: Instant) -> bool {
-        may_start(
-            self.draining,
-            self.timing.deadline,
-            self.timing.measure_start,
-            c.quota,
-            intended,
-            now,
-        )
+        !c.life.over(now)
+            && may_start(
+                self.draining,
+                self.timing.deadline,
+                self.timing.measure_start,
+                c.quota,
+                intended,
+                now,
+            )
     }
 
     /// Draws the next request of `c`, meant for `intended`, takes it from the
@@ -81,6 +82,7 @@ impl Worker<'_> {
             measured,
         };
         self.tally.inflight += 1;
+        c.life.left -= 1;
         self.extra.clear();
         if op == OpKind::Get
             && let Some(b) = &self.spec.batch

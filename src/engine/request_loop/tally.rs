@@ -30,6 +30,9 @@ pub struct Tally {
     connect_failures: u64,
     /// Sockets re-opened after a failure.
     pub reconnects: u64,
+    /// Connections closed and opened again at the end of their life
+    /// (`--conn-life`): over the whole run, and in the window.
+    pub churned: [u64; 2],
     last_connect_error: Option<String>,
     /// Cache-aside: steps sent per leg (as [`crate::results::stats::Leg::ALL`]).
     pub steps: [u64; 5],
@@ -63,6 +66,7 @@ impl Tally {
             inflight: 0,
             connect_failures: 0,
             reconnects: 0,
+            churned: [0; 2],
             last_connect_error: None,
             steps: [0; 5],
             redirects: [0; 2],
@@ -289,6 +293,7 @@ impl Tally {
             schedule: self.schedule,
             connect_failures: self.connect_failures,
             reconnects: self.reconnects,
+            churned: self.churned,
             established,
             last_connect_error: self.last_connect_error,
             busy_ns,

@@ -13,7 +13,7 @@ use crate::plan::{
 };
 use crate::workload::draws::{self, Phase};
 use crate::workload::profiles::Profile;
-use crate::workload::{LinkDelay, RateShape, SizeDist};
+use crate::workload::{ConnLife, LinkDelay, RateShape, SizeDist};
 
 use super::Point;
 
@@ -426,6 +426,13 @@ fn load_at(s: &StudyFile, axes: &Axes, at: &At, events: Vec<ServerEvent>) -> Res
         rate: l.rate,
         arrivals: s.load.arrivals,
         rate_shape,
+        conn_life: s
+            .load
+            .conn_life
+            .as_deref()
+            .map(ConnLife::parse)
+            .transpose()
+            .map_err(|e| anyhow!("[load] {e}"))?,
         rtt: None,
         cache_rtt: None,
         timeout_s: s.load.timeout,

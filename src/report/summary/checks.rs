@@ -92,6 +92,14 @@ pub(super) fn counters(s: &mut String, r: &RunResult) {
 /// Connections that failed or were re-established, and the last error.
 pub(super) fn connections(s: &mut String, r: &RunResult) {
     let c = &r.connections;
+    if let Some(life) = r.config.load.conn_life {
+        let _ = writeln!(
+            s,
+            "  connections: each lives {life} (--conn-life): {} opened anew in the window, {} per second",
+            c.renewed_in_window,
+            num(c.renewed_in_window as f64 / r.totals.duration_s.max(1e-9))
+        );
+    }
     if c.failures == 0 && c.reconnects == 0 {
         return;
     }

@@ -231,6 +231,8 @@ fn merge_connections(c: &mut ConnectionReport, rs: &[&RunResult]) {
     c.established = rs.iter().map(|r| r.connections.established).sum();
     c.failures = rs.iter().map(|r| r.connections.failures).sum();
     c.reconnects = rs.iter().map(|r| r.connections.reconnects).sum();
+    c.renewed = rs.iter().map(|r| r.connections.renewed).sum();
+    c.renewed_in_window = rs.iter().map(|r| r.connections.renewed_in_window).sum();
     c.last_error = rs.iter().find_map(|r| r.connections.last_error.clone());
     if let Some(s) = &mut c.sharded {
         let sharded = || rs.iter().filter_map(|r| r.connections.sharded.as_ref());
