@@ -204,3 +204,62 @@ fn kvlabs_keys_are_removed_from_every_primary_of_a_cluster_it_did_not_start() {
         .sum();
     assert_eq!(held, 300, "only the other application's keys are left");
 }
+
+/// GETs the node at `addr` has served since it started (`INFO commandstats`).
+fn gets_served(addr: SocketAddr) -> u64 {
+    let info = cmd(addr, &[b"INFO", b"commandstats"]);
+    let text = String::from_utf8_lossy(bulk_payload(&info).unwrap()).into_owned();
+    text.split("cmdstat_get:calls=")
+        .nth(1)
+        .and_then(|x| x.split(',').next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(0)
+}
+
+/// `--hot-keys` in a cluster: half the reads go to one key; the result names
+/// the node of its slot, and that node served about that many GETs more than
+/// the others did.
+#[test]
+fn a_hot_key_burst_lands_on_the_node_the_result_names() {
+    let s = server(TargetKind::RedisCluster);
+    let mut p = plan(TargetKind::RedisCluster, s.endpoint());
+    p.workload.ratio = Ratio { set: 0, get: 1 };
+    p.workload.keys = 3_000;
+    p.load.hot_keys = Some(
+        kvlab::workload::HotKeys::parse("share=0.5")
+            .unwrap()
+            .settled(None, 3_000)
+            .unwrap(),
+    );
+    let r = measure(&p);
+    let t = &r.totals;
+    assert!(t.errors + t.misses == 0, "{:?}", r.problems);
+    let (hot, node) = r.totals.hot_reads.clone().expect("hot reads counted");
+    let share = hot as f64 / r.totals.gets as f64;
+    assert!(
+        (0.47..0.53).contains(&share),
+        "{hot} of {} GETs",
+        r.totals.gets
+    );
+    let c = Connector::new(TargetKind::RedisCluster, &s.endpoint()).unwrap();
+    let t = c.topology().unwrap().unwrap();
+    let slot = hash_slot(b"kvlab:1500");
+    let addr = t.nodes[usize::from(t.slots[usize::from(slot)])];
+    assert_eq!(
+        node.as_deref(),
+        Some(format!("{addr} (slot {slot})").as_str())
+    );
+    let others: Vec<u64> = t
+        .nodes
+        .iter()
+        .filter(|n| **n != addr)
+        .map(|n| gets_served(*n))
+        .collect();
+    let extra = gets_served(addr) as f64 - others.iter().sum::<u64>() as f64 / others.len() as f64;
+    assert!(
+        (extra / hot as f64 - 1.0).abs() < 0.1,
+        "{extra} GETs more on {addr}, {hot} hot reads"
+    );
+    let summary = kvlab::report::summary::summary(&r);
+    assert!(summary.contains(&format!("served by {addr}")), "{summary}");
+}

@@ -64,6 +64,7 @@ impl RunArgs {
                     .as_deref()
                     .map(crate::workload::ConnLife::parse)
                     .transpose()?,
+                hot_keys: None,
                 rtt: self.rtt()?,
                 cache_rtt: self.cache_rtt()?,
                 timeout_s: self.timeout,
@@ -77,6 +78,7 @@ impl RunArgs {
                 timeline_seconds: crate::plan::check_timeline_seconds(self.timeline_seconds)?,
             },
         };
+        plan.load.hot_keys = self.hot_keys(&plan)?;
         plan.check_cache()?;
         plan.check_ttl()?;
         plan.check_batch()?;
@@ -233,6 +235,18 @@ impl RunArgs {
             ));
         }
         Ok(warmup)
+    }
+
+    /// `--hot-keys`, its share settled for the plan's reads per second.
+    fn hot_keys(&self, plan: &RunPlan) -> Result<Option<crate::workload::HotKeys>, UsageError> {
+        let Some(s) = &self.hot_keys else {
+            return Ok(None);
+        };
+        let w = &plan.workload;
+        let reads = plan.load.rate.map(|r| r * (1.0 - w.ratio.set_fraction()));
+        crate::workload::HotKeys::parse(s)?
+            .settled(reads, w.keys)
+            .map(Some)
     }
 
     /// `--rate-shape`, its times defaulting from the window.

@@ -96,6 +96,14 @@ pub struct RunArgs {
     /// [default: the whole run].
     #[arg(long, value_name = "LIFE")]
     pub conn_life: Option<String>,
+    /// A burst of reads on a few keys, as when one item goes viral:
+    /// share=F of the reads (or rps=N reads a second, with --rate) on keys=N
+    /// keys (default 1, from the middle of the key space), from=T for=T into
+    /// the window (default: all of it), e.g. rps=3000,from=10s,for=20s. The
+    /// result counts the reads sent there and, in a cluster, names the node
+    /// that serves them.
+    #[arg(long, value_name = "BURST")]
+    pub hot_keys: Option<String>,
     /// How kvlab issues requests: uring (io_uring: every due send, receive
     /// and the next wake-up in one system call per loop pass) or epoll (a
     /// readiness poll, then a call per read and per write) [default: uring

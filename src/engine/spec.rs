@@ -46,6 +46,8 @@ pub struct Spec {
     pub rate_shape: crate::workload::RateShape,
     /// How long each connection lives before it reconnects (`None`: the run).
     pub conn_life: Option<crate::workload::ConnLife>,
+    /// A burst of reads on a few keys (`--hot-keys`), its share settled.
+    pub hot_keys: Option<crate::workload::HotKeys>,
     /// The round trip emulated to the target (`None`: none).
     pub link: Option<crate::workload::LinkDelay>,
     /// Per-request timeout.
@@ -118,6 +120,7 @@ impl Spec {
             arrivals: crate::workload::Arrivals::Poisson,
             rate_shape: crate::workload::RateShape::Steady,
             conn_life: None,
+            hot_keys: None,
             link: None,
             timeout: Duration::from_secs(5),
             io: crate::plan::io::IoChoice::Auto,

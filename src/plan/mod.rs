@@ -491,6 +491,10 @@ pub struct LoadShape {
     /// `None`: the whole run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conn_life: Option<crate::workload::ConnLife>,
+    /// A share of reads on a few keys for a period (`--hot-keys`), its share
+    /// settled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hot_keys: Option<crate::workload::HotKeys>,
     /// The round trip kvlab emulates to the target (`--rtt`); `None`: none
     /// beyond the real network.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -248,6 +248,8 @@ pub struct LoadSection {
     pub rate_shape: Option<String>,
     /// How long each connection lives (`--conn-life`: `1000`, `5s`, …).
     pub conn_life: Option<String>,
+    /// A burst of reads on a few keys (`--hot-keys`: `share=0.3`, …).
+    pub hot_keys: Option<String>,
     /// Per-request timeout, seconds.
     pub timeout: f64,
     /// How kvlab issues requests (`--io`).
@@ -267,6 +269,7 @@ impl Default for LoadSection {
             arrivals: crate::workload::Arrivals::Poisson,
             rate_shape: None,
             conn_life: None,
+            hot_keys: None,
             timeout: 5.0,
             io: crate::plan::io::IoChoice::Auto,
             timeline_seconds: crate::plan::TIMELINE_SECONDS,

@@ -184,6 +184,10 @@ pub struct Totals {
     /// [`Totals::hit_ratio_ceiling`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reads_after_read: Option<u64>,
+    /// With `--hot-keys`: the reads its burst sent to the hot keys, and in a
+    /// cluster the node serving them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hot_reads: Option<(u64, Option<String>)>,
 }
 
 impl Totals {
@@ -518,12 +522,8 @@ pub struct CounterCheck {
     pub raw: Option<[ServerCounters; 2]>,
     /// Requests that may have been in flight when kvlab killed the server
     /// (`--event`): sent by kvlab, perhaps never counted by the server.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "stats::is_zero")]
     pub slack: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 impl CounterCheck {

@@ -104,6 +104,9 @@ pub struct Counts {
     /// hit no other read, so `after_read / keys` is the run's hit-ratio ceiling.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub after_read: u64,
+    /// GETs a hot-key burst sent to its keys (`--hot-keys`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hot_reads: u64,
     /// Commands batch reads sent beyond one per request (on a sharded
     /// target a batch read sends one per slot its keys fall in).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -189,6 +192,7 @@ impl Counts {
         self.keys += other.keys;
         self.extra_commands += other.extra_commands;
         self.after_read += other.after_read;
+        self.hot_reads += other.hot_reads;
     }
 }
 

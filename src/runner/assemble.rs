@@ -271,6 +271,7 @@ impl Parts {
                         || (rs.writes_versioned && rs.config.load.shard.is_none())))
                 .then_some(c.expired),
                 reads_after_read: rs.board.is_some().then_some(c.after_read),
+                hot_reads: rs.config.load.hot_keys.map(|_| (c.hot_reads, None)),
             },
             latency: Latency {
                 latency_start: if paced { "intended" } else { "actual" }.to_string(),

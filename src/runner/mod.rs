@@ -136,7 +136,7 @@ fn measure_resolved(
         settled,
         draws,
     };
-    Ok(finish.result(finish::Around {
+    let mut result = finish.result(finish::Around {
         started_unix_s,
         load,
         before: w.before,
@@ -144,5 +144,20 @@ fn measure_resolved(
         background: w.background,
         transport,
         feed,
-    }))
+    });
+    if let Some((_, node)) = result.totals.hot_reads.as_mut() {
+        *node = hot_node(&base);
+    }
+    Ok(result)
+}
+
+/// In a cluster, the node serving the first hot key of `spec`'s burst
+/// (`--hot-keys`), as its slot map had it when the run began.
+fn hot_node(spec: &crate::engine::Spec) -> Option<String> {
+    let (hot, t) = (spec.hot_keys?, spec.topology.as_ref()?);
+    let mut key = Vec::new();
+    crate::workload::write_key(&spec.key_prefix, hot.first_key(spec.keys), &mut key);
+    let slot = crate::products::resp::codec::hash_slot(&key);
+    let node = t.nodes.get(usize::from(*t.slots.get(usize::from(slot))?))?;
+    Some(format!("{node} (slot {slot})"))
 }

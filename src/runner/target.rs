@@ -111,6 +111,7 @@ impl<'a> Target<'a> {
             arrivals: l.arrivals,
             rate_shape: l.rate_shape,
             conn_life: l.conn_life,
+            hot_keys: l.hot_keys,
             link: l.rtt,
             timeout: Duration::from_secs_f64(l.timeout_s),
             io: l.io,

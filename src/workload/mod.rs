@@ -9,6 +9,7 @@ pub mod batch;
 pub mod churn;
 pub mod consistency;
 pub mod draws;
+pub mod hot;
 pub mod params;
 pub mod profiles;
 pub mod shape;
@@ -18,6 +19,7 @@ pub mod trace;
 
 pub use batch::BatchSizes;
 pub use churn::ConnLife;
+pub use hot::HotKeys;
 pub use params::{KeyDistribution, Ratio, Stop, WritePolicy};
 pub use shape::RateShape;
 pub use sizes::SizeDist;

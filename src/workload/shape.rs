@@ -111,7 +111,11 @@ impl RateShape {
         for p in parts.split(',').filter(|p| !p.trim().is_empty()) {
             match p.trim().split_once('=') {
                 Some((k, v)) if k.trim() == key => {
-                    time = Some(seconds(v).ok_or_else(|| bad(format!("'{v}' is no time")))?)
+                    time = Some(
+                        seconds(v)
+                            .filter(|t| *t > 0.0)
+                            .ok_or_else(|| bad(format!("'{v}' is no time")))?,
+                    )
                 }
                 Some(("ratio", v)) => {
                     ratio = v
@@ -153,8 +157,9 @@ fn no_parts(parts: &str) -> Result<(), String> {
     }
 }
 
-/// `30`, `30s` or `2m` as seconds, positive and finite.
-fn seconds(v: &str) -> Option<f64> {
+/// `30`, `30s` or `2m` as seconds, finite and not negative (also
+/// `--hot-keys`' times).
+pub(super) fn seconds(v: &str) -> Option<f64> {
     let v = v.trim();
     let (n, scale) = match v.strip_suffix('m') {
         Some(n) => (n, 60.0),
@@ -164,7 +169,7 @@ fn seconds(v: &str) -> Option<f64> {
         .parse::<f64>()
         .ok()
         .map(|x| x * scale)
-        .filter(|x| x.is_finite() && *x > 0.0)
+        .filter(|x| x.is_finite() && *x >= 0.0)
 }
 
 impl fmt::Display for RateShape {

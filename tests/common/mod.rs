@@ -68,6 +68,7 @@ pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
             arrivals: kvlab::workload::Arrivals::Poisson,
             rate_shape: Default::default(),
             conn_life: None,
+            hot_keys: None,
             rtt: None,
             cache_rtt: None,
             io: Default::default(),

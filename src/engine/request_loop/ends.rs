@@ -98,6 +98,7 @@ impl<'a> Worker<'a> {
             mix: spec.mix,
             rng: crate::workload::rng(seed),
             quota_left: None,
+            hot: None,
             next_due: now,
             attempts_left: 0,
             again: false,
@@ -137,6 +138,10 @@ impl<'a> Worker<'a> {
     /// is due at the start, or at its place in the pacer's schedule (queued).
     pub(super) fn set_clock<S>(&mut self, conns: &mut [Conn<S>], timing: Timing) {
         self.timing = timing;
+        self.hot = self
+            .spec
+            .hot_keys
+            .map(|h| super::burst::Burst::new(&h, self.spec.keys, &timing));
         if let Some(p) = self.pacer.as_mut() {
             p.origin = timing.measure_start;
         }

@@ -18,12 +18,14 @@
 //! - `ends`: the worker's start (connections made, opened, put on the
 //!   clock) and end (what was never sent, the sockets let go).
 //! - `conns`: opening, watching and closing a connection's sockets;
-//!   `churn`: their lives (`--conn-life`) and renewal.
+//!   `churn`: their lives (`--conn-life`) and renewal; `burst`: a hot-key
+//!   burst's reads (`--hot-keys`).
 //! - `schedule`: whether a request may start, drawing it, refilling and pacing.
 //! - `replay`: trace replay's schedule (requests from the trace, at its times).
 //! - [`tally`]: counting outcomes and latency, the per-second hand-over.
 //! - [`rhythm`]: ticks, the measured window, the drain, the poll and its timer.
 
+mod burst;
 mod churn;
 mod conns;
 mod ends;
@@ -311,6 +313,8 @@ struct Worker<'a> {
     mix: OpMix,
     rng: SmallRng,
     quota_left: Option<u64>,
+    /// A hot-key burst on the run's clock (`--hot-keys`).
+    hot: Option<burst::Burst>,
     /// Open loop: when the next request of a connection with room is due.
     next_due: Instant,
     /// Open loop: the due times of connections with room, earliest first

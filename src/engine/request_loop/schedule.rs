@@ -43,12 +43,21 @@ impl Worker<'_> {
         intended: Instant,
         now: Instant,
     ) {
-        let (op, key, version) = draw(
+        let (op, mut key, mut version) = draw(
             &self.mix,
             &mut c.keys,
             self.spec.board.as_deref(),
             &mut self.rng,
         );
+        if op == OpKind::Get
+            && let Some(hot) = self.hot.and_then(|h| h.take(now, &mut self.rng))
+        {
+            key = hot;
+            version = self.spec.board.as_deref().map_or(0, |b| b.snapshot(key));
+            if now >= self.timing.measure_start {
+                self.tally.interval.counts.hot_reads += 1;
+            }
+        }
         self.start_request(client, c, (op, key, version), intended, now);
     }
 

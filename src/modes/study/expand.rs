@@ -13,7 +13,7 @@ use crate::plan::{
 };
 use crate::workload::draws::{self, Phase};
 use crate::workload::profiles::Profile;
-use crate::workload::{ConnLife, LinkDelay, RateShape, SizeDist};
+use crate::workload::{ConnLife, HotKeys, LinkDelay, RateShape, SizeDist};
 
 use super::Point;
 
@@ -433,6 +433,15 @@ fn load_at(s: &StudyFile, axes: &Axes, at: &At, events: Vec<ServerEvent>) -> Res
             .map(ConnLife::parse)
             .transpose()
             .map_err(|e| anyhow!("[load] {e}"))?,
+        hot_keys: match &s.load.hot_keys {
+            Some(h) => {
+                let w = &at.workload;
+                let reads = l.rate.map(|r| r * (1.0 - w.ratio.set_fraction()));
+                let hot = HotKeys::parse(h).and_then(|h| h.settled(reads, w.keys));
+                Some(hot.map_err(|e| anyhow!("[load] {e}"))?)
+            }
+            None => None,
+        },
         rtt: None,
         cache_rtt: None,
         timeout_s: s.load.timeout,

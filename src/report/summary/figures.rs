@@ -66,6 +66,7 @@ pub(super) fn requests(s: &mut String, r: &RunResult) {
         t.errors
     );
     expiry(s, r);
+    hot(s, r);
     if t.errors > 0 {
         let kinds: Vec<String> = t
             .errors_by_kind
@@ -75,6 +76,29 @@ pub(super) fn requests(s: &mut String, r: &RunResult) {
             .collect();
         let _ = writeln!(s, "  errors by kind: {}", kinds.join(", "));
     }
+}
+
+/// A hot-key burst (`--hot-keys`): the reads it sent to its keys, and the
+/// node that serves them in a cluster.
+fn hot(s: &mut String, r: &RunResult) {
+    let (Some((n, node)), Some(h)) = (&r.totals.hot_reads, r.config.load.hot_keys) else {
+        return;
+    };
+    let first = h.first_key(r.config.workload.keys);
+    let _ = writeln!(
+        s,
+        "  hot keys    {h} (--hot-keys): {n} reads ({:.1}% of the window's GETs) sent to key {}{}{}{}",
+        *n as f64 * 100.0 / r.totals.gets.max(1) as f64,
+        r.config.workload.key_prefix,
+        first,
+        match h.keys {
+            1 => String::new(),
+            k => format!("..{}", first + k - 1),
+        },
+        node.as_ref()
+            .map(|n| format!(", served by {n}"))
+            .unwrap_or_default()
+    );
 }
 
 /// Keys that expire (`--ttl`): how many misses their expiry explains.
