@@ -48,8 +48,10 @@ fn a_round_trip_adds_itself_to_each_request_and_bounds_a_connection() {
         "{per_conn} req/s per connection, the round trip predicts {expected}"
     );
     assert!(per_conn < 1000.0, "{per_conn}");
-    // At pipeline 4 a connection has four in flight across the link.
+    // At pipeline 4 a connection has four in flight across the link (four
+    // times the requests: as long a run, whose start and end weigh as little).
     p.load.pipeline = 4;
+    p.load.stop = Stop::Requests(12_000);
     let four = measure(&p);
     agrees(&four);
     let ratio = four.totals.throughput_rps / one.totals.throughput_rps;

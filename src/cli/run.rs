@@ -97,7 +97,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIFE")]
     pub conn_life: Option<String>,
     /// A burst of reads on a few keys, as when one item goes viral:
-    /// share=F of the reads (or rps=N reads a second, with --rate) on keys=N
+    /// share=F of the reads (or rps=N reads a second, at a fixed rate) on keys=N
     /// keys (default 1, from the middle of the key space), from=T for=T into
     /// the window (default: all of it), e.g. rps=3000,from=10s,for=20s. The
     /// result counts the reads sent there and, in a cluster, names the node

@@ -154,6 +154,10 @@ fn add_counts(m: &mut RunResult, rs: &[&RunResult]) {
     t.value_bytes = sum(|t| t.value_bytes);
     t.expired_misses = rs.iter().map(|r| r.totals.expired_misses).sum();
     t.keys_read = rs.iter().map(|r| r.totals.keys_read).sum();
+    t.hot_reads = rs.iter().try_fold((0, None), |(n, node), r| {
+        let (k, at) = r.totals.hot_reads.clone()?;
+        Some((n + k, node.or(at)))
+    });
     t.errors_by_kind = BTreeMap::new();
     for r in rs {
         for (k, v) in &r.totals.errors_by_kind {
@@ -382,6 +386,10 @@ fn merged_timeline(rs: &[&RunResult]) -> Result<Vec<Second>> {
             e.0.errors += s.errors;
             e.0.timeouts += s.timeouts;
             e.0.misses += s.misses;
+            // Each client offered its share of a shaped rate.
+            if let Some(o) = s.offered_rps {
+                *e.0.offered_rps.get_or_insert(0.0) += o;
+            }
             for (k, n) in &s.error_kinds {
                 *e.0.error_kinds.entry(k.clone()).or_default() += n;
             }
