@@ -40,6 +40,15 @@ fn result_of(child: &mut Child, path: &Path) -> RunResult {
     }
 }
 
+/// `cmd` writing its result to `json`, started with its output dropped.
+fn quiet(mut cmd: Command, json: &Path) -> Child {
+    cmd.arg(json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// The bucket of kvlab's histograms a latency in seconds falls in.
 fn bucket(s: f64) -> usize {
     bounds().partition_point(|&ub| ub < s)
@@ -71,7 +80,7 @@ fn prometheus_scrapes_what_the_run_reports() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let addr = format!("127.0.0.1:{port}");
-    let mut child = kvlab(&[
+    let cmd = kvlab(&[
         "run",
         "--target",
         "redis",
@@ -92,12 +101,8 @@ fn prometheus_scrapes_what_the_run_reports() {
         "--metrics-hold",
         "12",
         "--json",
-    ])
-    .arg(&json)
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::null())
-    .spawn()
-    .unwrap();
+    ]);
+    let mut child = quiet(cmd, &json);
     let r = result_of(&mut child, &json);
     assert!(r.valid && r.totals.requests > 0, "{:?}", r.problems);
     agrees(&prom, "single", &r);
@@ -131,7 +136,7 @@ fn a_sine_shaped_run_shows_its_rate_second_by_second() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("sine.json");
     let addr = format!("127.0.0.1:{}", free_port().unwrap());
-    let mut child = kvlab(&[
+    let cmd = kvlab(&[
         "run",
         "--target",
         "redis",
@@ -152,12 +157,8 @@ fn a_sine_shaped_run_shows_its_rate_second_by_second() {
         "--metrics-hold",
         "2",
         "--json",
-    ])
-    .arg(&json)
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::null())
-    .spawn()
-    .unwrap();
+    ]);
+    let mut child = quiet(cmd, &json);
     let mut seen = Vec::new();
     while !json.exists() && child.try_wait().unwrap().is_none() {
         seen.extend(offered_now(&addr));
