@@ -48,14 +48,22 @@ fn a_round_trip_adds_itself_to_each_request_and_bounds_a_connection() {
         "{per_conn} req/s per connection, the round trip predicts {expected}"
     );
     assert!(per_conn < 1000.0, "{per_conn}");
-    // At pipeline 4 a connection has four in flight across the link (four
-    // times the requests: as long a run, whose start and end weigh as little).
+    // At pipeline 4 a connection has four in flight across the link: four
+    // per round trip and service time (Little's law, within the run itself,
+    // since two runs on a busy 2-core host differ by more than the link).
     p.load.pipeline = 4;
     p.load.stop = Stop::Requests(12_000);
     let four = measure(&p);
     agrees(&four);
+    let per_conn4 = four.totals.throughput_rps / p.load.connections as f64;
+    let expected4 = 4e6 / four.latency.latency_us.mean;
+    assert!(
+        (per_conn4 / expected4 - 1.0).abs() < 0.15,
+        "{per_conn4} req/s per connection at pipeline 4, the round trip predicts {expected4}"
+    );
+    assert!(per_conn4 < 4000.0, "{per_conn4}");
     let ratio = four.totals.throughput_rps / one.totals.throughput_rps;
-    assert!((3.2..=4.4).contains(&ratio), "pipeline 4 carried {ratio}x");
+    assert!(ratio > 2.5, "pipeline 4 carried {ratio}x");
 }
 
 #[test]
