@@ -180,8 +180,8 @@ fn rate_shape_errors_are_one_line() {
             "--rate/--rate-shape: kvlab capacity chooses the rates itself",
         ),
         (
-            "decide --rps 100 --p99-ms 5 --rate-shape sine",
-            "--rate-shape: kvlab decide sizes at --rps, taken as the peak",
+            "decide --rps 100 --p99-ms 5 --rate-shape wave",
+            "--rate-shape: unknown shape 'wave'",
         ),
         (
             "replay /nonexistent --target redis --rate-shape sine",

@@ -2,7 +2,8 @@
 //! the contract every product passes (tests/contract): requests are routed by
 //! slot to every primary, whose CPU adds up; a slot migrated while a run is going is followed (ASK, then
 //! MOVED) with no error; a cluster node addressed as a single server, and a
-//! single server addressed as a cluster, are refused with one line.
+//! single server addressed as a cluster, are refused with one line; a
+//! cluster given by URL has its eviction policy read from its primaries.
 
 mod common;
 
@@ -148,7 +149,23 @@ fn a_slot_migrated_during_the_run_is_followed() {
 
 #[test]
 fn single_servers_and_cluster_nodes_are_not_confused() {
-    let cluster = server_with(TargetKind::RedisCluster, &[("shards", "1")], 10);
+    let opts = [("shards", "1"), ("maxmemory-policy", "allkeys-lfu")];
+    let cluster = server_with(TargetKind::RedisCluster, &opts, 10);
+    // Its eviction policy, read (not changed) from its primaries by URL.
+    let url = format!("redis-cluster://127.0.0.1:{}", cluster.endpoint().port);
+    let aside = kvlab::plan::CacheAside {
+        cache: url.parse().unwrap(),
+        policy: kvlab::plan::WritePolicy::Invalidate,
+        ttl_s: 0,
+        start: Default::default(),
+    };
+    let e = kvlab::modes::decide::eviction::of_cache(&aside).unwrap();
+    assert_eq!(
+        e.policy,
+        kvlab::workload::trace::policy::Policy::REDIS_LFU,
+        "{e:?}"
+    );
+    assert!(e.source.starts_with("read from the cache at"), "{e:?}");
     let r = measure(&plan(TargetKind::RedisCluster, cluster.endpoint()));
     assert_eq!(
         (r.totals.errors, r.connections.sharded.unwrap().nodes),

@@ -304,6 +304,35 @@ fn a_cut_decision_resumes_and_is_asked_again_from_its_measurements() {
         started.elapsed()
     );
     assert_eq!(json_at(&four)["load"]["rps"], 8000.0);
+    // The same peak in a daily sine: sized at the peak (the same machines),
+    // the shape and its mean over the day said beside it.
+    let sine = dir.path().join("sine");
+    let said = without_servers(&[
+        "decide",
+        "--from",
+        out_s,
+        "--rps",
+        "8000",
+        "--rate-shape",
+        "sine:ratio=4",
+        "--out",
+        sine.to_str().unwrap(),
+    ]);
+    let (sine, four) = (json_at(&sine), json_at(&four));
+    assert_eq!(
+        sine["load"]["rate_shape"]["shape"], "sine",
+        "{}",
+        sine["load"]
+    );
+    assert_eq!(sine["load"]["rate_shape"]["period_s"], 86400.0);
+    assert_eq!(sine["decision"], four["decision"]);
+    assert_eq!(sine["architectures"], four["architectures"]);
+    assert!(
+        said.contains(
+            "8,000 req/s at the peak (sine of 86400 s, peak 4x the trough; 5,000 req/s over the day"
+        ),
+        "{said}"
+    );
     // Far above the database's capacity on small machines: the cache pays.
     // A looser goal judges every saved run again (a run of 1 s on a busy
     // host can miss 5 ms; none misses 50).

@@ -150,9 +150,15 @@ fn stated_as_driven(
     // seconds wider than its window (the connect, then the sample while the
     // load goes on), and a second's hit ratio moves by about that much.
     assert!((f("cache_hit_ratio") - own).abs() <= 0.01, "{own}: {said}");
+    // Each fill lives 300 s: the longest TTL left of the sample, about it.
+    let ttl = l["cache_ttl_s"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{l}\n{said}"));
+    assert!((280..=300).contains(&ttl), "{ttl}: {l}");
     // The command line and its flags.
     let flags = o["decide_flags"].as_array().unwrap();
     assert!(flags.iter().any(|f| f == "--key-distribution"), "{flags:?}");
+    assert!(flags.iter().any(|f| f == "--cache-ttl"), "{flags:?}");
     assert!(said.contains("kvlab decide --cache"), "{said}");
     // The watch is light: a few commands a second.
     for s in o["servers"].as_array().unwrap() {
@@ -186,6 +192,7 @@ fn driven((db, db_url): (Child, &str), (cache, memory): (&str, &str), lookups: u
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let mut args = vec!["--target", db_url, "--cache", cache, "--cache-opt", memory];
     args.extend(["--cache-start", "settle", "--duration", "120"]);
+    args.extend(["--cache-ttl", "300"]);
     args.extend(LOAD);
     let (run, cache_url, lines) = background(&args, cache);
     settled(&lines, Duration::from_secs(2));

@@ -211,6 +211,18 @@ fn a_profile_sets_the_workload_and_flags_beside_it_win() {
     let w = &r.config.workload;
     assert_eq!((w.ratio.set, w.value_size, r.totals.sets), (0, 100, 0));
     assert!(w.value_sizes.is_none());
+    // A preset of the figures across clusters: the median cluster with a
+    // 5-minute TTL, said as a preset in the result.
+    let r = run(&["--profile", "twitter-short-ttl"]);
+    let w = &r.config.workload;
+    assert_eq!(w.profile.as_deref(), Some("twitter-short-ttl"));
+    assert_eq!((w.ratio.set, w.ratio.get, w.ttl_s), (13, 87, 300));
+    assert!(
+        matches!(w.distribution, kvlab::workload::KeyDistribution::Zipf { theta } if theta == 1.21),
+        "{w:?}"
+    );
+    let note = r.profile.as_ref().expect("the profile's note");
+    assert!(note.not_reproduced.contains("a preset"), "{note:?}");
     let e = common::fails(&["run", "--target", "redis", "--profile", "twitter-c99"]);
     assert!(
         e.contains("--profile") && e.contains("twitter-c29") && e.lines().count() == 1,

@@ -227,14 +227,15 @@ fn a_killed_cluster_primary_fails_over_and_the_run_recovers() {
     p.workload.keys = 10_000;
     p.load.rate = Some(4000.0);
     p.load.timeout_s = 1.0;
-    // Three seconds before the kill set the level to recover to, and nine
-    // after it leave room for p99 blips of a busy 2-core machine (a CI run
-    // had one past seven) between the failover and two calm seconds in a row.
-    p.load.stop = Stop::Duration(12.0);
+    // Three seconds before the kill set the level to recover to, and
+    // thirteen after it leave room for p99 blips of a busy 2-core machine (a
+    // CI run had four seconds of them after a failover within two) between
+    // the failover and two calm seconds in a row.
+    p.load.stop = Stop::Duration(16.0);
     p.load.events = vec!["3:kill-primary".parse().unwrap()];
     let started = Instant::now();
     let r = measure(&p);
-    assert!(started.elapsed() < Duration::from_secs(42), "ends on time");
+    assert!(started.elapsed() < Duration::from_secs(46), "ends on time");
     assert!(r.valid, "{:?}", r.problems);
     let e = &r.events[0];
     assert!(e.error.is_none(), "{e:?}");
@@ -256,7 +257,12 @@ fn a_killed_cluster_primary_fails_over_and_the_run_recovers() {
                 .collect::<Vec<_>>()
         )
     });
-    assert!(recovered <= 7.0, "{e:?}");
+    assert!(recovered <= 11.0, "{e:?}");
+    // The failover itself (a node timeout of 1 s): no error from 5 s after
+    // the kill on.
+    for s in r.timeline.iter().filter(|s| s.second >= 8) {
+        assert_eq!(s.errors, 0, "failed over by then: {s:?}");
+    }
     let last = r.timeline.last().unwrap();
     assert_eq!(last.errors, 0, "no errors once failed over: {last:?}");
     assert!(last.requests > 3000, "{last:?}");

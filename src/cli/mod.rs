@@ -103,11 +103,15 @@ pub fn one_line(e: &clap::Error) -> String {
 /// `kvlab decide`'s flags as shown and parsed: those it refuses hidden,
 /// the target postgres unless given (also a study's `[decide]`).
 pub fn decide_flags(c: clap::Command) -> clap::Command {
-    ["rate", "rate_shape", "shard", "start_at", "events"]
+    ["rate", "shard", "start_at", "events"]
         .into_iter()
         .fold(c, |c, id| c.mut_arg(id, |a| a.hide(true)))
         .mut_arg("target", |a| a.default_value("postgres"))
+        .mut_arg("rate_shape", |a| a.help(DECIDE_SHAPE_HELP))
 }
+
+/// `--rate-shape` as `kvlab decide` takes it.
+const DECIDE_SHAPE_HELP: &str = "How the stated load moves over a day, --rps being its peak: sine (one cycle a day), step (the peak from noon) or ramp (up over the day), e.g. sine:ratio=3 (peak over trough, default 2). Every architecture is sized, and the cache lost, at the peak; the day's mean is said beside it";
 
 /// kvlab's commands.
 #[derive(Debug, Subcommand)]

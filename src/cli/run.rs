@@ -41,7 +41,10 @@ pub struct RunArgs {
     pub key_distribution: Option<String>,
     /// A production workload: value sizes, SET:GET, key popularity and TTL of
     /// a published cache cluster (twitter-c1, twitter-c4, twitter-c7,
-    /// twitter-c19, twitter-c29); flags given beside it win.
+    /// twitter-c19, twitter-c29) or a preset of the figures published across
+    /// clusters (twitter-median, twitter-skew-p25, twitter-skew-p90,
+    /// twitter-write-heavy, twitter-short-ttl, meta-low-skew, meta-high-skew);
+    /// flags given beside it win.
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
     /// Keys one GET reads, with the protocol's multi-key read (MGET, `get k1

@@ -51,6 +51,12 @@ pub struct Holding {
     /// USAGE`), bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_per_key: Option<f64>,
+    /// Sampled keys whose TTL was asked (`PTTL`, `mg KEY t`; 0: none).
+    #[serde(default, skip_serializing_if = "crate::results::stats::is_zero")]
+    pub ttl_asked: u64,
+    /// The TTL left of each of those that carry one, seconds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ttls_left_s: Vec<f64>,
 }
 
 /// Lines saying which figure is unknown and why (a refused command), or how

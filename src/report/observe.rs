@@ -43,6 +43,14 @@ pub fn text(o: &Observation) -> String {
         l.zipf.map_or("not known".into(), |z| format!("zipf {z}")),
         &l.skew_from,
     );
+    if !l.ttl_from.is_empty() {
+        line(
+            "cache TTL",
+            l.cache_ttl_s
+                .map_or("none taken".into(), |t| format!("{t} s (--cache-ttl {t})")),
+            &l.ttl_from,
+        );
+    }
     if let Some(h) = l.cache_hit_ratio {
         let cache = format!(
             "{:.2}% hits, {} items, {} in use{}",
@@ -177,6 +185,7 @@ pub fn study_file(o: &Observation, p99_ms: Option<f64>) -> String {
         ("keys", &l.keys_from),
         ("value_size", &l.value_size_from),
         ("key_distribution", &l.skew_from),
+        ("cache_ttl", &l.ttl_from),
     ] {
         sources += &format!("#   {name}: {from}\n");
     }

@@ -30,6 +30,9 @@ pub struct Watched {
     pub own_share: Option<f64>,
     /// Figures not known and why (a command refused), and how some were found.
     pub notes: Vec<String>,
+    /// How a cache evicts, read from its settings (`None`: a database).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eviction: Option<super::decide::Eviction>,
 }
 
 /// One second of a server's counters, as rates.
@@ -103,6 +106,13 @@ pub struct ObservedLoad {
     pub cache_memory_bytes: Option<u64>,
     /// The cache's memory limit, bytes (`None` or 0: none).
     pub cache_memory_limit: Option<u64>,
+    /// The TTL the cache's fills live, seconds (`None`: most sampled keys
+    /// carry none, or none was sampled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_ttl_s: Option<u32>,
+    /// How it was found.
+    #[serde(default)]
+    pub ttl_from: String,
 }
 
 /// One observed figure as `kvlab decide` takes it.
@@ -125,8 +135,8 @@ impl std::fmt::Display for Figure {
 
 impl ObservedLoad {
     /// The figures observed, by `kvlab decide`'s flag without dashes (`rps`,
-    /// `ratio`, `keys`, `value_size`, `key_distribution`); one not observed
-    /// is left out.
+    /// `ratio`, `keys`, `value_size`, `key_distribution`, `cache_ttl`); one
+    /// not observed is left out.
     pub fn figures(&self) -> Vec<(&'static str, Figure)> {
         [
             ("rps", self.rps.map(|r| Figure::Count(r.round() as u64))),
@@ -141,6 +151,10 @@ impl ObservedLoad {
             (
                 "key_distribution",
                 self.zipf.map(|z| Figure::Text(format!("zipf:{z}"))),
+            ),
+            (
+                "cache_ttl",
+                self.cache_ttl_s.map(|t| Figure::Count(u64::from(t))),
             ),
         ]
         .into_iter()

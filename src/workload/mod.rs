@@ -21,7 +21,7 @@ pub use batch::BatchSizes;
 pub use churn::ConnLife;
 pub use hot::HotKeys;
 pub use params::{KeyDistribution, Ratio, Stop, WritePolicy};
-pub use shape::RateShape;
+pub use shape::{DAY_S, RateShape};
 pub use sizes::SizeDist;
 pub use timing::{Arrivals, LinkDelay};
 

@@ -13,6 +13,9 @@ use crate::error::UsageError;
 /// Peak over trough unless the shape says (`ratio=`).
 pub const DEFAULT_RATIO: f64 = 2.0;
 
+/// Seconds of a day: the window a decision's stated shape is drawn over.
+pub const DAY_S: f64 = 86_400.0;
+
 /// The rate's course over the measured window, as a share of the peak.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "shape", rename_all = "lowercase")]

@@ -121,11 +121,7 @@ pub fn planned(s: &Saved, dir: &Path, available: u64) -> Result<(Checked, RunPla
 /// the verdict. A pure function of the saved decision and the run.
 pub fn conclude(s: &Saved, checked: Checked, run: RunResult) -> Check {
     let ws = s.measured.measured_for.write_share;
-    let model = Model::new(
-        &s.ask.plan.workload.distribution,
-        ws,
-        super::carry::policy_of(&s.ask.load),
-    );
+    let model = Model::of(&s.ask, ws);
     let servers = aside_row(&s.decision).map_or(&[][..], |r| r.servers.as_slice());
     let copy = s.measured.scaled.keys;
     let cpu = CpuCurves::searched(&s.measured.db, &s.measured.cache);

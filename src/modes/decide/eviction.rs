@@ -54,13 +54,44 @@ pub fn of_cache(cache: &CacheAside) -> Result<Eviction, UsageError> {
         };
         return Ok(Eviction { policy, source });
     };
+    Ok(match Connector::new(spec.kind, e) {
+        Ok(c) => read(&c),
+        Err(_) => {
+            let default = Policy::of_settings(&settings).unwrap_or(Policy::Lru);
+            Eviction {
+                policy: default,
+                source: format!("taken as {default}: the cache's own settings could not be read"),
+            }
+        }
+    })
+}
+
+/// How the cache at `c` (given by URL) evicts, read without changing
+/// anything; where its settings cannot be read or make a full cache refuse
+/// writes, what a cache kvlab started beside it would run, said.
+pub fn read(c: &Connector) -> Eviction {
+    let Role::Cache(product) = c.product.role() else {
+        return Eviction {
+            policy: Policy::Lru,
+            source: format!(
+                "taken as exact LRU: kvlab does not read how {} evicts",
+                c.product.name()
+            ),
+        };
+    };
+    let mut settings: BTreeMap<String, String> = product
+        .eviction_defaults()
+        .iter()
+        .chain(product.evicting())
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     // What a cache kvlab started beside it would run (exact LRU where the
     // product has no evicting default).
     let default = Policy::of_settings(&settings).unwrap_or(Policy::Lru);
-    let read = Connector::new(spec.kind, e)
-        .ok()
-        .and_then(|c| Some((product.eviction_settings(&c)?, c.display)));
-    Ok(match read {
+    let read = product
+        .eviction_settings(c)
+        .map(|found| (found, c.display.clone()));
+    match read {
         Some((found, at)) => {
             settings.extend(found);
             match Policy::of_settings(&settings) {
@@ -78,5 +109,5 @@ pub fn of_cache(cache: &CacheAside) -> Result<Eviction, UsageError> {
             policy: default,
             source: format!("taken as {default}: the cache's own settings could not be read"),
         },
-    })
+    }
 }

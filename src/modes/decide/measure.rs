@@ -437,13 +437,17 @@ impl Runs<'_> {
             false => format!("{at}:restart-cache").parse()?,
         }];
         say(&format!(
-            "kvlab decide: a cache loss: {} {at} s into a run at {} req/s\n",
+            "kvlab decide: a cache loss: {} {at} s into a run at {} req/s{}\n",
             match emulated {
                 true =>
                     "kvlab's own keys deleted from the cache given by URL (a loss emulated; the server keeps running)",
                 false => "the cache restarted empty",
             },
-            num(rate)
+            num(rate),
+            match self.ask.load.rate_shape {
+                Some(_) if rate == self.ask.load.rps => " (the peak of the stated day)",
+                _ => "",
+            }
         ));
         let r = runner::measure(&self.drawn(p), self.db_server, self.opts, self.shutdown)?;
         let mut loss = loss_of(&r, at, self.ask.load.p99_ms);

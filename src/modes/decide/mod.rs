@@ -203,11 +203,7 @@ fn measure_all(
     let curve: Vec<measure::CurveRun> =
         store.step(Step::Curve, h, say, |say| m.curve(curve_rate, say))?;
     let (rate, rate_why) = measure::confirm_rate(ask, &db, &cache, curve_rate);
-    let model = carry::Model::new(
-        &ask.plan.workload.distribution,
-        ask.load.write_share,
-        carry::policy_of(&ask.load),
-    );
+    let model = carry::Model::of(ask, ask.load.write_share);
     let carried = |c: &measure::CurveRun| {
         let hit = c.result.cache_aside.as_ref().map_or(0.0, |a| a.hit_ratio);
         let copy = ask.plan.workload.keys.max(1);

@@ -287,6 +287,7 @@ mod tests {
             cache_rtt_ms: None,
             rtt_assumed: false,
             trace: None,
+            rate_shape: None,
             eviction: None,
             observed: Vec::new(),
         }

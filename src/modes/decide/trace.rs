@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::UsageError;
 use crate::plan::Workload;
-use crate::results::decide::{CurvePoint, TraceSummary, db_load};
+use crate::results::decide::{CurvePoint, TraceSummary, TraceTtl, db_load};
 use crate::workload::trace::by_policy;
 use crate::workload::trace::mrc::{self, TraceCurve};
 use crate::workload::trace::policy::Policy;
@@ -48,12 +48,13 @@ pub struct Given {
 
 /// Reads the trace at `path` and puts what `given` leaves open into `w`;
 /// its curve is drawn for the cache's eviction `policy` at `rps` requests a
-/// second (exact LRU from stack distances; any other simulated).
+/// second and its TTLs (its TTL column, else the cache's `ttl_s`): exact
+/// LRU without a TTL from stack distances, anything else simulated.
 pub fn apply(
     path: &Path,
     w: &mut Workload,
     given: Given,
-    (policy, rps): (Policy, f64),
+    (policy, rps, ttl_s): (Policy, f64, u32),
     stop: &AtomicBool,
 ) -> Result<Traced, UsageError> {
     let bad = |why: String| {
@@ -76,9 +77,19 @@ pub fn apply(
         }));
     }
     let curve = mrc::curve(path, gets + sets, stop).map_err(bad)?;
-    let knots = match policy {
-        Policy::Lru => Knots::of(&curve),
-        _ => Knots::simulated(path, (&curve, gets + sets), (policy, rps), stop).map_err(bad)?,
+    let ttl = (scan.with_ttl > 0 || ttl_s > 0).then_some(TraceTtl {
+        lines_with_ttl: scan.with_ttl,
+        cache_ttl_s: ttl_s,
+    });
+    let knots = match (policy, &ttl) {
+        (Policy::Lru, None) => Knots::of(&curve),
+        _ => Knots::simulated(
+            path,
+            (&curve, gets + sets),
+            (policy, rps, f64::from(ttl_s)),
+            stop,
+        )
+        .map_err(bad)?,
     };
     let mut taken = Vec::new();
     if !given.keys {
@@ -113,7 +124,8 @@ pub fn apply(
         zipf_theta: curve.zipf.map(|z| z.0),
         zipf_r2: curve.zipf.map(|z| z.1),
         taken,
-        policy: (policy != Policy::Lru).then(|| policy.to_string()),
+        policy: (policy != Policy::Lru || ttl.is_some()).then(|| policy.to_string()),
+        ttl,
     };
     Ok(Traced {
         curve: knots,
@@ -151,12 +163,12 @@ impl Knots {
     }
 
     /// The knots of the trace at `path` (whose LRU pass `t` counted
-    /// `modelled` reads and writes) under `policy` at `rps`: one simulation
-    /// at each of [`SIMULATED_SHARES`] of its keys.
+    /// `modelled` reads and writes) under the `clock`'s policy, rate and TTL:
+    /// one simulation at each of [`SIMULATED_SHARES`] of its keys.
     fn simulated(
         path: &Path,
         (t, modelled): (&TraceCurve, u64),
-        (policy, rps): (Policy, f64),
+        clock: (Policy, f64, f64),
         stop: &AtomicBool,
     ) -> Result<Knots, String> {
         let keys = t.distinct_keys.max(1);
@@ -166,7 +178,7 @@ impl Knots {
             .collect();
         items.insert(0, 0);
         items.dedup();
-        let hits = by_policy::hit_ratios(path, modelled, (policy, rps), &items, stop)?;
+        let hits = by_policy::hit_ratios(path, modelled, clock, &items, stop)?;
         Ok(Knots {
             distinct_keys: t.distinct_keys,
             points: items.into_iter().zip(hits).collect(),
@@ -268,7 +280,25 @@ pub fn said(s: &TraceSummary) -> String {
             (None, false) => "exact LRU stack distances".into(),
         },
         crate::results::stats::num(s.reads_counted as f64),
-    )
+    ) + &ttl_said(s.ttl.as_ref())
+}
+
+/// The TTLs the trace's curve was simulated with, as a sentence ("" none).
+fn ttl_said(t: Option<&TraceTtl>) -> String {
+    let Some(t) = t else {
+        return String::new();
+    };
+    let column = match t.lines_with_ttl {
+        0 => "none of its lines carries a TTL".to_string(),
+        n => format!(
+            "{} of its lines carry a TTL (its TTL column: a key lives its last one from each fill)",
+            crate::results::stats::num(n as f64)
+        ),
+    };
+    match t.cache_ttl_s {
+        0 => format!(" TTLs: {column}; the other keys live until evicted."),
+        s => format!(" TTLs: {column}; the other keys live {s} s (--cache-ttl)."),
+    }
 }
 
 #[cfg(test)]

@@ -5,15 +5,18 @@
 //! the database's writes, second by second. The keys are the database's (the
 //! table read most), else the cache's; value sizes the cache's sample, else
 //! the table's; the skew is the Zipf exponent under which a cache of the
-//! items it holds, with the writes seen, hits as it did (Che's approximation,
-//! [`crate::workload::trace::che`]).
+//! items it holds, with the writes seen, hits as it did under its own
+//! eviction policy and TTL (the model `kvlab decide` draws its curves with,
+//! [`crate::modes::decide::carry::Model`]: Che's approximation for exact LRU,
+//! the policy simulated otherwise).
 
 use super::ToWatch;
+use crate::modes::decide::carry::Model;
 use crate::results::observe::{ObservedLoad, ValueSizes, Watched};
 use crate::results::stats::num;
 use crate::results::usage::Role;
 use crate::workload::params::KeyDistribution;
-use crate::workload::trace::che::hit_ratio;
+use crate::workload::trace::policy::Policy;
 
 /// The exponents the fit searches within.
 const THETA: (f64, f64) = (0.05, 2.5);
@@ -52,7 +55,13 @@ pub fn load(w: &[Watched]) -> ObservedLoad {
         let (h, m) = (c.window.hits?, c.window.misses?);
         (h + m > 0).then(|| h as f64 / (h + m) as f64)
     });
-    let (zipf, skew_from) = skew(cache, keys, cache_hit_ratio, write_share);
+    let (cache_ttl_s, ttl_from) = ttl(cache);
+    // A TTL counts by the reads a second: without a rate, none is modelled.
+    let clock = match rps_mean.filter(|r| *r > 0.0) {
+        Some(r) => (r, cache_ttl_s.unwrap_or(0)),
+        None => (0.0, 0),
+    };
+    let (zipf, skew_from) = skew(cache, keys, cache_hit_ratio, write_share, clock);
     ObservedLoad {
         rps,
         rps_mean,
@@ -70,6 +79,38 @@ pub fn load(w: &[Watched]) -> ObservedLoad {
         cache_items: cache.and_then(|c| c.holding.keys),
         cache_memory_bytes: cache.and_then(|c| c.holding.memory_bytes),
         cache_memory_limit: cache.and_then(|c| c.holding.memory_limit),
+        cache_ttl_s,
+        ttl_from,
+    }
+}
+
+/// The TTL the cache's fills live: where most sampled keys carry one, the
+/// longest left among them (a fill lives its TTL from its fill: the TTLs
+/// left spread from 0 up to it), rounded up; with where it came from.
+fn ttl(cache: Option<&Watched>) -> (Option<u32>, String) {
+    let Some(c) = cache else {
+        return (None, "no cache watched".into());
+    };
+    let (asked, left) = (c.holding.ttl_asked, &c.holding.ttls_left_s);
+    let with = left.len() as u64;
+    let longest = left.iter().copied().fold(0.0, f64::max);
+    match (asked, 2 * with >= asked) {
+        (0, _) => (None, "not known: no key's TTL could be asked".into()),
+        (_, false) => (
+            None,
+            format!(
+                "{with} of {asked} sampled keys carry a TTL: most live until evicted; none taken"
+            ),
+        ),
+        (_, true) => {
+            let t = (longest.ceil() as u32).max(1);
+            (
+                Some(t),
+                format!(
+                    "{with} of {asked} sampled keys carry a TTL; the longest left, {t} s, taken as the TTL each fill lives"
+                ),
+            )
+        }
     }
 }
 
@@ -186,12 +227,15 @@ pub fn sizes(sample: &[u64]) -> ValueSizes {
 }
 
 /// The Zipf exponent under which a cache of its items, of `keys` keys, with
-/// `writes` of requests invalidating, hits `hit`; and how it was found.
+/// `writes` of requests invalidating, hits `hit` under its eviction policy
+/// at `rps` requests a second with fills living `ttl_s` (0: no TTL); and how
+/// it was found.
 fn skew(
     cache: Option<&Watched>,
     keys: Option<u64>,
     hit: Option<f64>,
     writes: Option<f64>,
+    (rps, ttl_s): (f64, u32),
 ) -> (Option<f64>, String) {
     let Some(c) = cache else {
         return (
@@ -214,15 +258,27 @@ fn skew(
             ),
         );
     }
+    let policy = c.eviction.as_ref().map_or(Policy::Lru, |e| e.policy);
     let model = |theta: f64| {
-        hit_ratio(&KeyDistribution::Zipf { theta }, keys, items as f64, w).unwrap_or(0.0)
+        Model::new(&KeyDistribution::Zipf { theta }, w, (policy, rps))
+            .with_ttl(f64::from(ttl_s))
+            .hit(keys, items as f64)
+            .unwrap_or(0.0)
     };
     let said = format!(
-        "fitted: the exponent under which a cache of {} of {} keys, with {:.1}% of requests writes that drop a key, hits {:.2}% as the cache's own counters say (Che's approximation of LRU)",
+        "fitted: the exponent under which a cache of {} of {} keys, with {:.1}% of requests writes that drop a key{}, hits {:.2}% as the cache's own counters say ({})",
         num(items as f64),
         num(keys as f64),
         w * 100.0,
-        hit * 100.0
+        match ttl_s {
+            0 => String::new(),
+            t => format!(" and fills that live {t} s"),
+        },
+        hit * 100.0,
+        match (policy, ttl_s) {
+            (Policy::Lru, 0) => "Che's approximation of LRU".to_string(),
+            _ => format!("its {policy} simulated, as kvlab decide draws its curve"),
+        }
     );
     // A cache that evicted nothing holds every key read since it started,
     // not an LRU's share: its hit ratio overstates the skew.
@@ -245,7 +301,13 @@ fn skew(
             format!("{said}; at least {hi}, the most the fit tries"),
         );
     }
-    for _ in 0..40 {
+    // A simulated policy takes a tenth of a second a step: 2.45 / 2^14 is
+    // finer than the exponent is said.
+    let steps = match (policy, ttl_s) {
+        (Policy::Lru, 0) => 40,
+        _ => 14,
+    };
+    for _ in 0..steps {
         let mid = (lo + hi) / 2.0;
         match model(mid) < hit {
             true => lo = mid,

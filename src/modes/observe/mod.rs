@@ -150,6 +150,9 @@ fn watched(
         sent: sent.0,
         own_share,
         notes: notes.0,
+        // Read after the window, on a connection of its own.
+        eviction: (s.role == crate::results::usage::Role::Cache)
+            .then(|| crate::modes::decide::eviction::read(&s.connector)),
     }
 }
 

@@ -1,8 +1,9 @@
 //! Watching a memcached server read-only (`kvlab observe`): `stats` every
 //! second; once the window is over `stats` again (items, bytes, the limit)
 //! and a sample of value sizes: the first [`SAMPLE`] keys `lru_crawler
-//! metadump all` lists, each asked `mg KEY s` (its value's size, no value
-//! sent); where the crawler is refused, the mean item of `stats slabs`.
+//! metadump all` lists, each asked `mg KEY s t` (its value's size and the
+//! TTL it has left, no value sent); where the crawler is refused, the mean
+//! item of `stats slabs`.
 //! Never a write.
 
 use std::io::{Read, Write};
@@ -25,7 +26,8 @@ pub const COMMANDS: &[&str] = &[
     "stats",
     "stats slabs",
     "lru_crawler metadump all (the first 1,000 keys read, then the connection closed)",
-    "mg KEY s (the value's size only)",
+    "mg KEY s t (the value's size and the TTL left only)",
+    "stats settings (lru_segmented, evictions), once, on a connection of its own",
 ];
 
 /// How a memcached server is watched.
@@ -90,29 +92,36 @@ impl McWatch {
         Ok(keys)
     }
 
-    /// Each key's value size (`mg KEY s`), paced; keys gone since are skipped.
-    fn sizes(&mut self, keys: &[String]) -> Result<Vec<u64>> {
-        let mut out = Vec::new();
+    /// Each key's value size and TTL left (`mg KEY s t`), paced; keys gone
+    /// since are skipped: (sizes, the seconds left of those with a TTL).
+    fn sizes(&mut self, keys: &[String]) -> Result<(Vec<u64>, Vec<f64>)> {
+        let (mut out, mut ttls) = (Vec::new(), Vec::new());
         let mut lines = Lines::default();
         for (i, k) in keys.iter().enumerate() {
             self.sent += 1;
-            self.s.write_all(format!("mg {k} s\r\n").as_bytes())?;
+            self.s.write_all(format!("mg {k} s t\r\n").as_bytes())?;
             let line = lines.next(&mut self.s)?;
             if line == "EN" {
                 continue;
             }
-            let size = line
-                .strip_prefix("HD")
-                .and_then(|r| r.split(' ').find_map(|t| t.strip_prefix('s')?.parse().ok()));
-            match size {
-                Some(n) => out.push(n),
+            let flag = |f: char| -> Option<i64> {
+                line.strip_prefix("HD")?
+                    .split(' ')
+                    .find_map(|t| t.strip_prefix(f)?.parse().ok())
+            };
+            match flag('s') {
+                Some(n) => out.push(n.max(0) as u64),
                 None => bail!("{line}"),
+            }
+            // -1: no TTL.
+            if let Some(t) = flag('t').filter(|t| *t >= 0) {
+                ttls.push(t as f64);
             }
             if i % 20 == 19 {
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
-        Ok(out)
+        Ok((out, ttls))
     }
 
     /// The mean chunk of `stats slabs` (chunk size over chunks used: at most
@@ -195,11 +204,13 @@ impl Watch for McWatch {
         match notes.or_unknown(keys, "value sizes by key", "lru_crawler metadump") {
             Some(keys) => {
                 let sizes = self.sizes(&keys);
-                if let Some(sizes) = notes.or_unknown(sizes, "value sizes", "mg KEY s") {
+                if let Some((sizes, ttls)) = notes.or_unknown(sizes, "value sizes", "mg KEY s t") {
                     h.sizes_from = format!(
                         "mg KEY s of {} keys lru_crawler metadump listed first",
                         sizes.len()
                     );
+                    h.ttl_asked = sizes.len() as u64;
+                    h.ttls_left_s = ttls;
                     h.value_sizes = sizes;
                 }
             }

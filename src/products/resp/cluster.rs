@@ -4,6 +4,7 @@
 //! MOVED and ASK), and sums the server counters and memory over the primaries.
 //! The managed cluster is in [`super::cluster_server`].
 
+use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -126,6 +127,10 @@ impl Product for ClusterProduct {
 impl Cache for ClusterProduct {
     fn eviction_defaults(&self) -> &'static [(&'static str, &'static str)] {
         &super::EVICTION_DEFAULTS
+    }
+    /// The first primary's (a cluster's nodes are set alike).
+    fn eviction_settings(&self, c: &Connector) -> Option<BTreeMap<String, String>> {
+        super::eviction_settings(primaries(c).ok()?.first()?)
     }
     fn memory(&self, c: &Connector) -> Result<CacheMemory> {
         primaries(c)?

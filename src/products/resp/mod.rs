@@ -177,22 +177,28 @@ impl Cache for RespProduct {
         &EVICTION_DEFAULTS
     }
     fn eviction_settings(&self, c: &Connector) -> Option<BTreeMap<String, String>> {
-        let mut info = Info::open(c).ok()?;
-        let names = EVICTION_DEFAULTS.map(|(k, _)| k);
-        if let Ok(all) = codec::config_get(&mut info.0, &names)
-            && all.contains_key(names[0])
-        {
-            return Some(all);
-        }
-        // `CONFIG` refused (a managed service): the policy from `INFO`, the
-        // rest at their defaults.
-        let memory = info.section(b"memory").ok()?;
-        let policy = info_field(&memory, "maxmemory_policy")?;
-        Some(BTreeMap::from([(names[0].to_string(), policy)]))
+        eviction_settings(c)
     }
     fn load_hint(&self, value_size: usize, managed: bool) -> String {
         load_hint(value_size, managed)
     }
+}
+
+/// The eviction settings of the server at `c` ([`EVICTION_DEFAULTS`]'s
+/// names), by `CONFIG GET`, else the policy from `INFO memory`.
+pub(crate) fn eviction_settings(c: &Connector) -> Option<BTreeMap<String, String>> {
+    let mut info = Info::open(c).ok()?;
+    let names = EVICTION_DEFAULTS.map(|(k, _)| k);
+    if let Ok(all) = codec::config_get(&mut info.0, &names)
+        && all.contains_key(names[0])
+    {
+        return Some(all);
+    }
+    // `CONFIG` refused (a managed service): the policy from `INFO`, the
+    // rest at their defaults.
+    let memory = info.section(b"memory").ok()?;
+    let policy = info_field(&memory, "maxmemory_policy")?;
+    Some(BTreeMap::from([(names[0].to_string(), policy)]))
 }
 
 /// `DEL` of `names` on `s`: how many it deleted.

@@ -2,7 +2,8 @@
 //! stats` and `INFO commandstats` every second; once the window is over
 //! `INFO keyspace`, `INFO memory`, `DBSIZE`, and a paced sample of string
 //! values (`SCAN … COUNT 100 TYPE string`, then `STRLEN` and `MEMORY USAGE`
-//! of each key, at most [`SAMPLE`] keys). Never a write, `MONITOR` or `KEYS`.
+//! of each key, at most [`SAMPLE`] keys, and `PTTL` of the first
+//! [`TTL_SAMPLE`]). Never a write, `MONITOR` or `KEYS`.
 
 use std::time::Duration;
 
@@ -18,6 +19,9 @@ use crate::transport::Stream;
 /// The most keys whose values are sized.
 pub const SAMPLE: usize = 1000;
 
+/// The most keys whose TTL is asked.
+pub const TTL_SAMPLE: usize = 200;
+
 /// Every command a watch of a RESP server may send.
 pub const COMMANDS: &[&str] = &[
     "INFO stats",
@@ -28,6 +32,8 @@ pub const COMMANDS: &[&str] = &[
     "SCAN cursor COUNT 100 TYPE string",
     "STRLEN key",
     "MEMORY USAGE key",
+    "PTTL key",
+    "CONFIG GET maxmemory-policy maxmemory-samples lfu-log-factor lfu-decay-time (else INFO memory), once, on a connection of its own",
 ];
 
 /// Commands that read keys (their calls are the server's reads).
@@ -206,6 +212,29 @@ impl RespWatch {
             (!memory.is_empty()).then(|| memory.iter().sum::<f64>() / memory.len() as f64);
         (sizes, per_key)
     }
+
+    /// The TTL left of the first [`TTL_SAMPLE`] of `keys` (`PTTL`, paced):
+    /// (keys asked, seconds left of those that carry one).
+    fn ttls(&mut self, keys: &[Vec<u8>], notes: &mut Notes) -> (u64, Vec<f64>) {
+        let (mut asked, mut left) = (0, Vec::new());
+        for (i, k) in keys.iter().take(TTL_SAMPLE).enumerate() {
+            match self.ask(&[b"PTTL", k]).and_then(|r| signed(&r)) {
+                // -2: gone since the scan; -1: no TTL.
+                Ok(-2) => continue,
+                Ok(ms) if ms >= 0 => left.push(ms as f64 / 1000.0),
+                Ok(_) => {}
+                Err(e) => {
+                    notes.or_unknown::<()>(Err(e), "TTLs", "PTTL");
+                    return (0, Vec::new());
+                }
+            }
+            asked += 1;
+            if i % 20 == 19 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        (asked, left)
+    }
 }
 
 impl Watch for RespWatch {
@@ -260,6 +289,7 @@ impl Watch for RespWatch {
         let keys = self.scan();
         if let Some(keys) = notes.or_unknown(keys, "value sizes", "SCAN") {
             let (sizes, per_key) = self.sizes(&keys, notes);
+            (h.ttl_asked, h.ttls_left_s) = self.ttls(&keys, notes);
             h.sizes_from = format!(
                 "STRLEN of {} string keys from SCAN (COUNT 100, paced)",
                 sizes.len()
@@ -306,6 +336,19 @@ fn integer(frame: &[u8]) -> Result<u64> {
         .strip_prefix(b":")
         .and_then(|n| parse_usize(n.trim_ascii()))
         .map(|n| n as u64)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "expected an integer, got {:?}",
+                String::from_utf8_lossy(frame)
+            )
+        })
+}
+
+/// A signed integer reply (`:-1`).
+fn signed(frame: &[u8]) -> Result<i64> {
+    std::str::from_utf8(frame)
+        .ok()
+        .and_then(|s| s.strip_prefix(':')?.trim().parse().ok())
         .ok_or_else(|| {
             anyhow::anyhow!(
                 "expected an integer, got {:?}",

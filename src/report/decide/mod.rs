@@ -131,8 +131,15 @@ fn prices_said(d: &Decision) -> String {
 /// The load as stated, in one line.
 fn load_line(d: &Decision) -> String {
     let l = &d.load;
+    let peak = match l.rate_shape {
+        Some(s) => format!(
+            " at the peak ({s}; {} req/s over the day: sized, and its cache lost, at the peak)",
+            num(l.day_mean_rps())
+        ),
+        None => String::new(),
+    };
     format!(
-        "{} req/s, p99 ≤ {} ms, {} keys × {} B, SET:GET {}, {} keys",
+        "{} req/s{peak}, p99 ≤ {} ms, {} keys × {} B, SET:GET {}, {} keys",
         num(l.rps),
         l.p99_ms,
         num(l.keys as f64),

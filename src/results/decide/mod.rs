@@ -78,6 +78,10 @@ pub struct StatedLoad {
     /// The trace the load was taken from (`--trace`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceSummary>,
+    /// How the load moves over a day (`--rate-shape`), `rps` being its peak:
+    /// every architecture is sized at the peak and its cache lost there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_shape: Option<crate::workload::RateShape>,
     /// The cache's eviction policy the curves are drawn for (`None`: exact
     /// LRU, a decision saved before kvlab read the policy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -115,6 +119,20 @@ pub struct TraceSummary {
     /// (`None`: exact LRU, from stack distances).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<String>,
+    /// The TTLs its curve was simulated with: its lines that carry one
+    /// (its TTL column: each key lives its last) and the cache's own
+    /// (`--cache-ttl`, seconds) for the keys without (`None`: no TTL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<TraceTtl>,
+}
+
+/// The TTLs a trace's curve was simulated with.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceTtl {
+    /// Lines of the trace with a TTL.
+    pub lines_with_ttl: u64,
+    /// The cache's TTL for the keys without one, seconds (0: none).
+    pub cache_ttl_s: u32,
 }
 
 fn one() -> u32 {
@@ -507,6 +525,15 @@ impl Machine {
 }
 
 impl StatedLoad {
+    /// Requests per second over the day: the peak's share the shape offers
+    /// on average over one day (the peak when it is steady).
+    pub fn day_mean_rps(&self) -> f64 {
+        self.rps
+            * self
+                .rate_shape
+                .map_or(1.0, |s| s.mean(0.0, crate::workload::DAY_S))
+    }
+
     /// The machine it sizes with.
     pub fn machine(&self) -> Machine {
         Machine {
@@ -553,6 +580,7 @@ mod tests {
             cache_rtt_ms: None,
             rtt_assumed: false,
             trace: None,
+            rate_shape: None,
             eviction: None,
             observed: Vec::new(),
         };

@@ -44,14 +44,41 @@ fn popularity(dist: &KeyDistribution, keys: u64) -> Option<Vec<(f64, f64)>> {
     }
 }
 
+/// The probability of the hottest of `keys` keys drawn by `dist` (`None`: a
+/// distribution the model does not know).
+pub fn hottest(dist: &KeyDistribution, keys: u64) -> Option<f64> {
+    popularity(dist, keys).map(|p| p[0].0)
+}
+
 /// The hit ratio of all reads of a cache holding `items` of `keys` keys
 /// drawn by `dist`, with `write_share` of accesses writes that drop the key
 /// (`None`: a distribution the model does not know).
 pub fn hit_ratio(dist: &KeyDistribution, keys: u64, items: f64, write_share: f64) -> Option<f64> {
+    hit_ratio_ttl(dist, keys, items, write_share, (0.0, 0.0))
+}
+
+/// [`hit_ratio`] with fills that live `ttl_s` seconds at `reads_per_s`
+/// reads a second: each key's LRU hit probability times the share of its
+/// reads the TTL leaves (`λT/(1 + λT)`). An approximation (the two are
+/// not independent) kvlab uses only as the ratio between two key counts.
+pub fn hit_ratio_ttl(
+    dist: &KeyDistribution,
+    keys: u64,
+    items: f64,
+    write_share: f64,
+    (reads_per_s, ttl_s): (f64, f64),
+) -> Option<f64> {
     let pop = popularity(dist, keys)?;
     let read = (1.0 - write_share).clamp(0.0, 1.0);
+    let kept = |p: f64| match ttl_s > 0.0 {
+        true => {
+            let lt = p * reads_per_s * ttl_s;
+            lt / (1.0 + lt)
+        }
+        false => 1.0,
+    };
     if items >= keys as f64 {
-        return Some(read);
+        return Some(read * pop.iter().map(|(p, n)| n * p * kept(*p)).sum::<f64>());
     }
     if items <= 0.0 {
         return Some(0.0);
@@ -72,7 +99,7 @@ pub fn hit_ratio(dist: &KeyDistribution, keys: u64, items: f64, write_share: f64
     let t = (lo * hi).sqrt();
     let hit: f64 = pop
         .iter()
-        .map(|(p, n)| n * p * (1.0 - (-p * t).exp()))
+        .map(|(p, n)| n * p * (1.0 - (-p * t).exp()) * kept(*p))
         .sum();
     Some(hit * read)
 }

@@ -13,8 +13,8 @@ use crate::modes::decide::{self, Ask};
 use crate::plan::{CacheAside, RunPlan};
 use crate::results::decide::assumptions::EXAMPLE_CURRENCY;
 use crate::results::decide::{Assumptions, KVLAB, StatedLoad};
-use crate::workload::LinkDelay;
 use crate::workload::trace::policy::Policy;
+use crate::workload::{LinkDelay, RateShape};
 
 /// With neither `--rtt` nor `--cache-rtt`, each managed server is put one
 /// same-zone hop away (a server given by URL has its real network); says
@@ -59,11 +59,6 @@ fn refuse(args: &DecideArgs) -> Result<(), UsageError> {
             "kvlab decide makes its own cache loss",
         ),
         (
-            r.rate_shape.is_some(),
-            "--rate-shape",
-            "kvlab decide sizes at --rps, taken as the peak, and measures its cache loss there (a shaped rate is kvlab run --rate R --rate-shape sine)",
-        ),
-        (
             args.trace.is_some() && r.profile.is_some(),
             "--profile",
             "--trace gives the workload",
@@ -80,7 +75,7 @@ fn refuse(args: &DecideArgs) -> Result<(), UsageError> {
 fn traced(
     args: &DecideArgs,
     plan: &mut RunPlan,
-    policy: (Policy, f64),
+    policy: (Policy, f64, u32),
     shutdown: &AtomicBool,
 ) -> Result<Option<decide::trace::Traced>, UsageError> {
     let r = &args.run;
@@ -169,9 +164,12 @@ pub fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
     let r = &args.run;
     refuse(args)?;
     let (rps, p99_ms) = stated(args)?;
+    let rate_shape = day_shape(args)?;
     // The cache is redis unless given: the cache's flags apply to it.
     let mut with_cache = r.clone();
     with_cache.aside.cache.get_or_insert_with(|| "redis".into());
+    // The shape is the stated load's over a day, not a run's.
+    with_cache.rate_shape = None;
     let mut plan: RunPlan = with_cache.to_plan()?;
     if !plan.target.kind.is_sql() {
         return Err(UsageError::bad(
@@ -186,7 +184,12 @@ pub fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
         .take()
         .ok_or_else(|| anyhow::anyhow!("no cache in front of the database"))?;
     let eviction = decide::eviction::of_cache(&cache)?;
-    let traced = traced(args, &mut plan, (eviction.policy, rps), shutdown)?;
+    let traced = traced(
+        args,
+        &mut plan,
+        (eviction.policy, rps, cache.ttl_s),
+        shutdown,
+    )?;
     let rtt_assumed = assume_round_trips(&mut plan, &cache);
     let w = &plan.workload;
     let prices = prices(args)?;
@@ -215,6 +218,7 @@ pub fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
         cache_rtt_ms: plan.load.cache_rtt.map(|d| d.rtt_ms),
         rtt_assumed,
         trace: traced.as_ref().map(|t| t.summary.clone()),
+        rate_shape,
         eviction: Some(eviction),
         observed: args.observed.clone(),
     };
@@ -228,6 +232,17 @@ pub fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
         team_cache_mb: None,
         assumed: assumed(args)?,
     })
+}
+
+/// `--rate-shape`: how the stated load moves over a day, `--rps` its peak
+/// (the step at noon, the ramp over the day, one sine cycle a day unless
+/// the shape says); `None` when steady.
+pub fn day_shape(args: &DecideArgs) -> Result<Option<RateShape>, UsageError> {
+    let Some(s) = &args.run.rate_shape else {
+        return Ok(None);
+    };
+    let shape = RateShape::parse(s, Some(crate::workload::DAY_S))?;
+    Ok((!shape.is_steady()).then_some(shape))
 }
 
 /// The rate and the p99 goal a measuring decision is given, checked.

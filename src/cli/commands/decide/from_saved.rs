@@ -7,8 +7,9 @@ use crate::modes::decide::Ask;
 use crate::results::decide::StatedLoad;
 
 /// Flags `--from` takes: they change the load decided, not what was measured.
-const CHANGES: [&str; 18] = [
+const CHANGES: [&str; 19] = [
     "rps",
+    "rate_shape",
     "p99_ms",
     "p50_ms",
     "p999_ms",
@@ -67,6 +68,9 @@ pub fn change(args: &DecideArgs, ask: &Ask) -> Result<StatedLoad, UsageError> {
     if let Some(v) = args.rps.filter(|_| given("rps")) {
         crate::error::positive("--rps", v, "give the requests per second at peak")?;
         l.rps = v;
+    }
+    if given("rate_shape") {
+        l.rate_shape = super::ask::day_shape(args)?;
     }
     if let Some(k) = args.run.keys.filter(|_| given("keys")) {
         if k == 0 {

@@ -1,6 +1,7 @@
 //! `kvlab decide --observe`: the servers given by URL watched first (as
 //! `kvlab observe`), and the load they serve taken for each of `--rps`,
-//! `--ratio`, `--keys`, `--value-size` and `--key-distribution` not given;
+//! `--ratio`, `--keys`, `--value-size`, `--key-distribution` and
+//! `--cache-ttl` not given;
 //! which figures came from observation is said, and kept in the decision.
 //! The decision is then measured beside the servers observed, on servers of
 //! the same products kvlab starts, unless `--on-observed`.
@@ -46,6 +47,9 @@ pub fn stated(args: &DecideArgs, shutdown: &AtomicBool) -> Result<DecideArgs> {
     let zipf = l.zipf.map(|z| format!("zipf:{z}"));
     let skew = ("--key-distribution", &mut a.run.key_distribution);
     fill(s, skew, zipf, &l.skew_from);
+    let mut ttl = (a.run.aside.cache_ttl > 0).then_some(a.run.aside.cache_ttl);
+    fill(s, ("--cache-ttl", &mut ttl), l.cache_ttl_s, &l.ttl_from);
+    a.run.aside.cache_ttl = ttl.unwrap_or(0);
     if a.rps.is_none() {
         return Err(UsageError::bad(
             "--rps",

@@ -191,6 +191,17 @@ pub fn simulate(
     setup: &Setup,
     accesses: impl IntoIterator<Item = Access>,
 ) -> Result<Outcome, String> {
+    simulate_with_ttls(policy, setup, accesses, &[])
+}
+
+/// [`simulate`] with each key's own TTL, seconds (`ttls[key]`, a trace's
+/// TTL column); a key past the slice or at 0 lives `setup.ttl_s`.
+pub fn simulate_with_ttls(
+    policy: Policy,
+    setup: &Setup,
+    accesses: impl IntoIterator<Item = Access>,
+    ttls: &[f32],
+) -> Result<Outcome, String> {
     if setup.capacity == 0 {
         return Err("the cache must hold at least one item".into());
     }
@@ -203,16 +214,17 @@ pub fn simulate(
     let (n, cap) = (setup.keys as usize, setup.capacity);
     let rng = crate::workload::rng(setup.seed);
     match policy {
-        Policy::Lru => run(basic::Lru::new(n, cap), setup, accesses),
-        Policy::Random => run(basic::Random::new(n, cap, rng), setup, accesses),
-        Policy::Optimal => run(basic::Optimal::new(n, cap), setup, accesses),
-        Policy::SegmentedLru => run(memcached::Segmented::new(n, cap), setup, accesses),
+        Policy::Lru => run(basic::Lru::new(n, cap), setup, accesses, ttls),
+        Policy::Random => run(basic::Random::new(n, cap, rng), setup, accesses, ttls),
+        Policy::Optimal => run(basic::Optimal::new(n, cap), setup, accesses, ttls),
+        Policy::SegmentedLru => run(memcached::Segmented::new(n, cap), setup, accesses, ttls),
         Policy::RedisLru { samples } => {
             let rank = redis::Rank::Lru;
             run(
                 redis::Redis::new(n, cap, samples, rank, rng),
                 setup,
                 accesses,
+                ttls,
             )
         }
         Policy::RedisLfu {
@@ -228,6 +240,7 @@ pub fn simulate(
                 redis::Redis::new(n, cap, samples, rank, rng),
                 setup,
                 accesses,
+                ttls,
             )
         }
     }
@@ -238,10 +251,11 @@ fn run<C: Cache>(
     mut cache: C,
     setup: &Setup,
     accesses: impl IntoIterator<Item = Access>,
+    ttls: &[f32],
 ) -> Result<Outcome, String> {
     let step = 1.0 / setup.rate;
     let mut out = Outcome::default();
-    let mut ttl = Expiry::new(setup);
+    let mut ttl = Expiry::new(setup, ttls);
     for (i, a) in (0u64..).zip(accesses) {
         if a.key >= setup.keys {
             return Err(format!(
@@ -268,20 +282,42 @@ fn run<C: Cache>(
     Ok(out)
 }
 
-/// Each filled key's expiry: fills in time order (one TTL for all, so
-/// expiries come in fill order), the newest fill of each key.
-struct Expiry {
+/// Each filled key's expiry: the fills' expiries, soonest first, and the
+/// expiry of each key's newest fill.
+struct Expiry<'a> {
     ttl_s: f64,
-    fills: std::collections::VecDeque<(f64, u32)>,
-    /// The time of each key's newest fill (NaN: none live).
+    /// Each key's own TTL (0 or past the slice: `ttl_s`).
+    ttls: &'a [f32],
+    /// (expiry, key) of each fill, soonest first.
+    fills: std::collections::BinaryHeap<std::cmp::Reverse<(Time, u32)>>,
+    /// The expiry of each key's newest fill (NaN: none live).
     newest: Vec<f64>,
 }
 
-impl Expiry {
-    fn new(setup: &Setup) -> Expiry {
-        let on = setup.ttl_s > 0.0;
+/// A time in seconds, ordered (the simulation's times are finite).
+#[derive(Clone, Copy, PartialEq)]
+struct Time(f64);
+
+impl Eq for Time {}
+
+impl PartialOrd for Time {
+    fn partial_cmp(&self, o: &Time) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+impl Ord for Time {
+    fn cmp(&self, o: &Time) -> std::cmp::Ordering {
+        self.0.total_cmp(&o.0)
+    }
+}
+
+impl<'a> Expiry<'a> {
+    fn new(setup: &Setup, ttls: &'a [f32]) -> Expiry<'a> {
+        let on = setup.ttl_s > 0.0 || ttls.iter().any(|&t| t > 0.0);
         Expiry {
             ttl_s: setup.ttl_s,
+            ttls,
             fills: Default::default(),
             newest: match on {
                 true => vec![f64::NAN; setup.keys as usize],
@@ -292,11 +328,11 @@ impl Expiry {
 
     /// Drops from `cache` every key whose fill expired by `now`.
     fn expire<C: Cache>(&mut self, cache: &mut C, now: f64) {
-        while let Some(&(at, key)) = self.fills.front() {
-            if at + self.ttl_s > now {
+        while let Some(&std::cmp::Reverse((Time(at), key))) = self.fills.peek() {
+            if at > now {
                 break;
             }
-            self.fills.pop_front();
+            self.fills.pop();
             if self.newest[key as usize] == at {
                 cache.invalidate(key);
                 self.newest[key as usize] = f64::NAN;
@@ -304,15 +340,28 @@ impl Expiry {
         }
     }
 
+    /// The TTL of `key`'s fills (0: none).
+    fn ttl_of(&self, key: u32) -> f64 {
+        match self.ttls.get(key as usize) {
+            Some(&t) if t > 0.0 => f64::from(t),
+            _ => self.ttl_s,
+        }
+    }
+
     fn filled(&mut self, key: u32, now: f64) {
-        if self.ttl_s > 0.0 {
-            self.fills.push_back((now, key));
-            self.newest[key as usize] = now;
+        if self.newest.is_empty() {
+            return;
+        }
+        let ttl = self.ttl_of(key);
+        if ttl > 0.0 {
+            let at = now + ttl;
+            self.fills.push(std::cmp::Reverse((Time(at), key)));
+            self.newest[key as usize] = at;
         }
     }
 
     fn dropped(&mut self, key: u32) {
-        if self.ttl_s > 0.0 {
+        if !self.newest.is_empty() {
             self.newest[key as usize] = f64::NAN;
         }
     }
@@ -327,8 +376,19 @@ pub fn zipf_stream(
     write_share: f64,
     seed: u64,
 ) -> impl Iterator<Item = Access> {
+    key_stream(KeyDistribution::Zipf { theta }, keys, write_share, seed)
+}
+
+/// An endless stream of kvlab's own accesses: keys drawn by `dist` over
+/// `0..keys`, `write_share` of them writes, drawn from `seed`.
+pub fn key_stream(
+    dist: KeyDistribution,
+    keys: u64,
+    write_share: f64,
+    seed: u64,
+) -> impl Iterator<Item = Access> {
     let mut rng: SmallRng = crate::workload::rng(seed);
-    let mut keygen = KeyGen::new(KeyDistribution::Zipf { theta }, keys, 0, 1);
+    let mut keygen = KeyGen::new(dist, keys, 0, 1);
     let per_million = (write_share.clamp(0.0, 1.0) * 1e6).round() as u32;
     let mix = OpMix::new(Ratio {
         set: per_million,
