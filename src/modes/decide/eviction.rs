@@ -16,20 +16,9 @@ use crate::workload::trace::policy::Policy;
 pub fn of_cache(cache: &CacheAside) -> Result<Eviction, UsageError> {
     let spec = &cache.cache;
     let Role::Cache(product) = spec.kind.product().role() else {
-        return Ok(Eviction {
-            policy: Policy::Lru,
-            source: format!(
-                "taken as exact LRU: kvlab does not read how {} evicts",
-                spec.kind.name()
-            ),
-        });
+        return Ok(not_read(spec.kind.name()));
     };
-    let mut settings: BTreeMap<String, String> = product
-        .eviction_defaults()
-        .iter()
-        .chain(product.evicting())
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let mut settings = defaults(product);
     let Some(e) = &spec.external else {
         // The settings given that change the defaults (the evicting one,
         // already in the plan's settings, is no choice of the user's).
@@ -56,13 +45,7 @@ pub fn of_cache(cache: &CacheAside) -> Result<Eviction, UsageError> {
     };
     Ok(match Connector::new(spec.kind, e) {
         Ok(c) => read(&c),
-        Err(_) => {
-            let default = Policy::of_settings(&settings).unwrap_or(Policy::Lru);
-            Eviction {
-                policy: default,
-                source: format!("taken as {default}: the cache's own settings could not be read"),
-            }
-        }
+        Err(_) => unread(&settings),
     })
 }
 
@@ -71,43 +54,54 @@ pub fn of_cache(cache: &CacheAside) -> Result<Eviction, UsageError> {
 /// writes, what a cache kvlab started beside it would run, said.
 pub fn read(c: &Connector) -> Eviction {
     let Role::Cache(product) = c.product.role() else {
-        return Eviction {
-            policy: Policy::Lru,
-            source: format!(
-                "taken as exact LRU: kvlab does not read how {} evicts",
-                c.product.name()
-            ),
-        };
+        return not_read(c.product.name());
     };
-    let mut settings: BTreeMap<String, String> = product
+    let mut settings = defaults(product);
+    let Some(found) = product.eviction_settings(c) else {
+        return unread(&settings);
+    };
+    // What a cache kvlab started beside it would run.
+    let default = Policy::of_settings(&settings).unwrap_or(Policy::Lru);
+    let at = &c.display;
+    settings.extend(found);
+    match Policy::of_settings(&settings) {
+        Ok(policy) => Eviction {
+            policy,
+            source: format!("read from the cache at {at}"),
+        },
+        Err(why) => Eviction {
+            policy: default,
+            source: format!("the cache at {at} has {why}; drawn for {default} instead"),
+        },
+    }
+}
+
+/// The eviction settings a cache of `product` kvlab starts has, by the
+/// server's names.
+fn defaults(product: &dyn crate::driver::Cache) -> BTreeMap<String, String> {
+    product
         .eviction_defaults()
         .iter()
         .chain(product.evicting())
         .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    // What a cache kvlab started beside it would run (exact LRU where the
-    // product has no evicting default).
-    let default = Policy::of_settings(&settings).unwrap_or(Policy::Lru);
-    let read = product
-        .eviction_settings(c)
-        .map(|found| (found, c.display.clone()));
-    match read {
-        Some((found, at)) => {
-            settings.extend(found);
-            match Policy::of_settings(&settings) {
-                Ok(policy) => Eviction {
-                    policy,
-                    source: format!("read from the cache at {at}"),
-                },
-                Err(why) => Eviction {
-                    policy: default,
-                    source: format!("the cache at {at} has {why}; drawn for {default} instead"),
-                },
-            }
-        }
-        None => Eviction {
-            policy: default,
-            source: format!("taken as {default}: the cache's own settings could not be read"),
-        },
+        .collect()
+}
+
+/// A cache whose settings could not be read: what one kvlab started with
+/// `settings` would run (exact LRU where the product has no evicting
+/// default), said.
+fn unread(settings: &BTreeMap<String, String>) -> Eviction {
+    let default = Policy::of_settings(settings).unwrap_or(Policy::Lru);
+    Eviction {
+        policy: default,
+        source: format!("taken as {default}: the cache's own settings could not be read"),
+    }
+}
+
+/// A product whose eviction kvlab does not read, taken as exact LRU.
+fn not_read(name: &str) -> Eviction {
+    Eviction {
+        policy: Policy::Lru,
+        source: format!("taken as exact LRU: kvlab does not read how {name} evicts"),
     }
 }
