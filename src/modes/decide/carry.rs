@@ -167,14 +167,14 @@ impl Model {
     /// each share of the keys is read as often as among `stated` keys (the
     /// TTL's misses are its reads times the TTL).
     fn clock(&self, k: u64, stated: u64) -> Option<f64> {
-        let slowed = match (self.ttl_s > 0.0, &self.dist) {
+        let rate = match (self.ttl_s > 0.0, &self.dist) {
             (true, KeyDistribution::Zipf { theta }) => {
                 let hot = che::hottest(&self.dist, stated)? / che::hottest(&self.dist, k)?;
-                hot * (k as f64 / stated.max(1) as f64).powf(*theta)
+                self.policy.1 * hot * (k as f64 / stated.max(1) as f64).powf(*theta)
             }
-            _ => k as f64 / stated.max(1) as f64,
+            _ => self.policy.1 * k as f64 / stated.max(1) as f64,
         };
-        Some((self.policy.1 * slowed).max(f64::MIN_POSITIVE))
+        Some(rate.max(f64::MIN_POSITIVE))
     }
 
     /// `sim`, simulated at fewer keys than stated, carried to the stated

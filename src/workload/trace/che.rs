@@ -78,7 +78,10 @@ pub fn hit_ratio_ttl(
         false => 1.0,
     };
     if items >= keys as f64 {
-        return Some(read * pop.iter().map(|(p, n)| n * p * kept(*p)).sum::<f64>());
+        return Some(match ttl_s > 0.0 {
+            true => read * pop.iter().map(|(p, n)| n * p * kept(*p)).sum::<f64>(),
+            false => read,
+        });
     }
     if items <= 0.0 {
         return Some(0.0);
