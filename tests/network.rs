@@ -25,6 +25,19 @@ fn agrees(r: &RunResult) {
     assert!(cc.agrees(), "{cc:?}");
 }
 
+/// Each of `r`'s `connections` carried `pipeline` requests per mean latency
+/// (Little's law, within 15%), and fewer than `pipeline` per millisecond,
+/// the round trip.
+fn in_flight_per_round_trip(r: &RunResult, connections: usize, pipeline: usize) {
+    let per_conn = r.totals.throughput_rps / connections as f64;
+    let expected = pipeline as f64 * 1e6 / r.latency.latency_us.mean;
+    assert!(
+        (per_conn / expected - 1.0).abs() < 0.15,
+        "{per_conn} req/s per connection at pipeline {pipeline}, the round trip predicts {expected}"
+    );
+    assert!(per_conn < pipeline as f64 * 1000.0, "{per_conn}");
+}
+
 #[test]
 fn a_round_trip_adds_itself_to_each_request_and_bounds_a_connection() {
     let s = server(TargetKind::Redis);
@@ -41,13 +54,7 @@ fn a_round_trip_adds_itself_to_each_request_and_bounds_a_connection() {
     let added = one.latency.latency_us.p50 - base.latency.latency_us.p50;
     assert!((950.0..=1500.0).contains(&added), "p50 rose by {added} µs");
     // A connection carries one request per round trip and service time.
-    let per_conn = one.totals.throughput_rps / p.load.connections as f64;
-    let expected = 1e6 / one.latency.latency_us.mean;
-    assert!(
-        (per_conn / expected - 1.0).abs() < 0.15,
-        "{per_conn} req/s per connection, the round trip predicts {expected}"
-    );
-    assert!(per_conn < 1000.0, "{per_conn}");
+    in_flight_per_round_trip(&one, p.load.connections, 1);
     // At pipeline 4 a connection has four in flight across the link: four
     // per round trip and service time (Little's law, within the run itself,
     // since two runs on a busy 2-core host differ by more than the link).
@@ -55,13 +62,7 @@ fn a_round_trip_adds_itself_to_each_request_and_bounds_a_connection() {
     p.load.stop = Stop::Requests(12_000);
     let four = measure(&p);
     agrees(&four);
-    let per_conn4 = four.totals.throughput_rps / p.load.connections as f64;
-    let expected4 = 4e6 / four.latency.latency_us.mean;
-    assert!(
-        (per_conn4 / expected4 - 1.0).abs() < 0.15,
-        "{per_conn4} req/s per connection at pipeline 4, the round trip predicts {expected4}"
-    );
-    assert!(per_conn4 < 4000.0, "{per_conn4}");
+    in_flight_per_round_trip(&four, p.load.connections, 4);
     let ratio = four.totals.throughput_rps / one.totals.throughput_rps;
     assert!(ratio > 2.5, "pipeline 4 carried {ratio}x");
 }
