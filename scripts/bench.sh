@@ -427,6 +427,13 @@ own() { # name: records kvlab's own throughput and client CPU per request of the
     /^  throughput/ { r = $2; gsub(",", "", r) }
     /^  client CPU/ { for (i = 1; i <= NF; i++) if ($i ~ /µs\/request/) { c = $(i - 1); gsub(",", "", c) } }
     END { if (r != "" && c != "") printf "%s P1 %s %s\n", t, r, c }' "$WORK/last.out" >> "$WORK/rows"
+  # What waiting cost: wake-ups and context switches per request, the send
+  # slack and the p99 send error (a fixed rate's).
+  awk -v t="$1" '
+    /^  client waits/ { w = $3; x = $6 }
+    /sends at most/ { if (match($0, /at most [0-9.,]+ µs early/)) { s = substr($0, RSTART + 8, RLENGTH - 8); sub(/ .*/, "", s); gsub(",", "", s) } }
+    /send error/ { if (match($0, /send error p50 [0-9.,]+ µs, p99 [0-9.,]+/)) { e = substr($0, RSTART, RLENGTH); sub(/.*p99 /, "", e); gsub(",", "", e) } }
+    END { if (w != "") printf "%s %s %s %s %s\n", t, w, x, (s == "" ? "-" : s), (e == "" ? "-" : e) }' "$WORK/last.out" >> "$WORK/waits"
 }
 if [ "${BENCH_NEAR:-1}" = 1 ]; then
   REDIS=${REDIS:-$(serve redis)}
@@ -452,7 +459,10 @@ fi
 # own figures of the measured window (IO_SECS s each): the closed loop at 50
 # connections, at a fixed rate of half of what that closed loop reached, at
 # RATE (20k) req/s with and without --rtt 1 (200 connections), and a closed
-# loop on IO_CONNS (10,000) connections.
+# loop on IO_CONNS (10,000) connections; the half rate also with
+# --send-slack 0 (each request within 20 µs of its time). Each of these also
+# gives its wake-ups and context switches per request, its send slack and its
+# p99 send error (the table "what waiting cost").
 if [ "${BENCH_IO:-1}" = 1 ]; then
   REDIS=${REDIS:-$(serve redis)}
   RATE=${RATE:-20000}
@@ -500,6 +510,7 @@ if [ "${BENCH_IO:-1}" = 1 ]; then
       win "io-$io-win-closed" --io "$io"
       half=$(awk '/^  throughput/ { r = $2; gsub(",", "", r); print int(r / 2); exit }' "$WORK/last.out")
       win "io-$io-win-rate-half" --io "$io" --rate "$half"
+      win "io-$io-win-rate-half-exact" --io "$io" --rate "$half" --send-slack 0
       win "io-$io-win-rate20k" --io "$io" --rate "$RATE"
       CONNS=200 win "io-$io-win-rate20k-c200" --io "$io" --rate "$RATE"
       CONNS=200 win "io-$io-win-rate20k-rtt1" --io "$io" --rate "$RATE" --rtt 1
@@ -516,6 +527,16 @@ if [ -s "$WORK/lat" ]; then
     function median(s,   a, n, i, j, t) { n = split(s, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }; return a[int((n + 1) / 2)] }
     { p[$1] = p[$1] " " $2; e[$1] = e[$1] " " $3; if (!($1 in seen)) { seen[$1] = 1; order[++m] = $1 } }
     END { for (i = 1; i <= m; i++) printf "%-20s %12s %16s\n", order[i], median(p[order[i]]), median(e[order[i]]) }' "$WORK/lat"
+fi
+
+if [ -s "$WORK/waits" ]; then
+  echo
+  echo "what waiting cost, kvlab's own window figures, medians of $ROUNDS interleaved runs"
+  printf '%-28s %10s %10s %10s %12s\n' run "wakes/req" "cs/req" "slack µs" "send p99 µs"
+  awk '
+    function median(s,   a, n, i, j, t) { n = split(s, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }; return a[int((n + 1) / 2)] }
+    { w[$1] = w[$1] " " $2; x[$1] = x[$1] " " $3; s[$1] = s[$1] " " $4; e[$1] = e[$1] " " $5; if (!($1 in seen)) { seen[$1] = 1; order[++m] = $1 } }
+    END { for (i = 1; i <= m; i++) { k = order[i]; printf "%-28s %10s %10s %10s %12s\n", k, median(w[k]), median(x[k]), median(s[k]), median(e[k]) } }' "$WORK/waits"
 fi
 
 echo

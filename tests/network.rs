@@ -94,11 +94,21 @@ fn an_open_loop_keeps_its_rate_across_a_round_trip_and_reports_its_sends() {
         );
         let sc = r.latency.schedule.as_ref().expect("a schedule");
         assert_eq!(sc.arrivals.as_deref(), Some(arrivals.name()));
-        assert_eq!(sc.batch_window_us, 20.0);
+        // 2,000 req/s: the automatic send slack is at its cap.
+        assert_eq!(sc.batch_window_us, 300.0);
         let e = sc.send_error_us.as_ref().expect("send errors measured");
-        // kvlab's timer, not the server, sets these: typically tens of µs.
-        assert!(e.p50 < 200.0, "{arrivals:?}: send error {e:?}");
+        // The slack and kvlab's timer, not the server, set these.
+        assert!(e.p50 < 500.0, "{arrivals:?}: send error {e:?}");
         assert!(sc.send_error_histogram.is_some());
+        // What waiting cost: counted, each at most a few per request.
+        let c = &r.client;
+        let per = |n: Option<u64>| n.expect("counted") as f64 / r.totals.requests as f64;
+        assert_eq!(c.client_wakes_per_request, Some(per(c.client_wakes)));
+        assert!(
+            per(c.client_wakes) > 0.0 && per(c.client_wakes) < 10.0,
+            "{c:?}"
+        );
+        assert!(per(c.client_context_switches) < 10.0, "{c:?}");
         // Latency from the intended start includes the round trip.
         assert!(
             r.latency.latency_us.p50 >= 1000.0,
@@ -106,6 +116,14 @@ fn an_open_loop_keeps_its_rate_across_a_round_trip_and_reports_its_sends() {
             r.latency.latency_us
         );
     }
+    // --send-slack 0: each request within the 20 µs tolerance of its time.
+    p.load.send_slack = kvlab::workload::SendSlack::Fixed(std::time::Duration::ZERO);
+    let r = measure(&p);
+    agrees(&r);
+    let sc = r.latency.schedule.as_ref().expect("a schedule");
+    assert_eq!(sc.batch_window_us, 20.0);
+    let e = sc.send_error_us.as_ref().expect("send errors measured");
+    assert!(e.p50 < 200.0, "send error {e:?}");
 }
 
 #[test]

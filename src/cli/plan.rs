@@ -59,6 +59,10 @@ impl RunArgs {
                     None => crate::workload::Arrivals::Poisson,
                 },
                 rate_shape: self.rate_shape(stop)?,
+                send_slack: match &self.send_slack {
+                    Some(s) => s.parse()?,
+                    None => crate::workload::SendSlack::Auto,
+                },
                 conn_life: self
                     .conn_life
                     .as_deref()

@@ -91,6 +91,14 @@ pub struct RunArgs {
     /// (ratio: peak over trough, default 2) [default: steady].
     #[arg(long, value_name = "SHAPE")]
     pub rate_shape: Option<String>,
+    /// How early a fixed rate's request may leave, so that one wake-up sends
+    /// every request due within it: auto (16 of a client thread's mean gaps
+    /// between arrivals, 20-300 µs), or a time such as 50us or 0 (each
+    /// request within 20 µs of its time). A request sent early is timed from
+    /// its actual send; the run reports the slack and how far sends were from
+    /// their times [default: auto].
+    #[arg(long, value_name = "TIME", requires = "rate")]
+    pub send_slack: Option<String>,
     /// How long each connection lives: N requests, or a time (5s, 500ms),
     /// each life spread within ±20% (`,jitter=0.1` says otherwise). Then it
     /// finishes what it has in flight, closes and opens again, as a pooled

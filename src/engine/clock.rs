@@ -96,6 +96,15 @@ pub(crate) fn first_tick(timing: &Timing) -> (Instant, i64) {
     (next_tick, second)
 }
 
+/// Context switches of the calling thread so far, voluntary (it slept) and
+/// not (it was preempted).
+pub(crate) fn thread_context_switches() -> Option<u64> {
+    // SAFETY: getrusage writes the struct it is given and nothing else.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut u) } == 0;
+    ok.then(|| (u.ru_nvcsw + u.ru_nivcsw).max(0) as u64)
+}
+
 /// On-CPU plus run-queue time of the calling thread (Linux schedstat), in ns.
 pub(crate) fn thread_busy_ns() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;

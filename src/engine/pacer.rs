@@ -9,7 +9,7 @@ use rand::Rng;
 use rand::rngs::SmallRng;
 
 use crate::workload::timing::{SEND_TOLERANCE, exponential};
-use crate::workload::{Arrivals, RateShape};
+use crate::workload::{Arrivals, RateShape, SendSlack};
 
 /// The schedule of one run at a fixed total rate.
 #[derive(Clone, Copy, Debug)]
@@ -19,8 +19,10 @@ pub struct Pacer {
     /// Gap between two requests of the whole run (offset between connections
     /// of an evenly spaced schedule).
     pub global: Duration,
-    /// How early a request may leave: [`SEND_TOLERANCE`]. One sent early is
-    /// timed from its actual send, one sent late from its intended time.
+    /// How early a request may leave: the send slack (one wake-up sends
+    /// every request due within it), [`SEND_TOLERANCE`] until
+    /// [`Pacer::with_slack`]. One sent early is timed from its actual send,
+    /// one sent late from its intended time.
     pub lead: Duration,
     /// How the requests arrive.
     pub arrivals: Arrivals,
@@ -50,6 +52,17 @@ impl Pacer {
     /// [`Pacer::new`] its peak).
     pub fn shaped(self, shape: RateShape) -> Pacer {
         Pacer { shape, ..self }
+    }
+
+    /// This schedule on a worker of `conns` of its connections, sending
+    /// within `slack` of each request's time (the adaptive slack a share of
+    /// that worker's mean gap between arrivals).
+    pub fn with_slack(self, slack: SendSlack, conns: usize) -> Pacer {
+        let gap = self.per_conn / conns.max(1) as u32;
+        Pacer {
+            lead: slack.lead(gap),
+            ..self
+        }
     }
 
     /// Intended time of the first request of connection `conn`: its offset
@@ -105,6 +118,12 @@ mod tests {
         let mut rng = crate::workload::rng(1);
         assert_eq!(p.first_due(t0, 3, &mut rng) - t0, Duration::from_millis(3));
         assert_eq!(p.gap(&mut rng, t0), p.per_conn);
+        // 5 of the 10 connections on a worker: a gap of 2 ms between its
+        // arrivals, the adaptive slack at its cap.
+        let w = p.with_slack(SendSlack::Auto, 5);
+        assert_eq!(w.lead, crate::workload::timing::SLACK_CAP);
+        let fast = Pacer::new(100_000.0, 10, Arrivals::Poisson).with_slack(SendSlack::Auto, 10);
+        assert_eq!(fast.lead, Duration::from_micros(160));
     }
 
     /// Kolmogorov-Smirnov: the gaps' distribution against the exponential of

@@ -361,7 +361,9 @@ fn merge(
     let mut redirects = [0u64; 2];
     let mut near: Option<super::counts::NearCounts> = None;
     let mut nodes = vec![Default::default(); spec.replicas.len() + 1];
+    let mut wakes = Some(super::spec::WakeCounts::default());
     for r in &reports {
+        wakes = wakes.zip(r.wakes).map(|(a, b)| a + b);
         for (a, b) in nodes.iter_mut().zip(&r.nodes) {
             super::counts::NodeCounts::add(a, b);
         }
@@ -419,6 +421,7 @@ fn merge(
         },
         window_start: SystemTime::now(),
         start: None,
+        wakes,
         io: None,
     }
 }

@@ -44,6 +44,8 @@ pub struct Spec {
     pub arrivals: crate::workload::Arrivals,
     /// How the rate moves over the window (`rate` its peak).
     pub rate_shape: crate::workload::RateShape,
+    /// How early the open loop may send a request (`--send-slack`).
+    pub send_slack: crate::workload::SendSlack,
     /// How long each connection lives before it reconnects (`None`: the run).
     pub conn_life: Option<crate::workload::ConnLife>,
     /// A burst of reads on a few keys (`--hot-keys`), its share settled.
@@ -119,6 +121,7 @@ impl Spec {
             rate: None,
             arrivals: crate::workload::Arrivals::Poisson,
             rate_shape: crate::workload::RateShape::Steady,
+            send_slack: crate::workload::SendSlack::Auto,
             conn_life: None,
             hot_keys: None,
             link: None,
@@ -258,6 +261,9 @@ pub struct EngineReport {
     /// phase begin, and how long before the warm-up had to begin every
     /// connection was open.
     pub start: Option<StartReport>,
+    /// Every worker's wake-ups and context switches in the window, added
+    /// (`None`: one worker's are unknown).
+    pub wakes: Option<WakeCounts>,
     /// The I/O interface the workers used, and why where `auto` came to epoll.
     pub io: Option<super::reactor::Chosen>,
 }
@@ -283,6 +289,8 @@ pub struct ConnPlan {
 
 /// What a worker hands back when it ends.
 pub struct WorkerReport {
+    /// The loop's wake-ups and the thread's context switches in the window.
+    pub wakes: Option<WakeCounts>,
     /// Measured requests.
     pub measured: Recorder,
     /// Requests issued during warm-up.
@@ -329,4 +337,27 @@ pub struct Links<'a> {
     pub trace: Option<crate::workload::trace::feed::Cursor>,
     /// The interface the run's workers use (resolved once per point).
     pub io: super::reactor::IoKind,
+}
+
+/// What waiting cost a worker over the measured window: how often its loop
+/// woke (a return from its wait: the timer, replies, or both) and how often
+/// its thread was switched out.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct WakeCounts {
+    /// Returns from the loop's wait.
+    pub wakes: u64,
+    /// Context switches, voluntary and not.
+    pub context_switches: u64,
+}
+
+impl std::ops::Add for WakeCounts {
+    type Output = WakeCounts;
+
+    /// Both counts added.
+    fn add(self, b: WakeCounts) -> WakeCounts {
+        WakeCounts {
+            wakes: self.wakes + b.wakes,
+            context_switches: self.context_switches + b.context_switches,
+        }
+    }
 }

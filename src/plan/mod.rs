@@ -487,6 +487,10 @@ pub struct LoadShape {
     /// `rate` is then its peak).
     #[serde(default, skip_serializing_if = "crate::workload::RateShape::is_steady")]
     pub rate_shape: crate::workload::RateShape,
+    /// How early the open loop may send a request so that one wake-up
+    /// sends several (`--send-slack`; results from before it: auto).
+    #[serde(default, skip_serializing_if = "crate::workload::SendSlack::is_auto")]
+    pub send_slack: crate::workload::SendSlack,
     /// How long each connection lives before it reconnects (`--conn-life`;
     /// `None`: the whole run).
     #[serde(default, skip_serializing_if = "Option::is_none")]

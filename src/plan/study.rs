@@ -246,6 +246,9 @@ pub struct LoadSection {
     /// How the open loop's rate moves over each point's window
     /// (`--rate-shape`: `sine`, `step:at=30s`, …; the rate is its peak).
     pub rate_shape: Option<String>,
+    /// How early the open loop may send a request (`--send-slack`: `auto`,
+    /// `50us`, `0`).
+    pub send_slack: crate::workload::SendSlack,
     /// How long each connection lives (`--conn-life`: `1000`, `5s`, …).
     pub conn_life: Option<String>,
     /// A burst of reads on a few keys (`--hot-keys`: `share=0.3`, …).
@@ -268,6 +271,7 @@ impl Default for LoadSection {
             rate: None,
             arrivals: crate::workload::Arrivals::Poisson,
             rate_shape: None,
+            send_slack: crate::workload::SendSlack::Auto,
             conn_life: None,
             hot_keys: None,
             timeout: 5.0,

@@ -217,7 +217,7 @@ pub struct Latency {
 
 /// What kvlab spent measuring: CPU, busy time, memory (flattened into a
 /// [`RunResult`]).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ClientUse {
     /// kvlab's CPU seconds (all threads) during the window.
     pub client_cpu_s: f64,
@@ -236,6 +236,31 @@ pub struct ClientUse {
     /// Why `--io auto` came to epoll: TLS, or the kernel refused io_uring.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_io_why: Option<String>,
+    /// Returns from the workers' waits in the window (the timer, replies or
+    /// both): what a request costs beyond its own work is mostly these.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_wakes: Option<u64>,
+    /// `client_wakes` per finished request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_wakes_per_request: Option<f64>,
+    /// The workers' context switches in the window, voluntary and not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_context_switches: Option<u64>,
+    /// `client_context_switches` per finished request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_context_switches_per_request: Option<f64>,
+}
+
+impl ClientUse {
+    /// Sets the wake-ups and context switches from their counts over
+    /// `requests` finished requests.
+    pub fn set_wakes(&mut self, wakes: Option<u64>, switches: Option<u64>, requests: u64) {
+        let per = |n: u64| n as f64 / requests.max(1) as f64;
+        self.client_wakes = wakes;
+        self.client_wakes_per_request = wakes.map(per);
+        self.client_context_switches = switches;
+        self.client_context_switches_per_request = switches.map(per);
+    }
 }
 
 /// What the servers spent: CPU and memory, together and by role (flattened

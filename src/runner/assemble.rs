@@ -494,7 +494,7 @@ pub(super) fn target_info(
 /// What kvlab's own client spent: `cpu_s` seconds, `per_request` µs, and
 /// the engine's report `r` (busy share, I/O interface).
 fn client_use(cpu_s: f64, per_request: f64, r: &EngineReport) -> ClientUse {
-    ClientUse {
+    let mut c = ClientUse {
         client_cpu_s: cpu_s,
         client_cpu_us_per_request: per_request,
         client_busy: r.client_busy,
@@ -502,7 +502,15 @@ fn client_use(cpu_s: f64, per_request: f64, r: &EngineReport) -> ClientUse {
         client_peak_rss_kb: self_peak_rss_kb(),
         client_io: r.io.as_ref().map(|io| io.kind.name().to_string()),
         client_io_why: r.io.as_ref().and_then(|io| io.why.clone()),
-    }
+        ..ClientUse::default()
+    };
+    let w = r.wakes;
+    c.set_wakes(
+        w.map(|w| w.wakes),
+        w.map(|w| w.context_switches),
+        r.measured.counts.requests(),
+    );
+    c
 }
 
 /// The near caches' report from their `counts`, every thread's added.

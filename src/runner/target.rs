@@ -110,6 +110,7 @@ impl<'a> Target<'a> {
             rate: l.rate,
             arrivals: l.arrivals,
             rate_shape: l.rate_shape,
+            send_slack: l.send_slack,
             conn_life: l.conn_life,
             hot_keys: l.hot_keys,
             link: l.rtt,

@@ -23,7 +23,7 @@ pub use hot::HotKeys;
 pub use params::{KeyDistribution, Ratio, Stop, WritePolicy};
 pub use shape::{DAY_S, RateShape};
 pub use sizes::SizeDist;
-pub use timing::{Arrivals, LinkDelay};
+pub use timing::{Arrivals, LinkDelay, SendSlack};
 
 /// The kind of one request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -66,6 +66,105 @@ pub fn exponential(mean: Duration, bits: u64) -> Duration {
 /// its actual send): the send-time tolerance a run reports against.
 pub const SEND_TOLERANCE: Duration = Duration::from_micros(20);
 
+/// The most the adaptive send slack lets a request leave early.
+pub const SLACK_CAP: Duration = Duration::from_micros(300);
+
+/// The share of a worker's mean gap between arrivals the adaptive send slack
+/// is: about this many of its requests leave in one wake-up.
+pub const SLACK_ARRIVALS: f64 = 16.0;
+
+/// How early the open loop may send a request, so that one wake-up sends
+/// every request due within it (`--send-slack`). A request sent early is
+/// timed from its actual send, so the slack never shortens a latency; what
+/// it moves is when requests reach the server, by at most the slack.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum SendSlack {
+    /// [`SLACK_ARRIVALS`] of the worker's mean gaps between arrivals, at
+    /// least [`SEND_TOLERANCE`] and at most [`SLACK_CAP`].
+    #[default]
+    Auto,
+    /// At most this early (below [`SEND_TOLERANCE`]: that tolerance, each
+    /// request at its time).
+    Fixed(Duration),
+}
+
+impl SendSlack {
+    /// How early a worker with a mean gap of `gap` between its arrivals
+    /// sends.
+    pub fn lead(self, gap: Duration) -> Duration {
+        match self {
+            SendSlack::Auto => gap.mul_f64(SLACK_ARRIVALS).clamp(SEND_TOLERANCE, SLACK_CAP),
+            SendSlack::Fixed(d) => d.max(SEND_TOLERANCE),
+        }
+    }
+
+    /// Serde's test for the default.
+    pub fn is_auto(&self) -> bool {
+        *self == SendSlack::Auto
+    }
+}
+
+impl FromStr for SendSlack {
+    type Err = UsageError;
+
+    /// `auto`, or a time: `50us`, `0.2ms`, `0` (each request at its time).
+    fn from_str(s: &str) -> Result<SendSlack, UsageError> {
+        let bad = |what: String| {
+            UsageError::bad(
+                "--send-slack",
+                what,
+                "give auto, or how early a request may leave, e.g. 0, 50us or 0.2ms (at most 10ms)",
+            )
+        };
+        let t = s.trim().to_ascii_lowercase();
+        if t == "auto" {
+            return Ok(SendSlack::Auto);
+        }
+        let (num, scale) = match t.strip_suffix("us").or_else(|| t.strip_suffix("µs")) {
+            Some(n) => (n, 1e-6),
+            None => match t.strip_suffix("ms") {
+                Some(n) => (n, 1e-3),
+                None => match t.strip_suffix('s') {
+                    Some(n) => (n, 1.0),
+                    None if t.trim() == "0" => ("0", 1.0),
+                    None => return Err(bad(format!("'{s}' has no unit (us or ms)"))),
+                },
+            },
+        };
+        let secs = num
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .map(|n| n * scale)
+            .filter(|x| x.is_finite() && (0.0..=0.01).contains(x))
+            .ok_or_else(|| bad(format!("'{s}' is no slack")))?;
+        Ok(SendSlack::Fixed(Duration::from_secs_f64(secs)))
+    }
+}
+
+impl fmt::Display for SendSlack {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SendSlack::Auto => f.write_str("auto"),
+            SendSlack::Fixed(d) => write!(f, "{}us", d.as_secs_f64() * 1e6),
+        }
+    }
+}
+
+impl Serialize for SendSlack {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for SendSlack {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<SendSlack, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
 /// A round trip kvlab emulates on each connection to one server: a link that
 /// only delays (no loss, no bandwidth limit), half of it on the way out and
 /// half on the way back, each half with an optional random extra.
@@ -154,5 +253,26 @@ mod tests {
         }
         assert_eq!("Poisson".parse::<Arrivals>().unwrap(), Arrivals::Poisson);
         assert!("bursty".parse::<Arrivals>().is_err());
+    }
+
+    #[test]
+    fn the_send_slack_is_a_share_of_the_gap_within_its_bounds() {
+        let us = Duration::from_micros;
+        assert_eq!(SendSlack::Auto.lead(us(10)), us(160));
+        assert_eq!(SendSlack::Auto.lead(us(1)), SEND_TOLERANCE);
+        assert_eq!(SendSlack::Auto.lead(us(1000)), SLACK_CAP);
+        let fixed = |s: &str| s.parse::<SendSlack>().unwrap();
+        assert_eq!(fixed("0").lead(us(1000)), SEND_TOLERANCE);
+        assert_eq!(fixed("50us"), SendSlack::Fixed(us(50)));
+        assert_eq!(fixed("0.2ms"), SendSlack::Fixed(us(200)));
+        assert_eq!(fixed("AUTO"), SendSlack::Auto);
+        assert_eq!(
+            fixed(&SendSlack::Fixed(us(50)).to_string()),
+            SendSlack::Fixed(us(50))
+        );
+        for bad in ["", "50", "x", "-1us", "1s", "infms"] {
+            let e = bad.parse::<SendSlack>().unwrap_err().to_string();
+            assert!(e.starts_with("--send-slack:") && !e.contains('\n'), "{e}");
+        }
     }
 }

@@ -67,6 +67,7 @@ pub fn plan(kind: TargetKind, endpoint: Endpoint) -> RunPlan {
             timeline_seconds: kvlab::plan::TIMELINE_SECONDS,
             arrivals: kvlab::workload::Arrivals::Poisson,
             rate_shape: Default::default(),
+            send_slack: Default::default(),
             conn_life: None,
             hot_keys: None,
             rtt: None,

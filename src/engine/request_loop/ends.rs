@@ -58,22 +58,23 @@ pub(super) fn conns<Cl: Client>(
 
 impl<'a> Worker<'a> {
     /// The worker of `spec`, its sockets on
-    /// `reactor`, its draws seeded by `seed`; `trace`: a replay's requests
-    /// (else `None`).
+    /// `reactor`, its draws seeded by `seed`, its `conns` connections paced
+    /// as one; `trace`: a replay's requests (else `None`).
     pub(super) fn new<Cl: Client>(
         spec: &'a Spec,
         client: &Cl,
         reactor: Reactor,
-        seed: u64,
+        (seed, conns): (u64, usize),
         trace: Option<Cursor>,
         now: Instant,
     ) -> Worker<'a> {
         let (w, r) = client.buffers();
         // A replay keeps the trace's times; `rate` is their mean.
-        let pacer = spec
-            .rate
-            .filter(|_| spec.trace.is_none())
-            .map(|r| Pacer::new(r, spec.share.total, spec.arrivals).shaped(spec.rate_shape));
+        let pacer = spec.rate.filter(|_| spec.trace.is_none()).map(|r| {
+            Pacer::new(r, spec.share.total, spec.arrivals)
+                .shaped(spec.rate_shape)
+                .with_slack(spec.send_slack, conns)
+        });
         let mut tally = Tally::new(spec, Cl::recorder);
         if let Some(p) = pacer {
             tally.schedule.batch_window_us = p.lead.as_secs_f64() * 1e6;

@@ -388,7 +388,7 @@ pub fn run<Cl: Client>(
     let (reactor, start) = open_reactor(start, io, paced, sockets)?;
     let now = Instant::now();
     let mut conns = ends::conns(&client, plans, now);
-    let mut w = Worker::new(spec, &client, reactor, seed, trace, now);
+    let mut w = Worker::new(spec, &client, reactor, (seed, conns.len()), trace, now);
     let established = w.open_conns(&client, &mut conns, shutdown, opened, now);
     w.set_clock(&mut conns, start.wait(shutdown));
     let mut rhythm = Rhythm::new(w.timing);
@@ -398,7 +398,8 @@ pub fn run<Cl: Client>(
     drop(ticks); // the last worker to drop its sender ends the run for the caller
     w.release(&mut conns, release);
     let window = window_end.saturating_duration_since(w.timing.measure_start);
-    Ok(w.tally.report(established, rhythm.busy_ns(), window))
+    let costs = (rhythm.busy_ns(), rhythm.wake_counts());
+    Ok(w.tally.report(established, costs, window))
 }
 
 impl Worker<'_> {
@@ -451,6 +452,7 @@ impl Worker<'_> {
                 wake = now;
             }
             self.net.reactor.wait(wake, &mut self.ready)?;
+            rhythm.woke();
             // Requests due leave before the replies are read: a pass over a
             // few replies would otherwise add its time to their send error.
             if self.pacer.is_some() {

@@ -4,8 +4,11 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::engine::clock::{StartLine, Timing, first_tick, thread_busy_ns};
+use crate::engine::clock::{
+    StartLine, Timing, first_tick, thread_busy_ns, thread_context_switches,
+};
 use crate::engine::reactor::{IoKind, Reactor};
+use crate::engine::spec::WakeCounts;
 use std::sync::atomic::AtomicBool;
 
 /// The worker's reactor of `kind` (for about `sockets` sockets; `paced`:
@@ -48,6 +51,10 @@ pub struct Rhythm {
     tick_second: i64,
     measure_started: bool,
     busy_start: Option<u64>,
+    /// Wake-ups of the loop from the window's start to the drain's, and the
+    /// thread's context switches at either end.
+    wakes: u64,
+    switches: [Option<u64>; 2],
     drain_deadline: Instant,
     housekeeping: Instant,
 }
@@ -63,6 +70,8 @@ impl Rhythm {
             tick_second,
             measure_started: false,
             busy_start: None,
+            wakes: 0,
+            switches: [None; 2],
             drain_deadline: timing.t0,
             housekeeping: timing.t0,
         }
@@ -75,9 +84,11 @@ impl Rhythm {
         if !self.measure_started && now >= self.timing.measure_start {
             self.measure_started = true;
             self.busy_start = thread_busy_ns();
+            self.switches[0] = thread_context_switches();
         }
         if !self.draining && over {
             self.draining = true;
+            self.switches[1] = thread_context_switches();
             self.drain_deadline = now + drain;
         }
         match (self.draining, inflight == 0, now >= self.drain_deadline) {
@@ -125,6 +136,26 @@ impl Rhythm {
             wake = wake.min(self.timing.measure_start);
         }
         wake
+    }
+
+    /// Counts a return from the loop's wait, in the window before the drain.
+    #[inline(always)]
+    pub fn woke(&mut self) {
+        if self.measure_started && !self.draining {
+            self.wakes += 1;
+        }
+    }
+
+    /// The loop's wake-ups and the thread's context switches in the window
+    /// (`None`: the window never started, or the thread's count is unknown).
+    pub fn wake_counts(&self) -> Option<WakeCounts> {
+        let [Some(a), Some(b)] = self.switches else {
+            return None;
+        };
+        Some(WakeCounts {
+            wakes: self.wakes,
+            context_switches: b.saturating_sub(a),
+        })
     }
 
     /// Nanoseconds the thread ran or waited to run in the measured window.

@@ -284,10 +284,11 @@ impl Tally {
     pub fn report(
         self,
         established: usize,
-        busy_ns: Option<u64>,
+        (busy_ns, wakes): (Option<u64>, Option<super::super::spec::WakeCounts>),
         window: Duration,
     ) -> WorkerReport {
         WorkerReport {
+            wakes,
             measured: self.total,
             warmup: self.warm,
             schedule: self.schedule,

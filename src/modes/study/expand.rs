@@ -426,6 +426,7 @@ fn load_at(s: &StudyFile, axes: &Axes, at: &At, events: Vec<ServerEvent>) -> Res
         rate: l.rate,
         arrivals: s.load.arrivals,
         rate_shape,
+        send_slack: s.load.send_slack,
         conn_life: s
             .load
             .conn_life

@@ -270,4 +270,13 @@ pub(super) fn client(s: &mut String, r: &RunResult) {
             _ => String::new(),
         }
     );
+    if let (Some(w), Some(x)) = (
+        c.client_wakes_per_request,
+        c.client_context_switches_per_request,
+    ) {
+        let _ = writeln!(
+            s,
+            "  client waits  {w:.2} wake-ups and {x:.2} context switches per request"
+        );
+    }
 }

@@ -212,6 +212,10 @@ fn merge_usage(m: &mut RunResult, rs: &[&RunResult]) {
     c.client_busy = clients().filter_map(|x| x.client_busy).reduce(f64::max);
     c.client_saturated = clients().any(|x| x.client_saturated);
     c.client_peak_rss_kb = clients().map(|x| x.client_peak_rss_kb).max().unwrap_or(0);
+    let sum =
+        |f: fn(&crate::results::ClientUse) -> Option<u64>| clients().map(f).sum::<Option<u64>>();
+    let (wakes, switches) = (sum(|x| x.client_wakes), sum(|x| x.client_context_switches));
+    c.set_wakes(wakes, switches, requests);
     let servers = || rs.iter().map(|r| &r.server);
     let s = &mut m.server;
     s.server_cpu_s = servers().filter_map(|x| x.server_cpu_s).reduce(f64::max);
