@@ -228,6 +228,40 @@ fn a_profile_sets_the_workload_and_flags_beside_it_win() {
         e.contains("--profile") && e.contains("twitter-c29") && e.lines().count() == 1,
         "{e}"
     );
+    // In front of a database the preset's TTL is the cache's, unless
+    // --cache-ttl says otherwise (0: never).
+    let aside = |extra: &[&str]| -> u32 {
+        let mut args = vec![
+            "run",
+            "--target",
+            "postgres",
+            "--cache",
+            "redis",
+            "--profile",
+            "twitter-short-ttl",
+            "--keys",
+            "500",
+            "--requests",
+            "200",
+            "--warmup",
+            "0",
+            "--connections",
+            "2",
+            "--json",
+            "-",
+        ];
+        args.extend_from_slice(extra);
+        let out = common::kvlab().args(&args).output().unwrap();
+        common::succeeds(&out);
+        let r: kvlab::results::RunResult = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            r.config.workload.ttl_s, 0,
+            "keys in the database do not expire"
+        );
+        r.config.cache.expect("a cache").ttl_s
+    };
+    assert_eq!(aside(&[]), 300);
+    assert_eq!(aside(&["--cache-ttl", "0"]), 0);
 }
 
 #[test]

@@ -24,9 +24,10 @@ pub struct AsideArgs {
     /// Cache-aside: after a write, invalidate (delete) or update the cache entry.
     #[arg(long, default_value = "invalidate", value_name = "POLICY")]
     pub write_policy: String,
-    /// Cache-aside: expiry of cache entries in seconds (0: never).
-    #[arg(long, default_value_t = 0, value_name = "SECS")]
-    pub cache_ttl: u32,
+    /// Cache-aside: expiry of cache entries in seconds (0: never) [default:
+    /// 0, or the TTL of --profile's preset].
+    #[arg(long, value_name = "SECS")]
+    pub cache_ttl: Option<u32>,
     /// Cache-aside: what the cache holds when the load starts: warm (every
     /// key loaded first; the cache must hold all the data), cold (empty), or
     /// settle (empty, warmed by the workload until its hit ratio settles, then
@@ -58,7 +59,7 @@ impl AsideArgs {
     pub(super) fn cache_aside(&self) -> Result<Option<CacheAside>, UsageError> {
         let Some(c) = &self.cache else {
             if !self.cache_opt.is_empty()
-                || self.cache_ttl > 0
+                || self.cache_ttl.is_some()
                 || self.write_policy != "invalidate"
                 || self.cache_start != "warm"
                 || self.cache_query_mode.is_some()
@@ -108,7 +109,7 @@ impl AsideArgs {
             CacheAside {
                 cache,
                 policy: self.write_policy.parse()?,
-                ttl_s: self.cache_ttl,
+                ttl_s: self.cache_ttl.unwrap_or(0),
                 start: self.cache_start.parse()?,
             }
             .evict_by_default(),

@@ -37,7 +37,11 @@ impl RunArgs {
         let profile = self.profile()?;
         let mix = self.mix(profile)?;
         let ttl_s = self.ttl_s(&target, profile);
-        let cache = self.aside.cache_aside()?;
+        let mut cache = self.aside.cache_aside()?;
+        // A preset's TTL is the cache's in front of a database.
+        if let (Some(c), None, Some(p)) = (cache.as_mut(), self.aside.cache_ttl, profile) {
+            c.ttl_s = p.ttl_s;
+        }
         let (shard, start_at_ms) = self.sharding(&target, cache.is_some(), stop)?;
         let workload = self.workload(mix, ttl_s, profile)?;
         let threads = threads.min(shard::local_connections(shard, self.connections));

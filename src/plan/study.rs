@@ -326,7 +326,8 @@ pub struct TargetSection {
     /// Cache-aside: `invalidate` (default) or `update`.
     #[serde(default)]
     pub write_policy: Option<String>,
-    /// Cache-aside: expiry of cache entries, seconds (default 0: never).
+    /// Cache-aside: expiry of cache entries, seconds (default 0: never, or
+    /// the TTL of the point's profile).
     #[serde(default)]
     pub cache_ttl: Option<u32>,
     /// Cache-aside: settings of the managed cache.

@@ -47,9 +47,8 @@ pub fn stated(args: &DecideArgs, shutdown: &AtomicBool) -> Result<DecideArgs> {
     let zipf = l.zipf.map(|z| format!("zipf:{z}"));
     let skew = ("--key-distribution", &mut a.run.key_distribution);
     fill(s, skew, zipf, &l.skew_from);
-    let mut ttl = (a.run.aside.cache_ttl > 0).then_some(a.run.aside.cache_ttl);
-    fill(s, ("--cache-ttl", &mut ttl), l.cache_ttl_s, &l.ttl_from);
-    a.run.aside.cache_ttl = ttl.unwrap_or(0);
+    let ttl = ("--cache-ttl", &mut a.run.aside.cache_ttl);
+    fill(s, ttl, l.cache_ttl_s, &l.ttl_from);
     if a.rps.is_none() {
         return Err(UsageError::bad(
             "--rps",
