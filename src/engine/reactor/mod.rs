@@ -109,7 +109,7 @@ pub fn uring_refused() -> Option<&'static str> {
                     "Linux {}.{} (kvlab's io_uring needs 6.0: multishot receives)",
                     v.0, v.1
                 )),
-                _ => Ring::new(1).err().map(|e| e.to_string()),
+                _ => Ring::new(1, false).err().map(|e| e.to_string()),
             }
         })
         .as_deref()
@@ -174,7 +174,7 @@ impl Reactor {
     pub(crate) fn new(kind: IoKind, paced: bool, sockets: usize) -> io::Result<Reactor> {
         Ok(match kind {
             IoKind::Epoll => Reactor::Epoll(Epoll::new(paced)?),
-            IoKind::Uring => Reactor::Uring(Box::new(Ring::new(sockets)?)),
+            IoKind::Uring => Reactor::Uring(Box::new(Ring::new(sockets, paced)?)),
         })
     }
 

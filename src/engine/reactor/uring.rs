@@ -48,6 +48,13 @@ pub(crate) struct Ring {
     bufs: Bufs,
     /// Receives and sends the kernel holds.
     out: usize,
+    /// Paced (the open loop): the wait after a pass of sends waits for their
+    /// completions and one more (a reply or the time), so that a pass of
+    /// sends is not followed by a pass for their completions alone (a
+    /// closed loop's replies keep it busy: it waits for one completion).
+    paced: bool,
+    /// Sends queued since the last wait.
+    fresh_sends: usize,
     /// Free slots of the ring's fixed-file table (empty: none registered),
     /// so that the kernel does not look each socket up per operation.
     free_slots: Vec<u32>,
@@ -57,8 +64,9 @@ pub(crate) struct Ring {
 
 impl Ring {
     /// A ring with room for the operations of about `sockets` sockets (a
-    /// full submission queue is handed over early, never dropped).
-    pub(crate) fn new(sockets: usize) -> io::Result<Ring> {
+    /// full submission queue is handed over early, never dropped), for a
+    /// `paced` loop or not.
+    pub(crate) fn new(sockets: usize, paced: bool) -> io::Result<Ring> {
         let entries = (2 * sockets + 8).next_power_of_two().clamp(8, 4096) as u32;
         let cq = (4 * entries).max(2 * (2 * sockets as u32 + 8).next_power_of_two());
         let ring = IoUring::builder()
@@ -93,6 +101,8 @@ impl Ring {
             bufs,
             free_slots,
             out: 0,
+            paced,
+            fresh_sends: 0,
             late: Lateness::default(),
         })
     }
@@ -112,6 +122,9 @@ impl Ring {
     /// completion.
     #[inline]
     fn start(&mut self, e: squeue::Entry) -> io::Result<()> {
+        if self.paced && e.get_user_data() & ((1 << OP_BITS) - 1) == OP_SEND {
+            self.fresh_sends += 1;
+        }
         self.push(e)?;
         self.out += 1;
         Ok(())
@@ -123,7 +136,8 @@ impl Ring {
         let timeout = wake.saturating_duration_since(Instant::now());
         let ts = types::Timespec::from(timeout);
         let args = types::SubmitArgs::new().timespec(&ts);
-        match self.ring.submitter().submit_with_args(1, &args) {
+        let want = 1 + std::mem::take(&mut self.fresh_sends);
+        match self.ring.submitter().submit_with_args(want, &args) {
             Ok(_) => {}
             Err(e)
                 if matches!(
