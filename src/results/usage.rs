@@ -1,8 +1,57 @@
 //! What each server of a run spent, by role (database, cache, pooler), and
 //! their sum: the one place a run's server CPU and memory are read from, so
-//! the summary, the JSON, the tables and the sizing show the same figures.
+//! the summary, the JSON, the tables and the sizing show the same figures;
+//! and what kvlab itself spent ([`ClientUse`]).
 
 use serde::{Deserialize, Serialize};
+
+/// What kvlab spent measuring: CPU, busy time, memory (flattened into a
+/// [`super::RunResult`]).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ClientUse {
+    /// kvlab's CPU seconds (all threads) during the window.
+    pub client_cpu_s: f64,
+    /// kvlab's CPU µs per finished request.
+    pub client_cpu_us_per_request: f64,
+    /// Fraction of the window kvlab's worker threads were running or waiting to run.
+    pub client_busy: Option<f64>,
+    /// kvlab's threads had no idle time: the figures describe the client.
+    pub client_saturated: bool,
+    /// kvlab's peak resident memory, KiB.
+    pub client_peak_rss_kb: u64,
+    /// How kvlab issued requests: `io_uring` or `epoll` (`--io`; `None`:
+    /// results from before the choice, all epoll).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_io: Option<String>,
+    /// Why `--io auto` came to epoll: TLS, or the kernel refused io_uring.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_io_why: Option<String>,
+    /// Returns from the workers' waits in the window (the timer, replies or
+    /// both): what a request costs beyond its own work is mostly these.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_wakes: Option<u64>,
+    /// `client_wakes` per finished request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_wakes_per_request: Option<f64>,
+    /// The workers' context switches in the window, voluntary and not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_context_switches: Option<u64>,
+    /// `client_context_switches` per finished request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_context_switches_per_request: Option<f64>,
+}
+
+impl ClientUse {
+    /// Sets the wake-ups and context switches from their counts over
+    /// `requests` finished requests.
+    pub fn set_wakes(&mut self, wakes: Option<u64>, switches: Option<u64>, requests: u64) {
+        let per = |n: u64| n as f64 / requests.max(1) as f64;
+        self.client_wakes = wakes;
+        self.client_wakes_per_request = wakes.map(per);
+        self.client_context_switches = switches;
+        self.client_context_switches_per_request = switches.map(per);
+    }
+}
 
 /// The part a server played in a run.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
