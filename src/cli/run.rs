@@ -78,9 +78,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "RPS")]
     pub rate: Option<f64>,
     /// How a fixed rate's requests arrive: poisson (independent clients, as
-    /// production traffic is) or uniform (evenly spaced). Each leaves within
-    /// 20 µs of its intended time; the run reports how close it came
-    /// [default: poisson].
+    /// production traffic is) or uniform (evenly spaced). Each leaves at
+    /// most --send-slack before its intended time; the run reports how close
+    /// it came [default: poisson].
     #[arg(long, value_name = "PROCESS", requires = "rate")]
     pub arrivals: Option<String>,
     /// How a fixed rate moves over the measured window, --rate being its

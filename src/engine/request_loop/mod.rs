@@ -521,7 +521,7 @@ impl Worker<'_> {
         if let Some(p) = self.pacer
             && !self.draining
         {
-            // Sends due within the tolerance leave now; the wake-up comes the
+            // Sends due within the slack leave now; the wake-up comes the
             // timer's own delay (tens of µs on a virtual machine) early, so
             // that it lands near the next send's time.
             if now + p.lead >= self.next_due {

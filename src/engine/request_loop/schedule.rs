@@ -154,7 +154,7 @@ impl Worker<'_> {
         }
     }
 
-    /// Open loop: sends `c`'s requests due by `now` plus the send tolerance
+    /// Open loop: sends `c`'s requests due by `now` plus the send slack
     /// (the pacer's lead), as the pipeline allows, each counted with its
     /// send-time error, or as having waited for room when the pipeline was
     /// full at its time (queueing, not kvlab's timing). One sent early is
@@ -207,7 +207,7 @@ impl Worker<'_> {
     }
 
     /// Open loop, when the worker's next request is due: sends what the
-    /// connections whose requests are due within the send tolerance have (see
+    /// connections whose requests are due within the send slack have (see
     /// [`Worker::issue_due`]), taken from the queue of due times (no pass over
     /// every connection), and finds the next wake-up.
     pub(super) fn issue_batch<Cl: Client>(

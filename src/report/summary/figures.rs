@@ -227,8 +227,8 @@ pub(super) fn schedule(s: &mut String, r: &RunResult) {
                 num(e.p50),
                 num(e.p99),
                 match e.p99 <= sc.batch_window_us {
-                    true => " (within the tolerance)",
-                    false => " (past the tolerance: the client's timing is in the figures)",
+                    true => " (within the slack)",
+                    false => " (past the slack: the client's timing is in the figures)",
                 }
             );
         }
