@@ -38,9 +38,8 @@ impl RunArgs {
         let mix = self.mix(profile)?;
         let ttl_s = self.ttl_s(&target, profile);
         let mut cache = self.aside.cache_aside()?;
-        // A preset's TTL is the cache's in front of a database.
-        if let (Some(c), None, Some(p)) = (cache.as_mut(), self.aside.cache_ttl, profile) {
-            c.ttl_s = p.ttl_s;
+        if let Some(c) = cache.as_mut() {
+            c.profile_ttl(self.aside.cache_ttl, profile);
         }
         let (shard, start_at_ms) = self.sharding(&target, cache.is_some(), stop)?;
         let workload = self.workload(mix, ttl_s, profile)?;

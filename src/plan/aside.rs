@@ -24,6 +24,18 @@ pub struct CacheAside {
 }
 
 impl CacheAside {
+    /// The TTL of `profile`'s preset as the cache's, unless one was `given`
+    /// (`--cache-ttl`, a target's `cache_ttl`; 0 there: never).
+    pub fn profile_ttl(
+        &mut self,
+        given: Option<u32>,
+        profile: Option<&crate::workload::profiles::Profile>,
+    ) {
+        if let (None, Some(p)) = (given, profile) {
+            self.ttl_s = p.ttl_s;
+        }
+    }
+
     /// Makes a managed cache evict when full, as a deployed cache does: the
     /// product's eviction settings, unless given (e.g. Redis's
     /// `maxmemory-policy=allkeys-lru`; memcached evicts by default).

@@ -79,10 +79,8 @@ pub fn expand(s: &StudyFile) -> Result<Vec<Point>> {
         for at in axes.places(s.repetitions) {
             let target = target_at(t, &base, at.server);
             let mut cache = cache_at(&cache, &at.workload.cache);
-            // A preset's TTL is the cache's in front of a database, unless
-            // the target gives its own.
-            if let (Some(c), None, Some(p)) = (cache.as_mut(), t.cache_ttl, at.workload.profile) {
-                c.ttl_s = p.ttl_s;
+            if let Some(c) = cache.as_mut() {
+                c.profile_ttl(t.cache_ttl, at.workload.profile);
             }
             let params = params(s, &at, cache.is_some());
             let mut workload = workload_at(s, &axes, &at)?;
