@@ -21,20 +21,25 @@ pub struct OsUser {
     pub gid: u32,
 }
 
-/// Looks up a system user by name.
+/// Looks up a system user by name, with `getpwnam_r`: `getpwnam`'s static
+/// storage is shared between threads, and two servers started side by side
+/// (one as `mysql`, one as `postgres`) could read each other's ids.
 pub fn os_user(name: &str) -> Option<OsUser> {
     let c = CString::new(name).ok()?;
-    // SAFETY: getpwnam returns a pointer to static storage or null; read at once.
-    let pw = unsafe { libc::getpwnam(c.as_ptr()) };
-    if pw.is_null() {
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: passwd is plain data; getpwnam_r fills it (its strings in buf).
+    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is valid for the call, buf's length is given.
+    let rc =
+        unsafe { libc::getpwnam_r(c.as_ptr(), &mut pw, buf.as_mut_ptr(), buf.len(), &mut found) };
+    if rc != 0 || found.is_null() {
         return None;
     }
-    // SAFETY: non-null result of getpwnam.
-    let (uid, gid) = unsafe { ((*pw).pw_uid, (*pw).pw_gid) };
     Some(OsUser {
         name: name.to_string(),
-        uid,
-        gid,
+        uid: pw.pw_uid,
+        gid: pw.pw_gid,
     })
 }
 

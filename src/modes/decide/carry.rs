@@ -4,37 +4,16 @@
 //! (Zipf 0.99, a cache of 9% of the keys: 71.3% at 100,000 keys, 75.7% at
 //! 1,000,000). Each measured point is moved by the popularity model's
 //! difference between the two key counts at the same share held (Che's
-//! approximation, [`crate::workload::trace::che`]), so what the real cache did beyond the
-//! model (its own eviction, writes in flight) is kept; the model's figure on
+//! approximation, [`crate::workload::trace::model`]), so what the real cache
+//! did beyond the model (its own eviction, writes in flight) is kept; the model's figure on
 //! the copy is kept beside it as its check.
-
-use std::cell::RefCell;
-use std::collections::HashMap;
 
 use super::measure::Measured;
 use super::{Ask, trace};
 use crate::results::RunResult;
 use crate::results::decide::{CurvePoint, CurveSource, StatedLoad, db_load};
-use crate::workload::params::KeyDistribution;
-use crate::workload::trace::che;
-use crate::workload::trace::policy::{Policy, Setup, key_stream, simulate};
-
-/// The popularity model of one decision's load under the cache's eviction
-/// policy, its figures remembered (a decision weighs the same key counts
-/// many times over its sweeps).
-pub struct Model {
-    dist: KeyDistribution,
-    /// The write share the copy was measured at.
-    write_share: f64,
-    /// The cache's eviction policy and the stated requests a second (the
-    /// clock Redis's policies rank keys by).
-    policy: (Policy, f64),
-    /// Seconds each fill lives in the cache (`--cache-ttl`; 0: no TTL).
-    ttl_s: f64,
-    memo: RefCell<HashMap<(u64, u64), Option<f64>>>,
-    /// Simulated hit ratios by (keys, items).
-    simulated: RefCell<HashMap<(u64, u64), Option<f64>>>,
-}
+pub use crate::workload::trace::model::{Carried, Model, OFF_MODEL};
+use crate::workload::trace::policy::Policy;
 
 /// The eviction policy `load`'s curves are drawn for (exact LRU where none
 /// was read) and its stated rate, the clock of Redis's policies.
@@ -43,212 +22,22 @@ pub fn policy_of(load: &StatedLoad) -> (Policy, f64) {
     (p, load.rps)
 }
 
-/// The most keys a policy other than LRU is simulated over; at more, the
-/// simulation's misses at the same share are scaled by Che's ratio between
-/// the two key counts (Zipf 0.99, allkeys-lfu at 1,000,000 keys: within 0.2
-/// points of the simulation there at 1%, 5% and 20%; the difference would
-/// be 1.4 points off at 1%).
-const SIMULATED_KEYS: u64 = 100_000;
-
-/// How far a measured point may stand from the model of an LRU cache of the
-/// items it held before it is taken as no LRU of them (its items read at one
-/// instant of a short run, a cache that had not yet evicted): such a point is
-/// carried by the model alone.
-pub const OFF_MODEL: f64 = 0.08;
-
-/// A hit ratio carried to the stated keys.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Carried {
-    /// At the stated keys.
-    pub hit: f64,
-    /// The model's figure on the copy (`None`: the model does not know the
-    /// distribution, and the measured figure is carried as it is).
-    pub model_on_copy: Option<f64>,
+/// The model of `ask`'s load (its keys' distribution, the cache's policy at
+/// the stated rate, and its `--cache-ttl`) with `write_share` writes, the
+/// share the copy was measured at.
+pub fn model_of(ask: &Ask, write_share: f64) -> Model {
+    Model::new(
+        &ask.plan.workload.distribution,
+        write_share,
+        policy_of(&ask.load),
+    )
+    .with_ttl(f64::from(ask.cache.ttl_s))
 }
 
-impl Model {
-    /// The model of keys drawn by `dist` with `write_share` writes, for a
-    /// cache evicting by `policy` at `rps` requests a second.
-    pub fn new(dist: &KeyDistribution, write_share: f64, policy: (Policy, f64)) -> Model {
-        Model {
-            dist: *dist,
-            write_share,
-            policy,
-            ttl_s: 0.0,
-            memo: RefCell::new(HashMap::new()),
-            simulated: RefCell::new(HashMap::new()),
-        }
-    }
-
-    /// The model of `ask`'s load (its keys' distribution, the cache's
-    /// policy at the stated rate, and its `--cache-ttl`) with `write_share`
-    /// writes, the share the copy was measured at.
-    pub fn of(ask: &Ask, write_share: f64) -> Model {
-        Model::new(
-            &ask.plan.workload.distribution,
-            write_share,
-            policy_of(&ask.load),
-        )
-        .with_ttl(f64::from(ask.cache.ttl_s))
-    }
-
-    /// The model with fills that live `ttl_s` seconds (0: no TTL).
-    pub fn with_ttl(mut self, ttl_s: f64) -> Model {
-        self.ttl_s = ttl_s.max(0.0);
-        self
-    }
-
-    /// The model's hit ratio of all reads for a cache of `items` of `keys`:
-    /// Che's approximation for LRU (and for uniform keys, where a policy
-    /// cannot tell keys apart), else the policy simulated; with a TTL, every
-    /// policy simulated with it, and never above what a cache with room for
-    /// every key keeps ([`che::ttl_bound`]).
-    pub fn hit(&self, keys: u64, items: f64) -> Option<f64> {
-        let at = (keys, items.round() as u64);
-        if let Some(h) = self.memo.borrow().get(&at) {
-            return *h;
-        }
-        let ttl = self.ttl_s > 0.0;
-        let h = match (self.policy.0, self.dist) {
-            (_, KeyDistribution::Zipf { .. } | KeyDistribution::Uniform) if ttl => self
-                .simulated(keys, items)
-                .zip(self.ceiling(keys))
-                .map(|(h, c)| h.min(c)),
-            (Policy::Lru, _) | (_, KeyDistribution::Uniform) => self.che(keys, items.round()),
-            (_, KeyDistribution::Zipf { .. }) => self.simulated(keys, items),
-            _ => None,
-        };
-        self.memo.borrow_mut().insert(at, h);
-        h
-    }
-
-    /// With a TTL, the most a cache with room for every one of `keys` hits:
-    /// the reads the TTL leaves ([`che::ttl_bound`]); 1 without a TTL.
-    fn ceiling(&self, keys: u64) -> Option<f64> {
-        if self.ttl_s <= 0.0 {
-            return Some(1.0);
-        }
-        let read = 1.0 - self.write_share;
-        let (miss, _) = che::ttl_bound(&self.dist, keys, self.policy.1 * read, self.ttl_s)?;
-        Some(read * (1.0 - miss))
-    }
-
-    /// Che's approximation of an LRU cache of `items` of `keys`.
-    fn che(&self, keys: u64, items: f64) -> Option<f64> {
-        che::hit_ratio(&self.dist, keys, items, self.write_share)
-    }
-
-    /// The policy simulated over at most [`SIMULATED_KEYS`] keys holding the
-    /// same share of them, carried to `keys` by Che's ratio between the two
-    /// key counts.
-    fn simulated(&self, keys: u64, items: f64) -> Option<f64> {
-        let k = keys.clamp(1, SIMULATED_KEYS);
-        let share = items / keys.max(1) as f64;
-        let small = (share * k as f64).round();
-        let sim = self.simulate(k, small as u64, keys);
-        // With a TTL, Che's with it at each key count's own clock.
-        let che = |keys: u64, items: f64, rate: f64| {
-            let read = 1.0 - self.write_share;
-            let ttl = (rate * read, self.ttl_s);
-            che::hit_ratio_ttl(&self.dist, keys, items, self.write_share, ttl)
-        };
-        match k == keys {
-            true => sim,
-            false => sim
-                .zip(che(keys, items.round(), self.policy.1))
-                .zip(che(k, small, self.clock(k, keys)?))
-                .map(|((sim, big), small)| self.scaled(sim, big, small)),
-        }
-    }
-
-    /// The simulation's requests a second over `k` of the `stated` keys:
-    /// the stated rate slowed to `k / stated` (a key stays as many seconds
-    /// as it would among `stated` keys); with a TTL, slowed so that a key at
-    /// each share of the keys is read as often as among `stated` keys (the
-    /// TTL's misses are its reads times the TTL).
-    fn clock(&self, k: u64, stated: u64) -> Option<f64> {
-        let rate = match (self.ttl_s > 0.0, &self.dist) {
-            (true, KeyDistribution::Zipf { theta }) => {
-                let hot = che::hottest(&self.dist, stated)? / che::hottest(&self.dist, k)?;
-                self.policy.1 * hot * (k as f64 / stated.max(1) as f64).powf(*theta)
-            }
-            _ => self.policy.1 * k as f64 / stated.max(1) as f64,
-        };
-        Some(rate.max(f64::MIN_POSITIVE))
-    }
-
-    /// `sim`, simulated at fewer keys than stated, carried to the stated
-    /// keys: its misses (below the read share, the most a cache hits) times
-    /// Che's at the stated keys (`big`) over Che's at the simulated (`small`).
-    fn scaled(&self, sim: f64, big: f64, small: f64) -> f64 {
-        let read = 1.0 - self.write_share;
-        match read - small > 1e-9 {
-            true => (read - (read - sim) * (read - big) / (read - small)).clamp(0.0, read),
-            false => sim,
-        }
-    }
-
-    /// The policy's hit ratio simulated over `k` of the distribution's keys
-    /// with a cache of `items` at [`Model::clock`], warmed over two TTLs
-    /// where that takes at most 24 passes of keys.
-    fn simulate(&self, k: u64, items: u64, stated: u64) -> Option<f64> {
-        if let Some(h) = self.simulated.borrow().get(&(k, items)) {
-            return *h;
-        }
-        let rate = self.clock(k, stated)?;
-        let warmup = match self.ttl_s > 0.0 {
-            true => ((2.0 * self.ttl_s * rate) as u64).clamp(3 * k, 24 * k),
-            false => 3 * k,
-        };
-        let setup = Setup {
-            keys: k,
-            capacity: (items as usize).max(1),
-            rate,
-            warmup,
-            seed: 5,
-            ttl_s: self.ttl_s,
-        };
-        let stream = key_stream(self.dist, k, self.write_share, 9).take((warmup + 5 * k) as usize);
-        // Writes drop their keys in the simulation too: its hit ratio of
-        // reads is the model's.
-        let h = simulate(self.policy.0, &setup, stream)
-            .ok()
-            .map(|o| o.hit_ratio());
-        self.simulated.borrow_mut().insert((k, items), h);
-        h
-    }
-
-    /// `hit`, measured by the cache-aside run `r` on a copy of `copy` keys,
-    /// carried to `stated` keys at the share of keys its cache held (`None`:
-    /// the items it held are not known).
-    pub fn carry_run(&self, r: &RunResult, hit: f64, copy: u64, stated: u64) -> Option<Carried> {
-        let items = r.cache_aside.as_ref()?.working_set.as_ref()?.items as f64;
-        Some(self.carry(hit, items / copy.max(1) as f64, copy, stated))
-    }
-
-    /// `measured` on a copy of `copy` keys whose cache held `share` of
-    /// them, carried to `stated` keys at the same share (by the model alone
-    /// where `measured` is more than [`OFF_MODEL`] from it).
-    pub fn carry(&self, measured: f64, share: f64, copy: u64, stated: u64) -> Carried {
-        let read = 1.0 - self.write_share;
-        let share = share.clamp(0.0, 1.0);
-        let on_copy = self.hit(copy, share * copy as f64);
-        let at_stated = || self.hit(stated, share * stated as f64);
-        let hit = match (copy == stated, on_copy) {
-            (true, _) | (false, None) => measured,
-            (false, Some(c)) => match at_stated() {
-                Some(s) if (measured - c).abs() > OFF_MODEL => s,
-                Some(s) => (measured + s - c).clamp(0.0, read.max(0.0)),
-                None => measured,
-            },
-        };
-        // A run shorter than the TTL saw none of its expiry.
-        let hit = hit.min(self.ceiling(stated).unwrap_or(1.0));
-        Carried {
-            hit,
-            model_on_copy: on_copy,
-        }
-    }
+/// The items the cache of cache-aside run `r` held as its window ended
+/// (`None`: not known, and its hit ratio is carried as it is).
+pub fn held_items(r: &RunResult) -> Option<f64> {
+    Some(r.cache_aside.as_ref()?.working_set.as_ref()?.items as f64)
 }
 
 /// The spread of a cache-aside run's hit ratio over its seconds: the 10th
@@ -429,89 +218,6 @@ pub(super) fn provisioned(mb: Option<u64>, used: Option<u64>, full: Option<u64>)
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const LRU: (Policy, f64) = (Policy::Lru, 10_000.0);
-
-    #[test]
-    fn a_zipf_copy_carried_to_more_keys_hits_more_and_uniform_keys_do_not_move() {
-        let z = Model::new(&KeyDistribution::Zipf { theta: 0.99 }, 0.0, LRU);
-        // The model's own figure on the copy carries to its figure at the
-        // stated keys (issue 43: 71.3% at 100k keys → 75.7% at 1M).
-        let c = z.carry(0.713, 0.09, 100_000, 1_000_000);
-        assert!((c.hit - 0.757).abs() < 0.01, "{c:?}");
-        assert!((c.model_on_copy.unwrap() - 0.713).abs() < 0.01, "{c:?}");
-        // A cache that did 2 points worse than the model keeps its 2 points.
-        let worse = z.carry(0.693, 0.09, 100_000, 1_000_000);
-        assert!((c.hit - worse.hit - 0.02).abs() < 1e-9);
-        let u = Model::new(&KeyDistribution::Uniform, 0.1, LRU);
-        assert!((u.carry(0.3, 0.33, 1000, 1_000_000).hit - 0.3).abs() < 1e-6);
-        // Never above the read share.
-        let w = Model::new(&KeyDistribution::Zipf { theta: 0.99 }, 0.3, LRU);
-        assert!(w.carry(0.69, 0.99, 1000, 1_000_000).hit <= 0.7 + 1e-12);
-    }
-
-    #[test]
-    fn the_model_of_a_redis_lfu_cache_is_its_simulation_carried_by_ches_key_counts() {
-        // Issue 53's reference (1,000,000 Zipf 0.99 keys, a cache of 1%):
-        // allkeys-lfu misses 36.76%, exact LRU 43.39%.
-        let z = KeyDistribution::Zipf { theta: 0.99 };
-        let lfu = Model::new(&z, 0.0, (Policy::REDIS_LFU, 10_000.0));
-        let h = lfu.hit(1_000_000, 10_000.0).unwrap();
-        assert!((h - 0.6324).abs() < 0.005, "{h}");
-        let lru = Model::new(&z, 0.0, LRU).hit(1_000_000, 10_000.0).unwrap();
-        assert!((lru - 0.5661).abs() < 0.01, "{lru}");
-        // Within the simulated keys, the simulation itself; remembered.
-        let small = lfu.hit(50_000, 500.0).unwrap();
-        assert_eq!(lfu.hit(50_000, 500.0), Some(small));
-        assert!(small > Model::new(&z, 0.0, LRU).hit(50_000, 500.0).unwrap());
-    }
-
-    #[test]
-    fn with_a_ttl_the_model_follows_a_full_simulation_down_to_the_formulas_floor() {
-        use crate::workload::trace::policy::{ttl_floor, zipf_probabilities, zipf_stream};
-        // Issue 53: 1,000,000 Zipf 0.99 keys at 10k req/s, a 60 s TTL: an
-        // unlimited cache still misses Σ pᵢ/(1 + λᵢT) = 23.3% of reads.
-        let (keys, rps, ttl) = (1_000_000u64, 10_000.0, 60.0);
-        let z = KeyDistribution::Zipf { theta: 0.99 };
-        for policy in [Policy::Lru, Policy::REDIS_LFU] {
-            let mut m = Model::new(&z, 0.0, (policy, rps));
-            m.ttl_s = ttl;
-            let floor = ttl_floor(&zipf_probabilities(keys, 0.99), rps, ttl);
-            let all = m.hit(keys, keys as f64).unwrap();
-            assert!(
-                (1.0 - all - floor).abs() < 0.005,
-                "{policy}: {all} against {floor}"
-            );
-            // Smaller caches: within half a point of the policy simulated over
-            // all the keys with the TTL.
-            for share in [0.01, 0.1] {
-                let setup = Setup {
-                    keys,
-                    capacity: (share * keys as f64) as usize,
-                    rate: rps,
-                    warmup: 3 * keys,
-                    seed: 5,
-                    ttl_s: ttl,
-                };
-                let stream = zipf_stream(keys, 0.99, 0.0, 9).take(6 * keys as usize);
-                let full = simulate(policy, &setup, stream).unwrap().hit_ratio();
-                let model = m.hit(keys, share * keys as f64).unwrap();
-                assert!(
-                    (model - full).abs() < 0.005,
-                    "{policy} at {share}: {model} against {full}"
-                );
-            }
-        }
-        // Without a TTL nothing moves; uniform keys keep the floor too.
-        let u = |ttl_s| {
-            let mut m = Model::new(&KeyDistribution::Uniform, 0.0, LRU);
-            m.ttl_s = ttl_s;
-            m.hit(200_000, 200_000.0).unwrap()
-        };
-        // 200,000 keys at 10k req/s: each read every 20 s; 60 s keeps 3 of 4.
-        assert!((u(60.0) - 0.75).abs() < 0.01, "{}", u(60.0));
-        assert_eq!(u(0.0), 1.0);
-    }
 
     #[test]
     fn a_caches_base_is_carried_as_is_and_the_rest_per_key() {

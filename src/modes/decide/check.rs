@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result, bail};
 
-use super::carry::Model;
+use super::carry;
 use super::compare::{self, Figures, TOLERANCES};
 use super::cpu::CpuCurves;
 use super::measure::{Measured, Runs};
@@ -121,7 +121,7 @@ pub fn planned(s: &Saved, dir: &Path, available: u64) -> Result<(Checked, RunPla
 /// the verdict. A pure function of the saved decision and the run.
 pub fn conclude(s: &Saved, checked: Checked, run: RunResult) -> Check {
     let ws = s.measured.measured_for.write_share;
-    let model = Model::of(&s.ask, ws);
+    let model = carry::model_of(&s.ask, ws);
     let servers = aside_row(&s.decision).map_or(&[][..], |r| r.servers.as_slice());
     let copy = s.measured.scaled.keys;
     let cpu = CpuCurves::searched(&s.measured.db, &s.measured.cache);

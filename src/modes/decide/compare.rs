@@ -5,7 +5,7 @@
 //! each server's CPU per request, p99), and each figure held against what
 //! the run measured, with the verdict.
 
-use super::carry::Model;
+use super::carry::{self, Model};
 use super::cpu::CpuCurves;
 use super::measure::AsideRun;
 use super::size::{self, Shape};
@@ -106,9 +106,9 @@ pub fn predicted(
     (servers, cpu): (&[ServerSize], &CpuCurves),
 ) -> Figures {
     let hit = a.result.cache_aside.as_ref().map(|x| {
-        model
-            .carry_run(&a.result, x.hit_ratio, copy, keys)
-            .map_or(x.hit_ratio, |k| k.hit)
+        carry::held_items(&a.result).map_or(x.hit_ratio, |items| {
+            model.carry_items(x.hit_ratio, items, copy, keys).hit
+        })
     });
     Figures {
         hit,

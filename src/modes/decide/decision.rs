@@ -14,7 +14,7 @@ use crate::results::stats::num;
 
 /// The decision for `ask` (its stated load) from `m`.
 pub fn decision(ask: &Ask, m: &Measured) -> Decision {
-    let model = Model::of(ask, m.measured_for.write_share);
+    let model = carry::model_of(ask, m.measured_for.write_share);
     let mid = evaluate(ask, m, &model, End::Mid);
     let low = evaluate(ask, m, &model, End::Low);
     let high = evaluate(ask, m, &model, End::High);

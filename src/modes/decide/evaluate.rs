@@ -90,7 +90,12 @@ fn at(ask: &Ask, m: &Measured, model: &Model, end: End) -> At {
             _ => x.hit_ratio,
         };
         let carried = model
-            .carry_run(&a.result, hit, m.scaled.keys, ask.load.keys)?
+            .carry_items(
+                hit,
+                carry::held_items(&a.result)?,
+                m.scaled.keys,
+                ask.load.keys,
+            )
             .hit
             * mix;
         Some((x.hit_ratio, carried))

@@ -22,9 +22,9 @@
 //!   `carry` the curve carried to the stated keys (by the cache's eviction
 //!   policy, settled in `eviction`), `flips` where the answer changes,
 //!   `size` the one sizing method, `cpu` the products' CPU against their
-//!   ops/s (the sizing's check); Che's approximation of LRU's curve is
-//!   `workload::trace::che`, the other policies are simulated by
-//!   `workload::trace::policy`.
+//!   ops/s (the sizing's check); the popularity model that carries the
+//!   curve (Che's approximation for LRU, the other policies simulated by
+//!   `workload::trace::policy`) is `workload::trace::model`.
 //! - `others`: the other architectures weighed (a read replica, near caches):
 //!   a fixed-rate run each, and its row.
 //! - `check`: `--check`, a saved decision checked by one run of what it
@@ -203,13 +203,13 @@ fn measure_all(
     let curve: Vec<measure::CurveRun> =
         store.step(Step::Curve, h, say, |say| m.curve(curve_rate, say))?;
     let (rate, rate_why) = measure::confirm_rate(ask, &db, &cache, curve_rate);
-    let model = carry::Model::of(ask, ask.load.write_share);
+    let model = carry::model_of(ask, ask.load.write_share);
     let carried = |c: &measure::CurveRun| {
         let hit = c.result.cache_aside.as_ref().map_or(0.0, |a| a.hit_ratio);
         let copy = ask.plan.workload.keys.max(1);
-        model
-            .carry_run(&c.result, hit, copy, ask.load.keys)
-            .map_or(hit, |k| k.hit)
+        carry::held_items(&c.result).map_or(hit, |items| {
+            model.carry_items(hit, items, copy, ask.load.keys).hit
+        })
     };
     let aside: AsideStep = store.step(Step::CacheAside, h, say, |say| {
         Ok(AsideStep {

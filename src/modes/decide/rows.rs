@@ -382,7 +382,8 @@ fn ttl_said(ask: &Ask) -> Option<String> {
     let l = &ask.load;
     let reads = l.rps * (1.0 - l.write_share);
     let dist = &ask.plan.workload.distribution;
-    let (miss, live) = crate::workload::trace::che::ttl_bound(dist, l.keys, reads, f64::from(ttl))?;
+    let (miss, live) =
+        crate::workload::trace::model::ttl_bound(dist, l.keys, reads, f64::from(ttl))?;
     let per_key = l.value_size as u64 + ask.assumed.method.key_overhead_bytes;
     Some(format!(
         "TTL {ttl} s (--cache-ttl): even a cache with room for every key misses {:.1}% of reads at {} reads/s (a key misses 1/(1 + λT) of its reads, λ its reads a second); about {} keys are live at a time (about {} at {per_key} B a key), the most memory worth buying{}.",

@@ -7,15 +7,15 @@
 //! the table's; the skew is the Zipf exponent under which a cache of the
 //! items it holds, with the writes seen, hits as it did under its own
 //! eviction policy and TTL (the model `kvlab decide` draws its curves with,
-//! [`crate::modes::decide::carry::Model`]: Che's approximation for exact LRU,
+//! [`crate::workload::trace::model::Model`]: Che's approximation for exact LRU,
 //! the policy simulated otherwise).
 
 use super::ToWatch;
-use crate::modes::decide::carry::Model;
 use crate::results::observe::{ObservedLoad, ValueSizes, Watched};
 use crate::results::stats::num;
 use crate::results::usage::Role;
 use crate::workload::params::KeyDistribution;
+use crate::workload::trace::model::Model;
 use crate::workload::trace::policy::Policy;
 
 /// The exponents the fit searches within.

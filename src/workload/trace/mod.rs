@@ -12,11 +12,12 @@
 //!   workers' [`feed::Cursor`].
 //! - [`mrc`]: the trace's miss-ratio curve and skew, for `kvlab decide`.
 //! - [`by_policy`]: the trace's curve under another eviction policy.
-//! - [`policy`]: the eviction policies simulated; [`che`]: LRU's model.
+//! - [`policy`]: the eviction policies simulated; [`model`]: the popularity
+//!   model (Che's approximation for LRU, the other policies carried by it).
 
 pub mod by_policy;
-pub mod che;
 pub mod feed;
+pub mod model;
 pub mod mrc;
 pub mod policy;
 

@@ -130,7 +130,7 @@ fn redis_lru_at_a_high_rate_falls_between_lru_and_random() {
 fn lru_agrees_with_ches_approximation() {
     let dist = KeyDistribution::Zipf { theta: 0.99 };
     for (share, want) in [(0.01, TABLE[0].2[0]), (0.1, TABLE[1].2[0])] {
-        let hit = crate::workload::trace::che::hit_ratio(&dist, KEYS, KEYS as f64 * share, 0.0);
+        let hit = crate::workload::trace::model::hit_ratio(&dist, KEYS, KEYS as f64 * share, 0.0);
         let che = 100.0 * (1.0 - hit.unwrap());
         assert!(
             (che - want).abs() < TOLERANCE,
