@@ -593,6 +593,9 @@ fn trace_taken_and_held_against(d: &Value, path: &std::path::Path) {
         off_lru += (hit - lru).abs();
         apart += (trace - lru).abs();
     }
+    eprintln!(
+        "measured off LFU's curve {off_lfu:.4}, off LRU's {off_lru:.4}; the curves {apart:.4} apart"
+    );
     assert!(apart > 0.02, "the LFU curve drawn is LRU's: {apart} apart");
     assert!(
         off_lfu < off_lru + 0.01,

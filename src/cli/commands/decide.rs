@@ -45,23 +45,7 @@ pub fn exec(args: &DecideArgs, shutdown: &AtomicBool) -> Result<()> {
         .or_else(|| args.out.clone())
         .unwrap_or_else(|| "results/decide".into());
     make_dir(&out)?;
-    let copy = decide::scaled_keys(&ask);
-    let mut ask = ask;
-    ask.plan.workload.keys = copy.keys;
-    if let Some(line) = decide::beside::cache_by_url(&mut ask)? {
-        say(json, &line);
-    }
-    if let Some(limit) = args.observed_cache_limit {
-        let mb = decide::beside::carried_mb(&ask, limit);
-        ask.team_cache_mb = Some(mb);
-        say(
-            json,
-            &format!(
-                "kvlab decide: the cache observed holds {:.1} MiB at most: a point of the curve at its size carried to the copy ({mb} MiB)\n",
-                limit as f64 / crate::runner::foreign::MIB
-            ),
-        );
-    }
+    let (ask, copy) = decide::on_copy(ask, args.observed_cache_limit, &mut |l| say(json, l))?;
     let opts = RunOptions {
         progress: true,
         notes: true,

@@ -115,6 +115,31 @@ pub fn scaled_keys(ask: &Ask) -> DataCopy {
     )
 }
 
+/// `ask` on the copy kvlab measures: its keys settled ([`scaled_keys`]), a
+/// cache given by URL held to the room it has ([`beside::cache_by_url`]),
+/// and a cache observed (its memory limit in bytes, `observed_limit`) a
+/// point of the curve at its size carried to the copy; each said.
+pub fn on_copy(
+    mut ask: Ask,
+    observed_limit: Option<u64>,
+    say: &mut dyn FnMut(&str),
+) -> Result<(Ask, DataCopy)> {
+    let copy = scaled_keys(&ask);
+    ask.plan.workload.keys = copy.keys;
+    if let Some(line) = beside::cache_by_url(&mut ask)? {
+        say(&line);
+    }
+    if let Some(limit) = observed_limit {
+        let mb = beside::carried_mb(&ask, limit);
+        ask.team_cache_mb = Some(mb);
+        say(&format!(
+            "kvlab decide: the cache observed holds {:.1} MiB at most: a point of the curve at its size carried to the copy ({mb} MiB)\n",
+            limit as f64 / crate::runner::foreign::MIB
+        ));
+    }
+    Ok((ask, copy))
+}
+
 /// [`scaled_keys`] of `keys` of `value_size` bytes by method `m`.
 fn copy_of(keys: u64, value_size: usize, quick: bool, m: &Method) -> DataCopy {
     let per_key = value_size as u64 + m.key_overhead_bytes;
