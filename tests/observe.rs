@@ -436,8 +436,11 @@ fn a_url_in_another_protocol_or_with_the_mask_for_its_password_is_refused_in_a_l
     // No password in the URL: the variable MariaDB's own client reads.
     let bare = db_url.replacen(&format!(":{pass}@"), "@", 1);
     assert!(bare.contains(&format!("//{user}@")), "{bare}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("observed.toml");
     let o = common::kvlab()
-        .args(["observe", "--target", &bare, "--seconds", "1"])
+        .args(["observe", "--target", &bare, "--seconds", "1", "--write"])
+        .arg(&file)
         .env("MYSQL_PWD", pass)
         .output()
         .unwrap();
@@ -449,4 +452,18 @@ fn a_url_in_another_protocol_or_with_the_mask_for_its_password_is_refused_in_a_l
     let line = out.lines().find(|l| l.starts_with("kvlab decide")).unwrap();
     assert!(line.contains(&format!("--target {bare} ")), "{line}");
     assert!(out.contains("set MYSQL_PWD"), "{out}");
+    // The study file written holds the same server, typed, and no password.
+    let text = std::fs::read_to_string(&file).unwrap();
+    let with_password = format!(":{pass}@");
+    assert!(
+        !text.contains(&with_password) && !text.contains("***"),
+        "{text}"
+    );
+    let study: toml::Table = toml::from_str(&text).unwrap();
+    assert_eq!(
+        study["decide"]["target"].as_str(),
+        Some(bare.as_str()),
+        "{text}"
+    );
+    assert!(study["decide"].get("cache").is_none(), "{text}");
 }

@@ -4,6 +4,7 @@
 
 use crate::results::observe::{Figure, Observation, Watched};
 use crate::results::stats::num;
+use crate::results::usage::Role;
 
 /// The figures, each with where it came from.
 pub fn text(o: &Observation) -> String {
@@ -103,7 +104,7 @@ fn mib(b: u64) -> String {
 
 /// The `kvlab decide` command line the load gives, with the goal if stated.
 pub fn command(o: &Observation, p99_ms: Option<f64>) -> String {
-    let mut flags: Vec<String> = o.decide_flags.iter().map(|f| quoted(f)).collect();
+    let mut flags: Vec<String> = o.flags().iter().map(|f| quoted(f)).collect();
     match p99_ms {
         Some(g) => flags.extend(["--p99-ms".into(), g.to_string()]),
         None => flags.push("--p99-ms MS".into()),
@@ -155,13 +156,13 @@ fn quoted(f: &str) -> String {
 /// The load as a `[decide]` study file.
 pub fn study_file(o: &Observation, p99_ms: Option<f64>) -> String {
     let mut t = toml::Table::new();
-    // The servers as decide's flags give them (no password), the load typed.
-    for pair in o.decide_flags.chunks(2) {
-        if let [flag, url] = pair
-            && (flag == "--target" || flag == "--cache")
-        {
-            t.insert(flag[2..].into(), toml::Value::String(url.clone()));
-        }
+    // The servers as decide takes them (no password), the load typed.
+    for (role, url) in o.decide_servers() {
+        let key = match role {
+            Role::Cache => "cache",
+            _ => "target",
+        };
+        t.insert(key.into(), toml::Value::String(url));
     }
     for (id, v) in o.load.figures() {
         let value = match v {

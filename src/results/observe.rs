@@ -176,6 +176,42 @@ pub struct Observation {
     pub servers: Vec<Watched>,
     /// The stated load derived.
     pub load: ObservedLoad,
-    /// The flags of `kvlab decide` the load gives (the goal left to the user).
+    /// The flags of `kvlab decide` the load gives (the goal left to the
+    /// user): [`Observation::flags`], written for a reader; kvlab itself
+    /// reads the typed servers and load, never these words.
     pub decide_flags: Vec<String>,
+}
+
+impl Observation {
+    /// The servers as `kvlab decide` takes them back: each one's role and
+    /// its URL as shown, with no password at all (decide reads it from the
+    /// product's variable, e.g. `PGPASSWORD`, or it is written in by hand).
+    pub fn decide_servers(&self) -> Vec<(super::usage::Role, String)> {
+        self.servers
+            .iter()
+            .map(|s| (s.role, without_password(&s.server)))
+            .collect()
+    }
+
+    /// The flags of `kvlab decide` for the observed load on its servers (the
+    /// goal left out).
+    pub fn flags(&self) -> Vec<String> {
+        let mut f = Vec::new();
+        for (role, url) in self.decide_servers() {
+            let flag = match role {
+                super::usage::Role::Cache => "--cache",
+                _ => "--target",
+            };
+            f.extend([flag.to_string(), url]);
+        }
+        for (id, v) in self.load.figures() {
+            f.extend([format!("--{}", id.replace('_', "-")), v.to_string()]);
+        }
+        f
+    }
+}
+
+/// A URL as kvlab shows it (`user:***@`), with no password at all.
+fn without_password(shown: &str) -> String {
+    shown.replacen("//:***@", "//", 1).replacen(":***@", "@", 1)
 }

@@ -10,7 +10,6 @@
 //! [`crate::workload::trace::model::Model`]: Che's approximation for exact LRU,
 //! the policy simulated otherwise).
 
-use super::ToWatch;
 use crate::results::observe::{ObservedLoad, ValueSizes, Watched};
 use crate::results::stats::num;
 use crate::results::usage::Role;
@@ -315,29 +314,6 @@ fn skew(
         }
     }
     (Some(((lo + hi) / 2.0 * 1000.0).round() / 1000.0), said)
-}
-
-/// The flags of `kvlab decide` for `load` on `servers` (the goal left out).
-pub fn decide_flags(load: &ObservedLoad, servers: &[ToWatch]) -> Vec<String> {
-    let mut f = Vec::new();
-    for s in servers {
-        let flag = match s.role {
-            Role::Cache => "--cache",
-            _ => "--target",
-        };
-        f.extend([flag.to_string(), without_password(&s.connector.display)]);
-    }
-    for (id, v) in load.figures() {
-        f.extend([format!("--{}", id.replace('_', "-")), v.to_string()]);
-    }
-    f
-}
-
-/// A URL as kvlab shows it (`user:***@`), with no password at all: what
-/// `kvlab decide` takes back, its password from the product's variable
-/// (`PGPASSWORD`) or written in by hand.
-fn without_password(shown: &str) -> String {
-    shown.replacen("//:***@", "//", 1).replacen(":***@", "@", 1)
 }
 
 #[cfg(test)]

@@ -75,14 +75,16 @@ pub fn observe(servers: &[ToWatch], seconds: f64, shutdown: &AtomicBool) -> Resu
     });
     let watched_s = watched.iter().map(|w| w.window_s).fold(0.0, f64::max);
     let load = derive::load(&watched);
-    Ok(Observation {
+    let mut o = Observation {
         kvlab_version: env!("CARGO_PKG_VERSION").into(),
         seconds,
         watched_s,
-        decide_flags: derive::decide_flags(&load, servers),
+        decide_flags: Vec::new(),
         servers: watched,
         load,
-    })
+    };
+    o.decide_flags = o.flags();
+    Ok(o)
 }
 
 /// Sleeps until `due`; `false` when Ctrl-C came first.
