@@ -1,14 +1,20 @@
-//! A cache given by URL that cannot hold the measured copy beside what it
-//! holds: kvlab measures beside it, on a cache of the same product it starts,
-//! with a point of the curve at the URL cache's size carried to the copy, and
-//! writes nothing into it.
+//! Measuring beside servers kvlab must not load: a cache given by URL that
+//! cannot hold the measured copy beside what it holds (kvlab measures on a
+//! cache of the same product it starts, with a point of the curve at the URL
+//! cache's size carried to the copy, and writes nothing into it), and the
+//! servers `decide --observe` watched (measured on servers of the same
+//! products kvlab starts, their versions compared and the settings that shape
+//! the answer copied, read-only).
 
 use anyhow::Result;
 
 use super::Ask;
 use crate::driver::{Connector, Role};
+use crate::modes::observe::ToWatch;
 use crate::results::stats::num;
+use crate::results::usage::Role as ServerRole;
 use crate::runner::foreign::{MIB, bytes_needed, overflow};
+use crate::servers::installed::{installed_version, major};
 
 /// Moves `ask`'s cache given by URL beside, where the copy would not fit
 /// in it beside the keys it holds (unless `--allow-evictions`): the line that
@@ -64,4 +70,124 @@ pub fn cache_by_url(ask: &mut Ask) -> Result<Option<String>> {
 pub fn carried_mb(ask: &Ask, limit: u64) -> u64 {
     let share = ask.plan.workload.keys as f64 / ask.load.keys.max(1) as f64;
     ((limit as f64 / MIB * share).ceil() as u64).max(ask.assumed.method.cache_base_mb + 1)
+}
+
+/// What kvlab measures beside the servers observed.
+#[derive(Debug, Default)]
+pub struct Observed {
+    /// The cache's product, started here (`None`: no cache observed).
+    pub cache: Option<&'static str>,
+    /// The observed cache's memory limit, bytes (a point of the curve).
+    pub cache_limit: Option<u64>,
+    /// The database's product, started here.
+    pub target: Option<&'static str>,
+    /// The observed database's settings that shape the answer, read-only.
+    pub settings: Vec<(String, String)>,
+    /// What was observed and what is measured instead, line by line.
+    pub said: Vec<String>,
+}
+
+/// The `servers` observed as the servers kvlab starts beside them: each
+/// one's product, version compared, and (a cache) its memory limit or (a
+/// database) the settings `given` does not name, copied; said.
+pub fn of_observed(servers: &[ToWatch], given: &[(String, String)]) -> Observed {
+    let mut o = Observed::default();
+    let mut started = Vec::new();
+    for s in servers {
+        let name = s.connector.product.name();
+        o.said.push(format!(
+            "observed: {} ({}, {name} {})",
+            s.connector.display, s.role, s.version
+        ));
+        o.said.push(versions(s));
+        match s.role {
+            ServerRole::Cache => {
+                o.cache = Some(name);
+                // Its memory limit, read-only: a point of the curve at its size.
+                if let Role::Cache(c) = s.connector.product.role() {
+                    o.cache_limit = c
+                        .memory(&s.connector)
+                        .ok()
+                        .map(|m| m.limit)
+                        .filter(|l| *l > 0);
+                }
+            }
+            _ => {
+                o.target = Some(name);
+                let (settings, said) = copy_settings(given, s);
+                o.settings = settings;
+                o.said.extend(said);
+            }
+        }
+        started.push(format!("a {name}"));
+    }
+    o.said.push(format!(
+        "measured on: {} kvlab starts on this machine, beside the servers observed (nothing written to them, no load put on them; --on-observed measures on them instead)",
+        started.join(" and ")
+    ));
+    o
+}
+
+/// The version observed beside the one kvlab starts here, and whether their
+/// major versions agree.
+fn versions(s: &ToWatch) -> String {
+    let product = s.connector.product;
+    let name = product.name();
+    let Some(here) = installed_version(product) else {
+        return format!(
+            "version: {name} {} observed; the {name} installed here did not say its version",
+            s.version
+        );
+    };
+    match (major(product, &s.version), major(product, &here)) {
+        (Some(seen), Some(mine)) if seen == mine => format!(
+            "version: {name} {here} measured here, {} observed: the same major version ({mine})",
+            s.version
+        ),
+        (seen, mine) => format!(
+            "version: {name} {here} measured here, {} observed: major version {} here, {} observed; the figures are {here}'s (install {name} {} here to measure it, or --on-observed)",
+            s.version,
+            mine.as_deref().unwrap_or("not known"),
+            seen.as_deref().unwrap_or("not known"),
+            seen.as_deref().unwrap_or(&s.version),
+        ),
+    }
+}
+
+/// The observed database's settings that shape the answer (how a commit
+/// waits), read-only, where `given` names none; and the line that says so
+/// (`None`: nothing to copy).
+fn copy_settings(
+    given: &[(String, String)],
+    s: &ToWatch,
+) -> (Vec<(String, String)>, Option<String>) {
+    let product = s.connector.product;
+    let keys: Vec<String> = product
+        .facts()
+        .server
+        .copied_beside
+        .iter()
+        .filter(|k| !given.iter().any(|(g, _)| g == *k))
+        .map(|k| k.to_string())
+        .collect();
+    if keys.is_empty() {
+        return (Vec::new(), None);
+    }
+    let read = product.server().effective_settings(&s.connector, &keys);
+    let line = match read.is_empty() {
+        true => format!(
+            "settings: none of {} could be read from the {} observed; kvlab's defaults",
+            keys.join(", "),
+            product.name()
+        ),
+        false => format!(
+            "settings: {}, copied from the {} observed",
+            read.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            product.name()
+        ),
+    };
+    (read, Some(line))
 }

@@ -13,8 +13,8 @@ use anyhow::Result;
 use crate::cli::DecideArgs;
 use crate::cli::commands::{observe, say};
 use crate::error::UsageError;
+use crate::modes::decide;
 use crate::modes::observe::ToWatch;
-use crate::servers::installed::{installed_version, major};
 
 /// `args` with the observed load in the flags the user left out.
 pub fn stated(args: &DecideArgs, shutdown: &AtomicBool) -> Result<DecideArgs> {
@@ -98,100 +98,18 @@ fn fill<T: std::fmt::Display>(
 /// products kvlab starts on this machine, never on the observed ones, with
 /// the settings that shape the answer copied from them; said.
 fn beside(a: &mut DecideArgs, servers: &[ToWatch], said: &mut Vec<String>) {
-    let mut started = Vec::new();
-    for s in servers {
-        let name = s.connector.product.name();
-        said.push(format!(
-            "observed: {} ({}, {name} {})",
-            s.connector.display, s.role, s.version
-        ));
-        said.push(versions(s));
-        match s.role {
-            crate::results::usage::Role::Cache => {
-                a.run.aside.cache = Some(name.into());
-                // Its memory limit, read-only: a point of the curve at its size.
-                if let crate::driver::Role::Cache(c) = s.connector.product.role() {
-                    a.observed_cache_limit = c
-                        .memory(&s.connector)
-                        .ok()
-                        .map(|m| m.limit)
-                        .filter(|l| *l > 0);
-                }
-            }
-            _ => {
-                a.run.target = name.into();
-                said.extend(copy_settings(&mut a.run.server_opt, s));
-            }
-        }
-        started.push(format!("a {name}"));
+    let b = decide::beside::of_observed(servers, &a.run.server_opt);
+    if let Some(cache) = b.cache {
+        a.run.aside.cache = Some(cache.into());
+        a.observed_cache_limit = b.cache_limit;
     }
+    if let Some(target) = b.target {
+        a.run.target = target.into();
+    }
+    a.run.server_opt.extend(b.settings);
+    said.extend(b.said);
     // The URLs' TLS and stated cores were of the servers observed.
     a.run.tls = Default::default();
     a.target_cores = None;
     a.cache_cores = None;
-    said.push(format!(
-        "measured on: {} kvlab starts on this machine, beside the servers observed (nothing written to them, no load put on them; --on-observed measures on them instead)",
-        started.join(" and ")
-    ));
-}
-
-/// The version observed beside the one kvlab starts here, and whether their
-/// major versions agree.
-fn versions(s: &ToWatch) -> String {
-    let product = s.connector.product;
-    let name = product.name();
-    let Some(here) = installed_version(product) else {
-        return format!(
-            "version: {name} {} observed; the {name} installed here did not say its version",
-            s.version
-        );
-    };
-    match (major(product, &s.version), major(product, &here)) {
-        (Some(seen), Some(mine)) if seen == mine => format!(
-            "version: {name} {here} measured here, {} observed: the same major version ({mine})",
-            s.version
-        ),
-        (seen, mine) => format!(
-            "version: {name} {here} measured here, {} observed: major version {} here, {} observed; the figures are {here}'s (install {name} {} here to measure it, or --on-observed)",
-            s.version,
-            mine.as_deref().unwrap_or("not known"),
-            seen.as_deref().unwrap_or("not known"),
-            seen.as_deref().unwrap_or(&s.version),
-        ),
-    }
-}
-
-/// The observed database's settings that shape the answer (how a commit
-/// waits), read-only, added to `opts` where the user gave none; said.
-fn copy_settings(opts: &mut Vec<(String, String)>, s: &ToWatch) -> Option<String> {
-    let product = s.connector.product;
-    let keys: Vec<String> = product
-        .facts()
-        .server
-        .copied_beside
-        .iter()
-        .filter(|k| !opts.iter().any(|(given, _)| given == *k))
-        .map(|k| k.to_string())
-        .collect();
-    if keys.is_empty() {
-        return None;
-    }
-    let read = product.server().effective_settings(&s.connector, &keys);
-    let line = match read.is_empty() {
-        true => format!(
-            "settings: none of {} could be read from the {} observed; kvlab's defaults",
-            keys.join(", "),
-            product.name()
-        ),
-        false => format!(
-            "settings: {}, copied from the {} observed",
-            read.iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            product.name()
-        ),
-    };
-    opts.extend(read);
-    Some(line)
 }
