@@ -5,14 +5,14 @@
 //! 1,000,000). Each measured point is moved by the popularity model's
 //! difference between the two key counts at the same share held (Che's
 //! approximation, [`crate::workload::trace::model`]), so what the real cache
-//! did beyond the model (its own eviction, writes in flight) is kept; the model's figure on
-//! the copy is kept beside it as its check.
+//! did beyond the model (its own eviction, writes in flight) is kept; the
+//! model's figure on the copy is kept beside it as its check.
 
 use super::measure::Measured;
 use super::{Ask, trace};
 use crate::results::RunResult;
 use crate::results::decide::{CurvePoint, CurveSource, StatedLoad, db_load};
-pub use crate::workload::trace::model::{Carried, Model, OFF_MODEL};
+use crate::workload::trace::model::Model;
 use crate::workload::trace::policy::Policy;
 
 /// The eviction policy `load`'s curves are drawn for (exact LRU where none

@@ -5,7 +5,7 @@
 //! each server's CPU per request, p99), and each figure held against what
 //! the run measured, with the verdict.
 
-use super::carry::{self, Model};
+use super::carry;
 use super::cpu::CpuCurves;
 use super::measure::AsideRun;
 use super::size::{self, Shape};
@@ -14,6 +14,7 @@ use crate::results::check::{Compared, Figure, Outcome, Server, Tolerance, Tolera
 use crate::results::decide::{ServerSize, bytes};
 use crate::results::stats::num;
 use crate::results::usage::Role;
+use crate::workload::trace::model::Model;
 
 /// The tolerances of a check: 3 points of hit ratio; 25% of a server's CPU
 /// per request, as the decision's own check of its sizing model.

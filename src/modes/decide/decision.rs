@@ -5,12 +5,13 @@
 //! flips, and each row's cost over the rate. `kvlab decide --from` calls it
 //! on a saved decision without running anything.
 
-use super::carry::{self, Model};
+use super::carry;
 use super::evaluate::{End, evaluate, with_load};
 pub use super::measure::Measured;
 use super::{Ask, flips, rows};
 use crate::results::decide::{Answer, Architecture, Decision, Range, RatePoint, Scaled};
 use crate::results::stats::num;
+use crate::workload::trace::model::{Model, OFF_MODEL};
 
 /// The decision for `ask` (its stated load) from `m`.
 pub fn decision(ask: &Ask, m: &Measured) -> Decision {
@@ -149,10 +150,7 @@ fn carried_said(ask: &Ask, m: &Measured, model: &Model) -> String {
             Some(model.hit(copy, items)? - a.hit_ratio)
         })
         .collect();
-    let off = gaps
-        .iter()
-        .filter(|g| g.abs() > super::carry::OFF_MODEL)
-        .count();
+    let off = gaps.iter().filter(|g| g.abs() > OFF_MODEL).count();
     let check = match gaps
         .iter()
         .map(|g| g.abs())
@@ -165,7 +163,7 @@ fn carried_said(ask: &Ask, m: &Measured, model: &Model) -> String {
                 0 => String::new(),
                 n => format!(
                     ", and {n} point(s) more than {:.0} points from it were no LRU of the items held at the run's end (a short run, a cache not yet evicting): carried by the model alone",
-                    super::carry::OFF_MODEL * 100.0
+                    OFF_MODEL * 100.0
                 ),
             }
         ),

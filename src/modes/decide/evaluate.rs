@@ -2,7 +2,7 @@
 //! load: what [`super::decision`] evaluates as measured, at both ends, and
 //! over the sweeps of [`super::flips`].
 
-use super::carry::{self, Model};
+use super::carry;
 use super::cpu::CpuCurves;
 use super::measure::{Measured, Searched};
 use super::others;
@@ -10,6 +10,7 @@ use super::rows::{self, At};
 use super::size::PerCore;
 use super::{Ask, rule};
 use crate::results::decide::{Answer, Architecture, CacheLoss, StatedLoad};
+use crate::workload::trace::model::Model;
 
 /// Which figures a row is sized with: the measured ones, or one end of
 /// their ranges.

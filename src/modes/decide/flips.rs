@@ -6,11 +6,11 @@
 //! bisection to the first value with the new answer.
 
 use super::Ask;
-use super::carry::Model;
 use super::evaluate::{End, evaluate, with_load};
 use super::measure::Measured;
 use crate::results::decide::{Flip, StatedLoad, Variable, Verdict};
 use crate::results::stats::num;
+use crate::workload::trace::model::Model;
 
 /// Bisection steps between two grid points that answer differently.
 const NARROW: usize = 10;

@@ -266,7 +266,7 @@ fn popularity(dist: &KeyDistribution, keys: u64) -> Option<Vec<(f64, f64)>> {
 
 /// The probability of the hottest of `keys` keys drawn by `dist` (`None`: a
 /// distribution the model does not know).
-pub fn hottest(dist: &KeyDistribution, keys: u64) -> Option<f64> {
+fn hottest(dist: &KeyDistribution, keys: u64) -> Option<f64> {
     popularity(dist, keys).map(|p| p[0].0)
 }
 
@@ -281,7 +281,7 @@ pub fn hit_ratio(dist: &KeyDistribution, keys: u64, items: f64, write_share: f64
 /// reads a second: each key's LRU hit probability times the share of its
 /// reads the TTL leaves (`λT/(1 + λT)`). An approximation (the two are
 /// not independent) kvlab uses only as the ratio between two key counts.
-pub fn hit_ratio_ttl(
+fn hit_ratio_ttl(
     dist: &KeyDistribution,
     keys: u64,
     items: f64,
