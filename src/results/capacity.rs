@@ -16,6 +16,11 @@ impl Capacity {
             .find(|s| s.passed && s.rate == Some(rate))
     }
 
+    /// The p99 at the capacity found, ms.
+    pub fn p99_ms_at_capacity(&self) -> Option<f64> {
+        Some(self.at_capacity()?.result.latency.latency_us.p99 / 1000.0)
+    }
+
     /// Server cores busy at the capacity found, as measured there (`None`:
     /// no server CPU was read).
     pub fn cores_at_capacity(&self) -> Option<f64> {

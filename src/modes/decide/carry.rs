@@ -11,8 +11,9 @@
 use super::measure::Measured;
 use super::{Ask, trace};
 use crate::results::RunResult;
+use crate::results::decide::said::{CarryCheck, TtlFloor};
 use crate::results::decide::{CurvePoint, CurveSource, StatedLoad, db_load};
-use crate::workload::trace::model::Model;
+use crate::workload::trace::model::{Model, OFF_MODEL, ttl_bound};
 use crate::workload::trace::policy::Policy;
 
 /// The eviction policy `load`'s curves are drawn for (exact LRU where none
@@ -38,6 +39,45 @@ pub fn model_of(ask: &Ask, write_share: f64) -> Model {
 /// (`None`: not known, and its hit ratio is carried as it is).
 pub fn held_items(r: &RunResult) -> Option<f64> {
     Some(r.cache_aside.as_ref()?.working_set.as_ref()?.items as f64)
+}
+
+/// What the popularity model says of `ask`'s carry, for the decision's
+/// words: its check on the copy of `m` (each settled curve run's distance
+/// from the model at the items it held: the model's hit ratio less the one
+/// measured), and the floor a `--cache-ttl` puts under the curve at the
+/// stated load (`None`: no TTL, or no model for the distribution).
+pub fn said_of(ask: &Ask, m: &Measured, model: &Model) -> (CarryCheck, Option<TtlFloor>) {
+    let copy = m.scaled.keys;
+    let gaps = m
+        .curve
+        .iter()
+        .filter_map(|c| {
+            let a = c.result.cache_aside.as_ref()?;
+            let items = a.working_set.as_ref()?.items as f64;
+            Some(model.hit(copy, items)? - a.hit_ratio)
+        })
+        .collect();
+    let l = &ask.load;
+    let reads_per_s = l.rps * (1.0 - l.write_share);
+    let ttl_s = ask.cache.ttl_s;
+    let dist = &ask.plan.workload.distribution;
+    let ttl = (ttl_s > 0)
+        .then(|| ttl_bound(dist, l.keys, reads_per_s, f64::from(ttl_s)))
+        .flatten()
+        .map(|(miss, live)| TtlFloor {
+            ttl_s,
+            reads_per_s,
+            miss,
+            live,
+            per_key_bytes: l.value_size as u64 + ask.assumed.method.key_overhead_bytes,
+        });
+    let check = CarryCheck {
+        copy,
+        stated: l.keys,
+        gaps,
+        off_model: OFF_MODEL,
+    };
+    (check, ttl)
 }
 
 /// The spread of a cache-aside run's hit ratio over its seconds: the 10th
@@ -112,16 +152,6 @@ pub(super) fn curve(ask: &Ask, m: &Measured, model: &Model, per_key: f64) -> Vec
     }
     let mut points = [measured, carried].concat();
     match (&ask.trace, memory_of_items(&held)) {
-        (Some(t), Some(memory)) => {
-            let bytes =
-                |share: f64| at_stated(memory(share * copy as f64) as u64, base, per_key) as f64;
-            points.extend(trace::points(
-                &t.curve,
-                stated,
-                &bytes,
-                (l.rps, l.write_share),
-            ));
-        }
         // A cache kvlab did not start is measured at its one size: the rest
         // of the curve is the popularity model's, said as such.
         (None, Some(memory)) if ask.cache.cache.external.is_some() => {
@@ -132,6 +162,16 @@ pub(super) fn curve(ask: &Ask, m: &Measured, model: &Model, per_key: f64) -> Vec
                 let bytes = at_stated(memory(share * copy as f64) as u64, base, per_key);
                 points.push(point(bytes, hit, CurveSource::Model, Some(share)));
             }
+        }
+        (Some(t), Some(memory)) => {
+            let bytes =
+                |share: f64| at_stated(memory(share * copy as f64) as u64, base, per_key) as f64;
+            points.extend(trace::points(
+                &t.curve,
+                stated,
+                &bytes,
+                (l.rps, l.write_share),
+            ));
         }
         _ => {}
     }

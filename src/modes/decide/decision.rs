@@ -8,10 +8,11 @@
 use super::carry;
 use super::evaluate::{End, evaluate, with_load};
 pub use super::measure::Measured;
-use super::{Ask, flips, rows};
+use super::{Ask, flips};
+use crate::results::decide::said::Extrapolated;
 use crate::results::decide::{Answer, Architecture, Decision, Range, RatePoint, Scaled};
 use crate::results::stats::num;
-use crate::workload::trace::model::{Model, OFF_MODEL};
+use crate::workload::trace::model::Model;
 
 /// The decision for `ask` (its stated load) from `m`.
 pub fn decision(ask: &Ask, m: &Measured) -> Decision {
@@ -31,8 +32,20 @@ pub fn decision(ask: &Ask, m: &Measured) -> Decision {
         factor: copy.factor(ask.load.keys),
         ..m.scaled.clone()
     };
-    let mut extrapolations = rows::extrapolations(ask, &scaled, &m.measured_for);
-    extrapolations.insert(2, carried_said(ask, m, &model));
+    let (check, ttl) = carry::said_of(ask, m, &model);
+    let extrapolations = Extrapolated {
+        load: &ask.load,
+        measured_for: &m.measured_for,
+        scaled: &scaled,
+        assumed: &ask.assumed,
+        distribution: &ask.plan.workload.distribution,
+        quick: ask.quick,
+        run_s: ask.run_s(),
+        given_by_url: ask.plan.target.external.is_some() || ask.cache.cache.external.is_some(),
+        check,
+        ttl,
+    }
+    .said();
     Decision {
         kvlab_version: env!("CARGO_PKG_VERSION").to_string(),
         load: ask.load.clone(),
@@ -133,53 +146,4 @@ fn by_rate(ask: &Ask, m: &Measured, model: &Model, rows: &[Architecture]) -> Vec
             }
         })
         .collect()
-}
-
-/// How the measured hit ratios were carried to the stated keys, in words.
-fn carried_said(ask: &Ask, m: &Measured, model: &Model) -> String {
-    let (copy, stated) = (m.scaled.keys, ask.load.keys);
-    if copy == stated {
-        return "Hit ratios: measured on the whole data set (no carry).".into();
-    }
-    let gaps: Vec<f64> = m
-        .curve
-        .iter()
-        .filter_map(|c| {
-            let a = c.result.cache_aside.as_ref()?;
-            let items = a.working_set.as_ref()?.items as f64;
-            Some(model.hit(copy, items)? - a.hit_ratio)
-        })
-        .collect();
-    let off = gaps.iter().filter(|g| g.abs() > OFF_MODEL).count();
-    let check = match gaps
-        .iter()
-        .map(|g| g.abs())
-        .fold(None, |m: Option<f64>, g| Some(m.map_or(g, |m| m.max(g))))
-    {
-        Some(g) => format!(
-            "; on the copy the model is within {:.1} points of every measured point (its check){}",
-            g * 100.0,
-            match off {
-                0 => String::new(),
-                n => format!(
-                    ", and {n} point(s) more than {:.0} points from it were no LRU of the items held at the run's end (a short run, a cache not yet evicting): carried by the model alone",
-                    OFF_MODEL * 100.0
-                ),
-            }
-        ),
-        None => String::new(),
-    };
-    format!(
-        "Hit ratios: measured on the copy of {} keys and carried to the stated {} keys by the popularity model ({}): each measured point moved by the model's difference between the two key counts at the same share of keys held, what the cache did beyond the model kept{check}; the cache size is picked on the carried curve.",
-        num(copy as f64),
-        num(stated as f64),
-        match &ask.plan.workload.distribution {
-            crate::workload::KeyDistribution::Zipf { theta } =>
-                format!("Che's approximation of an LRU cache for Zipf {theta}"),
-            crate::workload::KeyDistribution::Uniform =>
-                "uniform keys: a share of the keys holds the same share of reads at any count"
-                    .into(),
-            _ => "none for this distribution: carried as measured".into(),
-        }
-    )
 }

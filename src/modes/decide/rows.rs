@@ -2,13 +2,11 @@
 //! measured copy (rates per server core, memory per key), the miss-ratio
 //! curve at the stated data, and the decision with every extrapolation said.
 
+use super::Ask;
 use super::cpu::CpuCurves;
 use super::measure::{Measured, Searched, mb_name};
 use super::size::{self, Check, Memory, PerCore, Shape};
-use super::{Ask, trace};
-use crate::results::decide::{
-    ArchName, Architecture, CacheLoss, Scaled, ServerSize, StatedLoad, bytes, price,
-};
+use crate::results::decide::{ArchName, Architecture, CacheLoss, ServerSize, bytes, price};
 use crate::results::stats::num;
 
 /// The figures a row is sized with at one end of its ranges (see
@@ -145,7 +143,6 @@ fn searched(
         searched_from(s),
         s.bytes.map_or("not known".into(), bytes)
     );
-    r.p99_ms = step_p99(s);
     r.capacity_rps = s.capacity.capacity_rps;
     r.capacity_bracket = s.capacity.bracket;
     let mem = s.bytes.map(|b| (b as f64 * per_key) as u64);
@@ -173,6 +170,7 @@ fn searched(
     };
     let servers = size::servers(&ask.load, shape, per_core, memory, (product, product), None);
     size(ask, &mut r, servers);
+    r.p99_ms = s.capacity.p99_ms_at_capacity();
     match (s.capacity.capacity_rps, pc) {
         (None, _) => r.why_not = Some(missed(s, ask.load.p99_ms)),
         (Some(_), Some(_)) => r.within_goal = true,
@@ -200,12 +198,6 @@ pub(super) fn database(ask: &Ask, s: &Searched, pc: Option<f64>, per_key: f64) -
         per_key,
         "its table",
     )
-}
-
-/// The p99 at the capacity a search found, ms.
-fn step_p99(s: &Searched) -> Option<f64> {
-    let st = s.capacity.at_capacity()?;
-    Some(st.result.latency.latency_us.p99 / 1000.0)
 }
 
 /// The cache alone (the data only in the cache) at the stated load, `pc`
@@ -368,104 +360,4 @@ pub(super) fn with_loss(
         ));
     }
     r
-}
-
-/// Every step from the measured copy to the stated load (and, for a decision
-/// recomputed for another load, the one its runs were made for).
-/// With `--cache-ttl`, the floor the TTL puts under the curve and the live
-/// working set, the most memory worth buying.
-fn ttl_said(ask: &Ask) -> Option<String> {
-    let ttl = ask.cache.ttl_s;
-    if ttl == 0 {
-        return None;
-    }
-    let l = &ask.load;
-    let reads = l.rps * (1.0 - l.write_share);
-    let dist = &ask.plan.workload.distribution;
-    let (miss, live) =
-        crate::workload::trace::model::ttl_bound(dist, l.keys, reads, f64::from(ttl))?;
-    let per_key = l.value_size as u64 + ask.assumed.method.key_overhead_bytes;
-    Some(format!(
-        "TTL {ttl} s (--cache-ttl): even a cache with room for every key misses {:.1}% of reads at {} reads/s (a key misses 1/(1 + λT) of its reads, λ its reads a second); about {} keys are live at a time (about {} at {per_key} B a key), the most memory worth buying{}.",
-        miss * 100.0,
-        num(reads),
-        num(live),
-        crate::results::decide::bytes((live * per_key as f64) as u64),
-        match f64::from(ttl) > ask.run_s() {
-            true => format!(
-                "; the runs last {} s, too short to show its expiry (the measured curve has none)",
-                num(ask.run_s())
-            ),
-            false => String::new(),
-        },
-    ))
-}
-
-pub(super) fn extrapolations(ask: &Ask, s: &Scaled, measured_for: &StatedLoad) -> Vec<String> {
-    // A decision recomputed (--from) for another load than its runs were
-    // made for says so last.
-    let recomputed = (measured_for != &ask.load).then(|| format!(
-        "Recomputed (kvlab decide --from) from runs made for {} req/s at p99 ≤ {} ms and {} keys; the runs' rates and the copy are as measured then.",
-        num(measured_for.rps),
-        measured_for.p99_ms,
-        num(measured_for.keys as f64)
-    ));
-    let mut out = vec![
-        format!("Data: {}.", s.why),
-        format!("Rate: {}.", s.rate_why),
-        "Cores, one method for every row: each server's operations per second at the stated load (from its architecture's measured shares: hits, near-cache hits, reads to replicas, writes, fills, invalidations) divided by its product's operations per core within the goal (its capacity search on this machine, client and servers sharing its cores); each fixed-rate run checks the model: each server's CPU measured there against its product's own search steps at the same operations per second (CPU per operation falls as load rises, so a light run is not held to the cost per operation at capacity). A real server scales less than linearly past a machine.".into(),
-        "Memory: a table's size per key, times the stated keys; a cache's memory on the curve and in cache-aside as its base (what it takes holding no key, fitted over the curve's sizes: the items each held against its memory) as is, plus the rest per key times the stated keys, so that it holds the same share of them (a small cache's base is not multiplied); the cache alone's resident memory per key; a figure kvlab could not read is not known, never 0.".into(),
-    ];
-    let l = &ask.load;
-    out.push(format!(
-        "Machines and cost: {}; a machine is {} cores and {} GiB at {} {} a month{}. Prices: {}.",
-        match l.shared {
-            true => "the servers of each architecture share whole machines (--shared)",
-            false => "each server on whole machines of its own (the cache is a second system with machines of its own; --shared packs them)",
-        },
-        l.machine_cores,
-        l.machine_gib,
-        num(l.price_machine_month),
-        l.currency,
-        match ask.plan.target.external.is_some() || ask.cache.cache.external.is_some() {
-            true => "; a server given by URL is sized by the cores it used (or, where kvlab cannot read them, the cores stated with --target-cores or --cache-cores)",
-            false => "",
-        },
-        match l.example_prices {
-            true => format!(
-                "{}: give --price-machine-month or --price-core-hour and --price-gib-hour",
-                ask.assumed.policy.examples_said()
-            ),
-            false => "as given".into(),
-        }
-    ));
-    if let Some(e) = &l.eviction {
-        out.push(e.said());
-    }
-    out.extend(ttl_said(ask));
-    if let Some(t) = &l.trace {
-        out.push(trace::said(t));
-    }
-    if !l.observed.is_empty() {
-        out.push(format!(
-            "Observed (the servers' own counters, read-only): {}.",
-            l.observed.join("; ")
-        ));
-    }
-    let hop = |ms: Option<f64>| ms.map_or("loopback (~30 µs)".to_string(), |m| format!("{m} ms"));
-    out.push(match (l.rtt_ms.is_some() || l.cache_rtt_ms.is_some(), l.rtt_assumed) {
-        (true, assumed) => format!(
-            "Round trips: database {}, cache {}, emulated by kvlab on every connection (a delay only: no loss, no bandwidth limit){}.",
-            hop(l.rtt_ms),
-            hop(l.cache_rtt_ms),
-            match assumed {
-                true => "; assumed, one hop within a zone, as none was given (--rtt, --cache-rtt; --rtt 0 for loopback)",
-                false => "",
-            }
-        ),
-        (false, _) => "Round trips: over loopback (~30 µs); in production each server is a network hop away (give --rtt to emulate one).".into(),
-    });
-    out.push(ask.assumed.said(ask.quick, ask.run_s()));
-    out.extend(recomputed);
-    out
 }

@@ -249,58 +249,6 @@ pub fn at_share(t: &Knots, keys: u64, share: f64) -> f64 {
     t.hit_ratio(share.min(1.0) * keys as f64)
 }
 
-/// How the trace's curve was computed, and what the load took from it.
-pub fn said(s: &TraceSummary) -> String {
-    format!(
-        "Trace: {} ({} lines, {} distinct keys); the load took its {} from it; skew {}; its curve is {} over its {} reads after the first fifth, a read that misses filling the cache and a write invalidating its key, as kvlab's cache-aside does.",
-        s.file,
-        crate::results::stats::num(s.lines as f64),
-        crate::results::stats::num(s.distinct_keys as f64),
-        match s.taken.is_empty() {
-            true => "nothing (flags gave it all)".to_string(),
-            false => s.taken.join(", "),
-        },
-        match (s.zipf_theta, s.zipf_r2) {
-            (Some(t), Some(r2)) =>
-                format!("a Zipf exponent of {t:.2} fitted to its key popularity (R² {r2:.2})"),
-            _ => "too few repeated keys to fit a Zipf exponent: uniform".into(),
-        },
-        match (&s.policy, s.sample_rate < 1.0) {
-            (Some(p), _) => format!(
-                "simulated for the cache's {p}{}",
-                match s.lines > by_policy::SIMULATED_MAX {
-                    true => " over a hash sample of its keys",
-                    false => "",
-                }
-            ),
-            (None, true) => format!(
-                "SHARDS sampling of {:.2}% of its keys",
-                s.sample_rate * 100.0
-            ),
-            (None, false) => "exact LRU stack distances".into(),
-        },
-        crate::results::stats::num(s.reads_counted as f64),
-    ) + &ttl_said(s.ttl.as_ref())
-}
-
-/// The TTLs the trace's curve was simulated with, as a sentence ("" none).
-fn ttl_said(t: Option<&TraceTtl>) -> String {
-    let Some(t) = t else {
-        return String::new();
-    };
-    let column = match t.lines_with_ttl {
-        0 => "none of its lines carries a TTL".to_string(),
-        n => format!(
-            "{} of its lines carry a TTL (its TTL column: a key lives its last one from each fill)",
-            crate::results::stats::num(n as f64)
-        ),
-    };
-    match t.cache_ttl_s {
-        0 => format!(" TTLs: {column}; the other keys live until evicted."),
-        s => format!(" TTLs: {column}; the other keys live {s} s (--cache-ttl)."),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ pub use trace::{TraceSummary, TraceTtl};
 
 pub mod assumptions;
 mod kinds;
+pub mod said;
 mod trace;
 
 /// The load a team states, and the machines and prices it sizes with.
