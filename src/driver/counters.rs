@@ -1,7 +1,8 @@
 //! The server's own request counters, as each product reports them (read by the
 //! product), taken before and after a run so kvlab's counts can be checked; and
 //! the CPU and memory a server reports of itself, for servers kvlab did not
-//! start (whose processes it cannot see).
+//! start (whose processes it cannot see); what a cache tells about its
+//! memory.
 
 use serde::{Deserialize, Serialize};
 
@@ -88,4 +89,30 @@ pub struct UsageReport {
     /// The memory figure is the process's resident memory (RESP's
     /// `used_memory_rss`): its largest sample stands for the server's peak RSS.
     pub resident: bool,
+}
+
+/// What a cache tells about its memory.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CacheMemory {
+    /// Items held now.
+    pub items: u64,
+    /// The memory limit, bytes (0: none).
+    pub limit: u64,
+    /// Items evicted so far.
+    pub evictions: u64,
+    /// Memory in use, bytes, as the server counts it (Redis `used_memory`,
+    /// memcached `bytes`).
+    pub used: u64,
+}
+
+impl CacheMemory {
+    /// `self + other`, field by field (the nodes of a cluster).
+    pub fn plus(&self, o: &CacheMemory) -> CacheMemory {
+        CacheMemory {
+            items: self.items + o.items,
+            limit: self.limit + o.limit,
+            evictions: self.evictions + o.evictions,
+            used: self.used + o.used,
+        }
+    }
 }

@@ -45,12 +45,12 @@ pub mod topology;
 pub mod wire;
 
 pub use choice::{Consistency, QueryMode};
-pub use counters::{ReportedUsage, ServerCounters, UsageReport};
+pub use counters::{CacheMemory, ReportedUsage, ServerCounters, UsageReport};
 pub use endpoint::{Endpoint, SchemaOptions, Secret, is_secret_key};
 pub use facts::{Facts, ServerFacts, TableFacts};
 pub use pooler::{Pooler, PoolerCounters, PoolerLaunch};
 pub use product::{
-    Cache, CacheMemory, Connector, Database, Launch, Login, Observe, Product, ReplicaLag,
+    Cache, Connector, Database, Following, Launch, Login, Observe, OwnKeys, Product, ReplicaLag,
     Replication, Role, Server, ServerInfo, TableJob, Tracking,
 };
 pub use settings::{Config, Sizing, parse_opt};

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::driver::choice::{Consistency, QueryMode};
-use crate::driver::counters::{ReportedUsage, ServerCounters};
+use crate::driver::counters::{CacheMemory, ReportedUsage, ServerCounters};
 use crate::driver::endpoint::Endpoint;
 use crate::driver::facts::Facts;
 use crate::driver::settings::{Config, Sizing};
@@ -93,9 +93,17 @@ pub trait Observe: Sync {
 }
 
 /// Writes, inside a product's `impl Product`, the two methods that only
-/// declare: [`Product::facts`] as `$facts` and [`Product::role`] as
+/// declare: [`Product::facts`] as `$facts` (or a field, `self.facts`) and [`Product::role`] as
 /// `Role::$role(self)` (`Cache` or `Database`).
 macro_rules! declares {
+    (self.$field:ident, $role:ident) => {
+        fn facts(&self) -> &'static $crate::driver::Facts {
+            self.$field
+        }
+        fn role(&self) -> $crate::driver::Role<'_> {
+            $crate::driver::Role::$role(self)
+        }
+    };
     ($facts:expr, $role:ident) => {
         fn facts(&self) -> &'static $crate::driver::Facts {
             $facts
@@ -123,46 +131,14 @@ pub enum Role<'a> {
     Database(&'a dyn Database),
 }
 
-/// What a cache tells about its memory.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct CacheMemory {
-    /// Items held now.
-    pub items: u64,
-    /// The memory limit, bytes (0: none).
-    pub limit: u64,
-    /// Items evicted so far.
-    pub evictions: u64,
-    /// Memory in use, bytes, as the server counts it (Redis `used_memory`,
-    /// memcached `bytes`).
-    pub used: u64,
-}
-
-impl CacheMemory {
-    /// `self + other`, field by field (the nodes of a cluster).
-    pub fn plus(&self, o: &CacheMemory) -> CacheMemory {
-        CacheMemory {
-            items: self.items + o.items,
-            limit: self.limit + o.limit,
-            evictions: self.evictions + o.evictions,
-            used: self.used + o.used,
-        }
-    }
-}
-
 /// A cache's own operations beside GET and SET.
 pub trait Cache: Sync {
     /// Items held, memory limit and evictions, from the server's own report.
     fn memory(&self, c: &Connector) -> Result<CacheMemory>;
     /// Drops every key (only ever asked of a server kvlab started).
     fn flush(&self, c: &Connector) -> Result<()>;
-    /// Deletes the keys `keys` under `prefix` (kvlab's own keys only, named as
-    /// the workload names them): the keys it found and deleted.
-    fn delete_keys(
-        &self,
-        c: &Connector,
-        prefix: &[u8],
-        keys: &mut dyn Iterator<Item = u64>,
-    ) -> Result<u64>;
+    /// Deletes kvlab's own keys `keys`: the keys it found and deleted.
+    fn delete_keys(&self, c: &Connector, keys: OwnKeys<'_>) -> Result<u64>;
     /// The settings that say how the cache at `c` evicts, by the server's
     /// own names (Redis's `maxmemory-policy`, `maxmemory-samples`, ...;
     /// memcached's `lru_segmented`), read without changing anything; `None`
@@ -369,16 +345,10 @@ pub trait Replication: Sync {
         primary: &Connector,
         index: usize,
     ) -> Result<Command>;
-    /// Work after replica's process (in `dir`) started and before it is
-    /// probed (e.g. pointing it at `primary` and starting replication).
-    fn follow(
-        &self,
-        dir: &Path,
-        primary: &Connector,
-        deadline: Instant,
-        alive: IsAlive<'_>,
-    ) -> Result<()> {
-        let _ = (dir, primary, deadline, alive);
+    /// Work after a replica's process started and before it is probed
+    /// (e.g. pointing it at its primary and starting replication).
+    fn follow(&self, replica: Following<'_>) -> Result<()> {
+        let _ = replica;
         Ok(())
     }
     /// Each of `replicas`' state and lag, in their order, as `primary` or
@@ -388,6 +358,27 @@ pub trait Replication: Sync {
 
 /// Asked while a managed server starts: whether its process still runs.
 pub type IsAlive<'a> = &'a mut dyn FnMut() -> bool;
+
+/// A replica started, to follow its primary ([`Replication::follow`]).
+pub struct Following<'a> {
+    /// The replica's directory.
+    pub dir: &'a Path,
+    /// The primary it follows.
+    pub primary: &'a Connector,
+    /// When it must follow by.
+    pub deadline: Instant,
+    /// Whether its process still runs.
+    pub alive: IsAlive<'a>,
+}
+
+/// kvlab's own keys in a cache ([`Cache::delete_keys`]): the key numbers
+/// `numbers` under `prefix`, named as the workload names them.
+pub struct OwnKeys<'a> {
+    /// kvlab's key prefix.
+    pub prefix: &'a [u8],
+    /// The keys' numbers.
+    pub numbers: &'a mut dyn Iterator<Item = u64>,
+}
 
 /// What kvlab learned about a server when it first connected.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]

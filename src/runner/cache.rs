@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::driver::{CacheMemory, Connector, Role, ServerCounters};
+use crate::driver::{CacheMemory, Connector, OwnKeys, Role, ServerCounters};
 use crate::engine::{AsideSpec, EngineReport, Spec};
 use crate::plan::{CacheAside, CacheStart, WritePolicy};
 use crate::results::stats::{Leg, Percentiles};
@@ -202,10 +202,13 @@ impl Cache {
             return Ok(());
         };
         let written = |k: &u64| crate::workload::last_written(*k, share);
+        let numbers = &mut (0..db.keys).filter(written);
         c.delete_keys(
             &self.connector,
-            &db.key_prefix,
-            &mut (0..db.keys).filter(written),
+            OwnKeys {
+                prefix: &db.key_prefix,
+                numbers,
+            },
         )
         .context("dropping the keys last written in the steady state from the cache failed")?;
         if let Some(b) = &db.board {

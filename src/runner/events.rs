@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use crate::driver::{Connector, Role, ServerCounters};
+use crate::driver::{Connector, OwnKeys, Role, ServerCounters};
 use crate::plan::events::{EventAction, EventOn, ServerEvent};
 use crate::results::{EventReport, RunResult};
 use crate::servers::ManagedServer;
@@ -82,7 +82,13 @@ impl<'a> Events<'a> {
         let Role::Cache(c) = k.connector.product.role() else {
             anyhow::bail!("only a cache's keys are dropped");
         };
-        let n = c.delete_keys(k.connector, k.prefix, &mut (0..k.keys))?;
+        let n = c.delete_keys(
+            k.connector,
+            OwnKeys {
+                prefix: k.prefix,
+                numbers: &mut (0..k.keys),
+            },
+        )?;
         Ok(format!(
             "deleted {n} of kvlab's keys (prefix '{}') one by one: a cache loss emulated, the server kept running",
             String::from_utf8_lossy(k.prefix)

@@ -5,7 +5,7 @@
 
 use anyhow::{Result, bail};
 
-use crate::driver::{Cache, CacheMemory, Connector, DataSpec, Role, table};
+use crate::driver::{Cache, CacheMemory, Connector, DataSpec, OwnKeys, Role, table};
 use crate::plan::RunPlan;
 use crate::plan::shared::Shared;
 use crate::results::cleanup::Cleaned;
@@ -72,7 +72,8 @@ pub fn make_room(
 ) -> Result<()> {
     // A cluster's memory is its primaries' summed: kvlab's keys spread
     // over them by hash slot.
-    cache.delete_keys(c, prefix, &mut (0..keys))?;
+    let numbers = &mut (0..keys);
+    cache.delete_keys(c, OwnKeys { prefix, numbers })?;
     let m = cache.memory(c)?;
     reached(&c.display, Some(m.items));
     let need = bytes_needed(keys, value_size, prefix.len(), m.limit);
@@ -258,7 +259,11 @@ impl Written {
         let at = &self.connector;
         match (&self.what, at.product.role()) {
             (What::Keys(p, k), Role::Cache(cache)) => {
-                c.keys_removed = Some(cache.delete_keys(at, p, &mut (0..*k))?);
+                let own = OwnKeys {
+                    prefix: p,
+                    numbers: &mut (0..*k),
+                };
+                c.keys_removed = Some(cache.delete_keys(at, own)?);
                 c.others_before = before;
                 c.others_after = cache.memory(at).ok().map(|m| m.items);
             }

@@ -25,7 +25,7 @@ pub use codec::{Memcache, stats};
 use crate::driver::product::declares;
 use crate::driver::wire::Session;
 use crate::driver::{
-    Cache, CacheMemory, Connector, Facts, Product, ReportedUsage, Server, ServerCounters,
+    Cache, CacheMemory, Connector, Facts, OwnKeys, Product, ReportedUsage, Server, ServerCounters,
     ServerFacts, ServerInfo, UsageReport,
 };
 use crate::transport::Stream;
@@ -165,12 +165,11 @@ impl Cache for Memcached {
         Ok(())
     }
 
-    fn delete_keys(
-        &self,
-        c: &Connector,
-        prefix: &[u8],
-        keys: &mut dyn Iterator<Item = u64>,
-    ) -> Result<u64> {
+    fn delete_keys(&self, c: &Connector, keys: OwnKeys<'_>) -> Result<u64> {
+        let OwnKeys {
+            prefix,
+            numbers: keys,
+        } = keys;
         let mut s = c
             .open(Duration::from_secs(5))
             .with_context(|| format!("cannot connect to {}", c.display))?;

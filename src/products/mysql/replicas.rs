@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 
 use super::server::{MARIADB_LOGIN, root_sql};
 use super::{Mariadb, open};
-use crate::driver::product::IsAlive;
+use crate::driver::product::Following;
 use crate::driver::{Config, Connector, Launch, ReplicaLag, Replication, Server};
 
 /// The socket a managed MariaDB in `dir` listens on (as `command` sets it).
@@ -60,13 +60,13 @@ impl Replication for Mariadb {
 
     /// Points the replica at the primary and starts replication, from the
     /// primary's first binlog (the replica's GTID position is empty).
-    fn follow(
-        &self,
-        dir: &Path,
-        primary: &Connector,
-        deadline: Instant,
-        alive: IsAlive<'_>,
-    ) -> Result<()> {
+    fn follow(&self, replica: Following<'_>) -> Result<()> {
+        let Following {
+            dir,
+            primary,
+            deadline,
+            alive,
+        } = replica;
         let (user, pass, _) = MARIADB_LOGIN;
         let user = primary.user.as_deref().unwrap_or(user);
         let pass = primary.password.as_deref().unwrap_or(pass);

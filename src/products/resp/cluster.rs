@@ -15,9 +15,10 @@ use super::codec::{SLOTS, bulk_payload, command, hash_slot, info_field};
 use super::{
     REDIS, REDIS_FACTS, RespProduct, VALKEY, VALKEY_FACTS, node_counters, node_memory, open,
 };
+use crate::driver::product::declares;
 use crate::driver::wire::Session;
 use crate::driver::{
-    Cache, CacheMemory, Connector, Facts, Product, ReportedUsage, Role, Server, ServerCounters,
+    Cache, CacheMemory, Connector, Facts, OwnKeys, Product, ReportedUsage, Server, ServerCounters,
     ServerInfo, Topology,
 };
 use crate::transport::Stream;
@@ -68,12 +69,7 @@ pub static VALKEY_CLUSTER: ClusterProduct = ClusterProduct {
 };
 
 impl Product for ClusterProduct {
-    fn facts(&self) -> &'static Facts {
-        self.facts
-    }
-    fn role(&self) -> Role<'_> {
-        Role::Cache(self)
-    }
+    declares!(self.facts, Cache);
 
     /// A node's connection, as to a single server.
     fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(Stream, Session)> {
@@ -140,12 +136,11 @@ impl Cache for ClusterProduct {
             })
     }
     /// A `DEL` per hash slot, on the primary serving it.
-    fn delete_keys(
-        &self,
-        c: &Connector,
-        prefix: &[u8],
-        keys: &mut dyn Iterator<Item = u64>,
-    ) -> Result<u64> {
+    fn delete_keys(&self, c: &Connector, keys: OwnKeys<'_>) -> Result<u64> {
+        let OwnKeys {
+            prefix,
+            numbers: keys,
+        } = keys;
         let t = read_topology(c)?;
         let mut streams: Vec<Option<crate::transport::Stream>> =
             t.nodes.iter().map(|_| None).collect();

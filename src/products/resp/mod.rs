@@ -30,9 +30,10 @@ use anyhow::Result;
 pub use cluster::{REDIS_CLUSTER, VALKEY_CLUSTER};
 pub use codec::{Resp, bulk_payload, command, encode_command, frame_len, hash_slot, info_field};
 
+use crate::driver::product::declares;
 use crate::driver::wire::Session;
 use crate::driver::{
-    Cache, CacheMemory, Connector, Facts, Product, ReportedUsage, Role, Server, ServerCounters,
+    Cache, CacheMemory, Connector, Facts, OwnKeys, Product, ReportedUsage, Server, ServerCounters,
     ServerFacts, ServerInfo, Tracking, UsageReport,
 };
 use crate::transport::Stream;
@@ -100,12 +101,7 @@ pub static VALKEY: RespProduct = RespProduct {
 };
 
 impl Product for RespProduct {
-    fn facts(&self) -> &'static Facts {
-        self.facts
-    }
-    fn role(&self) -> Role<'_> {
-        Role::Cache(self)
-    }
+    declares!(self.facts, Cache);
 
     fn connect(&self, c: &Connector, timeout: Duration) -> io::Result<(Stream, Session)> {
         let mut s = open(c, timeout)?;
@@ -145,12 +141,11 @@ impl Cache for RespProduct {
     fn flush(&self, c: &Connector) -> Result<()> {
         RespProduct::flush_node(c)
     }
-    fn delete_keys(
-        &self,
-        c: &Connector,
-        prefix: &[u8],
-        keys: &mut dyn Iterator<Item = u64>,
-    ) -> Result<u64> {
+    fn delete_keys(&self, c: &Connector, keys: OwnKeys<'_>) -> Result<u64> {
+        let OwnKeys {
+            prefix,
+            numbers: keys,
+        } = keys;
         let mut s = open(c, Duration::from_secs(5))?;
         s.set_timeout(Some(Duration::from_secs(10)))?;
         let mut deleted = 0;

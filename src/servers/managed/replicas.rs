@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 
 use super::ManagedServer;
 use crate::driver::endpoint::Endpoint;
-use crate::driver::product::{Connector, ReplicaLag, Replication};
+use crate::driver::product::{Connector, Following, ReplicaLag, Replication};
 use crate::system::osuser;
 use crate::system::process::{free_port, log_tail, spawn_owned};
 
@@ -97,8 +97,14 @@ impl ManagedServer {
         let replica = self.replicas.last_mut().expect("just pushed");
         let child = replica.child.get_mut().unwrap_or_else(|e| e.into_inner());
         let mut alive = || matches!(child.try_wait(), Ok(None));
-        rep.follow(&dir, primary, deadline, &mut alive)
-            .map_err(|e| e.context(log_tail(&log)))?;
+        let alive = &mut alive;
+        rep.follow(Following {
+            dir: &dir,
+            primary,
+            deadline,
+            alive,
+        })
+        .map_err(|e| e.context(log_tail(&log)))?;
         let c = Connector::new(self.product, &self.replica_endpoint(i))?;
         loop {
             let child = self.replicas[i].child.get_mut();
