@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::Result;
 
-use super::{check_writable, say, write_json};
+use super::{Say, check_writable, write_json};
 use crate::cli::CapacityArgs;
 use crate::error::UsageError;
 use crate::modes::capacity::{self, Capacity, MoreLimits, Step};
@@ -15,11 +15,12 @@ use crate::{plan, runner};
 pub fn exec(args: &CapacityArgs, shutdown: &AtomicBool) -> Result<()> {
     let plan = plan_of(args)?;
     let json = args.run.json.as_deref();
+    let say = Say::beside(json);
     let more = MoreLimits {
         p50_ms: args.goal.p50_ms,
         p999_ms: args.goal.p999_ms,
     };
-    say(json, &goal_line(args));
+    say.text(&goal_line(args));
     capacity::check_limits(args.goal.p99_ms, more)?;
     args.run.metrics.start(None, "kvlab", None)?;
     let opts = runner::RunOptions {
@@ -35,11 +36,11 @@ pub fn exec(args: &CapacityArgs, shutdown: &AtomicBool) -> Result<()> {
             args.steps,
             opts,
             shutdown,
-            &mut |s| say(json, &step_line(s)),
+            &mut |s| say.text(&step_line(s)),
         )
     })?;
     c.cleanup = cleaned;
-    say(json, &outcome(&c, args.goal.p99_ms));
+    say.text(&outcome(&c, args.goal.p99_ms));
     if let Some(path) = json {
         write_json(path, &c)?;
     }

@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::Result;
 
-use super::{check_writable, say, write_json};
+use super::{Say, check_writable, write_json};
 use crate::cli::DecideArgs;
 use crate::error::UsageError;
 use crate::modes::decide;
@@ -18,6 +18,7 @@ use crate::runner::RunOptions;
 /// a saved decision without running anything.
 pub fn exec(args: &DecideArgs, shutdown: &AtomicBool) -> Result<()> {
     let json = args.run.json.as_deref();
+    let say = Say::beside(json);
     if let Some(p) = json {
         check_writable(p)?;
     }
@@ -45,14 +46,14 @@ pub fn exec(args: &DecideArgs, shutdown: &AtomicBool) -> Result<()> {
         .or_else(|| args.out.clone())
         .unwrap_or_else(|| "results/decide".into());
     make_dir(&out)?;
-    let (ask, copy) = decide::on_copy(ask, args.observed_cache_limit, &mut |l| say(json, l))?;
+    let (ask, copy) = decide::on_copy(ask, args.observed_cache_limit, &mut |l| say.text(l))?;
     let opts = RunOptions {
         progress: true,
         notes: true,
     };
     let resume = args.resume.is_some();
     let d = decide::decide(&ask, (&copy, &out, resume), opts, shutdown, &mut |l| {
-        say(json, l)
+        say.text(l)
     })?;
     write_out(&d, &out, json)
 }
@@ -60,6 +61,7 @@ pub fn exec(args: &DecideArgs, shutdown: &AtomicBool) -> Result<()> {
 /// `--from DIR`: the saved decision recomputed with what the flags change.
 fn from(args: &DecideArgs, dir: &std::path::Path) -> Result<()> {
     let json = args.run.json.as_deref();
+    let say = Say::beside(json);
     let (mut ask, mut measured) = decide::saved::load(dir)?;
     let change = from_saved::change(args, &ask)?;
     decide::again::apply(&mut ask, &mut measured, change)?;
@@ -69,9 +71,7 @@ fn from(args: &DecideArgs, dir: &std::path::Path) -> Result<()> {
     let out = args.out.clone().unwrap_or_else(|| dir.to_path_buf());
     make_dir(&out)?;
     let d = decide::decision::decision(&ask, &measured);
-    say(
-        json,
-        &format!(
+    say.text(&format!(
             "kvlab decide: recomputed from the measurements saved in {} (nothing run): --from may change the load and the policy (prices, machines, --keep-saving), not how kvlab measured (decision.json's assumptions.method)\n",
             dir.display()
         ),
@@ -98,27 +98,25 @@ fn write_out(
     out: &std::path::Path,
     json: Option<&std::path::Path>,
 ) -> Result<()> {
-    say(json, &format!("\n{}", crate::report::decide::text(d)));
+    let say = Say::beside(json);
+    say.text(&format!("\n{}", crate::report::decide::text(d)));
     write_json(&out.join("decision.json"), d)?;
     let stale = out.join("check.json");
     if stale.exists() {
         std::fs::remove_file(&stale)?;
-        say(
-            json,
-            &format!(
-                "kvlab: removed {}: it checked the decision written there before\n",
-                stale.display()
-            ),
-        );
+        say.text(&format!(
+            "kvlab: removed {}: it checked the decision written there before\n",
+            stale.display()
+        ));
     }
     std::fs::write(
         out.join("report.html"),
         crate::report::decide::html(d, None),
     )?;
-    say(
-        json,
-        &format!("kvlab: wrote {}\n", out.join("report.html").display()),
-    );
+    say.text(&format!(
+        "kvlab: wrote {}\n",
+        out.join("report.html").display()
+    ));
     if let Some(p) = json {
         write_json(p, d)?;
     }

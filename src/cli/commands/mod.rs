@@ -54,12 +54,27 @@ pub fn json_to_stdout(json: Option<&std::path::Path>) -> bool {
     json.is_some_and(|p| p.as_os_str() == "-")
 }
 
-/// Prints human text: on standard output, or on standard error when the JSON
-/// goes there (`--json -`).
-pub fn say(json: Option<&std::path::Path>, text: &str) {
-    match json_to_stdout(json) {
-        true => eprint!("{text}"),
-        false => print!("{text}"),
+/// Where a command's human text goes: standard output, or standard error
+/// when its JSON goes to standard output (`--json -`).
+#[derive(Clone, Copy)]
+pub struct Say {
+    to_stderr: bool,
+}
+
+impl Say {
+    /// The human text beside the JSON of `--json` (`None`: not asked).
+    pub fn beside(json: Option<&std::path::Path>) -> Say {
+        Say {
+            to_stderr: json_to_stdout(json),
+        }
+    }
+
+    /// Prints `text` where it goes.
+    pub fn text(self, text: &str) {
+        match self.to_stderr {
+            true => eprint!("{text}"),
+            false => print!("{text}"),
+        }
     }
 }
 
@@ -108,7 +123,7 @@ pub fn check_writable(path: &std::path::Path) -> Result<()> {
 
 /// Prints a run's summary, and writes its JSON with `json`.
 pub fn show_result(result: &RunResult, json: Option<&std::path::Path>) -> Result<()> {
-    say(json, &summary(result));
+    Say::beside(json).text(&summary(result));
     if let Some(path) = json {
         write_json(path, result)?;
     }

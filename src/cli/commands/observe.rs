@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Result;
 use clap::Args;
 
-use super::{check_writable, say, write_json};
+use super::{Say, check_writable, write_json};
 use crate::cli::tls::TlsArgs;
 use crate::driver::Connector;
 use crate::error::UsageError;
@@ -56,18 +56,13 @@ pub fn exec(args: &ObserveArgs, shutdown: &AtomicBool) -> Result<()> {
     }
     window(args.seconds, "--seconds")?;
     let servers = servers(args.cache.as_deref(), args.target.as_deref(), &args.tls)?;
-    let o = watch(&servers, args.seconds, args.json.as_deref(), shutdown)?;
+    let say = Say::beside(args.json.as_deref());
+    let o = watch(&servers, args.seconds, say, shutdown)?;
     let goal = args.p99_ms;
-    say(
-        args.json.as_deref(),
-        &crate::report::observe::command(&o, goal),
-    );
+    say.text(&crate::report::observe::command(&o, goal));
     if let Some(p) = &args.write {
         std::fs::write(p, crate::report::observe::study_file(&o, goal))?;
-        say(
-            args.json.as_deref(),
-            &format!("kvlab: wrote {}\n", p.display()),
-        );
+        say.text(&format!("kvlab: wrote {}\n", p.display()));
     }
     if let Some(p) = &args.json {
         write_json(p, &o)?;
@@ -94,22 +89,20 @@ pub fn window(seconds: f64, flag: &'static str) -> Result<()> {
 pub fn watch(
     servers: &[ToWatch],
     seconds: f64,
-    json: Option<&std::path::Path>,
+    say: Say,
     shutdown: &AtomicBool,
 ) -> Result<Observation> {
     let names: Vec<String> = servers
         .iter()
         .map(|s| format!("{} ({})", s.connector.display, s.role))
         .collect();
-    say(
-        json,
-        &format!(
+    say.text(&format!(
             "kvlab observe: watching {} for {seconds} s, read-only (its counters every second, then a sample of its keys)\n",
             names.join(" and ")
         ),
     );
     let o = observe::observe(servers, seconds, shutdown)?;
-    say(json, &crate::report::observe::text(&o));
+    say.text(&crate::report::observe::text(&o));
     Ok(o)
 }
 

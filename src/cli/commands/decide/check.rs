@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::Result;
 
-use super::super::{check_valid, say, write_json};
+use super::super::{Say, check_valid, write_json};
 use crate::cli::DecideArgs;
 use crate::error::{GateFailed, UsageError};
 use crate::modes::decide::check;
@@ -22,6 +22,7 @@ const TAKES: [&str; 2] = ["check", "json"];
 /// Runs `kvlab decide --check DIR`.
 pub fn exec(args: &DecideArgs, dir: &Path, shutdown: &AtomicBool) -> Result<()> {
     let json = args.run.json.as_deref();
+    let say = Say::beside(json);
     if let Some(id) = args.given.iter().find(|id| !TAKES.contains(&id.as_str())) {
         return Err(UsageError::conflict(
             "--check",
@@ -36,7 +37,7 @@ pub fn exec(args: &DecideArgs, dir: &Path, shutdown: &AtomicBool) -> Result<()> 
     let saved = check::load(dir)?;
     let available = crate::system::procfs::meminfo("MemAvailable").unwrap_or(4 << 30);
     let (checked, plan) = check::planned(&saved, dir, available)?;
-    say(json, &shown::checking(&checked));
+    say.text(&shown::checking(&checked));
     let opts = RunOptions {
         progress: true,
         notes: true,
@@ -44,14 +45,14 @@ pub fn exec(args: &DecideArgs, dir: &Path, shutdown: &AtomicBool) -> Result<()> 
     let run = runner::run(&plan, opts, shutdown)?;
     check_valid(&run, "the check's run")?;
     let c = check::conclude(&saved, checked, run);
-    say(json, &shown::text(&c));
+    say.text(&shown::text(&c));
     write_json(&dir.join("check.json"), &c)?;
     let page = crate::report::decide::html(&saved.decision, Some(&c));
     std::fs::write(dir.join("report.html"), page)?;
-    say(
-        json,
-        &format!("kvlab: wrote {}\n", dir.join("report.html").display()),
-    );
+    say.text(&format!(
+        "kvlab: wrote {}\n",
+        dir.join("report.html").display()
+    ));
     if let Some(p) = json {
         write_json(p, &c)?;
     }

@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Result;
 
 use crate::cli::DecideArgs;
-use crate::cli::commands::{observe, say};
+use crate::cli::commands::{Say, observe};
 use crate::error::UsageError;
 use crate::modes::decide;
 use crate::modes::observe::ToWatch;
@@ -19,10 +19,10 @@ use crate::modes::observe::ToWatch;
 /// `args` with the observed load in the flags the user left out.
 pub fn stated(args: &DecideArgs, shutdown: &AtomicBool) -> Result<DecideArgs> {
     let r = &args.run;
-    let json = r.json.as_deref();
+    let say = Say::beside(r.json.as_deref());
     observe::window(args.observe_seconds, "--observe-seconds")?;
     let servers = observe::servers(r.aside.cache.as_deref(), Some(&r.target), &r.tls)?;
-    let o = observe::watch(&servers, args.observe_seconds, json, shutdown)?;
+    let o = observe::watch(&servers, args.observe_seconds, say, shutdown)?;
     if shutdown.load(std::sync::atomic::Ordering::SeqCst) {
         return Err(crate::error::Stopped(
             "kvlab decide: stopped while observing; nothing measured".into(),
@@ -63,13 +63,10 @@ pub fn stated(args: &DecideArgs, shutdown: &AtomicBool) -> Result<DecideArgs> {
         ),
         false => beside(&mut a, &servers, &mut said),
     }
-    say(
-        json,
-        &format!(
-            "kvlab decide: from observation:\n{}",
-            said.iter().map(|s| format!("  {s}\n")).collect::<String>()
-        ),
-    );
+    say.text(&format!(
+        "kvlab decide: from observation:\n{}",
+        said.iter().map(|s| format!("  {s}\n")).collect::<String>()
+    ));
     a.observed = said;
     a.observe = false;
     Ok(a)
