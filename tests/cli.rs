@@ -35,6 +35,29 @@ fn bad_flags_name_the_flag_and_the_fix() {
             "decide --rps 100 --p99-ms 5 --price-machine-month -3",
             "--price-machine-month",
         ),
+        // Prices and machines that cannot be: refused before any server
+        // starts, never priced into a decision.
+        (
+            "decide --rps 100 --p99-ms 5 --price-core-hour -1",
+            "--price-core-hour: -1 is not a price",
+        ),
+        (
+            "decide --rps 100 --p99-ms 5 --price-gib-hour nan",
+            "--price-gib-hour: NaN is not a price",
+        ),
+        (
+            "decide --rps 100 --p99-ms 5 --price-core-hour 0 --price-gib-hour 0",
+            "a machine that costs nothing",
+        ),
+        (
+            "decide --rps 100 --p99-ms 5 --machine-cores 0",
+            "--machine-cores",
+        ),
+        (
+            "decide --rps 100 --p99-ms 5 --machine-gib -2",
+            "--machine-gib",
+        ),
+        ("decide --rps 100 --p99-ms 5 --currency ''", "--currency"),
         // A saved decision that is not there.
         (
             "decide --from /nonexistent",

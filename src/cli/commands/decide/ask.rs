@@ -107,10 +107,35 @@ pub fn prices(args: &DecideArgs) -> Result<Prices, UsageError> {
         ("--target-cores", args.target_cores),
         ("--cache-cores", args.cache_cores),
         ("--price-machine-month", args.price_machine_month),
+        ("--machine-cores", Some(args.machine_cores)),
+        ("--machine-gib", Some(args.machine_gib)),
     ] {
         if let Some(v) = v {
             crate::error::positive(flag, v, "give a positive number")?;
         }
+    }
+    for (flag, v, e) in [
+        ("--price-core-hour", args.price_core_hour, "0.04"),
+        ("--price-gib-hour", args.price_gib_hour, "0.005"),
+    ] {
+        if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+            return Err(UsageError::bad(
+                flag,
+                format!("{v} is not a price"),
+                format!("give 0 or more, in the currency of --currency, e.g. {flag} {e}"),
+            ));
+        }
+    }
+    if args
+        .currency
+        .as_deref()
+        .is_some_and(|c| c.trim().is_empty())
+    {
+        return Err(UsageError::bad(
+            "--currency",
+            "an empty currency",
+            "give the prices' currency, e.g. --currency EUR",
+        ));
     }
     if args.app_instances == 0 {
         return Err(UsageError::bad(
@@ -124,14 +149,22 @@ pub fn prices(args: &DecideArgs) -> Result<Prices, UsageError> {
             .unwrap_or(KVLAB.policy.example_core_hour),
         args.price_gib_hour.unwrap_or(KVLAB.policy.example_gib_hour),
     );
+    let machine_month = args.price_machine_month.unwrap_or_else(|| {
+        KVLAB
+            .policy
+            .machine_month(args.machine_cores, args.machine_gib, core_hour, gib_hour)
+    });
+    if machine_month <= 0.0 {
+        return Err(UsageError::bad(
+            "--price-core-hour/--price-gib-hour",
+            "a machine that costs nothing: no cost to compare",
+            "give a price above 0 for a core or a GiB an hour, or --price-machine-month",
+        ));
+    }
     Ok(Prices {
         core_hour,
         gib_hour,
-        machine_month: args.price_machine_month.unwrap_or_else(|| {
-            KVLAB
-                .policy
-                .machine_month(args.machine_cores, args.machine_gib, core_hour, gib_hour)
-        }),
+        machine_month,
         currency: args
             .currency
             .clone()
