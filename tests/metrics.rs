@@ -33,18 +33,30 @@ fn result_of(child: &mut Child, path: &Path) -> RunResult {
             return r;
         }
         if let Ok(Some(status)) = child.try_wait() {
-            panic!("kvlab ended ({status}) without writing {}", path.display());
+            let said = std::fs::read_to_string(said_at(path)).unwrap_or_default();
+            panic!(
+                "kvlab ended ({status}) without writing {}: {said}",
+                path.display()
+            );
         }
         assert!(Instant::now() < deadline, "no result in 120 s");
         std::thread::sleep(Duration::from_millis(100));
     }
 }
 
-/// `cmd` writing its result to `json`, started with its output dropped.
+/// Where a run writing its result to `json` says what went wrong: its
+/// standard error, beside the result.
+fn said_at(json: &Path) -> std::path::PathBuf {
+    json.with_extension("stderr")
+}
+
+/// `cmd` writing its result to `json`, started with its standard output
+/// dropped and its standard error kept for [`result_of`] to show.
 fn quiet(mut cmd: Command, json: &Path) -> Child {
+    let stderr = std::fs::File::create(said_at(json)).unwrap();
     cmd.arg(json)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(stderr)
         .spawn()
         .unwrap()
 }
@@ -233,7 +245,7 @@ fn the_clients_of_a_sharded_run_sum_to_the_merged_result() {
             ])
             .arg(&files[i])
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stderr(std::fs::File::create(said_at(&files[i])).unwrap())
             .spawn()
             .unwrap()
         })
