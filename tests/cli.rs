@@ -58,6 +58,15 @@ fn bad_flags_name_the_flag_and_the_fix() {
             "--machine-gib",
         ),
         ("decide --rps 100 --p99-ms 5 --currency ''", "--currency"),
+        // Latency goals that never bind (most likely swapped).
+        (
+            "decide --rps 100 --p99-ms 5 --p50-ms 10",
+            "--p50-ms: 10 ms is above the p99 goal (5 ms)",
+        ),
+        (
+            "capacity --p99-ms 5 --p999-ms 1",
+            "--p999-ms: 1 ms is below the p99 goal (5 ms)",
+        ),
         // A saved decision that is not there.
         (
             "decide --from /nonexistent",

@@ -106,6 +106,22 @@ pub fn check_limits(p99_ms: f64, more: MoreLimits) -> Result<(), UsageError> {
             positive(flag, v, &format!("give milliseconds, e.g. {flag} 1"))?;
         }
     }
+    // A p50 is never above the p99, nor a p99.9 below it: such a goal never
+    // binds, and was most likely meant the other way round.
+    if let Some(p50) = more.p50_ms.filter(|&v| v > p99_ms) {
+        return Err(UsageError::bad(
+            "--p50-ms",
+            format!("{p50} ms is above the p99 goal ({p99_ms} ms), so it never binds"),
+            "give a p50 goal below --p99-ms, or drop it",
+        ));
+    }
+    if let Some(p999) = more.p999_ms.filter(|&v| v < p99_ms) {
+        return Err(UsageError::bad(
+            "--p999-ms",
+            format!("{p999} ms is below the p99 goal ({p99_ms} ms), so the p99 goal never binds"),
+            "give a p99.9 goal above --p99-ms, or drop it",
+        ));
+    }
     Ok(())
 }
 
