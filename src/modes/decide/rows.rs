@@ -1,6 +1,7 @@
 //! Each architecture's row at the stated load, carried from the runs on the
-//! measured copy (rates per server core, memory per key), the miss-ratio
-//! curve at the stated data, and the decision with every extrapolation said.
+//! measured copy (rates per server core, memory per key) and the miss-ratio
+//! curve at the stated data; the decision's extrapolations are said in
+//! `results::decide::said`.
 
 use super::Ask;
 use super::cpu::CpuCurves;
