@@ -93,8 +93,9 @@ pub trait Observe: Sync {
 }
 
 /// Writes, inside a product's `impl Product`, the two methods that only
-/// declare: [`Product::facts`] as `$facts` (or a field, `self.facts`) and [`Product::role`] as
-/// `Role::$role(self)` (`Cache` or `Database`).
+/// declare: [`Product::facts`] as `$facts` (a static, or a field written
+/// `self.facts`) and [`Product::role`] as `Role::$role(self)` (`Cache` or
+/// `Database`).
 macro_rules! declares {
     (self.$field:ident, $role:ident) => {
         fn facts(&self) -> &'static $crate::driver::Facts {

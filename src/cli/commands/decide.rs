@@ -72,10 +72,9 @@ fn from(args: &DecideArgs, dir: &std::path::Path) -> Result<()> {
     make_dir(&out)?;
     let d = decide::decision::decision(&ask, &measured);
     say.text(&format!(
-            "kvlab decide: recomputed from the measurements saved in {} (nothing run): --from may change the load and the policy (prices, machines, --keep-saving), not how kvlab measured (decision.json's assumptions.method)\n",
-            dir.display()
-        ),
-    );
+        "kvlab decide: recomputed from the measurements saved in {} (nothing run): --from may change the load and the policy (prices, machines, --keep-saving), not how kvlab measured (decision.json's assumptions.method)\n",
+        dir.display()
+    ));
     write_out(&d, &out, json)
 }
 

@@ -97,10 +97,9 @@ pub fn watch(
         .map(|s| format!("{} ({})", s.connector.display, s.role))
         .collect();
     say.text(&format!(
-            "kvlab observe: watching {} for {seconds} s, read-only (its counters every second, then a sample of its keys)\n",
-            names.join(" and ")
-        ),
-    );
+        "kvlab observe: watching {} for {seconds} s, read-only (its counters every second, then a sample of its keys)\n",
+        names.join(" and ")
+    ));
     let o = observe::observe(servers, seconds, shutdown)?;
     say.text(&crate::report::observe::text(&o));
     Ok(o)

@@ -13,7 +13,7 @@ use super::{Ask, trace};
 use crate::results::RunResult;
 use crate::results::decide::said::{CarryCheck, TtlFloor};
 use crate::results::decide::{CurvePoint, CurveSource, StatedLoad, db_load};
-use crate::workload::trace::model::{Model, OFF_MODEL, ttl_bound};
+use crate::workload::trace::model::{Model, ttl_bound};
 use crate::workload::trace::policy::Policy;
 
 /// The eviction policy `load`'s curves are drawn for (exact LRU where none
@@ -75,7 +75,6 @@ pub fn said_of(ask: &Ask, m: &Measured, model: &Model) -> (CarryCheck, Option<Tt
         copy,
         stated: l.keys,
         gaps,
-        off_model: OFF_MODEL,
     };
     (check, ttl)
 }

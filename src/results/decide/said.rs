@@ -1,12 +1,13 @@
 //! The decision's extrapolations in words: every step from the measured copy
 //! to the stated load, rendered in one place from the typed figures the
-//! decision computed ([`Extrapolated`]), so a sentence and the fields beside
-//! it in `decision.json` say the same.
+//! decision computed ([`Extrapolated`]), never from inside the steps that
+//! computed them.
 
 use super::{Assumptions, Scaled, StatedLoad, TraceSummary, TraceTtl, bytes};
 use crate::results::stats::num;
 use crate::workload::KeyDistribution;
 use crate::workload::trace::by_policy;
+use crate::workload::trace::model::OFF_MODEL;
 
 /// What a decision's extrapolations are said from.
 pub struct Extrapolated<'a> {
@@ -40,11 +41,9 @@ pub struct CarryCheck {
     /// Keys stated.
     pub stated: u64,
     /// Each measured point's distance from the model on the copy (carried
-    /// minus measured hit ratio).
+    /// minus measured hit ratio); one farther than [`OFF_MODEL`] is carried
+    /// by the model alone.
     pub gaps: Vec<f64>,
-    /// A point farther than this from the model is carried by the model
-    /// alone.
-    pub off_model: f64,
 }
 
 /// What a cache's TTL does to the curve at the stated load: even a cache
@@ -159,11 +158,7 @@ impl CarryCheck {
         if copy == stated {
             return "Hit ratios: measured on the whole data set (no carry).".into();
         }
-        let off = self
-            .gaps
-            .iter()
-            .filter(|g| g.abs() > self.off_model)
-            .count();
+        let off = self.gaps.iter().filter(|g| g.abs() > OFF_MODEL).count();
         let widest = self.gaps.iter().map(|g| g.abs()).reduce(f64::max);
         let check = match widest {
             Some(g) => format!(
@@ -173,7 +168,7 @@ impl CarryCheck {
                     0 => String::new(),
                     n => format!(
                         ", and {n} point(s) more than {:.0} points from it were no LRU of the items held at the run's end (a short run, a cache not yet evicting): carried by the model alone",
-                        self.off_model * 100.0
+                        OFF_MODEL * 100.0
                     ),
                 }
             ),
