@@ -486,7 +486,7 @@ fn observe_refuses_what_it_cannot_watch_in_one_line() {
         ),
         (
             "decide --observe --from x --p99-ms 5",
-            "cannot be used with",
+            "Error: --observe/--from/--trace: --observe takes the load from the servers watched",
         ),
         (
             "decide --observe --observe-seconds 0 --target postgres://u@127.0.0.1:1/db --p99-ms 5",

@@ -642,7 +642,7 @@ fn a_bad_decide_section_is_refused_at_its_line() {
             "rsp = 20000\np99_ms = 5\n",
             "d.toml:3: [decide] has no key rsp",
         ),
-        ("rps = 20000\n", "d.toml:2: [decide] needs p99_ms"),
+        ("rps = 20000\n", "d.toml:2: [decide] p99_ms: missing"),
         (
             "rps = 20000\np99_ms = 5\nquick = 3\n",
             "d.toml:5: [decide] quick is a switch",

@@ -166,7 +166,7 @@ fn a_near_cache_it_cannot_serve_is_refused_in_a_line() {
         ("run --target redis --near-cache 100 --batch 4", "--batch:"),
         (
             "run --target redis --near-invalidation bcast",
-            "required arguments were not provided: --near-cache <ITEMS|SIZE>",
+            "--near-invalidation: it is how a near cache hears of writes, and --near-cache is not given",
         ),
     ]);
 }

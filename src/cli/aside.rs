@@ -11,7 +11,7 @@ use crate::plan::{CacheAside, RunPlan, Stop, TargetKind, TargetSpec};
 use crate::products;
 
 /// Cache-aside in front of the target.
-#[derive(Clone, Debug, Args)]
+#[derive(Clone, Debug, Args, serde::Serialize, serde::Deserialize)]
 pub struct AsideArgs {
     /// Cache-aside: put this cache in front of --target (a database): reads try
     /// the cache, misses read the database and fill the cache, writes update the

@@ -12,7 +12,7 @@ use crate::plan::shard::Shard;
 use crate::runner::metrics::{self, Exporter, MetricsConfig};
 
 /// The live metrics endpoint (`--metrics*`).
-#[derive(Debug, Args, Default, Clone)]
+#[derive(Debug, Args, Default, Clone, serde::Serialize, serde::Deserialize)]
 pub struct MetricsArgs {
     /// Serve live metrics for Prometheus at HOST:PORT/metrics while running
     /// (OpenMetrics text; `:PORT` listens on every interface, port 0 on any

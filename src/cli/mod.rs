@@ -2,6 +2,8 @@
 //!
 //! # Layout
 //! - this file: the commands and the flags of those without their own file.
+//! - `decide`: [`DecideArgs`], `kvlab decide`'s flags, and their one check
+//!   of what goes together (the command line's and a study's `[decide]`).
 //! - `run`: [`RunArgs`], `kvlab run`'s flags; `plan`: them checked into a [`RunPlan`].
 //! - `aside`: the cache-aside flags and `--event`; `near`: `--near-cache`;
 //!   `tls`: the `--tls*` flags;
@@ -12,6 +14,7 @@
 
 mod aside;
 pub mod commands;
+mod decide;
 mod help;
 pub mod metrics;
 mod near;
@@ -19,6 +22,7 @@ mod plan;
 mod run;
 mod shared;
 mod tls;
+pub use decide::{DecideArgs, decide_command, decide_flags, missing};
 pub use run::RunArgs;
 pub use tls::TlsArgs;
 
@@ -30,7 +34,6 @@ use crate::driver::parse_opt;
 use crate::error::UsageError;
 use crate::plan::TargetSpec;
 use crate::products;
-use crate::results::decide::KVLAB;
 
 /// kvlab: do you still need a cache in front of your database? Measure it.
 #[derive(Debug, Parser)]
@@ -75,10 +78,13 @@ impl Cli {
     }
 }
 
-/// The ids of the flags `m` was given on its command line.
+/// The ids of `kvlab decide`'s flags `m` was given on its command line
+/// (not the groups clap makes of their structs).
 pub fn given(m: &clap::ArgMatches) -> Vec<String> {
+    let cmd = decide_command();
     m.ids()
         .filter(|id| m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
+        .filter(|id| cmd.get_arguments().any(|a| a.get_id() == *id))
         .map(|id| id.as_str().to_string())
         .collect()
 }
@@ -99,19 +105,6 @@ pub fn one_line(e: &clap::Error) -> String {
     }
     line
 }
-
-/// `kvlab decide`'s flags as shown and parsed: those it refuses hidden,
-/// the target postgres unless given (also a study's `[decide]`).
-pub fn decide_flags(c: clap::Command) -> clap::Command {
-    ["rate", "shard", "start_at", "events"]
-        .into_iter()
-        .fold(c, |c, id| c.mut_arg(id, |a| a.hide(true)))
-        .mut_arg("target", |a| a.default_value("postgres"))
-        .mut_arg("rate_shape", |a| a.help(DECIDE_SHAPE_HELP))
-}
-
-/// `--rate-shape` as `kvlab decide` takes it.
-const DECIDE_SHAPE_HELP: &str = "How the stated load moves over a day, --rps being its peak: sine (one cycle a day), step (the peak from noon) or ramp (up over the day), e.g. sine:ratio=3 (peak over trough, default 2). Every architecture is sized, and the cache lost, at the peak; the day's mean is said beside it";
 
 /// kvlab's commands.
 #[derive(Debug, Subcommand)]
@@ -175,130 +168,6 @@ pub struct GoalArgs {
     /// Also a largest p99.9, milliseconds.
     #[arg(long, value_name = "MS")]
     pub p999_ms: Option<f64>,
-}
-
-/// Flags of `kvlab decide`: the load as stated, the machines and prices to
-/// size with, and the data, workload, database and cache as for `kvlab run`.
-#[derive(Clone, Debug, Args)]
-#[command(after_help = "Example:
-  kvlab decide --target postgres --cache redis --rps 5000 --p99-ms 5 \\
-    --keys 100000 --value-size 1024 --ratio 1:19 --key-distribution zipf")]
-pub struct DecideArgs {
-    /// Requests per second at peak.
-    #[arg(long, value_name = "RPS", required_unless_present_any = ["from", "observe", "check"])]
-    pub rps: Option<f64>,
-    /// Largest acceptable p99 latency, milliseconds.
-    #[arg(long, value_name = "MS", required_unless_present_any = ["from", "check"])]
-    pub p99_ms: Option<f64>,
-    /// Also a largest p50, milliseconds.
-    #[arg(long, value_name = "MS")]
-    pub p50_ms: Option<f64>,
-    /// Also a largest p99.9, milliseconds.
-    #[arg(long, value_name = "MS")]
-    pub p999_ms: Option<f64>,
-    /// Recompute the decision saved in DIR (an earlier --out) without running
-    /// anything: with another --rps, --keys, goal the saved runs cover,
-    /// prices or machines.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["resume", "trace"])]
-    pub from: Option<PathBuf>,
-    /// Check the decision saved in DIR (an earlier --out): run cache-aside
-    /// at the size it chose, at the stated keys (or the most this machine
-    /// holds) and the rate its copy was measured at, on servers kvlab
-    /// starts; print each figure predicted against measured, write
-    /// DIR/check.json; exit non-zero when one is past its tolerance.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["from", "resume", "observe", "trace", "out"])]
-    pub check: Option<PathBuf>,
-    /// Watch the --target and --cache given by URL first (read-only, as
-    /// `kvlab observe`) and take the load they serve (rate, mix, keys, value
-    /// sizes, skew) for each of those flags not given.
-    #[arg(long, conflicts_with_all = ["from", "trace"])]
-    pub observe: bool,
-    /// How long --observe watches, seconds.
-    #[arg(
-        long,
-        default_value_t = 60.0,
-        value_name = "SECS",
-        requires = "observe"
-    )]
-    pub observe_seconds: f64,
-    /// Measure on the servers --observe watched, not beside them: kvlab then
-    /// writes its copy into them and drives them to their capacity, under
-    /// the team's own load. By default it measures on servers of the same
-    /// products it starts itself.
-    #[arg(long, requires = "observe")]
-    pub on_observed: bool,
-    /// The figures --observe stated, each with its source (filled by kvlab).
-    #[arg(skip)]
-    pub observed: Vec<String>,
-    /// The memory limit of the cache --observe watched, bytes, when kvlab
-    /// measures beside it (filled by kvlab): a point of the curve at its size.
-    #[arg(skip)]
-    pub observed_cache_limit: Option<u64>,
-    /// Go on with the decision saved in DIR (cut short by Ctrl-C or an
-    /// error): the finished steps whose plans match are reused, the rest
-    /// measured; give the flags it was started with.
-    #[arg(long, value_name = "DIR", conflicts_with = "out")]
-    pub resume: Option<PathBuf>,
-    /// The flags given on the command line (or in a study's `[decide]`), by
-    /// id: what `--from` changes of the saved load.
-    #[arg(skip)]
-    pub given: Vec<String>,
-    /// Cores of one production machine.
-    #[arg(long, default_value_t = KVLAB.policy.machine_cores, value_name = "N")]
-    pub machine_cores: f64,
-    /// Memory of one production machine, GiB.
-    #[arg(long, default_value_t = KVLAB.policy.machine_gib, value_name = "GIB")]
-    pub machine_gib: f64,
-    /// Keep the cache where both meet the goal only if it saves machines and
-    /// at least this share of the database alone's monthly cost, percent
-    /// [default: 10].
-    #[arg(long, value_name = "PCT")]
-    pub keep_saving: Option<f64>,
-    /// Price of a core for an hour [default: 0.04, an example].
-    #[arg(long, value_name = "PRICE")]
-    pub price_core_hour: Option<f64>,
-    /// Price of a GiB of memory for an hour [default: 0.005, an example].
-    #[arg(long, value_name = "PRICE")]
-    pub price_gib_hour: Option<f64>,
-    /// The prices' currency, as a label (e.g. EUR).
-    #[arg(long, value_name = "LABEL")]
-    pub currency: Option<String>,
-    /// Price of one machine for a month [default: its cores and GiB at the
-    /// hourly prices, 730 hours].
-    #[arg(long, value_name = "PRICE")]
-    pub price_machine_month: Option<f64>,
-    /// The servers of an architecture share machines (packed together);
-    /// default: each server on whole machines of its own.
-    #[arg(long)]
-    pub shared: bool,
-    /// Cores of a database given by URL (whose CPU kvlab cannot read): its
-    /// capacity is taken per these cores.
-    #[arg(long, value_name = "N")]
-    pub target_cores: Option<f64>,
-    /// Cores of a cache given by URL whose CPU kvlab cannot read.
-    #[arg(long, value_name = "N")]
-    pub cache_cores: Option<f64>,
-    /// Application instances, each with one near cache shared by its
-    /// threads: the near-cache rows run one client thread per instance,
-    /// whatever the measuring host.
-    #[arg(long, default_value_t = 2, value_name = "N")]
-    pub app_instances: u32,
-    /// Shorter runs, fewer search steps, at most 100,000 keys measured (the demo).
-    #[arg(long)]
-    pub quick: bool,
-    /// A trace (the cache-trace CSV format, plain or zstd) the keys, mix,
-    /// value sizes and skew are taken from (flags given beside it win); its
-    /// own miss-ratio curve is computed and held against the measured one.
-    #[arg(long, value_name = "FILE")]
-    pub trace: Option<PathBuf>,
-    /// Directory for decision.json, report.html and the measurements (each
-    /// step saved as it finishes) [default: results/decide; with --from, DIR].
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// The data, workload, database (--target, postgres unless given) and
-    /// cache (--cache, redis unless given), as for `kvlab run`.
-    #[command(flatten)]
-    pub run: RunArgs,
 }
 
 /// Flags of `kvlab study`.

@@ -7,7 +7,7 @@ use crate::error::UsageError;
 use crate::plan::near::{Invalidation, NearCache};
 
 /// The near cache's flags.
-#[derive(Clone, Debug, Args)]
+#[derive(Clone, Debug, Args, serde::Serialize, serde::Deserialize)]
 pub struct NearArgs {
     /// A near cache in each client thread, in front of the remote cache:
     /// ITEMS (e.g. 10000) or a size (e.g. 64MiB); an LRU, read first, filled
@@ -17,7 +17,7 @@ pub struct NearArgs {
     /// How the near cache hears of writes: tracking (RESP3 CLIENT TRACKING,
     /// invalidations on the same connection), bcast (every change under the
     /// key prefix) or ttl=SECONDS (none: entries expire) [default: tracking].
-    #[arg(long, value_name = "HOW", requires = "near_cache")]
+    #[arg(long, value_name = "HOW")]
     pub near_invalidation: Option<String>,
 }
 
@@ -25,7 +25,14 @@ impl NearArgs {
     /// The near cache asked for, checked on its own.
     pub fn near_cache(&self) -> Result<Option<NearCache>, UsageError> {
         let Some(bound) = &self.near_cache else {
-            return Ok(None);
+            return match self.near_invalidation {
+                Some(_) => Err(UsageError::bad(
+                    "--near-invalidation",
+                    "it is how a near cache hears of writes, and --near-cache is not given",
+                    "give --near-cache ITEMS|SIZE, or drop it",
+                )),
+                None => Ok(None),
+            };
         };
         Ok(Some(NearCache {
             bound: bound.parse()?,

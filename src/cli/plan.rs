@@ -26,8 +26,46 @@ struct Mix {
 pub const DEFAULT_KEYS: u64 = 1_000_000;
 
 impl RunArgs {
+    /// The flags that need another, or exclude one, checked (the command
+    /// line's and a study's `[decide]` alike).
+    fn check_combination(&self) -> Result<(), UsageError> {
+        let (rate, cache) = (self.rate.is_none(), self.aside.cache.is_none());
+        for (wrong, flag, why, fix) in [
+            (
+                self.duration.is_some() && self.requests.is_some(),
+                "--duration/--requests",
+                "a run measures a duration or a count of requests, not both",
+                "drop one of them",
+            ),
+            (
+                self.arrivals.is_some() && rate,
+                "--arrivals",
+                "it is how a fixed rate's requests arrive, and --rate is not given",
+                "give --rate RPS, or drop it",
+            ),
+            (
+                self.send_slack.is_some() && rate,
+                "--send-slack",
+                "it is how early a fixed rate's request may leave, and --rate is not given",
+                "give --rate RPS, or drop it",
+            ),
+            (
+                self.cache_rtt.is_some() && cache,
+                "--cache-rtt",
+                "it is the round trip to a cache-aside run's cache, and --cache is not given",
+                "give --cache, or drop it (--rtt is the target's)",
+            ),
+        ] {
+            if wrong {
+                return Err(UsageError::conflict(flag, why, fix));
+            }
+        }
+        Ok(())
+    }
+
     /// Checks every flag and builds the plan.
     pub fn to_plan(&self) -> Result<RunPlan, UsageError> {
+        self.check_combination()?;
         let target = self.target_spec()?;
         let threads = self.counts()?;
         let stop = self.stop()?;

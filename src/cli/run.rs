@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use serde::{Deserialize, Serialize};
 
 use super::help::{consistency_help, query_mode_help, schema_help};
 use super::{TlsArgs, aside, metrics};
@@ -11,7 +12,7 @@ use crate::driver::parse_opt;
 use crate::products;
 
 /// Flags of `kvlab run`.
-#[derive(Clone, Debug, Args)]
+#[derive(Clone, Debug, Args, Serialize, Deserialize)]
 #[command(allow_negative_numbers = true, args_override_self = true, after_help = products::RUN_EXAMPLES)]
 pub struct RunArgs {
     /// The target: a product kvlab starts, or a URL of a running server (the
@@ -24,6 +25,7 @@ pub struct RunArgs {
     pub server_opt: Vec<(String, String)>,
     /// TLS to the target.
     #[command(flatten)]
+    #[serde(flatten)]
     pub tls: TlsArgs,
     /// Number of distinct keys [default: 1000000; `kvlab decide --trace`:
     /// the trace's].
@@ -64,7 +66,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 1, value_name = "P")]
     pub pipeline: usize,
     /// Seconds to measure [default: 10].
-    #[arg(long, value_name = "SECS", conflicts_with = "requests")]
+    #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
     /// Measure this many requests instead of a duration.
     #[arg(long, value_name = "N")]
@@ -81,7 +83,7 @@ pub struct RunArgs {
     /// production traffic is) or uniform (evenly spaced). Each leaves at
     /// most --send-slack before its intended time; the run reports how close
     /// it came [default: poisson].
-    #[arg(long, value_name = "PROCESS", requires = "rate")]
+    #[arg(long, value_name = "PROCESS")]
     pub arrivals: Option<String>,
     /// How a fixed rate moves over the measured window, --rate being its
     /// peak: steady, step (the trough, then the peak from the window's
@@ -97,7 +99,7 @@ pub struct RunArgs {
     /// request within 20 µs of its time). A request sent early is timed from
     /// its actual send; the run reports the slack and how far sends were from
     /// their times [default: auto].
-    #[arg(long, value_name = "TIME", requires = "rate")]
+    #[arg(long, value_name = "TIME")]
     pub send_slack: Option<String>,
     /// How long each connection lives: N requests, or a time (5s, 500ms),
     /// each life spread within ±20% (`,jitter=0.1` says otherwise). Then it
@@ -129,7 +131,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "MS")]
     pub rtt: Option<String>,
     /// The round trip to a cache-aside run's cache (`--rtt` unless given).
-    #[arg(long, value_name = "MS", requires = "cache")]
+    #[arg(long, value_name = "MS")]
     pub cache_rtt: Option<String>,
     /// Seconds a request may wait for its reply before it counts as a timeout.
     #[arg(long, default_value_t = 5.0, value_name = "SECS")]
@@ -197,12 +199,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECONDS")]
     pub ttl: Option<u32>,
     #[command(flatten)]
+    #[serde(flatten)]
     pub aside: aside::AsideArgs,
     #[command(flatten)]
+    #[serde(flatten)]
     pub shared: super::shared::SharedArgs,
     #[command(flatten)]
+    #[serde(flatten)]
     pub near: super::near::NearArgs,
     #[command(flatten)]
+    #[serde(flatten)]
     pub metrics: metrics::MetricsArgs,
     /// What kvlab does to a server it started, at a second of the measured
     /// window (repeatable): SECOND:ACTION[:DOWN], e.g. 10:restart-cache:2.

@@ -6,7 +6,7 @@ use crate::error::UsageError;
 use crate::plan::shared::Shared;
 
 /// What kvlab may do to a server given by URL.
-#[derive(Clone, Debug, Args)]
+#[derive(Clone, Debug, Args, serde::Serialize, serde::Deserialize)]
 pub struct SharedArgs {
     /// Leave kvlab's keys and table in a server it did not start (default:
     /// removed at the end, also after an error or Ctrl-C).

@@ -9,7 +9,7 @@ use crate::error::UsageError;
 use crate::plan::TargetSpec;
 
 /// TLS to the target (`--tls*`).
-#[derive(Clone, Debug, Args, Default)]
+#[derive(Clone, Debug, Args, Default, serde::Serialize, serde::Deserialize)]
 pub struct TlsArgs {
     /// Speak TLS to the target (also implied by a TLS URL scheme or URL
     /// option, and by the other --tls flags); on a server kvlab starts:

@@ -17,6 +17,7 @@ use crate::runner::RunOptions;
 /// `--out`, or reused from `--resume DIR`), or with `--from DIR` recomputes
 /// a saved decision without running anything.
 pub fn exec(args: &DecideArgs, shutdown: &AtomicBool) -> Result<()> {
+    args.check_combination()?;
     let json = args.run.json.as_deref();
     let say = Say::beside(json);
     if let Some(p) = json {
@@ -123,7 +124,7 @@ fn write_out(
 }
 
 /// A study file's `[decide]` (see `kvlab study`): `kvlab decide` with its
-/// keys as the flags, into `out` unless the table names one; with `dry_run`,
+/// keys as the flags' values, into `out` unless the table names one; with `dry_run`,
 /// only the command it stands for.
 pub fn exec_study(
     s: &crate::plan::study::StudyFile,
@@ -131,12 +132,13 @@ pub fn exec_study(
     dry_run: bool,
     shutdown: &AtomicBool,
 ) -> Result<()> {
-    let argv = study::argv_of(s, out)?;
-    let args = study::parse(s, &argv)?;
+    let args = study::args_of(s, out)?;
+    args.check_combination()
+        .map_err(|e| study::in_file(s, e.into()))?;
     println!(
         "kvlab study {}: a decision ([decide]), as `kvlab decide {}`",
         s.name,
-        study::shown(&argv)
+        study::shown(s, &args)
     );
     if dry_run {
         println!(

@@ -39,38 +39,6 @@ fn assume_round_trips(plan: &mut RunPlan, cache: &CacheAside) -> bool {
     assumed
 }
 
-/// Refuses the flags `kvlab decide` sets itself or cannot combine.
-fn refuse(args: &DecideArgs) -> Result<(), UsageError> {
-    let r = &args.run;
-    for (given, flag, why) in [
-        (
-            r.rate.is_some(),
-            "--rate",
-            "kvlab decide chooses its rates from --rps",
-        ),
-        (
-            r.shard.is_some() || r.start_at.is_some(),
-            "--shard/--start-at",
-            "kvlab decide runs one client",
-        ),
-        (
-            !r.events.is_empty(),
-            "--event",
-            "kvlab decide makes its own cache loss",
-        ),
-        (
-            args.trace.is_some() && r.profile.is_some(),
-            "--profile",
-            "--trace gives the workload",
-        ),
-    ] {
-        if given {
-            return Err(UsageError::conflict(flag, why, "drop it"));
-        }
-    }
-    Ok(())
-}
-
 /// `--trace`: the workload's settings no flag gave, from the trace.
 fn traced(
     args: &DecideArgs,
@@ -195,7 +163,6 @@ pub fn assumed(args: &DecideArgs) -> Result<Assumptions, UsageError> {
 /// (redis unless `--cache`), the load as stated.
 pub fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
     let r = &args.run;
-    refuse(args)?;
     let (rps, p99_ms) = stated(args)?;
     let rate_shape = day_shape(args)?;
     // The cache is redis unless given: the cache's flags apply to it.
@@ -280,13 +247,11 @@ pub fn day_shape(args: &DecideArgs) -> Result<Option<RateShape>, UsageError> {
 
 /// The rate and the p99 goal a measuring decision is given, checked.
 pub fn stated(args: &DecideArgs) -> Result<(f64, f64), UsageError> {
-    let (Some(rps), Some(p99_ms)) = (args.rps, args.p99_ms) else {
-        return Err(UsageError::bad(
-            "--rps/--p99-ms",
-            "missing",
-            "give the load at peak and its goal, e.g. --rps 20000 --p99-ms 5 (or --from DIR to recompute a saved decision)",
-        ));
-    };
+    crate::cli::missing(args.rps.is_some(), args.p99_ms.is_some())?;
+    let (rps, p99_ms) = (
+        args.rps.unwrap_or_default(),
+        args.p99_ms.unwrap_or_default(),
+    );
     check_goal(p99_ms, args)?;
     crate::error::positive(
         "--rps",
