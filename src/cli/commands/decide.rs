@@ -1,7 +1,10 @@
 //! `kvlab decide`: the answer for a stated load — keep the cache or not, what
 //! each way costs, and what a cache loss does — on stdout, as JSON and as an
 //! HTML page; `--from` recomputes a saved one, `--check` (`decide/check.rs`)
-//! checks one by a run of what it sized.
+//! checks one by a run of what it sized. Three steps, run in turn by the
+//! dispatcher (and by a study's `[decide]`): [`completed`] (the flags
+//! checked, and completed by `--observe`), [`exec`] (the decision) and
+//! [`write`].
 
 use std::sync::atomic::AtomicBool;
 
@@ -13,30 +16,33 @@ use crate::error::UsageError;
 use crate::modes::decide;
 use crate::runner::RunOptions;
 
-/// Runs `kvlab decide`: measures and decides (each step saved under
-/// `--out`, or reused from `--resume DIR`), or with `--from DIR` recomputes
-/// a saved decision without running anything.
-pub fn exec(args: &DecideArgs, shutdown: &AtomicBool) -> Result<()> {
+/// `args` complete, before anything is measured: what goes together
+/// checked, and with `--observe` the load the servers watched serve taken
+/// for the flags not given (`decide/observed.rs`).
+pub fn completed(args: &DecideArgs, shutdown: &AtomicBool) -> Result<DecideArgs> {
     args.check_combination()?;
-    let json = args.run.json.as_deref();
-    let say = Say::beside(json);
-    if let Some(p) = json {
+    match args.observe {
+        true => observed::stated(args, shutdown),
+        false => Ok(args.clone()),
+    }
+}
+
+/// Runs `kvlab decide` on complete `args` ([`completed`]): measures and
+/// decides (each step saved under `--out`, or reused from `--resume DIR`),
+/// or with `--from DIR` recomputes a saved decision without running
+/// anything; the decision to write. `--check DIR` writes its own check.
+pub fn exec(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Option<Decided>> {
+    let json = args.run.json.clone();
+    let say = Say::beside(json.as_deref());
+    if let Some(p) = &json {
         check_writable(p)?;
     }
     if let Some(dir) = &args.from {
-        return from(args, dir);
+        return from(args, dir).map(Some);
     }
     if let Some(dir) = &args.check {
-        return check::exec(args, dir, shutdown);
+        return check::exec(args, dir, shutdown).map(|()| None);
     }
-    let watched;
-    let args = match args.observe {
-        true => {
-            watched = observed::stated(args, shutdown)?;
-            &watched
-        }
-        false => args,
-    };
     let ask = ask::ask_of(args, shutdown)?;
     if let Some(dir) = &args.resume {
         decide::saved::resumable(dir)?;
@@ -53,16 +59,27 @@ pub fn exec(args: &DecideArgs, shutdown: &AtomicBool) -> Result<()> {
         notes: true,
     };
     let resume = args.resume.is_some();
-    let d = decide::decide(&ask, (&copy, &out, resume), opts, shutdown, &mut |l| {
+    let decision = decide::decide(&ask, (&copy, &out, resume), opts, shutdown, &mut |l| {
         say.text(l)
     })?;
-    write_out(&d, &out, json)
+    Ok(Some(Decided {
+        decision,
+        out,
+        json,
+    }))
+}
+
+/// A decision to write: as text on stdout, decision.json and report.html
+/// in `out`, and `json` (`--json`).
+pub struct Decided {
+    pub decision: crate::results::decide::Decision,
+    pub out: std::path::PathBuf,
+    pub json: Option<std::path::PathBuf>,
 }
 
 /// `--from DIR`: the saved decision recomputed with what the flags change.
-fn from(args: &DecideArgs, dir: &std::path::Path) -> Result<()> {
-    let json = args.run.json.as_deref();
-    let say = Say::beside(json);
+fn from(args: &DecideArgs, dir: &std::path::Path) -> Result<Decided> {
+    let json = args.run.json.clone();
     let (mut ask, mut measured) = decide::saved::load(dir)?;
     let change = from_saved::change(args, &ask)?;
     decide::again::apply(&mut ask, &mut measured, change)?;
@@ -71,12 +88,15 @@ fn from(args: &DecideArgs, dir: &std::path::Path) -> Result<()> {
     }
     let out = args.out.clone().unwrap_or_else(|| dir.to_path_buf());
     make_dir(&out)?;
-    let d = decide::decision::decision(&ask, &measured);
-    say.text(&format!(
+    Say::beside(json.as_deref()).text(&format!(
         "kvlab decide: recomputed from the measurements saved in {} (nothing run): --from may change the load and the policy (prices, machines, --keep-saving), not how kvlab measured (decision.json's assumptions.method)\n",
         dir.display()
     ));
-    write_out(&d, &out, json)
+    Ok(Decided {
+        decision: decide::decision::decision(&ask, &measured),
+        out,
+        json,
+    })
 }
 
 /// `dir` made (with its parents), or a usage error naming `--out`.
@@ -91,16 +111,21 @@ fn make_dir(dir: &std::path::Path) -> Result<()> {
     })
 }
 
-/// The decision as text on stdout, decision.json and report.html in `out`
-/// (and `--json`); a check of the decision there before is removed.
-fn write_out(
-    d: &crate::results::decide::Decision,
-    out: &std::path::Path,
-    json: Option<&std::path::Path>,
-) -> Result<()> {
-    let say = Say::beside(json);
-    say.text(&format!("\n{}", crate::report::decide::text(d)));
-    write_json(&out.join("decision.json"), d)?;
+/// Writes what `kvlab decide` came to ([`exec`]): the decision as text on
+/// stdout, decision.json and report.html in its directory (and `--json`); a
+/// check of the decision there before is removed.
+pub fn write(done: Option<Decided>) -> Result<()> {
+    let Some(Decided {
+        decision: d,
+        out,
+        json,
+    }) = done
+    else {
+        return Ok(());
+    };
+    let say = Say::beside(json.as_deref());
+    say.text(&format!("\n{}", crate::report::decide::text(&d)));
+    write_json(&out.join("decision.json"), &d)?;
     let stale = out.join("check.json");
     if stale.exists() {
         std::fs::remove_file(&stale)?;
@@ -111,14 +136,14 @@ fn write_out(
     }
     std::fs::write(
         out.join("report.html"),
-        crate::report::decide::html(d, None),
+        crate::report::decide::html(&d, None),
     )?;
     say.text(&format!(
         "kvlab: wrote {}\n",
         out.join("report.html").display()
     ));
-    if let Some(p) = json {
-        write_json(p, d)?;
+    if let Some(p) = &json {
+        write_json(p, &d)?;
     }
     Ok(())
 }
@@ -151,7 +176,10 @@ pub fn exec_study(
         );
         return Ok(());
     }
-    exec(&args, shutdown).map_err(|e| study::in_file(s, e))
+    completed(&args, shutdown)
+        .and_then(|args| exec(&args, shutdown))
+        .and_then(write)
+        .map_err(|e| study::in_file(s, e))
 }
 
 mod ask;
