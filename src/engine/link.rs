@@ -59,6 +59,15 @@ impl Way {
         self.through > before
     }
 
+    /// Lets through the first mark if it has come by `now`; its time.
+    #[inline]
+    fn pass_one(&mut self, now: Instant) -> Option<Instant> {
+        let &(at, end) = self.marks.front().filter(|m| m.0 <= now)?;
+        self.through = end;
+        self.marks.pop_front();
+        Some(at)
+    }
+
     /// The buffer's first `by` bytes were dropped.
     fn shift(&mut self, by: usize) {
         self.marked -= by;
@@ -152,10 +161,11 @@ impl Link {
         self.inb.mark(end, at)
     }
 
-    /// Shows the client what may be decoded by `now`; whether anything new is.
+    /// Shows the client the next bytes that may be decoded by `now`: when
+    /// they came through (`None`: nothing new has).
     #[inline]
-    pub(crate) fn reveal(&mut self, now: Instant) -> bool {
-        self.inb.pass(now)
+    pub(crate) fn reveal(&mut self, now: Instant) -> Option<Instant> {
+        self.inb.pass_one(now)
     }
 
     /// The write buffer's first `by` bytes were written and dropped.
@@ -200,9 +210,13 @@ mod tests {
         l.shift_out(25);
         assert_eq!((l.out.marked, l.released()), (0, 0));
         assert_eq!(l.arrived(7, t0), Some(t0 + ms(1)));
-        assert!(!l.reveal(t0));
-        assert!(l.reveal(t0 + ms(1)));
+        assert_eq!(l.reveal(t0), None);
+        assert_eq!(l.arrived(9, t0 + ms(1)), Some(t0 + ms(2)));
+        // Each segment seen at the time it came through, one at a time.
+        assert_eq!(l.reveal(t0 + ms(5)), Some(t0 + ms(1)));
         assert_eq!(l.visible(), 7);
+        assert_eq!(l.reveal(t0 + ms(5)), Some(t0 + ms(2)));
+        assert_eq!((l.visible(), l.reveal(t0 + ms(5))), (9, None));
     }
 
     #[test]

@@ -197,11 +197,11 @@ impl Pipe {
         self.link.as_mut()?.arrived(end, now)
     }
 
-    /// On an emulated link: shows the client what has come through by
-    /// `now`; whether anything new has.
+    /// On an emulated link: shows the client the next bytes that have come
+    /// through by `now`; when they did (`None`: nothing new has).
     #[inline]
-    pub(crate) fn reveal(&mut self, now: Instant) -> bool {
-        self.link.as_mut().is_some_and(|l| l.reveal(now))
+    pub(crate) fn reveal(&mut self, now: Instant) -> Option<Instant> {
+        self.link.as_mut()?.reveal(now)
     }
 
     /// Closes the socket, dropping what was buffered. One that served nothing

@@ -177,8 +177,8 @@ impl Worker<'_> {
     }
 
     /// Emulated links: hands the client the replies that have come through
-    /// by `now`, writes the requests that have, and goes on as a reply
-    /// read then would (see [`Worker::on_readable`]).
+    /// by `now` (each at the time it did), writes the requests that have,
+    /// and goes on as a reply read then would (see [`Worker::on_readable`]).
     pub(super) fn advance_links<Cl: Client>(
         &mut self,
         client: &mut Cl,
@@ -198,10 +198,11 @@ impl Worker<'_> {
         for &i in &linked {
             let Some(c) = conns.get_mut(i) else { continue };
             for s in 0..c.pipes.len() {
-                if c.pipes[s].reveal(now) {
+                while let Some(at) = c.pipes[s].reveal(now) {
                     let (mut io, state) = self.io(c);
-                    if !client.replies(&mut io, state, s, now) {
+                    if !client.replies(&mut io, state, s, at) {
                         self.broken(client, c, s, now);
+                        break;
                     }
                 }
             }
