@@ -168,7 +168,8 @@ impl DecideArgs {
     /// What goes together, checked before anything runs: `--from`,
     /// `--check` and a measuring decision (`--resume`, `--observe`) are
     /// three forms that take each other's flags as a mistake; the watching
-    /// flags need `--observe`; a measuring decision needs its load and goal.
+    /// flags need `--observe`; the flags decide sets itself are refused; a
+    /// measuring decision needs its load and goal.
     pub fn check_combination(&self) -> Result<(), UsageError> {
         let observe_seconds = self.given.iter().any(|id| id == "observe_seconds");
         let (from, check, resume) = (
