@@ -359,7 +359,17 @@ fn a_cut_decision_resumes_and_is_asked_again_from_its_measurements() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| format!("{}: {}", r["name"], r["why_not"]))
+        .map(|r| {
+            format!(
+                "{}: {} ({} cores, {} machines, hit ratio {}, servers {})",
+                r["name"],
+                r["why_not"],
+                r["server_cores"],
+                r["machines"],
+                r["hit_ratio"],
+                r["servers"]
+            )
+        })
         .collect();
     assert!(
         ["keep-cache", "cache-only"].contains(&answer(&far)),

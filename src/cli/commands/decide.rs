@@ -166,14 +166,24 @@ pub fn exec_study(
         study::shown(s, &args)
     );
     if dry_run {
-        println!(
-            "runs: the database alone and the cache alone (capacity searches within the goal), the cache's miss-ratio curve, cache-aside at the smallest cache that serves the load, a cache loss, and beside them the database with a read replica and near caches{}",
-            if args.quick {
-                " (--quick: shorter runs)"
-            } else {
-                ""
-            }
-        );
+        let quick = if args.quick {
+            " (--quick: shorter runs)"
+        } else {
+            ""
+        };
+        match (&args.from, &args.check) {
+            (Some(dir), _) => println!(
+                "runs nothing: recomputes the decision saved in {}",
+                dir.display()
+            ),
+            (_, Some(dir)) => println!(
+                "runs: cache-aside at the size the decision saved in {} chose, to check it",
+                dir.display()
+            ),
+            _ => println!(
+                "runs: the database alone and the cache alone (capacity searches within the goal), the cache's miss-ratio curve, cache-aside at the smallest cache that serves the load, a cache loss, and beside them the database with a read replica and near caches{quick}"
+            ),
+        }
         return Ok(());
     }
     completed(&args, shutdown)

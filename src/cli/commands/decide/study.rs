@@ -86,7 +86,7 @@ fn one(arg: &Arg, value: &toml::Value) -> Result<Json, String> {
         toml::Value::Float(f) => f.to_string(),
         _ => {
             return Err(format!(
-                " takes a string or a number (or a list of them, where the flag repeats), as --{long} would"
+                " takes a string or a number (or a list of them, where --{long} repeats)"
             ));
         }
     };
@@ -124,13 +124,17 @@ fn one(arg: &Arg, value: &toml::Value) -> Result<Json, String> {
 
 /// `text` in the file's words: each `--flag-name` as its key, `flag_name`.
 fn keyed(text: &str) -> String {
-    text.split(' ')
-        .map(|w| match w.strip_prefix("--") {
-            Some(f) if f.starts_with(|c: char| c.is_ascii_lowercase()) => f.replace('-', "_"),
-            _ => w.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    let flag = |part: &str| match part.strip_prefix("--") {
+        Some(f) if f.starts_with(|c: char| c.is_ascii_lowercase()) => {
+            let end = f
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+                .unwrap_or(f.len());
+            format!("{}{}", f[..end].replace('-', "_"), &f[end..])
+        }
+        _ => part.to_string(),
+    };
+    let word = |w: &str| w.split('/').map(flag).collect::<Vec<_>>().join("/");
+    text.split(' ').map(word).collect::<Vec<_>>().join(" ")
 }
 
 /// A usage error of `kvlab decide` at the line of the key it names.
@@ -219,6 +223,15 @@ mod tests {
 
     /// Every flag of `kvlab decide` can be a key: its type is one a key's
     /// value fills.
+    #[test]
+    fn flags_in_a_message_read_as_keys() {
+        assert_eq!(
+            keyed("--resume/--out: no; give --tls-cert FILE, e.g. --rps 5 (or --from-x)"),
+            "resume/out: no; give tls_cert FILE, e.g. rps 5 (or from_x)"
+        );
+        assert_eq!(keyed("a -- b --9"), "a -- b --9");
+    }
+
     #[test]
     fn every_flag_is_a_key() {
         for arg in decide_command().get_arguments() {
