@@ -1,8 +1,8 @@
 //! `kvlab decide`: the answer for a stated load — keep the cache or not, what
 //! each way costs, and what a cache loss does — on stdout, as JSON and as an
 //! HTML page; `--from` recomputes a saved one, `--check` (`decide/check.rs`)
-//! checks one by a run of what it sized. Three steps, run in turn by the
-//! dispatcher (and by a study's `[decide]`): [`completed`] (the flags
+//! checks one by a run of what it sized. Three steps, run in turn by
+//! [`run`] (the command line's and a study's `[decide]`): [`completed`] (the flags
 //! checked, and completed by `--observe`), [`exec`] (the decision) and
 //! [`write`].
 
@@ -15,6 +15,14 @@ use crate::cli::DecideArgs;
 use crate::error::UsageError;
 use crate::modes::decide;
 use crate::runner::RunOptions;
+
+/// `kvlab decide` (the command line's or a study's `[decide]`): its three
+/// steps in turn.
+pub fn run(args: &DecideArgs, shutdown: &AtomicBool) -> Result<()> {
+    completed(args, shutdown)
+        .and_then(|args| exec(&args, shutdown))
+        .and_then(write)
+}
 
 /// `args` complete, before anything is measured: what goes together
 /// checked, and with `--observe` the load the servers watched serve taken
@@ -186,10 +194,7 @@ pub fn exec_study(
         }
         return Ok(());
     }
-    completed(&args, shutdown)
-        .and_then(|args| exec(&args, shutdown))
-        .and_then(write)
-        .map_err(|e| study::in_file(s, e))
+    run(&args, shutdown).map_err(|e| study::in_file(s, e))
 }
 
 mod ask;

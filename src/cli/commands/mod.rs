@@ -39,9 +39,7 @@ pub fn dispatch(cli: Cli, shutdown: &AtomicBool) -> Result<()> {
         Command::Compare(args) => compare::exec(&args),
         Command::Report(args) => report::exec(&args),
         Command::Capacity(args) => capacity::exec(&args, shutdown),
-        Command::Decide(args) => decide::completed(&args, shutdown)
-            .and_then(|args| decide::exec(&args, shutdown))
-            .and_then(decide::write),
+        Command::Decide(args) => decide::run(&args, shutdown),
         Command::Observe(args) => observe::exec(&args, shutdown),
         Command::Demo(args) => demo::exec(&args, shutdown),
     };

@@ -1,7 +1,7 @@
 //! A study file's `[decide]` as `kvlab decide`'s arguments: each key a
-//! flag without its dashes, its value checked by that flag's own parser and
-//! put in the same field of [`DecideArgs`] (no command line in between);
-//! an error at the key's line.
+//! flag without its dashes, its value typed as that flag's field (by the
+//! type of the flag's value parser) and put in that field of
+//! [`DecideArgs`], no command line in between; an error at the key's line.
 
 use std::any::TypeId;
 use std::path::{Path, PathBuf};
