@@ -163,3 +163,72 @@ fn a_cache_aside_hit_costs_one_round_trip_and_a_miss_three() {
     assert!(miss > 2.5 * hit, "miss {miss} µs, hit {hit} µs");
     assert!(r.latency.latency_us.p50 >= 1000.0 && r.latency.latency_us.p50 < 1600.0);
 }
+
+/// An open loop asking more of a connection than its round trip allows:
+/// each request waits for room and still crosses the whole link, so a
+/// connection carries fewer than one request per millisecond; what waited
+/// is counted as held, not as kvlab's send error.
+#[test]
+fn an_open_loop_past_what_a_round_trip_allows_waits_for_room_and_crosses_the_link() {
+    let s = server(TargetKind::Redis);
+    let mut p = plan(TargetKind::Redis, s.endpoint());
+    p.load.connections = 2;
+    p.load.pipeline = 1;
+    p.load.rate = Some(4_000.0);
+    p.load.stop = Stop::Duration(1.5);
+    p.load.warmup_s = 0.3;
+    p.load.rtt = rtt(1.0);
+    let r = measure(&p);
+    // Twice what the connections carry: not sustained, and said so.
+    assert!(
+        !r.valid && r.problems.iter().any(|p| p.starts_with("not sustained")),
+        "{:?}",
+        r.problems
+    );
+    let cc = r.server_counters.as_ref().expect("server counters read");
+    assert!(cc.agrees(), "{cc:?}");
+    let per_conn = r.totals.throughput_rps / 2.0;
+    assert!((500.0..1000.0).contains(&per_conn), "{per_conn} req/s");
+    let sc = r.latency.schedule.as_ref().expect("a schedule");
+    assert!(sc.held_sends > r.totals.requests / 2, "{sc:?}");
+    // Each request's own round trip: its service time, from when the
+    // application wrote it, is never under the link's.
+    let svc = r.latency.service_time_us.as_ref().expect("service time");
+    assert!(svc.p50 >= 1000.0 && svc.p50 < 1600.0, "{svc:?}");
+}
+
+/// Cache-aside at a fixed rate, a round trip on each link: a hit costs one
+/// round trip and each step of a miss one more, timed from when the
+/// application wrote it (the schedule's folded outbound half included).
+#[test]
+fn cache_aside_at_a_fixed_rate_costs_a_round_trip_per_step() {
+    let mut p = managed_plan(TargetKind::Postgres);
+    p.cache = Some(CacheAside {
+        cache: TargetKind::Redis.name().parse::<TargetSpec>().unwrap(),
+        policy: kvlab::plan::WritePolicy::Invalidate,
+        ttl_s: 0,
+        start: CacheStart::Warm,
+    });
+    p.workload.ratio = Ratio { set: 1, get: 9 };
+    p.load.pipeline = 1;
+    p.load.connections = 8;
+    p.load.rate = Some(1_000.0);
+    p.load.stop = Stop::Duration(2.0);
+    p.load.warmup_s = 0.5;
+    p.load.rtt = rtt(1.0);
+    p.load.cache_rtt = rtt(1.0);
+    let r = measure(&p);
+    agrees(&r);
+    let a = r.cache_aside.as_ref().expect("a cache-aside report");
+    for name in ["cache_get", "db_get", "cache_fill"] {
+        let l = &a.legs[name];
+        assert!(l.replies > 0 && l.errors == 0, "{name}: {l:?}");
+        let p50 = l.latency_us.p50;
+        assert!((1000.0..=1600.0).contains(&p50), "{name}: p50 {p50} µs");
+    }
+    assert!(
+        r.latency.latency_us.p50 >= 1000.0,
+        "{:?}",
+        r.latency.latency_us
+    );
+}

@@ -133,14 +133,15 @@ impl Link {
         self.inb.through
     }
 
-    /// The write buffer is `len` bytes: what is new leaves after the
-    /// outbound half. The new mark's time, if there is one.
+    /// The write buffer is `len` bytes: what is new, written by the
+    /// application at `written`, leaves the outbound half after it. The new
+    /// mark's time, if there is one.
     #[inline]
-    pub(crate) fn sent(&mut self, len: usize, now: Instant) -> Option<Instant> {
+    pub(crate) fn sent(&mut self, len: usize, written: Instant) -> Option<Instant> {
         if len <= self.out.marked {
             return None;
         }
-        let at = self.due(now);
+        let at = self.due(written);
         self.out.mark(len, at)
     }
 

@@ -31,6 +31,14 @@ pub struct Pacer {
     pub shape: RateShape,
     /// The start of the window, the shape's second 0.
     pub origin: Instant,
+    /// The outbound half of the emulated link every socket has, folded into
+    /// the schedule (zero without one): the due times are when requests
+    /// reach the wire, and the application wrote each this much earlier
+    /// (its intended time, and when it was sent), though never before its
+    /// connection had room (then it reaches the wire the half after). One
+    /// wake-up puts a request on the wire, not one to write it and one for
+    /// it to leave.
+    pub fold: Duration,
 }
 
 impl Pacer {
@@ -45,6 +53,7 @@ impl Pacer {
             arrivals,
             shape: RateShape::Steady,
             origin: Instant::now(),
+            fold: Duration::ZERO,
         }
     }
 
@@ -63,6 +72,19 @@ impl Pacer {
             lead: slack.lead(gap),
             ..self
         }
+    }
+
+    /// This schedule with the outbound half `half` of every socket's link
+    /// folded in (see [`Pacer::fold`]).
+    pub fn folding(self, half: Duration) -> Pacer {
+        Pacer { fold: half, ..self }
+    }
+
+    /// When the application wrote a request that reaches the wire at `at`
+    /// (see [`Pacer::fold`]).
+    #[inline]
+    pub fn written(&self, at: Instant) -> Instant {
+        at.checked_sub(self.fold).unwrap_or(at)
     }
 
     /// Intended time of the first request of connection `conn`: its offset

@@ -235,12 +235,14 @@ impl Pipe {
     }
 
     /// Writes what is buffered (on an emulated link, what has come through
-    /// its outbound half by `now`); `Err` when the connection broke. On a
-    /// link, when the bytes new since the last flush may leave.
+    /// its outbound half by `now`, the bytes new since the last flush
+    /// written by the application at `written`); `Err` when the connection
+    /// broke. On a link, when those new bytes may leave, if not yet.
     pub(crate) fn flush(
         &mut self,
         reactor: &mut Reactor,
         now: Instant,
+        written: Instant,
     ) -> io::Result<Option<Instant>> {
         if !self.sock.is_open() {
             return Ok(None);
@@ -248,7 +250,7 @@ impl Pipe {
         let (end, marked) = match self.link.as_deref_mut() {
             None => (self.wbuf.len(), None),
             Some(l) => {
-                let marked = l.sent(self.wbuf.len(), now);
+                let marked = l.sent(self.wbuf.len(), written).filter(|&at| at > now);
                 l.release(now);
                 (l.released(), marked)
             }
@@ -274,6 +276,15 @@ impl Pipe {
             self.wpos = 0;
         }
         Ok(marked)
+    }
+
+    /// On an emulated link: what is buffered and not yet timed was written
+    /// by the application at `written`; when it leaves (`None`: no link,
+    /// or nothing new).
+    #[inline]
+    pub(crate) fn mark(&mut self, written: Instant) -> Option<Instant> {
+        let len = self.wbuf.len();
+        self.link.as_mut()?.sent(len, written)
     }
 
     /// Whether the read buffer can ever hold a reply of `n` bytes.

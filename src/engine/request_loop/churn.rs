@@ -76,6 +76,7 @@ impl Worker<'_> {
             }
         }
         let now = Instant::now();
+        c.room_at = now;
         self.tally.churned[0] += 1;
         if now >= self.timing.measure_start {
             self.tally.churned[1] += 1;

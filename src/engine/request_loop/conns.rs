@@ -5,7 +5,6 @@
 //! start, every few milliseconds and when a socket is readable; the only
 //! per-request work here is the read and the flush.
 
-use std::cmp::Reverse;
 use std::io;
 use std::time::Instant;
 
@@ -64,7 +63,7 @@ impl Worker<'_> {
                 Ok((0, _)) => return self.close(client, c, s, now),
                 Ok((_, again)) => {
                     if let Some(at) = c.pipes[s].arrived(now) {
-                        self.links.push(Reverse((at, c.slot)));
+                        self.links.arriving(at, c.slot);
                     }
                     let (mut io, state) = self.io(c);
                     if !client.replies(&mut io, state, s, now) {
@@ -127,9 +126,16 @@ impl Worker<'_> {
         self.backlog.drain(..n);
     }
 
-    /// After replies were handled: the closed loop refills, a replay blocked
-    /// on a full pipeline goes on, the open loop sends what is due.
-    fn after_replies<Cl: Client>(&mut self, client: &mut Cl, c: &mut Conn<Cl::Conn>, now: Instant) {
+    /// After replies were handled, the application seeing them at `seen`:
+    /// the closed loop refills, a replay blocked on a full pipeline goes on,
+    /// the open loop sends what is due.
+    fn after_replies<Cl: Client>(
+        &mut self,
+        client: &mut Cl,
+        c: &mut Conn<Cl::Conn>,
+        seen: Instant,
+    ) {
+        let now = seen;
         if c.life.over(now) && self.renew(client, c, now) {
             return;
         }
@@ -148,75 +154,83 @@ impl Worker<'_> {
             if c.full && self.has_room(client, c) {
                 // Room again: a request due meanwhile waited for it.
                 c.full = false;
-                c.held = c.due <= now;
+                c.room_at = seen;
+                c.held = p.written(c.due) <= seen;
             }
-            self.issue_due(client, c, p, now);
-            self.flush(client, c, now);
+            let written = self.issue_due(client, c, p, now);
+            self.flush_at(client, c, now, written);
         }
     }
 
     /// Writes what every socket of `c` has buffered (on an emulated link,
     /// what has come through its outbound half); one that broke is closed.
+    #[inline]
     pub(super) fn flush<Cl: Client>(
         &mut self,
         client: &mut Cl,
         c: &mut Conn<Cl::Conn>,
         now: Instant,
     ) {
+        self.flush_at(client, c, now, now);
+    }
+
+    /// [`Worker::flush`] of bytes the application wrote at `written` (the
+    /// pacer's folded half before `now`, or `now`).
+    pub(super) fn flush_at<Cl: Client>(
+        &mut self,
+        client: &mut Cl,
+        c: &mut Conn<Cl::Conn>,
+        now: Instant,
+        written: Instant,
+    ) {
         for s in 0..c.pipes.len() {
             let p = &mut c.pipes[s];
             if !(p.is_open() && p.has_output()) {
                 continue;
             }
-            match p.flush(&mut self.net.reactor, now) {
+            match p.flush(&mut self.net.reactor, now, written) {
                 Ok(None) => {}
-                Ok(Some(at)) => self.links.push(Reverse((at, c.slot))),
+                Ok(Some(at)) => self.links.leaving(at, c.slot),
                 Err(_) => self.close(client, c, s, now),
             }
         }
     }
 
     /// Emulated links: hands the client the replies that have come through
-    /// by `now` (each at the time it did), writes the requests that have,
-    /// and goes on as a reply read then would (see [`Worker::on_readable`]).
+    /// by `now` (each at the time it did, what it writes written then),
+    /// writes the requests that have, and goes on as a reply read then
+    /// would (see [`Worker::on_readable`]), from when the last reply came
+    /// through.
     pub(super) fn advance_links<Cl: Client>(
         &mut self,
         client: &mut Cl,
         conns: &mut [Conn<Cl::Conn>],
         now: Instant,
     ) {
-        let mut linked = std::mem::take(&mut self.linked);
-        while let Some(&Reverse((at, i))) = self.links.peek() {
-            if at > now {
-                break;
-            }
-            self.links.pop();
-            if !linked.contains(&i) {
-                linked.push(i);
-            }
-        }
-        for &i in &linked {
+        let due = self.links.take_due(now);
+        for &i in &due {
             let Some(c) = conns.get_mut(i) else { continue };
+            let mut seen = None;
             for s in 0..c.pipes.len() {
                 while let Some(at) = c.pipes[s].reveal(now) {
+                    seen = seen.max(Some(at));
                     let (mut io, state) = self.io(c);
                     if !client.replies(&mut io, state, s, at) {
                         self.broken(client, c, s, now);
                         break;
                     }
+                    // What the reply called for was written when it came.
+                    for p in 0..c.pipes.len() {
+                        if let Some(m) = c.pipes[p].mark(at) {
+                            self.links.leaving(m, c.slot);
+                        }
+                    }
                 }
             }
-            self.after_replies(client, c, now);
+            self.after_replies(client, c, seen.unwrap_or(now));
             self.flush(client, c, now);
         }
-        linked.clear();
-        self.linked = linked;
-    }
-
-    /// The earliest instant an emulated link has bytes coming through.
-    #[inline]
-    pub(super) fn next_link(&self) -> Option<Instant> {
-        self.links.peek().map(|r| r.0.0)
+        self.links.done(due);
     }
 
     /// Closed loop: fills `c`'s pipeline and writes it out.
@@ -328,6 +342,7 @@ impl Worker<'_> {
                     let (mut io, state) = self.io(c);
                     if let Some(session) = io.open(s, client.connector(s), now) {
                         client.opened(state, s, &session);
+                        c.room_at = now;
                         self.tally.reconnects += 1;
                         if self.closed() {
                             self.refill_and_flush(client, c, now);

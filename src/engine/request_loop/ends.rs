@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::replay::{self, Replay};
-use super::{Client, Conn, Net, Tally, Worker, schedule};
+use super::{Client, Conn, Net, Tally, Worker, marks, schedule};
 use crate::engine::clock::Timing;
 use crate::engine::pacer::Pacer;
 use crate::engine::reactor::Reactor;
@@ -47,6 +47,7 @@ pub(super) fn conns<Cl: Client>(
             quota: p.quota,
             due: now,
             full: false,
+            room_at: now,
             held: false,
             queued: None,
             life: super::churn::Life::ENDLESS,
@@ -54,6 +55,21 @@ pub(super) fn conns<Cl: Client>(
             optional,
         })
         .collect()
+}
+
+/// The outbound half a paced worker folds into its schedule: the shortest
+/// of its sockets' emulated links, when every socket has one (zero
+/// otherwise, and with a near cache, whose hits answer as the application
+/// writes, not as the wire sees it).
+fn folded_half<Cl: Client>(spec: &Spec, client: &Cl) -> Duration {
+    if spec.near.is_some() {
+        return Duration::ZERO;
+    }
+    (0..client.sockets())
+        .map(|s| client.link(s).map(|d| d.half()))
+        .min()
+        .flatten()
+        .unwrap_or(Duration::ZERO)
 }
 
 impl<'a> Worker<'a> {
@@ -74,6 +90,7 @@ impl<'a> Worker<'a> {
             Pacer::new(r, spec.share.total, spec.arrivals)
                 .shaped(spec.rate_shape)
                 .with_slack(spec.send_slack, conns)
+                .folding(folded_half(spec, client))
         });
         let mut tally = Tally::new(spec, Cl::recorder);
         if let Some(p) = pacer {
@@ -106,9 +123,8 @@ impl<'a> Worker<'a> {
             draining: false,
             extra: Vec::with_capacity(spec.batch.as_ref().map_or(0, |b| b.max())),
             replay: trace.map(Replay::new),
-            links: std::collections::BinaryHeap::new(),
+            links: marks::LinkMarks::new(pacer.map_or(Duration::ZERO, |p| p.lead.min(p.fold))),
             dues: std::collections::BinaryHeap::new(),
-            linked: Vec::new(),
             backlog: Vec::with_capacity(16),
             ready: Vec::with_capacity(1024),
         }

@@ -29,6 +29,7 @@ mod burst;
 mod churn;
 mod conns;
 mod ends;
+mod marks;
 mod replay;
 pub mod rhythm;
 mod schedule;
@@ -67,9 +68,8 @@ pub const GIVE_UP: u32 = 8;
 /// Housekeeping (timeouts, reconnection) runs this often, never per request.
 const HOUSEKEEPING: Duration = Duration::from_millis(10);
 
-/// Reads of one socket per loop pass, each up to its read buffer: the rest
-/// waits for the next pass, after the run's end and its requests'
-/// deadlines are looked at.
+/// Reads of one socket per loop pass, each up to its read buffer (the rest
+/// waits for the next pass, after the run's end and deadlines are seen).
 const READS_PER_PASS: usize = 4;
 
 /// One request as the loop drew it: what the client is to do and the instants
@@ -265,6 +265,8 @@ struct Conn<S> {
     due: Instant,
     /// Its pipeline was full when the open loop last looked.
     full: bool,
+    /// When its pipeline last had room again or opened (see [`Pacer::fold`]).
+    room_at: Instant,
     /// Its next paced request was due while its pipeline was full.
     held: bool,
     /// The due time it has in the worker's queue, if any.
@@ -327,11 +329,8 @@ struct Worker<'a> {
     extra: Vec<(u64, u64)>,
     /// Trace replay: the worker's place in the trace (else `None`).
     replay: Option<replay::Replay>,
-    /// Emulated links: when a connection (its index) has bytes coming
-    /// through, earliest first (duplicates are harmless).
-    links: std::collections::BinaryHeap<std::cmp::Reverse<(Instant, usize)>>,
-    /// The connections whose links are due now (reused).
-    linked: Vec<usize>,
+    /// Emulated links: when connections have bytes coming through.
+    links: marks::LinkMarks,
     /// Closed loop: a refill stopped after requests answered at once (a
     /// near cache); every connection is refilled after the next poll, which
     /// does not wait.
@@ -440,12 +439,12 @@ impl Worker<'_> {
             self.chores(client, conns, rhythm, ticks, now);
             // Replies that came through an emulated link may make room for
             // requests due: before the schedule's turn, which sets the wake.
-            if self.next_link().is_some_and(|at| now >= at) {
+            if self.links.any_by(now) {
                 self.advance_links(client, conns, now);
             }
             let lead = self.net.reactor.wake_lead();
             let mut wake = self.issue_scheduled(client, conns, (rhythm.wake(), lead), now);
-            if let Some(at) = self.next_link() {
+            if let Some(at) = self.links.wake() {
                 wake = wake.min(at);
             }
             if self.again || !self.backlog.is_empty() {

@@ -103,7 +103,7 @@ impl Worker<'_> {
                 now
             };
             let c = &mut conns[i];
-            self.start_request(client, c, (r.op, r.key, version), start, now);
+            self.start_request(client, c, (r.op, r.key, version), (start, now), now);
             self.flush(client, c, now);
         }
         self.replay = Some(rp);

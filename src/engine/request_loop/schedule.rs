@@ -33,14 +33,15 @@ impl Worker<'_> {
             )
     }
 
-    /// Draws the next request of `c`, meant for `intended`, takes it from the
-    /// quotas, and hands it to the client.
+    /// Draws the next request of `c`, meant for `intended` and sent at
+    /// `sent` (the application's clock), takes it from the quotas, and hands
+    /// it to the client.
     #[inline]
     fn issue<Cl: Client>(
         &mut self,
         client: &mut Cl,
         c: &mut Conn<Cl::Conn>,
-        intended: Instant,
+        times: (Instant, Instant),
         now: Instant,
     ) {
         let (op, mut key, mut version) = draw(
@@ -58,18 +59,19 @@ impl Worker<'_> {
                 self.tally.interval.counts.hot_reads += 1;
             }
         }
-        self.start_request(client, c, (op, key, version), intended, now);
+        self.start_request(client, c, (op, key, version), times, now);
     }
 
-    /// Hands request `(op, key, version)` of `c`, meant for `intended`, to
-    /// the client: takes it from the quotas, and draws a batch read's other keys.
+    /// Hands request `(op, key, version)` of `c`, meant for `intended` and
+    /// sent at `sent`, to the client at `now`: takes it from the quotas, and
+    /// draws a batch read's other keys.
     #[inline]
     pub(super) fn start_request<Cl: Client>(
         &mut self,
         client: &mut Cl,
         c: &mut Conn<Cl::Conn>,
         (op, key, version): (OpKind, u64, u64),
-        intended: Instant,
+        (intended, sent): (Instant, Instant),
         now: Instant,
     ) {
         // A request belongs to the window it is sent in: one an overloaded
@@ -87,7 +89,7 @@ impl Worker<'_> {
             key,
             version,
             intended,
-            sent: now,
+            sent,
             measured,
         };
         self.tally.inflight += 1;
@@ -140,7 +142,7 @@ impl Worker<'_> {
         let (mut now, mut answered) = (now, 0);
         while self.has_room(client, c) && self.may_issue(c, now, now) {
             let before = self.tally.inflight;
-            self.issue(client, c, now, now);
+            self.issue(client, c, (now, now), now);
             if self.tally.inflight == before {
                 // Answered at once (a near cache): no reply will call for
                 // the next, so the loop comes back for it after a poll.
@@ -158,7 +160,9 @@ impl Worker<'_> {
     /// (the pacer's lead), as the pipeline allows, each counted with its
     /// send-time error, or as having waited for room when the pipeline was
     /// full at its time (queueing, not kvlab's timing). One sent early is
-    /// timed from `now`, one sent late from its intended time. Then keeps the
+    /// timed from its send, one sent late from its intended time, both on
+    /// the application's clock (the wire's less the folded half: when the
+    /// application wrote them, returned for the flush). Then keeps the
     /// worker's next wake-up no later than `c`'s next request, when `c` has
     /// room for it.
     pub(super) fn issue_due<Cl: Client>(
@@ -167,19 +171,28 @@ impl Worker<'_> {
         c: &mut Conn<Cl::Conn>,
         p: Pacer,
         now: Instant,
-    ) {
+    ) -> Instant {
         let horizon = now + p.lead;
+        // Not written before its pipeline had room.
+        let written = p.written(now).max(c.room_at);
+        if !p.fold.is_zero() {
+            // What a reply's handling wrote was written now, not as folded.
+            for s in 0..c.pipes.len() {
+                if let Some(at) = c.pipes[s].mark(now) {
+                    self.links.leaving(at, c.slot);
+                }
+            }
+        }
         while c.due <= horizon && self.has_room(client, c) && self.may_issue(c, c.due, now) {
             let measured = now >= self.timing.measure_start;
-            let intended = if c.due <= now {
+            if c.due <= now {
                 self.tally.sent_late(now - c.due, measured, c.held);
-                c.due
             } else {
                 self.tally.sent_early(c.due - now, measured);
-                now
-            };
+            }
             c.held = false;
-            self.issue(client, c, intended, now);
+            let intended = p.written(c.due).min(written);
+            self.issue(client, c, (intended, written), now);
             c.due += p.gap(&mut self.rng, c.due);
         }
         if !self.has_room(client, c) {
@@ -188,6 +201,7 @@ impl Worker<'_> {
         if self.has_room(client, c) && self.may_issue(c, c.due, c.due.max(now)) {
             self.queue_due(c);
         }
+        written
     }
 
     /// Puts `c`'s next request in the worker's queue of due times (once).
@@ -228,8 +242,8 @@ impl Worker<'_> {
             }
             c.queued = None;
             if c.ready() {
-                self.issue_due(client, c, p, now);
-                self.flush(client, c, now);
+                let written = self.issue_due(client, c, p, now);
+                self.flush_at(client, c, now, written);
                 // Each write takes a syscall: the next send's error is
                 // measured from when it really leaves.
                 now = Instant::now();
