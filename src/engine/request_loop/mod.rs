@@ -19,7 +19,7 @@
 //!   clock) and end (what was never sent, the sockets let go).
 //! - `conns`: opening, watching and closing a connection's sockets;
 //!   `churn`: their lives (`--conn-life`) and renewal; `burst`: a hot-key
-//!   burst's reads (`--hot-keys`).
+//!   burst's reads (`--hot-keys`); `marks`: the emulated links' instants.
 //! - `schedule`: whether a request may start, drawing it, refilling and pacing.
 //! - `replay`: trace replay's schedule (requests from the trace, at its times).
 //! - [`tally`]: counting outcomes and latency, the per-second hand-over.
