@@ -8,7 +8,7 @@
 mod common;
 
 use common::{managed_plan, measure, plan, server};
-use kvlab::plan::{CacheAside, CacheStart, Ratio, Stop, TargetKind, TargetSpec};
+use kvlab::plan::{CacheAside, CacheStart, Ratio, RunPlan, Stop, TargetKind, TargetSpec};
 use kvlab::results::RunResult;
 use kvlab::workload::{Arrivals, LinkDelay};
 
@@ -126,8 +126,9 @@ fn an_open_loop_keeps_its_rate_across_a_round_trip_and_reports_its_sends() {
     assert!(e.p50 < 200.0, "send error {e:?}");
 }
 
-#[test]
-fn a_cache_aside_hit_costs_one_round_trip_and_a_miss_three() {
+/// Cache-aside (invalidating writes, one in ten) in front of a managed
+/// PostgreSQL, 8 connections at pipeline 1, a round trip of 1 ms on each link.
+fn aside_over_links() -> RunPlan {
     let mut p = managed_plan(TargetKind::Postgres);
     p.cache = Some(CacheAside {
         cache: TargetKind::Redis.name().parse::<TargetSpec>().unwrap(),
@@ -138,24 +139,34 @@ fn a_cache_aside_hit_costs_one_round_trip_and_a_miss_three() {
     p.workload.ratio = Ratio { set: 1, get: 9 };
     p.load.pipeline = 1;
     p.load.connections = 8;
-    p.load.stop = Stop::Requests(4_000);
     p.load.rtt = rtt(1.0);
     p.load.cache_rtt = rtt(1.0);
+    p
+}
+
+/// Each step of `r`'s cache-aside (cache GET, database GET, cache fill)
+/// answered without error, at one round trip and the server's time.
+fn each_step_one_round_trip(r: &RunResult) {
+    let a = r.cache_aside.as_ref().expect("a cache-aside report");
+    for name in ["cache_get", "db_get", "cache_fill"] {
+        let l = &a.legs[name];
+        assert!(l.replies > 0 && l.errors == 0, "{name}: {l:?}");
+        let p50 = l.latency_us.p50;
+        assert!((1000.0..=1600.0).contains(&p50), "{name}: p50 {p50} µs");
+    }
+}
+
+#[test]
+fn a_cache_aside_hit_costs_one_round_trip_and_a_miss_three() {
+    let mut p = aside_over_links();
+    p.load.stop = Stop::Requests(4_000);
     let r = measure(&p);
     agrees(&r);
     let a = r.cache_aside.as_ref().expect("a cache-aside report");
     let cc = a.cache_counters.as_ref().expect("cache counters read");
     assert!(cc.agrees(), "{cc:?}");
-    let leg = |name: &str| {
-        let l = &a.legs[name];
-        assert!(l.replies > 0 && l.errors == 0, "{name}: {l:?}");
-        l.latency_us.p50
-    };
-    // Each step is one round trip (and the server's time) on its own link.
-    for name in ["cache_get", "db_get", "cache_fill"] {
-        let p50 = leg(name);
-        assert!((1000.0..=1600.0).contains(&p50), "{name}: p50 {p50} µs");
-    }
+    let leg = |name: &str| a.legs[name].latency_us.p50;
+    each_step_one_round_trip(&r);
     // Writes invalidate, so reads miss: a miss is three steps, a hit one.
     assert!(a.cache_misses > 0 && a.cache_hits > 0, "{a:?}");
     let hit = leg("cache_get");
@@ -202,30 +213,13 @@ fn an_open_loop_past_what_a_round_trip_allows_waits_for_room_and_crosses_the_lin
 /// application wrote it (the schedule's folded outbound half included).
 #[test]
 fn cache_aside_at_a_fixed_rate_costs_a_round_trip_per_step() {
-    let mut p = managed_plan(TargetKind::Postgres);
-    p.cache = Some(CacheAside {
-        cache: TargetKind::Redis.name().parse::<TargetSpec>().unwrap(),
-        policy: kvlab::plan::WritePolicy::Invalidate,
-        ttl_s: 0,
-        start: CacheStart::Warm,
-    });
-    p.workload.ratio = Ratio { set: 1, get: 9 };
-    p.load.pipeline = 1;
-    p.load.connections = 8;
+    let mut p = aside_over_links();
     p.load.rate = Some(1_000.0);
     p.load.stop = Stop::Duration(2.0);
     p.load.warmup_s = 0.5;
-    p.load.rtt = rtt(1.0);
-    p.load.cache_rtt = rtt(1.0);
     let r = measure(&p);
     agrees(&r);
-    let a = r.cache_aside.as_ref().expect("a cache-aside report");
-    for name in ["cache_get", "db_get", "cache_fill"] {
-        let l = &a.legs[name];
-        assert!(l.replies > 0 && l.errors == 0, "{name}: {l:?}");
-        let p50 = l.latency_us.p50;
-        assert!((1000.0..=1600.0).contains(&p50), "{name}: p50 {p50} µs");
-    }
+    each_step_one_round_trip(&r);
     assert!(
         r.latency.latency_us.p50 >= 1000.0,
         "{:?}",

@@ -135,8 +135,7 @@ impl Worker<'_> {
         c: &mut Conn<Cl::Conn>,
         seen: Instant,
     ) {
-        let now = seen;
-        if c.life.over(now) && self.renew(client, c, now) {
+        if c.life.over(seen) && self.renew(client, c, seen) {
             return;
         }
         if self.closed() {
@@ -144,7 +143,7 @@ impl Worker<'_> {
         } else if let Some(rp) = &self.replay {
             // A reply made room: a trace that waited for it goes on.
             if rp.blocked {
-                self.next_due = now;
+                self.next_due = seen;
             }
         } else if let Some(p) = self.pacer
             && !self.draining
