@@ -33,8 +33,8 @@ impl Worker<'_> {
             )
     }
 
-    /// Draws the next request of `c`, meant for `intended` and sent at
-    /// `sent` (the application's clock), takes it from the quotas, and hands
+    /// Draws the next request of `c`, `times` when it was meant for and when
+    /// sent (the application's clock), takes it from the quotas, and hands
     /// it to the client.
     #[inline]
     fn issue<Cl: Client>(
@@ -176,7 +176,8 @@ impl Worker<'_> {
         // Not written before its pipeline had room.
         let written = p.written(now).max(c.room_at);
         if !p.fold.is_zero() {
-            // What a reply's handling wrote was written now, not as folded.
+            // Bytes not yet timed (a reply's writes are timed as it is
+            // handled) were written now, not half a round trip before.
             for s in 0..c.pipes.len() {
                 if let Some(at) = c.pipes[s].mark(now) {
                     self.links.leaving(at, c.slot);
