@@ -88,7 +88,7 @@ pub fn planned(s: &Saved, dir: &Path, available: u64) -> Result<(Checked, RunPla
         );
     };
     let l = &s.decision.load;
-    let (keys, keys_why) = compare::keys(l.keys, l.value_size, available);
+    let (keys, keys_why) = compare::keys(l.keys, l.value_size, available, &s.ask.assumed.method);
     let base = super::carry::cache_base(&s.measured);
     let mb = compare::cache_mb(a.memory_mb, (s.measured.scaled.keys, keys), base);
     let mut ask = s.ask.clone();

@@ -11,6 +11,7 @@ use super::measure::AsideRun;
 use super::size::{self, Shape};
 use crate::results::RunResult;
 use crate::results::check::{Compared, Figure, Outcome, Server, Tolerance, Tolerances, Verdict};
+use crate::results::decide::assumptions::Method;
 use crate::results::decide::{ServerSize, bytes};
 use crate::results::stats::num;
 use crate::results::usage::Role;
@@ -23,26 +24,21 @@ pub const TOLERANCES: Tolerances = Tolerances {
     cpu_share: size::MODEL_TOLERANCE,
 };
 
-/// Bytes a key takes in memory at `value_size`, as the decision's copy
-/// counts it.
-fn per_key(value_size: usize) -> u64 {
-    value_size as u64 + 120
-}
-
 /// The keys a check runs at, and why: the stated keys where their data
-/// fits a quarter of the `available` memory (the decision's memory rule for
-/// its copy, without its cap on the run's length), else as many as do.
-pub fn keys(stated: u64, value_size: usize, available: u64) -> (u64, String) {
-    let per_key = per_key(value_size);
-    let fit = (available / 4 / per_key).max(1000);
+/// fits the decision's share of the `available` memory (its memory rule for
+/// its copy, `m`, without its cap on the run's length), else as many as do.
+pub fn keys(stated: u64, value_size: usize, available: u64, m: &Method) -> (u64, String) {
+    let per_key = value_size as u64 + m.key_overhead_bytes;
+    let fit = ((available as f64 * m.copy_memory_share) as u64 / per_key).max(1000);
     match stated <= fit {
         true => (stated, "the stated keys".into()),
         false => (
             fit,
             format!(
-                "{} of the stated {} keys: the most whose data ({per_key} B a key) fits a quarter of this machine's available memory ({})",
+                "{} of the stated {} keys: the most whose data ({per_key} B a key) fits {}% of this machine's available memory ({})",
                 num(fit as f64),
                 num(stated as f64),
+                m.copy_memory_share * 100.0,
                 bytes(available)
             ),
         ),
@@ -305,6 +301,7 @@ pub fn verdict(figures: &[Compared]) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::decide::KVLAB;
 
     fn server(role: Role, product: &str) -> Server {
         Server {
@@ -489,9 +486,9 @@ mod tests {
     #[test]
     fn a_check_runs_the_stated_keys_where_they_fit_and_scales_the_cache_per_key() {
         let gib = 1u64 << 30;
-        assert_eq!(keys(1_000_000, 1024, 8 * gib).0, 1_000_000);
+        assert_eq!(keys(1_000_000, 1024, 8 * gib, &KVLAB.method).0, 1_000_000);
         // 2 GiB available: as many keys of 1,144 B as a quarter holds.
-        let (k, why) = keys(1_000_000, 1024, 2 * gib);
+        let (k, why) = keys(1_000_000, 1024, 2 * gib, &KVLAB.method);
         assert_eq!(k, (gib / 2) / 1144);
         assert!(why.contains("of the stated 1,000,000 keys"), "{why}");
         assert_eq!(cache_mb(Some(10), (20_000, 40_000), 0.0), Some(20));
