@@ -44,12 +44,13 @@ pub fn evaluate(ask: &Ask, m: &Measured, model: &Model, end: End) -> Evaluated {
     }
     let aside = rows::with_loss(aside, loss.as_ref(), &db, ask.load.rps);
     let keep = ask.assumed.policy.keep_saving;
-    let answer = rule::answer(Some(&db), Some(&aside), Some(&cache), keep);
+    let mut answer = rule::answer(Some(&db), Some(&aside), Some(&cache), keep);
     let others: Vec<Architecture> = m
         .others
         .iter()
         .map(|o| others::row(ask, o, per_key, (&at, m.db.bytes)))
         .collect();
+    rule::beside(&mut answer, &others);
     let (before, after) = others.split_at(others.len().min(1));
     let rows = [
         vec![db],

@@ -97,6 +97,33 @@ pub fn answer(
     }
 }
 
+/// Where neither the database alone nor cache-aside meets the goal (the
+/// answer the cache alone, or none), the rows beside the answer that do,
+/// each with its size, named after `because`: a durable architecture that
+/// meets the goal with a near cache or a replica is not left to the table.
+pub fn beside(answer: &mut Answer, others: &[Architecture]) {
+    if !matches!(answer.answer, Verdict::CacheOnly | Verdict::CannotMeet) {
+        return;
+    }
+    let met: Vec<String> = others
+        .iter()
+        .filter(|o| o.within_goal)
+        .map(|o| format!("{} ({}) with {}", o.name, o.product, size(o)))
+        .collect();
+    if met.is_empty() {
+        return;
+    }
+    answer.because = format!(
+        "{}; beside the answer, {} {} the goal with a database behind it (see its row for what it reads stale)",
+        answer.because,
+        met.join(", and "),
+        match met.len() {
+            1 => "meets",
+            _ => "meet",
+        }
+    );
+}
+
 /// Cache-aside kept where it pays: at `share` percent of the database
 /// alone's cost.
 fn kept(d: &Architecture, a: &Architecture, share: f64) -> Answer {
@@ -247,6 +274,34 @@ mod tests {
             "{}",
             none.because
         );
+    }
+
+    #[test]
+    fn a_row_beside_that_meets_the_goal_is_named_where_the_answer_has_no_database() {
+        let d = row(ArchName::Database, false, 10.0, 100.0);
+        let a = row(ArchName::CacheAside, false, 4.0, 50.0);
+        let near = row(ArchName::DatabaseNear, true, 2.0, 40.0);
+        let far = row(ArchName::DatabaseReplicas, false, 2.0, 40.0);
+        for cache in [true, false] {
+            let c = row(ArchName::Cache, cache, 2.0, 50.0);
+            let mut x = answer(Some(&d), Some(&a), Some(&c), KEEP);
+            beside(&mut x, &[far.clone(), near.clone()]);
+            assert!(
+                x.because
+                    .ends_with("beside the answer, database-near (database-near) with 2.00 cores on 1 machine(s) (40 a month) meets the goal with a database behind it (see its row for what it reads stale)"),
+                "{}",
+                x.because
+            );
+        }
+        let mut kept = answer(
+            Some(&row(ArchName::Database, true, 10.0, 100.0)),
+            Some(&a),
+            None,
+            KEEP,
+        );
+        let before = kept.because.clone();
+        beside(&mut kept, &[near]);
+        assert_eq!(kept.because, before);
     }
 
     #[test]
