@@ -333,6 +333,7 @@ if [ "${BENCH_METRICS:-1}" = 1 ]; then
   ( while :; do curl -s "127.0.0.1:$MP/metrics" > /dev/null || true; sleep 1; done ) &
   SCRAPER=$!
   "$KVLAB" run --target "$REDIS" --keys "$KEYS" --requests 1 --warmup 0 > /dev/null 2>&1
+  memtier_fill "$PORT" redis
   for round in $(seq "$ROUNDS"); do
     echo "bench: round $round, redis with and without --metrics (scraped every second)"
     kvlab_rec kvlab-metrics-off 1 "$N1" "$REDIS" --keys "$KEYS"
@@ -462,7 +463,10 @@ fi
 # loop on IO_CONNS (10,000) connections; the half rate also with
 # --send-slack 0 (each request within 20 µs of its time). Each of these also
 # gives its wake-ups and context switches per request, its send slack and its
-# p99 send error (the table "what waiting cost").
+# p99 send error (the table "what waiting cost"). With memtier_benchmark, the
+# half rate again as whole-process CPU per request beside memtier's closed
+# loop and memtier --rate-limiting at the same rate (rows io-kvlab-rate-half,
+# io-memtier-closed, io-memtier-rate-half).
 if [ "${BENCH_IO:-1}" = 1 ]; then
   REDIS=${REDIS:-$(serve redis)}
   RATE=${RATE:-20000}
@@ -511,6 +515,17 @@ if [ "${BENCH_IO:-1}" = 1 ]; then
       half=$(awk '/^  throughput/ { r = $2; gsub(",", "", r); print int(r / 2); exit }' "$WORK/last.out")
       win "io-$io-win-rate-half" --io "$io" --rate "$half"
       win "io-$io-win-rate-half-exact" --io "$io" --rate "$half" --send-slack 0
+      if [ -n "$MEMTIER" ] && [ "$io" = uring ]; then
+        # The same half rate, whole-process CPU per request, beside
+        # memtier_benchmark's closed loop and its --rate-limiting at that rate
+        # (each connection paced evenly; kvlab's arrivals are Poisson).
+        per=$((half * ${IO_SECS:-5} / 50))
+        record io-kvlab-rate-half 1 $((per * 50)) "$(cpu_of kvlab_run "$REDIS" 1 $((per * 50)) --keys "$KEYS" --rate "$half")"
+        mt=("$MEMTIER" -p "$PORT" --protocol=redis --ratio=0:1 --key-pattern=R:R --distinct-client-seed
+          --key-maximum="$KEYS" -d 256 -c 50 -t 1 -n "$per" --hide-histogram)
+        record io-memtier-closed 1 $((per * 50)) "$(cpu_of "${mt[@]}")"
+        record io-memtier-rate-half 1 $((per * 50)) "$(cpu_of "${mt[@]}" --rate-limiting=$((half / 50)))"
+      fi
       win "io-$io-win-rate20k" --io "$io" --rate "$RATE"
       CONNS=200 win "io-$io-win-rate20k-c200" --io "$io" --rate "$RATE"
       CONNS=200 win "io-$io-win-rate20k-rtt1" --io "$io" --rate "$RATE" --rtt 1
