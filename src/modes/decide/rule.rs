@@ -108,19 +108,30 @@ pub fn beside(answer: &mut Answer, others: &[Architecture]) {
     let met: Vec<String> = others
         .iter()
         .filter(|o| o.within_goal)
-        .map(|o| format!("{} ({}) with {}", o.name, o.product, size(o)))
+        .map(|o| {
+            let stale = o
+                .stale_reads_per_million
+                .map(|s| {
+                    format!(
+                        ", {} stale reads per million",
+                        crate::results::stats::num(s)
+                    )
+                })
+                .unwrap_or_default();
+            format!("{} ({}) with {}{stale}", o.name, o.product, size(o))
+        })
         .collect();
     if met.is_empty() {
         return;
     }
     answer.because = format!(
-        "{}; beside the answer, {} {} the goal with a database behind it (see its row for what it reads stale)",
+        "{}; beside the answer, with a database behind it, {} the goal: {}",
         answer.because,
-        met.join(", and "),
         match met.len() {
-            1 => "meets",
-            _ => "meet",
-        }
+            1 => "this meets",
+            _ => "these meet",
+        },
+        met.join("; ")
     );
 }
 
@@ -280,7 +291,8 @@ mod tests {
     fn a_row_beside_that_meets_the_goal_is_named_where_the_answer_has_no_database() {
         let d = row(ArchName::Database, false, 10.0, 100.0);
         let a = row(ArchName::CacheAside, false, 4.0, 50.0);
-        let near = row(ArchName::DatabaseNear, true, 2.0, 40.0);
+        let mut near = row(ArchName::DatabaseNear, true, 2.0, 40.0);
+        near.stale_reads_per_million = Some(140_032.7);
         let far = row(ArchName::DatabaseReplicas, false, 2.0, 40.0);
         for cache in [true, false] {
             let c = row(ArchName::Cache, cache, 2.0, 50.0);
@@ -288,7 +300,7 @@ mod tests {
             beside(&mut x, &[far.clone(), near.clone()]);
             assert!(
                 x.because
-                    .ends_with("beside the answer, database-near (database-near) with 2.00 cores on 1 machine(s) (40 a month) meets the goal with a database behind it (see its row for what it reads stale)"),
+                    .ends_with("; beside the answer, with a database behind it, this meets the goal: database-near (database-near) with 2.00 cores on 1 machine(s) (40 a month), 140,033 stale reads per million"),
                 "{}",
                 x.because
             );
