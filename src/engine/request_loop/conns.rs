@@ -92,7 +92,7 @@ impl Worker<'_> {
             c.pipes[s].backlog = true;
             self.backlog.push((c.slot, s));
         }
-        self.after_replies(client, c, now);
+        self.after_replies(client, c, now, false);
     }
 
     /// Reads the sockets a pass left with more to read (each a bounded
@@ -128,18 +128,27 @@ impl Worker<'_> {
 
     /// After replies were handled, the application seeing them at `seen`:
     /// the closed loop refills, a replay blocked on a full pipeline goes on,
-    /// the open loop sends what is due.
+    /// the open loop sends what is due (`linked`: they came through an
+    /// emulated link, at `seen`).
     fn after_replies<Cl: Client>(
         &mut self,
         client: &mut Cl,
         c: &mut Conn<Cl::Conn>,
         seen: Instant,
+        linked: bool,
     ) {
         if c.life.over(seen) && self.renew(client, c, seen) {
             return;
         }
         if self.closed() {
-            self.refill_and_flush(client, c, Instant::now());
+            // Replies that came through an emulated link were seen at their
+            // instant: the application wrote its next requests then, and the
+            // link's outbound half absorbs the loop's own lateness (as a
+            // paced connection's room does); else they are written now.
+            let now = Instant::now();
+            let at = if linked { seen } else { now };
+            self.refill(client, c, at);
+            self.flush_at(client, c, now, at);
         } else if let Some(rp) = &self.replay {
             // A reply made room: a trace that waited for it goes on.
             if rp.blocked {
@@ -226,7 +235,7 @@ impl Worker<'_> {
                     }
                 }
             }
-            self.after_replies(client, c, seen.unwrap_or(now));
+            self.after_replies(client, c, seen.unwrap_or(now), seen.is_some());
             self.flush(client, c, now);
         }
         self.links.done(due);
