@@ -98,6 +98,11 @@ pub struct WorkingSet {
     /// `settle`: the hit ratio of each second of that warming.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub settle_curve: Vec<f64>,
+    /// `settle`: the seconds of each mean compared, the last against the
+    /// ones before, to say its hit ratio held still (as long as the measured
+    /// run, 1 to 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle_window_s: Option<usize>,
     /// `settle`: how the cache reached its steady state before the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady: Option<Steady>,

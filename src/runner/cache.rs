@@ -28,6 +28,8 @@ pub struct Settled {
     pub after_s: Option<f64>,
     /// The hit ratio of each second of the settling.
     pub curve: Vec<f64>,
+    /// The seconds of each mean it compared (`None`: no settling ran).
+    pub window_s: Option<usize>,
     /// Keys kvlab wrote into it first, coldest first.
     pub filled: Option<u64>,
     /// Keys it evicted while the workload settled it.
@@ -264,6 +266,7 @@ impl Cache {
             evictions: evictions(&memory),
             settled_after_s: settled.after_s,
             settle_curve: settled.curve.clone(),
+            settle_window_s: settled.window_s,
             steady: settled.steady,
             filled_keys: settled.filled,
             settle_evictions: settled.evictions,

@@ -31,8 +31,9 @@ impl Cache {
     /// then runs the workload, drawn from `seed`, unmeasured (at full speed
     /// unless keys expire), until the cache
     /// has turned over (evicted as many keys as it held), is still evicting
-    /// and its hit ratio holds still (the mean of the last 3 seconds within
-    /// half a point of the 3 before); at most [`SETTLE_MAX_S`] seconds.
+    /// and its hit ratio holds still (the mean of the last [`window_s`]
+    /// seconds within half a point of the same before); at most
+    /// [`SETTLE_MAX_S`] seconds.
     pub fn settle(
         &self,
         db: &Spec,
@@ -68,6 +69,7 @@ impl Cache {
         let mut obs = Settling {
             stop: &stop,
             shutdown,
+            window: window_s(&db.stop),
             ratios: Vec::new(),
             settled: None,
             progress: Progress::spinner("settle", opts.progress),
@@ -104,6 +106,7 @@ impl Cache {
             steady: Some(steady),
             after_s: obs.settled,
             curve: obs.ratios,
+            window_s: Some(obs.window),
             filled,
             evictions,
             seed: Some(seed),
@@ -164,11 +167,23 @@ impl Cache {
 /// The longest a settling start warms the cache, seconds.
 pub const SETTLE_MAX_S: f64 = 120.0;
 
+/// The seconds of each mean a settling compares: as long as the measured
+/// run (its hit ratio is the mean over that run), 1 to 3; 3 for a run of a
+/// number of requests.
+pub fn window_s(measured: &crate::workload::Stop) -> usize {
+    match *measured {
+        crate::workload::Stop::Duration(d) => d.round().clamp(1.0, 3.0) as usize,
+        crate::workload::Stop::Requests(_) => 3,
+    }
+}
+
 /// The observer of a settling start: stops the load once the cache has
 /// turned over, is still evicting and its hit ratio holds still.
 struct Settling<'a> {
     stop: &'a AtomicBool,
     shutdown: &'a AtomicBool,
+    /// The seconds of each mean compared ([`window_s`]).
+    window: usize,
     ratios: Vec<f64>,
     settled: Option<f64>,
     progress: Progress,
@@ -199,7 +214,8 @@ impl Observer for Settling<'_> {
             self.evicted.last().copied().unwrap_or(0)
         ));
         let held = self.start.map(|m| m.items);
-        if self.settled.is_none() && settled(r) && steady(&self.evicted, held) {
+        let w = self.window;
+        if self.settled.is_none() && settled(r, w) && steady(&self.evicted, held, w) {
             self.settled = Some(beat.elapsed.as_secs_f64());
             self.stop.store(true, Ordering::SeqCst);
         }
@@ -211,27 +227,27 @@ impl Observer for Settling<'_> {
 
 /// Whether a cache that held `held` items when the settling began is at its
 /// policy's steady state by its evictions since then (`evicted`, at the end of
-/// each second): it evicted in the last 3 seconds (it is full), and as many
-/// keys as it held (every key the fill left that the workload did not read
-/// since is gone: what it holds is the workload's own). A cache that does not
-/// report its memory cannot tell: true.
-fn steady(evicted: &[u64], held: Option<u64>) -> bool {
+/// each second): it evicted in the last `w` seconds (it is full), and as
+/// many keys as it held (every key the fill left that the workload did not
+/// read since is gone: what it holds is the workload's own). A cache that
+/// does not report its memory cannot tell: true.
+fn steady(evicted: &[u64], held: Option<u64>, w: usize) -> bool {
     let (Some(held), Some(&last)) = (held, evicted.last()) else {
         return held.is_none();
     };
-    let before = evicted.len().checked_sub(4).map_or(0, |i| evicted[i]);
+    let before = evicted.len().checked_sub(w + 1).map_or(0, |i| evicted[i]);
     last > before && last >= held
 }
 
-/// Whether a hit ratio has settled: the mean of the last 3 seconds within half
-/// a point of the mean of the 3 before.
-fn settled(ratios: &[f64]) -> bool {
+/// Whether a hit ratio has settled: the mean of the last `w` seconds within
+/// half a point of the mean of the `w` before.
+fn settled(ratios: &[f64], w: usize) -> bool {
     let n = ratios.len();
-    if n < 6 {
+    if n < 2 * w {
         return false;
     }
     let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
-    (mean(&ratios[n - 3..]) - mean(&ratios[n - 6..n - 3])).abs() <= 0.005
+    (mean(&ratios[n - w..]) - mean(&ratios[n - 2 * w..n - w])).abs() <= 0.005
 }
 
 #[cfg(test)]
@@ -241,10 +257,36 @@ mod tests {
     #[test]
     fn a_hit_ratio_settles_when_it_stops_rising() {
         let rising = [0.1, 0.3, 0.45, 0.55, 0.62, 0.67];
-        assert!(!settled(&rising));
-        assert!(settled(&[
-            0.6, 0.7, 0.75, 0.80, 0.801, 0.80, 0.802, 0.80, 0.803
-        ]));
-        assert!(!settled(&[0.8; 5]));
+        assert!(!settled(&rising, 3));
+        assert!(!settled(&rising, 1));
+        assert!(settled(
+            &[0.6, 0.7, 0.75, 0.80, 0.801, 0.80, 0.802, 0.80, 0.803],
+            3
+        ));
+        assert!(!settled(&[0.8; 5], 3));
+        assert!(settled(&[0.5, 0.8, 0.802], 1));
+        assert!(!settled(&[0.8], 1));
+    }
+
+    #[test]
+    fn the_means_compared_are_as_long_as_the_measured_run() {
+        use crate::workload::Stop;
+        assert_eq!(window_s(&Stop::Duration(1.0)), 1);
+        assert_eq!(window_s(&Stop::Duration(0.2)), 1);
+        assert_eq!(window_s(&Stop::Duration(2.4)), 2);
+        assert_eq!(window_s(&Stop::Duration(60.0)), 3);
+        assert_eq!(window_s(&Stop::Requests(1000)), 3);
+    }
+
+    #[test]
+    fn a_full_cache_is_steady_once_it_evicted_within_the_window_and_turned_over() {
+        // Evictions at the end of each second since the settling began.
+        let evicted = [0, 50, 100, 100, 100];
+        // It evicted 2 seconds ago: within 3, not within 1.
+        assert!(steady(&evicted, Some(100), 3));
+        assert!(!steady(&evicted, Some(100), 1));
+        assert!(steady(&[0, 50, 100, 150], Some(100), 1));
+        assert!(!steady(&[0, 50, 90], Some(100), 1));
+        assert!(steady(&[], None, 1));
     }
 }

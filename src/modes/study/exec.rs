@@ -526,14 +526,15 @@ fn start_s(t: &crate::plan::TargetSpec) -> f64 {
     server + if t.pooler.is_some() { 0.5 } else { 0.0 }
 }
 
-/// Seconds a settling cache of `plan` warms: two 3-second means to compare,
-/// and 1.5 times the time its requests take to go over every key once (at
+/// Seconds a settling cache of `plan` warms: two means to compare (as long
+/// as its run, 1 to 3 s each), and 1.5 times the time its requests take to go over every key once (at
 /// `rate`, else 10,000 a second), at most [`SETTLE_MAX_S`]. The built-in
 /// cache-size study settled in 6 to 35 s, 13 s on average (counted: 15 s);
 /// cache-failure in 27 s (counted: 25 s).
 fn settle_s(plan: &crate::plan::RunPlan) -> f64 {
     let rate = plan.load.rate.unwrap_or(REQUESTS_PER_S);
-    (6.0 + 1.5 * plan.workload.keys as f64 / rate).min(SETTLE_MAX_S)
+    let means = 2.0 * crate::runner::settle::window_s(&plan.load.stop) as f64;
+    (means + 1.5 * plan.workload.keys as f64 / rate).min(SETTLE_MAX_S)
 }
 
 /// Seconds loading `plan`'s keys takes, counted conservatively.
