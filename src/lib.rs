@@ -32,6 +32,7 @@ pub mod engine;
 pub mod error;
 pub mod modes;
 pub mod plan;
+pub mod pricing;
 pub mod products;
 pub mod report;
 pub mod results;

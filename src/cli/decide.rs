@@ -85,17 +85,41 @@ pub struct DecideArgs {
     /// id: what `--from` changes of the saved load.
     #[arg(skip)]
     pub given: Vec<String>,
-    /// Cores of one production machine.
+    /// Where the servers run and how they are priced: aws-managed (RDS and
+    /// ElastiCache), aws-vms (EC2), gcp-managed (Cloud SQL and Memorystore),
+    /// gcp-vms, azure-vms, managed or vms (of the --prices catalog), or own
+    /// (--machine-cores and --price-*, no catalog) [default: aws-managed;
+    /// own where a --machine-* or --price-* flag is given].
+    #[arg(long, value_name = "NAME")]
+    pub deploy: Option<String>,
+    /// A price catalog in kvlab's format (see `kvlab prices`): a team's
+    /// negotiated prices or another region, for --deploy's shapes.
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
+    /// Price a managed database with a standby in another zone (Multi-AZ,
+    /// Cloud SQL HA): its instance and storage times the catalog's factor.
+    #[arg(long)]
+    pub multi_az: bool,
+    /// Weigh cache-aside with its database sized to carry the whole load
+    /// while a lost cache warms (default: as sized for its steady load, the
+    /// other said beside it).
+    #[arg(long)]
+    pub survive_cache_loss: bool,
+    /// Cores of one production machine (--deploy own).
     #[arg(long, default_value_t = KVLAB.policy.machine_cores, value_name = "N")]
     pub machine_cores: f64,
-    /// Memory of one production machine, GiB.
+    /// Memory of one production machine, GiB (--deploy own).
     #[arg(long, default_value_t = KVLAB.policy.machine_gib, value_name = "GIB")]
     pub machine_gib: f64,
-    /// Keep the cache where both meet the goal only if it saves machines and
-    /// at least this share of the database alone's monthly cost, percent
+    /// Keep the cache where both meet the goal only if it saves at least
+    /// this share of the database alone's monthly cost, percent
     /// [default: 10].
     #[arg(long, value_name = "PCT")]
     pub keep_saving: Option<f64>,
+    /// Keep the cache where both meet the goal only if it also saves at
+    /// least this much a month, in the prices' currency [default: 0].
+    #[arg(long, value_name = "AMOUNT")]
+    pub keep_saving_month: Option<f64>,
     /// Price of a core for an hour [default: 0.04, an example].
     #[arg(long, value_name = "PRICE")]
     pub price_core_hour: Option<f64>,

@@ -91,13 +91,17 @@ fn from(args: &DecideArgs, dir: &std::path::Path) -> Result<Decided> {
     let (mut ask, mut measured) = decide::saved::load(dir)?;
     let change = from_saved::change(args, &ask)?;
     decide::again::apply(&mut ask, &mut measured, change)?;
+    let stated = ask::assumed(args)?.policy;
     if args.keep_saving.is_some() {
-        ask.assumed.policy = ask::assumed(args)?.policy;
+        ask.assumed.policy.keep_saving = stated.keep_saving;
+    }
+    if args.keep_saving_month.is_some() {
+        ask.assumed.policy.keep_saving_month = stated.keep_saving_month;
     }
     let out = args.out.clone().unwrap_or_else(|| dir.to_path_buf());
     make_dir(&out)?;
     Say::beside(json.as_deref()).text(&format!(
-        "kvlab decide: recomputed from the measurements saved in {} (nothing run): --from may change the load and the policy (prices, machines, --keep-saving), not how kvlab measured (decision.json's assumptions.method)\n",
+        "kvlab decide: recomputed from the measurements saved in {} (nothing run): --from may change the load and the policy (the deployment, prices, machines, --keep-saving), not how kvlab measured (decision.json's assumptions.method)\n",
         dir.display()
     ));
     Ok(Decided {
@@ -199,6 +203,7 @@ pub fn exec_study(
 
 mod ask;
 mod check;
+mod deployed;
 mod from_saved;
 mod observed;
 mod study;

@@ -44,6 +44,7 @@ pub fn decision(ask: &Ask, m: &Measured) -> Decision {
         given_by_url: ask.plan.target.external.is_some() || ask.cache.cache.external.is_some(),
         check,
         ttl,
+        cpu: measured_cpu(m),
     }
     .said();
     Decision {
@@ -61,6 +62,12 @@ pub fn decision(ask: &Ask, m: &Measured) -> Decision {
         assumptions: ask.assumed,
         decision: answer,
     }
+}
+
+/// The CPU model of the machine that measured, from the database's search.
+fn measured_cpu(m: &Measured) -> Option<&str> {
+    let step = m.db.capacity.steps.first()?;
+    step.result.host.machine.as_ref().map(|x| x.cpu.as_str())
 }
 
 /// A row's range from its figures at the low end, as measured, and at the

@@ -43,14 +43,19 @@ pub fn evaluate(ask: &Ask, m: &Measured, model: &Model, end: End) -> Evaluated {
         l.database_alone_carries = db.within_goal;
     }
     let aside = rows::with_loss(aside, loss.as_ref(), &db, ask.load.rps);
-    let keep = ask.assumed.policy.keep_saving;
-    let mut answer = rule::answer(Some(&db), Some(&aside), Some(&cache), keep);
+    let p = &ask.assumed.policy;
+    let w = rule::Weigh {
+        keep_saving: p.keep_saving,
+        keep_saving_month: p.keep_saving_month,
+        currency: &ask.load.currency,
+    };
+    let mut answer = rule::answer(Some(&db), Some(&aside), Some(&cache), &w);
     let others: Vec<Architecture> = m
         .others
         .iter()
         .map(|o| others::row(ask, o, per_key, (&at, m.db.bytes)))
         .collect();
-    rule::beside(&mut answer, &others);
+    rule::beside(&mut answer, &others, &w);
     let (before, after) = others.split_at(others.len().min(1));
     let rows = [
         vec![db],

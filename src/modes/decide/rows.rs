@@ -7,7 +7,7 @@ use super::Ask;
 use super::cpu::CpuCurves;
 use super::measure::{Measured, Searched, mb_name};
 use super::size::{self, Check, Memory, PerCore, Shape};
-use crate::results::decide::{ArchName, Architecture, CacheLoss, ServerSize, bytes, price};
+use crate::results::decide::{ArchName, Architecture, CacheLoss, ServerSize, bytes};
 use crate::results::stats::num;
 
 /// The figures a row is sized with at one end of its ranges (see
@@ -33,7 +33,8 @@ pub(super) struct At {
 /// Sizes `row` by the one method: its `servers` (see [`size`]), their
 /// cores and memory summed, their whole machines and cost.
 pub(super) fn size(ask: &Ask, row: &mut Architecture, mut servers: Vec<ServerSize>) {
-    let priced = price(&ask.load, &mut servers);
+    let hours = ask.assumed.policy.hours_per_month;
+    let priced = crate::pricing::price(&ask.load, hours, &mut servers);
     row.server_cores = servers.iter().map(|s| s.cores).sum();
     row.memory_bytes = servers.iter().map(|s| s.memory_bytes).sum();
     row.machines = priced.map(|p| p.0);

@@ -147,6 +147,8 @@ pub fn servers(
                 memory_bytes: mem,
                 machines: None,
                 monthly_cost: None,
+                placed: None,
+                unpriced: None,
                 predicted_cores_at_run: at.predicted,
                 predicted_range_at_run: at.range,
                 measured_cores_at_run: at.measured,

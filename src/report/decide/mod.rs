@@ -13,16 +13,11 @@ use std::fmt::Write as _;
 
 use crate::report::table::Table;
 use crate::results::check::Check;
+use crate::results::decide::bill::Placed;
 use crate::results::decide::{Architecture, CurvePoint, Decision, bytes};
 use crate::results::stats::num;
 
-/// A cost as said: whole units, cents below 10.
-fn money(c: f64) -> String {
-    match c < 10.0 {
-        true => format!("{c:.2}"),
-        false => num(c.round()),
-    }
-}
+use crate::results::decide::bill::money;
 
 /// Bytes as said; `-` when not known.
 fn gib(b: Option<u64>) -> String {
@@ -66,7 +61,7 @@ fn cells(a: &Architecture) -> Vec<String> {
         a.product.clone(),
         opt(a.server_cores, |c| format!("{c:.2}")),
         gib(a.memory_bytes),
-        a.machines.map_or("-".into(), |m| m.to_string()),
+        shapes(a).unwrap_or_else(|| a.machines.map_or("-".into(), |m| m.to_string())),
         opt(a.monthly_cost, money),
         opt(a.p99_ms, |p| format!("{} ms", num(p))),
         match (a.within_goal, &a.why_not) {
@@ -80,6 +75,47 @@ fn cells(a: &Architecture) -> Vec<String> {
         range_cell(a),
         a.measured_from.clone(),
     ]
+}
+
+/// A row's shapes on a catalogued deployment: `db.t4g.medium x1 +
+/// cache.t4g.small x1` (`None`: own machines, or a server not placed).
+fn shapes(a: &Architecture) -> Option<String> {
+    let placed: Vec<&Placed> = a
+        .servers
+        .iter()
+        .map(|s| s.placed.as_ref())
+        .collect::<Option<_>>()?;
+    (!placed.is_empty()).then(|| {
+        placed
+            .iter()
+            .map(|p| p.said())
+            .collect::<Vec<_>>()
+            .join(" + ")
+    })
+}
+
+/// The prices used that are over a year old on the day they were priced,
+/// as one note (`None`: none).
+fn old_prices(d: &Decision) -> Option<String> {
+    let mut old: Vec<(String, String)> = d
+        .architectures
+        .iter()
+        .flat_map(|a| &a.servers)
+        .filter_map(|s| s.placed.as_ref().filter(|p| p.old))
+        .map(|p| (p.shape.clone(), p.price_date.clone()))
+        .collect();
+    old.sort();
+    old.dedup();
+    (!old.is_empty()).then(|| {
+        format!(
+            "prices over a year old on {} were used ({}): a current list price may differ; give yours with --prices FILE (kvlab prices shows the catalog's sources)",
+            d.load.deployment.priced_on,
+            old.iter()
+                .map(|(s, date)| format!("{s} of {date}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
 }
 
 /// A row's range: cores and monthly cost low–high (`-`: none).
@@ -119,6 +155,13 @@ const HEAD: [&str; 13] = [
 /// The prices, named once: as given, or kvlab's examples and how to give
 /// them.
 fn prices_said(d: &Decision) -> String {
+    if d.load.deployment.catalogued() {
+        return format!(
+            "{}, list prices on demand: {}",
+            d.load.currency,
+            d.load.deployment.said()
+        );
+    }
     match d.load.example_prices {
         true => format!(
             "{}; example prices: give --price-machine-month or --price-core-hour and --price-gib-hour",
@@ -171,15 +214,26 @@ pub fn text(d: &Decision) -> String {
         );
     }
     let _ = writeln!(s, "Prices: {}.\n", prices_said(d));
-    for b in &d.host_busy {
+    for b in d.host_busy.iter().cloned().chain(old_prices(d)) {
         let _ = writeln!(s, "NOTE: {b}.");
     }
     for a in &d.architectures {
         let c = cells(a);
         let _ = writeln!(
             s,
-            "  {:<17} {} — {} cores, {}, {} machine(s), {} {} a month; p99 {}; within the goal: {}",
-            c[0], c[1], c[2], c[3], c[4], c[5], d.load.currency, c[6], c[7]
+            "  {:<17} {} — {} cores, {}, {} {} {} a month; p99 {}; within the goal: {}",
+            c[0],
+            c[1],
+            c[2],
+            c[3],
+            match shapes(a) {
+                Some(x) => format!("{x} ="),
+                None => format!("{} machine(s),", c[4]),
+            },
+            c[5],
+            d.load.currency,
+            c[6],
+            c[7]
         );
         if a.range.is_some() {
             let _ = writeln!(s, "               range: {}", c[11]);
@@ -237,9 +291,17 @@ fn servers_line(d: &Decision, a: &Architecture) -> String {
                 num(x.ops_per_s),
                 opt(x.ops_per_core, num),
                 opt(x.cores, |c| format!("{c:.2}")),
-                match (x.machines, x.monthly_cost) {
-                    (Some(m), Some(c)) =>
+                match (&x.placed, x.machines, x.monthly_cost, &x.unpriced) {
+                    (Some(p), ..) => format!(
+                        " → {}, {} {} a month ({})",
+                        p.said(),
+                        money(p.monthly),
+                        d.load.currency,
+                        p.why
+                    ),
+                    (None, Some(m), Some(c), _) =>
                         format!(", {m} machine(s), {} {}", money(c), d.load.currency),
+                    (None, _, _, Some(why)) => format!(", not priced: {why}"),
                     _ => String::new(),
                 }
             )
@@ -277,8 +339,8 @@ pub fn html(d: &Decision, check: Option<&Check>) -> String {
         s.push_str("<li>The answer holds from a hundredth to a hundred times the stated rate, a tenth to ten times the keys, and from 0 to 90% writes.</li>");
     }
     s.push_str("</ul>");
-    for b in &d.host_busy {
-        let _ = write!(s, "<p><b>Note:</b> {}.</p>", esc(b));
+    for b in d.host_busy.iter().cloned().chain(old_prices(d)) {
+        let _ = write!(s, "<p><b>Note:</b> {}.</p>", esc(&b));
     }
     if let Some(c) = check {
         s.push_str(&check::section(c));

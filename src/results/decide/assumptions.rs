@@ -42,6 +42,20 @@ pub struct Policy {
     /// The round trip to each server kvlab starts where none is given: one
     /// hop within a zone, ms.
     pub same_zone_rtt_ms: f64,
+    /// The least saving a month, in the prices' currency, for cache-aside to
+    /// be kept where both meet the goal (`--keep-saving-month`).
+    #[serde(default)]
+    pub keep_saving_month: f64,
+    /// The share of a virtual machine's or a managed database's memory not
+    /// for the data (the system, connections, the server's own): a shape
+    /// holds a server whose data fits the rest.
+    #[serde(default = "machine_reserve")]
+    pub machine_reserve: f64,
+}
+
+/// [`Policy::machine_reserve`] of a decision saved before it was written.
+fn machine_reserve() -> f64 {
+    KVLAB.policy.machine_reserve
 }
 
 /// How kvlab measures a decision.
@@ -99,6 +113,8 @@ pub const KVLAB: Assumptions = Assumptions {
         machine_gib: 64.0,
         keep_saving: 0.10,
         same_zone_rtt_ms: 0.2,
+        keep_saving_month: 0.0,
+        machine_reserve: 0.25,
     },
     method: Method {
         run_s: [5.0, 3.0],

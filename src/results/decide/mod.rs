@@ -12,6 +12,7 @@ pub use kinds::{ArchName, CurveSource, DataCopy, Eviction, Variable};
 pub use trace::{TraceSummary, TraceTtl};
 
 pub mod assumptions;
+pub mod bill;
 mod kinds;
 pub mod said;
 mod trace;
@@ -39,7 +40,11 @@ pub struct StatedLoad {
     pub distribution: String,
     /// Share of requests that write (from the ratio).
     pub write_share: f64,
-    /// Cores of one machine.
+    /// What the servers run on and how they are priced (`--deploy`): a
+    /// decision saved before deployments were priced read own machines.
+    #[serde(default)]
+    pub deployment: bill::Deployment,
+    /// Cores of one machine (`--deploy own`).
     pub machine_cores: f64,
     /// Memory of one machine, GiB.
     pub machine_gib: f64,
@@ -123,6 +128,12 @@ pub struct ServerSize {
     pub machines: Option<u32>,
     /// Its machines' cost a month.
     pub monthly_cost: Option<f64>,
+    /// Where it runs on a catalogued deployment: its shape, count and bill.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placed: Option<bill::Placed>,
+    /// Why it is not priced on the deployment, where it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unpriced: Option<String>,
     /// The model's check at the fixed-rate run: the cores its product's
     /// own capacity-search steps give at this server's operations per
     /// second in the run (CPU per operation falls as load rises, so never
@@ -431,37 +442,6 @@ pub fn bytes(b: u64) -> String {
         true => format!("{:.2} GiB", mib / 1024.0),
         false => format!("{mib:.1} MiB"),
     }
-}
-
-/// Prices `servers` at `load` on whole machines: each server on machines of
-/// its own (the larger of its cores and its memory in machines, at least
-/// one), or with `load.shared` all of them on one pool; fills each server's
-/// machines and cost. The whole: (machines, monthly cost), `None` when a
-/// server's cores are not known.
-pub fn price(load: &StatedLoad, servers: &mut [ServerSize]) -> Option<(u32, f64)> {
-    let gib = |b: Option<u64>| b.unwrap_or(0) as f64 / (1u64 << 30) as f64;
-    let machines = |cores: f64, gib: f64| load.machine().machines(cores, gib);
-    let known = servers.iter().all(|s| s.cores.is_some());
-    if load.shared {
-        servers.iter_mut().for_each(|s| {
-            s.machines = None;
-            s.monthly_cost = None;
-        });
-        let cores: f64 = servers.iter().filter_map(|s| s.cores).sum();
-        let mem: f64 = servers.iter().map(|s| gib(s.memory_bytes)).sum();
-        let m = machines(cores, mem);
-        return known.then_some((m, m as f64 * load.price_machine_month));
-    }
-    for s in servers.iter_mut() {
-        s.machines = s.cores.map(|c| machines(c, gib(s.memory_bytes)));
-        s.monthly_cost = s.machines.map(|m| m as f64 * load.price_machine_month);
-    }
-    known.then(|| {
-        (
-            servers.iter().filter_map(|s| s.machines).sum(),
-            servers.iter().filter_map(|s| s.monthly_cost).sum(),
-        )
-    })
 }
 
 /// One production machine as a decision prices it.

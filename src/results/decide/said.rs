@@ -31,6 +31,8 @@ pub struct Extrapolated<'a> {
     pub check: CarryCheck,
     /// The floor a `--cache-ttl` puts under the curve (`None`: no TTL).
     pub ttl: Option<TtlFloor>,
+    /// The CPU model of the machine that measured (`None`: not known).
+    pub cpu: Option<&'a str>,
 }
 
 /// How the copy's hit ratios were carried to the stated keys, and the
@@ -106,6 +108,9 @@ impl Extrapolated<'_> {
     /// The machines and their prices.
     fn machines(&self) -> String {
         let l = self.load;
+        if l.deployment.catalogued() {
+            return self.shapes();
+        }
         format!(
             "Machines and cost: {}; a machine is {} cores and {} GiB at {} {} a month{}. Prices: {}.",
             match l.shared {
@@ -128,6 +133,43 @@ impl Extrapolated<'_> {
                     self.assumed.policy.examples_said()
                 ),
                 false => "as given".into(),
+            }
+        )
+    }
+}
+
+impl Extrapolated<'_> {
+    /// The shapes and their prices, on a catalogued deployment.
+    fn shapes(&self) -> String {
+        let l = self.load;
+        let d = &l.deployment;
+        let p = &self.assumed.policy;
+        let oldest = d.catalog.as_ref().map_or(String::new(), |c| {
+            match crate::pricing::days::old(&c.oldest, &d.priced_on) {
+                true => format!(
+                    "; its oldest price dates from {}, over a year before {}: a current list price may differ (give yours with --prices FILE)",
+                    c.oldest, d.priced_on
+                ),
+                false => String::new(),
+            }
+        });
+        format!(
+            "Shapes and cost: {}; list prices, on demand, in {}, a month of {} hours{oldest}. Each server on the cheapest shape that sustains its cores at the stated load (a burstable shape only up to its baseline) and holds its data in memory (a managed cache's after the service's reserve; a machine's or a managed database's after {}% for the system and the server's own); past the largest shape, N of the one that costs least (a cache's shards, a database's read replicas where its writes leave room). A shape's vCPU is taken as one core of the machine that measured ({}); a real vCPU may be a hyperthread, and a server scales less than linearly past a machine.{}",
+            d.said(),
+            l.currency,
+            p.hours_per_month,
+            p.machine_reserve * 100.0,
+            self.cpu.unwrap_or("its CPU model not known"),
+            match (d.storage.as_ref(), d.multi_az) {
+                (Some(s), Some(f)) => format!(
+                    " A managed database's storage at {} a GB-month (at least {} GB), instance and storage × {f} for Multi-AZ.",
+                    s.gb_month, s.min_gb
+                ),
+                (Some(s), None) => format!(
+                    " A managed database's storage at {} a GB-month (at least {} GB), Single-AZ (--multi-az for a standby).",
+                    s.gb_month, s.min_gb
+                ),
+                _ => " Disks are not priced.".into(),
             }
         )
     }

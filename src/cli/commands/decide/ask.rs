@@ -156,6 +156,16 @@ pub fn assumed(args: &DecideArgs) -> Result<Assumptions, UsageError> {
         }
         a.policy.keep_saving = pct / 100.0;
     }
+    if let Some(m) = args.keep_saving_month {
+        if !(m.is_finite() && m >= 0.0) {
+            return Err(UsageError::bad(
+                "--keep-saving-month",
+                format!("{m} is not an amount"),
+                "give the least saving a month worth running a cache, 0 or more in the prices' currency, e.g. --keep-saving-month 200",
+            ));
+        }
+        a.policy.keep_saving_month = m;
+    }
     Ok(a)
 }
 
@@ -193,7 +203,20 @@ pub fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
     let rtt_assumed = assume_round_trips(&mut plan, &cache);
     let w = &plan.workload;
     let prices = prices(args)?;
+    let assumed = assumed(args)?;
+    let deployment = super::deployed::deployment(
+        args,
+        (
+            plan.target.kind.product().name(),
+            cache.cache.kind.product().name(),
+        ),
+        &assumed.policy,
+    )?;
+    let currency = deployment.currency().map(String::from);
     let load = StatedLoad {
+        example_prices: prices.examples && currency.is_none(),
+        currency: currency.unwrap_or(prices.currency),
+        deployment,
         rps,
         p99_ms,
         p50_ms: args.p50_ms,
@@ -207,8 +230,6 @@ pub fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
         machine_gib: args.machine_gib,
         price_core_hour: prices.core_hour,
         price_gib_hour: prices.gib_hour,
-        currency: prices.currency,
-        example_prices: prices.examples,
         price_machine_month: prices.machine_month,
         shared: args.shared,
         target_cores: args.target_cores,
@@ -230,7 +251,7 @@ pub fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
         run_secs: r.duration,
         trace: traced,
         team_cache_mb: None,
-        assumed: assumed(args)?,
+        assumed,
     })
 }
 

@@ -7,7 +7,12 @@ use crate::modes::decide::Ask;
 use crate::results::decide::StatedLoad;
 
 /// Flags `--from` takes: they change the load decided, not what was measured.
-const CHANGES: [&str; 19] = [
+const CHANGES: [&str; 24] = [
+    "deploy",
+    "prices",
+    "multi_az",
+    "survive_cache_loss",
+    "keep_saving_month",
     "rps",
     "rate_shape",
     "p99_ms",
@@ -45,7 +50,7 @@ const CANNOT: [(&str, &str); 7] = [
 
 /// The load `args` ask of the saved decision `ask`: its own, with what the
 /// flags change. A flag that would need new measurements is refused.
-pub fn change(args: &DecideArgs, ask: &Ask) -> Result<StatedLoad, UsageError> {
+pub fn change(args: &DecideArgs, ask: &Ask) -> anyhow::Result<StatedLoad> {
     let flag = |id: &str| format!("--{}", id.replace('_', "-"));
     for id in &args.given {
         if let Some((_, what)) = CANNOT.iter().find(|c| c.0 == id) {
@@ -53,14 +58,16 @@ pub fn change(args: &DecideArgs, ask: &Ask) -> Result<StatedLoad, UsageError> {
                 leak(flag(id)),
                 format!("the saved measurements cannot carry {what}"),
                 "measure it: kvlab decide without --from",
-            ));
+            )
+            .into());
         }
         if !CHANGES.contains(&id.as_str()) {
             return Err(UsageError::conflict(
                 leak(flag(id)),
                 "it changes how kvlab measures, and --from runs nothing",
                 "drop it (or measure again without --from)",
-            ));
+            )
+            .into());
         }
     }
     let given = |id: &str| args.given.iter().any(|g| g == id);
@@ -74,7 +81,7 @@ pub fn change(args: &DecideArgs, ask: &Ask) -> Result<StatedLoad, UsageError> {
     }
     if let Some(k) = args.run.keys.filter(|_| given("keys")) {
         if k == 0 {
-            return Err(UsageError::bad("--keys", "0", "give the keys of the data"));
+            return Err(UsageError::bad("--keys", "0", "give the keys of the data").into());
         }
         l.keys = k;
     }
@@ -126,7 +133,7 @@ pub fn change(args: &DecideArgs, ask: &Ask) -> Result<StatedLoad, UsageError> {
         l.example_prices = false;
     }
     if given("currency") {
-        l.currency = p.currency;
+        l.currency = p.currency.clone();
     }
     l.shared |= args.shared;
     if given("target_cores") {
@@ -134,6 +141,22 @@ pub fn change(args: &DecideArgs, ask: &Ask) -> Result<StatedLoad, UsageError> {
     }
     if given("cache_cores") {
         l.cache_cores = args.cache_cores;
+    }
+    if super::deployed::given(args) {
+        let products = (
+            ask.plan.target.kind.product().name(),
+            ask.cache.cache.kind.product().name(),
+        );
+        l.deployment = super::deployed::deployment(args, products, &ask.assumed.policy)?;
+        match l.deployment.currency() {
+            Some(c) => (l.currency, l.example_prices) = (c.to_string(), false),
+            // From a catalog back to own machines: their prices as given.
+            None if ask.load.deployment.catalogued() => {
+                l.currency = p.currency.clone();
+                l.example_prices = p.examples;
+            }
+            None => {}
+        }
     }
     Ok(l)
 }
