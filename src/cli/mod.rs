@@ -132,6 +132,9 @@ pub enum Command {
     /// Watch running servers (a cache, a database) read-only and state the
     /// load they serve as `kvlab decide`'s flags.
     Observe(Box<commands::observe::ObserveArgs>),
+    /// List the price catalogs `kvlab decide --deploy` prices from (each
+    /// with its date and what it lacks), or one in full with every source.
+    Prices(commands::prices::PricesArgs),
     /// Merge the results of the clients of one sharded run (`kvlab run
     /// --shard I/N`) into one result, exactly (histograms merged, never averaged).
     Merge(commands::merge::MergeArgs),

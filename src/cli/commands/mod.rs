@@ -2,7 +2,7 @@
 //! dispatches a command line to them and holds what several share.
 //!
 //! # Layout
-//! - [`run`], [`replay`], [`compare`], [`serve`], [`study`], [`report`], [`capacity`], [`demo`], [`merge`], [`observe`].
+//! - [`run`], [`replay`], [`compare`], [`serve`], [`study`], [`report`], [`capacity`], [`demo`], [`merge`], [`observe`], [`prices`].
 
 pub mod capacity;
 pub mod compare;
@@ -10,6 +10,7 @@ pub mod decide;
 pub mod demo;
 pub mod merge;
 pub mod observe;
+pub mod prices;
 pub mod replay;
 pub mod report;
 pub mod run;
@@ -41,6 +42,7 @@ pub fn dispatch(cli: Cli, shutdown: &AtomicBool) -> Result<()> {
         Command::Capacity(args) => capacity::exec(&args, shutdown),
         Command::Decide(args) => decide::run(&args, shutdown),
         Command::Observe(args) => observe::exec(&args, shutdown),
+        Command::Prices(args) => prices::exec(&args),
         Command::Demo(args) => demo::exec(&args, shutdown),
     };
     match shutdown.load(Ordering::SeqCst) && !until_ctrl_c {

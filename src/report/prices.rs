@@ -1,0 +1,222 @@
+//! Price catalogs as words (`kvlab prices`): one line each with its dates
+//! and what it lacks, or one in full with every price's source. Pure.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::pricing::catalog::{Catalog, Loaded, Row};
+use crate::pricing::days;
+use crate::results::decide::bill::Deploy;
+
+/// One catalog as `kvlab prices` lists it (and writes it as JSON).
+#[derive(Clone, Debug, Serialize)]
+pub struct Listed {
+    /// Where it was read from.
+    pub file: String,
+    /// The deployments priced from it (built-in catalogs).
+    pub deployments: Vec<String>,
+    /// Its oldest price's date.
+    pub oldest: String,
+    /// Some price is over a year old today.
+    pub old: bool,
+    /// The catalog.
+    pub catalog: Catalog,
+}
+
+impl Listed {
+    /// `l` as listed on `today`.
+    pub fn of(l: &Loaded, today: &str) -> Listed {
+        let c = &l.catalog;
+        let oldest = c.oldest();
+        let mut deployments: Vec<String> = Deploy::ALL
+            .into_iter()
+            .filter(|d| d.catalog() == Some(c.name.as_str()))
+            .map(|d| d.name().to_string())
+            .collect();
+        if deployments.is_empty() {
+            deployments = match c.has_managed() {
+                true => vec!["managed".into(), "vms".into()],
+                false => vec!["vms".into()],
+            };
+        }
+        Listed {
+            file: l.file.clone(),
+            deployments,
+            old: days::old(&oldest, today),
+            oldest,
+            catalog: c.clone(),
+        }
+    }
+}
+
+/// Every catalog, one paragraph each.
+pub fn summary(listed: &[Listed], today: &str) -> String {
+    let mut s = format!("kvlab prices: {} catalog(s), on {today}\n", listed.len());
+    for l in listed {
+        let c = &l.catalog;
+        let _ = writeln!(
+            s,
+            "\n{}  {} {}, {}, put together {}; prices valid {} to {}{}",
+            c.name,
+            c.provider,
+            c.region,
+            c.currency,
+            c.date,
+            l.oldest,
+            newest(c),
+            old_said(l)
+        );
+        let _ = writeln!(
+            s,
+            "  {} virtual machines, {} managed database shapes{}, {} managed cache nodes, {} serverless caches; --deploy {}",
+            c.vm.len(),
+            c.database.len(),
+            match c.database_rates.is_empty() {
+                true => String::new(),
+                false => format!(" and {} priced per vCPU and GiB", c.database_rates.len()),
+            },
+            c.cache.len(),
+            c.serverless_cache.len(),
+            l.deployments.join(" or ")
+        );
+        let _ = writeln!(
+            s,
+            "  lacks {} item(s) (kvlab prices {} lists them); from {}",
+            c.missing.len(),
+            c.name,
+            l.file
+        );
+    }
+    s.push_str("\nA team's own prices: kvlab decide --prices FILE, in this format (kvlab prices FILE checks one).\n");
+    s
+}
+
+/// One catalog in full: every price with its source, the rules, what it
+/// lacks.
+pub fn full(l: &Listed, today: &str) -> String {
+    let c = &l.catalog;
+    let mut s = format!(
+        "{}: {} {}, {} an hour, put together {} (on {today}: prices valid {} to {}{})\n{}\n",
+        c.name,
+        c.provider,
+        c.region,
+        c.currency,
+        c.date,
+        l.oldest,
+        newest(c),
+        old_said(l),
+        c.note
+    );
+    for (kind, rows) in [
+        ("virtual machines", &c.vm),
+        ("managed databases", &c.database),
+        ("managed caches", &c.cache),
+    ] {
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(s, "\n{kind}:");
+        for r in rows {
+            let _ = writeln!(s, "  {}", row(c, r));
+        }
+    }
+    for r in &c.database_rates {
+        let _ = writeln!(
+            s,
+            "\n{} ({}): {} a vCPU-hour, {} a GiB-hour; {:?} vCPUs, {}–{} GiB per vCPU, at least {} GiB — {}",
+            r.service,
+            r.engine,
+            r.vcpu_hour,
+            r.gib_hour,
+            r.vcpus,
+            r.gib_per_vcpu[0],
+            r.gib_per_vcpu[1],
+            r.min_gib,
+            short(c, &r.source, r.also.as_ref(), r.date.as_ref())
+        );
+    }
+    if let Some(r) = &c.database_rules {
+        let _ = writeln!(
+            s,
+            "\n{}: Multi-AZ × {} ({}); storage {} a GB-month, at least {} GB ({})",
+            r.service,
+            r.multi_az_factor,
+            short(c, &r.multi_az_source, None, None),
+            r.storage_gb_month,
+            r.storage_min_gb,
+            short(c, &r.storage_source, r.storage_min_source.as_ref(), None)
+        );
+    }
+    for r in &c.serverless_cache {
+        let _ = writeln!(
+            s,
+            "\n{} ({}): {} a GB-hour (at least {} GB), {} a million ECPUs ({} KB an ECPU) — {}",
+            r.service,
+            r.engine,
+            r.gb_hour,
+            r.min_gb,
+            r.per_million_ecpu,
+            r.kb_per_ecpu,
+            short(c, &r.source, r.also.as_ref(), r.date.as_ref())
+        );
+    }
+    let _ = writeln!(s, "\nsources:");
+    for (k, src) in &c.sources {
+        let _ = writeln!(s, "  {k}: {} (valid {})", src.cites, src.date);
+    }
+    let _ = writeln!(s, "\nnot in this catalog:");
+    for m in &c.missing {
+        let _ = writeln!(s, "  - {m}");
+    }
+    s
+}
+
+/// One shape as listed.
+fn row(c: &Catalog, r: &Row) -> String {
+    format!(
+        "{:<22} {:<26} {:>5} vCPU {:>7} GiB {:>9} /h{}{} — {}",
+        r.name,
+        match &r.engine {
+            Some(e) => format!("{} ({e})", r.service),
+            None => r.service.clone(),
+        },
+        r.vcpu.map_or("-".into(), |v| v.to_string()),
+        r.gib,
+        r.hour,
+        r.baseline
+            .map_or(String::new(), |b| format!(", baseline {:.0}%", b * 100.0)),
+        r.reserve
+            .filter(|x| *x > 0.0)
+            .map_or(String::new(), |x| format!(", reserve {:.0}%", x * 100.0)),
+        short(c, &r.source, r.also.as_ref(), r.date.as_ref())
+    )
+}
+
+/// A price's sources by key, with its date: `KAWS, OPZ; 2026-07-20`.
+fn short(c: &Catalog, source: &str, also: Option<&String>, date: Option<&String>) -> String {
+    let keys = match also {
+        Some(a) => format!("{source}, {a}"),
+        None => source.to_string(),
+    };
+    format!("{keys}; {}", c.date_of(source, date))
+}
+
+/// The newest date of any price in `c`.
+fn newest(c: &Catalog) -> String {
+    let rows = c.vm.iter().chain(&c.database).chain(&c.cache);
+    rows.map(|r| c.date_of(&r.source, r.date.as_ref()))
+        .max()
+        .unwrap_or_else(|| c.date.clone())
+}
+
+/// ` — OLD: ...` where some price is over a year old.
+fn old_said(l: &Listed) -> String {
+    match l.old {
+        true => format!(
+            " — OLD: its oldest prices ({}) are over a year old; a current list price may differ",
+            l.oldest
+        ),
+        false => String::new(),
+    }
+}
