@@ -66,7 +66,7 @@ fn the_dry_run_shows_the_settings_every_point_shares() {
 }
 
 #[test]
-fn the_dry_run_shows_swept_cache_memory_per_point_and_the_sizing_block() {
+fn the_dry_run_shows_swept_cache_memory_per_point_and_each_targets_own_settings() {
     let text = dry_run("cache-size");
     assert!(
         text.contains(
@@ -75,24 +75,10 @@ fn the_dry_run_shows_swept_cache_memory_per_point_and_the_sizing_block() {
         "{text}"
     );
     assert!(text.contains("cache_start=settle"), "{text}");
-    let text = dry_run("sizing");
-    // The [sizing] block, over as many lines as it takes.
-    let sizing = text
-        .split("  sizing: ")
-        .nth(1)
-        .and_then(|t| t.split("\ntarget ").next())
-        .unwrap_or_else(|| panic!("{text}"));
-    for shown in [
-        "rps=300000",
-        "keys=20000000",
-        "machine_cores=16",
-        "price_gib_hour=0.005",
-    ] {
-        assert!(sizing.contains(shown), "{shown}: {text}");
-    }
+    let text = dry_run("cache-aside");
     // A setting only some targets have is on their line.
     assert!(
-        text.contains("target redis-in-front (redis in front of postgres, invalidate, warm start):\n  target=postgres query_mode=prepared cache=redis"),
+        text.contains("target aside-invalidate (redis in front of postgres, invalidate, warm start):\n  cache=redis cache_start=warm write_policy=invalidate"),
         "{text}"
     );
 }

@@ -40,9 +40,10 @@ pub struct StudyFile {
     /// What "good enough" means, for the verdict.
     #[serde(default)]
     pub goal: Goal,
-    /// `[sizing]`: the load to serve; the report sizes each architecture for it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sizing: Option<Sizing>,
+    /// `[sizing]`, removed: a study's `[decide]` sizes and prices a stated
+    /// load (kept only to refuse it with a pointer there).
+    #[serde(default, skip_serializing)]
+    pub sizing: Option<toml::Value>,
     /// `[thresholds]`: limits every point must meet (a CI gate: `kvlab study`
     /// exits 3 when one fails).
     #[serde(default, skip_serializing_if = "Thresholds::is_empty")]
@@ -121,34 +122,6 @@ pub struct Goal {
     /// (at the first point's load shape, on the same server).
     #[serde(default)]
     pub capacity: bool,
-}
-
-/// `[sizing]`: a load to serve, for the report's sizing table. Keys and value
-/// size default to the workload's; the machine shape and prices are optional.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Sizing {
-    /// Requests per second to serve.
-    pub rps: f64,
-    /// The p99 limit a measurement must have met to size from it, ms
-    /// [default: the goal's].
-    pub p99_ms: Option<f64>,
-    /// Keys to hold [default: the workload's].
-    pub keys: Option<u64>,
-    /// Value size, bytes [default: the workload's].
-    pub value_size: Option<usize>,
-    /// Cores of one machine.
-    pub machine_cores: Option<f64>,
-    /// Memory of one machine, GiB.
-    pub machine_gib: Option<f64>,
-    /// Price of a core for an hour.
-    pub price_core_hour: Option<f64>,
-    /// Price of a GiB of memory for an hour.
-    pub price_gib_hour: Option<f64>,
-    /// The currency of the prices (e.g. "USD"), shown beside every cost
-    /// [default: costs say "in the unit of price_core_hour"].
-    #[serde(default)]
-    pub currency: Option<String>,
 }
 
 /// `[thresholds]`: limits every point of a study must meet. Each is

@@ -17,7 +17,6 @@ pub mod prices;
 pub mod replay;
 mod rows;
 mod series;
-pub mod sizing;
 pub mod summary;
 mod table;
 mod verdict;
@@ -82,7 +81,7 @@ pub fn build(results: &[StudyResult]) -> Report {
 
 impl Report {
     /// Adds the sections a study has, each where it reads best: cache-aside
-    /// and working set after the points, sizing and thresholds first.
+    /// and working set after the points, thresholds first.
     fn add_sections(&mut self, results: &[StudyResult], rows: &[Row]) {
         if let Some(a) = aside::section(rows) {
             self.verdict.extend(a.verdict);
@@ -94,11 +93,6 @@ impl Report {
             self.verdict.extend(w.verdict);
             self.tables.extend(w.tables);
             self.charts.extend(w.charts);
-        }
-        if let Some(z) = sizing::section(results) {
-            self.verdict.extend(z.verdict);
-            self.caveats.extend(z.caveats);
-            self.tables.insert(0, z.table);
         }
         if let Some((line, t)) = thresholds(results) {
             self.verdict.insert(0, line);

@@ -211,7 +211,6 @@ fn print_plan(s: &study::StudyFile, points: &[study::Point], axes: &[String], ti
     wrap("  ", &every);
     for (name, table) in [
         ("goal", pairs(&s.goal)),
-        ("sizing", s.sizing.as_ref().map(pairs).unwrap_or_default()),
         ("thresholds", pairs(&s.thresholds)),
     ] {
         if !table.is_empty() {

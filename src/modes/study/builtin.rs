@@ -32,7 +32,6 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../studies/cache-failure.toml"),
     ),
     ("profiles", include_str!("../../../studies/profiles.toml")),
-    ("sizing", include_str!("../../../studies/sizing.toml")),
 ];
 
 /// The text of the built-in study `name`.

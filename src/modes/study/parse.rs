@@ -193,16 +193,17 @@ fn check_run(s: &StudyFile, lines: &Lines, origin: &str) -> Result<()> {
     Ok(())
 }
 
-/// Checks the limits and loads of `[sizing]` and `[thresholds]`: each a
-/// positive number.
+/// Checks the limits of `[thresholds]`: each a positive number; refuses
+/// `[sizing]`, pointing at `[decide]`.
 fn check_limits(s: &StudyFile, lines: &Lines, origin: &str) -> Result<()> {
-    let z = s.sizing.clone().unwrap_or_default();
+    if s.sizing.is_some() {
+        bail!(
+            "{}: [sizing] was removed: a study's [decide] states the load and prices it on a deployment's shapes from a dated catalog (see studies/decide.toml and docs/DECIDE.md); move rps, keys, value_size and p99_ms into [decide]",
+            lines.at(origin, lines.of(&["sizing"]))
+        );
+    }
     let t = &s.thresholds;
     let positive = [
-        ("sizing", "rps", s.sizing.as_ref().map(|z| z.rps)),
-        ("sizing", "p99_ms", z.p99_ms),
-        ("sizing", "machine_cores", z.machine_cores),
-        ("sizing", "machine_gib", z.machine_gib),
         ("thresholds", "p50_ms", t.p50_ms),
         ("thresholds", "p99_ms", t.p99_ms),
         ("thresholds", "p999_ms", t.p999_ms),
@@ -394,7 +395,6 @@ fn check_decide(s: &mut StudyFile, lines: &Lines, origin: &str) -> Result<()> {
     let others = [
         ("[[target]]", !s.targets.is_empty(), "target"),
         ("[sweep]", s.sweep != Default::default(), "sweep"),
-        ("[sizing]", s.sizing.is_some(), "sizing"),
         ("[thresholds]", !s.thresholds.is_empty(), "thresholds"),
     ];
     if let Some((name, _, key)) = others.iter().find(|o| o.1) {
