@@ -98,6 +98,9 @@ fn from(args: &DecideArgs, dir: &std::path::Path) -> Result<Decided> {
     if args.keep_saving_month.is_some() {
         ask.assumed.policy.keep_saving_month = stated.keep_saving_month;
     }
+    if args.survive_cache_loss {
+        ask.assumed.policy.survive_cache_loss = true;
+    }
     let out = args.out.clone().unwrap_or_else(|| dir.to_path_buf());
     make_dir(&out)?;
     Say::beside(json.as_deref()).text(&format!(

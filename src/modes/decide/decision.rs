@@ -6,7 +6,7 @@
 //! on a saved decision without running anything.
 
 use super::carry;
-use super::evaluate::{End, evaluate, with_load};
+use super::evaluate::{self, End, evaluate, with_load};
 pub use super::measure::Measured;
 use super::{Ask, flips};
 use crate::results::decide::said::Extrapolated;
@@ -56,6 +56,7 @@ pub fn decision(ask: &Ask, m: &Measured) -> Decision {
         cache_loss: mid.loss,
         host_busy: m.host_busy.clone(),
         flips: flips::find(ask, m, &model),
+        break_even_hit_ratio: evaluate::break_even_hit(ask, m, &model),
         by_rate: by_rate(ask, m, &model, &architectures),
         cleanup: Vec::new(),
         architectures,

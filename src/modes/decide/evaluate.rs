@@ -8,8 +8,8 @@ use super::measure::{Measured, Searched};
 use super::others;
 use super::rows::{self, At};
 use super::size::PerCore;
-use super::{Ask, rule};
-use crate::results::decide::{Answer, Architecture, CacheLoss, StatedLoad};
+use super::{Ask, loss_sized, rule};
+use crate::results::decide::{Answer, ArchName, Architecture, CacheLoss, StatedLoad, Verdict};
 use crate::workload::trace::model::Model;
 
 /// Which figures a row is sized with: the measured ones, or one end of
@@ -33,8 +33,52 @@ pub struct Evaluated {
 
 /// The rows and the answer for `ask` at `end`.
 pub fn evaluate(ask: &Ask, m: &Measured, model: &Model, end: End) -> Evaluated {
+    evaluate_at(ask, m, at(ask, m, model, end))
+}
+
+/// The hit ratio of all reads below which cache-aside (as the rule weighs
+/// it) costs more a month than the database alone at the stated load, its
+/// cache's memory as chosen (`None`: a cost not known, or no hit ratio
+/// makes it cost less).
+pub fn break_even_hit(ask: &Ask, m: &Measured, model: &Model) -> Option<f64> {
+    let base = at(ask, m, model, End::Mid);
+    let costs = |hit: f64| {
+        let e = evaluate_at(
+            ask,
+            m,
+            At {
+                aside_hit: Some(hit),
+                ..base.clone()
+            },
+        );
+        let cost = |n: ArchName| e.rows.iter().find(|r| r.name == n)?.monthly_cost;
+        let aside = match ask.assumed.policy.survive_cache_loss {
+            true => cost(ArchName::CacheAsideLossSized).or_else(|| cost(ArchName::CacheAside)),
+            false => cost(ArchName::CacheAside),
+        };
+        Some((cost(ArchName::Database)?, aside?))
+    };
+    let (db, best) = costs(1.0)?;
+    if best > db {
+        return None;
+    }
+    let (mut lo, mut hi) = (0.0, 1.0);
+    if costs(0.0)?.1 <= db {
+        return Some(0.0);
+    }
+    for _ in 0..30 {
+        let mid = (lo + hi) / 2.0;
+        match costs(mid)?.1 <= db {
+            true => hi = mid,
+            false => lo = mid,
+        }
+    }
+    Some(hi)
+}
+
+/// The rows and the answer for `ask` with the figures `at`.
+fn evaluate_at(ask: &Ask, m: &Measured, at: At) -> Evaluated {
     let per_key = m.scaled.copy().per_key(ask.load.keys);
-    let at = at(ask, m, model, end);
     let db = rows::database(ask, &m.db, at.searched.db, per_key);
     let cache = rows::cache_alone(ask, &m.cache, at.searched.cache, per_key);
     let aside = rows::cache_aside(ask, m, &at, per_key);
@@ -42,14 +86,37 @@ pub fn evaluate(ask: &Ask, m: &Measured, model: &Model, end: End) -> Evaluated {
     if let Some(l) = loss.as_mut() {
         l.database_alone_carries = db.within_goal;
     }
-    let aside = rows::with_loss(aside, loss.as_ref(), &db, ask.load.rps);
+    let mut aside = rows::with_loss(aside, loss.as_ref(), &db, ask.load.rps);
+    let sized = match ask.load.deployment.catalogued() {
+        true => loss_sized::row(ask, &aside, loss.as_ref()),
+        false => None,
+    };
+    if let Some(line) = loss
+        .as_ref()
+        .and_then(|l| loss_sized::on_shape(&aside, l, ask.load.rps, ask.load.write_share))
+    {
+        let before = aside.on_cache_loss.take().unwrap_or_default();
+        aside.on_cache_loss = Some(format!("{before}; {line}"));
+    }
     let p = &ask.assumed.policy;
     let w = rule::Weigh {
         keep_saving: p.keep_saving,
         keep_saving_month: p.keep_saving_month,
         currency: &ask.load.currency,
     };
-    let mut answer = rule::answer(Some(&db), Some(&aside), Some(&cache), &w);
+    let weighed = match (p.survive_cache_loss, &sized) {
+        (true, Some(s)) => s,
+        _ => &aside,
+    };
+    let mut answer = rule::answer(Some(&db), Some(weighed), Some(&cache), &w);
+    let weighs_aside = matches!(answer.answer, Verdict::KeepCache | Verdict::DropCache);
+    if let Some(s) = sized.as_ref().filter(|_| weighs_aside) {
+        answer.because = format!(
+            "{}; {}",
+            answer.because,
+            loss_sized::weighed(&aside, s, p.survive_cache_loss, &w)
+        );
+    }
     let others: Vec<Architecture> = m
         .others
         .iter()
@@ -61,6 +128,7 @@ pub fn evaluate(ask: &Ask, m: &Measured, model: &Model, end: End) -> Evaluated {
         vec![db],
         before.to_vec(),
         vec![aside],
+        sized.into_iter().collect(),
         after.to_vec(),
         vec![cache],
     ]

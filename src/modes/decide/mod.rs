@@ -42,6 +42,7 @@ mod evaluate;
 pub mod eviction;
 mod flips;
 pub mod host;
+mod loss_sized;
 pub mod measure;
 pub mod others;
 mod rows;

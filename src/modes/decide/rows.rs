@@ -14,6 +14,7 @@ use crate::results::stats::num;
 /// [`super::decision`]): each product's operations per core, the
 /// cache-aside hit ratio carried to the stated keys; and what its run is
 /// checked with.
+#[derive(Clone)]
 pub(super) struct At {
     /// The database's and the cache's operations per core within the goal.
     pub searched: PerCore,

@@ -94,6 +94,24 @@ fn shapes(a: &Architecture) -> Option<String> {
     })
 }
 
+/// The break-even hit ratio in words, beside cache-aside's own.
+fn break_even(d: &Decision) -> Option<String> {
+    let b = d.break_even_hit_ratio?;
+    let own = d
+        .architectures
+        .iter()
+        .find(|a| a.name == crate::results::decide::ArchName::CacheAside)
+        .and_then(|a| a.hit_ratio)
+        .map_or(String::new(), |h| {
+            format!(" (its hit ratio here: {:.1}%)", h * 100.0)
+        });
+    Some(format!(
+        "below {:.1}% of reads hitting the cache, cache-aside costs more a month than the database alone at {} req/s{own}",
+        b * 100.0,
+        num(d.load.rps)
+    ))
+}
+
 /// The prices used that are over a year old on the day they were priced,
 /// as one note (`None`: none).
 fn old_prices(d: &Decision) -> Option<String> {
@@ -212,6 +230,9 @@ pub fn text(d: &Decision) -> String {
             s,
             "FLIP: none: the answer holds from a hundredth to a hundred times the stated rate, a tenth to ten times the keys, and from 0 to 90% writes."
         );
+    }
+    if let Some(b) = break_even(d) {
+        let _ = writeln!(s, "BREAK-EVEN: {b}.");
     }
     let _ = writeln!(s, "Prices: {}.\n", prices_said(d));
     for b in d.host_busy.iter().cloned().chain(old_prices(d)) {
@@ -337,6 +358,9 @@ pub fn html(d: &Decision, check: Option<&Check>) -> String {
     }
     if d.flips.is_empty() {
         s.push_str("<li>The answer holds from a hundredth to a hundred times the stated rate, a tenth to ten times the keys, and from 0 to 90% writes.</li>");
+    }
+    if let Some(b) = break_even(d) {
+        let _ = write!(s, "<li>Break-even: {}.</li>", esc(&b));
     }
     s.push_str("</ul>");
     for b in d.host_busy.iter().cloned().chain(old_prices(d)) {

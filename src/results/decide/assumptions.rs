@@ -51,6 +51,10 @@ pub struct Policy {
     /// holds a server whose data fits the rest.
     #[serde(default = "machine_reserve")]
     pub machine_reserve: f64,
+    /// The rule weighs cache-aside with its database sized to carry a cache
+    /// loss's peak (`--survive-cache-loss`), not as sized for its steady load.
+    #[serde(default)]
+    pub survive_cache_loss: bool,
 }
 
 /// [`Policy::machine_reserve`] of a decision saved before it was written.
@@ -115,6 +119,7 @@ pub const KVLAB: Assumptions = Assumptions {
         same_zone_rtt_ms: 0.2,
         keep_saving_month: 0.0,
         machine_reserve: 0.25,
+        survive_cache_loss: false,
     },
     method: Method {
         run_s: [5.0, 3.0],

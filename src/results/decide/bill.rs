@@ -289,6 +289,9 @@ pub struct Placed {
     /// not known, sized by memory alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sustained_cores: Option<f64>,
+    /// One's vCPUs (`None`: not known, or serverless).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vcpu: Option<f64>,
     /// One's memory for the data, GiB.
     pub usable_gib: f64,
     /// Storage a month, every instance together.
@@ -310,6 +313,12 @@ pub struct Placed {
 }
 
 impl Placed {
+    /// The cores `count` of it run at full speed (a burstable shape above
+    /// its baseline, on credits): its vCPUs (`None`: not known).
+    pub fn usable_cores_at_burst(&self, count: f64) -> Option<f64> {
+        self.vcpu.map(|v| v * count)
+    }
+
     /// As said in a bill: `db.t4g.medium x1`, `cache.r6g.large x3`,
     /// `ElastiCache Serverless for Redis OSS`.
     pub fn said(&self) -> String {

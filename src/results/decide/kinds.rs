@@ -21,6 +21,9 @@ pub enum ArchName {
     CacheAsideNear,
     /// The database with a near cache in each application instance.
     DatabaseNear,
+    /// Cache-aside with its database sized to carry the load while a lost
+    /// cache warms (the cache-loss run's peak).
+    CacheAsideLossSized,
 }
 
 impl ArchName {
@@ -33,6 +36,7 @@ impl ArchName {
             ArchName::DatabaseReplicas => "database-replicas",
             ArchName::CacheAsideNear => "cache-aside-near",
             ArchName::DatabaseNear => "database-near",
+            ArchName::CacheAsideLossSized => "cache-aside-loss-sized",
         }
     }
 }

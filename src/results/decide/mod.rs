@@ -420,6 +420,11 @@ pub struct Decision {
     /// times) move (none: it holds over them).
     #[serde(default)]
     pub flips: Vec<Flip>,
+    /// The hit ratio of all reads below which cache-aside costs more a month
+    /// than the database alone at the stated load, its cache as chosen
+    /// (`None`: a cost not known, or no hit ratio makes the cache cost less).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub break_even_hit_ratio: Option<f64>,
     /// Each row's monthly cost and the answer over rates from a hundredth to
     /// a hundred times the stated.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -166,6 +166,7 @@ pub fn assumed(args: &DecideArgs) -> Result<Assumptions, UsageError> {
         }
         a.policy.keep_saving_month = m;
     }
+    a.policy.survive_cache_loss = args.survive_cache_loss;
     Ok(a)
 }
 
