@@ -46,13 +46,22 @@ pub fn place(d: &Deployment, hours: f64, need: &Need) -> Result<Placed, String> 
         Role::Cache => (&d.cache, true),
         _ => (&d.database, false),
     };
-    let fits: Vec<Fit> = offers
-        .iter()
-        .filter_map(|o| match cache {
-            true => shards(o, need, hours),
-            false => instances(d, o, need, hours),
-        })
-        .collect();
+    // One of a shape where one holds it; past the largest, N.
+    let fits = |many: bool| -> Vec<Fit> {
+        offers
+            .iter()
+            .filter_map(|o| match cache {
+                true => shards(o, need, hours),
+                false => instances(d, o, need, hours),
+            })
+            .filter(|f| many || f.count == 1)
+            .collect()
+    };
+    let one = fits(false);
+    let fits = match one.is_empty() {
+        true => fits(true),
+        false => one,
+    };
     let best = fits.into_iter().min_by(|a, b| {
         a.monthly
             .total_cmp(&b.monthly)
@@ -67,7 +76,16 @@ pub fn place(d: &Deployment, hours: f64, need: &Need) -> Result<Placed, String> 
     match (best, serverless) {
         (Some(f), Some((s, m))) if m < f.monthly => Ok(on_serverless(d, s, need, m, Some(&f))),
         (None, Some((s, m))) => Ok(on_serverless(d, s, need, m, None)),
-        (Some(f), _) => Ok(placed(d, &f, need)),
+        (Some(f), Some((s, m))) => {
+            let mut p = placed(d, &f, need);
+            p.why.push_str(&format!(
+                "; {} would cost {} a month",
+                s.service,
+                crate::results::decide::bill::money(m)
+            ));
+            Ok(p)
+        }
+        (Some(f), None) => Ok(placed(d, &f, need)),
         (None, None) => Err(none_holds(offers, need)),
     }
 }

@@ -14,6 +14,8 @@ pub mod catalog;
 pub mod choose;
 pub mod days;
 pub mod deploy;
+#[cfg(test)]
+mod reference_tests;
 
 use crate::results::decide::{Role, ServerSize, StatedLoad};
 
