@@ -189,6 +189,21 @@ fn a_decision_saved_by_an_earlier_kvlab_decides_again_the_same() {
         "{said}"
     );
     again["extrapolations"].as_array_mut().unwrap().pop();
+    // Its deployment is written now (own machines, as it was priced then),
+    // and the answer's reason says the saving in money beside its share.
+    let load = again["load"].as_object_mut().unwrap();
+    assert_eq!(load.remove("deployment").unwrap()["deploy"], "own");
+    let because = again["decision"]["because"].take();
+    let was = before["decision"]["because"].as_str().unwrap();
+    assert_eq!(
+        because.as_str().unwrap(),
+        was.replace(
+            "at 200% of the cost:",
+            "at 200% of the cost (costing 701 USD a month more):"
+        ) + " (the rule asks 10% of the cost)"
+    );
+    let mut before = before;
+    before["decision"]["because"].take();
     assert_eq!(before, again);
     // The policy changed: a cache must save half the cost to be kept.
     let o = keep_saving(&copy, "50");
@@ -197,10 +212,7 @@ fn a_decision_saved_by_an_earlier_kvlab_decides_again_the_same() {
     assert_eq!(stricter["assumptions"]["policy"]["keep_saving"], 0.5);
     assert_eq!(stricter["architectures"], before["architectures"]);
     let last = last_said(&stricter);
-    assert!(
-        last.contains("saves machines and 50% of the cost"),
-        "{last}"
-    );
+    assert!(last.contains("saves 50% of the cost"), "{last}");
     let o = keep_saving(&copy, "120");
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
@@ -227,4 +239,170 @@ fn a_decision_saved_by_an_earlier_kvlab_decides_again_the_same() {
     };
     let (loose, tight) = (capacity(&before).unwrap(), capacity(&tighter));
     assert!(tight.is_none_or(|t| t <= loose), "{tight:?} > {loose}");
+}
+
+/// `kvlab decide --from` the saved decision with `args` beside; its
+/// decision.json.
+fn from_with(copy: &std::path::Path, args: &[&str]) -> Value {
+    let o = common::kvlab()
+        .args(["decide", "--from", copy.to_str().unwrap()])
+        .args(args)
+        .output()
+        .unwrap();
+    common::succeeds(&o);
+    json_at(&copy.join("decision.json"))
+}
+
+/// Each row's (name, machines, monthly cost).
+fn bills(d: &Value) -> Vec<(Value, Value, Value)> {
+    d["architectures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["name"].clone(),
+                r["machines"].clone(),
+                r["monthly_cost"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// The saved decision priced on a catalog's shapes (each bill recomputable
+/// from its fields), then back on own machines of 16 cores and 64 GiB at
+/// the example prices: the answer and figures it was saved with.
+#[test]
+fn a_saved_decision_is_priced_on_shapes_and_again_on_own_machines() {
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/decision-0.1");
+    let before = json_at(&fixture.join("decision.json"));
+    let (_dir, copy) = fixture_copy();
+    let d = from_with(&copy, &["--deploy", "aws-managed"]);
+    assert_eq!(d["load"]["deployment"]["deploy"], "aws-managed");
+    assert_eq!(d["load"]["deployment"]["catalog"]["name"], "aws-us-east-1");
+    assert_eq!(d["load"]["currency"], "USD");
+    for row in d["architectures"].as_array().unwrap() {
+        let servers = row["servers"].as_array().unwrap();
+        let mut sum = 0.0;
+        for s in servers {
+            let p = &s["placed"];
+            let each = p["count"].as_f64().unwrap() * p["hour"].as_f64().unwrap() * 730.0;
+            let whole = each + p["storage_month"].as_f64().unwrap();
+            assert!((whole - p["monthly"].as_f64().unwrap()).abs() < 1e-6, "{p}");
+            assert!(
+                p["shape"].as_str().unwrap().starts_with("db.")
+                    || p["shape"].as_str().unwrap().starts_with("cache."),
+                "{p}"
+            );
+            sum += whole;
+        }
+        assert!(
+            (sum - row["monthly_cost"].as_f64().unwrap()).abs() < 1e-6,
+            "{row}"
+        );
+    }
+    // 0.18 cores and 25 MiB of postgres: db.t4g.micro (2 vCPU at 10%, 0.2
+    // sustained) 0.016 × 730 + 20 GB × 0.115 = 13.98.
+    let db = &d["architectures"][0];
+    assert_eq!(db["servers"][0]["placed"]["shape"], "db.t4g.micro");
+    assert!((db["monthly_cost"].as_f64().unwrap() - 13.98).abs() < 0.005);
+    let rows: Vec<&str> = d["architectures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert!(rows.contains(&"cache-aside-loss-sized"), "{rows:?}");
+    // On virtual machines and on the other providers' catalogs too.
+    for deploy in ["aws-vms", "gcp-managed", "gcp-vms", "azure-vms"] {
+        let d = from_with(&copy, &["--deploy", deploy]);
+        assert_eq!(d["load"]["deployment"]["deploy"], deploy);
+        assert!(
+            d["architectures"][0]["monthly_cost"].as_f64().unwrap() > 0.0,
+            "{deploy}"
+        );
+    }
+    // Back on own machines: the answer and every row's machines and cost as
+    // saved.
+    let own = from_with(
+        &copy,
+        &[
+            "--deploy",
+            "own",
+            "--machine-cores",
+            "16",
+            "--machine-gib",
+            "64",
+        ],
+    );
+    assert_eq!(own["decision"]["answer"], before["decision"]["answer"]);
+    assert_eq!(bills(&own), bills(&before));
+    assert_eq!(own["load"]["example_prices"], true);
+}
+
+/// Deployment flags that cannot be priced are refused in one line naming
+/// the flag and the fix; `kvlab prices` lists every catalog with its date.
+#[test]
+fn deployments_refuse_what_they_cannot_price_and_prices_lists_the_catalogs() {
+    let (_dir, copy) = fixture_copy();
+    let c = copy.to_str().unwrap();
+    common::fails_saying(
+        &["decide", "--from", c, "--deploy", "nowhere"],
+        &["--deploy", "aws-managed"],
+    );
+    common::fails_saying(
+        &[
+            "decide",
+            "--from",
+            c,
+            "--deploy",
+            "aws-vms",
+            "--machine-cores",
+            "4",
+        ],
+        &["--deploy", "--machine-cores", "give --deploy own"],
+    );
+    common::fails_saying(
+        &[
+            "decide", "--from", c, "--deploy", "own", "--prices", "x.toml",
+        ],
+        &["--prices"],
+    );
+    common::fails_saying(
+        &["decide", "--from", c, "--deploy", "aws-vms", "--multi-az"],
+        &["--multi-az"],
+    );
+    common::fails_saying(
+        &["decide", "--from", c, "--deploy", "managed"],
+        &["--prices FILE"],
+    );
+    let bad = copy.join("bad.toml");
+    std::fs::write(&bad, "name = 3\n").unwrap();
+    common::fails_saying(
+        &["decide", "--from", c, "--prices", bad.to_str().unwrap()],
+        &["--prices", "is not a price catalog"],
+    );
+    let o = common::kvlab().args(["prices"]).output().unwrap();
+    common::succeeds(&o);
+    let text = String::from_utf8_lossy(&o.stdout);
+    for name in ["aws-us-east-1", "gcp-us-central1", "azure-eastus"] {
+        assert!(text.contains(&format!("\n{name}  ")), "{name}: {text}");
+    }
+    assert!(text.contains("put together 2026-12-07"), "{text}");
+    let o = common::kvlab()
+        .args(["prices", "aws-us-east-1", "--json", "-"])
+        .output()
+        .unwrap();
+    common::succeeds(&o);
+    let listed: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let cat = &listed[0]["catalog"];
+    let sources = cat["sources"].as_object().unwrap();
+    for kind in ["vm", "database", "cache"] {
+        for row in cat[kind].as_array().unwrap() {
+            let src = row["source"].as_str().unwrap();
+            assert!(sources.contains_key(src), "{row}");
+            assert!(sources[src]["date"].as_str().unwrap().len() == 10);
+        }
+    }
 }

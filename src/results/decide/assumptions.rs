@@ -213,7 +213,7 @@ impl Assumptions {
         let m = &self.method;
         let pct = |s: f64| format!("{}%", (s * 1000.0).round() / 10.0);
         format!(
-            "Assumed (decision.json's assumptions): runs of {} s, capacity searches of {} steps after a closed loop; the copy at most {} keys and {} of the available memory ({} bytes a key beside its value); the curve at {} of the copy's data (plus {} MiB for the cache's own use) and with no limit; cache-aside's size where the database's load is at most {} of its capacity; the cache lost {} s into a run of {} s; a month of {} hours; near caches of {} of the copy's keys (at least {}), {} s TTL in front of the database; a step busy past {} cores of other processes or {} steal. The rule keeps cache-aside where the database alone cannot meet the goal, or where it saves machines and {} of the cost. --from may change the policy (prices, machines, --keep-saving), not the method.",
+            "Assumed (decision.json's assumptions): runs of {} s, capacity searches of {} steps after a closed loop; the copy at most {} keys and {} of the available memory ({} bytes a key beside its value); the curve at {} of the copy's data (plus {} MiB for the cache's own use) and with no limit; cache-aside's size where the database's load is at most {} of its capacity; the cache lost {} s into a run of {} s; a month of {} hours; near caches of {} of the copy's keys (at least {}), {} s TTL in front of the database; a step busy past {} cores of other processes or {} steal. The rule keeps cache-aside where the database alone cannot meet the goal, or where it saves {} of the cost{}{}; {} reserved of a machine's or a managed database's memory for the system and the server's own. --from may change the policy (the deployment, prices, machines, --keep-saving, --keep-saving-month, --survive-cache-loss), not the method.",
             run_s,
             m.search_steps(quick),
             num(m.copy_keys(quick) as f64),
@@ -235,6 +235,18 @@ impl Assumptions {
             m.host_others_cores,
             pct(m.host_steal_share),
             pct(self.policy.keep_saving),
+            match self.policy.keep_saving_month > 0.0 {
+                true => format!(
+                    " and {} a month in the prices' currency",
+                    num(self.policy.keep_saving_month)
+                ),
+                false => String::new(),
+            },
+            match self.policy.survive_cache_loss {
+                true => ", weighing cache-aside with its database sized to survive a cache loss",
+                false => "",
+            },
+            pct(self.policy.machine_reserve),
         )
     }
 }
