@@ -95,7 +95,7 @@ fn shards<'a>(o: &'a Offer, need: &Need, hours: f64) -> Option<Fit<'a>> {
     let by_mem = (need.gib / o.usable_gib()).ceil();
     let by_cpu = o.sustained_cores().map_or(1.0, |c| (need.cores / c).ceil());
     let count = by_mem.max(by_cpu).max(1.0);
-    (count < 10_000.0).then(|| Fit {
+    (count < 10_000.0).then_some(Fit {
         offer: o,
         count: count as u32,
         storage: 0.0,

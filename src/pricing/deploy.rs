@@ -53,6 +53,7 @@ pub fn resolve(a: &Asked, policy: &Policy) -> Deployment {
             date: c.date.clone(),
             oldest: c.oldest(),
             currency: c.currency.clone(),
+            old: super::days::old(&c.oldest(), &a.today),
         }),
         priced_on: a.today.clone(),
         ..Deployment::default()

@@ -9,11 +9,13 @@
 //! - `deploy`: a deployment resolved once for a decision's products.
 //! - `choose`: one server on its shapes (pure).
 //! - `days`: a price's date and age.
+//! - `listed`: catalogs as words (`kvlab prices`).
 
 pub mod catalog;
 pub mod choose;
 pub mod days;
 pub mod deploy;
+pub mod listed;
 #[cfg(test)]
 mod reference_tests;
 

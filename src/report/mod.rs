@@ -13,7 +13,6 @@ pub mod html;
 pub mod markdown;
 pub mod observe;
 mod points;
-pub mod prices;
 pub mod replay;
 mod rows;
 mod series;

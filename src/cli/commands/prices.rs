@@ -10,7 +10,7 @@ use clap::Args;
 use super::{Say, check_writable, write_json};
 use crate::pricing::catalog::{Catalog, Loaded};
 use crate::pricing::days;
-use crate::report::prices::{Listed, full, summary};
+use crate::pricing::listed::{Listed, full, summary};
 
 /// Flags of `kvlab prices`.
 #[derive(Debug, Args)]

@@ -195,6 +195,9 @@ pub struct CatalogRef {
     pub oldest: String,
     /// Its prices' currency.
     pub currency: String,
+    /// Its oldest price was over a year old on the day it was priced.
+    #[serde(default)]
+    pub old: bool,
 }
 
 /// What a decision is priced for: the deployment, and for one priced from

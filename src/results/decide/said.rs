@@ -145,7 +145,7 @@ impl Extrapolated<'_> {
         let d = &l.deployment;
         let p = &self.assumed.policy;
         let oldest = d.catalog.as_ref().map_or(String::new(), |c| {
-            match crate::pricing::days::old(&c.oldest, &d.priced_on) {
+            match c.old {
                 true => format!(
                     "; its oldest price dates from {}, over a year before {}: a current list price may differ (give yours with --prices FILE)",
                     c.oldest, d.priced_on

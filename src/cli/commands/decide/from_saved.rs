@@ -143,22 +143,34 @@ pub fn change(args: &DecideArgs, ask: &Ask) -> anyhow::Result<StatedLoad> {
         l.cache_cores = args.cache_cores;
     }
     if super::deployed::given(args) {
-        let products = (
-            ask.plan.target.kind.product().name(),
-            ask.cache.cache.kind.product().name(),
-        );
-        l.deployment = super::deployed::deployment(args, products, &ask.assumed.policy)?;
-        match l.deployment.currency() {
-            Some(c) => (l.currency, l.example_prices) = (c.to_string(), false),
-            // From a catalog back to own machines: their prices as given.
-            None if ask.load.deployment.catalogued() => {
-                l.currency = p.currency.clone();
-                l.example_prices = p.examples;
-            }
-            None => {}
-        }
+        redeploy(args, ask, &p, &mut l)?;
     }
     Ok(l)
+}
+
+/// `l` priced on the deployment `args` name (`p`: their own-machine
+/// prices), in its currency.
+fn redeploy(
+    args: &DecideArgs,
+    ask: &Ask,
+    p: &super::ask::Prices,
+    l: &mut StatedLoad,
+) -> anyhow::Result<()> {
+    let products = (
+        ask.plan.target.kind.product().name(),
+        ask.cache.cache.kind.product().name(),
+    );
+    l.deployment = super::deployed::deployment(args, products, &ask.assumed.policy)?;
+    match l.deployment.currency() {
+        Some(c) => (l.currency, l.example_prices) = (c.to_string(), false),
+        // From a catalog back to own machines: their prices as given.
+        None if ask.load.deployment.catalogued() => {
+            l.currency = p.currency.clone();
+            l.example_prices = p.examples;
+        }
+        None => {}
+    }
+    Ok(())
 }
 
 /// A flag's name for a usage error (which names flags by `&'static str`).

@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::pricing::catalog::{Catalog, Loaded, Row};
-use crate::pricing::days;
+use super::catalog::{Catalog, Loaded, Row};
+use super::days;
 use crate::results::decide::bill::Deploy;
 
 /// One catalog as `kvlab prices` lists it (and writes it as JSON).
