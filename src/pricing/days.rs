@@ -18,7 +18,7 @@ pub fn parse(date: &str) -> Result<i64> {
             if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
                 bail!("not a date as YYYY-MM-DD");
             }
-            Ok(from_civil(y, m, d))
+            Ok(crate::plan::shard::days_from_civil(y, m, d))
         }
         _ => bail!("not a date as YYYY-MM-DD"),
     }
@@ -39,17 +39,6 @@ pub fn old(date: &str, on: &str) -> bool {
         (Ok(d), Ok(o)) => o - d > OLD_AFTER_DAYS,
         _ => false,
     }
-}
-
-/// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
-fn from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// The civil date of a day since 1970-01-01, as `YYYY-MM-DD`.

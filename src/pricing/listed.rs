@@ -55,18 +55,7 @@ pub fn summary(listed: &[Listed], today: &str) -> String {
     let mut s = format!("kvlab prices: {} catalog(s), on {today}\n", listed.len());
     for l in listed {
         let c = &l.catalog;
-        let _ = writeln!(
-            s,
-            "\n{}  {} {}, {}, put together {}; prices valid {} to {}{}",
-            c.name,
-            c.provider,
-            c.region,
-            c.currency,
-            c.date,
-            l.oldest,
-            newest(c),
-            old_said(l)
-        );
+        let _ = writeln!(s, "\n{}  {}", c.name, head(l));
         let _ = writeln!(
             s,
             "  {} virtual machines, {} managed database shapes{}, {} managed cache nodes, {} serverless caches; --deploy {}",
@@ -96,18 +85,7 @@ pub fn summary(listed: &[Listed], today: &str) -> String {
 /// lacks.
 pub fn full(l: &Listed, today: &str) -> String {
     let c = &l.catalog;
-    let mut s = format!(
-        "{}: {} {}, {} an hour, put together {} (on {today}: prices valid {} to {}{})\n{}\n",
-        c.name,
-        c.provider,
-        c.region,
-        c.currency,
-        c.date,
-        l.oldest,
-        newest(c),
-        old_said(l),
-        c.note
-    );
+    let mut s = format!("{} (on {today}): {}\n{}\n", c.name, head(l), c.note);
     for (kind, rows) in [
         ("virtual machines", &c.vm),
         ("managed databases", &c.database),
@@ -170,6 +148,22 @@ pub fn full(l: &Listed, today: &str) -> String {
         let _ = writeln!(s, "  - {m}");
     }
     s
+}
+
+/// A catalog's provider, region, currency and dates: `aws us-east-1, USD,
+/// put together 2026-12-07; prices valid 2021-08-03 to 2026-07-20`.
+fn head(l: &Listed) -> String {
+    let c = &l.catalog;
+    format!(
+        "{} {}, {}, put together {}; prices valid {} to {}{}",
+        c.provider,
+        c.region,
+        c.currency,
+        c.date,
+        l.oldest,
+        newest(c),
+        old_said(l)
+    )
 }
 
 /// One shape as listed.

@@ -159,7 +159,7 @@ const HEAD: [&str; 13] = [
     "servers",
     "server cores",
     "memory",
-    "machines",
+    "machines or shapes",
     "monthly cost",
     "p99 measured",
     "within the goal",
@@ -242,17 +242,17 @@ pub fn text(d: &Decision) -> String {
         let c = cells(a);
         let _ = writeln!(
             s,
-            "  {:<17} {} — {} cores, {}, {} {} {} a month; p99 {}; within the goal: {}",
+            "  {:<17} {} — {} cores, {}, {}; p99 {}; within the goal: {}",
             c[0],
             c[1],
             c[2],
             c[3],
-            match shapes(a) {
-                Some(x) => format!("{x} ="),
-                None => format!("{} machine(s),", c[4]),
+            match (shapes(a), a.monthly_cost) {
+                (Some(x), _) => format!("{x} = {} {} a month", c[5], d.load.currency),
+                (None, Some(_)) =>
+                    format!("{} machine(s), {} {} a month", c[4], c[5], d.load.currency),
+                (None, None) => "cost not known".into(),
             },
-            c[5],
-            d.load.currency,
             c[6],
             c[7]
         );
