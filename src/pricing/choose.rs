@@ -168,7 +168,10 @@ fn placed(d: &Deployment, f: &Fit, need: &Need) -> Placed {
         }
     );
     let mut why = match (f.count, need.role) {
-        (1, _) => format!("the cheapest shape that holds {holds}: {each}"),
+        (1, _) => format!(
+            "the cheapest {} shape that holds {holds}: {each}",
+            o.service
+        ),
         (n, Role::Cache) => {
             format!("{n} shards of the shape that costs least for {holds}: each {each}")
         }

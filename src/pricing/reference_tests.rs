@@ -282,3 +282,27 @@ fn past_the_largest_shape_a_database_takes_read_replicas_or_is_beyond_one_primar
     let why = one[0].unpriced.as_deref().unwrap();
     assert!(why.starts_with("beyond one primary"), "{why}");
 }
+
+#[test]
+fn multi_az_doubles_a_managed_databases_instance_and_storage() {
+    let c = Catalog::built_in("aws-us-east-1").unwrap();
+    let mut load = on(Deploy::AwsManaged, "redis", None);
+    load.deployment = resolve(
+        &Asked {
+            deploy: Deploy::AwsManaged,
+            catalog: Some(&c),
+            products: ("postgres", "redis"),
+            multi_az: true,
+            today: "2026-12-07".into(),
+        },
+        &KVLAB.policy,
+    );
+    // Case 1 of the reference deployments with a standby: db.m6g.large
+    // 0.159 × 730 × 2 = 232.14, storage 20 GB × 0.115 × 2 = 4.60: 236.74.
+    let (s, total) = bill(&load, vec![server(Role::Database, 0.69, 1.18)]);
+    assert_eq!(s, ["db.m6g.large x1"]);
+    assert!(cents(total, 236.74), "{total}");
+    // A cache is not a database: its node is priced once.
+    let (_, cache) = bill(&load, vec![server(Role::Cache, 0.28, 0.08)]);
+    assert!(cents(cache, 23.36), "{cache}");
+}

@@ -212,6 +212,7 @@ pub fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
             cache.cache.kind.product().name(),
         ),
         &assumed.policy,
+        crate::results::decide::bill::Deploy::DEFAULT,
     )?;
     let currency = deployment.currency().map(String::from);
     let load = StatedLoad {

@@ -30,9 +30,9 @@ pub fn given(args: &DecideArgs) -> bool {
 }
 
 /// The deployment `args` name, checked: `--deploy` as given; else `managed`
-/// or `vms` of a `--prices` catalog; else own where an own-machine flag is
-/// given; else [`Deploy::DEFAULT`].
-pub fn deploy_of(args: &DecideArgs) -> Result<Deploy, UsageError> {
+/// of a `--prices` catalog; else own where an own-machine flag is given;
+/// else `default` ([`Deploy::DEFAULT`], or a saved decision's).
+fn deploy_of(args: &DecideArgs, default: Deploy) -> Result<Deploy, UsageError> {
     let own = OWN.iter().find(|id| args.given.iter().any(|x| x == *id));
     let named = match &args.deploy {
         Some(n) => Some(Deploy::named(n).ok_or_else(|| {
@@ -48,7 +48,7 @@ pub fn deploy_of(args: &DecideArgs) -> Result<Deploy, UsageError> {
         (Some(d), ..) => d,
         (None, Some(_), _) => Deploy::Managed,
         (None, None, Some(_)) => Deploy::Own,
-        (None, None, None) => Deploy::DEFAULT,
+        (None, None, None) => default,
     };
     if let (true, Some(id)) = (deploy != Deploy::Own, own) {
         return Err(UsageError::conflict(
@@ -88,13 +88,14 @@ fn catalog_of(args: &DecideArgs, deploy: Deploy) -> Result<Option<Loaded>> {
 }
 
 /// The deployment `args` price a decision of `products` (the database's and
-/// the cache's names) for, under `policy`.
+/// the cache's names) for, under `policy`; `default` where they name none.
 pub fn deployment(
     args: &DecideArgs,
     products: (&str, &str),
     policy: &Policy,
+    default: Deploy,
 ) -> Result<Deployment> {
-    let deploy = deploy_of(args)?;
+    let deploy = deploy_of(args, default)?;
     if args.multi_az && !deploy.managed() {
         return Err(UsageError::conflict(
             "--multi-az",

@@ -160,7 +160,8 @@ fn redeploy(
         ask.plan.target.kind.product().name(),
         ask.cache.cache.kind.product().name(),
     );
-    l.deployment = super::deployed::deployment(args, products, &ask.assumed.policy)?;
+    let saved = ask.load.deployment.deploy;
+    l.deployment = super::deployed::deployment(args, products, &ask.assumed.policy, saved)?;
     match l.deployment.currency() {
         Some(c) => (l.currency, l.example_prices) = (c.to_string(), false),
         // From a catalog back to own machines: their prices as given.
