@@ -76,12 +76,25 @@ pub fn cost(d: &Decision) -> Option<Chart> {
     let costs = series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
     let y = Axis::new(format!("monthly cost ({})", d.load.currency)).scaled(scale_for(costs, 20.0));
     let mut markers = vec![(d.load.rps, "stated load".to_string())];
-    markers.extend(
-        d.flips
-            .iter()
-            .filter(|f| f.variable == Variable::Rps)
-            .map(|f| (f.at, format!("{} from here", f.to))),
-    );
+    // Over shapes the answer may flip often (a step up a shape is a step in
+    // cost): the flips nearest the stated load each side are named, the
+    // rest only marked, so that their words do not overlap.
+    let rps: Vec<_> = d
+        .flips
+        .iter()
+        .filter(|f| f.variable == Variable::Rps)
+        .collect();
+    let below = rps.iter().rposition(|f| f.at <= d.load.rps);
+    let above = rps.iter().position(|f| f.at > d.load.rps);
+    markers.extend(rps.iter().enumerate().map(|(i, f)| {
+        let named = Some(i) == below || Some(i) == above;
+        (
+            f.at,
+            named
+                .then(|| format!("{} from here", f.to))
+                .unwrap_or_default(),
+        )
+    }));
     Some(chart(
         "Monthly cost of each architecture against the request rate (outside the goal: no point)",
         (Axis::new("requests per second").scaled(Scale::Log), y),
