@@ -21,6 +21,9 @@
 //!   `--metrics` endpoint (OpenMetrics for Prometheus), fed by the run's
 //!   per-second ticks.
 //! - [`modes`]: runs repeated: studies, the capacity search, the fill.
+//! - [`pricing`]: what a decision's servers cost: the dated, sourced price
+//!   catalogs (`prices/*.toml`), a `--deploy` resolved once, each server on
+//!   the cheapest shape that holds it.
 //! - [`results`]: every result type kvlab writes (JSON), counters and histograms,
 //!   and the exact merge of a sharded run.
 //! - [`report`]: results → the summary, the verdict, tables and SVG charts as
