@@ -94,6 +94,55 @@ fn shapes(a: &Architecture) -> Option<String> {
     })
 }
 
+/// The flips as said: each in its own words, but where the rate flips the
+/// answer more than twice (over shapes each step up a shape is a step in
+/// cost), the rates where the cache pays as ranges in one sentence.
+fn flips_said(d: &Decision) -> Vec<String> {
+    use crate::results::decide::{Variable, Verdict};
+    let rate: Vec<_> = d
+        .flips
+        .iter()
+        .filter(|f| f.variable == Variable::Rps)
+        .collect();
+    let others = d.flips.iter().filter(|f| f.variable != Variable::Rps);
+    if rate.len() <= 2
+        || !rate
+            .iter()
+            .all(|f| matches!(f.to, Verdict::KeepCache | Verdict::DropCache))
+    {
+        return d.flips.iter().map(|f| f.said.clone()).collect();
+    }
+    let mut ranges = Vec::new();
+    let mut from = (rate[0].from == Verdict::KeepCache).then_some(None);
+    for f in &rate {
+        match (f.to, from) {
+            (Verdict::KeepCache, _) => from = Some(Some(f.at)),
+            (_, Some(start)) => {
+                ranges.push(match start {
+                    Some(a) => format!("{}–{}", num(a), num(f.at)),
+                    None => format!("up to {}", num(f.at)),
+                });
+                from = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(start) = from {
+        ranges.push(start.map_or("at every rate".into(), |a| format!("from {}", num(a))));
+    }
+    let last = ranges.pop().unwrap_or_default();
+    let listed = match ranges.is_empty() {
+        true => last,
+        false => format!("{} and {last}", ranges.join(", ")),
+    };
+    let first = format!(
+        "by rate, the cache pays at {listed} req/s, the database alone at the rates beside (each step up a shape is a step in cost; decision.json's flips list each flip)"
+    );
+    std::iter::once(first)
+        .chain(others.map(|f| f.said.clone()))
+        .collect()
+}
+
 /// The break-even hit ratio in words, beside cache-aside's own.
 fn break_even(d: &Decision) -> Option<String> {
     let b = d.break_even_hit_ratio?;
@@ -222,8 +271,8 @@ pub fn text(d: &Decision) -> String {
     if let Some(c) = &d.decision.close_call {
         let _ = writeln!(s, "CLOSE CALL: {c}.\n");
     }
-    for f in &d.flips {
-        let _ = writeln!(s, "FLIP: {}.", f.said);
+    for f in flips_said(d) {
+        let _ = writeln!(s, "FLIP: {f}.");
     }
     if d.flips.is_empty() {
         let _ = writeln!(
@@ -353,8 +402,8 @@ pub fn html(d: &Decision, check: Option<&Check>) -> String {
         let _ = write!(s, "<p class=\"close\"><b>Close call.</b> {}.</p>", esc(c));
     }
     s.push_str("<ul>");
-    for f in &d.flips {
-        let _ = write!(s, "<li>Where the answer flips: {}.</li>", esc(&f.said));
+    for f in flips_said(d) {
+        let _ = write!(s, "<li>Where the answer flips: {}.</li>", esc(&f));
     }
     if d.flips.is_empty() {
         s.push_str("<li>The answer holds from a hundredth to a hundred times the stated rate, a tenth to ten times the keys, and from 0 to 90% writes.</li>");
@@ -407,4 +456,48 @@ pub fn html(d: &Decision, check: Option<&Check>) -> String {
     }
     s.push_str("</ul></body></html>\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::decide::{Flip, Variable, Verdict};
+
+    fn flip(at: f64, from: Verdict, to: Verdict) -> Flip {
+        Flip {
+            variable: Variable::Rps,
+            at,
+            from,
+            to,
+            said: format!("{from} to {to} at {at}"),
+        }
+    }
+
+    #[test]
+    fn rate_flips_over_shapes_read_as_the_ranges_where_the_cache_pays() {
+        let mut d: Decision = serde_json::from_str(include_str!(
+            "../../../tests/fixtures/decision-0.1/decision.json"
+        ))
+        .unwrap();
+        let (k, o) = (Verdict::KeepCache, Verdict::DropCache);
+        d.flips = vec![flip(100.0, o, k), flip(200.0, k, o)];
+        assert_eq!(
+            flips_said(&d),
+            [
+                "drop-cache to keep-cache at 100",
+                "keep-cache to drop-cache at 200"
+            ]
+        );
+        d.flips = vec![flip(100.0, o, k), flip(200.0, k, o), flip(1000.0, o, k)];
+        assert_eq!(
+            flips_said(&d)[0],
+            "by rate, the cache pays at 100–200 and from 1,000 req/s, the database alone at the rates beside (each step up a shape is a step in cost; decision.json's flips list each flip)"
+        );
+        d.flips = vec![flip(100.0, k, o), flip(200.0, o, k), flip(300.0, k, o)];
+        assert!(
+            flips_said(&d)[0].contains("pays at up to 100 and 200–300 req/s"),
+            "{:?}",
+            flips_said(&d)
+        );
+    }
 }
