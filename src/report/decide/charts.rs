@@ -90,9 +90,10 @@ pub fn cost(d: &Decision) -> Option<Chart> {
         let named = Some(i) == below || Some(i) == above;
         (
             f.at,
-            named
-                .then(|| format!("{} from here", f.to))
-                .unwrap_or_default(),
+            match named {
+                true => format!("{} from here", f.to),
+                false => String::new(),
+            },
         )
     }));
     Some(chart(
