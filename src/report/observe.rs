@@ -14,7 +14,17 @@ pub fn text(o: &Observation) -> String {
         out += &format!("  {name:<12} {value}\n  {:<12}   ← {from}\n", "");
     };
     let rate = match (l.rps, l.rps_mean) {
-        (Some(p), Some(m)) => format!("{} req/s at the peak second, {} req/s mean", num(p), num(m)),
+        (Some(p), Some(m)) => format!(
+            "{} req/s at the peak, {} req/s mean{}",
+            num(p),
+            num(m),
+            l.rps_busiest
+                .filter(|b| *b > p)
+                .map_or(String::new(), |b| format!(
+                    ", {} in the busiest second",
+                    num(b)
+                ))
+        ),
         _ => "not known".into(),
     };
     line("rate", rate, &l.rps_from);

@@ -73,11 +73,16 @@ pub struct ValueSizes {
 /// not known (its source says why).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ObservedLoad {
-    /// Requests a second at the peak second (the application's: reads and
-    /// writes).
+    /// Requests a second at the peak (the application's: reads and writes):
+    /// the 90th percentile of the window's per-second rates, so that one
+    /// burst second does not set it (a watch of 5 s or more never takes its
+    /// busiest second).
     pub rps: Option<f64>,
     /// Requests a second over the window.
     pub rps_mean: Option<f64>,
+    /// Requests a second in the busiest second (said beside the peak).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rps_busiest: Option<f64>,
     /// Where the rate comes from.
     pub rps_from: String,
     /// Writes' share of the requests.

@@ -28,7 +28,7 @@ fn of(w: &[Watched], role: Role) -> Option<&Watched> {
 /// The load the servers `w` show.
 pub fn load(w: &[Watched]) -> ObservedLoad {
     let (cache, db) = (of(w, Role::Cache), of(w, Role::Database));
-    let (rps, rps_mean, rps_from) = rate(cache, db);
+    let (rps, rps_mean, rps_busiest, rps_from) = rate(cache, db);
     let (write_share, mix_from) = mix(cache, db);
     let (keys, keys_from) = match (db, cache) {
         (Some(d), _) if d.holding.keys.is_some() => (d.holding.keys, d.holding.keys_from.clone()),
@@ -64,6 +64,7 @@ pub fn load(w: &[Watched]) -> ObservedLoad {
     ObservedLoad {
         rps,
         rps_mean,
+        rps_busiest,
         rps_from,
         ratio: write_share.map(ratio),
         write_share,
@@ -113,8 +114,32 @@ fn ttl(cache: Option<&Watched>) -> (Option<u32>, String) {
     }
 }
 
-/// The application's requests a second: (peak second, mean, source).
-fn rate(cache: Option<&Watched>, db: Option<&Watched>) -> (Option<f64>, Option<f64>, String) {
+/// The share of the watch's seconds the stated peak is taken at: a high
+/// percentile, so that one burst second (an application catching up after a
+/// stall) does not size the decision.
+pub const PEAK_PERCENTILE: f64 = 0.9;
+
+/// The peak a load is stated at from its per-second rates `each`: their
+/// [`PEAK_PERCENTILE`] (nearest rank; from five seconds on, never the
+/// busiest second itself); and the busiest second.
+pub fn stated_peak(each: &[f64]) -> Option<(f64, f64)> {
+    let mut v: Vec<f64> = each.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let busiest = *v.last()?;
+    let mut rank = ((PEAK_PERCENTILE * n as f64).ceil() as usize).clamp(1, n);
+    if n >= 5 {
+        rank = rank.min(n - 1);
+    }
+    Some((v[rank - 1], busiest))
+}
+
+/// The application's requests a second: (the stated peak, the mean, the
+/// busiest second, source).
+type Rate = (Option<f64>, Option<f64>, Option<f64>, String);
+
+/// The application's requests a second ([`Rate`]).
+fn rate(cache: Option<&Watched>, db: Option<&Watched>) -> Rate {
     // (reads of, writes of): whose counters hold the application's reads
     // and whose its writes.
     let (r, w, from) = match (cache, db) {
@@ -125,27 +150,41 @@ fn rate(cache: Option<&Watched>, db: Option<&Watched>) -> (Option<f64>, Option<f
         ),
         (Some(c), None) => (c, c, "the cache's reads + writes"),
         (None, Some(d)) => (d, d, "the database's reads + writes"),
-        (None, None) => return (None, None, "no server watched".into()),
+        (None, None) => return (None, None, None, "no server watched".into()),
     };
     let seconds = r.per_second.len().min(w.per_second.len());
     let each: Vec<f64> = (0..seconds)
         .filter_map(|i| Some(r.per_second[i].reads? + w.per_second[i].writes?))
         .collect();
-    let peak = each
-        .iter()
-        .copied()
-        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
-        .filter(|p| *p > 0.0);
+    let peaks = stated_peak(&each).filter(|p| p.1 > 0.0);
     let mean = match (r.window.reads, w.window.writes, r.window_s.min(w.window_s)) {
         (Some(a), Some(b), s) if s > 0.0 => Some((a + b) as f64 / s),
         _ => None,
     };
-    let from = match (peak, each.is_empty()) {
-        (Some(_), _) => format!("{from}, over {} seconds", each.len()),
+    let from = match (peaks, each.is_empty()) {
+        (Some((p, busiest)), _) => format!(
+            "{from}, over {} seconds: the {:.0}th percentile of the per-second rates{}",
+            each.len(),
+            PEAK_PERCENTILE * 100.0,
+            match busiest > p * 1.1 {
+                true => format!(
+                    ", not the busiest second ({} req/s, {:.1}x: a burst, such as an application catching up after a stall, does not size the decision)",
+                    num(busiest),
+                    busiest / p.max(1e-9)
+                ),
+                false => String::new(),
+            }
+        ),
         (None, false) => "not known: no request in the window".into(),
         (None, true) => format!("not known: {} did not count reads and writes", r.server),
     };
-    (peak, mean.filter(|_| peak.is_some()), from)
+    let peak = peaks.map(|p| p.0);
+    (
+        peak,
+        mean.filter(|_| peak.is_some()),
+        peaks.map(|p| p.1),
+        from,
+    )
 }
 
 /// The writes' share of the application's requests, and its source.
@@ -319,6 +358,23 @@ fn skew(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_burst_second_does_not_size_the_stated_peak() {
+        // 20 s paced at 3,000 with one second of 5,000 more reads beside it
+        // (2.7x): stated within 10% of 3,000, the burst the busiest second.
+        let mut each = vec![3000.0; 20];
+        each[7] = 8000.0;
+        let (peak, busiest) = stated_peak(&each).unwrap();
+        assert!((peak - 3000.0).abs() <= 300.0, "{peak}");
+        assert_eq!(busiest, 8000.0);
+        // A load that moves: its high seconds, not its mean.
+        let ramp: Vec<f64> = (1..=10).map(|i| i as f64 * 100.0).collect();
+        assert_eq!(stated_peak(&ramp).unwrap(), (900.0, 1000.0));
+        // Too few seconds to leave one out: the busiest.
+        assert_eq!(stated_peak(&[1.0, 5.0, 2.0]).unwrap(), (5.0, 5.0));
+        assert_eq!(stated_peak(&[]), None);
+    }
 
     #[test]
     fn a_mix_reads_as_a_reduced_ratio_and_sizes_as_a_flag() {
