@@ -180,6 +180,11 @@ pub struct Check {
     pub figures: Vec<Compared>,
     /// `fail` when a figure is past its tolerance.
     pub verdict: Verdict,
+    /// The host was busy during the run (other processes' CPU, steal, the
+    /// load average), said: a figure past its tolerance there may be the
+    /// host's, not the decision's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_busy: Vec<String>,
     /// The run itself.
     pub run: RunResult,
 }

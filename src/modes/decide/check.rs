@@ -116,10 +116,11 @@ pub fn planned(s: &Saved, dir: &Path, available: u64) -> Result<(Checked, RunPla
     Ok((checked, plan))
 }
 
-/// The check of `s` by `run`, the run of `checked`: each figure the
-/// decision predicts at the keys checked beside what the run measured, and
-/// the verdict. A pure function of the saved decision and the run.
-pub fn conclude(s: &Saved, checked: Checked, run: RunResult) -> Check {
+/// The check of `s` by `run`, the run of `checked` (`host_busy`: what made
+/// the host busy during it, said): each figure the decision predicts at the
+/// keys checked beside what the run measured, and the verdict. A pure
+/// function of the saved decision and the run.
+pub fn conclude(s: &Saved, checked: Checked, run: RunResult, host_busy: Vec<String>) -> Check {
     let ws = s.measured.measured_for.write_share;
     let model = carry::model_of(&s.ask, ws);
     let servers = aside_row(&s.decision).map_or(&[][..], |r| r.servers.as_slice());
@@ -150,6 +151,7 @@ pub fn conclude(s: &Saved, checked: Checked, run: RunResult) -> Check {
         tolerances: TOLERANCES,
         verdict: compare::verdict(&figures),
         figures,
+        host_busy,
         run,
     }
 }

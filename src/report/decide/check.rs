@@ -140,8 +140,12 @@ pub fn verdict(c: &Check) -> String {
             "CHECK: {}: every figure measured is within its tolerance",
             c.verdict.name()
         ),
-        n => format!(
+        n if c.host_busy.is_empty() => format!(
             "CHECK: {}: {n} figure(s) past their tolerance",
+            c.verdict.name()
+        ),
+        n => format!(
+            "CHECK: {}: {n} figure(s) past their tolerance, on a busy host: they may be the host's, not the decision's (run the check again on a quiet host)",
             c.verdict.name()
         ),
     }
@@ -176,6 +180,9 @@ pub fn text(c: &Check) -> String {
     for p in c.past() {
         let _ = writeln!(s, "PAST: {}.", past(p));
     }
+    for b in &c.host_busy {
+        let _ = writeln!(s, "NOTE: {b}.");
+    }
     let _ = writeln!(s, "{}.", verdict(c));
     s
 }
@@ -200,6 +207,9 @@ pub fn section(c: &Check) -> String {
             let _ = write!(s, "<li>Past its tolerance: {}.</li>", esc(&p));
         }
         s.push_str("</ul>");
+    }
+    for b in &c.host_busy {
+        let _ = write!(s, "<p><b>Note:</b> {}.</p>", esc(b));
     }
     s
 }
@@ -265,6 +275,7 @@ mod tests {
                 ),
             ],
             verdict: Verdict::Fail,
+            host_busy: Vec::new(),
             run: serde_json::from_str(include_str!("../../../tests/fixtures/client-result.json"))
                 .unwrap(),
         }
@@ -325,5 +336,19 @@ mod tests {
         assert!(html.contains("Check (kvlab decide --check)"), "{html}");
         assert_eq!(html.matches("<li>Past its tolerance").count(), 2, "{html}");
         assert!(checking(&c.checked).contains("a 5.0 MiB cache (settled to its steady state"));
+        // On a busy host the check says so, beside the figures past.
+        let busy = Check {
+            host_busy: vec![
+                "the host was busy during the check's run: the load average was 11.0 on 2 cores"
+                    .into(),
+            ],
+            ..c
+        };
+        let t = text(&busy);
+        assert!(
+            t.contains("NOTE: the host was busy during the check's run"),
+            "{t}"
+        );
+        assert!(t.ends_with("CHECK: fail: 2 figure(s) past their tolerance, on a busy host: they may be the host's, not the decision's (run the check again on a quiet host).\n"), "{t}");
     }
 }

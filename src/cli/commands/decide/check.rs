@@ -42,9 +42,11 @@ pub fn exec(args: &DecideArgs, dir: &Path, shutdown: &AtomicBool) -> Result<()> 
         progress: true,
         notes: true,
     };
+    let mut host = crate::modes::decide::host::HostLog::start();
     let run = runner::run(&plan, opts, shutdown)?;
+    let busy = host.mark("the check's run").into_iter().collect();
     check_valid(&run, "the check's run")?;
-    let c = check::conclude(&saved, checked, run);
+    let c = check::conclude(&saved, checked, run, busy);
     say.text(&shown::text(&c));
     write_json(&dir.join("check.json"), &c)?;
     let page = crate::report::decide::html(&saved.decision, Some(&c));
