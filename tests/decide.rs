@@ -292,6 +292,21 @@ fn a_cut_decision_resumes_and_is_asked_again_from_its_measurements() {
     assert_eq!(code, Some(130), "{said}{err}");
     assert!(err.contains("--resume"), "{err}");
     assert!(out.join("steps/01-database.json").exists(), "{said}{err}");
+    // Cut again while resuming, before anything new finished: the manifest
+    // still lists the step finished before.
+    let mut again = flags.clone();
+    again.extend(["--resume", out_s]);
+    let (said, code, err) = common::interrupted_when(&again, |line| {
+        line.starts_with("kvlab decide: the cache alone")
+    });
+    assert_eq!(code, Some(130), "{said}{err}");
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(
+        manifest["finished"],
+        serde_json::json!(["database"]),
+        "{said}{err}"
+    );
     // Resumed: the database's search reused, the rest measured.
     let o = common::kvlab()
         .args(&flags)

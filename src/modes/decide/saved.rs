@@ -104,7 +104,15 @@ impl<'a> Store<'a> {
             }
         }
         std::fs::create_dir_all(&steps).with_context(|| steps.display().to_string())?;
-        let store = Store {
+        // Resuming, the steps finished before stay listed until each is
+        // reused or measured again: a Ctrl-C before then loses none.
+        let before: Vec<String> = match resume {
+            true => read::<Manifest>(&dir.join("manifest.json"))
+                .map(|m| m.finished)
+                .unwrap_or_default(),
+            false => Vec::new(),
+        };
+        let mut store = Store {
             dir: dir.to_path_buf(),
             shutdown,
             manifest: Manifest {
@@ -115,6 +123,16 @@ impl<'a> Store<'a> {
             },
             resume,
         };
+        // Those saved for the plan they have now (a step of other flags is
+        // measured again).
+        store.manifest.finished = before
+            .into_iter()
+            .filter(|f| {
+                Step::ALL
+                    .iter()
+                    .any(|&s| s.file() == f && store.reusable::<Value>(s).is_some())
+            })
+            .collect();
         store.save_manifest()?;
         Ok(store)
     }
@@ -215,7 +233,9 @@ impl<'a> Store<'a> {
     }
 
     fn finished<T>(&mut self, step: Step, t: T) -> Result<T> {
-        self.manifest.finished.push(step.file().into());
+        let name = step.file().to_string();
+        self.manifest.finished.retain(|f| *f != name);
+        self.manifest.finished.push(name);
         self.save_manifest()?;
         Ok(t)
     }
