@@ -69,6 +69,10 @@ pub struct DecideArgs {
     /// products it starts itself.
     #[arg(long)]
     pub on_observed: bool,
+    /// With --resume and --observe: watch the servers again, not the
+    /// observation the decision saved (observed.json).
+    #[arg(long)]
+    pub observe_again: bool,
     /// The figures --observe stated, each with its source (filled by kvlab).
     #[arg(skip)]
     pub observed: Vec<String>,
@@ -246,6 +250,12 @@ impl DecideArgs {
                 "--observe-seconds",
                 "it is how long --observe watches, and --observe is not given",
                 watch,
+            ),
+            (
+                self.observe_again && !(self.observe && resume),
+                "--observe-again",
+                "it watches again a decision resumed with --observe (--resume DIR --observe)",
+                "give --resume DIR and --observe with it, or drop it",
             ),
             (
                 self.on_observed && !self.observe,

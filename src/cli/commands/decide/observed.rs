@@ -15,6 +15,52 @@ use crate::cli::commands::{Say, observe};
 use crate::error::UsageError;
 use crate::modes::decide;
 use crate::modes::observe::ToWatch;
+use crate::results::observe::ObservedLoad;
+
+/// The file, in a decision's directory, of the load its `--observe` saw:
+/// `--resume` takes it instead of watching again.
+const SAVED: &str = "observed.json";
+
+/// The load the servers serve: watched (and saved in the decision's
+/// directory), or with `--resume` the one saved there (unless
+/// `--observe-again`).
+fn seen(
+    args: &DecideArgs,
+    servers: &[crate::modes::observe::ToWatch],
+    say: Say,
+    shutdown: &AtomicBool,
+) -> Result<ObservedLoad> {
+    let dir = args
+        .resume
+        .clone()
+        .or_else(|| args.out.clone())
+        .unwrap_or_else(|| "results/decide".into());
+    let path = dir.join(SAVED);
+    if args.resume.is_some() && !args.observe_again && path.is_file() {
+        let text = std::fs::read_to_string(&path)?;
+        let l: ObservedLoad = serde_json::from_str(&text).map_err(|e| {
+            anyhow::anyhow!(
+                "--resume: {} is not an observation kvlab decide saved ({e}); give --observe-again to watch again",
+                path.display()
+            )
+        })?;
+        say.text(&format!(
+            "kvlab decide: the observation saved in {} reused, not watched again (--observe-again watches again)\n",
+            path.display()
+        ));
+        return Ok(l);
+    }
+    let o = observe::watch(servers, args.observe_seconds, say, shutdown)?;
+    if shutdown.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(crate::error::Stopped(
+            "kvlab decide: stopped while observing; nothing measured".into(),
+        )
+        .into());
+    }
+    std::fs::create_dir_all(&dir)?;
+    crate::results::write_json_atomic(&o.load, &path)?;
+    Ok(o.load)
+}
 
 /// `args` with the observed load in the flags the user left out.
 pub fn stated(args: &DecideArgs, shutdown: &AtomicBool) -> Result<DecideArgs> {
@@ -22,14 +68,7 @@ pub fn stated(args: &DecideArgs, shutdown: &AtomicBool) -> Result<DecideArgs> {
     let say = Say::beside(r.json.as_deref());
     observe::window(args.observe_seconds, "--observe-seconds")?;
     let servers = observe::servers(r.aside.cache.as_deref(), Some(&r.target), &r.tls)?;
-    let o = observe::watch(&servers, args.observe_seconds, say, shutdown)?;
-    if shutdown.load(std::sync::atomic::Ordering::SeqCst) {
-        return Err(crate::error::Stopped(
-            "kvlab decide: stopped while observing; nothing measured".into(),
-        )
-        .into());
-    }
-    let l = &o.load;
+    let l = &seen(args, &servers, say, shutdown)?;
     let mut a = args.clone();
     let mut said = Vec::new();
     let s = &mut said;
