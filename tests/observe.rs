@@ -357,12 +357,22 @@ fn decide_observe_decides_on_the_load_it_saw_and_says_so() {
     let out = dir.path().to_str().unwrap();
     let mut args = common::QUICK_DECIDE.to_vec();
     args.extend(["--observe", "--observe-seconds", "4", "--target", &db_url]);
+    let mut again = args.clone();
     args.extend(["--p99-ms", "20", "--out", out]);
     let o = common::kvlab().args(&args).output().unwrap();
+    // Resumed with the same flags: the observation saved is taken, not
+    // watched again, and every step made for it reused.
+    again.extend(["--p99-ms", "20", "--resume", out]);
+    let resumed = common::kvlab().args(&again).output().unwrap();
     unsafe { libc::kill(bg.id() as libc::pid_t, libc::SIGINT) };
     let _ = bg.wait();
     common::stop(db);
     common::succeeds(&o);
+    common::succeeds(&resumed);
+    let again = String::from_utf8_lossy(&resumed.stdout);
+    assert!(again.contains("reused, not watched again"), "{again}");
+    assert!(again.contains("the database alone: reused"), "{again}");
+    assert!(!again.contains("measured again"), "{again}");
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
         stdout.contains("kvlab decide: from observation:"),
