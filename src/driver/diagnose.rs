@@ -33,6 +33,18 @@ impl Connector {
         })
     }
 
+    /// Where a password not in the URL came from, as said: ` (the password
+    /// was read from PGPASSWORD)`; empty where it was in the URL or none.
+    pub(crate) fn password_source(&self) -> String {
+        let var = self.product.facts().password_env;
+        match var.filter(|v| {
+            std::env::var(v).ok().as_deref() == self.password.as_deref().filter(|p| !p.is_empty())
+        }) {
+            Some(v) => format!(" (the password was read from {v}, as the URL has none)"),
+            None => String::new(),
+        }
+    }
+
     /// The failures both kinds of set-up explain alike: TLS, refused
     /// logins, replies of another protocol, silence, a missing socket.
     fn known(&self, e: &io::Error) -> Option<anyhow::Error> {
@@ -42,8 +54,9 @@ impl Connector {
         let (tls, what) = (self.tls_hint(), self.product.facts().title);
         Some(match e.kind() {
             io::ErrorKind::PermissionDenied => anyhow::anyhow!(
-                "{}: {e}; check the user and password in --target",
-                self.display
+                "{}: {e}; check the user and password in --target{}",
+                self.display,
+                self.password_source()
             ),
             // The login itself got a reply that is not this protocol's.
             io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => anyhow::anyhow!(
