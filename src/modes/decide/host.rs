@@ -9,6 +9,10 @@ use std::time::Instant;
 
 use crate::results::decide::KVLAB;
 
+/// A step shorter than this, seconds, measured nothing: it is not said
+/// busy.
+const MEASURED_S: f64 = 0.5;
+
 /// One reading of the host.
 #[derive(Clone, Copy, Debug)]
 struct Sample {
@@ -63,6 +67,11 @@ impl HostLog {
         };
         self.last = now;
         let secs = b.at.duration_since(a.at).as_secs_f64().max(1e-3);
+        // A step that ran nothing (a row with nothing to measure) is over
+        // in a moment: no note for it.
+        if secs < MEASURED_S {
+            return None;
+        }
         // SAFETY: sysconf has no preconditions.
         let ticks = (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).max(1) as f64;
         let others = (b.busy.saturating_sub(a.busy) as f64 - b.ours.saturating_sub(a.ours) as f64)
@@ -207,6 +216,13 @@ mod tests {
         let stat =
             "4242 (kvlab worker (x)) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 75 5 10 20 0 8 0 1";
         assert_eq!(stat_fields(stat), Some((17, 340)));
+    }
+
+    #[test]
+    fn a_step_that_ran_nothing_is_never_said_busy() {
+        let mut h = HostLog::start();
+        assert_eq!(h.mark("a row with nothing to measure"), None);
+        assert!(h.busy.is_empty());
     }
 
     #[test]
