@@ -223,9 +223,19 @@ const HEAD: [&str; 13] = [
 /// them.
 fn prices_said(d: &Decision) -> String {
     if d.load.deployment.catalogued() {
+        let built_in = d
+            .load
+            .deployment
+            .catalog
+            .as_ref()
+            .is_some_and(|c| c.file.starts_with("built in"));
         return format!(
-            "{}, list prices on demand: {}",
+            "{}, {}: {}",
             d.load.currency,
+            match built_in {
+                true => "list prices on demand",
+                false => "the prices of the catalog given",
+            },
             d.load.deployment.said()
         );
     }

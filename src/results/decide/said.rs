@@ -154,8 +154,16 @@ impl Extrapolated<'_> {
             }
         });
         format!(
-            "Shapes and cost: {}; list prices, on demand, in {}, a month of {} hours{oldest}. Each server on the cheapest shape that sustains its cores at the stated load (a burstable shape only up to its baseline) and holds its data in memory (a managed cache's after the service's reserve; a machine's or a managed database's after {}% for the system and the server's own); past the largest shape, N of the one that costs least (a cache's shards, a database's read replicas where its writes leave room). A shape's vCPU is taken as one core of the machine that measured ({}); a real vCPU may be a hyperthread, and a server scales less than linearly past a machine.{}",
+            "Shapes and cost: {}; {}, in {}, a month of {} hours{oldest}. Each server on the cheapest shape that sustains its cores at the stated load (a burstable shape only up to its baseline) and holds its data in memory (a managed cache's after the service's reserve; a machine's or a managed database's after {}% for the system and the server's own); past the largest shape, N of the one that costs least (a cache's shards, a database's read replicas where its writes leave room). A shape's vCPU is taken as one core of the machine that measured ({}); a real vCPU may be a hyperthread, and a server scales less than linearly past a machine.{}",
             d.said(),
+            match d
+                .catalog
+                .as_ref()
+                .is_some_and(|c| c.file.starts_with("built in"))
+            {
+                true => "list prices, on demand",
+                false => "the prices of the catalog given",
+            },
             l.currency,
             p.hours_per_month,
             p.machine_reserve * 100.0,

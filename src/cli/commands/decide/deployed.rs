@@ -30,7 +30,8 @@ pub fn given(args: &DecideArgs) -> bool {
 }
 
 /// The deployment `args` name, checked: `--deploy` as given; else `managed`
-/// of a `--prices` catalog; else own where an own-machine flag is given;
+/// of a `--prices` catalog (`vms` where it prices no managed service, see
+/// [`deployment`]); else own where an own-machine flag is given;
 /// else `default` ([`Deploy::DEFAULT`], or a saved decision's).
 fn deploy_of(args: &DecideArgs, default: Deploy) -> Result<Deploy, UsageError> {
     let own = OWN.iter().find(|id| args.given.iter().any(|x| x == *id));
@@ -105,6 +106,13 @@ pub fn deployment(
         .into());
     }
     let catalog = catalog_of(args, deploy)?;
+    // A --prices catalog of virtual machines only, its deployment not named:
+    // its machines.
+    let vms_only = catalog.as_ref().is_some_and(|l| !l.catalog.has_managed());
+    let deploy = match (deploy, &args.deploy) {
+        (Deploy::Managed, None) if vms_only => Deploy::Vms,
+        (d, _) => d,
+    };
     Ok(deploy::resolve(
         &deploy::Asked {
             deploy,
