@@ -406,3 +406,23 @@ fn deployments_refuse_what_they_cannot_price_and_prices_lists_the_catalogs() {
         }
     }
 }
+
+/// A team's own catalog of virtual machines (`--prices FILE`, no
+/// `--deploy`): the decision priced on its machines, in its currency.
+#[test]
+fn a_teams_own_catalog_prices_the_decision_in_its_currency() {
+    let (_dir, copy) = fixture_copy();
+    let file = copy.join("ours.toml");
+    std::fs::write(
+        &file,
+        "name = \"ours\"\nprovider = \"hetzner\"\nregion = \"fsn1\"\ncurrency = \"EUR\"\ndate = \"2026-11-30\"\n[sources.INV]\ncites = \"our invoice\"\ndate = \"2026-11-30\"\n[[vm]]\nservice = \"Cloud\"\nname = \"cx22\"\nvcpu = 2\ngib = 4\nhour = 0.006\nsource = \"INV\"\n",
+    )
+    .unwrap();
+    let d = from_with(&copy, &["--prices", file.to_str().unwrap()]);
+    assert_eq!(d["load"]["deployment"]["deploy"], "vms");
+    assert_eq!(d["load"]["currency"], "EUR");
+    // 0.18 cores and 25 MiB on cx22 (2 vCPU, 4 × 0.75 GiB): 0.006 × 730.
+    let db = &d["architectures"][0];
+    assert_eq!(db["servers"][0]["placed"]["shape"], "cx22");
+    assert!((db["monthly_cost"].as_f64().unwrap() - 4.38).abs() < 0.005);
+}
