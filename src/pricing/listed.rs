@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::catalog::{Catalog, Loaded, Row};
+use super::catalog::{Catalog, Loaded, Rates, Row, Rules, ServerlessRow};
 use super::days;
 use crate::results::decide::bill::Deploy;
 
@@ -99,45 +99,11 @@ pub fn full(l: &Listed, today: &str) -> String {
             let _ = writeln!(s, "  {}", row(c, r));
         }
     }
-    for r in &c.database_rates {
-        let _ = writeln!(
-            s,
-            "\n{} ({}): {} a vCPU-hour, {} a GiB-hour; {:?} vCPUs, {}–{} GiB per vCPU, at least {} GiB — {}",
-            r.service,
-            r.engine,
-            r.vcpu_hour,
-            r.gib_hour,
-            r.vcpus,
-            r.gib_per_vcpu[0],
-            r.gib_per_vcpu[1],
-            r.min_gib,
-            short(c, &r.source, r.also.as_ref(), r.date.as_ref())
-        );
-    }
-    if let Some(r) = &c.database_rules {
-        let _ = writeln!(
-            s,
-            "\n{}: Multi-AZ × {} ({}); storage {} a GB-month, at least {} GB ({})",
-            r.service,
-            r.multi_az_factor,
-            short(c, &r.multi_az_source, None, None),
-            r.storage_gb_month,
-            r.storage_min_gb,
-            short(c, &r.storage_source, r.storage_min_source.as_ref(), None)
-        );
-    }
-    for r in &c.serverless_cache {
-        let _ = writeln!(
-            s,
-            "\n{} ({}): {} a GB-hour (at least {} GB), {} a million ECPUs ({} KB an ECPU) — {}",
-            r.service,
-            r.engine,
-            r.gb_hour,
-            r.min_gb,
-            r.per_million_ecpu,
-            r.kb_per_ecpu,
-            short(c, &r.source, r.also.as_ref(), r.date.as_ref())
-        );
+    let priced = (c.database_rates.iter().map(|r| rates(c, r)))
+        .chain(c.database_rules.iter().map(|r| rules(c, r)))
+        .chain(c.serverless_cache.iter().map(|r| serverless(c, r)));
+    for line in priced {
+        let _ = writeln!(s, "\n{line}");
     }
     let _ = writeln!(s, "\nsources:");
     for (k, src) in &c.sources {
@@ -164,6 +130,49 @@ fn head(l: &Listed) -> String {
         newest(c),
         old_said(l)
     )
+}
+
+/// A managed database priced per vCPU and GiB, as listed.
+fn rates(c: &Catalog, r: &Rates) -> String {
+    let [lo, hi] = r.gib_per_vcpu;
+    let per = format!("{} a vCPU-hour, {} a GiB-hour", r.vcpu_hour, r.gib_hour);
+    let shapes = format!(
+        "{:?} vCPUs, {lo}–{hi} GiB per vCPU, at least {} GiB",
+        r.vcpus, r.min_gib
+    );
+    let cited = short(c, &r.source, r.also.as_ref(), r.date.as_ref());
+    offered(&r.service, &r.engine, &format!("{per}; {shapes}"), &cited)
+}
+
+/// A managed database's Multi-AZ factor and storage, as listed.
+fn rules(c: &Catalog, r: &Rules) -> String {
+    let az = short(c, &r.multi_az_source, None, None);
+    let storage = short(c, &r.storage_source, r.storage_min_source.as_ref(), None);
+    format!(
+        "{}: Multi-AZ × {} ({az}); storage {} a GB-month, at least {} GB ({storage})",
+        r.service, r.multi_az_factor, r.storage_gb_month, r.storage_min_gb
+    )
+}
+
+/// A serverless cache, as listed.
+fn serverless(c: &Catalog, r: &ServerlessRow) -> String {
+    let data = format!("{} a GB-hour (at least {} GB)", r.gb_hour, r.min_gb);
+    let requests = format!(
+        "{} a million ECPUs ({} KB an ECPU)",
+        r.per_million_ecpu, r.kb_per_ecpu
+    );
+    let cited = short(c, &r.source, r.also.as_ref(), r.date.as_ref());
+    offered(
+        &r.service,
+        &r.engine,
+        &format!("{data}, {requests}"),
+        &cited,
+    )
+}
+
+/// A service's prices for one engine, with their sources.
+fn offered(service: &str, engine: &str, prices: &str, cited: &str) -> String {
+    format!("{service} ({engine}): {prices} — {cited}")
 }
 
 /// One shape as listed.

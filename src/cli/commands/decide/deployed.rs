@@ -52,12 +52,13 @@ fn deploy_of(args: &DecideArgs, default: Deploy) -> Result<Deploy, UsageError> {
         (None, None, None) => default,
     };
     if let (true, Some(id)) = (deploy != Deploy::Own, own) {
+        let flag = format!("--{}", id.replace('_', "-"));
+        let problem = format!(
+            "{flag} prices the team's own machines, and --deploy {deploy} prices a catalog's shapes"
+        );
         return Err(UsageError::conflict(
             "--deploy",
-            format!(
-                "--{} prices the team's own machines, and --deploy {deploy} prices a catalog's shapes",
-                id.replace('_', "-")
-            ),
+            problem,
             "give --deploy own with it, or drop it",
         ));
     }
