@@ -35,7 +35,7 @@ impl Connector {
 
     /// Where a password not in the URL came from, as said: ` (the password
     /// was read from PGPASSWORD)`; empty where it was in the URL or none.
-    pub(crate) fn password_source(&self) -> String {
+    fn password_source(&self) -> String {
         let var = self.product.facts().password_env;
         match var.filter(|v| {
             std::env::var(v).ok().as_deref() == self.password.as_deref().filter(|p| !p.is_empty())

@@ -255,15 +255,7 @@ pub(crate) fn probe(
         }
     });
     r.map_err(|e| {
-        let said = format!("{e:#}");
-        if said.contains("WRONGPASS") {
-            return anyhow::anyhow!(
-                "{}: the user or password was refused (WRONGPASS); check them in --target{}",
-                c.display,
-                c.password_source()
-            );
-        }
-        if said.contains("NOAUTH") {
+        if format!("{e:#}").contains("NOAUTH") {
             let scheme = c.product.facts().schemes[0];
             anyhow::anyhow!(
                 "{} needs a password: give it in the URL, {scheme}://:PASSWORD@{} (or {scheme}://USER:PASSWORD@… for an ACL user), or set {} (read for a URL without one)",
