@@ -100,7 +100,14 @@ pub fn watch(
         "kvlab observe: watching {} for {seconds} s, read-only (its counters every second, then a sample of its keys)\n",
         names.join(" and ")
     ));
-    let o = observe::observe(servers, seconds, shutdown)?;
+    // On a terminal, the time watched so far (a long watch is not silent).
+    let shown = crate::system::progress::Progress::spinner(
+        &format!("kvlab observe: watching for {seconds} s, then sampling its keys:"),
+        true,
+    );
+    let o = observe::observe(servers, seconds, shutdown);
+    shown.finish();
+    let o = o?;
     say.text(&crate::report::observe::text(&o));
     Ok(o)
 }
