@@ -306,8 +306,8 @@ impl Runs<'_> {
         let r = runner::measure(&self.drawn(plan), db, self.opts, self.shutdown)?;
         let verdict = capacity::judge(&r, rate, self.ask.load.p99_ms, self.limits().1);
         say(&format!(
-            "  p99 {} µs: {}\n",
-            num(r.latency.latency_us.p99),
+            "  p99 {}: {}\n",
+            p99_said(&r),
             verdict
                 .as_ref()
                 .err()
@@ -359,10 +359,10 @@ impl Runs<'_> {
             .with_context(|| format!("cache-aside with a {} cache", mb_name(mb)))?;
             let hit = r.cache_aside.as_ref().map_or(0.0, |a| a.hit_ratio);
             say(&format!(
-                "  cache {}: hit ratio of all reads {:.1}%, p99 {} µs\n",
+                "  cache {}: hit ratio of all reads {:.1}%, p99 {}\n",
                 mb_name(mb),
                 hit * 100.0,
-                num(r.latency.latency_us.p99)
+                p99_said(&r)
             ));
             out.push(CurveRun {
                 memory_mb: mb,
@@ -567,22 +567,31 @@ pub(super) fn confirm_rate(
 
 /// A capacity step's progress line: its rate (the closed loop's measured
 /// one), its p99 and whether it met the goal, or why not.
+/// A run's p99 as said: `3,293 µs`, or not known where no request finished
+/// (a run cut short), never 0.
+fn p99_said(r: &RunResult) -> String {
+    match r.totals.requests {
+        0 => "not known (no request finished)".into(),
+        _ => format!("{} µs", num(r.latency.latency_us.p99)),
+    }
+}
+
 fn step_line(s: &crate::results::capacity::Step, p99_ms: f64) -> String {
     let p99 = s.result.latency.latency_us.p99;
     match s.rate {
         None => format!(
-            "  closed loop (the search's ceiling, not judged): {} req/s, p99 {} µs{}\n",
+            "  closed loop (the search's ceiling, not judged): {} req/s, p99 {}{}\n",
             num(s.result.totals.throughput_rps),
-            num(p99),
+            p99_said(&s.result),
             match p99 <= p99_ms * 1000.0 {
                 true => ", within the goal",
                 false => ", over the goal",
             }
         ),
         Some(rate) => format!(
-            "  {} req/s: p99 {} µs, {}\n",
+            "  {} req/s: p99 {}, {}\n",
             num(rate),
-            num(p99),
+            p99_said(&s.result),
             s.reason.as_deref().unwrap_or("within the goal")
         ),
     }
