@@ -43,25 +43,26 @@ pub fn on_shape(
             num(peak)
         ));
     }
-    let vcpu = p.usable_cores_at_burst(count);
-    let burst = match (vcpu, p.sustained_cores) {
-        (Some(v), Some(s)) if v > s * count + 1e-9 && need <= v => {
-            let credits = s * count * 60.0 * CREDIT_HOURS;
-            let per_s = (need - s * count) / 60.0;
+    // Bursting, every vCPU runs; a credit is a vCPU for a minute, earned at
+    // the baseline.
+    let burst = match p.vcpu.map(|v| v * count) {
+        Some(v) if v > sustained + 1e-9 && need <= v => {
+            let credits = sustained * 60.0 * CREDIT_HOURS;
+            let per_s = (need - sustained) / 60.0;
             let lasts = credits / per_s.max(1e-9);
             Some(match lasts >= above {
                 true => format!(
                     "it bursts above its baseline on its CPU credits: a full balance ({} credits) lasts {} s at the peak, longer than the {} s the loss run's database stayed above its baseline",
                     num(credits),
-                    num(lasts),
-                    num(above)
+                    num(lasts.round()),
+                    above
                 ),
                 false => format!(
                     "its CPU credits (a full balance, {}) last {} s at the peak, and the loss run's database stayed above its baseline for {} s: the goal is missed for about {} s",
                     num(credits),
-                    num(lasts),
-                    num(above),
-                    num(above - lasts)
+                    num(lasts.round()),
+                    above,
+                    (above - lasts).round()
                 ),
             })
         }
@@ -72,8 +73,7 @@ pub fn on_shape(
         fmt(need),
         num(peak),
         burst.unwrap_or_else(|| format!(
-            "the goal is missed for about {} s (the seconds the loss run's database load stayed above what the shape carries)",
-            num(above)
+            "the goal is missed for about {above} s (the seconds the loss run's database load stayed above what the shape carries)"
         ))
     ))
 }
@@ -156,4 +156,78 @@ pub fn weighed(
 /// Cores as said.
 fn fmt(c: f64) -> String {
     format!("{c:.2}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::decide::bill::Placed;
+    use crate::results::decide::{LossSecond, ServerSize};
+
+    /// Cache-aside whose database sits on one 2-vCPU shape at a 20%
+    /// baseline (0.4 cores sustained), 1,000 ops a core.
+    fn aside() -> Architecture {
+        let mut a = super::super::rows::row(ArchName::CacheAside, "redis in front of postgres");
+        a.servers = vec![ServerSize {
+            role: Role::Database,
+            ops_per_core: Some(1000.0),
+            placed: Some(Placed {
+                shape: "db.t4g.small".into(),
+                count: 1,
+                hour: 0.032,
+                sustained_cores: Some(0.4),
+                vcpu: Some(2.0),
+                ..Placed::default()
+            }),
+            ..ServerSize::default()
+        }];
+        a
+    }
+
+    /// A loss at 1,000 req/s, reads only, whose database reads peak at
+    /// `peak` a second for `above` seconds, 100 after.
+    fn loss(peak: f64, above: i64) -> CacheLoss {
+        CacheLoss {
+            db_peak_rps: peak,
+            db_before_rps: 200.0,
+            db_counted: None,
+            p99_ms: 3.0,
+            errors: 0,
+            seconds_to_recover: Some(1.0),
+            database_alone_carries: true,
+            emulated: false,
+            rate_rps: 1000.0,
+            event_error: None,
+            at_s: 0,
+            seconds: (0..10)
+                .map(|s| LossSecond {
+                    second: s,
+                    db_reads_per_s: if s < above { peak } else { 100.0 },
+                    p99_ms: 3.0,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_burstable_database_carries_a_short_loss_on_credits_and_says_a_long_one_missed() {
+        // The peak is 0.3 cores: within the 0.4 sustained.
+        let l = on_shape(&aside(), &loss(300.0, 3), 1000.0, 0.0).unwrap();
+        assert!(
+            l.starts_with("on its shape the database carries the loss"),
+            "{l}"
+        );
+        // 0.9 cores for 3 s: a day's credits (0.4 × 60 × 24 = 576) at 0.5
+        // vCPU above the baseline last 69,120 s.
+        let l = on_shape(&aside(), &loss(900.0, 3), 1000.0, 0.0).unwrap();
+        assert!(
+            l.contains("bursts above its baseline on its CPU credits"),
+            "{l}"
+        );
+        assert!(l.contains("576 credits") && l.contains("69,120 s"), "{l}");
+        // Past its 2 vCPUs (a peak of 2.5 cores at 2,500 ops/s would need
+        // more than the shape has): the seconds the goal is missed.
+        let l = on_shape(&aside(), &loss(1000.0, 4), 2500.0, 0.0).unwrap();
+        assert!(l.contains("the goal is missed for about 4 s"), "{l}");
+    }
 }

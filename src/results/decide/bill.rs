@@ -316,12 +316,6 @@ pub struct Placed {
 }
 
 impl Placed {
-    /// The cores `count` of it run at full speed (a burstable shape above
-    /// its baseline, on credits): its vCPUs (`None`: not known).
-    pub fn usable_cores_at_burst(&self, count: f64) -> Option<f64> {
-        self.vcpu.map(|v| v * count)
-    }
-
     /// As said in a bill: `db.t4g.medium x1`, `cache.r6g.large x3`,
     /// `ElastiCache Serverless for Redis OSS`.
     pub fn said(&self) -> String {
