@@ -215,6 +215,10 @@ fn placed(d: &Deployment, f: &Fit, need: &Need) -> Placed {
         monthly: f.monthly,
         why,
         old: super::days::old(&price_date, &d.priced_on),
+        source: match storage {
+            Some(s) => format!("{}; storage: {}", o.source, s.source),
+            None => o.source.clone(),
+        },
         price_date,
     }
 }
@@ -257,6 +261,7 @@ fn on_serverless(
             s.per_million_ecpu
         ),
         old: super::days::old(&s.date, &d.priced_on),
+        source: s.source.clone(),
         price_date: s.date.clone(),
     }
 }

@@ -71,6 +71,16 @@ fn five_reference_deployments_price_to_the_cent() {
     let (s, total) = bill(&rds, vec![server(Role::Database, 0.69, 1.18)]);
     assert_eq!(s, ["db.m6g.large x1"]);
     assert!(cents(total, 118.37), "{total}");
+    // Each place names the sources of its prices, and their date.
+    let mut one = [server(Role::Database, 0.69, 1.18)];
+    price(&rds, H, &mut one).unwrap();
+    let p = one[0].placed.as_ref().unwrap();
+    assert!(
+        p.source.starts_with("VRDS21: ") && p.source.contains("storage: IC-RDS: "),
+        "{}",
+        p.source
+    );
+    assert_eq!(p.price_date, "2021-08-03");
     // 2. Cache-aside with a node cache: the database 0.25 cores, 1.18 GiB:
     // db.t4g.micro's 0.2 is below 0.25; db.t4g.small sustains 0.4 and holds
     // 2 × 0.75 = 1.5 GiB: 0.032 × 730 + 2.30 = 25.66. The cache 0.28 cores,

@@ -308,6 +308,9 @@ pub struct Placed {
     pub monthly: f64,
     /// How it was chosen, in words.
     pub why: String,
+    /// Where the prices used come from (the shape's, and its storage's).
+    #[serde(default)]
+    pub source: String,
     /// The oldest date of the prices used.
     pub price_date: String,
     /// A price used is older than a year on the day it was priced.
