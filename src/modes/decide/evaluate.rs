@@ -51,12 +51,13 @@ pub fn break_even_hit(ask: &Ask, m: &Measured, model: &Model) -> Option<f64> {
                 ..base.clone()
             },
         );
-        let cost = |n: ArchName| e.rows.iter().find(|r| r.name == n)?.monthly_cost;
-        let aside = match ask.assumed.policy.survive_cache_loss {
-            true => cost(ArchName::CacheAsideLossSized).or_else(|| cost(ArchName::CacheAside)),
-            false => cost(ArchName::CacheAside),
-        };
-        Some((cost(ArchName::Database)?, aside?))
+        let row = |n: ArchName| e.rows.iter().find(|r| r.name == n);
+        let aside = weighed(
+            ask,
+            row(ArchName::CacheAside)?,
+            row(ArchName::CacheAsideLossSized),
+        );
+        Some((row(ArchName::Database)?.monthly_cost?, aside.monthly_cost?))
     };
     let (db, best) = costs(1.0)?;
     if best > db {
@@ -74,6 +75,19 @@ pub fn break_even_hit(ask: &Ask, m: &Measured, model: &Model) -> Option<f64> {
         }
     }
     Some(hi)
+}
+
+/// The cache-aside row the rule weighs: sized to survive a cache loss where
+/// the policy asks (`--survive-cache-loss`) and there is one, else `aside`.
+fn weighed<'a>(
+    ask: &Ask,
+    aside: &'a Architecture,
+    sized: Option<&'a Architecture>,
+) -> &'a Architecture {
+    match ask.assumed.policy.survive_cache_loss {
+        true => sized.unwrap_or(aside),
+        false => aside,
+    }
 }
 
 /// The rows and the answer for `ask` with the figures `at`.
@@ -104,11 +118,12 @@ fn evaluate_at(ask: &Ask, m: &Measured, at: At) -> Evaluated {
         keep_saving_month: p.keep_saving_month,
         currency: &ask.load.currency,
     };
-    let weighed = match (p.survive_cache_loss, &sized) {
-        (true, Some(s)) => s,
-        _ => &aside,
-    };
-    let mut answer = rule::answer(Some(&db), Some(weighed), Some(&cache), &w);
+    let mut answer = rule::answer(
+        Some(&db),
+        Some(weighed(ask, &aside, sized.as_ref())),
+        Some(&cache),
+        &w,
+    );
     let weighs_aside = matches!(answer.answer, Verdict::KeepCache | Verdict::DropCache);
     if let Some(s) = sized.as_ref().filter(|_| weighs_aside) {
         answer.because = format!(
