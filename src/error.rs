@@ -71,6 +71,10 @@ pub const GATE_EXIT: u8 = 3;
 /// --fail-on-worse` over repetitions that vary past the noise limit).
 pub const CANNOT_JUDGE_EXIT: u8 = 4;
 
+/// The exit code of a decision that could not measure what it needs (a
+/// capacity kvlab could not find on this host): no answer is made from it.
+pub const NOT_MEASURED_EXIT: u8 = 5;
+
 /// The exit code of a command stopped by Ctrl-C (128 + SIGINT, the shell's
 /// convention).
 pub const STOPPED_EXIT: u8 = 130;
@@ -86,6 +90,12 @@ pub struct GateFailed(pub String);
 #[derive(Debug, Error)]
 #[error("{0}")]
 pub struct CannotJudge(pub String);
+
+/// A decision could not measure what it needs: the line names what, why,
+/// and the fix. The binary exits with [`NOT_MEASURED_EXIT`].
+#[derive(Debug, Error)]
+#[error("{0}")]
+pub struct NotMeasured(pub String);
 
 /// A command stopped by Ctrl-C, with what it said then; what it measured
 /// until then is kept. The binary exits with [`STOPPED_EXIT`].
@@ -111,7 +121,8 @@ impl Stopped {
 }
 
 /// The binary's exit status for error `e`: [`STOPPED_EXIT`],
-/// [`GATE_EXIT`], [`CANNOT_JUDGE_EXIT`], or 1 for any other error.
+/// [`GATE_EXIT`], [`CANNOT_JUDGE_EXIT`], [`NOT_MEASURED_EXIT`], or 1 for
+/// any other error.
 pub fn exit_code(e: &anyhow::Error) -> u8 {
     if e.is::<Stopped>() {
         STOPPED_EXIT
@@ -119,6 +130,8 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
         GATE_EXIT
     } else if e.is::<CannotJudge>() {
         CANNOT_JUDGE_EXIT
+    } else if e.is::<NotMeasured>() {
+        NOT_MEASURED_EXIT
     } else {
         1
     }

@@ -172,6 +172,32 @@ fn a_teams_servers_keep_their_keys_and_table_and_nothing_of_kvlabs_is_left() {
         "{cleanup:?}"
     );
 
+    // Load once, measure many: a --keep-data run leaves its keys, a
+    // --no-load run after it measures them and leaves every one (it loaded
+    // none), and a run without either removes them.
+    let kvlab_keys = || team_keys(&redis) - TEAM_KEYS;
+    let run = |more: &[&str]| {
+        let o = common::kvlab()
+            .args(["run", "--target", &redis_url, "--keys", "2000"])
+            .args(["--value-size", "256", "--duration", "1", "--max-rps", "800"])
+            .args(more)
+            .output()
+            .unwrap();
+        common::succeeds(&o);
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    run(&["--keep-data"]);
+    assert_eq!(kvlab_keys(), 2000);
+    let said = run(&["--no-load"]);
+    assert!(
+        said.contains("--no-load, which loaded none of them"),
+        "{said}"
+    );
+    assert_eq!(kvlab_keys(), 2000, "{said}");
+    run(&[]);
+    assert!(!kvlab_keys_left(&redis));
+    assert_eq!(team_keys(&redis), TEAM_KEYS);
+
     // A decision by URL whose copy does not fit the cache beside the team's
     // keys: measured beside (a curve point at the cache's size), the
     // database's search held to the caps and said as a lower bound.

@@ -69,6 +69,12 @@ pub trait Product: Sync + Send + 'static {
     fn reported_usage(&self, c: &Connector) -> Result<ReportedUsage> {
         anyhow::bail!("{} does not report its CPU use", c.display)
     }
+    /// The client connections it serves now, the one reading them left out
+    /// (`None`: it does not say).
+    fn clients(&self, c: &Connector) -> Result<Option<u64>> {
+        let _ = c;
+        Ok(None)
+    }
     /// Sharded products: the node serving each slot, as the servers report it
     /// now (`None`: one server serves every key).
     fn topology(&self, c: &Connector) -> Result<Option<Topology>> {

@@ -125,9 +125,21 @@ pub fn check_limits(p99_ms: f64, more: MoreLimits) -> Result<(), UsageError> {
     Ok(())
 }
 
-/// Searches within `p99_ms` and the `more` limits with at most `steps`
+/// How far a search goes: the paced rates it tries after its closed-loop
+/// run, and the rate it must conclude about (a decision's stated rate),
+/// tried before it ends wherever every rate tried above it failed.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Reach {
+    /// Paced rates after the closed loop.
+    pub steps: usize,
+    /// The rate the search brackets down to, when one is stated.
+    pub floor: Option<f64>,
+}
+
+/// Searches within `p99_ms` and the `more` limits with at most `reach.steps`
 /// paced rates after the closed-loop run (a failing rate is run twice and
-/// fails only if both runs fail),
+/// fails only if both runs fail), then the stated rate `reach.floor` where
+/// every rate tried above it failed,
 /// against `server`, already running (started for the purpose, or a study's),
 /// or the plan's external target when `None`. Ctrl-C ends it with the
 /// steps it has (a run it cut short is not one).
@@ -135,7 +147,7 @@ pub fn search_on(
     plan: &RunPlan,
     server: Option<&ManagedServer>,
     (p99_ms, more): (f64, MoreLimits),
-    steps: usize,
+    reach: Reach,
     opts: RunOptions,
     shutdown: &AtomicBool,
     on_step: &mut dyn FnMut(&Step),
@@ -182,7 +194,7 @@ pub fn search_on(
     if search.bound <= 0.0 {
         bail!("the closed-loop run served nothing; cannot search");
     }
-    for _ in 0..steps {
+    for _ in 0..reach.steps {
         if shutdown.load(Ordering::SeqCst) {
             break;
         }
@@ -222,12 +234,59 @@ pub fn search_on(
             break;
         }
     }
+    let tried: Vec<(f64, bool)> = out
+        .steps
+        .iter()
+        .filter_map(|s| Some((s.rate?, s.passed)))
+        .collect();
+    let untried = |f: f64| f <= search.cap && floor_untried(&tried, out.capacity_rps, f);
+    if let Some(floor) = reach.floor.filter(|&f| untried(f)) {
+        let stopped = || shutdown.load(Ordering::SeqCst);
+        if !stopped() {
+            let tried = match runs.judged(floor) {
+                Err(_) if stopped() => return Ok(out),
+                tried => tried?,
+            };
+            let more_threads = out.client_limited_at.is_none();
+            let again = runs.again(floor, tried, more_threads, &mut |s| record(&mut out, s))?;
+            if let Some(tried) = again {
+                let step = tried.step(floor, " (the stated rate)");
+                match (step.passed, step.client_limited) {
+                    (true, _) => {
+                        out.capacity_rps = Some(floor);
+                        out.headroom = headroom(&step.result, p99_ms, more);
+                    }
+                    (false, true) => {
+                        let at = out.client_limited_at.map_or(floor, |r| r.min(floor));
+                        out.client_limited_at = Some(at);
+                    }
+                    (false, false) => search.failed_above = Some(floor),
+                }
+                record(&mut out, step);
+            }
+        }
+    }
     // Bisection keeps every failure above the best pass.
     out.bracket = out
         .capacity_rps
         .zip(search.failed_above)
         .map(|(pass, fail)| [pass, fail]);
     Ok(out)
+}
+
+/// Whether the stated rate `floor` is still to be tried after the paced
+/// steps `tried` (rate, passed) found `capacity`: none passed at or above
+/// it, a rate above it failed (on the server's side or kvlab's) and none
+/// below it did, and it was not tried: the search has not yet concluded
+/// anything about it.
+fn floor_untried(tried: &[(f64, bool)], capacity: Option<f64>, floor: f64) -> bool {
+    let near = |r: f64| (r - floor).abs() <= floor * 0.001;
+    let failed = || tried.iter().filter(|t| !t.1).map(|t| t.0);
+    floor > 0.0
+        && capacity.is_none_or(|c| c < floor)
+        && failed().any(|r| r > floor)
+        && failed().all(|r| r > floor)
+        && !tried.iter().any(|t| near(t.0))
 }
 
 /// Says how a search will drive the servers of `plan` kvlab did not start;
@@ -272,11 +331,21 @@ fn first_step(
         out.capped_at = Some(at);
         out.headroom = headroom(&first, p99_ms, more);
     }
+    let limited = verdict
+        .is_err()
+        .then(|| client_limited(&first, p99_ms))
+        .flatten();
+    if limited.is_some() {
+        out.client_limited_at = Some(at);
+    }
     Step {
         rate: Some(at),
         passed: verdict.is_ok(),
-        reason: verdict.err(),
-        client_limited: false,
+        reason: verdict.err().map(|why| match &limited {
+            Some(l) => format!("{why} ({l})"),
+            None => why,
+        }),
+        client_limited: limited.is_some(),
         result: first,
     }
 }
@@ -464,5 +533,43 @@ impl Bisection {
             return true;
         }
         !(close || (lo == 0.0 && hi < self.bound * 0.01))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::floor_untried;
+
+    #[test]
+    fn a_search_tries_the_stated_rate_before_it_concludes_about_it() {
+        // 8,947, 4,474 and 2,237 failed (a busy host): 1,417 is tried.
+        let failed = [(8947.0, false), (4474.0, false), (2237.0, false)];
+        assert!(floor_untried(&failed, None, 1417.0));
+        // A pass below it and a failure above it: it is tried too.
+        assert!(floor_untried(
+            &[(2000.0, false), (1000.0, true)],
+            Some(1000.0),
+            1417.0
+        ));
+        // A failure at or below it concluded: not tried.
+        assert!(!floor_untried(
+            &[(2000.0, false), (1200.0, false)],
+            None,
+            1417.0
+        ));
+        // A pass at or above it concluded: not tried.
+        assert!(!floor_untried(
+            &[(3000.0, false), (1500.0, true)],
+            Some(1500.0),
+            1417.0
+        ));
+        // Tried already, or nothing failed above it: not tried.
+        assert!(!floor_untried(
+            &[(3000.0, false), (1417.0, false)],
+            None,
+            1417.0
+        ));
+        assert!(!floor_untried(&[(500.0, true)], Some(500.0), 1417.0));
+        assert!(!floor_untried(&failed, None, 0.0));
     }
 }

@@ -56,6 +56,14 @@ pub fn table_size<C: SqlConn>(db: &Connector, sql: &str) -> Result<(u64, &'stati
         .map(|b| (b, "table + indexes"))
 }
 
+/// The number `sql` counts on a session on `db`, less that session: the
+/// client connections a database serves.
+pub fn clients<C: SqlConn>(db: &Connector, sql: &str) -> Result<Option<u64>> {
+    let n = C::open(db, Duration::from_secs(5))?.query_one(sql)?;
+    Ok(n.and_then(|v| v.parse::<u64>().ok())
+        .map(|n| n.saturating_sub(1)))
+}
+
 /// The values a server on `c` reports for `keys`, each read by the query
 /// `sql(key)`; those it cannot read are left out (all when it cannot be
 /// reached).

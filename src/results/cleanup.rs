@@ -44,7 +44,7 @@ impl Cleaned {
         let (what, at) = (&self.what, &self.server);
         if self.kept {
             return format!(
-                "kvlab: left {what} in {at} (--keep-data, or a client of a sharded run)"
+                "kvlab: left {what} in {at} (--keep-data; --no-load, which loaded none of them; or a client of a sharded run)"
             );
         }
         if let Some(e) = &self.error {

@@ -176,7 +176,7 @@ fn outcome_problems(rs: &Resolved, r: &EngineReport) -> Vec<String> {
     }
     if !rs.config.workload.load && c.gets > 0 && c.misses * 2 > c.keys_read() {
         problems.push(format!(
-            "{:.0}% of GETs missed (--no-load): the figures describe misses, not cache hits",
+            "{:.0}% of GETs missed (--no-load): kvlab's keys are not there (a run without --no-load loads them, and with --keep-data leaves them for the --no-load runs after it); the figures describe misses, not cache hits",
             c.misses as f64 * 100.0 / c.keys_read() as f64
         ));
     }

@@ -140,8 +140,10 @@ impl Guard {
         let mut written: Vec<Written> = Vec::new();
         let mut keep = false;
         for &(plan, keys) in plans {
-            // A client of a sharded run cannot clean while the others run.
-            keep |= plan.shared.keep_data || plan.load.shard.is_some();
+            // A client of a sharded run cannot clean while the others run;
+            // a --no-load run measures keys an earlier run left (loaded
+            // none): each leaves them.
+            keep |= plan.shared.keep_data || plan.load.shard.is_some() || !plan.workload.load;
             let cache = plan.cache.as_ref().map(|c| &c.cache);
             let servers = [(plan.target.kind, plan.target.external.as_ref())]
                 .into_iter()

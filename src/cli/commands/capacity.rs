@@ -33,7 +33,10 @@ pub fn exec(args: &CapacityArgs, shutdown: &AtomicBool) -> Result<()> {
             &plan,
             server.as_ref(),
             (args.goal.p99_ms, more),
-            args.steps,
+            capacity::Reach {
+                steps: args.steps,
+                floor: None,
+            },
             opts,
             shutdown,
             &mut |s| say.text(&step_line(s)),

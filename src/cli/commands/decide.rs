@@ -160,6 +160,12 @@ pub fn write(done: Option<Decided>) -> Result<()> {
     if let Some(p) = &json {
         write_json(p, &d)?;
     }
+    // Written, and said: no answer from what did not hold (exit 5).
+    if d.decision.answer == crate::results::decide::Verdict::NotMeasured {
+        return Err(
+            crate::error::NotMeasured(format!("not-measured: {}", d.decision.because)).into(),
+        );
+    }
     Ok(())
 }
 

@@ -65,6 +65,61 @@ pub fn cache_by_url(ask: &mut Ask) -> Result<Option<String>> {
     Ok(Some(line))
 }
 
+/// Holds the load on the servers of `ask` kvlab did not start, where the
+/// user gave no bound: at most the method's multiple of the stated rate
+/// (`--max-rps`), and the client connections each serves now plus the
+/// method's few (`--max-connections`; the fewest where two are read, the
+/// few alone where none says). The line that says so, or `None` where no
+/// server is another's or both bounds were given.
+pub fn capped(ask: &mut Ask) -> Result<Option<String>> {
+    let foreign: Vec<(&'static str, String)> = {
+        let mut p = ask.plan.clone();
+        p.cache = Some(ask.cache.clone());
+        p.foreign()
+    };
+    let (m, s) = (ask.assumed.method, ask.plan.shared);
+    if foreign.is_empty() || (s.max_rps.is_some() && s.max_connections.is_some()) {
+        return Ok(None);
+    }
+    let mut said = Vec::new();
+    if s.max_rps.is_none() {
+        let cap = (ask.load.rps * m.foreign_rate_factor).ceil();
+        ask.plan.shared.max_rps = Some(cap);
+        said.push(format!(
+            "at most {} req/s ({}x the stated rate; a capacity found there is a lower bound)",
+            num(cap),
+            m.foreign_rate_factor
+        ));
+    }
+    if s.max_connections.is_none() {
+        let served = [&ask.plan.target, &ask.cache.cache]
+            .into_iter()
+            .filter_map(|t| Connector::new(t.kind, t.external.as_ref()?).ok())
+            .filter_map(|c| c.product.clients(&c).ok().flatten())
+            .min();
+        let cap = served.unwrap_or(0) as usize + m.foreign_more_connections;
+        ask.plan.shared.max_connections = Some(cap);
+        said.push(match served {
+            Some(n) => format!(
+                "at most {cap} connection(s) (the {n} it serves now plus {})",
+                m.foreign_more_connections
+            ),
+            None => format!("at most {cap} connection(s) (it does not say how many it serves)"),
+        });
+    }
+    // Held with the cache in the plan, so that a cache of another's counts.
+    ask.plan.cache = Some(ask.cache.clone());
+    let held = ask.plan.hold_to_shared();
+    ask.plan.cache = None;
+    held?;
+    let names: Vec<String> = foreign.iter().map(|(f, e)| format!("{f} {e}")).collect();
+    Ok(Some(format!(
+        "kvlab decide: {} (not kvlab's) driven {}; --max-rps and --max-connections raise the bounds\n",
+        names.join(" and "),
+        said.join(", ")
+    )))
+}
+
 /// A cache of `limit` bytes at the stated keys carried to `ask`'s copy, MiB:
 /// the same share of the keys (at least what the cache needs for itself).
 pub fn carried_mb(ask: &Ask, limit: u64) -> u64 {

@@ -8,9 +8,9 @@
 use super::carry;
 use super::evaluate::{self, End, evaluate, with_load};
 pub use super::measure::Measured;
-use super::{Ask, flips};
+use super::{Ask, flips, held};
 use crate::results::decide::said::Extrapolated;
-use crate::results::decide::{Answer, Architecture, Decision, Range, RatePoint, Scaled};
+use crate::results::decide::{Answer, Architecture, Decision, Range, RatePoint, Scaled, Verdict};
 use crate::results::stats::num;
 use crate::workload::trace::model::Model;
 
@@ -26,6 +26,20 @@ pub fn decision(ask: &Ask, m: &Measured) -> Decision {
     }
     let mut answer = mid.answer;
     answer.close_call = close_call(&answer, (&low.answer, &high.answer), m, ask);
+    // Only from measurements that held: else no answer, and none at other
+    // loads either.
+    let unheld = held::unheld(ask, m);
+    if !unheld.is_empty() {
+        answer = Answer {
+            answer: Verdict::NotMeasured,
+            because: format!(
+                "kvlab could not measure what the answer rests on, so it gives none: {}",
+                unheld.join("; ")
+            ),
+            close_call: None,
+        };
+    }
+    let measured = unheld.is_empty();
     let copy = m.scaled.copy();
     let per_key = copy.per_key(ask.load.keys);
     let scaled = Scaled {
@@ -54,10 +68,21 @@ pub fn decision(ask: &Ask, m: &Measured) -> Decision {
         scaled,
         miss_ratio_curve: carry::curve(ask, m, &model, per_key),
         cache_loss: mid.loss,
-        host_busy: m.host_busy.clone(),
-        flips: flips::find(ask, m, &model),
-        break_even_hit_ratio: evaluate::break_even_hit(ask, m, &model),
-        by_rate: by_rate(ask, m, &model, &architectures),
+        host_busy: m.host_busy.iter().map(|(_, b)| b.clone()).collect(),
+        flips: match measured {
+            true => flips::find(ask, m, &model),
+            false => Vec::new(),
+        },
+        break_even_hit_ratio: evaluate::break_even_hit(ask, m, &model).filter(|_| measured),
+        by_rate: by_rate(ask, m, &model, &architectures)
+            .into_iter()
+            .map(|mut p| {
+                if !measured {
+                    p.answer = Verdict::NotMeasured;
+                }
+                p
+            })
+            .collect(),
         cleanup: Vec::new(),
         architectures,
         assumptions: ask.assumed,

@@ -121,5 +121,6 @@ fn said(var: Variable, at: f64, from: Verdict, to: Verdict) -> String {
         (_, Verdict::CannotMeet) => format!("from {v} nothing meets the goal here"),
         (_, Verdict::CacheOnly) => format!("from {v} only the cache alone meets the goal"),
         (_, Verdict::DropCache) => format!("from {v} the database alone meets the goal: {to}"),
+        (_, Verdict::NotMeasured) => format!("from {v} kvlab's measurements do not hold"),
     }
 }

@@ -142,7 +142,7 @@ pub struct Measured {
     /// The other architectures' runs.
     pub others: Vec<Other>,
     /// The steps the host was busy in, said.
-    pub host_busy: Vec<String>,
+    pub host_busy: Vec<(super::steps::Step, String)>,
     /// The load the runs were made for.
     pub measured_for: StatedLoad,
 }
@@ -199,7 +199,10 @@ impl Runs<'_> {
             &self.drawn(self.timed(plan.clone())),
             server,
             self.limits(),
-            self.ask.steps(),
+            capacity::Reach {
+                steps: self.ask.steps(),
+                floor: Some(self.ask.load.rps),
+            },
             self.opts,
             self.shutdown,
             &mut |s| say(&step_line(s, self.ask.load.p99_ms)),

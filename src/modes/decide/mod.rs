@@ -41,6 +41,7 @@ pub mod decision;
 mod evaluate;
 pub mod eviction;
 mod flips;
+pub mod held;
 pub mod host;
 mod loss_sized;
 pub mod measure;
@@ -118,6 +119,7 @@ pub fn scaled_keys(ask: &Ask) -> DataCopy {
 
 /// `ask` on the copy kvlab measures: its keys settled ([`scaled_keys`]), a
 /// cache given by URL held to the room it has ([`beside::cache_by_url`]),
+/// the load on servers kvlab did not start bounded ([`beside::capped`]),
 /// and a cache observed (its memory limit in bytes, `observed_limit`) a
 /// point of the curve at its size carried to the copy; each said.
 pub fn on_copy(
@@ -128,6 +130,9 @@ pub fn on_copy(
     let copy = scaled_keys(&ask);
     ask.plan.workload.keys = copy.keys;
     if let Some(line) = beside::cache_by_url(&mut ask)? {
+        say(&line);
+    }
+    if let Some(line) = beside::capped(&mut ask)? {
         say(&line);
     }
     if let Some(limit) = observed_limit {
@@ -270,7 +275,7 @@ fn measure_all(
         near_aside,
         near_db,
     };
-    let measured = steps.measured(&ask.load, copy.clone(), host.busy);
+    let measured = steps.measured(&ask.load, copy.clone(), store.busy());
     Ok(decision::decision(ask, &measured))
 }
 

@@ -2,8 +2,11 @@
 //! `DIR/manifest.json` (what was asked, the copy measured, the steps
 //! finished) and `DIR/steps/NN-STEP.json` (the step's measurements and the
 //! plan they were made for). An error or Ctrl-C in a later step keeps the
-//! earlier ones; `--resume` reuses each finished step whose plan matches;
-//! `--from` reads them all back (see [`load`]).
+//! earlier ones; `--resume` reuses each finished step whose plan matches
+//! and whose measurements held (see [`super::held`]): a step that did not
+//! hold is saved with why, ends the decision (exit 5), and is measured
+//! again on `--resume`, with every step after it; `--from` reads them all
+//! back (see [`load`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Ask;
+use super::held::Holds;
 use super::host::HostLog;
 use super::measure::Measured;
 use super::steps::{ReadStep, Step, Steps};
@@ -42,6 +46,10 @@ struct StepFile<T> {
     /// The host's load during it, when busy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     host_busy: Option<String>,
+    /// Why its measurements did not hold, when they did not: `--resume`
+    /// measures it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    unheld: Option<String>,
     measured: T,
 }
 
@@ -52,6 +60,11 @@ pub struct Store<'a> {
     manifest: Manifest,
     /// Resuming: reuse what matches.
     resume: bool,
+    /// A step that did not hold was measured again: every later step is
+    /// too (each depends on those before it).
+    redo: bool,
+    /// The steps the host was busy in, said.
+    busy: Vec<(Step, String)>,
 }
 
 fn step_path(dir: &Path, step: Step) -> PathBuf {
@@ -122,6 +135,8 @@ impl<'a> Store<'a> {
                 finished: Vec::new(),
             },
             resume,
+            redo: false,
+            busy: Vec::new(),
         };
         // Those saved for the plan they have now (a step of other flags is
         // measured again).
@@ -149,18 +164,25 @@ impl<'a> Store<'a> {
                 .all(|&s| self.reusable::<Value>(s).is_some())
     }
 
-    /// `step` as saved, if resuming and saved for the plan it has now.
+    /// `step` as saved, if resuming, saved for the plan it has now, its
+    /// measurements held, and no step before it measured again for not
+    /// holding.
     fn reusable<T: DeserializeOwned>(&self, step: Step) -> Option<StepFile<T>> {
         let f: StepFile<T> = read(&step_path(&self.dir, step))
             .ok()
-            .filter(|_| self.resume)?;
-        (f.plan == step.plan_key(&self.manifest.ask)).then_some(f)
+            .filter(|_| self.resume && !self.redo)?;
+        (f.plan == step.plan_key(&self.manifest.ask) && f.unheld.is_none()).then_some(f)
+    }
+
+    /// The steps the host was busy in, said.
+    pub fn busy(&self) -> Vec<(Step, String)> {
+        self.busy.clone()
     }
 
     /// `step`: reused (resuming, the same plan) or run by `run` and saved.
     /// Stopped (Ctrl-C) during it: nothing saved, and an error naming it and
     /// the steps before it.
-    pub fn step<T: Serialize + DeserializeOwned>(
+    pub fn step<T: Serialize + DeserializeOwned + Holds>(
         &mut self,
         step: Step,
         host: &mut HostLog,
@@ -174,16 +196,12 @@ impl<'a> Store<'a> {
                 step_path(&self.dir, step).display()
             ));
             host.skip();
-            if let Some(b) = &f.host_busy {
-                host.busy.push(b.clone());
+            if let Some(b) = f.host_busy {
+                self.busy.push((step, b));
             }
             return self.finished(step, f.measured);
         }
-        if self.resume && step_path(&self.dir, step).exists() {
-            say(&format!(
-                "kvlab decide: {name}: saved for another plan (other flags), measured again\n"
-            ));
-        }
+        self.said_again(step, say);
         let measured = match run(say) {
             Ok(m) if !self.shutdown.load(Ordering::SeqCst) => m,
             Ok(_) => bail!(self.cut(step)),
@@ -202,15 +220,48 @@ impl<'a> Store<'a> {
         let host_busy = host.mark(name);
         if let Some(line) = &host_busy {
             say(&format!("  NOTE: {line}\n"));
+            self.busy.push((step, line.clone()));
         }
+        let unheld = measured.unheld(&self.manifest.ask, host_busy.as_deref());
         let file = StepFile {
             step: name.into(),
             plan: step.plan_key(&self.manifest.ask),
             host_busy,
+            unheld: unheld.as_ref().map(|u| u.said()),
             measured,
         };
         write(&step_path(&self.dir, step), &file)?;
+        if let Some(u) = unheld {
+            return Err(crate::error::NotMeasured(format!(
+                "{name} could not be measured: {}; no decision is made from it ({}). What held is saved in {}: kvlab decide --resume {} measures it again, and the steps after it",
+                u.why,
+                u.fix,
+                self.dir.display(),
+                self.dir.display()
+            ))
+            .into());
+        }
         self.finished(step, file.measured)
+    }
+
+    /// Resuming, why `step` is measured again where it was saved.
+    fn said_again(&mut self, step: Step, say: &mut dyn FnMut(&str)) {
+        let name = step.said();
+        let Some(f) = read::<StepFile<Value>>(&step_path(&self.dir, step))
+            .ok()
+            .filter(|_| self.resume)
+        else {
+            return;
+        };
+        let why = match (&f.unheld, self.redo) {
+            (Some(u), _) => {
+                self.redo = true;
+                format!("its measurements did not hold ({u})")
+            }
+            (None, true) => "a step before it was measured again".into(),
+            (None, false) => "saved for another plan (other flags)".into(),
+        };
+        say(&format!("kvlab decide: {name}: {why}: measured again\n"));
     }
 
     /// `step` cut short by Ctrl-C, in words: which, what finished, how to
@@ -270,10 +321,10 @@ pub fn load_for(dir: &Path, flag: &str) -> Result<(Ask, Measured)> {
     }
     let mut saved = Saved {
         dir,
-        notes: Vec::new(),
+        busy: Vec::new(),
     };
     let steps = Steps::read(&mut saved)?;
-    let measured = steps.measured(&manifest.ask.load, manifest.scaled, saved.notes);
+    let measured = steps.measured(&manifest.ask.load, manifest.scaled, saved.busy);
     Ok((manifest.ask, measured))
 }
 
@@ -281,13 +332,13 @@ pub fn load_for(dir: &Path, flag: &str) -> Result<(Ask, Measured)> {
 /// saved beside them.
 struct Saved<'a> {
     dir: &'a Path,
-    notes: Vec<String>,
+    busy: Vec<(Step, String)>,
 }
 
 impl ReadStep for Saved<'_> {
     fn read<T: DeserializeOwned>(&mut self, step: Step) -> Result<T> {
         let f: StepFile<T> = read(&step_path(self.dir, step))?;
-        self.notes.extend(f.host_busy);
+        self.busy.extend(f.host_busy.map(|b| (step, b)));
         Ok(f.measured)
     }
 }

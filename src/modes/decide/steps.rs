@@ -101,8 +101,17 @@ impl Step {
     /// runs also on the stated rate and the application's instances.
     pub fn plan_key(self, ask: &Ask) -> serde_json::Value {
         let l = &ask.load;
+        // kvlab's own threads change what it can offer, not what a server
+        // does: a step that did not hold for want of them is measured again
+        // with more, the others reused. The bounds on servers kvlab did not
+        // start are in the connections and rates they give, not their own.
+        let mut plan = ask.plan.clone();
+        plan.load.threads = 0;
+        plan.shared.max_rps = None;
+        plan.shared.max_connections = None;
+        plan.load.rate = None;
         let mut key = serde_json::json!({
-            "plan": ask.plan,
+            "plan": plan,
             "cache": ask.cache,
             "goal": [l.p99_ms, l.p50_ms, l.p999_ms],
             "cores": [l.target_cores, l.cache_cores],
@@ -131,7 +140,12 @@ pub struct AsideStep {
 
 impl Steps {
     /// The measurements of a decision of `load` on the copy `copy`.
-    pub fn measured(self, load: &StatedLoad, copy: DataCopy, host_busy: Vec<String>) -> Measured {
+    pub fn measured(
+        self,
+        load: &StatedLoad,
+        copy: DataCopy,
+        host_busy: Vec<(Step, String)>,
+    ) -> Measured {
         Measured {
             scaled: Scaled {
                 keys: copy.keys,

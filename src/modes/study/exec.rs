@@ -242,7 +242,10 @@ fn search_capacity(
         &plan,
         server,
         (p99_ms, crate::modes::capacity::MoreLimits::default()),
-        6,
+        crate::modes::capacity::Reach {
+            steps: 6,
+            floor: None,
+        },
         servers.opts,
         log.shutdown,
         &mut |_| {},

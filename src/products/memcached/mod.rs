@@ -98,6 +98,14 @@ impl Product for Memcached {
         })
     }
 
+    fn clients(&self, c: &Connector) -> Result<Option<u64>> {
+        let st = read_stats(c).context("cannot read its stats")?;
+        let n = st.iter().find(|(k, _)| k == "curr_connections");
+        // memcached counts its listening sockets among them, and this one.
+        Ok(n.and_then(|(_, v)| v.parse::<u64>().ok())
+            .map(|n| n.saturating_sub(2)))
+    }
+
     fn reported_usage(&self, c: &Connector) -> Result<ReportedUsage> {
         let st = read_stats(c).context("cannot read its stats")?;
         let f = |k: &str| {

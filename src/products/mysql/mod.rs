@@ -133,6 +133,13 @@ impl Product for Mariadb {
         ))
     }
 
+    fn clients(&self, c: &Connector) -> Result<Option<u64>> {
+        crate::products::sql::clients::<MyConn>(
+            c,
+            "SELECT variable_value FROM information_schema.global_status WHERE variable_name = 'THREADS_CONNECTED'",
+        )
+    }
+
     fn server(&self) -> &dyn Server {
         self
     }

@@ -131,6 +131,13 @@ impl Product for Postgres {
         Ok(ServerCounters::requests(num(r.first()), num(r.get(1))))
     }
 
+    fn clients(&self, c: &Connector) -> Result<Option<u64>> {
+        crate::products::sql::clients::<PgConn>(
+            c,
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'",
+        )
+    }
+
     fn server(&self) -> &dyn Server {
         self
     }

@@ -125,6 +125,12 @@ impl Product for RespProduct {
         node_usage(c)
     }
 
+    fn clients(&self, c: &Connector) -> Result<Option<u64>> {
+        let text = Info::open(c)?.section(b"clients")?;
+        let n = info_field(&text, "connected_clients").and_then(|v| v.parse::<u64>().ok());
+        Ok(n.map(|n| n.saturating_sub(1)))
+    }
+
     fn server(&self) -> &dyn Server {
         self
     }

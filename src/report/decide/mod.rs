@@ -284,7 +284,7 @@ pub fn text(d: &Decision) -> String {
     for f in flips_said(d) {
         let _ = writeln!(s, "FLIP: {f}.");
     }
-    if d.flips.is_empty() {
+    if d.flips.is_empty() && d.decision.answer != crate::results::decide::Verdict::NotMeasured {
         let _ = writeln!(
             s,
             "FLIP: none: the answer holds from a hundredth to a hundred times the stated rate, a tenth to ten times the keys, and from 0 to 90% writes."
@@ -415,7 +415,7 @@ pub fn html(d: &Decision, check: Option<&Check>) -> String {
     for f in flips_said(d) {
         let _ = write!(s, "<li>Where the answer flips: {}.</li>", esc(&f));
     }
-    if d.flips.is_empty() {
+    if d.flips.is_empty() && d.decision.answer != crate::results::decide::Verdict::NotMeasured {
         s.push_str("<li>The answer holds from a hundredth to a hundred times the stated rate, a tenth to ten times the keys, and from 0 to 90% writes.</li>");
     }
     if let Some(b) = break_even(d) {

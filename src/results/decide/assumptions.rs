@@ -102,6 +102,25 @@ pub struct Method {
     pub host_others_cores: f64,
     /// CPU steal past this share of the host's CPU makes a step busy.
     pub host_steal_share: f64,
+    /// A server kvlab did not start is driven at most at this many times
+    /// the stated rate, unless `--max-rps`.
+    #[serde(default = "foreign_rate_factor")]
+    pub foreign_rate_factor: f64,
+    /// ... with at most the client connections it serves plus this many,
+    /// unless `--max-connections`.
+    #[serde(default = "foreign_more_connections")]
+    pub foreign_more_connections: usize,
+}
+
+/// [`Method::foreign_rate_factor`] of a decision saved before it was written.
+fn foreign_rate_factor() -> f64 {
+    KVLAB.method.foreign_rate_factor
+}
+
+/// [`Method::foreign_more_connections`] of a decision saved before it was
+/// written.
+fn foreign_more_connections() -> usize {
+    KVLAB.method.foreign_more_connections
 }
 
 /// The currency of kvlab's example prices.
@@ -138,6 +157,8 @@ pub const KVLAB: Assumptions = Assumptions {
         sweep_decades: 2.0,
         host_others_cores: 0.25,
         host_steal_share: 0.05,
+        foreign_rate_factor: 2.0,
+        foreign_more_connections: 8,
     },
 };
 
@@ -213,7 +234,7 @@ impl Assumptions {
         let m = &self.method;
         let pct = |s: f64| format!("{}%", (s * 1000.0).round() / 10.0);
         format!(
-            "Assumed (decision.json's assumptions): runs of {} s, capacity searches of {} steps after a closed loop; the copy at most {} keys and {} of the available memory ({} bytes a key beside its value); the curve at {} of the copy's data (plus {} MiB for the cache's own use) and with no limit; cache-aside's size where the database's load is at most {} of its capacity; the cache lost {} s into a run of {} s; a month of {} hours; near caches of {} of the copy's keys (at least {}), {} s TTL in front of the database; a step busy past {} cores of other processes or {} steal. The rule keeps cache-aside where the database alone cannot meet the goal, or where it saves {} of the cost{}{}; {} reserved of a machine's or a managed database's memory for the system and the server's own. --from may change the policy (the deployment, prices, machines, --keep-saving, --keep-saving-month, --survive-cache-loss), not the method.",
+            "Assumed (decision.json's assumptions): runs of {} s, capacity searches of {} steps after a closed loop; the copy at most {} keys and {} of the available memory ({} bytes a key beside its value); the curve at {} of the copy's data (plus {} MiB for the cache's own use) and with no limit; cache-aside's size where the database's load is at most {} of its capacity; the cache lost {} s into a run of {} s; a month of {} hours; near caches of {} of the copy's keys (at least {}), {} s TTL in front of the database; a step busy past {} cores of other processes or {} steal; a server kvlab did not start driven at most at {}x the stated rate with the connections it serves plus {}, unless --max-rps and --max-connections. The rule keeps cache-aside where the database alone cannot meet the goal, or where it saves {} of the cost{}{}; {} reserved of a machine's or a managed database's memory for the system and the server's own. --from may change the policy (the deployment, prices, machines, --keep-saving, --keep-saving-month, --survive-cache-loss), not the method.",
             run_s,
             m.search_steps(quick),
             num(m.copy_keys(quick) as f64),
@@ -234,6 +255,8 @@ impl Assumptions {
             m.near_ttl_s,
             m.host_others_cores,
             pct(m.host_steal_share),
+            m.foreign_rate_factor,
+            m.foreign_more_connections,
             pct(self.policy.keep_saving),
             match self.policy.keep_saving_month > 0.0 {
                 true => format!(

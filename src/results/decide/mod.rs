@@ -308,6 +308,9 @@ pub enum Verdict {
     CacheOnly,
     /// No architecture meets the goal.
     CannotMeet,
+    /// What the answer rests on could not be measured (kvlab's own limit, a
+    /// busy host): no answer is made.
+    NotMeasured,
 }
 
 impl Verdict {
@@ -318,6 +321,7 @@ impl Verdict {
             Verdict::DropCache => "drop-cache",
             Verdict::CacheOnly => "cache-only",
             Verdict::CannotMeet => "cannot-meet",
+            Verdict::NotMeasured => "not-measured",
         }
     }
 }
@@ -331,7 +335,8 @@ impl std::fmt::Display for Verdict {
 /// The decision.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Answer {
-    /// `keep-cache`, `drop-cache`, `cache-only` or `cannot-meet`.
+    /// `keep-cache`, `drop-cache`, `cache-only`, `cannot-meet` or
+    /// `not-measured`.
     pub answer: Verdict,
     /// The sentence that justifies it from the numbers.
     pub because: String,
