@@ -477,3 +477,35 @@ fn a_url_in_another_protocol_or_with_the_mask_for_its_password_is_refused_in_a_l
     );
     assert!(study["decide"].get("cache").is_none(), "{text}");
 }
+
+/// Two applications' keys in one cache, `user:N` of 616 bytes and
+/// `session:N` of 300: `--keys-like 'user:*'` states the one's value size
+/// and keys alone, and says which figures stay the whole server's. On Redis
+/// (SCAN) and memcached (the LRU crawler).
+#[test]
+fn keys_like_states_one_applications_keys_among_anothers() {
+    for kind in ["redis", "memcached"] {
+        let (cache, url) = common::serve(kind);
+        let port: u16 = url.rsplit(':').next().unwrap().parse().unwrap();
+        let mut req = Vec::new();
+        for (name, n, size) in [("user", 3000, 616), ("session", 5000, 300)] {
+            let value = "v".repeat(size);
+            for i in 0..n {
+                let key = format!("{name}:{i}");
+                req.extend(match kind {
+                    "redis" => resp(&["SET", &key, &value]),
+                    _ => format!("set {key} 0 0 {size}\r\n{value}\r\n").into_bytes(),
+                });
+            }
+        }
+        let replies = if kind == "redis" { 5 } else { 8 };
+        common::raw(port, &req, |b| b.len() >= 8000 * replies);
+        let (o, said) = observe(&["--cache", &url, "--seconds", "1", "--keys-like", "user:*"]);
+        common::stop(cache);
+        let mean = o["load"]["value_size"]["mean"].as_f64().unwrap();
+        assert!((mean / 616.0 - 1.0).abs() <= 0.01, "{kind}: {mean}: {said}");
+        let keys = o["servers"][0]["holding"]["keys"].as_u64().unwrap();
+        assert!((2700..=3300).contains(&keys), "{kind}: {keys}: {said}");
+        assert!(said.contains("are the whole server's"), "{kind}: {said}");
+    }
+}

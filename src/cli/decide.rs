@@ -63,6 +63,10 @@ pub struct DecideArgs {
     /// How long --observe watches, seconds.
     #[arg(long, default_value_t = 60.0, value_name = "SECS")]
     pub observe_seconds: f64,
+    /// With --observe: the application's keys among the cache's, as a glob
+    /// (`user:*`), as `kvlab observe --keys-like`.
+    #[arg(long, value_name = "GLOB")]
+    pub keys_like: Option<String>,
     /// Measure on the servers --observe watched, not beside them: kvlab then
     /// writes its copy into them and drives them to their capacity, under
     /// the team's own load. By default it measures on servers of the same
@@ -261,6 +265,12 @@ impl DecideArgs {
                 self.on_observed && !self.observe,
                 "--on-observed",
                 "it measures on the servers --observe watched, and --observe is not given",
+                watch,
+            ),
+            (
+                self.keys_like.is_some() && !self.observe,
+                "--keys-like",
+                "it names the application's keys --observe samples, and --observe is not given",
                 watch,
             ),
         ] {

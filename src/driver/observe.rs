@@ -89,12 +89,99 @@ impl Notes {
     }
 }
 
+/// The application's keys among a cache's (`--keys-like`): a glob as
+/// Redis's `SCAN … MATCH` takes it (`*`, `?`, `[…]`), matched by kvlab on
+/// the keys a watch lists.
+#[derive(Clone, Debug)]
+pub struct KeysLike {
+    said: String,
+    glob: glob::Pattern,
+}
+
+impl KeysLike {
+    /// `pattern` checked: a glob, e.g. `user:*`.
+    pub fn new(pattern: &str) -> Result<KeysLike, crate::error::UsageError> {
+        let bad = |why: String| {
+            crate::error::UsageError::bad(
+                "--keys-like",
+                why,
+                "give a glob of the application's keys, e.g. --keys-like 'user:*'",
+            )
+        };
+        if pattern.is_empty() {
+            return Err(bad("an empty pattern".into()));
+        }
+        let glob = glob::Pattern::new(pattern).map_err(|e| bad(format!("{pattern:?}: {e}")))?;
+        Ok(KeysLike {
+            said: pattern.into(),
+            glob,
+        })
+    }
+
+    /// Whether `key` is one of them.
+    pub fn matches(&self, key: &[u8]) -> bool {
+        std::str::from_utf8(key).is_ok_and(|k| self.glob.matches(k))
+    }
+
+    /// The pattern as given.
+    pub fn said(&self) -> &str {
+        &self.said
+    }
+
+    /// The keys that match of the server's `items`, from what a watch
+    /// `listed`: their count (exact where the listing reached every key,
+    /// else the items by the share listed that match) and where it comes
+    /// from.
+    pub fn count<K>(&self, listed: &Listed<K>, items: Option<u64>) -> (Option<u64>, String) {
+        let Listed {
+            matched,
+            listed,
+            whole,
+            ..
+        } = *listed;
+        if whole {
+            return (
+                Some(matched),
+                format!(
+                    "{matched} of the {listed} keys listed (every key) match {:?}",
+                    self.said
+                ),
+            );
+        }
+        let share = matched as f64 / listed.max(1) as f64;
+        (
+            items.map(|n| (n as f64 * share).round() as u64),
+            format!(
+                "the server's items × the share of the {listed} keys listed that match {:?} ({matched}, {:.1}%)",
+                self.said,
+                share * 100.0
+            ),
+        )
+    }
+}
+
+/// The keys a watch listed for its sample: those kept, how many of those
+/// listed matched (every one, without a pattern), and whether the listing
+/// reached every key.
+#[derive(Debug)]
+pub struct Listed<K> {
+    /// The keys kept for the sample.
+    pub keys: Vec<K>,
+    /// Keys listed that matched.
+    pub matched: u64,
+    /// Keys listed.
+    pub listed: u64,
+    /// The listing reached every key.
+    pub whole: bool,
+}
+
 /// One watched server: a connection of its own, a few commands a second.
 pub trait Watch: Send {
     /// The counters now; a refused command leaves its figures `None`.
     fn read(&mut self, notes: &mut Notes) -> Result<Reading>;
-    /// What it holds: keys, memory, value sizes (a bounded, paced sample).
-    fn holding(&mut self, notes: &mut Notes) -> Holding;
+    /// What it holds: keys, memory, value sizes (a bounded, paced sample);
+    /// with `like`, of the keys that match only (a cache's).
+    fn holding(&mut self, notes: &mut Notes, like: Option<&KeysLike>) -> Holding;
     /// Commands this watch sent so far.
     fn sent(&self) -> u64;
 }

@@ -12,7 +12,7 @@ use anyhow::Result;
 
 use super::sql::SqlConn;
 use crate::driver::Connector;
-use crate::driver::observe::{Holding, Notes, Reading, Watch};
+use crate::driver::observe::{Holding, KeysLike, Notes, Reading, Watch};
 
 /// Rows whose values are sized.
 pub const SAMPLE: u64 = 1000;
@@ -150,8 +150,14 @@ impl<D: Dialect> Watch for SqlWatch<D> {
         self.dialect.reading(&mut self.conn, notes)
     }
 
-    fn holding(&mut self, notes: &mut Notes) -> Holding {
+    fn holding(&mut self, notes: &mut Notes, like: Option<&KeysLike>) -> Holding {
         let mut h = Holding::default();
+        if let Some(l) = like {
+            notes.say(format!(
+                "--keys-like {:?}: a cache's keys; the database's figures are its table read most, whole",
+                l.said()
+            ));
+        }
         let Some(t) = self.table(notes) else {
             return h;
         };

@@ -11,6 +11,7 @@ use clap::Args;
 use super::{Say, check_writable, write_json};
 use crate::cli::tls::TlsArgs;
 use crate::driver::Connector;
+use crate::driver::observe::KeysLike;
 use crate::error::UsageError;
 use crate::modes::observe::{self, ToWatch};
 use crate::plan::TargetSpec;
@@ -43,6 +44,11 @@ pub struct ObserveArgs {
     /// Write the observation as JSON to FILE (`-`: standard output).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// The application's keys among the cache's, as a glob (`user:*`): its
+    /// keys, value sizes, TTLs and the skew fit are taken from those only
+    /// (hits, misses and memory stay the whole server's).
+    #[arg(long, value_name = "GLOB")]
+    pub keys_like: Option<String>,
     /// TLS to both servers, as for `kvlab run` (a TLS scheme or URL option
     /// alone also turns it on).
     #[command(flatten)]
@@ -55,9 +61,10 @@ pub fn exec(args: &ObserveArgs, shutdown: &AtomicBool) -> Result<()> {
         check_writable(p)?;
     }
     window(args.seconds, "--seconds")?;
+    let like = args.keys_like.as_deref().map(KeysLike::new).transpose()?;
     let servers = servers(args.cache.as_deref(), args.target.as_deref(), &args.tls)?;
     let say = Say::beside(args.json.as_deref());
-    let o = watch(&servers, args.seconds, say, shutdown)?;
+    let o = watch(&servers, (args.seconds, like.as_ref()), say, shutdown)?;
     let goal = args.p99_ms;
     say.text(&crate::report::observe::command(&o, goal));
     if let Some(p) = &args.write {
@@ -84,11 +91,11 @@ pub fn window(seconds: f64, flag: &'static str) -> Result<()> {
     }
 }
 
-/// Watches `servers` for `seconds` (checked by [`window`]), saying what it
-/// does and what it saw.
+/// Watches `servers` for `seconds` (checked by [`window`]), a cache's keys
+/// those `like` matches where given, saying what it does and what it saw.
 pub fn watch(
     servers: &[ToWatch],
-    seconds: f64,
+    (seconds, like): (f64, Option<&KeysLike>),
     say: Say,
     shutdown: &AtomicBool,
 ) -> Result<Observation> {
@@ -105,7 +112,7 @@ pub fn watch(
         &format!("kvlab observe: watching for {seconds} s, then sampling its keys:"),
         true,
     );
-    let o = observe::observe(servers, seconds, shutdown);
+    let o = observe::observe(servers, (seconds, like), shutdown);
     shown.finish();
     let o = o?;
     say.text(&crate::report::observe::text(&o));

@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::driver::Connector;
-use crate::driver::observe::{Notes, Reading};
+use crate::driver::observe::{KeysLike, Notes, Reading};
 use crate::results::observe::{Observation, Second, Watched};
+use crate::results::usage::Role;
 
 /// A server to watch: its role (`cache` or `database`) and where it is.
 pub struct ToWatch {
@@ -27,8 +28,14 @@ pub struct ToWatch {
     pub version: String,
 }
 
-/// Watches `servers` for `seconds` and derives the load they show.
-pub fn observe(servers: &[ToWatch], seconds: f64, shutdown: &AtomicBool) -> Result<Observation> {
+/// Watches `servers` for `seconds` and derives the load they show; with
+/// `like`, a cache's keys, value sizes and TTLs are those of the keys it
+/// matches (`--keys-like`).
+pub fn observe(
+    servers: &[ToWatch],
+    (seconds, like): (f64, Option<&KeysLike>),
+    shutdown: &AtomicBool,
+) -> Result<Observation> {
     let mut watches = Vec::new();
     for s in servers {
         let product = s.connector.product;
@@ -63,7 +70,13 @@ pub fn observe(servers: &[ToWatch], seconds: f64, shutdown: &AtomicBool) -> Resu
                         sent[usize::from(i > 0)] = w.sent();
                     }
                     let in_window = sent[1].saturating_sub(sent[0]);
-                    let holding = w.holding(&mut notes);
+                    let holding = w.holding(&mut notes, like);
+                    if let Some(l) = like.filter(|_| s.role == Role::Cache) {
+                        notes.say(format!(
+                            "--keys-like {:?}: its keys, value sizes, TTLs and the skew fit's items are those of the keys that match; its hits, misses, reads, writes, memory and evictions are the whole server's (its counters do not split by key)",
+                            l.said()
+                        ));
+                    }
                     watched(s, &readings, holding, (w.sent(), in_window), notes)
                 })
             })
@@ -153,7 +166,7 @@ fn watched(
         own_share,
         notes: notes.0,
         // Read after the window, on a connection of its own.
-        eviction: (s.role == crate::results::usage::Role::Cache)
+        eviction: (s.role == Role::Cache)
             .then(|| crate::modes::decide::eviction::read(&s.connector)),
     }
 }

@@ -15,7 +15,7 @@ use super::codec::stats;
 use super::stat;
 use crate::driver::Connector;
 use crate::driver::Observe;
-use crate::driver::observe::{Holding, Notes, Reading, Watch};
+use crate::driver::observe::{Holding, KeysLike, Listed, Notes, Reading, Watch};
 use crate::transport::Stream;
 
 /// The most keys whose values are sized.
@@ -71,25 +71,49 @@ impl McWatch {
         stats(&mut self.s)
     }
 
-    /// Up to [`SAMPLE`] keys from the LRU crawler, on a connection of their
-    /// own (closed after, so the crawler stops).
-    fn keys(&mut self) -> Result<Vec<String>> {
+    /// Up to [`SAMPLE`] keys (those `like` matches, with it, counted on to
+    /// the end of the listing or 100 times as many keys: the crawler lists
+    /// by slab class, so its first keys are no sample of the sizes) from
+    /// the LRU crawler, on a connection of their own (closed after, so the
+    /// crawler stops): the keys, how many of those listed matched, and
+    /// whether the listing reached its end.
+    fn keys(&mut self, like: Option<&KeysLike>) -> Result<Listed<String>> {
         let mut s = open(&self.c)?;
         self.sent += 1;
         s.write_all(b"lru_crawler metadump all\r\n")?;
-        let mut keys = Vec::new();
+        let (mut keys, mut matched, mut listed) = (Vec::new(), 0, 0);
         let mut lines = Lines::default();
-        while keys.len() < SAMPLE {
+        let enough = |kept: usize| like.is_none() && kept >= SAMPLE;
+        while !enough(keys.len()) && listed < 100 * SAMPLE as u64 {
             let line = lines.next(&mut s)?;
             if line == "END" {
-                break;
+                return Ok(Listed {
+                    keys,
+                    matched,
+                    listed,
+                    whole: true,
+                });
             }
-            match line.strip_prefix("key=") {
-                Some(rest) => keys.extend(unescape(rest.split(' ').next().unwrap_or(""))),
-                None => bail!("{line}"),
+            let Some(rest) = line.strip_prefix("key=") else {
+                bail!("{line}");
+            };
+            listed += 1;
+            let Some(key) = unescape(rest.split(' ').next().unwrap_or("")) else {
+                continue;
+            };
+            if like.is_none_or(|l| l.matches(key.as_bytes())) {
+                matched += 1;
+                if keys.len() < SAMPLE {
+                    keys.push(key);
+                }
             }
         }
-        Ok(keys)
+        Ok(Listed {
+            keys,
+            matched,
+            listed,
+            whole: false,
+        })
     }
 
     /// Each key's value size and TTL left (`mg KEY s t`), paced; keys gone
@@ -192,7 +216,7 @@ impl Watch for McWatch {
         })
     }
 
-    fn holding(&mut self, notes: &mut Notes) -> Holding {
+    fn holding(&mut self, notes: &mut Notes, like: Option<&KeysLike>) -> Holding {
         let mut h = Holding::default();
         if let Some(st) = notes.or_unknown(self.stats(), "keys", "stats") {
             h.keys = stat(&st, "curr_items");
@@ -200,14 +224,20 @@ impl Watch for McWatch {
             h.memory_bytes = stat(&st, "bytes");
             h.memory_limit = stat(&st, "limit_maxbytes");
         }
-        let keys = self.keys();
+        let keys = self.keys(like);
         match notes.or_unknown(keys, "value sizes by key", "lru_crawler metadump") {
-            Some(keys) => {
+            Some(found) => {
+                if let Some(l) = like {
+                    (h.keys, h.keys_from) = l.count(&found, h.keys);
+                }
+                let keys = found.keys;
                 let sizes = self.sizes(&keys);
                 if let Some((sizes, ttls)) = notes.or_unknown(sizes, "value sizes", "mg KEY s t") {
                     h.sizes_from = format!(
-                        "mg KEY s of {} keys lru_crawler metadump listed first",
-                        sizes.len()
+                        "mg KEY s of {} keys{} lru_crawler metadump listed first",
+                        sizes.len(),
+                        like.map(|l| format!(" matching {:?}", l.said()))
+                            .unwrap_or_default()
                     );
                     h.ttl_asked = sizes.len() as u64;
                     h.ttls_left_s = ttls;

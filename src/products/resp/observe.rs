@@ -12,7 +12,7 @@ use anyhow::{Result, bail};
 use super::{Info, command, info_field};
 use crate::driver::Connector;
 use crate::driver::Observe;
-use crate::driver::observe::{Holding, Notes, Reading, Watch};
+use crate::driver::observe::{Holding, KeysLike, Listed, Notes, Reading, Watch};
 use crate::driver::wire::parse_usize;
 use crate::transport::Stream;
 
@@ -163,21 +163,39 @@ impl RespWatch {
         &mut self.info.0
     }
 
-    /// Up to [`SAMPLE`] string keys, by a paced `SCAN`.
-    fn scan(&mut self) -> Result<Vec<Vec<u8>>> {
-        let mut keys = Vec::new();
+    /// Up to [`SAMPLE`] string keys (those `like` matches, with it), by a
+    /// paced `SCAN`: the keys, how many of the string keys listed matched,
+    /// and whether the scan reached every key.
+    fn scan(&mut self, like: Option<&KeysLike>) -> Result<Listed<Vec<u8>>> {
+        let (mut keys, mut matched, mut listed) = (Vec::new(), 0, 0);
         let mut cursor = b"0".to_vec();
-        for _ in 0..200 {
+        let rounds = match like {
+            Some(_) => 1000,
+            None => 200,
+        };
+        for _ in 0..rounds {
             let reply = self.ask(&[b"SCAN", &cursor, b"COUNT", b"100", b"TYPE", b"string"])?;
             let mut parts = bulks(&reply)?.into_iter();
             cursor = parts.next().unwrap_or_else(|| b"0".to_vec());
-            keys.extend(parts.take(SAMPLE - keys.len()));
+            let found: Vec<Vec<u8>> = parts.collect();
+            listed += found.len() as u64;
+            let mine: Vec<Vec<u8>> = found
+                .into_iter()
+                .filter(|k| like.is_none_or(|l| l.matches(k)))
+                .collect();
+            matched += mine.len() as u64;
+            keys.extend(mine.into_iter().take(SAMPLE - keys.len()));
             if cursor == b"0" || keys.len() >= SAMPLE {
                 break;
             }
             std::thread::sleep(Duration::from_millis(2));
         }
-        Ok(keys)
+        Ok(Listed {
+            keys,
+            matched,
+            listed,
+            whole: cursor == b"0",
+        })
     }
 
     /// Each key's value length and memory (`STRLEN`, `MEMORY USAGE`), paced.
@@ -267,7 +285,7 @@ impl Watch for RespWatch {
         })
     }
 
-    fn holding(&mut self, notes: &mut Notes) -> Holding {
+    fn holding(&mut self, notes: &mut Notes, like: Option<&KeysLike>) -> Holding {
         let mut h = Holding::default();
         let dbsize = self.ask(&[b"DBSIZE"]).and_then(|r| integer(&r));
         match notes.or_unknown(dbsize, "keys", "DBSIZE") {
@@ -286,13 +304,19 @@ impl Watch for RespWatch {
             h.memory_bytes = num("used_memory");
             h.memory_limit = num("maxmemory");
         }
-        let keys = self.scan();
-        if let Some(keys) = notes.or_unknown(keys, "value sizes", "SCAN") {
+        let keys = self.scan(like);
+        if let Some(found) = notes.or_unknown(keys, "value sizes", "SCAN") {
+            if let Some(l) = like {
+                (h.keys, h.keys_from) = l.count(&found, h.keys);
+            }
+            let keys = found.keys;
             let (sizes, per_key) = self.sizes(&keys, notes);
             (h.ttl_asked, h.ttls_left_s) = self.ttls(&keys, notes);
             h.sizes_from = format!(
-                "STRLEN of {} string keys from SCAN (COUNT 100, paced)",
-                sizes.len()
+                "STRLEN of {} string keys{} from SCAN (COUNT 100, paced)",
+                sizes.len(),
+                like.map(|l| format!(" matching {:?}", l.said()))
+                    .unwrap_or_default()
             );
             h.value_sizes = sizes;
             h.memory_per_key = per_key;

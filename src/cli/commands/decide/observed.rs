@@ -50,7 +50,17 @@ fn seen(
         ));
         return Ok(l);
     }
-    let o = observe::watch(servers, args.observe_seconds, say, shutdown)?;
+    let like = args
+        .keys_like
+        .as_deref()
+        .map(crate::driver::observe::KeysLike::new)
+        .transpose()?;
+    let o = observe::watch(
+        servers,
+        (args.observe_seconds, like.as_ref()),
+        say,
+        shutdown,
+    )?;
     if shutdown.load(std::sync::atomic::Ordering::SeqCst) {
         return Err(crate::error::Stopped(
             "kvlab decide: stopped while observing; nothing measured".into(),
