@@ -162,7 +162,7 @@ fn a_study_file_is_written_back_as_read() {
 }
 
 /// Every key a run result can have, in the order written.
-const KEYS: [&str; 57] = [
+const KEYS: [&str; 58] = [
     "schema_version",
     "kvlab_version",
     "started_unix_s",
@@ -208,6 +208,7 @@ const KEYS: [&str; 57] = [
     "machine",
     "suspect",
     "shared_cores",
+    "host_load",
     "replay",
     "consistency",
     "cache_aside",
@@ -232,6 +233,13 @@ fn a_result_with_every_field_is_written_back_in_order() {
     r.host.machine = Some(Machine::default());
     r.host.suspect = vec!["suspect".into()];
     r.host.shared_cores = Some(true);
+    r.host.host_load = Some(super::host_load::HostLoad {
+        others_cores: 0.1,
+        steal_share: 0.0,
+        load_avg: 0.5,
+        cores: 2.0,
+        seconds: 5.0,
+    });
     r.replay = Some(ReplayReport::default());
     r.query_mode = Some("prepared".into());
     r.profile = Some(ProfileNote {

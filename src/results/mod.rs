@@ -9,6 +9,7 @@ pub mod cleanup;
 pub mod decide;
 pub mod events;
 pub mod fill;
+pub mod host_load;
 pub mod merge;
 pub mod near;
 pub mod observe;
@@ -259,6 +260,10 @@ pub struct Host {
     /// server, or one on loopback); `None`: unknown (a server elsewhere).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared_cores: Option<bool>,
+    /// The host's load while it ran: what other processes took, steal, the
+    /// load average (`kvlab compare` weighs a host busier on one side).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_load: Option<host_load::HostLoad>,
 }
 
 /// The serialized HDR histograms (flattened into a [`RunResult`]).

@@ -4,11 +4,13 @@
 //! and notes on stderr.
 //!
 //! # Layout
+//! - [`host_load`]
 //! - [`osuser`]
 //! - [`process`]
 //! - [`procfs`]
 //! - [`progress`]
 
+pub mod host_load;
 pub mod osuser;
 pub mod process;
 pub mod procfs;

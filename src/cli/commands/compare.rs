@@ -132,6 +132,15 @@ fn gate(c: &compare::Comparison, args: &CompareArgs) -> Result<()> {
         );
         return Err(GateFailed(line).into());
     }
+    let busier = c.host_busier();
+    if !busier.is_empty() {
+        let names: Vec<String> = busier.iter().map(|(p, why)| format!("{p}: {why}")).collect();
+        let line = format!(
+            "--fail-on-worse: cannot judge {b} against {a}: {}; run both on a quiet host",
+            names.join("; ")
+        );
+        return Err(CannotJudge(line).into());
+    }
     let unstable = c.unstable();
     if !unstable.is_empty() {
         let names: Vec<String> = unstable.iter().map(|(p, u)| format!("{p}: {u}")).collect();

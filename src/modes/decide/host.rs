@@ -1,36 +1,20 @@
 //! The host's load during each step of a decision: the load average, CPU
 //! steal, and the CPU other processes took (the host's busy CPU less that of
-//! kvlab and every process it started), from /proc between steps. A step
-//! the host was busy in is said, so that a figure noise moved is not taken
-//! for the servers'.
-
-use std::collections::HashMap;
-use std::time::Instant;
+//! kvlab and every process it started), read by `system::host_load`
+//! between steps. A step the host was busy in is said, so that a figure
+//! noise moved is not taken for the servers'.
 
 use crate::results::decide::KVLAB;
+use crate::results::host_load::HostLoad;
+use crate::system::host_load::{Sample, between, sample};
 
 /// A step shorter than this, seconds, measured nothing: it is not said
 /// busy.
 const MEASURED_S: f64 = 0.5;
 
-/// One reading of the host.
-#[derive(Clone, Copy, Debug)]
-struct Sample {
-    at: Instant,
-    /// Host CPU ticks busy (all but idle and iowait), and stolen.
-    busy: u64,
-    steal: u64,
-    total: u64,
-    /// Ticks of kvlab and every process it started.
-    ours: u64,
-    /// The 1-minute load average.
-    load: f64,
-}
-
 /// The host's load between marks.
 pub struct HostLog {
     last: Option<Sample>,
-    cores: f64,
     /// Other processes' cores and the steal share past which a step is busy.
     limits: (f64, f64),
     /// Each busy step, said.
@@ -46,7 +30,6 @@ impl HostLog {
         HostLog {
             last: sample(),
             limits: (m.host_others_cores, m.host_steal_share),
-            cores: std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64),
             busy: Vec::new(),
         }
     }
@@ -66,136 +49,24 @@ impl HostLog {
             return None;
         };
         self.last = now;
-        let secs = b.at.duration_since(a.at).as_secs_f64().max(1e-3);
-        // A step that ran nothing (a row with nothing to measure) is over
-        // in a moment: no note for it.
-        if secs < MEASURED_S {
-            return None;
-        }
-        // SAFETY: sysconf has no preconditions.
-        let ticks = (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).max(1) as f64;
-        let others = (b.busy.saturating_sub(a.busy) as f64 - b.ours.saturating_sub(a.ours) as f64)
-            .max(0.0)
-            / ticks
-            / secs;
-        let steal =
-            b.steal.saturating_sub(a.steal) as f64 / b.total.saturating_sub(a.total).max(1) as f64;
-        let said = busy_line(what, (others, steal), a.load, self.cores, self.limits)?;
+        let said = busy_line(what, &between(&a, &b), self.limits)?;
         self.busy.push(said.clone());
         Some(said)
     }
 }
 
-/// The line for a step the host was busy in: other processes took `others`
-/// cores, `steal` of the CPU was stolen, the load average was `load` at its
-/// start on `cores` cores; `None` when neither passed its limit (`limits`,
-/// as `(others, steal)`) and the load was within the cores.
-fn busy_line(
-    what: &str,
-    (others, steal): (f64, f64),
-    load: f64,
-    cores: f64,
-    limits: (f64, f64),
-) -> Option<String> {
-    let mut why = Vec::new();
-    if others > limits.0 {
-        why.push(format!("other processes used {others:.2} cores"));
+/// The line for a step the host was busy in (`load` past `limits`); `None`
+/// where it was not, or the step was over in a moment (a row with nothing
+/// to measure).
+fn busy_line(what: &str, load: &HostLoad, limits: (f64, f64)) -> Option<String> {
+    if load.seconds < MEASURED_S {
+        return None;
     }
-    if steal > limits.1 {
-        why.push(format!("{:.0}% of the CPU was stolen", steal * 100.0));
-    }
-    if load > cores + 0.5 {
-        why.push(format!(
-            "the load average was {load:.1} on {cores:.0} cores"
-        ));
-    }
-    (!why.is_empty()).then(|| {
+    load.busy(limits).map(|why| {
         format!(
-            "the host was busy during {what}: {}; its figures may be low (run again on a quiet host)",
-            why.join(", ")
+            "the host was busy during {what}: {why}; its figures may be low (run again on a quiet host)"
         )
     })
-}
-
-/// A reading of /proc, `None` where it cannot be read.
-fn sample() -> Option<Sample> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let (busy, steal, total) = cpu_line(stat.lines().next()?)?;
-    let load = std::fs::read_to_string("/proc/loadavg")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
-    Some(Sample {
-        at: Instant::now(),
-        busy,
-        steal,
-        total,
-        ours: tree_ticks(std::process::id()),
-        load,
-    })
-}
-
-/// (busy, steal, total) ticks of the `cpu` line of /proc/stat.
-fn cpu_line(line: &str) -> Option<(u64, u64, u64)> {
-    let mut f = line.split_whitespace();
-    (f.next()? == "cpu").then_some(())?;
-    let v: Vec<u64> = f.filter_map(|x| x.parse().ok()).collect();
-    // user nice system idle iowait irq softirq steal (guest counted in user)
-    let total: u64 = v.iter().take(8).sum();
-    let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
-    let steal = v.get(7).copied().unwrap_or(0);
-    Some((total.saturating_sub(idle + steal), steal, total))
-}
-
-/// CPU ticks of `root` and every living process under it, each with its
-/// reaped children's (a server stopped in a step counts in its parent's).
-fn tree_ticks(root: u32) -> u64 {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    let mut procs: HashMap<u32, (u32, u64)> = HashMap::new();
-    for e in dir.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        if let Some(p) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| stat_fields(&s))
-        {
-            procs.insert(pid, p);
-        }
-    }
-    procs
-        .iter()
-        .filter(|(pid, _)| {
-            let mut p = **pid;
-            for _ in 0..64 {
-                if p == root {
-                    return true;
-                }
-                match procs.get(&p) {
-                    Some(&(parent, _)) if parent != p => p = parent,
-                    _ => return false,
-                }
-            }
-            false
-        })
-        .map(|(_, &(_, t))| t)
-        .sum()
-}
-
-/// (parent pid, utime + stime + cutime + cstime) of a /proc/PID/stat line.
-fn stat_fields(s: &str) -> Option<(u32, u64)> {
-    // The command is in parentheses and may hold spaces: fields follow the last ')'.
-    let rest = &s[s.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ppid = f.get(1)?.parse().ok()?;
-    let ticks = (11..15)
-        .map(|i| f.get(i)?.parse::<u64>().ok())
-        .sum::<Option<u64>>()?;
-    Some((ppid, ticks))
 }
 
 #[cfg(test)]
@@ -208,14 +79,14 @@ mod tests {
         (m.host_others_cores, m.host_steal_share)
     };
 
-    #[test]
-    fn proc_lines_are_read_as_the_kernel_writes_them() {
-        let (busy, steal, total) = cpu_line("cpu  100 5 50 800 20 1 2 30 0 0").expect("a cpu line");
-        assert_eq!((busy, steal, total), (158, 30, 1008));
-        assert_eq!(cpu_line("cpu0 1 2 3 4"), None);
-        let stat =
-            "4242 (kvlab worker (x)) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 75 5 10 20 0 8 0 1";
-        assert_eq!(stat_fields(stat), Some((17, 340)));
+    fn load(others_cores: f64, seconds: f64) -> HostLoad {
+        HostLoad {
+            others_cores,
+            steal_share: 0.0,
+            load_avg: 0.5,
+            cores: 2.0,
+            seconds,
+        }
     }
 
     #[test]
@@ -223,33 +94,16 @@ mod tests {
         let mut h = HostLog::start();
         assert_eq!(h.mark("a row with nothing to measure"), None);
         assert!(h.busy.is_empty());
+        assert_eq!(busy_line("x", &load(1.3, 0.1), LIMITS), None);
     }
 
     #[test]
-    fn a_step_is_busy_when_others_took_cpu_or_it_was_stolen() {
-        assert_eq!(busy_line("x", (0.1, 0.0), 0.5, 2.0, LIMITS), None);
-        let l = busy_line("the database alone", (1.3, 0.0), 0.5, 2.0, LIMITS).unwrap();
+    fn a_busy_step_is_said_with_why() {
+        assert_eq!(busy_line("x", &load(0.1, 5.0), LIMITS), None);
+        let l = busy_line("the database alone", &load(1.3, 5.0), LIMITS).unwrap();
         assert!(
             l.contains("during the database alone: other processes used 1.30 cores"),
             "{l}"
         );
-        assert!(
-            busy_line("x", (0.0, 0.2), 0.5, 2.0, LIMITS)
-                .unwrap()
-                .contains("20% of the CPU was stolen")
-        );
-        assert!(busy_line("x", (0.0, 0.0), 4.0, 2.0, LIMITS).is_some());
-    }
-
-    #[test]
-    fn kvlab_counts_its_own_cpu_as_its_own() {
-        let t0 = tree_ticks(std::process::id());
-        let until = Instant::now() + std::time::Duration::from_millis(300);
-        let mut x = 0u64;
-        while Instant::now() < until {
-            x = x.wrapping_add(std::hint::black_box(1));
-        }
-        assert!(x > 0);
-        assert!(tree_ticks(std::process::id()) > t0);
     }
 }

@@ -54,6 +54,9 @@ pub enum Verdict {
     /// Not shown to differ: not significant, or untested and smaller than the
     /// threshold.
     Noise,
+    /// Beyond noise and the threshold, but the host was busy on one side
+    /// only: not called better or worse on that alone.
+    HostBusier,
 }
 
 impl Verdict {
@@ -64,6 +67,7 @@ impl Verdict {
             Verdict::Worse => "worse",
             Verdict::BelowThreshold => "below threshold",
             Verdict::Noise => "within noise",
+            Verdict::HostBusier => "host busier on one side",
         }
     }
 
@@ -145,6 +149,9 @@ pub struct PointCmp {
     /// e.g. `throughput req/s of A varies 35% between repetitions (over 10%)`:
     /// their verdicts cannot be trusted.
     pub unstable: Vec<String>,
+    /// The host was busy on one side only, said (`host_load` of its runs):
+    /// no figure is called better or worse on that alone.
+    pub host_busier: Option<String>,
 }
 
 /// B against A.
@@ -188,15 +195,25 @@ impl Comparison {
             .collect()
     }
 
-    /// Figures per verdict: better, worse, below threshold, within noise.
-    pub fn tally(&self) -> [usize; 4] {
-        let mut t = [0; 4];
+    /// Every point the host was busier on one side of: (point, why).
+    pub fn host_busier(&self) -> Vec<(&str, &str)> {
+        self.points
+            .iter()
+            .filter_map(|p| Some((p.label.as_str(), p.host_busier.as_deref()?)))
+            .collect()
+    }
+
+    /// Figures per verdict: better, worse, below threshold, within noise,
+    /// host busier on one side.
+    pub fn tally(&self) -> [usize; 5] {
+        let mut t = [0; 5];
         for f in self.points.iter().flat_map(|p| &p.figures) {
             t[match f.verdict {
                 Verdict::Better => 0,
                 Verdict::Worse => 1,
                 Verdict::BelowThreshold => 2,
                 Verdict::Noise => 3,
+                Verdict::HostBusier => 4,
             }] += 1;
         }
         t
@@ -363,11 +380,38 @@ fn point(label: &str, a: &[&RunResult], b: &[&RunResult], rules: Rules) -> Point
             ));
         }
     }
+    let host_busier = busier(a, b);
+    if let Some(why) = &host_busier {
+        notes.push(format!(
+            "{why}: a difference may be the host's, not the change; none is called better or worse on that alone (run both on a quiet host)"
+        ));
+        for f in &mut figures {
+            if matches!(f.verdict, Verdict::Better | Verdict::Worse) {
+                f.verdict = Verdict::HostBusier;
+            }
+        }
+    }
     PointCmp {
         label,
         figures,
         notes,
         unstable,
+        host_busier,
+    }
+}
+
+/// The host busy (past kvlab's limits, as a decision weighs its steps)
+/// during the runs of one side and not the other's, said; `None` where
+/// both or neither were, or a run did not record it.
+fn busier(a: &[&RunResult], b: &[&RunResult]) -> Option<String> {
+    let busy = |rs: &[&RunResult]| -> Option<Option<String>> {
+        let loads: Vec<_> = rs.iter().map(|r| r.host.host_load).collect::<Option<_>>()?;
+        Some(loads.iter().find_map(|l| l.busy_by_kvlab()))
+    };
+    match (busy(a)?, busy(b)?) {
+        (Some(why), None) => Some(format!("the host was busy during A only ({why})")),
+        (None, Some(why)) => Some(format!("the host was busy during B only ({why})")),
+        _ => None,
     }
 }
 

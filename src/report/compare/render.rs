@@ -10,10 +10,14 @@ use crate::report::{html, markdown};
 /// The headline: what B is against A, in one sentence per kind of verdict,
 /// with the rule the verdicts followed.
 pub fn headline(c: &Comparison) -> Vec<String> {
-    let [better, worse, below, noise] = c.tally();
+    let [better, worse, below, noise, busier] = c.tally();
     let f = factor(c.applied_pct);
+    let busier = match busier {
+        0 => String::new(),
+        n => format!(", {n} not judged (the host busier on one side)"),
+    };
     let mut lines = vec![format!(
-        "{} against {}: {worse} figures worse, {better} better, {below} below threshold, {noise} within noise (a change counts from {}% either way: B/A ≥ {f} or ≤ 1/{f}, and p < 0.05; below threshold: p < 0.05 but smaller; within noise: not significant{})",
+        "{} against {}: {worse} figures worse, {better} better, {below} below threshold, {noise} within noise{busier} (a change counts from {}% either way: B/A ≥ {f} or ≤ 1/{f}, and p < 0.05; below threshold: p < 0.05 but smaller; within noise: not significant{})",
         c.b,
         c.a,
         c.applied_pct,
@@ -86,6 +90,7 @@ pub fn text(c: &Comparison) -> String {
                 Verdict::Worse => "WORSE",
                 Verdict::BelowThreshold => "below threshold",
                 Verdict::Noise => "within noise",
+                Verdict::HostBusier => "host busier",
             };
             let _ = writeln!(
                 s,

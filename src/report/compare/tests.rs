@@ -101,7 +101,7 @@ fn swapping_a_and_b_mirrors_every_verdict() {
         (up - 50.9).abs() < 0.1 && (down + 33.7).abs() < 0.1,
         "{up} {down}"
     );
-    assert_eq!((ab.tally(), ba.tally()), ([1, 2, 1, 2], [2, 1, 1, 2]));
+    assert_eq!((ab.tally(), ba.tally()), ([1, 2, 1, 2, 0], [2, 1, 1, 2, 0]));
     let head = &render::headline(&ba)[0];
     assert!(
         head.contains("1 figures worse, 2 better, 1 below threshold, 2 within noise")
@@ -183,4 +183,35 @@ fn a_cache_aside_run_is_not_labelled_as_its_database() {
     same.target.product = "postgres".into();
     let (c, _) = both_ways(same.clone(), same);
     assert_eq!(c.points[0].label, "postgres");
+}
+
+#[test]
+fn a_host_busy_on_one_side_only_is_said_and_no_figure_is_called_worse_on_it() {
+    let load = |others_cores| crate::results::host_load::HostLoad {
+        others_cores,
+        steal_share: 0.0,
+        load_avg: 0.5,
+        cores: 2.0,
+        seconds: 8.0,
+    };
+    let (mut a, mut b) = (steady(1.0, 1.0, 1.0), steady(1.509, 1.2, 1.6));
+    a.host.host_load = Some(load(0.05));
+    b.host.host_load = Some(load(1.4));
+    let (ab, ba) = both_ways(a.clone(), b.clone());
+    for c in [&ab, &ba] {
+        let v = verdicts(c);
+        assert_eq!(v[0], ("throughput req/s", Verdict::HostBusier), "{v:?}");
+        assert_eq!(v[2], ("p99 µs", Verdict::HostBusier), "{v:?}");
+        assert!(c.worse().is_empty());
+        let said = c.points[0].notes.join("; ");
+        assert!(
+            said.contains("busy during") && said.contains("other processes used 1.40 cores"),
+            "{said}"
+        );
+    }
+    // Busy on both sides, or on neither: judged as before.
+    b.host.host_load = Some(load(0.05));
+    let (ab, _) = both_ways(a, b);
+    assert_eq!(verdicts(&ab)[2].1, Verdict::Worse);
+    assert!(ab.host_busier().is_empty());
 }
