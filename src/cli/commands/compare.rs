@@ -134,7 +134,10 @@ fn gate(c: &compare::Comparison, args: &CompareArgs) -> Result<()> {
     }
     let busier = c.host_busier();
     if !busier.is_empty() {
-        let names: Vec<String> = busier.iter().map(|(p, why)| format!("{p}: {why}")).collect();
+        let names: Vec<String> = busier
+            .iter()
+            .map(|(p, why)| format!("{p}: {why}"))
+            .collect();
         let line = format!(
             "--fail-on-worse: cannot judge {b} against {a}: {}; run both on a quiet host",
             names.join("; ")

@@ -59,24 +59,66 @@ pub fn said_of(ask: &Ask, m: &Measured, model: &Model) -> (CarryCheck, Option<Tt
         .collect();
     let l = &ask.load;
     let reads_per_s = l.rps * (1.0 - l.write_share);
-    let ttl_s = ask.cache.ttl_s;
-    let dist = &ask.plan.workload.distribution;
-    let ttl = (ttl_s > 0)
-        .then(|| ttl_bound(dist, l.keys, reads_per_s, f64::from(ttl_s)))
-        .flatten()
-        .map(|(miss, live)| TtlFloor {
-            ttl_s,
-            reads_per_s,
-            miss,
-            live,
-            per_key_bytes: l.value_size as u64 + ask.assumed.method.key_overhead_bytes,
-        });
+    let ttl = said_of_ttl(ask).map(|(miss, live)| TtlFloor {
+        ttl_s: ask.cache.ttl_s,
+        reads_per_s,
+        miss,
+        live,
+        per_key_bytes: l.value_size as u64 + ask.assumed.method.key_overhead_bytes,
+    });
     let check = CarryCheck {
         copy,
         stated: l.keys,
         gaps,
     };
     (check, ttl)
+}
+
+/// The floor a `--cache-ttl` puts under the miss ratio at `ask`'s stated
+/// load, and the keys live under it (`None`: no TTL, or no model for the
+/// distribution).
+fn said_of_ttl(ask: &Ask) -> Option<(f64, f64)> {
+    let l = &ask.load;
+    let ttl_s = ask.cache.ttl_s;
+    let reads_per_s = l.rps * (1.0 - l.write_share);
+    let dist = &ask.plan.workload.distribution;
+    (ttl_s > 0)
+        .then(|| ttl_bound(dist, l.keys, reads_per_s, f64::from(ttl_s)))
+        .flatten()
+}
+
+/// `points` (of one source) held to the shape every miss-ratio curve has:
+/// none above `ceiling` (what a TTL allows at the stated load: runs shorter
+/// than the TTL do not see it), and the hit ratio rising with memory (a dip
+/// is noise: pooled with its neighbours, pool-adjacent violators). A point
+/// moved keeps its figure in `before_held`.
+fn hold_shape(points: &mut [CurvePoint], ceiling: Option<f64>) {
+    points.sort_by_key(|p| p.cache_memory_bytes);
+    let hits: Vec<f64> = points
+        .iter()
+        .map(|p| ceiling.map_or(p.hit_ratio, |c| p.hit_ratio.min(c)))
+        .collect();
+    // Blocks of (sum, count), merged while one falls below the one before.
+    let mut blocks: Vec<(f64, usize)> = Vec::new();
+    for h in hits {
+        blocks.push((h, 1));
+        while let [.., (s0, n0), (s1, n1)] = blocks[..] {
+            if s1 / n1 as f64 >= s0 / n0 as f64 {
+                break;
+            }
+            blocks.pop();
+            *blocks.last_mut().expect("two blocks") = (s0 + s1, n0 + n1);
+        }
+    }
+    let held = blocks
+        .into_iter()
+        .flat_map(|(s, n)| std::iter::repeat_n(s / n as f64, n));
+    for (p, h) in points.iter_mut().zip(held) {
+        if (p.hit_ratio - h).abs() > 1e-12 {
+            p.before_held = Some(p.hit_ratio);
+            p.hit_ratio = h;
+        }
+    }
 }
 
 /// The spread of a cache-aside run's hit ratio over its seconds: the 10th
@@ -122,6 +164,7 @@ pub(super) fn curve(ask: &Ask, m: &Measured, model: &Model, per_key: f64) -> Vec
         trace_hit_ratio: None,
         share_of_keys: share,
         measured_on_copy: None,
+        before_held: None,
     };
     let base = cache_base(m);
     let held = held(m, false);
@@ -148,6 +191,13 @@ pub(super) fn curve(ask: &Ask, m: &Measured, model: &Model, per_key: f64) -> Vec
             (None, false) => {}
         }
         measured.push(p);
+    }
+    let ceiling = said_of_ttl(ask).map(|(miss, _)| 1.0 - miss);
+    for group in [&mut measured, &mut carried] {
+        hold_shape(group, ceiling);
+        for p in group.iter_mut() {
+            p.db_reads_per_s = db_load(l.rps, l.write_share, p.hit_ratio);
+        }
     }
     let mut points = [measured, carried].concat();
     match (&ask.trace, memory_of_items(&held)) {
@@ -276,5 +326,33 @@ mod tests {
         assert_eq!(at_stated(1 << 20, 8.0 * mib, 10.0), 1 << 20);
         assert_eq!(base(&held[..1]), 0.0);
         assert!(base(&[]) == 0.0);
+    }
+
+    #[test]
+    fn a_curve_rises_with_memory_and_stays_under_its_ttls_floor() {
+        let at = |mb: u64, hit: f64| CurvePoint {
+            cache_memory_bytes: mb << 20,
+            hit_ratio: hit,
+            source: CurveSource::Carried,
+            db_reads_per_s: 0.0,
+            trace_hit_ratio: None,
+            share_of_keys: None,
+            measured_on_copy: None,
+            before_held: None,
+        };
+        // 79.1% at 19.7 MiB, 76.0% at 40.7: pooled, 77.55% both.
+        let mut p = vec![at(40, 0.760), at(20, 0.791), at(80, 0.85)];
+        hold_shape(&mut p, None);
+        let hits: Vec<f64> = p.iter().map(|p| p.hit_ratio).collect();
+        assert!(
+            (hits[0] - 0.7755).abs() < 1e-9 && (hits[1] - 0.7755).abs() < 1e-9,
+            "{hits:?}"
+        );
+        assert_eq!((p[0].before_held, p[2].before_held), (Some(0.791), None));
+        // 89.6% above a TTL's floor of 12.5% misses: held to 87.5%.
+        let mut p = vec![at(100, 0.80), at(213, 0.896)];
+        hold_shape(&mut p, Some(0.875));
+        assert_eq!(p[1].hit_ratio, 0.875);
+        assert_eq!((p[0].before_held, p[1].before_held), (None, Some(0.896)));
     }
 }

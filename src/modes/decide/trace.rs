@@ -238,6 +238,7 @@ pub fn points(
                 trace_hit_ratio: None,
                 share_of_keys: Some(share),
                 measured_on_copy: None,
+                before_held: None,
             }
         })
         .collect()

@@ -255,6 +255,12 @@ pub struct CurvePoint {
     /// copy it comes from, and the popularity model's there (its check).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_on_copy: Option<[f64; 2]>,
+    /// Its hit ratio as measured (or carried) where the curve was held to
+    /// its shape: rising with memory (a dip pooled with its neighbours), and
+    /// never above what the cache's TTL allows at the stated load (the runs
+    /// were shorter than the TTL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_held: Option<f64>,
 }
 
 /// What a cache restarted empty did at the scaled rate.
