@@ -378,6 +378,9 @@ fn timeline(rs: &Resolved, seconds: Vec<crate::results::Second>) -> Vec<crate::r
         .collect()
 }
 
+/// A server using fewer cores than this did not hold a rate back.
+const IDLE_SERVER_CORES: f64 = 0.5;
+
 /// What an open-loop run offered and what it carried.
 struct Load {
     /// Requests per second the schedule called for.
@@ -431,9 +434,14 @@ impl Load {
                 )
                 .collect::<Vec<_>>()
                 .join(", ");
-            match busy.is_empty() {
-                true => "the target could not keep up".to_string(),
-                false => format!("the target could not keep up ({busy})"),
+            // A server that used little CPU was not what held the rate back.
+            let idle_server = self.server_cores.is_some_and(|s| s < IDLE_SERVER_CORES);
+            match (busy.is_empty(), idle_server) {
+                (true, _) => "the target could not keep up".to_string(),
+                (false, false) => format!("the target could not keep up ({busy})"),
+                (false, true) => format!(
+                    "neither side was saturated ({busy}): the host's other work, or the network, held it back (run again on a quiet host)"
+                ),
             }
         };
         let backlog = if behind {
@@ -539,5 +547,30 @@ fn near_report(counts: &crate::engine::counts::NearCounts) -> crate::results::ne
         peak_bytes: counts.peak_bytes,
         peak_items: counts.peak_items,
         hits_all: counts.hits_all,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Load;
+
+    #[test]
+    fn a_rate_not_carried_blames_the_target_only_where_it_was_busy() {
+        let at = |client_busy, server_cores| Load {
+            offered: 1000.0,
+            achieved: 500.0,
+            backlog: 0,
+            window: 5.0,
+            client_busy: Some(client_busy),
+            client_cores: 0.1,
+            server_cores: Some(server_cores),
+        };
+        let idle = at(0.2, 0.05).shortfall().unwrap();
+        assert!(idle.contains("neither side was saturated"), "{idle}");
+        assert!(!idle.contains("the target could not keep up"), "{idle}");
+        let busy = at(0.2, 0.9).shortfall().unwrap();
+        assert!(busy.contains("the target could not keep up"), "{busy}");
+        let kvlab = at(0.95, 0.05).shortfall().unwrap();
+        assert!(kvlab.contains("raise --threads"), "{kvlab}");
     }
 }
