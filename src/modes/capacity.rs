@@ -234,37 +234,8 @@ pub fn search_on(
             break;
         }
     }
-    let tried: Vec<(f64, bool)> = out
-        .steps
-        .iter()
-        .filter_map(|s| Some((s.rate?, s.passed)))
-        .collect();
-    let untried = |f: f64| f <= search.cap && floor_untried(&tried, out.capacity_rps, f);
-    if let Some(floor) = reach.floor.filter(|&f| untried(f)) {
-        let stopped = || shutdown.load(Ordering::SeqCst);
-        if !stopped() {
-            let tried = match runs.judged(floor) {
-                Err(_) if stopped() => return Ok(out),
-                tried => tried?,
-            };
-            let more_threads = out.client_limited_at.is_none();
-            let again = runs.again(floor, tried, more_threads, &mut |s| record(&mut out, s))?;
-            if let Some(tried) = again {
-                let step = tried.step(floor, " (the stated rate)");
-                match (step.passed, step.client_limited) {
-                    (true, _) => {
-                        out.capacity_rps = Some(floor);
-                        out.headroom = headroom(&step.result, p99_ms, more);
-                    }
-                    (false, true) => {
-                        let at = out.client_limited_at.map_or(floor, |r| r.min(floor));
-                        out.client_limited_at = Some(at);
-                    }
-                    (false, false) => search.failed_above = Some(floor),
-                }
-                record(&mut out, step);
-            }
-        }
+    if let Some(floor) = reach.floor {
+        runs.floor(floor, &mut search, &mut out, &mut record)?;
     }
     // Bisection keeps every failure above the best pass.
     out.bracket = out
@@ -422,6 +393,50 @@ impl Runs<'_> {
 }
 
 impl Runs<'_> {
+    /// The stated rate `floor` tried where the search has concluded nothing
+    /// about it yet ([`floor_untried`]) and the cap allows it: its outcome
+    /// taken into `out` and `search`, each run to `record`.
+    fn floor(
+        &mut self,
+        floor: f64,
+        search: &mut Bisection,
+        out: &mut Capacity,
+        record: &mut dyn FnMut(&mut Capacity, Step),
+    ) -> Result<()> {
+        let tried: Vec<(f64, bool)> = out
+            .steps
+            .iter()
+            .filter_map(|s| Some((s.rate?, s.passed)))
+            .collect();
+        let shutdown = self.shutdown;
+        let stopped = || shutdown.load(Ordering::SeqCst);
+        if floor > search.cap || !floor_untried(&tried, out.capacity_rps, floor) || stopped() {
+            return Ok(());
+        }
+        let tried = match self.judged(floor) {
+            Err(_) if stopped() => return Ok(()),
+            tried => tried?,
+        };
+        let more_threads = out.client_limited_at.is_none();
+        let Some(tried) = self.again(floor, tried, more_threads, &mut |s| record(out, s))? else {
+            return Ok(());
+        };
+        let step = tried.step(floor, " (the stated rate)");
+        match (step.passed, step.client_limited) {
+            (true, _) => {
+                out.capacity_rps = Some(floor);
+                out.headroom = headroom(&step.result, self.p99_ms, self.more);
+            }
+            (false, true) => {
+                let at = out.client_limited_at.map_or(floor, |r| r.min(floor));
+                out.client_limited_at = Some(at);
+            }
+            (false, false) => search.failed_above = Some(floor),
+        }
+        record(out, step);
+        Ok(())
+    }
+
     /// `tried` at `rate` run again where it failed, to confirm (one run's
     /// p99 can be a spike of a shared machine, and the bracket's upper end
     /// should be a rate that fails again); where kvlab limited it and

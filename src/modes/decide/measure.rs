@@ -199,10 +199,7 @@ impl Runs<'_> {
             &self.drawn(self.timed(plan.clone())),
             server,
             self.limits(),
-            capacity::Reach {
-                steps: self.ask.steps(),
-                floor: Some(self.ask.load.rps),
-            },
+            self.ask.reach(),
             self.opts,
             self.shutdown,
             &mut |s| say(&step_line(s, self.ask.load.p99_ms)),

@@ -99,9 +99,13 @@ impl Ask {
             .unwrap_or(self.assumed.method.run_s(self.quick))
     }
 
-    /// Rates a capacity search tries after its closed-loop run.
-    fn steps(&self) -> usize {
-        self.assumed.method.search_steps(self.quick)
+    /// How far a capacity search goes: the rates it tries after its
+    /// closed-loop run, down to the stated rate.
+    fn reach(&self) -> crate::modes::capacity::Reach {
+        crate::modes::capacity::Reach {
+            steps: self.assumed.method.search_steps(self.quick),
+            floor: Some(self.load.rps),
+        }
     }
 }
 
