@@ -6,7 +6,49 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use crate::results::host_load::HostLoad;
+use serde::{Deserialize, Serialize};
+
+/// The host's load over a span, as read here (kept in a run's result).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostLoad {
+    /// Cores kept busy by processes other than kvlab and those it started.
+    pub others_cores: f64,
+    /// The share of the host's CPU stolen (by a VM's hypervisor).
+    pub steal_share: f64,
+    /// The 1-minute load average at its start.
+    pub load_avg: f64,
+    /// The host's cores.
+    pub cores: f64,
+    /// Seconds it spans.
+    pub seconds: f64,
+}
+
+impl HostLoad {
+    /// Why it was busy, past `limits` (other processes' cores, the steal
+    /// share) or a load average past its cores: `None` where it was not.
+    pub fn busy(&self, (others, steal): (f64, f64)) -> Option<String> {
+        let mut why = Vec::new();
+        if self.others_cores > others {
+            why.push(format!(
+                "other processes used {:.2} cores",
+                self.others_cores
+            ));
+        }
+        if self.steal_share > steal {
+            why.push(format!(
+                "{:.0}% of the CPU was stolen",
+                self.steal_share * 100.0
+            ));
+        }
+        if self.load_avg > self.cores + 0.5 {
+            why.push(format!(
+                "the load average was {:.1} on {:.0} cores",
+                self.load_avg, self.cores
+            ));
+        }
+        (!why.is_empty()).then(|| why.join(", "))
+    }
+}
 
 /// One reading of the host.
 #[derive(Clone, Copy, Debug)]

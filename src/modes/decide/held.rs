@@ -151,7 +151,7 @@ pub fn unheld(ask: &Ask, m: &Measured) -> Vec<String> {
     let busy = |step: Step| {
         m.host_busy
             .iter()
-            .find(|(s, _)| *s == step)
+            .find(|(s, _)| *s == step.file())
             .map(|(_, b)| b.as_str())
     };
     let aside = AsideStep {

@@ -141,8 +141,8 @@ pub struct Measured {
     pub loss: Option<CacheLoss>,
     /// The other architectures' runs.
     pub others: Vec<Other>,
-    /// The steps the host was busy in, said.
-    pub host_busy: Vec<(super::steps::Step, String)>,
+    /// The steps the host was busy in (each by its file's name), said.
+    pub host_busy: Vec<(&'static str, String)>,
     /// The load the runs were made for.
     pub measured_for: StatedLoad,
 }

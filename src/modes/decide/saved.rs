@@ -64,7 +64,7 @@ pub struct Store<'a> {
     /// too (each depends on those before it).
     redo: bool,
     /// The steps the host was busy in, said.
-    busy: Vec<(Step, String)>,
+    busy: Vec<(&'static str, String)>,
 }
 
 fn step_path(dir: &Path, step: Step) -> PathBuf {
@@ -175,7 +175,7 @@ impl<'a> Store<'a> {
     }
 
     /// The steps the host was busy in, said.
-    pub fn busy(&self) -> Vec<(Step, String)> {
+    pub fn busy(&self) -> Vec<(&'static str, String)> {
         self.busy.clone()
     }
 
@@ -197,7 +197,7 @@ impl<'a> Store<'a> {
             ));
             host.skip();
             if let Some(b) = f.host_busy {
-                self.busy.push((step, b));
+                self.busy.push((step.file(), b));
             }
             return self.finished(step, f.measured);
         }
@@ -220,7 +220,7 @@ impl<'a> Store<'a> {
         let host_busy = host.mark(name);
         if let Some(line) = &host_busy {
             say(&format!("  NOTE: {line}\n"));
-            self.busy.push((step, line.clone()));
+            self.busy.push((step.file(), line.clone()));
         }
         let unheld = measured.unheld(&self.manifest.ask, host_busy.as_deref());
         let file = StepFile {
@@ -332,13 +332,13 @@ pub fn load_for(dir: &Path, flag: &str) -> Result<(Ask, Measured)> {
 /// saved beside them.
 struct Saved<'a> {
     dir: &'a Path,
-    busy: Vec<(Step, String)>,
+    busy: Vec<(&'static str, String)>,
 }
 
 impl ReadStep for Saved<'_> {
     fn read<T: DeserializeOwned>(&mut self, step: Step) -> Result<T> {
         let f: StepFile<T> = read(&step_path(self.dir, step))?;
-        self.busy.extend(f.host_busy.map(|b| (step, b)));
+        self.busy.extend(f.host_busy.map(|b| (step.file(), b)));
         Ok(f.measured)
     }
 }

@@ -144,7 +144,7 @@ impl Steps {
         self,
         load: &StatedLoad,
         copy: DataCopy,
-        host_busy: Vec<(Step, String)>,
+        host_busy: Vec<(&'static str, String)>,
     ) -> Measured {
         Measured {
             scaled: Scaled {

@@ -406,7 +406,11 @@ fn point(label: &str, a: &[&RunResult], b: &[&RunResult], rules: Rules) -> Point
 fn busier(a: &[&RunResult], b: &[&RunResult]) -> Option<String> {
     let busy = |rs: &[&RunResult]| -> Option<Option<String>> {
         let loads: Vec<_> = rs.iter().map(|r| r.host.host_load).collect::<Option<_>>()?;
-        Some(loads.iter().find_map(|l| l.busy_by_kvlab()))
+        Some(
+            loads
+                .iter()
+                .find_map(crate::results::host_load::busy_by_kvlab),
+        )
     };
     match (busy(a)?, busy(b)?) {
         (Some(why), None) => Some(format!("the host was busy during A only ({why})")),
