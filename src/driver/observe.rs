@@ -39,8 +39,13 @@ pub struct Holding {
     /// The table read most (a database), `schema.table`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table: Option<String>,
-    /// Memory in use, bytes.
+    /// Memory in use, bytes, as its limit counts it (Redis `used_memory`,
+    /// memcached `bytes`).
     pub memory_bytes: Option<u64>,
+    /// Its resident memory, bytes, where it says it (Redis
+    /// `used_memory_rss`): what kvlab measures of a cache it starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resident_bytes: Option<u64>,
     /// The memory limit, bytes (`None` or 0: none).
     pub memory_limit: Option<u64>,
     /// Value sizes of a sample of keys, bytes.

@@ -64,13 +64,19 @@ pub fn text(o: &Observation) -> String {
     }
     if let Some(h) = l.cache_hit_ratio {
         let cache = format!(
-            "{:.2}% hits, {} items, {} in use{}",
+            "{:.2}% hits, {} items, {} in use{}{}",
             h * 100.0,
             l.cache_items.map_or("? ".into(), |i| num(i as f64)),
             l.cache_memory_bytes.map_or("?".into(), mib),
             l.cache_memory_limit
                 .filter(|m| *m > 0)
-                .map_or(" (no memory limit)".into(), |m| format!(" of {}", mib(m)))
+                .map_or(" (no memory limit)".into(), |m| format!(" of {}", mib(m))),
+            l.cache_resident_bytes
+                .map(|r| format!(
+                    " ({} resident, as kvlab measures a cache it starts)",
+                    mib(r)
+                ))
+                .unwrap_or_default()
         );
         line(
             "cache today",

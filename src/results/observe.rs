@@ -107,8 +107,12 @@ pub struct ObservedLoad {
     pub cache_hit_ratio: Option<f64>,
     /// The cache's items at the end.
     pub cache_items: Option<u64>,
-    /// The cache's memory in use at the end, bytes.
+    /// The cache's memory in use at the end, bytes, as its limit counts it.
     pub cache_memory_bytes: Option<u64>,
+    /// The cache's resident memory at the end, bytes, where it says it (what
+    /// kvlab measures of a cache it starts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_resident_bytes: Option<u64>,
     /// The cache's memory limit, bytes (`None` or 0: none).
     pub cache_memory_limit: Option<u64>,
     /// The TTL the cache's fills live, seconds (`None`: most sampled keys

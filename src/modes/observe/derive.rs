@@ -78,6 +78,7 @@ pub fn load(w: &[Watched]) -> ObservedLoad {
         cache_hit_ratio,
         cache_items: cache.and_then(|c| c.holding.keys),
         cache_memory_bytes: cache.and_then(|c| c.holding.memory_bytes),
+        cache_resident_bytes: cache.and_then(|c| c.holding.resident_bytes),
         cache_memory_limit: cache.and_then(|c| c.holding.memory_limit),
         cache_ttl_s,
         ttl_from,

@@ -302,6 +302,7 @@ impl Watch for RespWatch {
         if let Some(mem) = notes.or_unknown(mem, "memory", "INFO memory") {
             let num = |k: &str| info_field(&mem, k).and_then(|v| v.parse::<u64>().ok());
             h.memory_bytes = num("used_memory");
+            h.resident_bytes = num("used_memory_rss");
             h.memory_limit = num("maxmemory");
         }
         let keys = self.scan(like);
