@@ -37,7 +37,8 @@ const MORE_STEPS: &str = "measure it again (drop --quick for more search steps):
 const MAX_RPS: &str = "raise --max-rps to the stated rate or more, then --resume";
 
 /// Whether a step's measurements hold, for `ask`, the host busy during it
-/// (`busy`, said) or not; the default: they do.
+/// (`busy`, said: other work took CPU, [`super::host::contended`]) or not;
+/// the default: they do.
 pub trait Holds {
     /// Why they do not hold, if they do not.
     fn unheld(&self, _ask: &Ask, _busy: Option<&str>) -> Option<Unheld> {
@@ -151,7 +152,7 @@ pub fn unheld(ask: &Ask, m: &Measured) -> Vec<String> {
     let busy = |step: Step| {
         m.host_busy
             .iter()
-            .find(|(s, _)| *s == step.file())
+            .find(|(s, b)| *s == step.file() && super::host::contended(b))
             .map(|(_, b)| b.as_str())
     };
     let aside = AsideStep {

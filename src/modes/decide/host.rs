@@ -55,6 +55,13 @@ impl HostLog {
     }
 }
 
+/// Whether the busy line `line` ([`busy_line`]'s words) says other work
+/// took CPU from kvlab and its servers (other processes' cores, steal): a
+/// load average alone counts kvlab's own threads too, and does not.
+pub fn contended(line: &str) -> bool {
+    line.contains("other processes used") || line.contains("of the CPU was stolen")
+}
+
 /// The line for a step the host was busy in (`load` past `limits`); `None`
 /// where it was not, or the step was over in a moment (a row with nothing
 /// to measure).
@@ -103,6 +110,15 @@ mod tests {
         let l = busy_line("the database alone", &load(1.3, 5.0), LIMITS).unwrap();
         assert!(
             l.contains("during the database alone: other processes used 1.30 cores"),
+            "{l}"
+        );
+        assert!(contended(&l));
+        // A load average alone counts kvlab's own threads: no contention.
+        let mut own = load(0.1, 5.0);
+        own.load_avg = 3.0;
+        let l = busy_line("x", &own, LIMITS).unwrap();
+        assert!(
+            l.contains("the load average was 3.0") && !contended(&l),
             "{l}"
         );
     }

@@ -222,7 +222,8 @@ impl<'a> Store<'a> {
             say(&format!("  NOTE: {line}\n"));
             self.busy.push((step.file(), line.clone()));
         }
-        let unheld = measured.unheld(&self.manifest.ask, host_busy.as_deref());
+        let contended = host_busy.as_deref().filter(|b| super::host::contended(b));
+        let unheld = measured.unheld(&self.manifest.ask, contended);
         let file = StepFile {
             step: name.into(),
             plan: step.plan_key(&self.manifest.ask),
