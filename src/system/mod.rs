@@ -9,12 +9,14 @@
 //! - [`process`]
 //! - [`procfs`]
 //! - [`progress`]
+//! - [`template`]
 
 pub mod host_load;
 pub mod osuser;
 pub mod process;
 pub mod procfs;
 pub mod progress;
+pub mod template;
 
 pub use osuser::find_binary;
 pub use procfs::{ProcUsage, proc_tree_usage, proc_usage};

@@ -103,7 +103,7 @@ fn init_mariadb(data: &Path, user: Option<&OsUser>) -> Result<()> {
         .context("mariadb-install-db is not installed; run `make deps` (or apt-get install mariadb-server)")?;
     // Its own tmpdir: concurrent bootstraps collide on temporary table names in /tmp.
     let tmp = data.parent().unwrap_or(data);
-    let install = || {
+    let install = |data: &Path| {
         let mut cmd = Command::new(&tool);
         cmd.arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
@@ -114,11 +114,15 @@ fn init_mariadb(data: &Path, user: Option<&OsUser>) -> Result<()> {
         }
         run_tool(cmd, "mariadb-install-db")
     };
-    // Once more into an empty directory if it fails: a CI run on a busy
-    // 2-core machine saw one of several bootstraps side by side fail.
-    install().or_else(|first| {
-        let _ = std::fs::remove_dir_all(data);
-        install().with_context(|| format!("twice; the first time: {first:#}"))
+    // Once per installed tool and user; each start copies it. Once more
+    // into an empty directory if it fails: a CI run on a busy 2-core
+    // machine saw one of several bootstraps side by side fail.
+    let who = user.map(|u| u.name.as_str());
+    crate::system::template::initialised(("mariadb", &tool, who), data, |data| {
+        install(data).or_else(|first| {
+            let _ = std::fs::remove_dir_all(data);
+            install(data).with_context(|| format!("twice; the first time: {first:#}"))
+        })
     })
 }
 

@@ -124,18 +124,22 @@ fn init_postgres(data: &Path, user: Option<&OsUser>) -> Result<()> {
     let initdb = pg_binary("initdb").context(
         "PostgreSQL's initdb is not installed; run `make deps` (or apt-get install postgresql)",
     )?;
-    let mut cmd = Command::new(initdb);
-    cmd.arg("-D").arg(data).args([
-        "-U",
-        "postgres",
-        "--auth=trust",
-        "-E",
-        "UTF8",
-        "--no-instructions",
-        "--no-sync",
-    ]);
-    as_user(&mut cmd, user);
-    run_tool(cmd, "initdb")
+    // Once per installed initdb and user; each start copies it.
+    let who = user.map(|u| u.name.as_str());
+    crate::system::template::initialised(("postgres", &initdb, who), data, |data| {
+        let mut cmd = Command::new(&initdb);
+        cmd.arg("-D").arg(data).args([
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-instructions",
+            "--no-sync",
+        ]);
+        as_user(&mut cmd, user);
+        run_tool(cmd, "initdb")
+    })
 }
 
 #[cfg(test)]
