@@ -33,6 +33,13 @@ mod tests {
                 .unwrap()
                 .contains("20% of the CPU was stolen")
         );
-        assert!(busy_by_kvlab(&at(0.0, 0.0, 4.0)).is_some());
+        // A load average alone counts kvlab's own threads: not busy; beside
+        // other work, said.
+        assert_eq!(busy_by_kvlab(&at(0.0, 0.0, 4.0)), None);
+        assert!(
+            busy_by_kvlab(&at(1.3, 0.0, 4.0))
+                .unwrap()
+                .ends_with("the load average was 4.0 on 2 cores")
+        );
     }
 }

@@ -24,8 +24,10 @@ pub struct HostLoad {
 }
 
 impl HostLoad {
-    /// Why it was busy, past `limits` (other processes' cores, the steal
-    /// share) or a load average past its cores: `None` where it was not.
+    /// Why it was busy: other work took CPU past `limits` (other processes'
+    /// cores, the steal share), with the load average beside where it was
+    /// past the cores; `None` where it was not. A load average alone says
+    /// nothing: it counts kvlab's own threads and its servers' too.
     pub fn busy(&self, (others, steal): (f64, f64)) -> Option<String> {
         let mut why = Vec::new();
         if self.others_cores > others {
@@ -40,7 +42,7 @@ impl HostLoad {
                 self.steal_share * 100.0
             ));
         }
-        if self.load_avg > self.cores + 0.5 {
+        if !why.is_empty() && self.load_avg > self.cores + 0.5 {
             why.push(format!(
                 "the load average was {:.1} on {:.0} cores",
                 self.load_avg, self.cores
