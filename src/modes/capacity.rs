@@ -557,34 +557,39 @@ mod tests {
 
     #[test]
     fn a_search_tries_the_stated_rate_before_it_concludes_about_it() {
-        // 8,947, 4,474 and 2,237 failed (a busy host): 1,417 is tried.
         let failed = [(8947.0, false), (4474.0, false), (2237.0, false)];
-        assert!(floor_untried(&failed, None, 1417.0));
-        // A pass below it and a failure above it: it is tried too.
-        assert!(floor_untried(
-            &[(2000.0, false), (1000.0, true)],
-            Some(1000.0),
-            1417.0
-        ));
-        // A failure at or below it concluded: not tried.
-        assert!(!floor_untried(
-            &[(2000.0, false), (1200.0, false)],
-            None,
-            1417.0
-        ));
-        // A pass at or above it concluded: not tried.
-        assert!(!floor_untried(
-            &[(3000.0, false), (1500.0, true)],
-            Some(1500.0),
-            1417.0
-        ));
-        // Tried already, or nothing failed above it: not tried.
-        assert!(!floor_untried(
-            &[(3000.0, false), (1417.0, false)],
-            None,
-            1417.0
-        ));
-        assert!(!floor_untried(&[(500.0, true)], Some(500.0), 1417.0));
-        assert!(!floor_untried(&failed, None, 0.0));
+        /// Steps tried, capacity found, stated rate, whether it is tried.
+        type Case<'a> = (&'a [(f64, bool)], Option<f64>, f64, bool);
+        let cases: [Case; 7] = [
+            // 8,947, 4,474 and 2,237 failed (a busy host): 1,417 is tried.
+            (&failed, None, 1417.0, true),
+            // A pass below it and a failure above it: tried too.
+            (
+                &[(2000.0, false), (1000.0, true)],
+                Some(1000.0),
+                1417.0,
+                true,
+            ),
+            // A failure at or below it concluded: not tried.
+            (&[(2000.0, false), (1200.0, false)], None, 1417.0, false),
+            // A pass at or above it concluded: not tried.
+            (
+                &[(3000.0, false), (1500.0, true)],
+                Some(1500.0),
+                1417.0,
+                false,
+            ),
+            // Tried already, or nothing failed above it, or none stated.
+            (&[(3000.0, false), (1417.0, false)], None, 1417.0, false),
+            (&[(500.0, true)], Some(500.0), 1417.0, false),
+            (&failed, None, 0.0, false),
+        ];
+        for (tried, found, floor, want) in cases {
+            assert_eq!(
+                floor_untried(tried, found, floor),
+                want,
+                "{tried:?} {floor}"
+            );
+        }
     }
 }

@@ -72,19 +72,18 @@ pub fn cache_by_url(ask: &mut Ask) -> Result<Option<String>> {
 /// few alone where none says). The line that says so, or `None` where no
 /// server is another's or both bounds were given.
 pub fn capped(ask: &mut Ask) -> Result<Option<String>> {
-    let foreign: Vec<(&'static str, String)> = {
-        let mut p = ask.plan.clone();
-        p.cache = Some(ask.cache.clone());
-        p.foreign()
-    };
-    let (m, s) = (ask.assumed.method, ask.plan.shared);
+    // With the cache in the plan, so that a cache of another's counts.
+    let mut plan = ask.plan.clone();
+    plan.cache = Some(ask.cache.clone());
+    let foreign = plan.foreign();
+    let (m, s) = (ask.assumed.method, plan.shared);
     if foreign.is_empty() || (s.max_rps.is_some() && s.max_connections.is_some()) {
         return Ok(None);
     }
     let mut said = Vec::new();
     if s.max_rps.is_none() {
         let cap = (ask.load.rps * m.foreign_rate_factor).ceil();
-        ask.plan.shared.max_rps = Some(cap);
+        plan.shared.max_rps = Some(cap);
         said.push(format!(
             "at most {} req/s ({}x the stated rate; a capacity found there is a lower bound)",
             num(cap),
@@ -98,7 +97,7 @@ pub fn capped(ask: &mut Ask) -> Result<Option<String>> {
             .filter_map(|c| c.product.clients(&c).ok().flatten())
             .min();
         let cap = served.unwrap_or(0) as usize + m.foreign_more_connections;
-        ask.plan.shared.max_connections = Some(cap);
+        plan.shared.max_connections = Some(cap);
         said.push(match served {
             Some(n) => format!(
                 "at most {cap} connection(s) (the {n} it serves now plus {})",
@@ -107,11 +106,9 @@ pub fn capped(ask: &mut Ask) -> Result<Option<String>> {
             None => format!("at most {cap} connection(s) (it does not say how many it serves)"),
         });
     }
-    // Held with the cache in the plan, so that a cache of another's counts.
-    ask.plan.cache = Some(ask.cache.clone());
-    let held = ask.plan.hold_to_shared();
-    ask.plan.cache = None;
-    held?;
+    plan.hold_to_shared()?;
+    plan.cache = None;
+    ask.plan = plan;
     let names: Vec<String> = foreign.iter().map(|(f, e)| format!("{f} {e}")).collect();
     Ok(Some(format!(
         "kvlab decide: {} (not kvlab's) driven {}; --max-rps and --max-connections raise the bounds\n",

@@ -73,7 +73,9 @@ pub fn decision(ask: &Ask, m: &Measured) -> Decision {
             true => flips::find(ask, m, &model),
             false => Vec::new(),
         },
-        break_even_hit_ratio: evaluate::break_even_hit(ask, m, &model).filter(|_| measured),
+        break_even_hit_ratio: measured
+            .then(|| evaluate::break_even_hit(ask, m, &model))
+            .flatten(),
         by_rate: by_rate(ask, m, &model, &architectures)
             .into_iter()
             .map(|mut p| {

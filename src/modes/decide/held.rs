@@ -8,7 +8,7 @@
 //! and the fix; the decision then answers `not-measured`.
 
 use super::Ask;
-use super::measure::{Measured, Searched};
+use super::measure::{AsideRun, Measured, Searched};
 use super::steps::{AsideStep, Step};
 use crate::modes::capacity;
 use crate::results::decide::CacheLoss;
@@ -54,19 +54,25 @@ impl Holds for Searched {
 
 impl Holds for AsideStep {
     fn unheld(&self, ask: &Ask, busy: Option<&str>) -> Option<Unheld> {
-        let a = self.run.as_ref().filter(|a| !a.within_goal)?;
-        let at = format!("its run at {} req/s was outside the goal", num(self.rate));
-        if let Some(l) = capacity::client_limited(&a.result, ask.load.p99_ms) {
-            return Some(Unheld {
-                why: format!("{at}, {l}"),
-                fix: MORE_CPU,
-            });
-        }
-        busy.map(|b| Unheld {
-            why: format!("{at} while {}", quiet(b)),
-            fix: QUIET,
-        })
+        aside(self.run.as_ref(), (self.rate, ask.load.p99_ms), busy)
     }
+}
+
+/// Whether the cache-aside run `run` at `rate` holds against the goal
+/// `p99_ms`, the host busy (`busy`) or not during it.
+fn aside(run: Option<&AsideRun>, (rate, p99_ms): (f64, f64), busy: Option<&str>) -> Option<Unheld> {
+    let a = run.filter(|a| !a.within_goal)?;
+    let at = format!("its run at {} req/s was outside the goal", num(rate));
+    if let Some(l) = capacity::client_limited(&a.result, p99_ms) {
+        return Some(Unheld {
+            why: format!("{at}, {l}"),
+            fix: MORE_CPU,
+        });
+    }
+    busy.map(|b| Unheld {
+        why: format!("{at} while {}", quiet(b)),
+        fix: QUIET,
+    })
 }
 
 impl Holds for Vec<super::measure::CurveRun> {}
@@ -155,15 +161,17 @@ pub fn unheld(ask: &Ask, m: &Measured) -> Vec<String> {
             .find(|(s, b)| *s == step.file() && super::host::contended(b))
             .map(|(_, b)| b.as_str())
     };
-    let aside = AsideStep {
-        rate: m.scaled.rate,
-        rate_why: String::new(),
-        run: m.aside.clone(),
-    };
     [
         (Step::Database, m.db.unheld(ask, busy(Step::Database))),
         (Step::Cache, m.cache.unheld(ask, busy(Step::Cache))),
-        (Step::CacheAside, aside.unheld(ask, busy(Step::CacheAside))),
+        (
+            Step::CacheAside,
+            aside(
+                m.aside.as_ref(),
+                (m.scaled.rate, ask.load.p99_ms),
+                busy(Step::CacheAside),
+            ),
+        ),
     ]
     .into_iter()
     .filter_map(|(step, u)| Some(format!("{}: {}", step.said(), u?.said())))
