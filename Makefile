@@ -21,7 +21,7 @@ build:
 ## the `suite` profile (release optimisation without LTO: links in seconds)
 test: deps
 	@bash scripts/need-rust.sh
-	$(CARGO) test --profile suite --no-fail-fast
+	@CARGO="$(CARGO)" bash scripts/test.sh
 
 ## bench: kvlab beside redis-benchmark (and memtier_benchmark if on PATH), interleaved
 bench: deps build

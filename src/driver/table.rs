@@ -318,6 +318,7 @@ pub fn prepare(
     t.load(opts, shutdown)?;
     let took = started.elapsed().as_secs_f64();
     t.loaded()?;
+    note(opts, format!("kvlab: loaded {keys} rows in {took:.1} s"));
     Ok(Some(LoadResult::of(keys, took)))
 }
 

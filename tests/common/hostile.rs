@@ -67,6 +67,10 @@ fn acts_at_once(kind: TargetKind) -> usize {
     }
 }
 
+/// How long after a database's table is loaded a mid-run act begins: past
+/// the run's warm-up (0.5 s), within its 3 s.
+const MID_RUN: Duration = Duration::from_millis(1500);
+
 /// kvlab's `--timeout` in these runs, seconds.
 const TIMEOUT_S: u64 = 1;
 
@@ -85,20 +89,24 @@ fn huge_header(kind: TargetKind, mode: Option<&str>) -> &'static [u8] {
     }
 }
 
-/// A proxy to `upstream` that does `act` from `after` on.
+/// When a proxy's act begins: unset until the moment is known (a
+/// database's run under way after its load).
+type ActAt = Arc<std::sync::OnceLock<Instant>>;
+
+/// A proxy to `upstream` that does `act` from `at` on.
 struct Hostile {
     port: u16,
     stop: Arc<AtomicBool>,
 }
 
 impl Hostile {
-    fn start(upstream: SocketAddr, act: Act, after: Duration, header: &'static [u8]) -> Hostile {
+    fn start(upstream: SocketAddr, act: Act, at: ActAt, header: &'static [u8]) -> Hostile {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         l.set_nonblocking(true).unwrap();
         let port = l.local_addr().unwrap().port();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
-        let at = Instant::now() + after;
+        let setup = at.get().is_some_and(|t| *t <= Instant::now());
         std::thread::spawn(move || {
             while !flag.load(Ordering::SeqCst) {
                 match l.accept() {
@@ -107,13 +115,14 @@ impl Hostile {
                             continue;
                         };
                         let flag = Arc::clone(&flag);
-                        let late = match after.is_zero() {
+                        let late = match setup {
                             true => Duration::from_secs(12),
                             false => Duration::from_secs(TIMEOUT_S + 1),
                         };
+                        let at = Arc::clone(&at);
                         std::thread::spawn(move || match act {
-                            Act::FloodPushes => flood(client, server, at, &flag),
-                            _ => relay(client, server, (act, late), at, header, &flag),
+                            Act::FloodPushes => flood(client, server, &at, &flag),
+                            _ => relay(client, server, (act, late), &at, header, &flag),
                         });
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
@@ -136,7 +145,7 @@ fn relay(
     client: TcpStream,
     mut server: TcpStream,
     (act, late): (Act, Duration),
-    at: Instant,
+    at: &ActAt,
     header: &'static [u8],
     stop: &AtomicBool,
 ) {
@@ -159,7 +168,7 @@ fn relay(
             break;
         }
         let chunk = &buf[..n];
-        if done || Instant::now() < at {
+        if done || at.get().is_none_or(|t| Instant::now() < *t) {
             if client.write_all(chunk).is_err() {
                 break;
             }
@@ -208,7 +217,8 @@ fn relay(
 /// [`Act::FloodPushes`]: client to server faithfully, noting whether the
 /// client turned tracking on; server to client whole RESP frames only, so
 /// that from `at` a thread of its own can put invalidations between them.
-fn flood(client: TcpStream, mut server: TcpStream, at: Instant, stop: &Arc<AtomicBool>) {
+fn flood(client: TcpStream, mut server: TcpStream, at: &ActAt, stop: &Arc<AtomicBool>) {
+    let at = *at.get().expect("a flood's moment is set at its start");
     let tracking = Arc::new(AtomicBool::new(false));
     let (mut c_in, mut s_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
     let heard = Arc::clone(&tracking);
@@ -322,7 +332,10 @@ struct Outcome {
 
 // The child is reaped by `wait4` (for its peak RSS), which clippy cannot see.
 #[allow(clippy::zombie_processes)]
-fn run_through(url: &str, args: &[&str]) -> Outcome {
+/// `kvlab run` through the proxy at `url`; where `on_loaded` is given, its
+/// act begins its delay after kvlab says its table is loaded (the run under
+/// way, however slow the host).
+fn run_through(url: &str, args: &[&str], on_loaded: Option<(&ActAt, Duration)>) -> Outcome {
     let t0 = Instant::now();
     let child = Command::new(env!("CARGO_BIN_EXE_kvlab"))
         .args(["run", "--target", url, "--duration", "3", "--warmup", "0.5"])
@@ -334,10 +347,20 @@ fn run_through(url: &str, args: &[&str]) -> Outcome {
         .spawn()
         .unwrap();
     let pid = child.id() as libc::pid_t;
-    let mut err = child.stderr.unwrap();
+    let err = child.stderr.unwrap();
+    let on_loaded = on_loaded.map(|(at, after)| (Arc::clone(at), after));
     let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
         let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
+        for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            if let Some((at, after)) = &on_loaded
+                && line.starts_with("kvlab: loaded ")
+            {
+                let _ = at.set(Instant::now() + *after);
+            }
+            s.push_str(&line);
+            s.push('\n');
+        }
         s
     });
     let (mut status, mut ru): (libc::c_int, libc::rusage) = (0, unsafe { std::mem::zeroed() });
@@ -361,7 +384,10 @@ fn run_through(url: &str, args: &[&str]) -> Outcome {
 /// heard and its stderr.
 pub fn flood_pushes(e: &Endpoint, invalidation: &str, margin_s: f64) -> (f64, u64, String) {
     let upstream: SocketAddr = format!("127.0.0.1:{}", e.port).parse().unwrap();
-    let proxy = Hostile::start(upstream, Act::FloodPushes, Duration::from_millis(1500), b"");
+    let at = Arc::new(std::sync::OnceLock::from(
+        Instant::now() + Duration::from_millis(1500),
+    ));
+    let proxy = Hostile::start(upstream, Act::FloodPushes, at, b"");
     let url = url_via(e, TargetKind::Redis, proxy.port);
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("flood.json");
@@ -373,7 +399,7 @@ pub fn flood_pushes(e: &Endpoint, invalidation: &str, margin_s: f64) -> (f64, u6
         "--json",
         json.to_str().unwrap(),
     ];
-    let o = run_through(&url, &args);
+    let o = run_through(&url, &args, None);
     drop(proxy);
     let what = format!("a flood of invalidations ({invalidation})");
     assert!(
@@ -397,17 +423,21 @@ pub fn flood_pushes(e: &Endpoint, invalidation: &str, margin_s: f64) -> (f64, u6
     (o.secs, heard, o.stderr)
 }
 
-/// Every act against `kind`'s server at `e` (plain TCP on loopback), at
-/// set-up and mid-run; panics naming every case that failed.
-pub fn every_act(kind: TargetKind, e: &Endpoint) {
-    every_act_in(kind, e, None);
+/// Every act against `kind`'s servers at `es` (plain TCP on loopback), at
+/// set-up and mid-run; panics naming every case that failed. A database's
+/// acts share its one kvlab table, so one act at a time on each of `es`.
+pub fn every_act(kind: TargetKind, es: &[Endpoint]) {
+    every_act_in(kind, es, None);
 }
 
 /// [`every_act`] with `--query-mode mode` (a protocol of its own, such as
 /// memcached's meta protocol).
-pub fn every_act_in(kind: TargetKind, e: &Endpoint, mode: Option<&str>) {
+pub fn every_act_in(kind: TargetKind, es: &[Endpoint], mode: Option<&str>) {
     let args: Vec<&str> = mode.map(|m| vec!["--query-mode", m]).unwrap_or_default();
-    let upstream: SocketAddr = format!("127.0.0.1:{}", e.port).parse().unwrap();
+    let upstream = |i: usize| -> (SocketAddr, &Endpoint) {
+        let e = &es[i % es.len()];
+        (format!("127.0.0.1:{}", e.port).parse().unwrap(), e)
+    };
     let mut failures = Vec::new();
     // The two phases of an act, each through its own proxy.
     let phases = [
@@ -422,7 +452,7 @@ pub fn every_act_in(kind: TargetKind, e: &Endpoint, mode: Option<&str>) {
         .flat_map(|&act| phases.iter().map(move |&p| (act, p)))
         .collect();
     let mut outcomes: Vec<Outcome> = Vec::new();
-    for (g, group) in cases.chunks(2 * acts_at_once(kind)).enumerate() {
+    for (g, group) in cases.chunks(2 * acts_at_once(kind) * es.len()).enumerate() {
         outcomes.extend(std::thread::scope(|sc| {
             let runs: Vec<_> = group
                 .iter()
@@ -435,8 +465,19 @@ pub fn every_act_in(kind: TargetKind, e: &Endpoint, mode: Option<&str>) {
                         if matches!(kind, TargetKind::Redis | TargetKind::Memcached) {
                             args.extend(["--key-prefix", prefix.as_str()]);
                         }
-                        let proxy = Hostile::start(upstream, act, after, huge_header(kind, mode));
-                        let o = run_through(&url_via(e, kind, proxy.port), &args);
+                        // Both phases of an act on one server.
+                        let (upstream, e) = upstream(i / 2);
+                        // At set-up at once; mid-run a while into the run: for
+                        // a database, after kvlab says its table is loaded.
+                        let at: ActAt = Arc::default();
+                        let loads = !matches!(kind, TargetKind::Redis | TargetKind::Memcached);
+                        if after.is_zero() || !loads {
+                            let _ = at.set(Instant::now() + after);
+                        }
+                        let on_loaded = (loads && !after.is_zero()).then_some((&at, MID_RUN));
+                        let proxy =
+                            Hostile::start(upstream, act, Arc::clone(&at), huge_header(kind, mode));
+                        let o = run_through(&url_via(e, kind, proxy.port), &args, on_loaded);
                         drop(proxy);
                         o
                     })

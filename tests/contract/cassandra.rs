@@ -129,5 +129,5 @@ fn a_fill_sizes_the_table(e: &Endpoint) {
 fn every_hostile_reply_is_a_one_line_error(e: &Endpoint) {
     let mut plain = e.clone();
     plain.tls = None;
-    crate::common::hostile::every_act(KIND, &plain);
+    crate::common::hostile::every_act(KIND, std::slice::from_ref(&plain));
 }

@@ -26,6 +26,8 @@ mod checks;
 mod served;
 mod table;
 
+mod hostile;
+
 use kvlab::plan::TargetKind;
 
 use served::Served;
