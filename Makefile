@@ -18,7 +18,8 @@ build:
 	$(CARGO) build --release
 
 ## test: unit and integration tests against real managed servers, built with
-## the `suite` profile (release optimisation without LTO: links in seconds)
+## the `suite` profile (release optimisation without LTO: links in seconds),
+## run by scripts/test.sh in two lanes, then the quiet binary alone
 test: deps
 	@bash scripts/need-rust.sh
 	@CARGO="$(CARGO)" bash scripts/test.sh

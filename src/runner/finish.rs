@@ -77,12 +77,13 @@ impl Finish<'_> {
             )
         });
         let pooler_counts = a.before.pooler.zip(a.after.pooler);
-        let counters_note = a
-            .before
-            .server
-            .as_ref()
-            .err()
-            .map(|e| format!("no server counters to cross-check: {e}"));
+        let counters_note = match (&a.before.server, &a.after.server) {
+            (Err(e), _) => Some(format!("no server counters to cross-check: {e}")),
+            (Ok(_), Err(e)) => Some(format!(
+                "no server counters to cross-check: reading them after the run failed: {e}"
+            )),
+            _ => None,
+        };
         let Around {
             started_unix_s,
             load,

@@ -333,8 +333,8 @@ struct Outcome {
 // The child is reaped by `wait4` (for its peak RSS), which clippy cannot see.
 #[allow(clippy::zombie_processes)]
 /// `kvlab run` through the proxy at `url`; where `on_loaded` is given, its
-/// act begins its delay after kvlab says its table is loaded (the run under
-/// way, however slow the host).
+/// act begins its delay after kvlab says its table is loaded or reused (the
+/// run under way, however slow the host).
 fn run_through(url: &str, args: &[&str], on_loaded: Option<(&ActAt, Duration)>) -> Outcome {
     let t0 = Instant::now();
     let child = Command::new(env!("CARGO_BIN_EXE_kvlab"))
@@ -354,7 +354,7 @@ fn run_through(url: &str, args: &[&str], on_loaded: Option<(&ActAt, Duration)>) 
         let mut s = String::new();
         for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
             if let Some((at, after)) = &on_loaded
-                && line.starts_with("kvlab: loaded ")
+                && (line.starts_with("kvlab: loaded ") || line.starts_with("kvlab: reusing "))
             {
                 let _ = at.set(Instant::now() + *after);
             }
