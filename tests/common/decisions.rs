@@ -81,4 +81,3 @@ pub const SMALL_DECISION: [&str; 8] = [
     "--key-distribution",
     "zipf",
 ];
-
