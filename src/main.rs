@@ -20,7 +20,10 @@ fn main() -> ExitCode {
     let shutdown = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&shutdown);
     // Ctrl-C stops the run, keeps what was measured, and stops managed servers.
-    let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
+    let _ = ctrlc::set_handler(move || {
+        kvlab::transport::stream::STOP_ASKED.store(true, Ordering::SeqCst);
+        flag.store(true, Ordering::SeqCst);
+    });
     match kvlab::run(cli, shutdown) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -22,21 +22,44 @@ pub enum Sock {
     Unix(UnixStream),
 }
 
+/// Set by the binary's Ctrl-C handler: a blocking read or write a signal
+/// interrupts then ends (`Interrupted`) instead of being tried again.
+pub static STOP_ASKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `op` again while a signal interrupted it (a socket with a timeout is
+/// never restarted by the kernel, whatever the handler's flags) and no stop
+/// was asked: a signal meant for something else (a child's, a stray one)
+/// must not fail a connection. The handler's thread sets [`STOP_ASKED`] a
+/// moment after the signal, hence the millisecond before looking.
+fn unless_stopped<T>(mut op: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    loop {
+        match op() {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                if STOP_ASKED.load(std::sync::atomic::Ordering::SeqCst) {
+                    return Err(e);
+                }
+            }
+            r => return r,
+        }
+    }
+}
+
 impl Read for Sock {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
+        unless_stopped(|| match self {
             Sock::Tcp(s) => s.read(buf),
             Sock::Unix(s) => s.read(buf),
-        }
+        })
     }
 }
 
 impl Write for Sock {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
+        unless_stopped(|| match self {
             Sock::Tcp(s) => s.write(buf),
             Sock::Unix(s) => s.write(buf),
-        }
+        })
     }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())

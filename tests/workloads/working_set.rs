@@ -111,7 +111,7 @@ fn a_settling_cache_smaller_than_the_data_hits_as_an_exact_lru_of_what_it_held()
     p.load.rate = Some(3000.0);
     p.load.stop = Stop::Duration(5.0);
     let r = measure(&p);
-    assert!(r.valid, "{:?}", r.problems);
+    common::valid_unless_host_busy(&r);
     let a = r.cache_aside.as_ref().unwrap();
     let w = a.working_set.clone().unwrap();
     // Full and evicting: kvlab filled it coldest first, the workload turned
