@@ -56,6 +56,13 @@ fn a_saved_decision_is_checked_by_a_run_of_what_it_sized() {
         String::from_utf8_lossy(&o.stderr),
     );
     println!("{stdout}{stderr}");
+    // On a host other work kept busy, the check's run cannot hold its rate:
+    // said, and no check is written (the outcome where it could not measure).
+    if !out.join("check.json").exists() && stderr.contains("not a valid measurement: not sustained")
+    {
+        eprintln!("not checked on this host: {}", stderr.trim());
+        return;
+    }
     let c = json_at(&out.join("check.json"));
     // The stated 20,000 keys fit: checked at them, at the copy's rate, with
     // the cache the decision chose.
