@@ -6,14 +6,6 @@ use crate::common;
 
 use common::kvlab;
 
-/// Tests whose figures are timing-sensitive (capacity searches, runs compared
-/// side by side, sizing) take turns: run together on 2 cores they would
-/// measure each other.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    TURN.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 #[test]
 fn a_capacity_search_limited_by_kvlab_says_so() {
     let _shared = common::shared();
@@ -297,8 +289,10 @@ fn side_by_side(dir: &std::path::Path, configs: &[&[&str]]) -> Vec<std::path::Pa
 
 #[test]
 fn compare_calls_two_runs_of_one_configuration_within_noise() {
-    let _shared = common::shared();
-    let _turn = serial();
+    // Alone: its figures are timing-sensitive (a capacity search, runs
+    // compared side by side, sizing); beside another test's load on 2 cores
+    // they would measure it.
+    let _alone = common::alone();
     // The same study twice, side by side, each point repeated: the
     // repetitions measure how much runs of one configuration differ.
     let dir = tempfile::tempdir().unwrap();
@@ -361,8 +355,10 @@ fn compare_calls_two_runs_of_one_configuration_within_noise() {
 
 #[test]
 fn compare_calls_a_worse_configuration_worse_and_the_gate_fails() {
-    let _shared = common::shared();
-    let _turn = serial();
+    // Alone: its figures are timing-sensitive (a capacity search, runs
+    // compared side by side, sizing); beside another test's load on 2 cores
+    // they would measure it.
+    let _alone = common::alone();
     let dir = tempfile::tempdir().unwrap();
     // A configuration worse by construction: the same server offered a
     // quarter of the rate. (postgres --query-mode simple against prepared
