@@ -61,10 +61,13 @@ const ACTS: [Act; 7] = [
 /// `kind`: a cache's runs each under a key prefix of their own; a
 /// database's share kvlab's one table, so one act at a time there.
 fn acts_at_once(kind: TargetKind) -> usize {
-    match kind {
-        TargetKind::Redis | TargetKind::Memcached => ACTS.len(),
-        _ => 1,
-    }
+    if is_cache(kind) { ACTS.len() } else { 1 }
+}
+
+/// A cache here (each run under a key prefix of its own, nothing loaded
+/// into a table); else a database, whose runs share kvlab's one table.
+pub fn is_cache(kind: TargetKind) -> bool {
+    matches!(kind, TargetKind::Redis | TargetKind::Memcached)
 }
 
 /// How long after a database's table is loaded a mid-run act begins: past
@@ -466,7 +469,7 @@ pub fn every_act_in(kind: TargetKind, es: &[Endpoint], mode: Option<&str>) {
                     sc.spawn(move || {
                         let prefix = format!("kvlab:h{g}-{i}:");
                         let mut args = args.clone();
-                        if matches!(kind, TargetKind::Redis | TargetKind::Memcached) {
+                        if is_cache(kind) {
                             args.extend(["--key-prefix", prefix.as_str()]);
                         }
                         // Both phases of an act on one server.
@@ -474,7 +477,7 @@ pub fn every_act_in(kind: TargetKind, es: &[Endpoint], mode: Option<&str>) {
                         // At set-up at once; mid-run a while into the run: for
                         // a database, after kvlab says its table is loaded.
                         let at: ActAt = Arc::default();
-                        let loads = !matches!(kind, TargetKind::Redis | TargetKind::Memcached);
+                        let loads = !is_cache(kind);
                         if after.is_zero() || !loads {
                             let _ = at.set(Instant::now() + after);
                         }

@@ -22,9 +22,10 @@ use kvlab::plan::TargetKind;
 /// kvlab's one table: an act at a time on each). Started by this test's
 /// own thread: a managed server dies with the thread that started it.
 fn every_act(kind: TargetKind) {
-    let n = match kind {
-        TargetKind::Redis | TargetKind::Memcached => 1,
-        _ => 3,
+    let n = if common::hostile::is_cache(kind) {
+        1
+    } else {
+        3
     };
     let servers: Vec<_> = (0..n).map(|_| common::server(kind)).collect();
     let es: Vec<_> = servers.iter().map(|s| s.endpoint()).collect();
