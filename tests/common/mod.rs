@@ -546,6 +546,23 @@ pub fn host_busy(r: &RunResult) -> Option<String> {
     busy
 }
 
+/// `f`'s value, and why the host was busy while it ran (other processes
+/// than this test and what it started took cores, or CPU was stolen, as
+/// `kvlab compare` judges it), said on stderr; `None` where it was not.
+pub fn busy_while<T>(f: impl FnOnce() -> T) -> (T, Option<String>) {
+    let before = kvlab::system::host_load::sample();
+    let value = f();
+    let busy = before
+        .zip(kvlab::system::host_load::sample())
+        .and_then(|(a, b)| {
+            kvlab::results::host_load::busy_by_kvlab(&kvlab::system::host_load::between(&a, &b))
+        });
+    if let Some(why) = &busy {
+        eprintln!("the host was busy: {why}");
+    }
+    (value, busy)
+}
+
 /// The run `r` is a valid measurement, or its only problem is a rate not
 /// sustained on a host other processes kept busy (said by the run): the
 /// outcome a rate test asserts where the host could not carry it.

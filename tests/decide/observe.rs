@@ -200,13 +200,9 @@ fn driven((db, db_url): (Child, &str), (cache, memory): (&str, &str), lookups: u
     let (run, cache_url, lines) = background(&args, cache);
     settled(&lines, Duration::from_secs(2));
     let before = hits(&cache_url);
-    let host = kvlab::system::host_load::sample();
-    let (o, said) = observe(&["--cache", &cache_url, "--target", db_url, "--seconds", "8"]);
-    let busy = host
-        .zip(kvlab::system::host_load::sample())
-        .and_then(|(a, b)| {
-            kvlab::results::host_load::busy_by_kvlab(&kvlab::system::host_load::between(&a, &b))
-        });
+    let ((o, said), busy) = common::busy_while(|| {
+        observe(&["--cache", &cache_url, "--target", db_url, "--seconds", "8"])
+    });
     let after = hits(&cache_url);
     common::stop(run);
     common::stop(db);

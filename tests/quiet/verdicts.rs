@@ -302,34 +302,7 @@ fn compare_calls_two_runs_of_one_configuration_within_noise() {
         "name = \"same\"\nduration = 2\nwarmup = 0.5\nrepetitions = 3\n[workload]\nkeys = 5000\n[load]\nconnections = 4\nrate = 2000\n[[target]]\ntarget = \"redis\"\n",
     )
     .unwrap();
-    let runs: Vec<_> = ["a", "b"]
-        .iter()
-        .map(|side| {
-            let out = dir.path().join(side);
-            let child = std::process::Command::new(env!("CARGO_BIN_EXE_kvlab"))
-                .arg("study")
-                .arg(&study)
-                .arg("--out")
-                .arg(&out)
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap();
-            (child, out)
-        })
-        .collect();
-    let files: Vec<std::path::PathBuf> = runs
-        .into_iter()
-        .map(|(child, out)| {
-            let o = child.wait_with_output().unwrap();
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-            std::fs::read_dir(&out)
-                .unwrap()
-                .map(|e| e.unwrap().path())
-                .find(|p| p.extension().is_some_and(|x| x == "json"))
-                .unwrap()
-        })
-        .collect();
+    let (files, busy) = common::busy_while(|| same_study_twice(dir.path(), &study));
     // 10%: the noise threshold Redis's benchmark CI uses (3 repetitions of
     // 2 s on a shared 2-core machine differ by 5% in p50 now and then).
     let out = kvlab()
@@ -340,17 +313,53 @@ fn compare_calls_two_runs_of_one_configuration_within_noise() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
-    // Runs of one configuration may differ significantly by less than 10%
-    // (below threshold), never by more, either way.
-    assert!(
-        text.contains("0 figures worse, 0 better, ")
-            && text.contains(" within noise (a change counts from 10% either way"),
-        "{text}"
-    );
     assert!(
         text.contains("over repetitions") && text.contains("p99.9 µs"),
         "{text}"
     );
+    // Runs of one configuration may differ significantly by less than 10%
+    // (below threshold), never by more, either way: on a host other work
+    // kept busy over both sides (two CPU hogs saw p50 69% apart), runs of
+    // one configuration are not alike and nothing more is asserted.
+    if busy.is_none() {
+        assert!(
+            text.contains("0 figures worse, 0 better, ")
+                && text.contains(" within noise (a change counts from 10% either way"),
+            "{text}"
+        );
+    }
+}
+
+/// The study at `study` run twice at once under `dir` (`a` and `b`): its
+/// two result files.
+fn same_study_twice(dir: &std::path::Path, study: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let runs: Vec<_> = ["a", "b"]
+        .iter()
+        .map(|side| {
+            let out = dir.join(side);
+            let child = std::process::Command::new(env!("CARGO_BIN_EXE_kvlab"))
+                .arg("study")
+                .arg(study)
+                .arg("--out")
+                .arg(&out)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            (child, out)
+        })
+        .collect();
+    runs.into_iter()
+        .map(|(child, out)| {
+            let o = child.wait_with_output().unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            std::fs::read_dir(&out)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .find(|p| p.extension().is_some_and(|x| x == "json"))
+                .unwrap()
+        })
+        .collect()
 }
 
 #[test]
