@@ -70,14 +70,25 @@ fn replay(zstd: bool, args: &[&str]) -> (RunResult, [u64; 4]) {
         .args(["--json", "-", "--connections", "8", "--keys", "3000"])
         .output()
         .unwrap();
-    common::succeeds(&out);
-    (serde_json::from_slice(&out.stdout).unwrap(), n)
+    // A run that is not a valid measurement exits non-zero with its result
+    // written all the same: [`reproduces`] says whether that is the host.
+    match serde_json::from_slice(&out.stdout) {
+        Ok(r) => (r, n),
+        Err(_) => {
+            common::succeeds(&out);
+            panic!(
+                "no result on stdout: {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        }
+    }
 }
 
 /// The replay reproduced the trace's mix and rate, every value verified, and
-/// the server counted what kvlab sent.
+/// the server counted what kvlab sent (its rate not sustained only where
+/// other processes kept the host busy, as the run says).
 fn reproduces(r: &RunResult, n: [u64; 4]) {
-    assert!(r.valid, "{:?}", r.problems);
+    common::valid_unless_host_busy(r);
     assert_eq!(r.totals.errors, 0);
     let p = r.replay.as_ref().unwrap();
     assert!(p.finished && p.read_error.is_none(), "{p:?}");
