@@ -108,7 +108,12 @@ fn step_line(s: &Step) -> String {
     } else if s.passed {
         "pass".to_string()
     } else {
-        format!("fail: {}", s.reason.clone().unwrap_or_default())
+        let busy = busy_during(s).map(|why| format!(" (the host was busy: {why})"));
+        format!(
+            "fail: {}{}",
+            s.reason.clone().unwrap_or_default(),
+            busy.unwrap_or_default()
+        )
     };
     format!(
         "  {what:>14}: served {:.0} req/s, p99 {:.0} µs, errors {} -> {verdict}\n",
@@ -153,7 +158,27 @@ fn outcome(c: &Capacity, p99_ms: f64) -> String {
             "note: {limited} failing step(s) were limited by kvlab, not the server: the capacity found is a lower bound for the server; raise --threads or --connections, or run kvlab on another machine\n"
         );
     }
+    let busy = c
+        .steps
+        .iter()
+        .filter(|s| s.rate.is_some() && !s.passed && busy_during(s).is_some())
+        .count();
+    if busy > 0 {
+        text += &format!(
+            "note: {busy} failing step(s) ran while other processes kept the host busy: they may have failed for the host, not the server (the capacity found is a lower bound); run again on a quiet host\n"
+        );
+    }
     text
+}
+
+/// Why the host was busy during step `s` (other processes' cores or steal,
+/// at kvlab's limits), where it was.
+fn busy_during(s: &Step) -> Option<String> {
+    s.result
+        .host
+        .host_load
+        .as_ref()
+        .and_then(crate::results::host_load::busy_by_kvlab)
 }
 
 /// The capacity found, with its latencies, or that no rate met the goal.
