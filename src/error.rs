@@ -1,5 +1,7 @@
 //! Errors a user can fix: each names the flag (or input) at fault and how to fix it.
 
+use std::borrow::Cow;
+
 use thiserror::Error;
 
 /// A mistake in what the user asked for. Displayed as one line.
@@ -9,7 +11,7 @@ pub enum UsageError {
     #[error("{flag}: {problem}; {fix}")]
     BadValue {
         /// The flag, e.g. `--ratio`.
-        flag: &'static str,
+        flag: Cow<'static, str>,
         /// What is wrong with the given value.
         problem: String,
         /// How to fix it.
@@ -19,7 +21,7 @@ pub enum UsageError {
     #[error("{flags}: {problem}; {fix}")]
     Conflict {
         /// The flag (or flags, `--shard/--start-at`) to drop or change.
-        flags: &'static str,
+        flags: Cow<'static, str>,
         /// Why they cannot go together.
         problem: String,
         /// How to fix it.
@@ -29,9 +31,13 @@ pub enum UsageError {
 
 impl UsageError {
     /// Shorthand for [`UsageError::BadValue`].
-    pub fn bad(flag: &'static str, problem: impl Into<String>, fix: impl Into<String>) -> Self {
+    pub fn bad(
+        flag: impl Into<Cow<'static, str>>,
+        problem: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
         UsageError::BadValue {
-            flag,
+            flag: flag.into(),
             problem: problem.into(),
             fix: fix.into(),
         }
@@ -39,12 +45,12 @@ impl UsageError {
 
     /// Shorthand for [`UsageError::Conflict`].
     pub fn conflict(
-        flags: &'static str,
+        flags: impl Into<Cow<'static, str>>,
         problem: impl Into<String>,
         fix: impl Into<String>,
     ) -> Self {
         UsageError::Conflict {
-            flags,
+            flags: flags.into(),
             problem: problem.into(),
             fix: fix.into(),
         }

@@ -64,7 +64,7 @@ impl MetricsArgs {
             shard: shard.map_or(0, |s| s.index).to_string(),
             hold: Duration::from_secs_f64(self.metrics_hold),
         })?;
-        metrics::install(ex);
+        let ex = metrics::install(ex);
         eprintln!("kvlab: live metrics at http://{}/metrics", ex.addr());
         Ok(Some(ex))
     }

@@ -10,7 +10,7 @@ use crate::plan::RunPlan;
 use crate::plan::shared::Shared;
 use crate::results::cleanup::Cleaned;
 use crate::system::progress::RunOptions;
-use crate::workload::KEY_OVERHEAD_BYTES;
+use crate::workload::{KEY_OVERHEAD_BYTES, bytes_per_key};
 
 /// Bytes in a MiB.
 pub const MIB: f64 = (1u64 << 20) as f64;
@@ -100,8 +100,9 @@ pub fn make_room(
 /// by 15% (room to spare where the cost of too little is another's keys
 /// evicted), and the server's own buffers for kvlab's connections.
 pub fn bytes_needed(keys: u64, value_size: usize, prefix_len: usize, limit: u64) -> u64 {
-    let bytes_per_key = (value_size as f64 * 1.15) as u64 + prefix_len as u64 + KEY_OVERHEAD_BYTES;
-    keys.saturating_mul(bytes_per_key) + (limit / 50).max(1 << 20)
+    let rounded_up = (value_size as f64 * 1.15) as u64;
+    let per_key = bytes_per_key(rounded_up, prefix_len as u64, KEY_OVERHEAD_BYTES);
+    keys.saturating_mul(per_key) + (limit / 50).max(1 << 20)
 }
 
 /// The bytes `need` more would take the cache past its limit (`m`: its

@@ -12,7 +12,7 @@ use crate::plan::shard::local_connections;
 use crate::plan::{PoolerSettings, RunPlan};
 use crate::results::ProfileNote;
 use crate::system::process::{open_files, raise_open_files};
-use crate::workload::KEY_OVERHEAD_BYTES;
+use crate::workload::{KEY_OVERHEAD_BYTES, bytes_per_key};
 use crate::workload::consistency::VersionBoard;
 
 /// What one run derives from its plan, once.
@@ -110,9 +110,11 @@ impl Resolved {
             local_share: connections as f64 / l.connections.max(1) as f64,
             sockets,
             pooler_fd_note,
-            data_bytes: w.keys.saturating_mul(
-                w.value_size as u64 + w.key_prefix.len() as u64 + KEY_OVERHEAD_BYTES,
-            ),
+            data_bytes: w.keys.saturating_mul(bytes_per_key(
+                w.value_size as u64,
+                w.key_prefix.len() as u64,
+                KEY_OVERHEAD_BYTES,
+            )),
             requests_due: requests_due(plan),
             writes_versioned: (w.ratio.set > 0 || w.background_writes.is_some())
                 && w.values().versioned(),

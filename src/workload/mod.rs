@@ -190,6 +190,14 @@ pub const VERSIONED_SIZE: usize = HEADER;
 /// cache it did not start must have, a decision's copy.
 pub const KEY_OVERHEAD_BYTES: u64 = 120;
 
+/// What a key takes in a server's memory, bytes: its value (`value_size`,
+/// a mean), its name's prefix (`prefix_len`) and what a key takes beside
+/// them (`overhead`: [`KEY_OVERHEAD_BYTES`], or a decision's method's). The
+/// one formula for the size of kvlab's data in a server.
+pub fn bytes_per_key(value_size: u64, prefix_len: u64, overhead: u64) -> u64 {
+    value_size + prefix_len + overhead
+}
+
 /// Deterministic values: `hex(key id)`, `hex(version)` (0 for loaded values),
 /// then a slice of a fixed pseudo-random block that starts at an offset derived
 /// from the key; values shorter than the header keep its first bytes. Each

@@ -156,7 +156,7 @@ fn refuse_flags(r: &RunArgs) -> Result<(), UsageError> {
     ];
     match REFUSED.iter().zip(given).find(|(_, given)| *given) {
         Some(((_, flag, why), _)) => Err(UsageError::conflict(
-            flag,
+            *flag,
             format!("kvlab replay does not take it: {why}"),
             format!("drop {flag}"),
         )),

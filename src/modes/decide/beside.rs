@@ -9,6 +9,7 @@
 use anyhow::Result;
 
 use super::Ask;
+use crate::results::decide::DataCopy;
 use crate::driver::{Connector, Role};
 use crate::modes::observe::ToWatch;
 use crate::results::stats::num;
@@ -19,7 +20,7 @@ use crate::servers::installed::{installed_version, major};
 /// Moves `ask`'s cache given by URL beside, where the copy would not fit
 /// in it beside the keys it holds (unless `--allow-evictions`): the line that
 /// says so, or `None` where it is measured in place.
-pub fn cache_by_url(ask: &mut Ask) -> Result<Option<String>> {
+pub fn cache_by_url(ask: &mut Ask, copy: &DataCopy) -> Result<Option<String>> {
     let spec = &ask.cache.cache;
     let Some(e) = &spec.external else {
         return Ok(None);
@@ -38,7 +39,7 @@ pub fn cache_by_url(ask: &mut Ask) -> Result<Option<String>> {
         return Ok(None);
     }
     let limit_mb = m.limit as f64 / MIB;
-    let copy_mb = carried_mb(ask, m.limit);
+    let copy_mb = carried_mb(ask, copy, m.limit);
     let line = format!(
         "kvlab decide: the cache {} holds {} keys in {:.1} of {:.1} MiB; the copy's {} keys (about {:.1} MiB) do not fit beside them, so kvlab measures beside it on a {} it starts, with a point of the curve at its size carried to the copy ({copy_mb} MiB for {} of the {} keys), and writes nothing into it (--allow-evictions measures in it)\n",
         c.display,
@@ -119,8 +120,8 @@ pub fn capped(ask: &mut Ask) -> Result<Option<String>> {
 
 /// A cache of `limit` bytes at the stated keys carried to `ask`'s copy, MiB:
 /// the same share of the keys (at least what the cache needs for itself).
-pub fn carried_mb(ask: &Ask, limit: u64) -> u64 {
-    let share = ask.plan.workload.keys as f64 / ask.load.keys.max(1) as f64;
+pub fn carried_mb(ask: &Ask, copy: &DataCopy, limit: u64) -> u64 {
+    let share = copy.factor(ask.load.keys);
     ((limit as f64 / MIB * share).ceil() as u64).max(ask.assumed.method.cache_base_mb + 1)
 }
 

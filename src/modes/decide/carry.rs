@@ -47,7 +47,7 @@ pub fn held_items(r: &RunResult) -> Option<f64> {
 /// measured), and the floor a `--cache-ttl` puts under the curve at the
 /// stated load (`None`: no TTL, or no model for the distribution).
 pub fn said_of(ask: &Ask, m: &Measured, model: &Model) -> (CarryCheck, Option<TtlFloor>) {
-    let copy = m.scaled.keys;
+    let copy = m.copy.keys;
     let gaps = m
         .curve
         .iter()
@@ -64,7 +64,7 @@ pub fn said_of(ask: &Ask, m: &Measured, model: &Model) -> (CarryCheck, Option<Tt
         reads_per_s,
         miss,
         live,
-        per_key_bytes: l.value_size as u64 + ask.assumed.method.key_overhead_bytes,
+        per_key_bytes: m.copy.bytes_per_key,
     });
     let check = CarryCheck {
         copy,

@@ -88,9 +88,10 @@ pub fn planned(s: &Saved, dir: &Path, available: u64) -> Result<(Checked, RunPla
         );
     };
     let l = &s.decision.load;
-    let (keys, keys_why) = compare::keys(l.keys, l.value_size, available, &s.ask.assumed.method);
+    let copy = compare::keys(l.keys, l.value_size, available, &s.ask.assumed.method);
+    let keys = copy.keys;
     let base = super::carry::cache_base(&s.measured);
-    let mb = compare::cache_mb(a.memory_mb, (s.measured.scaled.keys, keys), base);
+    let mb = compare::cache_mb(a.memory_mb, (s.measured.copy.keys, keys), base);
     let mut ask = s.ask.clone();
     ask.plan.workload.keys = keys;
     managed(&mut ask.plan.target);
@@ -98,20 +99,21 @@ pub fn planned(s: &Saved, dir: &Path, available: u64) -> Result<(Checked, RunPla
     let idle = AtomicBool::new(false);
     let runs = Runs {
         ask: &ask,
+        copy: &copy,
         db_server: None,
         opts: RunOptions::default(),
         shutdown: &idle,
         drawn: Default::default(),
     };
-    let plan = runs.aside(mb, s.measured.scaled.rate);
+    let plan = runs.aside(mb, s.measured.rate);
     let checked = Checked {
         architecture: aside_row(&s.decision)
             .map_or_else(|| "cache-aside".into(), |r| r.product.clone()),
         keys,
-        keys_why,
+        keys_why: copy.why.clone(),
         cache_memory_bytes: mb.map(|m| m << 20),
         cache_start: plan.cache.as_ref().map_or(CacheStart::Warm, |c| c.start),
-        rate_rps: s.measured.scaled.rate,
+        rate_rps: s.measured.rate,
     };
     Ok((checked, plan))
 }
@@ -124,7 +126,7 @@ pub fn conclude(s: &Saved, checked: Checked, run: RunResult, host_busy: Vec<Stri
     let ws = s.measured.measured_for.write_share;
     let model = carry::model_of(&s.ask, ws);
     let servers = aside_row(&s.decision).map_or(&[][..], |r| r.servers.as_slice());
-    let copy = s.measured.scaled.keys;
+    let copy = s.measured.copy.keys;
     let cpu = CpuCurves::searched(&s.measured.db, &s.measured.cache);
     let rate = checked.rate_rps;
     let predicted = s

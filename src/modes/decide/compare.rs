@@ -12,7 +12,7 @@ use super::size::{self, Shape};
 use crate::results::RunResult;
 use crate::results::check::{Compared, Figure, Outcome, Server, Tolerance, Tolerances, Verdict};
 use crate::results::decide::assumptions::Method;
-use crate::results::decide::{ServerSize, bytes};
+use crate::results::decide::{DataCopy, ServerSize, bytes};
 use crate::results::stats::num;
 use crate::results::usage::Role;
 use crate::workload::trace::model::Model;
@@ -24,13 +24,13 @@ pub const TOLERANCES: Tolerances = Tolerances {
     cpu_share: size::MODEL_TOLERANCE,
 };
 
-/// The keys a check runs at, and why: the stated keys where their data
-/// fits the decision's share of the `available` memory (its memory rule for
-/// its copy, `m`, without its cap on the run's length), else as many as do.
-pub fn keys(stated: u64, value_size: usize, available: u64, m: &Method) -> (u64, String) {
-    let per_key = value_size as u64 + m.key_overhead_bytes;
-    let fit = ((available as f64 * m.copy_memory_share) as u64 / per_key).max(1000);
-    match stated <= fit {
+/// The copy a check runs on: the stated keys where their data fits the
+/// decision's share of the `available` memory (its memory rule for its
+/// copy, `m`, without its cap on the run's length), else as many as do.
+pub fn keys(stated: u64, value_size: usize, available: u64, m: &Method) -> DataCopy {
+    let per_key = super::key_bytes(value_size, m);
+    let fit = super::fitting(available, per_key, m);
+    let (keys, why) = match stated <= fit {
         true => (stated, "the stated keys".into()),
         false => (
             fit,
@@ -42,6 +42,11 @@ pub fn keys(stated: u64, value_size: usize, available: u64, m: &Method) -> (u64,
                 bytes(available)
             ),
         ),
+    };
+    DataCopy {
+        keys,
+        why,
+        bytes_per_key: per_key,
     }
 }
 
@@ -486,9 +491,9 @@ mod tests {
     #[test]
     fn a_check_runs_the_stated_keys_where_they_fit_and_scales_the_cache_per_key() {
         let gib = 1u64 << 30;
-        assert_eq!(keys(1_000_000, 1024, 8 * gib, &KVLAB.method).0, 1_000_000);
+        assert_eq!(keys(1_000_000, 1024, 8 * gib, &KVLAB.method).keys, 1_000_000);
         // 2 GiB available: as many keys of 1,144 B as a quarter holds.
-        let (k, why) = keys(1_000_000, 1024, 2 * gib, &KVLAB.method);
+        let DataCopy { keys: k, why, .. } = keys(1_000_000, 1024, 2 * gib, &KVLAB.method);
         assert_eq!(k, (gib / 2) / 1144);
         assert!(why.contains("of the stated 1,000,000 keys"), "{why}");
         assert_eq!(cache_mb(Some(10), (20_000, 40_000), 0.0), Some(20));

@@ -40,11 +40,14 @@ pub fn decision(ask: &Ask, m: &Measured) -> Decision {
         };
     }
     let measured = unheld.is_empty();
-    let copy = m.scaled.copy();
-    let per_key = copy.per_key(ask.load.keys);
+    let per_key = m.copy.per_key(ask.load.keys);
     let scaled = Scaled {
-        factor: copy.factor(ask.load.keys),
-        ..m.scaled.clone()
+        keys: m.copy.keys,
+        factor: m.copy.factor(ask.load.keys),
+        why: m.copy.why.clone(),
+        bytes_per_key: m.copy.bytes_per_key,
+        rate: m.rate,
+        rate_why: m.rate_why.clone(),
     };
     let (check, ttl) = carry::said_of(ask, m, &model);
     let extrapolations = Extrapolated {

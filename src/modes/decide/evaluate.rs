@@ -92,7 +92,7 @@ fn weighed<'a>(
 
 /// The rows and the answer for `ask` with the figures `at`.
 fn evaluate_at(ask: &Ask, m: &Measured, at: At) -> Evaluated {
-    let per_key = m.scaled.copy().per_key(ask.load.keys);
+    let per_key = m.copy.per_key(ask.load.keys);
     let db = rows::database(ask, &m.db, at.searched.db, per_key);
     let cache = rows::cache_alone(ask, &m.cache, at.searched.cache, per_key);
     let aside = rows::cache_aside(ask, m, &at, per_key);
@@ -183,7 +183,7 @@ fn at(ask: &Ask, m: &Measured, model: &Model, end: End) -> At {
             .carry_items(
                 hit,
                 carry::held_items(&a.result)?,
-                m.scaled.keys,
+                m.copy.keys,
                 ask.load.keys,
             )
             .hit

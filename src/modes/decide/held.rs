@@ -168,7 +168,7 @@ pub fn unheld(ask: &Ask, m: &Measured) -> Vec<String> {
             Step::CacheAside,
             aside(
                 m.aside.as_ref(),
-                (m.scaled.rate, ask.load.p99_ms),
+                (m.rate, ask.load.p99_ms),
                 busy(Step::CacheAside),
             ),
         ),

@@ -12,7 +12,7 @@ use crate::driver::{Connector, Role};
 use crate::modes::capacity::{self, Capacity, MoreLimits};
 use crate::plan::{CacheStart, RunPlan, Stop};
 use crate::results::RunResult;
-use crate::results::decide::{ArchName, CacheLoss, Scaled, StatedLoad, db_load};
+use crate::results::decide::{ArchName, CacheLoss, DataCopy, StatedLoad, db_load};
 use crate::results::stats::num;
 use crate::runner::{self, RunOptions};
 use crate::servers::ManagedServer;
@@ -127,8 +127,13 @@ pub struct Other {
 /// What the runs of a decision measured (each step as saved under `--out`).
 #[derive(Clone, Debug)]
 pub struct Measured {
-    /// The copy measured and the rate of the fixed-rate runs, and why.
-    pub scaled: Scaled,
+    /// The copy measured.
+    pub copy: DataCopy,
+    /// The rate of the fixed-rate runs (the cache-aside confirmation and
+    /// the cache loss), req/s.
+    pub rate: f64,
+    /// Why that rate.
+    pub rate_why: String,
     /// The database alone's capacity search.
     pub db: Searched,
     /// The cache alone's.
@@ -150,6 +155,8 @@ pub struct Measured {
 /// The runs of one decision against the database kvlab started (if it did).
 pub(super) struct Runs<'a> {
     pub ask: &'a Ask,
+    /// The copy measured.
+    pub copy: &'a DataCopy,
     pub db_server: Option<&'a ManagedServer>,
     pub opts: RunOptions,
     pub shutdown: &'a AtomicBool,
@@ -320,10 +327,7 @@ impl Runs<'_> {
     /// cache at the method's shares of the copy's data (5%, 15% and 40%, and
     /// its base for its own use) and with no limit.
     pub fn curve(&self, rate: f64, say: &mut dyn FnMut(&str)) -> Result<Vec<CurveRun>> {
-        let w = &self.ask.plan.workload;
-        let data_mb = (w.keys * (w.value_size as u64 + self.ask.assumed.method.key_overhead_bytes))
-            as f64
-            / (1u64 << 20) as f64;
+        let data_mb = self.copy.bytes() as f64 / (1u64 << 20) as f64;
         let mut out: Vec<CurveRun> = Vec::new();
         say(&format!(
             "kvlab decide: the miss-ratio curve: cache-aside at {} req/s, the cache settled at each size\n",

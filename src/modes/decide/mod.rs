@@ -133,14 +133,14 @@ pub fn on_copy(
 ) -> Result<(Ask, DataCopy)> {
     let copy = scaled_keys(&ask);
     ask.plan.workload.keys = copy.keys;
-    if let Some(line) = beside::cache_by_url(&mut ask)? {
+    if let Some(line) = beside::cache_by_url(&mut ask, &copy)? {
         say(&line);
     }
     if let Some(line) = beside::capped(&mut ask)? {
         say(&line);
     }
     if let Some(limit) = observed_limit {
-        let mb = beside::carried_mb(&ask, limit);
+        let mb = beside::carried_mb(&ask, &copy, limit);
         ask.team_cache_mb = Some(mb);
         say(&format!(
             "kvlab decide: the cache observed holds {:.1} MiB at most: a point of the curve at its size carried to the copy ({mb} MiB)\n",
@@ -152,11 +152,10 @@ pub fn on_copy(
 
 /// [`scaled_keys`] of `keys` of `value_size` bytes by method `m`.
 fn copy_of(keys: u64, value_size: usize, quick: bool, m: &Method) -> DataCopy {
-    let per_key = value_size as u64 + m.key_overhead_bytes;
+    let per_key = key_bytes(value_size, m);
     let available = crate::system::procfs::meminfo("MemAvailable").unwrap_or(4 << 30);
-    let memory = (available as f64 * m.copy_memory_share) as u64;
     let cap = m.copy_keys(quick);
-    let by_memory = (memory / per_key).max(1000);
+    let by_memory = fitting(available, per_key, m);
     let fit = by_memory.min(cap);
     let limit = match (fit < by_memory, quick) {
         (false, _) => format!(
@@ -184,7 +183,23 @@ fn copy_of(keys: u64, value_size: usize, quick: bool, m: &Method) -> DataCopy {
             ),
         ),
     };
-    DataCopy { keys, why }
+    DataCopy {
+        keys,
+        why,
+        bytes_per_key: per_key,
+    }
+}
+
+/// What a key of `value_size` bytes takes in a server's memory by method
+/// `m`, bytes.
+pub(crate) fn key_bytes(value_size: usize, m: &Method) -> u64 {
+    crate::workload::bytes_per_key(value_size as u64, 0, m.key_overhead_bytes)
+}
+
+/// The most keys of `per_key` bytes whose data fits method `m`'s share of
+/// `available` bytes of memory (at least 1,000).
+pub(crate) fn fitting(available: u64, per_key: u64, m: &Method) -> u64 {
+    ((available as f64 * m.copy_memory_share) as u64 / per_key.max(1)).max(1000)
 }
 
 /// Measures `ask` and decides, each step saved under `out` as it finishes
@@ -225,6 +240,7 @@ fn measure_all(
     };
     let m = measure::Runs {
         ask,
+        copy,
         db_server: db_server.as_ref(),
         opts,
         shutdown,
@@ -290,13 +306,17 @@ mod tests {
     #[test]
     fn the_copy_names_what_limited_it() {
         // --quick: at most 100,000 keys, said as --quick's limit (not memory).
-        let DataCopy { keys, why } =
+        let DataCopy { keys, why, .. } =
             copy_of(2_000_000, 500, true, &crate::results::decide::KVLAB.method);
         assert_eq!(keys, 100_000);
         assert!(why.contains("--quick measures at most"), "{why}");
         assert!(!why.contains("available memory"), "{why}");
-        let DataCopy { keys, why } =
-            copy_of(50_000, 500, true, &crate::results::decide::KVLAB.method);
+        let DataCopy {
+            keys,
+            why,
+            bytes_per_key,
+        } = copy_of(50_000, 500, true, &crate::results::decide::KVLAB.method);
+        assert_eq!(bytes_per_key, 620);
         assert_eq!(
             (keys, why.as_str()),
             (50_000, "the whole data set fits this machine")

@@ -325,7 +325,10 @@ pub fn load_for(dir: &Path, flag: &str) -> Result<(Ask, Measured)> {
         busy: Vec::new(),
     };
     let steps = Steps::read(&mut saved)?;
-    let measured = steps.measured(&manifest.ask.load, manifest.scaled, saved.busy);
+    // A copy saved before its bytes per key were written: as its load gives them.
+    let per_key = super::key_bytes(manifest.ask.load.value_size, &manifest.ask.assumed.method);
+    let copy = manifest.scaled.settled(per_key);
+    let measured = steps.measured(&manifest.ask.load, copy, saved.busy);
     Ok((manifest.ask, measured))
 }
 

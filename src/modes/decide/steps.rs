@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::Ask;
 use super::measure::{AsideRun, CurveRun, Measured, Searched};
 use super::others::Other;
-use crate::results::decide::{CacheLoss, DataCopy, Scaled, StatedLoad};
+use crate::results::decide::{CacheLoss, DataCopy, StatedLoad};
 
 /// What a step's plan holds beside the workload, the servers and the goal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,13 +147,9 @@ impl Steps {
         host_busy: Vec<(&'static str, String)>,
     ) -> Measured {
         Measured {
-            scaled: Scaled {
-                keys: copy.keys,
-                factor: copy.factor(load.keys),
-                why: copy.why,
-                rate: self.aside.rate,
-                rate_why: self.aside.rate_why,
-            },
+            copy,
+            rate: self.aside.rate,
+            rate_why: self.aside.rate_why,
             db: self.db,
             cache: self.cache,
             curve: self.curve,

@@ -86,7 +86,8 @@ pub enum Variable {
 
 /// The copy of the data kvlab measures in place of the stated keys, settled
 /// once before the first run (saved in `manifest.json` as an object; the
-/// `[keys, why]` pair of kvlab 0.1 is read too).
+/// `[keys, why]` pair of kvlab 0.1 is read too, its bytes per key settled
+/// from the load it was saved with: [`DataCopy::settled`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(from = "CopyFile")]
 pub struct DataCopy {
@@ -94,27 +95,47 @@ pub struct DataCopy {
     pub keys: u64,
     /// Why this copy.
     pub why: String,
+    /// What a key of it takes in a server's memory, bytes
+    /// ([`crate::workload::bytes_per_key`]); 0 in a copy saved before it
+    /// was written, until [`settled`](Self::settled).
+    #[serde(default)]
+    pub bytes_per_key: u64,
 }
 
 /// [`DataCopy`] as files hold it.
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum CopyFile {
-    Object { keys: u64, why: String },
+    Object {
+        keys: u64,
+        why: String,
+        #[serde(default)]
+        bytes_per_key: u64,
+    },
     Pair(u64, String),
 }
 
 impl From<CopyFile> for DataCopy {
     fn from(f: CopyFile) -> DataCopy {
-        let (keys, why) = match f {
-            CopyFile::Object { keys, why } | CopyFile::Pair(keys, why) => (keys, why),
+        let (keys, why, bytes_per_key) = match f {
+            CopyFile::Object {
+                keys,
+                why,
+                bytes_per_key,
+            } => (keys, why, bytes_per_key),
+            CopyFile::Pair(keys, why) => (keys, why, 0),
         };
-        DataCopy { keys, why }
+        DataCopy {
+            keys,
+            why,
+            bytes_per_key,
+        }
     }
 }
 
 impl DataCopy {
-    /// Its share of `stated` keys.
+    /// Its share of `stated` keys: the one factor a figure of the stated
+    /// keys is carried to the copy by.
     pub fn factor(&self, stated: u64) -> f64 {
         self.keys as f64 / stated.max(1) as f64
     }
@@ -123,6 +144,23 @@ impl DataCopy {
     /// is carried to the stated keys by.
     pub fn per_key(&self, stated: u64) -> f64 {
         stated as f64 / self.keys.max(1) as f64
+    }
+
+    /// Its data in a server's memory, bytes.
+    pub fn bytes(&self) -> u64 {
+        self.keys.saturating_mul(self.bytes_per_key)
+    }
+
+    /// A copy saved before its bytes per key were written, with them:
+    /// `bytes_per_key`, as the load it was saved with gives them.
+    pub fn settled(self, bytes_per_key: u64) -> DataCopy {
+        match self.bytes_per_key {
+            0 => DataCopy {
+                bytes_per_key,
+                ..self
+            },
+            _ => self,
+        }
     }
 }
 
@@ -135,13 +173,17 @@ mod tests {
         let c = DataCopy {
             keys: 100_000,
             why: "fits".into(),
+            bytes_per_key: 376,
         };
         let text = serde_json::to_string(&c).unwrap();
-        assert_eq!(text, r#"{"keys":100000,"why":"fits"}"#);
+        assert_eq!(text, r#"{"keys":100000,"why":"fits","bytes_per_key":376}"#);
         assert_eq!(serde_json::from_str::<DataCopy>(&text).unwrap(), c);
         let old: DataCopy = serde_json::from_str(r#"[100000, "fits"]"#).unwrap();
-        assert_eq!(old, c);
+        assert_eq!(old.bytes_per_key, 0);
+        assert_eq!(old.clone().settled(376), c);
+        assert_eq!(c.clone().settled(1), c);
         assert_eq!((c.factor(1_000_000), c.per_key(1_000_000)), (0.1, 10.0));
+        assert_eq!(c.bytes(), 37_600_000);
     }
 }
 

@@ -159,21 +159,15 @@ pub struct Scaled {
     pub factor: f64,
     /// Why this copy.
     pub why: String,
+    /// What a key of it takes in a server's memory, bytes (0 in a decision
+    /// written before it was).
+    #[serde(default)]
+    pub bytes_per_key: u64,
     /// The rate of the fixed-rate runs (the cache-aside confirmation and the
     /// cache loss), req/s.
     pub rate: f64,
     /// Why that rate.
     pub rate_why: String,
-}
-
-impl Scaled {
-    /// The copy it measured.
-    pub fn copy(&self) -> DataCopy {
-        DataCopy {
-            keys: self.keys,
-            why: self.why.clone(),
-        }
-    }
 }
 
 /// One architecture at the stated load.

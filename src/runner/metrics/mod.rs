@@ -28,16 +28,18 @@ use crate::system::ProcUsage;
 use crate::workload::RateShape;
 use series::State;
 
-static ENDPOINT: OnceLock<&'static Exporter> = OnceLock::new();
+static ENDPOINT: OnceLock<Exporter> = OnceLock::new();
 
-/// Makes `ex` the endpoint every later run of this process reports to.
-pub fn install(ex: &'static Exporter) {
-    let _ = ENDPOINT.set(ex);
+/// Makes `ex` the endpoint every later run of this process reports to, for
+/// as long as the process lives (one a process: where one was installed
+/// before, `ex` is dropped and that one stays).
+pub fn install(ex: Exporter) -> &'static Exporter {
+    ENDPOINT.get_or_init(|| ex)
 }
 
 /// The endpoint runs report to, if one was installed.
 pub fn installed() -> Option<&'static Exporter> {
-    ENDPOINT.get().copied()
+    ENDPOINT.get()
 }
 
 /// What `--metrics` and its companions ask for.
@@ -67,9 +69,9 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
 
 impl Exporter {
     /// Listens on `cfg.addr` and serves `/metrics` from a thread of its own.
-    /// The exporter lives as long as the process (it is leaked on purpose:
-    /// every run of the process feeds it).
-    pub fn start(cfg: &MetricsConfig) -> Result<&'static Exporter> {
+    /// [`install`] keeps it for the process's life: every run of the
+    /// process feeds it.
+    pub fn start(cfg: &MetricsConfig) -> Result<Exporter> {
         let addr = parse_addr(&cfg.addr)?;
         let server = tiny_http::Server::http(addr).map_err(|e| {
             anyhow!(
@@ -93,11 +95,11 @@ impl Exporter {
             .name("kvlab-metrics".into())
             .spawn(move || serve(&server, &shared))
             .map_err(|e| anyhow!("cannot start the metrics thread: {e}"))?;
-        Ok(Box::leak(Box::new(Exporter {
+        Ok(Exporter {
             state,
             addr,
             hold: cfg.hold,
-        })))
+        })
     }
 
     /// The address it listens on.

@@ -55,7 +55,7 @@ pub fn change(args: &DecideArgs, ask: &Ask) -> anyhow::Result<StatedLoad> {
     for id in &args.given {
         if let Some((_, what)) = CANNOT.iter().find(|c| c.0 == id) {
             return Err(UsageError::conflict(
-                leak(flag(id)),
+                flag(id),
                 format!("the saved measurements cannot carry {what}"),
                 "measure it: kvlab decide without --from",
             )
@@ -63,7 +63,7 @@ pub fn change(args: &DecideArgs, ask: &Ask) -> anyhow::Result<StatedLoad> {
         }
         if !CHANGES.contains(&id.as_str()) {
             return Err(UsageError::conflict(
-                leak(flag(id)),
+                flag(id),
                 "it changes how kvlab measures, and --from runs nothing",
                 "drop it (or measure again without --from)",
             )
@@ -172,9 +172,4 @@ fn redeploy(
         None => {}
     }
     Ok(())
-}
-
-/// A flag's name for a usage error (which names flags by `&'static str`).
-fn leak(s: String) -> &'static str {
-    Box::leak(s.into_boxed_str())
 }

@@ -143,8 +143,8 @@ pub fn in_file(s: &StudyFile, e: anyhow::Error) -> anyhow::Error {
         return e;
     };
     let flag = match u {
-        crate::error::UsageError::BadValue { flag, .. } => *flag,
-        crate::error::UsageError::Conflict { flags, .. } => *flags,
+        crate::error::UsageError::BadValue { flag, .. } => flag,
+        crate::error::UsageError::Conflict { flags, .. } => flags,
     };
     let key = keyed(flag.split('/').next().unwrap_or_default());
     anyhow!("{}: [decide] {}", at(s, &key), keyed(&u.to_string()))
