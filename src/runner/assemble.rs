@@ -2,16 +2,19 @@
 //! resource samples and the server's counters; with the problems that make a
 //! run invalid or worth a caveat.
 
+mod load;
+
 use super::observe::{Reporter, RunObserver, self_peak_rss_kb};
 use super::resolve::Resolved;
 use crate::driver::LoadResult;
 use crate::engine::EngineReport;
 use crate::plan::shard::unix_ms;
-use crate::results::stats::{ErrorKind, Percentiles, encode_histogram};
+use crate::results::stats::{Counts, ErrorKind, Percentiles, encode_histogram};
 use crate::results::{
     ClientUse, ConnectionReport, CounterCheck, Histograms, Host, Latency, ReportedMemory,
     RunResult, ServerFigures, StartKept, TargetInfo, Totals, Window,
 };
+use load::Load;
 
 /// The result of one run: its server CPU, its problems, its schedule kept
 /// or not, whether it is valid, then every figure in its place.
@@ -112,6 +115,26 @@ impl ServerCpu {
             unknown: sampled.is_some() && proc.is_none(),
         }
     }
+
+    /// The server's figures: its CPU, per request by `per_req`; its peak
+    /// memory from /proc where kvlab sampled it, else as it reports it.
+    fn figures(self, obs: &RunObserver, per_req: impl Fn(f64) -> f64) -> ServerFigures {
+        ServerFigures {
+            server_cpu_s: self.cpu_s,
+            server_cpu_us_per_request: self.cpu_s.map(per_req),
+            server_peak_rss_kb: obs
+                .at_end
+                .and_then(|e| e.server)
+                .and(obs.peak_kb.server)
+                .or(self.reported_peak_kb),
+            servers: Vec::new(),
+            server_cpu_source: self.source,
+            server_reported_memory: self.memory.map(|(bytes, what)| ReportedMemory {
+                bytes,
+                source: what.to_string(),
+            }),
+        }
+    }
 }
 
 /// What makes the run's figures not what they seem, one line each.
@@ -203,11 +226,7 @@ fn short_of_requests(rs: &Resolved, r: &EngineReport) -> Option<String> {
 /// wrong thing, nor is an open loop that did not carry its rate one. Errors
 /// are what a run with events (a server killed) measures: counted and shown,
 /// not disqualifying.
-fn valid(
-    rs: &Resolved,
-    c: &crate::results::stats::Counts,
-    schedule: Option<&crate::results::ScheduleReport>,
-) -> bool {
+fn valid(rs: &Resolved, c: &Counts, schedule: Option<&crate::results::ScheduleReport>) -> bool {
     let events = !rs.config.load.events.is_empty();
     let expiring = rs.config.workload.ttl_s > 0;
     let mostly_misses = c.gets > 0 && c.misses * 2 > c.keys_read();
@@ -240,7 +259,6 @@ impl Parts {
             n => cpu * 1e6 / n as f64,
         };
         let paced = rs.config.load.rate.is_some();
-        let expiring = rs.config.workload.ttl_s > 0;
         RunResult {
             schema_version: crate::results::SCHEMA_VERSION,
             kvlab_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -250,29 +268,7 @@ impl Parts {
             valid: self.valid,
             problems: self.problems,
             interrupted: r.interrupted,
-            totals: Totals {
-                duration_s: window,
-                throughput_rps: c.ok() as f64 / window,
-                requests: c.requests(),
-                gets: c.gets,
-                sets: c.sets,
-                hits: c.hits,
-                misses: c.misses,
-                keys_read: rs.config.workload.batch.is_some().then_some(c.keys_read()),
-                errors: c.error_total(),
-                errors_by_kind: ErrorKind::ALL
-                    .iter()
-                    .map(|k| (k.name().to_string(), c.error(*k)))
-                    .collect(),
-                value_bytes: c.value_bytes,
-                // Known from the load (a run that only reads) or the versions board.
-                expired_misses: (expiring
-                    && (rs.config.workload.ratio.set == 0
-                        || (rs.writes_versioned && rs.config.load.shard.is_none())))
-                .then_some(c.expired),
-                reads_after_read: rs.board.is_some().then_some(c.after_read),
-                hot_reads: rs.config.load.hot_keys.map(|_| (c.hot_reads, None)),
-            },
+            totals: totals(rs, &c, window),
             latency: Latency {
                 latency_start: if paced { "intended" } else { "actual" }.to_string(),
                 latency_us: Percentiles::of(&r.measured.latency),
@@ -280,21 +276,7 @@ impl Parts {
                 schedule: self.schedule,
             },
             client: client_use(self.client_cpu_s, per_req(self.client_cpu_s), &r),
-            server: ServerFigures {
-                server_cpu_s: self.cpu.cpu_s,
-                server_cpu_us_per_request: self.cpu.cpu_s.map(per_req),
-                server_peak_rss_kb: obs
-                    .at_end
-                    .and_then(|e| e.server)
-                    .and(obs.peak_kb.server)
-                    .or(self.cpu.reported_peak_kb),
-                servers: Vec::new(),
-                server_cpu_source: self.cpu.source,
-                server_reported_memory: self.cpu.memory.map(|(bytes, what)| ReportedMemory {
-                    bytes,
-                    source: what.to_string(),
-                }),
-            },
+            server: self.cpu.figures(obs, per_req),
             load: self.load,
             warmup: r.warmup,
             connections: connections(rs, &r),
@@ -338,6 +320,36 @@ impl Parts {
     }
 }
 
+/// What the window counted, `c`, over its `window` seconds; the expired
+/// misses where kvlab can tell them, the reads after a read where versions
+/// were tracked.
+fn totals(rs: &Resolved, c: &Counts, window: f64) -> Totals {
+    let expiring = rs.config.workload.ttl_s > 0;
+    Totals {
+        duration_s: window,
+        throughput_rps: c.ok() as f64 / window,
+        requests: c.requests(),
+        gets: c.gets,
+        sets: c.sets,
+        hits: c.hits,
+        misses: c.misses,
+        keys_read: rs.config.workload.batch.is_some().then_some(c.keys_read()),
+        errors: c.error_total(),
+        errors_by_kind: ErrorKind::ALL
+            .iter()
+            .map(|k| (k.name().to_string(), c.error(*k)))
+            .collect(),
+        value_bytes: c.value_bytes,
+        // Known from the load (a run that only reads) or the versions board.
+        expired_misses: (expiring
+            && (rs.config.workload.ratio.set == 0
+                || (rs.writes_versioned && rs.config.load.shard.is_none())))
+        .then_some(c.expired),
+        reads_after_read: rs.board.is_some().then_some(c.after_read),
+        hot_reads: rs.config.load.hot_keys.map(|_| (c.hot_reads, None)),
+    }
+}
+
 /// The run's connections: asked for, open at the start, failures, reconnects,
 /// and a sharded target's redirects.
 fn connections(rs: &Resolved, r: &EngineReport) -> ConnectionReport {
@@ -376,86 +388,6 @@ fn timeline(rs: &Resolved, seconds: Vec<crate::results::Second>) -> Vec<crate::r
             s
         })
         .collect()
-}
-
-/// A server using fewer cores than this did not hold a rate back.
-const IDLE_SERVER_CORES: f64 = 0.5;
-
-/// What an open-loop run offered and what it carried.
-struct Load {
-    /// Requests per second the schedule called for.
-    offered: f64,
-    /// Requests per second that completed in the window.
-    achieved: f64,
-    /// Requests due before the end that were never sent.
-    backlog: u64,
-    window: f64,
-    client_busy: Option<f64>,
-    client_cores: f64,
-    server_cores: Option<f64>,
-}
-
-impl Load {
-    /// The line that says the rate was not carried (achieved below 90% of the
-    /// offered rate, or a backlog of more than 1% of the window's requests,
-    /// i.e. a lag that kept growing), naming the side that was saturated when
-    /// kvlab can tell; `None` when it was carried.
-    fn shortfall(&self) -> Option<String> {
-        let expected = self.offered * self.window;
-        let short = self.achieved < 0.9 * self.offered;
-        let behind = self.backlog as f64 > 0.01 * expected;
-        if !(short || behind) || self.offered <= 0.0 {
-            return None;
-        }
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-        let used = self.client_cores + self.server_cores.unwrap_or(0.0);
-        let server = self
-            .server_cores
-            .map(|s| format!(", the server {s:.2}"))
-            .unwrap_or_default();
-        let side = if self.server_cores.is_some() && used >= 0.9 * cores {
-            format!(
-                "this machine's {cores:.0} cores were all in use (kvlab {:.2}{server}): client and server compete for CPU",
-                self.client_cores
-            )
-        } else if self.client_busy.is_some_and(|b| b >= 0.9) {
-            format!(
-                "kvlab's workers were busy {:.0}% of the time: raise --threads (or give kvlab more cores)",
-                self.client_busy.unwrap_or(0.0) * 100.0
-            )
-        } else {
-            let busy = self
-                .client_busy
-                .map(|b| format!("kvlab's workers were busy {:.0}%", b * 100.0))
-                .into_iter()
-                .chain(
-                    self.server_cores
-                        .map(|s| format!("the server used {s:.2} cores")),
-                )
-                .collect::<Vec<_>>()
-                .join(", ");
-            // A server that used little CPU was not what held the rate back.
-            let idle_server = self.server_cores.is_some_and(|s| s < IDLE_SERVER_CORES);
-            match (busy.is_empty(), idle_server) {
-                (true, _) => "the target could not keep up".to_string(),
-                (false, false) => format!("the target could not keep up ({busy})"),
-                (false, true) => format!(
-                    "neither side was saturated ({busy}): the host's other work, or the network, held it back (run again on a quiet host)"
-                ),
-            }
-        };
-        let backlog = if behind {
-            format!(", {} requests due were never sent", self.backlog)
-        } else {
-            String::new()
-        };
-        Some(format!(
-            "not sustained: offered {} req/s, achieved {} ({:.0}%){backlog}; {side}",
-            crate::results::stats::num(self.offered),
-            crate::results::stats::num(self.achieved),
-            self.achieved * 100.0 / self.offered,
-        ))
-    }
 }
 
 fn consistency_report(m: &crate::results::stats::Recorder) -> crate::results::ConsistencyReport {
@@ -547,30 +479,5 @@ fn near_report(counts: &crate::engine::counts::NearCounts) -> crate::results::ne
         peak_bytes: counts.peak_bytes,
         peak_items: counts.peak_items,
         hits_all: counts.hits_all,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Load;
-
-    #[test]
-    fn a_rate_not_carried_blames_the_target_only_where_it_was_busy() {
-        let at = |client_busy, server_cores| Load {
-            offered: 1000.0,
-            achieved: 500.0,
-            backlog: 0,
-            window: 5.0,
-            client_busy: Some(client_busy),
-            client_cores: 0.1,
-            server_cores: Some(server_cores),
-        };
-        let idle = at(0.2, 0.05).shortfall().unwrap();
-        assert!(idle.contains("neither side was saturated"), "{idle}");
-        assert!(!idle.contains("the target could not keep up"), "{idle}");
-        let busy = at(0.2, 0.9).shortfall().unwrap();
-        assert!(busy.contains("the target could not keep up"), "{busy}");
-        let kvlab = at(0.95, 0.05).shortfall().unwrap();
-        assert!(kvlab.contains("raise --threads"), "{kvlab}");
     }
 }

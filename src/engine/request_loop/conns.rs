@@ -1,5 +1,5 @@
-//! A connection's sockets as the loop keeps them: opening them at the start,
-//! reading what arrives and handing it to the client, flushing, timing out,
+//! A connection's sockets as the loop keeps them: opening them at the start
+//! (and a socket a client adds, [`Io::add_socket`]), reading what arrives and handing it to the client, flushing, timing out,
 //! closing (failing what waited), reconnecting with back-off, and giving a
 //! connection up after [`GIVE_UP`] failed attempts in a row. Runs at the
 //! start, every few milliseconds and when a socket is readable; the only
@@ -8,8 +8,45 @@
 use std::io;
 use std::time::Instant;
 
-use super::{Client, Conn, GIVE_UP, READS_PER_PASS, Worker};
+use super::{Client, Conn, GIVE_UP, Io, READS_PER_PASS, Worker, token};
+use crate::driver::Connector;
+use crate::driver::wire::Session;
+use crate::engine::pipe::Pipe;
 use crate::results::stats::ErrorKind;
+use crate::workload::LinkDelay;
+
+impl Io<'_> {
+    /// Adds a socket to the connection and opens it to `to`, over an
+    /// emulated `link` if given; the session on success (a failure is
+    /// counted and backed off; housekeeping retries it).
+    pub fn add_socket(
+        &mut self,
+        to: &Connector,
+        link: Option<LinkDelay>,
+        now: Instant,
+    ) -> Option<Session> {
+        let s = self.pipes.len();
+        let t = token(self.conn, s);
+        let seed = self.net.seed ^ (t.0 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let pipe = Pipe::new(&self.net.reactor, t, self.net.buffers, now);
+        self.pipes
+            .push(pipe.with_link(link, seed, self.net.inflight));
+        self.open(s, to, now)
+    }
+
+    /// Opens socket `s` to `to` (blocking, bounded).
+    pub(super) fn open(&mut self, s: usize, to: &Connector, now: Instant) -> Option<Session> {
+        let p = &mut self.pipes[s];
+        match p.open(to, &mut self.net.reactor, self.net.connect_timeout) {
+            Ok(session) => Some(session),
+            Err(e) => {
+                self.tally.connect_failed(e);
+                p.failed(now);
+                None
+            }
+        }
+    }
+}
 
 impl Worker<'_> {
     /// Opens the sockets of connection `c` at the start. A

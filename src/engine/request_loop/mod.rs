@@ -15,9 +15,11 @@
 //! is one message per second.
 //!
 //! # Layout
+//! - `client`: the [`Client`] trait and the [`Request`] it is handed.
 //! - `ends`: the worker's start (connections made, opened, put on the
 //!   clock) and end (what was never sent, the sockets let go).
-//! - `conns`: opening, watching and closing a connection's sockets;
+//! - `conns`: opening (a client's [`Io::add_socket`] too), watching and
+//!   closing a connection's sockets;
 //!   `churn`: their lives (`--conn-life`) and renewal; `burst`: a hot-key
 //!   burst's reads (`--hot-keys`); `marks`: the emulated links' instants.
 //! - `schedule`: whether a request may start, drawing it, refilling and pacing.
@@ -27,6 +29,7 @@
 
 mod burst;
 mod churn;
+mod client;
 mod conns;
 mod ends;
 mod marks;
@@ -48,10 +51,9 @@ use super::pacer::Pacer;
 use super::pipe::Pipe;
 use super::reactor::{Ready, What};
 use super::spec::{ConnPlan, Links, Spec, Tick, WorkerReport};
-use crate::driver::Connector;
-use crate::driver::wire::Session;
-use crate::results::stats::{ErrorKind, Recorder};
-use crate::workload::{KeyGen, LinkDelay, OpKind, OpMix};
+use crate::results::stats::ErrorKind;
+use crate::workload::{KeyGen, OpMix};
+pub use client::{Client, Request};
 use rhythm::{Phase, Rhythm, open_reactor};
 pub use tally::Tally;
 
@@ -71,69 +73,6 @@ const HOUSEKEEPING: Duration = Duration::from_millis(10);
 /// Reads of one socket per loop pass, each up to its read buffer (the rest
 /// waits for the next pass, after the run's end and deadlines are seen).
 const READS_PER_PASS: usize = 4;
-
-/// One request as the loop drew it: what the client is to do and the instants
-/// its latency is taken from.
-#[derive(Clone, Copy, Debug)]
-pub struct Request {
-    /// GET or SET.
-    pub op: OpKind,
-    /// The key's id.
-    pub key: u64,
-    /// SET: the version written; GET: the newest completed version at the start.
-    pub version: u64,
-    /// When the schedule meant it to start (latency is taken from here).
-    pub intended: Instant,
-    /// When it was first sent (service time and stale reads are taken from here).
-    pub sent: Instant,
-    /// Counted in the measured window (else in the warm-up).
-    pub measured: bool,
-}
-
-/// What a connection does per request, over the sockets the loop owns. Every
-/// request handed to [`Client::start`] ends exactly once in [`Tally::finish`].
-pub trait Client {
-    /// One connection's own state: codecs bound to its sockets, requests in flight.
-    type Conn;
-    /// A fresh connection state.
-    fn conn(&self) -> Self::Conn;
-    /// The sockets a connection opens at the start.
-    fn sockets(&self) -> usize;
-    /// The server socket `s` connects to.
-    fn connector(&self, s: usize) -> &Connector;
-    /// The round trip kvlab emulates on socket `s` (`None`: none).
-    fn link(&self, s: usize) -> Option<LinkDelay>;
-    /// Whether socket `s` may be down while the connection issues requests
-    /// (the client goes around it), as long as one socket is open; it is then
-    /// retried every few hundred ms and never given up. It must still open
-    /// at the start.
-    fn optional(&self, s: usize) -> bool {
-        let _ = s;
-        false
-    }
-    /// Buffer sizes of a new socket: write, read.
-    fn buffers(&self) -> (usize, usize);
-    /// A fresh recorder for the per-second hand-over.
-    fn recorder() -> Recorder {
-        Recorder::default()
-    }
-    /// Socket `s` of `c` was (re)opened with `session`: bind its codec.
-    fn opened(&self, c: &mut Self::Conn, s: usize, session: &Session);
-    /// Requests `c` may have in flight over `sockets` sockets.
-    fn depth(&self, c: &Self::Conn, sockets: usize) -> usize;
-    /// Requests `c` has in flight.
-    fn inflight(&self, c: &Self::Conn) -> usize;
-    /// Encodes request `r` onto `c`'s sockets (the loop flushes them).
-    fn start(&mut self, io: &mut Io<'_>, c: &mut Self::Conn, r: Request);
-    /// Handles every whole reply buffered on socket `s` (sending next steps
-    /// where a request has more); `false` when the server broke the protocol
-    /// (what is still in flight on `s` then fails as a protocol error).
-    fn replies(&mut self, io: &mut Io<'_>, c: &mut Self::Conn, s: usize, now: Instant) -> bool;
-    /// When the oldest request still waiting on socket `s` was sent.
-    fn oldest(&self, c: &Self::Conn, s: usize) -> Option<Instant>;
-    /// Fails everything waiting on socket `s` with `kind`.
-    fn fail(&mut self, io: &mut Io<'_>, c: &mut Self::Conn, s: usize, kind: ErrorKind);
-}
 
 /// What the loop lends a client for one call: the connection's sockets and the
 /// worker's tally.
@@ -165,37 +104,6 @@ struct Net {
 }
 
 impl Io<'_> {
-    /// Adds a socket to the connection and opens it to `to`, over an
-    /// emulated `link` if given; the session on success (a failure is
-    /// counted and backed off; housekeeping retries it).
-    pub fn add_socket(
-        &mut self,
-        to: &Connector,
-        link: Option<LinkDelay>,
-        now: Instant,
-    ) -> Option<Session> {
-        let s = self.pipes.len();
-        let t = token(self.conn, s);
-        let seed = self.net.seed ^ (t.0 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let pipe = Pipe::new(&self.net.reactor, t, self.net.buffers, now);
-        self.pipes
-            .push(pipe.with_link(link, seed, self.net.inflight));
-        self.open(s, to, now)
-    }
-
-    /// Opens socket `s` to `to` (blocking, bounded).
-    fn open(&mut self, s: usize, to: &Connector, now: Instant) -> Option<Session> {
-        let p = &mut self.pipes[s];
-        match p.open(to, &mut self.net.reactor, self.net.connect_timeout) {
-            Ok(session) => Some(session),
-            Err(e) => {
-                self.tally.connect_failed(e);
-                p.failed(now);
-                None
-            }
-        }
-    }
-
     /// The number of sockets the connection has.
     #[inline]
     pub fn sockets(&self) -> usize {

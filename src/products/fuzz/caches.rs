@@ -3,7 +3,8 @@
 
 use proptest::prelude::*;
 
-use super::{Ask, Bytes, Subject, Valid, Want, batch, hits, message, properties, value};
+use super::inputs::{batch, hits, message, value};
+use super::{Ask, Bytes, Subject, Valid, Want, properties};
 use crate::products::memcached::Memcache;
 use crate::products::resp::Resp;
 
@@ -203,10 +204,13 @@ fn resp_pushes() {
             Ok(())
         },
     );
-    let mutated = (resp_push(), prop::collection::vec(super::mutation(), 1..4));
+    let mutated = (
+        resp_push(),
+        prop::collection::vec(super::inputs::mutation(), 1..4),
+    );
     fuzz.check("resp pushes: mutated", mutated, |((mut b, _), changes)| {
         for m in &changes {
-            super::mutate(&mut b, m);
+            super::inputs::mutate(&mut b, m);
         }
         let mut keys = Vec::new();
         if let Some(Ok(

@@ -3,7 +3,8 @@
 
 use proptest::prelude::*;
 
-use super::{Ask, Subject, Valid, Want, batch, hits, message, properties, value};
+use super::inputs::{batch, hits, message, value};
+use super::{Ask, Subject, Valid, Want, properties};
 use crate::products::cql::CqlCodec;
 use crate::products::mysql::MyCodec;
 use crate::products::postgres::PgCodec;

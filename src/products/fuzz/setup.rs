@@ -15,7 +15,8 @@ use postgres_protocol::message::backend::Message;
 use proptest::prelude::*;
 use proptest::sample::Index;
 
-use super::{Bytes, Fuzz, mutate, mutation, noise, prefixes, tail, value};
+use super::inputs::{mutate, mutation, noise, prefixes, tail, value};
+use super::{Bytes, Fuzz};
 use crate::driver::wire::Malformed;
 use crate::products::{cql, memcached, resp, tarantool};
 

@@ -176,20 +176,7 @@ impl MyConn {
         c.caps = wanted & hs.capabilities();
         let mut seq = 1;
         if tls.tls() {
-            if !hs.capabilities().contains(CapabilityFlags::CLIENT_SSL) {
-                return Err(other(
-                    "the server does not accept TLS (it has no ssl certificate configured); use ssl-mode=DISABLED and no --tls, or configure its ssl",
-                ));
-            }
-            c.caps |= CapabilityFlags::CLIENT_SSL;
-            // SSLRequest: capabilities, max packet, charset, 23 zero bytes.
-            let mut req = Vec::with_capacity(32);
-            req.extend_from_slice(&c.caps.bits().to_le_bytes());
-            req.extend_from_slice(&(1u32 << 24).to_le_bytes());
-            req.push(45); // utf8mb4_general_ci
-            req.extend_from_slice(&[0; 23]);
-            c.stream.write_all(&packet(1, &req))?;
-            tls.start_tls(&mut c.stream)?;
+            c.ssl_request(hs.capabilities(), tls)?;
             seq = 2;
         }
         let plugin = hs
@@ -213,24 +200,54 @@ impl MyConn {
         let mut body = Vec::new();
         resp.serialize(&mut body);
         c.stream.write_all(&packet(seq, &body))?;
+        c.authenticate(password, tls.tls())?;
+        Ok(c)
+    }
+
+    /// Asks for TLS with the `SSLRequest` packet (`CLIENT_SSL` added to the
+    /// capabilities) and turns the stream to TLS; fails where the server's
+    /// capabilities `offered` lack it.
+    fn ssl_request(&mut self, offered: CapabilityFlags, tls: &Connector) -> io::Result<()> {
+        if !offered.contains(CapabilityFlags::CLIENT_SSL) {
+            return Err(other(
+                "the server does not accept TLS (it has no ssl certificate configured); use ssl-mode=DISABLED and no --tls, or configure its ssl",
+            ));
+        }
+        self.caps |= CapabilityFlags::CLIENT_SSL;
+        // SSLRequest: capabilities, max packet, charset, 23 zero bytes.
+        let mut req = Vec::with_capacity(32);
+        req.extend_from_slice(&self.caps.bits().to_le_bytes());
+        req.extend_from_slice(&(1u32 << 24).to_le_bytes());
+        req.push(45); // utf8mb4_general_ci
+        req.extend_from_slice(&[0; 23]);
+        self.stream.write_all(&packet(1, &req))?;
+        tls.start_tls(&mut self.stream)
+    }
+
+    /// The server's answers to the handshake response, up to its OK: an auth
+    /// switch answered with `password` scrambled for the plugin named,
+    /// caching_sha2's fast authentication, or its full one where the
+    /// connection uses `tls` (the password sent as is).
+    fn authenticate(&mut self, password: &str, tls: bool) -> io::Result<()> {
         loop {
-            let (seq, p) = c.read_packet()?;
+            let (seq, p) = self.read_packet()?;
             match p.first() {
-                Some(0x00) => return Ok(c),
-                Some(0xff) => return Err(err_packet(&p, c.caps)),
+                Some(0x00) => return Ok(()),
+                Some(0xff) => return Err(err_packet(&p, self.caps)),
                 Some(0xfe) => {
                     let sw = AuthSwitchRequest::deserialize((), &mut ParseBuf(&p))
                         .map_err(|e| other(format!("bad auth switch: {e}")))?;
                     let name = sw.auth_plugin().as_bytes().to_vec();
                     let data = scramble(&name, sw.plugin_data(), password)?;
-                    c.stream.write_all(&packet(seq.wrapping_add(1), &data))?;
+                    self.stream.write_all(&packet(seq.wrapping_add(1), &data))?;
                 }
                 Some(0x01) if p.get(1) == Some(&3) => {} // caching_sha2 fast auth: OK follows
-                Some(0x01) if p.get(1) == Some(&4) && tls.tls() => {
+                Some(0x01) if p.get(1) == Some(&4) && tls => {
                     // Full authentication: over TLS the password goes as is.
                     let mut clear = password.as_bytes().to_vec();
                     clear.push(0);
-                    c.stream.write_all(&packet(seq.wrapping_add(1), &clear))?;
+                    self.stream
+                        .write_all(&packet(seq.wrapping_add(1), &clear))?;
                 }
                 Some(0x01) => {
                     return Err(io::Error::new(

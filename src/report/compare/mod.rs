@@ -30,17 +30,20 @@
 //!
 //! # Layout
 //! - [`stats`]: the series, Welch's test, percentile intervals.
+//! - `evidence`: a test's words, and one run's per-second series and
+//!   percentile intervals.
 //! - [`render`]: text, Markdown and HTML.
 
+mod evidence;
 pub mod render;
 pub mod stats;
 
 use std::collections::BTreeMap;
 
 use crate::results::RunResult;
-use crate::results::stats::decode_histogram;
 use crate::results::study::StudyResult;
-use stats::{Series, quantile_ci, welch};
+use evidence::{one_run_a_side, tested};
+use stats::Series;
 
 /// What a difference is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -344,23 +347,7 @@ fn point(label: &str, a: &[&RunResult], b: &[&RunResult], rules: Rules) -> Point
             }
             tested(sa.zip(sb), "over repetitions")
         } else {
-            match i {
-                0..=3 => {
-                    let (sa, sb) = (per_second(a[0], i), per_second(b[0], i));
-                    let how = match [a[0], b[0]].iter().any(|r| has_minutes(r)) {
-                        true => {
-                            "per second over each run's per-second part, autocorrelation-corrected"
-                        }
-                        false => "per second, autocorrelation-corrected",
-                    };
-                    let (mut evidence, apart) = tested(sa.zip(sb), how);
-                    if let Some(q) = [None, Some(0.5), Some(0.99), Some(0.999)][i] {
-                        evidence.push_str(&intervals(a[0], b[0], q));
-                    }
-                    (evidence, apart)
-                }
-                _ => ("one figure a run: no test".to_string(), None),
-            }
+            one_run_a_side(i, a[0], b[0])
         };
         let verdict = judge(ma, mb, apart, rules.threshold(reps), better);
         figures.push(Figure {
@@ -372,14 +359,7 @@ fn point(label: &str, a: &[&RunResult], b: &[&RunResult], rules: Rules) -> Point
             verdict,
         });
     }
-    for (side, rs) in [("A", a), ("B", b)] {
-        let errors: u64 = rs.iter().map(|r| r.totals.errors).sum();
-        if errors > 0 || rs.iter().any(|r| !r.valid) {
-            notes.push(format!(
-                "{side} had {errors} errors or a result that is not valid: its figures may not be the target's"
-            ));
-        }
-    }
+    notes.extend(not_valid(a, b));
     let host_busier = busier(a, b);
     if let Some(why) = &host_busier {
         notes.push(format!(
@@ -398,6 +378,21 @@ fn point(label: &str, a: &[&RunResult], b: &[&RunResult], rules: Rules) -> Point
         unstable,
         host_busier,
     }
+}
+
+/// A note for each side, `a` then `b`, that had errors or a result that is
+/// not valid.
+fn not_valid(a: &[&RunResult], b: &[&RunResult]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (side, rs) in [("A", a), ("B", b)] {
+        let errors: u64 = rs.iter().map(|r| r.totals.errors).sum();
+        if errors > 0 || rs.iter().any(|r| !r.valid) {
+            notes.push(format!(
+                "{side} had {errors} errors or a result that is not valid: its figures may not be the target's"
+            ));
+        }
+    }
+    notes
 }
 
 /// The host busy (past kvlab's limits, as a decision weighs its steps)
@@ -445,100 +440,6 @@ pub fn ratio(a: f64, b: f64) -> f64 {
         return 1.0;
     }
     a.max(b) / a.min(b)
-}
-
-/// Welch's verdict on a pair of series: the evidence and whether they differ.
-fn tested(s: Option<(Series, Series)>, how: &str) -> (String, Option<bool>) {
-    let Some((sa, sb)) = s else {
-        return (format!("too few samples to test ({how})"), Some(false));
-    };
-    match welch(&sa, &sb) {
-        None => (format!("identical ({how})"), Some(false)),
-        Some(w) => (
-            format!(
-                "p = {}, 95% CI of B − A {:+.1} .. {:+.1} ({how}; n_eff {:.0} / {:.0})",
-                p_text(w.p),
-                w.ci.0,
-                w.ci.1,
-                sa.n_eff(),
-                sb.n_eff()
-            ),
-            Some(w.p < 0.05),
-        ),
-    }
-}
-
-/// A p-value as text.
-fn p_text(p: f64) -> String {
-    match p < 0.0001 {
-        true => "< 0.0001".into(),
-        false => format!("{p:.4}"),
-    }
-}
-
-/// Run `r`'s per-second series of figure `i` (0 throughput, 1 p50, 2 p99,
-/// 3 p99.9) over the window's whole seconds.
-///
-/// Per-second entries only: past the timeline's per-second part
-/// (`load.timeline_seconds`) its entries are minutes, whose means vary far
-/// less than seconds do; mixed into one series they would break the test's
-/// one-distribution assumption. A long run is tested on its first seconds
-/// (the whole-run figures beside the test still cover the whole run).
-fn per_second(r: &RunResult, i: usize) -> Option<Series> {
-    // A last second past the window's whole seconds is partial: left out.
-    let whole = (r.totals.duration_s + 0.05).floor() as i64;
-    let xs: Vec<f64> = r
-        .timeline
-        .iter()
-        .filter(|s| s.span_s <= 1 && (0..whole).contains(&s.second))
-        .filter_map(|s| match i {
-            0 => Some((s.requests - s.errors.min(s.requests)) as f64),
-            1 => Some(s.p50_us),
-            2 => Some(s.p99_us),
-            // Results from before p99.9 was kept per second have 0 there;
-            // a sharded run's seconds keep their histograms.
-            _ if s.p999_us > 0.0 => Some(s.p999_us),
-            _ => {
-                let h = decode_histogram(s.histogram.as_deref()?).ok()?;
-                (!h.is_empty()).then(|| h.value_at_quantile(0.999) as f64 / 1000.0)
-            }
-        })
-        .collect();
-    Series::of(&xs)
-}
-
-/// Whether `r`'s timeline has entries of a minute (past its per-second part).
-fn has_minutes(r: &RunResult) -> bool {
-    r.timeline.iter().any(|s| s.span_s > 1)
-}
-
-/// The 95% intervals of quantile `q` of two runs, from their whole-run HDR
-/// histograms (order statistics; the requests worth as many independent
-/// samples as their per-second p99s' autocorrelation leaves).
-fn intervals(a: &RunResult, b: &RunResult, q: f64) -> String {
-    let ci = |r: &RunResult| -> Option<(f64, f64)> {
-        let h = decode_histogram(&r.histograms.histogram).ok()?;
-        let share = per_second(r, 2).map_or(1.0, |s| s.n_eff() / s.n as f64);
-        Some(quantile_ci(&h, q, h.len() as f64 * share))
-    };
-    match (ci(a), ci(b)) {
-        (Some(x), Some(y)) => format!(
-            "; the runs' 95% CIs (HDR) A {}..{}, B {}..{} µs",
-            short(x.0),
-            short(x.1),
-            short(y.0),
-            short(y.1)
-        ),
-        _ => String::new(),
-    }
-}
-
-/// A latency as text: µs, whole beyond 100.
-fn short(x: f64) -> String {
-    match x < 100.0 {
-        true => format!("{x:.1}"),
-        false => format!("{x:.0}"),
-    }
 }
 
 fn mean(xs: &[f64]) -> f64 {

@@ -1,6 +1,7 @@
 //! `kvlab compare`'s judging: per-second tests, verdicts mirrored when A and B
 //! swap, and the runs' labels.
 
+use super::evidence::{has_minutes, per_second};
 use super::*;
 use crate::results::Second;
 
