@@ -12,8 +12,8 @@ use crate::plan::shard::local_connections;
 use crate::plan::{PoolerSettings, RunPlan};
 use crate::results::ProfileNote;
 use crate::system::process::{open_files, raise_open_files};
-use crate::workload::{KEY_OVERHEAD_BYTES, bytes_per_key};
 use crate::workload::consistency::VersionBoard;
+use crate::workload::{KEY_OVERHEAD_BYTES, bytes_per_key};
 
 /// What one run derives from its plan, once.
 #[derive(Clone)]

@@ -9,9 +9,9 @@
 use anyhow::Result;
 
 use super::Ask;
-use crate::results::decide::DataCopy;
 use crate::driver::{Connector, Role};
 use crate::modes::observe::ToWatch;
+use crate::results::decide::DataCopy;
 use crate::results::stats::num;
 use crate::results::usage::Role as ServerRole;
 use crate::runner::foreign::{MIB, bytes_needed, overflow};

@@ -491,7 +491,10 @@ mod tests {
     #[test]
     fn a_check_runs_the_stated_keys_where_they_fit_and_scales_the_cache_per_key() {
         let gib = 1u64 << 30;
-        assert_eq!(keys(1_000_000, 1024, 8 * gib, &KVLAB.method).keys, 1_000_000);
+        assert_eq!(
+            keys(1_000_000, 1024, 8 * gib, &KVLAB.method).keys,
+            1_000_000
+        );
         // 2 GiB available: as many keys of 1,144 B as a quarter holds.
         let DataCopy { keys: k, why, .. } = keys(1_000_000, 1024, 2 * gib, &KVLAB.method);
         assert_eq!(k, (gib / 2) / 1144);

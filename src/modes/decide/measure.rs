@@ -1,10 +1,17 @@
 //! The runs of a decision, one function each: the database alone and the
 //! cache alone (capacity searches within the goal), the miss-ratio curve, the
 //! cache-aside confirmation at a fixed rate, and a cache loss under load.
+//! The types and the runs' common parts are here; `curve` the curve and
+//! the cache-aside chosen on it, `loss` the cache loss.
+
+mod curve;
+mod loss;
+
+pub(super) use curve::{confirm_rate, curve_rate};
 
 use std::sync::atomic::AtomicBool;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::Ask;
@@ -12,7 +19,7 @@ use crate::driver::{Connector, Role};
 use crate::modes::capacity::{self, Capacity, MoreLimits};
 use crate::plan::{CacheStart, RunPlan, Stop};
 use crate::results::RunResult;
-use crate::results::decide::{ArchName, CacheLoss, DataCopy, StatedLoad, db_load};
+use crate::results::decide::{ArchName, CacheLoss, DataCopy, StatedLoad};
 use crate::results::stats::num;
 use crate::runner::{self, RunOptions};
 use crate::servers::ManagedServer;
@@ -322,144 +329,6 @@ impl Runs<'_> {
         ));
         Ok((r, verdict))
     }
-
-    /// The miss-ratio curve: settled cache-aside runs at `rate` with the
-    /// cache at the method's shares of the copy's data (5%, 15% and 40%, and
-    /// its base for its own use) and with no limit.
-    pub fn curve(&self, rate: f64, say: &mut dyn FnMut(&str)) -> Result<Vec<CurveRun>> {
-        let data_mb = self.copy.bytes() as f64 / (1u64 << 20) as f64;
-        let mut out: Vec<CurveRun> = Vec::new();
-        say(&format!(
-            "kvlab decide: the miss-ratio curve: cache-aside at {} req/s, the cache settled at each size\n",
-            num(rate)
-        ));
-        // A cache kvlab did not start is never resized: its one size, its own.
-        let m = &self.ask.assumed.method;
-        let fractions: Vec<Option<f64>> = match self.ask.cache.cache.external.is_some() {
-            true => vec![None],
-            false => m
-                .curve_shares
-                .iter()
-                .copied()
-                .map(Some)
-                .chain([None])
-                .collect(),
-        };
-        let mut sizes: Vec<Option<u64>> = fractions
-            .iter()
-            .map(|f| f.map(|f| (data_mb * f).ceil() as u64 + m.cache_base_mb))
-            .chain(self.ask.team_cache_mb.map(Some))
-            .collect();
-        // Smallest first, no limit last.
-        sizes.sort_by_key(|mb| mb.unwrap_or(u64::MAX));
-        sizes.dedup();
-        for mb in sizes {
-            let r = runner::measure(
-                &self.drawn(self.aside(mb, rate)),
-                self.db_server,
-                self.opts,
-                self.shutdown,
-            )
-            .with_context(|| format!("cache-aside with a {} cache", mb_name(mb)))?;
-            let hit = r.cache_aside.as_ref().map_or(0.0, |a| a.hit_ratio);
-            say(&format!(
-                "  cache {}: hit ratio of all reads {:.1}%, p99 {}\n",
-                mb_name(mb),
-                hit * 100.0,
-                p99_said(&r)
-            ));
-            out.push(CurveRun {
-                memory_mb: mb,
-                result: r,
-            });
-        }
-        Ok(out)
-    }
-
-    /// Cache-aside at the smallest size on `curve` whose misses (at its hit
-    /// ratio `carried` to the stated keys) the database carries at `rate`
-    /// within its capacity, confirmed by a run at `rate`; a
-    /// size that misses the goal gives way to the next larger one.
-    pub fn cache_aside(
-        &self,
-        (curve, carried): (&[CurveRun], &Carried<'_>),
-        db: &Searched,
-        rate: f64,
-        say: &mut dyn FnMut(&str),
-    ) -> Result<Option<AsideRun>> {
-        let cap = db.capacity.capacity_rps.unwrap_or(0.0);
-        let ws = self.ask.load.write_share;
-        // Picked on the curve carried to the stated keys.
-        let room = self.ask.assumed.method.db_headroom * cap;
-        let fits = |c: &&CurveRun| db_load(rate, ws, carried(c)) <= room || cap == 0.0;
-        let mut last = None;
-        for c in curve.iter().filter(fits).take(2) {
-            let what = format!("cache-aside with a {} cache", mb_name(c.memory_mb));
-            let (mut r, mut verdict) = self.fixed(self.aside(c.memory_mb, rate), &what, say)?;
-            // Failing at half the database's capacity contradicts the
-            // database alone's search: once more, and said if it holds.
-            if verdict.is_err() && cap > 0.0 && rate <= 0.5 * cap {
-                say("  it contradicts the database alone's capacity: run once more\n");
-                (r, verdict) = self.fixed(self.aside(c.memory_mb, rate), &what, say)?;
-                if let Err(why) = &mut verdict {
-                    why.push_str(&format!(
-                        "; failed again on a rerun, at no more than half the database alone's capacity ({} req/s): the cache in front costs latency here, or the host was busy",
-                        num(cap)
-                    ));
-                }
-            }
-            let done = verdict.is_ok();
-            last = Some(AsideRun {
-                memory_mb: c.memory_mb,
-                result: r,
-                within_goal: done,
-                why_not: verdict.err(),
-            });
-            if done {
-                break;
-            }
-        }
-        Ok(last)
-    }
-
-    /// The cache restarted empty 3 s into a run of the chosen cache-aside at
-    /// `rate` (a cache kvlab did not start: kvlab's own keys deleted, the loss
-    /// emulated): the database's read load, p99 and errors while it refills.
-    pub fn cache_loss(
-        &self,
-        a: &AsideRun,
-        rate: f64,
-        say: &mut dyn FnMut(&str),
-    ) -> Result<CacheLoss> {
-        let mut p = self.aside(a.memory_mb, rate);
-        let m = &self.ask.assumed.method;
-        p.load.stop = Stop::Duration(m.loss_run_s(self.ask.quick));
-        let emulated = self.ask.cache.cache.external.is_some();
-        let at = m.loss_at_s;
-        p.load.events = vec![match emulated {
-            true => format!("{at}:drop-keys-cache").parse()?,
-            false => format!("{at}:restart-cache").parse()?,
-        }];
-        say(&format!(
-            "kvlab decide: a cache loss: {} {at} s into a run at {} req/s{}\n",
-            match emulated {
-                true =>
-                    "kvlab's own keys deleted from the cache given by URL (a loss emulated; the server keeps running)",
-                false => "the cache restarted empty",
-            },
-            num(rate),
-            match self.ask.load.rate_shape {
-                Some(_) if rate == self.ask.load.rps => " (the peak of the stated day)",
-                _ => "",
-            }
-        ));
-        let r = runner::measure(&self.drawn(p), self.db_server, self.opts, self.shutdown)?;
-        let mut loss = loss_of(&r, at, self.ask.load.p99_ms);
-        loss.emulated = emulated;
-        loss.rate_rps = rate;
-        loss.event_error = r.events.iter().find_map(|e| e.error.clone());
-        Ok(loss)
-    }
 }
 
 /// A cache size as said: `12 MiB` or `no limit`.
@@ -467,110 +336,6 @@ pub(super) fn mb_name(mb: Option<u64>) -> String {
     mb.map_or("no-limit".into(), |m| format!("{m} MiB"))
 }
 
-/// What the run `r`, whose cache was lost at second `at`, shows.
-fn loss_of(r: &RunResult, at: i64, p99_ms: f64) -> CacheLoss {
-    let reads = |s: &crate::results::Second| {
-        s.cache
-            .as_ref()
-            .map_or(0.0, |c| c.db_reads as f64 / s.span_s.max(1) as f64)
-    };
-    let before: Vec<f64> = r
-        .timeline
-        .iter()
-        .filter(|s| s.second < at)
-        .map(reads)
-        .collect();
-    let after: Vec<&crate::results::Second> =
-        r.timeline.iter().filter(|s| s.second >= at).collect();
-    let recovered = after
-        .iter()
-        .find(|s| s.second > at && s.p99_us <= p99_ms * 1000.0)
-        .map(|s| (s.second - at) as f64);
-    let until = recovered.map_or(i64::MAX, |d| at + d as i64);
-    CacheLoss {
-        db_peak_rps: after.iter().map(|s| reads(s)).fold(0.0, f64::max),
-        db_before_rps: before.iter().sum::<f64>() / before.len().max(1) as f64,
-        db_counted: r
-            .server_counters
-            .as_ref()
-            .map(|c| [c.server.gets, c.kvlab_gets]),
-        p99_ms: after
-            .iter()
-            .filter(|s| s.second < until)
-            .map(|s| s.p99_us / 1000.0)
-            .fold(0.0, f64::max),
-        errors: r.totals.errors,
-        seconds_to_recover: recovered,
-        database_alone_carries: false,
-        emulated: false,
-        rate_rps: 0.0,
-        event_error: None,
-        at_s: at,
-        seconds: r
-            .timeline
-            .iter()
-            .filter(|s| s.span_s == 1)
-            .map(|s| crate::results::decide::LossSecond {
-                second: s.second,
-                db_reads_per_s: reads(s),
-                p99_ms: s.p99_us / 1000.0,
-            })
-            .collect(),
-    }
-}
-
-/// The rate of the curve's runs: half the database's capacity (a small cache
-/// sends most reads through), whatever the stated rate, so that each run
-/// touches enough of the keys for its cache to reach its steady hit ratio
-/// (which an LRU cache's does not owe to the rate).
-pub(super) fn curve_rate(ask: &Ask, db: &Searched) -> f64 {
-    let cap = db
-        .capacity
-        .capacity_rps
-        .or_else(|| {
-            db.capacity
-                .steps
-                .first()
-                .map(|s| s.result.totals.throughput_rps)
-        })
-        .unwrap_or(ask.load.rps);
-    (0.5 * cap).max(100.0)
-}
-
-/// The rate of the fixed-rate runs: the stated one where this machine
-/// carries it, else the rate the curve ran at (half the database's capacity,
-/// at most half the cache's): a cache-aside request costs the machine a
-/// client, a cache and a database, all on its cores; and why.
-pub(super) fn confirm_rate(
-    ask: &Ask,
-    db: &Searched,
-    cache: &Searched,
-    curve: f64,
-) -> (f64, String) {
-    let cache_cap = cache.capacity.capacity_rps.unwrap_or(f64::INFINITY);
-    let room = curve.min(0.5 * cache_cap);
-    match ask.load.rps <= room {
-        true => (
-            ask.load.rps,
-            "the stated rate: this machine carries it".into(),
-        ),
-        false => (
-            room.max(1.0),
-            format!(
-                "{} req/s of the stated {}: the most this machine carries with room beside kvlab and both servers (half the capacity of the database alone{}, at most half the cache's); figures are carried to the stated rate per server core",
-                num(room),
-                num(ask.load.rps),
-                db.capacity
-                    .capacity_rps
-                    .map(|c| format!(", {} req/s", num(c)))
-                    .unwrap_or_default()
-            ),
-        ),
-    }
-}
-
-/// A capacity step's progress line: its rate (the closed loop's measured
-/// one), its p99 and whether it met the goal, or why not.
 /// A run's p99 as said: `3,293 µs`, or not known where no request finished
 /// (a run cut short), never 0.
 fn p99_said(r: &RunResult) -> String {
@@ -580,6 +345,8 @@ fn p99_said(r: &RunResult) -> String {
     }
 }
 
+/// A capacity step's progress line: its rate (the closed loop's measured
+/// one), its p99 and whether it met the goal, or why not.
 fn step_line(s: &crate::results::capacity::Step, p99_ms: f64) -> String {
     let p99 = s.result.latency.latency_us.p99;
     match s.rate {
