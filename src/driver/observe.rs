@@ -57,7 +57,7 @@ pub struct Holding {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_per_key: Option<f64>,
     /// Sampled keys whose TTL was asked (`PTTL`, `mg KEY t`; 0: none).
-    #[serde(default, skip_serializing_if = "crate::results::stats::is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub ttl_asked: u64,
     /// The TTL left of each of those that carry one, seconds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -189,4 +189,9 @@ pub trait Watch: Send {
     fn holding(&mut self, notes: &mut Notes, like: Option<&KeysLike>) -> Holding;
     /// Commands this watch sent so far.
     fn sent(&self) -> u64;
+}
+
+/// Whether `n` is 0 (a count a file leaves out where none).
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -1,9 +1,30 @@
 //! Sharded targets: which node serves which slot of the key space, as the
-//! servers reported it when the run began. The engine routes every request by
+//! servers reported it when the run began, and a key's slot by the cluster's
+//! hash ([`hash_slot`]: Redis and Valkey Cluster, the sharded products). The engine routes every request by
 //! its key's slot ([`crate::driver::wire::Codec::slot`]), keeps its own copy of this map
 //! per worker and updates it when a node redirects a request.
 
 use std::net::SocketAddr;
+
+/// Hash slots of a Redis/Valkey Cluster.
+pub const SLOTS: usize = 16384;
+
+const CRC16: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_XMODEM);
+
+/// The cluster hash slot of `key`: CRC16 (XMODEM) of the key, or of its hash
+/// tag (the bytes between the first `{` and the next `}`, when not empty),
+/// modulo 16384.
+#[inline]
+pub fn hash_slot(key: &[u8]) -> u16 {
+    let mut k = key;
+    if let Some(open) = key.iter().position(|&b| b == b'{')
+        && let Some(len) = key[open + 1..].iter().position(|&b| b == b'}')
+        && len > 0
+    {
+        k = &key[open + 1..open + 1 + len];
+    }
+    CRC16.checksum(k) & (SLOTS as u16 - 1)
+}
 
 /// A slot nobody serves yet.
 pub const UNASSIGNED: u16 = u16::MAX;

@@ -9,9 +9,14 @@
 //! - [`fill`]
 //! - [`observe`]: watching running servers, the load they serve.
 //! - [`study`]
+//! - [`eviction`] and [`watched`]: what observe and decide share, lower
+//!   than both: the eviction policy a cache runs (read without changing
+//!   it) and a server watched read-only.
 
 pub mod capacity;
 pub mod decide;
+pub mod eviction;
 pub mod fill;
 pub mod observe;
 pub mod study;
+pub mod watched;

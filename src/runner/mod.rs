@@ -162,7 +162,7 @@ fn hot_node(spec: &crate::engine::Spec) -> Option<String> {
     let (hot, t) = (spec.hot_keys?, spec.topology.as_ref()?);
     let mut key = Vec::new();
     crate::workload::write_key(&spec.key_prefix, hot.first_key(spec.keys), &mut key);
-    let slot = crate::products::resp::codec::hash_slot(&key);
+    let slot = crate::driver::topology::hash_slot(&key);
     let node = t.nodes.get(usize::from(*t.slots.get(usize::from(slot))?))?;
     Some(format!("{node} (slot {slot})"))
 }

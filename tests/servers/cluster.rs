@@ -159,7 +159,7 @@ fn single_servers_and_cluster_nodes_are_not_confused() {
         ttl_s: 0,
         start: Default::default(),
     };
-    let e = kvlab::modes::decide::eviction::of_cache(&aside).unwrap();
+    let e = kvlab::modes::eviction::of_cache(&aside).unwrap();
     assert_eq!(
         e.policy,
         kvlab::workload::trace::policy::Policy::REDIS_LFU,

@@ -128,7 +128,7 @@ fn memcacheds_segmented_lru_is_read_from_its_settings() {
         ttl_s: 0,
         start: Default::default(),
     };
-    let e = kvlab::modes::decide::eviction::of_cache(&cache).unwrap();
+    let e = kvlab::modes::eviction::of_cache(&cache).unwrap();
     assert_eq!(e.policy, Policy::SegmentedLru, "{e:?}");
     assert!(e.source.starts_with("read from the cache at"), "{e:?}");
 }

@@ -307,7 +307,7 @@ fn aside_of(url: &str) -> kvlab::plan::CacheAside {
 
 #[test]
 fn a_caches_eviction_policy_is_read_from_it_and_a_full_cache_that_cannot_evict_is_said() {
-    use kvlab::modes::decide::eviction::of_cache;
+    use kvlab::modes::eviction::of_cache;
     use kvlab::workload::trace::policy::Policy;
     let opts = [
         ("maxmemory-policy", "allkeys-lfu"),

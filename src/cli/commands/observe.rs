@@ -13,7 +13,8 @@ use crate::cli::tls::TlsArgs;
 use crate::driver::Connector;
 use crate::driver::observe::KeysLike;
 use crate::error::UsageError;
-use crate::modes::observe::{self, ToWatch};
+use crate::modes::observe;
+use crate::modes::watched::ToWatch;
 use crate::plan::TargetSpec;
 use crate::results::observe::Observation;
 use crate::results::usage::Role;
@@ -107,14 +108,7 @@ pub fn watch(
         "kvlab observe: watching {} for {seconds} s, read-only (its counters every second, then a sample of its keys)\n",
         names.join(" and ")
     ));
-    // On a terminal, the time watched so far (a long watch is not silent).
-    let shown = crate::system::progress::Progress::spinner(
-        &format!("kvlab observe: watching for {seconds} s, then sampling its keys:"),
-        true,
-    );
-    let o = observe::observe(servers, (seconds, like), shutdown);
-    shown.finish();
-    let o = o?;
+    let o = observe::observe(servers, (seconds, like), shutdown)?;
     say.text(&crate::report::observe::text(&o));
     Ok(o)
 }

@@ -3,7 +3,7 @@
 //! (refused where the goal is stricter than anything measured), the cores
 //! stated for a server given by URL taken as stated now.
 
-use super::Ask;
+use super::ask::Ask;
 use super::measure::Measured;
 use super::measure::{CoresSource, Searched};
 use crate::error::UsageError;

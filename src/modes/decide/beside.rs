@@ -8,9 +8,9 @@
 
 use anyhow::Result;
 
-use super::Ask;
+use super::ask::Ask;
 use crate::driver::{Connector, Role};
-use crate::modes::observe::ToWatch;
+use crate::modes::watched::ToWatch;
 use crate::results::decide::DataCopy;
 use crate::results::stats::num;
 use crate::results::usage::Role as ServerRole;

@@ -8,8 +8,9 @@
 //! did beyond the model (its own eviction, writes in flight) is kept; the
 //! model's figure on the copy is kept beside it as its check.
 
+use super::ask::Ask;
 use super::measure::Measured;
-use super::{Ask, trace};
+use super::trace;
 use crate::results::RunResult;
 use crate::results::decide::said::{CarryCheck, TtlFloor};
 use crate::results::decide::{CurvePoint, CurveSource, StatedLoad, db_load};

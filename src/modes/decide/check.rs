@@ -11,11 +11,12 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result, bail};
 
+use super::ask::Ask;
 use super::carry;
 use super::compare::{self, Figures, TOLERANCES};
 use super::cpu::CpuCurves;
 use super::measure::{Measured, Runs};
-use super::{Ask, saved};
+use super::saved;
 use crate::error::UsageError;
 use crate::plan::{CacheStart, RunPlan, TargetSpec};
 use crate::results::RunResult;
@@ -78,9 +79,10 @@ fn managed(t: &mut TargetSpec) {
     t.read_replicas.clear();
 }
 
-/// What a check of `s` (saved under `dir`) runs on a machine with
-/// `available` bytes of memory free, and the plan of that run.
-pub fn planned(s: &Saved, dir: &Path, available: u64) -> Result<(Checked, RunPlan)> {
+/// What a check of `s` (saved under `dir`) runs on this machine (by the
+/// memory it has free), and the plan of that run.
+pub fn planned(s: &Saved, dir: &Path) -> Result<(Checked, RunPlan)> {
+    let available = crate::system::procfs::meminfo("MemAvailable").unwrap_or(4 << 30);
     let Some(a) = &s.measured.aside else {
         bail!(
             "--check: the decision in {} sized no cache-aside (no cache size on its curve left the database's misses within its capacity): nothing to check",

@@ -28,8 +28,8 @@ pub const TOLERANCES: Tolerances = Tolerances {
 /// decision's share of the `available` memory (its memory rule for its
 /// copy, `m`, without its cap on the run's length), else as many as do.
 pub fn keys(stated: u64, value_size: usize, available: u64, m: &Method) -> DataCopy {
-    let per_key = super::key_bytes(value_size, m);
-    let fit = super::fitting(available, per_key, m);
+    let per_key = super::copy::key_bytes(value_size, m);
+    let fit = super::copy::fitting(available, per_key, m);
     let (keys, why) = match stated <= fit {
         true => (stated, "the stated keys".into()),
         false => (

@@ -5,10 +5,11 @@
 //! flips, and each row's cost over the rate. `kvlab decide --from` calls it
 //! on a saved decision without running anything.
 
+use super::ask::Ask;
 use super::carry;
 use super::evaluate::{self, End, evaluate, with_load};
 pub use super::measure::Measured;
-use super::{Ask, flips, held};
+use super::{flips, held};
 use crate::results::decide::said::Extrapolated;
 use crate::results::decide::{Answer, Architecture, Decision, Range, RatePoint, Scaled, Verdict};
 use crate::results::stats::num;

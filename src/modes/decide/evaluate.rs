@@ -2,13 +2,14 @@
 //! load: what [`super::decision`] evaluates as measured, at both ends, and
 //! over the sweeps of [`super::flips`].
 
+use super::ask::Ask;
 use super::carry;
 use super::cpu::CpuCurves;
 use super::measure::{Measured, Searched};
 use super::others;
 use super::rows::{self, At};
 use super::size::PerCore;
-use super::{Ask, loss_sized, rule};
+use super::{loss_sized, rule};
 use crate::results::decide::{Answer, ArchName, Architecture, CacheLoss, StatedLoad, Verdict};
 use crate::workload::trace::model::Model;
 

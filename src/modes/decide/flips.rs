@@ -5,7 +5,7 @@
 //! each change of answer found between two grid points and narrowed by
 //! bisection to the first value with the new answer.
 
-use super::Ask;
+use super::ask::Ask;
 use super::evaluate::{End, evaluate, with_load};
 use super::measure::Measured;
 use crate::results::decide::{Flip, StatedLoad, Variable, Verdict};

@@ -7,7 +7,7 @@
 //! while kvlab or the host limited it. What did not hold is said with why
 //! and the fix; the decision then answers `not-measured`.
 
-use super::Ask;
+use super::ask::Ask;
 use super::measure::{AsideRun, Measured, Searched};
 use super::steps::{AsideStep, Step};
 use crate::modes::capacity;

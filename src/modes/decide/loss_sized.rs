@@ -3,7 +3,7 @@
 //! database sits on (its burst credits where it is burstable), and the row
 //! whose database is sized to carry that peak (`cache-aside-loss-sized`).
 
-use super::Ask;
+use super::ask::Ask;
 use crate::results::decide::{ArchName, Architecture, CacheLoss, Role};
 use crate::results::stats::num;
 

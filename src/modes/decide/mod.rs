@@ -11,6 +11,8 @@
 //! to keep the cache; the other architectures are rows beside it.
 //!
 //! # Layout
+//! - `ask`: what a decision is asked ([`Ask`]); `copy`: the copy of the
+//!   data it measures, settled once ([`on_copy`]), and what a key takes.
 //! - `steps`: the steps, declared once (a new step is one line there and its
 //!   runs in `measure_all`); `measure`: the runs, one function each; `saved`:
 //!   each step saved as it finishes, reused by `--resume`, read back by
@@ -32,14 +34,15 @@
 //!   as pure functions.
 
 pub mod again;
+mod ask;
 pub mod beside;
 pub mod carry;
 pub mod check;
 pub mod compare;
+mod copy;
 pub mod cpu;
 pub mod decision;
 mod evaluate;
-pub mod eviction;
 mod flips;
 pub mod held;
 pub mod host;
@@ -57,69 +60,14 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::Result;
-use serde::{Deserialize, Serialize};
 
-use crate::plan::{CacheAside, RunPlan};
-use crate::results::decide::assumptions::Method;
-use crate::results::decide::{ArchName, Assumptions, DataCopy, Decision, StatedLoad};
-use crate::results::stats::num;
+use crate::plan::RunPlan;
+use crate::results::decide::{ArchName, DataCopy, Decision};
 use crate::runner::{self, RunOptions};
 use steps::{AsideStep, Step, Steps};
 
-/// What `kvlab decide` is asked.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Ask {
-    /// The database and the workload, with the measured copy's keys.
-    pub plan: RunPlan,
-    /// The cache weighed in front of it.
-    pub cache: CacheAside,
-    /// The load as stated.
-    pub load: StatedLoad,
-    /// Shorter runs and fewer search steps (the demo).
-    pub quick: bool,
-    /// Seconds each measured run lasts (`--duration`), when given.
-    pub run_secs: Option<f64>,
-    /// The trace the load was taken from (`--trace`) and its curve.
-    pub trace: Option<trace::Traced>,
-    /// A cache given by URL measured beside: its memory carried to the
-    /// copy, MiB, a point of the curve.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub team_cache_mb: Option<u64>,
-    /// What the decision assumes: kvlab's policy (with what the team
-    /// changed) and its method. One saved before it was written read
-    /// [`crate::results::decide::KVLAB`]'s.
-    #[serde(default)]
-    pub assumed: Assumptions,
-}
-
-impl Ask {
-    /// Seconds each measured run lasts.
-    pub(super) fn run_s(&self) -> f64 {
-        self.run_secs
-            .unwrap_or(self.assumed.method.run_s(self.quick))
-    }
-
-    /// How far a capacity search goes: the rates it tries after its
-    /// closed-loop run, down to the stated rate.
-    fn reach(&self) -> crate::modes::capacity::Reach {
-        crate::modes::capacity::Reach {
-            steps: self.assumed.method.search_steps(self.quick),
-            floor: Some(self.load.rps),
-        }
-    }
-}
-
-/// The keys of the copy kvlab measures for `ask`'s stated keys, and why: all
-/// of them when they fit the method's share of the memory available (and
-/// its most keys, a load of a minute or so), else as many as do.
-pub fn scaled_keys(ask: &Ask) -> DataCopy {
-    copy_of(
-        ask.load.keys,
-        ask.load.value_size,
-        ask.quick,
-        &ask.assumed.method,
-    )
-}
+pub use ask::Ask;
+use copy::scaled_keys;
 
 /// `ask` on the copy kvlab measures: its keys settled ([`scaled_keys`]), a
 /// cache given by URL held to the room it has ([`beside::cache_by_url`]),
@@ -148,58 +96,6 @@ pub fn on_copy(
         ));
     }
     Ok((ask, copy))
-}
-
-/// [`scaled_keys`] of `keys` of `value_size` bytes by method `m`.
-fn copy_of(keys: u64, value_size: usize, quick: bool, m: &Method) -> DataCopy {
-    let per_key = key_bytes(value_size, m);
-    let available = crate::system::procfs::meminfo("MemAvailable").unwrap_or(4 << 30);
-    let cap = m.copy_keys(quick);
-    let by_memory = fitting(available, per_key, m);
-    let fit = by_memory.min(cap);
-    let limit = match (fit < by_memory, quick) {
-        (false, _) => format!(
-            "the most that fit {}% of this machine's available memory",
-            m.copy_memory_share * 100.0
-        ),
-        (true, true) => format!(
-            "--quick measures at most {} keys (drop --quick for up to {})",
-            num(cap as f64),
-            num(m.copy_keys(false) as f64)
-        ),
-        (true, false) => format!(
-            "kvlab measures at most {} keys, a load of a minute or so",
-            num(cap as f64)
-        ),
-    };
-    let (keys, why) = match keys <= fit {
-        true => (keys, "the whole data set fits this machine".into()),
-        false => (
-            fit,
-            format!(
-                "{} of the {} keys: {limit}; hit ratios are measured on the copy (the same distribution over fewer keys) and memory is carried to the stated keys per key",
-                num(fit as f64),
-                num(keys as f64),
-            ),
-        ),
-    };
-    DataCopy {
-        keys,
-        why,
-        bytes_per_key: per_key,
-    }
-}
-
-/// What a key of `value_size` bytes takes in a server's memory by method
-/// `m`, bytes.
-pub(crate) fn key_bytes(value_size: usize, m: &Method) -> u64 {
-    crate::workload::bytes_per_key(value_size as u64, 0, m.key_overhead_bytes)
-}
-
-/// The most keys of `per_key` bytes whose data fits method `m`'s share of
-/// `available` bytes of memory (at least 1,000).
-pub(crate) fn fitting(available: u64, per_key: u64, m: &Method) -> u64 {
-    ((available as f64 * m.copy_memory_share) as u64 / per_key.max(1)).max(1000)
 }
 
 /// Measures `ask` and decides, each step saved under `out` as it finishes
@@ -297,29 +193,4 @@ fn measure_all(
     };
     let measured = steps.measured(&ask.load, copy.clone(), store.busy());
     Ok(decision::decision(ask, &measured))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_copy_names_what_limited_it() {
-        // --quick: at most 100,000 keys, said as --quick's limit (not memory).
-        let DataCopy { keys, why, .. } =
-            copy_of(2_000_000, 500, true, &crate::results::decide::KVLAB.method);
-        assert_eq!(keys, 100_000);
-        assert!(why.contains("--quick measures at most"), "{why}");
-        assert!(!why.contains("available memory"), "{why}");
-        let DataCopy {
-            keys,
-            why,
-            bytes_per_key,
-        } = copy_of(50_000, 500, true, &crate::results::decide::KVLAB.method);
-        assert_eq!(bytes_per_key, 620);
-        assert_eq!(
-            (keys, why.as_str()),
-            (50_000, "the whole data set fits this machine")
-        );
-    }
 }

@@ -8,7 +8,7 @@
 
 use anyhow::Result;
 
-use super::Ask;
+use super::ask::Ask;
 pub use super::measure::Other;
 use super::measure::{AsideRun, Runs, mb_name};
 use super::size::{self, Check, Memory, Shape};

@@ -3,7 +3,7 @@
 //! curve at the stated data; the decision's extrapolations are said in
 //! `results::decide::said`.
 
-use super::Ask;
+use super::ask::Ask;
 use super::cpu::CpuCurves;
 use super::measure::{Measured, Searched, mb_name};
 use super::size::{self, Check, Memory, PerCore, Shape};

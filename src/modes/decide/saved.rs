@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Ask;
+use super::ask::Ask;
 use super::held::Holds;
 use super::host::HostLog;
 use super::measure::Measured;
@@ -326,7 +326,8 @@ pub fn load_for(dir: &Path, flag: &str) -> Result<(Ask, Measured)> {
     };
     let steps = Steps::read(&mut saved)?;
     // A copy saved before its bytes per key were written: as its load gives them.
-    let per_key = super::key_bytes(manifest.ask.load.value_size, &manifest.ask.assumed.method);
+    let per_key =
+        super::copy::key_bytes(manifest.ask.load.value_size, &manifest.ask.assumed.method);
     let copy = manifest.scaled.settled(per_key);
     let measured = steps.measured(&manifest.ask.load, copy, saved.busy);
     Ok((manifest.ask, measured))

@@ -8,7 +8,7 @@ use anyhow::Result;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::Ask;
+use super::ask::Ask;
 use super::measure::{AsideRun, CurveRun, Measured, Searched};
 use super::others::Other;
 use crate::results::decide::{CacheLoss, DataCopy, StatedLoad};

@@ -13,25 +13,31 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::driver::Connector;
 use crate::driver::observe::{KeysLike, Notes, Reading};
+use crate::modes::watched::ToWatch;
 use crate::results::observe::{Observation, Second, Watched};
 use crate::results::usage::Role;
 
-/// A server to watch: its role (`cache` or `database`) and where it is.
-pub struct ToWatch {
-    /// `cache` or `database`.
-    pub role: crate::results::usage::Role,
-    /// Where it is, with its login.
-    pub connector: Connector,
-    /// Its version, as it reported it.
-    pub version: String,
-}
-
 /// Watches `servers` for `seconds` and derives the load they show; with
 /// `like`, a cache's keys, value sizes and TTLs are those of the keys it
-/// matches (`--keys-like`).
+/// matches (`--keys-like`). On a terminal, the time watched so far is shown
+/// (a long watch is not silent).
 pub fn observe(
+    servers: &[ToWatch],
+    (seconds, like): (f64, Option<&KeysLike>),
+    shutdown: &AtomicBool,
+) -> Result<Observation> {
+    let shown = crate::system::progress::Progress::spinner(
+        &format!("kvlab observe: watching for {seconds} s, then sampling its keys:"),
+        true,
+    );
+    let o = unshown(servers, (seconds, like), shutdown);
+    shown.finish();
+    o
+}
+
+/// [`observe`], unshown.
+fn unshown(
     servers: &[ToWatch],
     (seconds, like): (f64, Option<&KeysLike>),
     shutdown: &AtomicBool,
@@ -166,8 +172,7 @@ fn watched(
         own_share,
         notes: notes.0,
         // Read after the window, on a connection of its own.
-        eviction: (s.role == Role::Cache)
-            .then(|| crate::modes::decide::eviction::read(&s.connector)),
+        eviction: (s.role == Role::Cache).then(|| crate::modes::eviction::read(&s.connector)),
     }
 }
 

@@ -12,30 +12,11 @@ use crate::driver::wire::{
 use crate::workload::OpKind;
 
 pub use super::frame::{declared, frame_len};
+pub use crate::driver::topology::{SLOTS, hash_slot};
 
 /// The RESP codec (stateless).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Resp;
-
-/// Hash slots of a Redis/Valkey Cluster.
-pub const SLOTS: usize = 16384;
-
-const CRC16: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_XMODEM);
-
-/// The cluster hash slot of `key`: CRC16 (XMODEM) of the key, or of its hash
-/// tag (the bytes between the first `{` and the next `}`, when not empty),
-/// modulo 16384.
-#[inline]
-pub fn hash_slot(key: &[u8]) -> u16 {
-    let mut k = key;
-    if let Some(open) = key.iter().position(|&b| b == b'{')
-        && let Some(len) = key[open + 1..].iter().position(|&b| b == b'}')
-        && len > 0
-    {
-        k = &key[open + 1..open + 1 + len];
-    }
-    CRC16.checksum(k) & (SLOTS as u16 - 1)
-}
 
 /// A `-MOVED slot host:port` or `-ASK slot host:port` error line (without
 /// `-` and CRLF), starting at offset 1 of the reply.

@@ -194,7 +194,7 @@ pub fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
         .cache
         .take()
         .ok_or_else(|| anyhow::anyhow!("no cache in front of the database"))?;
-    let eviction = decide::eviction::of_cache(&cache)?;
+    let eviction = crate::modes::eviction::of_cache(&cache)?;
     let traced = traced(
         args,
         &mut plan,

@@ -35,8 +35,7 @@ pub fn exec(args: &DecideArgs, dir: &Path, shutdown: &AtomicBool) -> Result<()> 
         .into());
     }
     let saved = check::load(dir)?;
-    let available = crate::system::procfs::meminfo("MemAvailable").unwrap_or(4 << 30);
-    let (checked, plan) = check::planned(&saved, dir, available)?;
+    let (checked, plan) = check::planned(&saved, dir)?;
     say.text(&shown::checking(&checked));
     let opts = RunOptions {
         progress: true,

@@ -14,7 +14,7 @@ use crate::cli::DecideArgs;
 use crate::cli::commands::{Say, observe};
 use crate::error::UsageError;
 use crate::modes::decide;
-use crate::modes::observe::ToWatch;
+use crate::modes::watched::ToWatch;
 use crate::results::observe::ObservedLoad;
 
 /// The file, in a decision's directory, of the load its `--observe` saw:
@@ -26,7 +26,7 @@ const SAVED: &str = "observed.json";
 /// `--observe-again`).
 fn seen(
     args: &DecideArgs,
-    servers: &[crate::modes::observe::ToWatch],
+    servers: &[ToWatch],
     say: Say,
     shutdown: &AtomicBool,
 ) -> Result<ObservedLoad> {

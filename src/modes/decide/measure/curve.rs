@@ -5,7 +5,7 @@
 use anyhow::{Context, Result};
 
 use super::{AsideRun, Carried, CurveRun, Runs, Searched, mb_name, p99_said};
-use crate::modes::decide::Ask;
+use crate::modes::decide::ask::Ask;
 use crate::results::decide::db_load;
 use crate::results::stats::num;
 use crate::runner;
