@@ -19,20 +19,25 @@ use super::rows::{answer, every_row, flips_follow_the_rates, json_at, without_se
 fn four_times_the_rate_and_its_daily_sine_are_asked_again_in_under_a_second() {
     let (dir, saved) = fixture_copy();
     let out_s = saved.to_str().unwrap();
-    // Four times the rate: recomputed in under a second.
+    // Four times the rate: recomputed in under a second (five where other
+    // processes kept the host busy meanwhile: two CPU hogs beside the suite
+    // saw 2 s).
     let started = std::time::Instant::now();
     let four = dir.path().join("four");
-    without_servers(&[
-        "decide",
-        "--from",
-        out_s,
-        "--rps",
-        "8000",
-        "--out",
-        four.to_str().unwrap(),
-    ]);
+    let ((), busy) = common::busy_while(|| {
+        without_servers(&[
+            "decide",
+            "--from",
+            out_s,
+            "--rps",
+            "8000",
+            "--out",
+            four.to_str().unwrap(),
+        ]);
+    });
+    let within = if busy.is_some() { 5.0 } else { 1.0 };
     assert!(
-        started.elapsed().as_secs_f64() < 1.0,
+        started.elapsed().as_secs_f64() < within,
         "{:?}",
         started.elapsed()
     );

@@ -209,6 +209,10 @@ fn a_decision_saved_by_an_earlier_kvlab_decides_again_the_same() {
             "at 200% of the cost (costing 701 USD a month more):"
         ) + " (the rule asks 10% of the cost)"
     );
+    // The copy's bytes per key are written now: its 1 KiB values and what
+    // a key takes beside them (kvlab's 120 B).
+    let scaled = again["scaled"].as_object_mut().unwrap();
+    assert_eq!(scaled.remove("bytes_per_key").unwrap(), 1024 + 120);
     let mut before = before;
     before["decision"]["because"].take();
     assert_eq!(before, again);
