@@ -179,13 +179,32 @@ fn rate(cache: Option<&Watched>, db: Option<&Watched>) -> Rate {
         (None, false) => "not known: no request in the window".into(),
         (None, true) => format!("not known: {} did not count reads and writes", r.server),
     };
-    let peak = peaks.map(|p| p.0);
-    (
-        peak,
-        mean.filter(|_| peak.is_some()),
-        peaks.map(|p| p.1),
-        from,
-    )
+    let mean = mean.filter(|_| peaks.is_some());
+    // Uneven seconds (a stall, then a burst that catches up) can put the
+    // percentile under the mean: a peak is never stated below the mean.
+    let (peak, from) = match peaks.map(|p| (p.0, never_below_mean(p.0, mean))) {
+        Some((p, (m, true))) => (
+            Some(m),
+            format!(
+                "{from}; the mean over the window ({} req/s), above that percentile ({} req/s): a peak is never stated below the mean",
+                num(m),
+                num(p)
+            ),
+        ),
+        Some((_, (p, false))) => (Some(p), from),
+        None => (None, from),
+    };
+    (peak, mean, peaks.map(|p| p.1), from)
+}
+
+/// The peak stated from the percentile `p` of the per-second rates and the
+/// window's mean `m`: `p`, or `m` where uneven seconds (a stall, then a
+/// burst that catches up) put `p` under it; whether it is the mean.
+fn never_below_mean(p: f64, m: Option<f64>) -> (f64, bool) {
+    match m {
+        Some(m) if m > p => (m, true),
+        _ => (p, false),
+    }
 }
 
 /// The writes' share of the application's requests, and its source.
@@ -375,6 +394,11 @@ mod tests {
         // Too few seconds to leave one out: the busiest.
         assert_eq!(stated_peak(&[1.0, 5.0, 2.0]).unwrap(), (5.0, 5.0));
         assert_eq!(stated_peak(&[]), None);
+        // Uneven seconds on a busy host put the percentile (5,116) under
+        // the mean (5,118): the mean is stated.
+        assert_eq!(never_below_mean(5116.0, Some(5118.0)), (5118.0, true));
+        assert_eq!(never_below_mean(900.0, Some(550.0)), (900.0, false));
+        assert_eq!(never_below_mean(900.0, None), (900.0, false));
     }
 
     #[test]
