@@ -82,7 +82,7 @@ fn managed(t: &mut TargetSpec) {
 /// What a check of `s` (saved under `dir`) runs on this machine (by the
 /// memory it has free), and the plan of that run.
 pub fn planned(s: &Saved, dir: &Path) -> Result<(Checked, RunPlan)> {
-    let available = crate::system::procfs::meminfo("MemAvailable").unwrap_or(4 << 30);
+    let available = super::copy::available();
     let Some(a) = &s.measured.aside else {
         bail!(
             "--check: the decision in {} sized no cache-aside (no cache size on its curve left the database's misses within its capacity): nothing to check",

@@ -22,7 +22,7 @@ pub fn scaled_keys(ask: &Ask) -> DataCopy {
 /// [`scaled_keys`] of `keys` of `value_size` bytes by method `m`.
 fn copy_of(keys: u64, value_size: usize, quick: bool, m: &Method) -> DataCopy {
     let per_key = key_bytes(value_size, m);
-    let available = crate::system::procfs::meminfo("MemAvailable").unwrap_or(4 << 30);
+    let available = available();
     let cap = m.copy_keys(quick);
     let by_memory = fitting(available, per_key, m);
     let fit = by_memory.min(cap);
@@ -57,6 +57,12 @@ fn copy_of(keys: u64, value_size: usize, quick: bool, m: &Method) -> DataCopy {
         why,
         bytes_per_key: per_key,
     }
+}
+
+/// The memory this machine has free, bytes (4 GiB where /proc does not
+/// say): what a copy, or a check's, is fitted to.
+pub(in crate::modes::decide) fn available() -> u64 {
+    crate::system::procfs::meminfo("MemAvailable").unwrap_or(4 << 30)
 }
 
 /// What a key of `value_size` bytes takes in a server's memory by method
