@@ -35,6 +35,7 @@ pub(super) fn assemble(
         .map_or(0.0, |(a, b)| (b.client_cpu_s - a.client_cpu_s).max(0.0));
     let cpu = ServerCpu::of(obs, c.requests());
     let mut problems = problems(rs, &r, &cpu, server_counters.as_ref());
+    let host_load = obs.host_load();
     let mut schedule = r.schedule.clone();
     if let Some(sc) = schedule.as_mut() {
         let load = Load {
@@ -54,6 +55,9 @@ pub(super) fn assemble(
             client_busy: r.client_busy,
             client_cores: client_cpu_s / window,
             server_cores: cpu.cpu_s.map(|s| s / window),
+            host_busy: host_load
+                .as_ref()
+                .and_then(crate::results::host_load::busy_by_kvlab),
         };
         sc.not_sustained = load.shortfall();
         problems.extend(sc.not_sustained.clone());
@@ -284,7 +288,10 @@ impl Parts {
             timeline: timeline(rs, r.timeline),
             background: None,
             events: Vec::new(),
-            host: Host::default(),
+            host: Host {
+                host_load: obs.host_load(),
+                ..Host::default()
+            },
             replay: None,
             consistency: rs.writes_versioned.then(|| consistency_report(&r.measured)),
             cache_aside: None,

@@ -126,11 +126,7 @@ fn measure_resolved(
     // Trace replay: the reader streams the trace while the workers connect.
     let feed = replay::start(plan, &base)?;
     base.trace = feed.clone();
-    let before_window = crate::system::host_load::sample();
     let w = window::measure(rs, &base, &target, cache.as_ref(), opts, shutdown)?;
-    let host_load = before_window
-        .zip(crate::system::host_load::sample())
-        .map(|(a, b)| crate::system::host_load::between(&a, &b));
     let finish = finish::Finish {
         rs,
         target: &target,
@@ -149,7 +145,6 @@ fn measure_resolved(
         transport,
         feed,
     });
-    result.host.host_load = host_load;
     if let Some((_, node)) = result.totals.hot_reads.as_mut() {
         *node = hot_node(&base);
     }

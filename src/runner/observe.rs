@@ -2,7 +2,8 @@
 //! of kvlab itself and of the managed servers at the edges of the measured
 //! window (an engine [`Observer`]); for a server kvlab did not start (the
 //! target, the cache of a cache-aside run), what the server reports of itself,
-//! sampled at the same edges and every second (for its peak memory).
+//! sampled at the same edges and every second (for its peak memory); and
+//! the host's load between the edges.
 
 use std::time::Duration;
 
@@ -11,6 +12,7 @@ use crate::driver::{Cache, CacheMemory, Connector, ReportedUsage, UsageReport};
 use crate::engine::{Beat, Observer, Tick};
 use crate::servers::ManagedServer;
 use crate::system::ProcUsage;
+use crate::system::host_load::{HostLoad, Sample as HostSample};
 pub(super) use crate::system::procfs::{self_cpu_s, self_peak_rss_kb};
 use crate::system::progress::Progress;
 
@@ -131,6 +133,8 @@ pub(super) struct RunObserver<'a> {
     pub at_start: Option<Sample>,
     /// Sample when measuring ended.
     pub at_end: Option<Sample>,
+    /// The host's CPU when measuring began and when it ended.
+    pub host: (Option<HostSample>, Option<HostSample>),
     /// The warm-up, for the progress line.
     pub warmup: Duration,
     /// What kvlab does to its servers during the window.
@@ -195,6 +199,13 @@ impl RunObserver<'_> {
         Some(((b.cpu_s - a.cpu_s).max(0.0), b.peak_rss_kb))
     }
 
+    /// The host's load over the window (what other processes took, what was
+    /// stolen), where /proc could be read at both ends.
+    pub fn host_load(&self) -> Option<HostLoad> {
+        let (a, b) = (self.host.0?, self.host.1?);
+        Some(crate::system::host_load::between(&a, &b))
+    }
+
     /// CPU seconds the server and the cache spent between the window's samples.
     pub fn cpu_deltas(&self) -> (Option<f64>, Option<f64>) {
         let Some((a, b)) = self.at_start.zip(self.at_end) else {
@@ -234,6 +245,7 @@ impl Observer for RunObserver<'_> {
         let s = self.sample();
         self.track_peak(&s);
         self.at_start = Some(s);
+        self.host.0 = crate::system::host_load::sample();
         self.read_memory(-1);
         if let Some(w) = self.replicas.as_mut() {
             w.started();
@@ -286,6 +298,7 @@ impl Observer for RunObserver<'_> {
             live_usage(m, &s);
         }
         self.at_end = Some(s);
+        self.host.1 = crate::system::host_load::sample();
         if let Some(w) = self.replicas.as_mut() {
             w.ended();
         }

@@ -77,6 +77,7 @@ fn observer<'a>(
         peak_kb: Default::default(),
         at_start: None,
         at_end: None,
+        host: (None, None),
         warmup: base.warmup,
         events: events::Events::new(
             rs.config.load.events.clone(),

@@ -183,7 +183,11 @@ fn a_cache_aside_hit_costs_one_round_trip_and_a_miss_three() {
     let hit = leg("cache_get");
     let miss = hit + leg("db_get") + leg("cache_fill");
     assert!(miss > 2.5 * hit, "miss {miss} µs, hit {hit} µs");
-    assert!(r.latency.latency_us.p50 >= 1000.0 && r.latency.latency_us.p50 < 1600.0);
+    // Most reads hit: the run's median is one round trip (at least one
+    // where other processes kept the host busy, as each step's is).
+    let most = common::host_busy(&r).map_or(1600.0, |_| f64::INFINITY);
+    let p50 = r.latency.latency_us.p50;
+    assert!((1000.0..most).contains(&p50), "p50 {p50} µs");
 }
 
 /// An open loop asking more of a connection than its round trip allows:
@@ -217,7 +221,8 @@ fn an_open_loop_past_what_a_round_trip_allows_waits_for_room_and_crosses_the_lin
     // Each request's own round trip: its service time, from when the
     // application wrote it, is never under the link's.
     let svc = r.latency.service_time_us.as_ref().expect("service time");
-    assert!(svc.p50 >= 1000.0 && svc.p50 < 1600.0, "{svc:?}");
+    let most = common::host_busy(&r).map_or(1600.0, |_| f64::INFINITY);
+    assert!((1000.0..most).contains(&svc.p50), "{svc:?}");
 }
 
 /// Cache-aside at a fixed rate, a round trip on each link: a hit costs one

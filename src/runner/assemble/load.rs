@@ -20,13 +20,17 @@ pub(super) struct Load {
     pub(super) client_cores: f64,
     /// The cores the server used over the window (`None`: not known).
     pub(super) server_cores: Option<f64>,
+    /// Why the host was busy over the window (other processes' cores, CPU
+    /// stolen), at kvlab's limits; `None` where it was not or is not known.
+    pub(super) host_busy: Option<String>,
 }
 
 impl Load {
     /// The line that says the rate was not carried (achieved below 90% of the
     /// offered rate, or a backlog of more than 1% of the window's requests,
-    /// i.e. a lag that kept growing), naming the side that was saturated when
-    /// kvlab can tell; `None` when it was carried.
+    /// i.e. a lag that kept growing), naming the host's other work where it
+    /// was busy, else the side that was saturated when kvlab can tell; `None`
+    /// when it was carried.
     pub(super) fn shortfall(&self) -> Option<String> {
         let expected = self.offered * self.window;
         let short = self.achieved < 0.9 * self.offered;
@@ -40,7 +44,12 @@ impl Load {
             .server_cores
             .map(|s| format!(", the server {s:.2}"))
             .unwrap_or_default();
-        let side = if self.server_cores.is_some() && used >= 0.9 * cores {
+        let side = if let Some(why) = &self.host_busy {
+            // Others' work on the host starves whichever side waits for it.
+            format!(
+                "the host was busy ({why}): other work on it held the rate back (run again on a quiet host)"
+            )
+        } else if self.server_cores.is_some() && used >= 0.9 * cores {
             format!(
                 "this machine's {cores:.0} cores were all in use (kvlab {:.2}{server}): client and server compete for CPU",
                 self.client_cores
@@ -99,6 +108,7 @@ mod tests {
             client_busy: Some(client_busy),
             client_cores: 0.1,
             server_cores: Some(server_cores),
+            host_busy: None,
         };
         let idle = at(0.2, 0.05).shortfall().unwrap();
         assert!(idle.contains("neither side was saturated"), "{idle}");
@@ -107,5 +117,18 @@ mod tests {
         assert!(busy.contains("the target could not keep up"), "{busy}");
         let kvlab = at(0.95, 0.05).shortfall().unwrap();
         assert!(kvlab.contains("raise --threads"), "{kvlab}");
+        // Where other processes kept the host busy, they are named, not a
+        // side that only waited for CPU.
+        let host = Load {
+            host_busy: Some("other processes used 1.60 cores".into()),
+            ..at(0.95, 0.9)
+        }
+        .shortfall()
+        .unwrap();
+        assert!(
+            host.contains("the host was busy (other processes used 1.60 cores)"),
+            "{host}"
+        );
+        assert!(!host.contains("could not keep up"), "{host}");
     }
 }
