@@ -61,6 +61,13 @@ impl RunPlan {
         }
         p
     }
+
+    /// The same plan over `keys` keys.
+    pub fn with_keys(&self, keys: u64) -> RunPlan {
+        let mut p = self.clone();
+        p.workload.keys = keys;
+        p
+    }
 }
 
 impl RunPlan {

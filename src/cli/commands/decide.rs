@@ -61,13 +61,13 @@ pub fn exec(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Option<Decided>>
         .or_else(|| args.out.clone())
         .unwrap_or_else(|| "results/decide".into());
     make_dir(&out)?;
-    let (ask, copy) = decide::on_copy(ask, args.observed_cache_limit, &mut |l| say.text(l))?;
+    let (ask, on) = decide::on_copy(ask, args.observed_cache_limit, &mut |l| say.text(l))?;
     let opts = RunOptions {
         progress: true,
         notes: true,
     };
     let resume = args.resume.is_some();
-    let decision = decide::decide(&ask, (&copy, &out, resume), opts, shutdown, &mut |l| {
+    let decision = decide::decide(&ask, (&on, &out, resume), opts, shutdown, &mut |l| {
         say.text(l)
     })?;
     Ok(Some(Decided {
@@ -88,19 +88,29 @@ pub struct Decided {
 /// `--from DIR`: the saved decision recomputed with what the flags change.
 fn from(args: &DecideArgs, dir: &std::path::Path) -> Result<Decided> {
     let json = args.run.json.clone();
-    let (mut ask, mut measured) = decide::saved::load(dir)?;
-    let change = from_saved::change(args, &ask)?;
-    decide::again::apply(&mut ask, &mut measured, change)?;
+    let (saved, mut measured) = decide::saved::load(dir)?;
+    let change = from_saved::change(args, &saved)?;
+    let again = decide::again::apply(&saved, &mut measured, change)?;
+    // The policy as saved, with what the flags state of it.
     let stated = ask::assumed(args)?.policy;
-    if args.keep_saving.is_some() {
-        ask.assumed.policy.keep_saving = stated.keep_saving;
-    }
-    if args.keep_saving_month.is_some() {
-        ask.assumed.policy.keep_saving_month = stated.keep_saving_month;
-    }
-    if args.survive_cache_loss {
-        ask.assumed.policy.survive_cache_loss = true;
-    }
+    let was = again.assumed.policy;
+    let policy = crate::results::decide::assumptions::Policy {
+        keep_saving: args
+            .keep_saving
+            .map_or(was.keep_saving, |_| stated.keep_saving),
+        keep_saving_month: args
+            .keep_saving_month
+            .map_or(was.keep_saving_month, |_| stated.keep_saving_month),
+        survive_cache_loss: was.survive_cache_loss || args.survive_cache_loss,
+        ..was
+    };
+    let ask = decide::Asked {
+        assumed: crate::results::decide::Assumptions {
+            policy,
+            ..again.assumed
+        },
+        ..again
+    };
     let out = args.out.clone().unwrap_or_else(|| dir.to_path_buf());
     make_dir(&out)?;
     Say::beside(json.as_deref()).text(&format!(

@@ -3,7 +3,7 @@
 //! (refused where the goal is stricter than anything measured), the cores
 //! stated for a server given by URL taken as stated now.
 
-use super::ask::Ask;
+use super::ask::Asked;
 use super::measure::Measured;
 use super::measure::{CoresSource, Searched};
 use crate::error::UsageError;
@@ -11,8 +11,9 @@ use crate::modes::capacity::{self, MoreLimits};
 use crate::results::decide::StatedLoad;
 use crate::results::stats::num;
 
-/// `ask` and `m` for the stated `load`.
-pub fn apply(ask: &mut Ask, m: &mut Measured, load: StatedLoad) -> Result<(), UsageError> {
+/// `ask` asked again with the stated `load` (a new [`Asked`]), `m` judged
+/// again for it.
+pub fn apply(ask: &Asked, m: &mut Measured, load: StatedLoad) -> Result<Asked, UsageError> {
     let goal = |l: &StatedLoad| (l.p99_ms, l.p50_ms, l.p999_ms);
     if goal(&load) != goal(&ask.load) {
         rejudge(m, &load)?;
@@ -25,8 +26,10 @@ pub fn apply(ask: &mut Ask, m: &mut Measured, load: StatedLoad) -> Result<(), Us
             (s.cores, s.cores_source) = CoresSource::stated(stated);
         }
     }
-    ask.load = load;
-    Ok(())
+    Ok(Asked {
+        load,
+        ..ask.clone()
+    })
 }
 
 /// Every saved run judged against `load`'s goal: the searches' capacities

@@ -1,5 +1,8 @@
 //! What `kvlab decide` is asked: the workload and the servers, the load as
-//! stated and what the decision assumes.
+//! stated and what the decision assumes. Built once ([`super::on_copy`],
+//! `--from`'s stated load, `--check`'s managed servers: each a new value);
+//! nothing writes into one after. What a decision learns is passed beside
+//! it ([`super::OnCopy`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -7,10 +10,11 @@ use super::trace;
 use crate::plan::{CacheAside, RunPlan};
 use crate::results::decide::{Assumptions, StatedLoad};
 
-/// What `kvlab decide` is asked.
+/// What `kvlab decide` is asked (immutable once built).
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Ask {
-    /// The database and the workload, with the measured copy's keys.
+pub struct Asked {
+    /// The database and the workload, over the measured copy's keys (the
+    /// same as [`super::OnCopy::copy`]'s).
     pub plan: RunPlan,
     /// The cache weighed in front of it.
     pub cache: CacheAside,
@@ -22,10 +26,6 @@ pub struct Ask {
     pub run_secs: Option<f64>,
     /// The trace the load was taken from (`--trace`) and its curve.
     pub trace: Option<trace::Traced>,
-    /// A cache given by URL measured beside: its memory carried to the
-    /// copy, MiB, a point of the curve.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub team_cache_mb: Option<u64>,
     /// What the decision assumes: kvlab's policy (with what the team
     /// changed) and its method. One saved before it was written read
     /// [`crate::results::decide::KVLAB`]'s.
@@ -33,7 +33,7 @@ pub struct Ask {
     pub assumed: Assumptions,
 }
 
-impl Ask {
+impl Asked {
     /// Seconds each measured run lasts.
     pub(in crate::modes::decide) fn run_s(&self) -> f64 {
         self.run_secs

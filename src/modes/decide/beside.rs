@@ -8,19 +8,33 @@
 
 use anyhow::Result;
 
-use super::ask::Ask;
+use super::ask::Asked;
 use crate::driver::{Connector, Role};
 use crate::modes::watched::ToWatch;
+use crate::plan::{CacheAside, RunPlan, TargetSpec};
 use crate::results::decide::DataCopy;
 use crate::results::stats::num;
 use crate::results::usage::Role as ServerRole;
 use crate::runner::foreign::{MIB, bytes_needed, overflow};
 use crate::servers::installed::{installed_version, major};
 
-/// Moves `ask`'s cache given by URL beside, where the copy would not fit
-/// in it beside the keys it holds (unless `--allow-evictions`): the line that
-/// says so, or `None` where it is measured in place.
-pub fn cache_by_url(ask: &mut Ask, copy: &DataCopy) -> Result<Option<String>> {
+/// A cache given by URL measured beside: the cache kvlab starts instead, the
+/// URL cache's memory carried to the copy, and the line that says so.
+#[derive(Debug)]
+pub struct Beside {
+    /// The cache-aside with a cache of the same product kvlab starts (the
+    /// policy the URL cache evicts by).
+    pub cache: CacheAside,
+    /// The URL cache's memory carried to the copy, MiB: a point of the curve.
+    pub team_cache_mb: u64,
+    /// What kvlab measures beside it, and why.
+    pub line: String,
+}
+
+/// `ask`'s cache given by URL measured beside, where the copy would not fit
+/// in it beside the keys it holds (unless `--allow-evictions`); `None` where
+/// it is measured in place.
+pub fn cache_by_url(ask: &Asked, copy: &DataCopy) -> Result<Option<Beside>> {
     let spec = &ask.cache.cache;
     let Some(e) = &spec.external else {
         return Ok(None);
@@ -54,25 +68,32 @@ pub fn cache_by_url(ask: &mut Ask, copy: &DataCopy) -> Result<Option<String>> {
     );
     // The policy settled from the cache's own settings (read once, when
     // the ask was made): the cache beside it evicts the same way.
+    let mut server_opts = spec.server_opts.clone();
     if let Some(e) = &ask.load.eviction {
-        ask.cache
-            .cache
-            .server_opts
-            .extend(e.policy.redis_settings());
+        server_opts.extend(e.policy.redis_settings());
     }
-    ask.cache.cache.external = None;
-    ask.load.cache_cores = None;
-    ask.team_cache_mb = Some(copy_mb);
-    Ok(Some(line))
+    let cache = CacheAside {
+        cache: TargetSpec {
+            external: None,
+            server_opts,
+            ..spec.clone()
+        },
+        ..ask.cache.clone()
+    };
+    Ok(Some(Beside {
+        cache,
+        team_cache_mb: copy_mb,
+        line,
+    }))
 }
 
-/// Holds the load on the servers of `ask` kvlab did not start, where the
-/// user gave no bound: at most the method's multiple of the stated rate
+/// `ask`'s plan with the load on the servers kvlab did not start held, where
+/// the user gave no bound: at most the method's multiple of the stated rate
 /// (`--max-rps`), and the client connections each serves now plus the
 /// method's few (`--max-connections`; the fewest where two are read, the
-/// few alone where none says). The line that says so, or `None` where no
+/// few alone where none says); and the line that says so. `None` where no
 /// server is another's or both bounds were given.
-pub fn capped(ask: &mut Ask) -> Result<Option<String>> {
+pub fn capped(ask: &Asked) -> Result<Option<(RunPlan, String)>> {
     // With the cache in the plan, so that a cache of another's counts.
     let mut plan = ask.plan.clone();
     plan.cache = Some(ask.cache.clone());
@@ -109,18 +130,18 @@ pub fn capped(ask: &mut Ask) -> Result<Option<String>> {
     }
     plan.hold_to_shared()?;
     plan.cache = None;
-    ask.plan = plan;
     let names: Vec<String> = foreign.iter().map(|(f, e)| format!("{f} {e}")).collect();
-    Ok(Some(format!(
+    let line = format!(
         "kvlab decide: {} (not kvlab's) driven {}; --max-rps and --max-connections raise the bounds\n",
         names.join(" and "),
         said.join(", ")
-    )))
+    );
+    Ok(Some((plan, line)))
 }
 
 /// A cache of `limit` bytes at the stated keys carried to `ask`'s copy, MiB:
 /// the same share of the keys (at least what the cache needs for itself).
-pub fn carried_mb(ask: &Ask, copy: &DataCopy, limit: u64) -> u64 {
+pub fn carried_mb(ask: &Asked, copy: &DataCopy, limit: u64) -> u64 {
     let share = copy.factor(ask.load.keys);
     ((limit as f64 / MIB * share).ceil() as u64).max(ask.assumed.method.cache_base_mb + 1)
 }

@@ -8,7 +8,7 @@
 //! did beyond the model (its own eviction, writes in flight) is kept; the
 //! model's figure on the copy is kept beside it as its check.
 
-use super::ask::Ask;
+use super::ask::Asked;
 use super::measure::Measured;
 use super::trace;
 use crate::results::RunResult;
@@ -27,7 +27,7 @@ pub fn policy_of(load: &StatedLoad) -> (Policy, f64) {
 /// The model of `ask`'s load (its keys' distribution, the cache's policy at
 /// the stated rate, and its `--cache-ttl`) with `write_share` writes, the
 /// share the copy was measured at.
-pub fn model_of(ask: &Ask, write_share: f64) -> Model {
+pub fn model_of(ask: &Asked, write_share: f64) -> Model {
     Model::new(
         &ask.plan.workload.distribution,
         write_share,
@@ -47,7 +47,7 @@ pub fn held_items(r: &RunResult) -> Option<f64> {
 /// from the model at the items it held: the model's hit ratio less the one
 /// measured), and the floor a `--cache-ttl` puts under the curve at the
 /// stated load (`None`: no TTL, or no model for the distribution).
-pub fn said_of(ask: &Ask, m: &Measured, model: &Model) -> (CarryCheck, Option<TtlFloor>) {
+pub fn said_of(ask: &Asked, m: &Measured, model: &Model) -> (CarryCheck, Option<TtlFloor>) {
     let copy = m.copy.keys;
     let gaps = m
         .curve
@@ -78,7 +78,7 @@ pub fn said_of(ask: &Ask, m: &Measured, model: &Model) -> (CarryCheck, Option<Tt
 /// The floor a `--cache-ttl` puts under the miss ratio at `ask`'s stated
 /// load, and the keys live under it (`None`: no TTL, or no model for the
 /// distribution).
-fn said_of_ttl(ask: &Ask) -> Option<(f64, f64)> {
+fn said_of_ttl(ask: &Asked) -> Option<(f64, f64)> {
     let l = &ask.load;
     let ttl_s = ask.cache.ttl_s;
     let reads_per_s = l.rps * (1.0 - l.write_share);
@@ -149,8 +149,8 @@ pub fn hit_spread(r: &RunResult) -> Option<[f64; 2]> {
 /// then the model's points for a cache kvlab did not start (measured at one
 /// size only) and, with `--trace`, the trace's own curve. A point's trace
 /// figure is the trace's at the items the cache holds at the stated keys.
-pub(super) fn curve(ask: &Ask, m: &Measured, model: &Model, per_key: f64) -> Vec<CurvePoint> {
-    let (copy, stated) = (ask.plan.workload.keys.max(1), ask.load.keys.max(1));
+pub(super) fn curve(ask: &Asked, m: &Measured, model: &Model, per_key: f64) -> Vec<CurvePoint> {
+    let (copy, stated) = (m.copy.keys.max(1), ask.load.keys.max(1));
     let l = &ask.load;
     let at_trace = |share: f64| {
         ask.trace

@@ -11,14 +11,15 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result, bail};
 
-use super::ask::Ask;
+use super::ask::Asked;
 use super::carry;
 use super::compare::{self, Figures, TOLERANCES};
+use super::copy::OnCopy;
 use super::cpu::CpuCurves;
 use super::measure::{Measured, Runs};
 use super::saved;
 use crate::error::UsageError;
-use crate::plan::{CacheStart, RunPlan, TargetSpec};
+use crate::plan::{CacheAside, CacheStart, RunPlan, TargetSpec};
 use crate::results::RunResult;
 use crate::results::check::{Check, Checked};
 use crate::results::decide::{Architecture, Decision};
@@ -30,7 +31,7 @@ pub struct Saved {
     /// The decision as written.
     pub decision: Decision,
     /// What it was asked.
-    pub ask: Ask,
+    pub ask: Asked,
     /// What its steps measured.
     pub measured: Measured,
 }
@@ -74,9 +75,12 @@ fn aside_row(d: &Decision) -> Option<&Architecture> {
 
 /// A server of the decision, started by kvlab for the check: the same
 /// product, never the one given by URL.
-fn managed(t: &mut TargetSpec) {
-    t.external = None;
-    t.read_replicas.clear();
+fn managed(t: &TargetSpec) -> TargetSpec {
+    TargetSpec {
+        external: None,
+        read_replicas: Vec::new(),
+        ..t.clone()
+    }
 }
 
 /// What a check of `s` (saved under `dir`) runs on this machine (by the
@@ -94,14 +98,27 @@ pub fn planned(s: &Saved, dir: &Path) -> Result<(Checked, RunPlan)> {
     let keys = copy.keys;
     let base = super::carry::cache_base(&s.measured);
     let mb = compare::cache_mb(a.memory_mb, (s.measured.copy.keys, keys), base);
-    let mut ask = s.ask.clone();
-    ask.plan.workload.keys = keys;
-    managed(&mut ask.plan.target);
-    managed(&mut ask.cache.cache);
+    // The decision asked on the check's keys, on servers kvlab starts.
+    let plan = s.ask.plan.with_keys(keys);
+    let ask = Asked {
+        plan: RunPlan {
+            target: managed(&plan.target),
+            ..plan
+        },
+        cache: CacheAside {
+            cache: managed(&s.ask.cache.cache),
+            ..s.ask.cache.clone()
+        },
+        ..s.ask.clone()
+    };
+    let on = OnCopy {
+        copy,
+        team_cache_mb: None,
+    };
     let idle = AtomicBool::new(false);
     let runs = Runs {
         ask: &ask,
-        copy: &copy,
+        on: &on,
         db_server: None,
         opts: RunOptions::default(),
         shutdown: &idle,
@@ -112,7 +129,7 @@ pub fn planned(s: &Saved, dir: &Path) -> Result<(Checked, RunPlan)> {
         architecture: aside_row(&s.decision)
             .map_or_else(|| "cache-aside".into(), |r| r.product.clone()),
         keys,
-        keys_why: copy.why.clone(),
+        keys_why: on.copy.why.clone(),
         cache_memory_bytes: mb.map(|m| m << 20),
         cache_start: plan.cache.as_ref().map_or(CacheStart::Warm, |c| c.start),
         rate_rps: s.measured.rate,

@@ -1,16 +1,30 @@
 //! The copy of the data a decision measures, settled once before the first
 //! run: all the stated keys where they fit this machine, else as many as do;
-//! and what a key of it takes.
+//! what a key of it takes; and what a decision learns on it beside what it
+//! was asked ([`OnCopy`]).
 
-use super::ask::Ask;
+use super::ask::Asked;
 use crate::results::decide::DataCopy;
 use crate::results::decide::assumptions::Method;
 use crate::results::stats::num;
 
+/// What a decision measures on, learnt before its first run and passed
+/// beside the [`Asked`] it never writes into: the copy of the data, and the
+/// team's cache (given by URL and measured beside, or observed) carried to
+/// it, a point of the curve at its size.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OnCopy {
+    /// The copy of the data measured.
+    pub copy: DataCopy,
+    /// The team's cache carried to the copy, MiB (`None`: no cache of the
+    /// team's was read).
+    pub team_cache_mb: Option<u64>,
+}
+
 /// The keys of the copy kvlab measures for `ask`'s stated keys, and why: all
 /// of them when they fit the method's share of the memory available (and
 /// its most keys, a load of a minute or so), else as many as do.
-pub fn scaled_keys(ask: &Ask) -> DataCopy {
+pub fn scaled_keys(ask: &Asked) -> DataCopy {
     copy_of(
         ask.load.keys,
         ask.load.value_size,

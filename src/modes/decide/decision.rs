@@ -5,7 +5,7 @@
 //! flips, and each row's cost over the rate. `kvlab decide --from` calls it
 //! on a saved decision without running anything.
 
-use super::ask::Ask;
+use super::ask::Asked;
 use super::carry;
 use super::evaluate::{self, End, evaluate, with_load};
 pub use super::measure::Measured;
@@ -16,7 +16,7 @@ use crate::results::stats::num;
 use crate::workload::trace::model::Model;
 
 /// The decision for `ask` (its stated load) from `m`.
-pub fn decision(ask: &Ask, m: &Measured) -> Decision {
+pub fn decision(ask: &Asked, m: &Measured) -> Decision {
     let model = carry::model_of(ask, m.measured_for.write_share);
     let mid = evaluate(ask, m, &model, End::Mid);
     let low = evaluate(ask, m, &model, End::Low);
@@ -131,7 +131,7 @@ fn close_call(
     mid: &Answer,
     (low, high): (&Answer, &Answer),
     m: &Measured,
-    ask: &Ask,
+    ask: &Asked,
 ) -> Option<String> {
     if low.answer == mid.answer && high.answer == mid.answer {
         return None;
@@ -167,7 +167,7 @@ fn close_call(
 }
 
 /// Each row's cost and the answer over the rates of the method's sweep.
-fn by_rate(ask: &Ask, m: &Measured, model: &Model, rows: &[Architecture]) -> Vec<RatePoint> {
+fn by_rate(ask: &Asked, m: &Measured, model: &Model, rows: &[Architecture]) -> Vec<RatePoint> {
     ask.assumed
         .method
         .rate_factors()

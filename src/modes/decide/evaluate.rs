@@ -2,7 +2,7 @@
 //! load: what [`super::decision`] evaluates as measured, at both ends, and
 //! over the sweeps of [`super::flips`].
 
-use super::ask::Ask;
+use super::ask::Asked;
 use super::carry;
 use super::cpu::CpuCurves;
 use super::measure::{Measured, Searched};
@@ -33,7 +33,7 @@ pub struct Evaluated {
 }
 
 /// The rows and the answer for `ask` at `end`.
-pub fn evaluate(ask: &Ask, m: &Measured, model: &Model, end: End) -> Evaluated {
+pub fn evaluate(ask: &Asked, m: &Measured, model: &Model, end: End) -> Evaluated {
     evaluate_at(ask, m, at(ask, m, model, end))
 }
 
@@ -41,7 +41,7 @@ pub fn evaluate(ask: &Ask, m: &Measured, model: &Model, end: End) -> Evaluated {
 /// it) costs more a month than the database alone at the stated load, its
 /// cache's memory as chosen (`None`: a cost not known, or no hit ratio
 /// makes it cost less).
-pub fn break_even_hit(ask: &Ask, m: &Measured, model: &Model) -> Option<f64> {
+pub fn break_even_hit(ask: &Asked, m: &Measured, model: &Model) -> Option<f64> {
     let base = at(ask, m, model, End::Mid);
     let costs = |hit: f64| {
         let e = evaluate_at(
@@ -81,7 +81,7 @@ pub fn break_even_hit(ask: &Ask, m: &Measured, model: &Model) -> Option<f64> {
 /// The cache-aside row the rule weighs: sized to survive a cache loss where
 /// the policy asks (`--survive-cache-loss`) and there is one, else `aside`.
 fn weighed<'a>(
-    ask: &Ask,
+    ask: &Asked,
     aside: &'a Architecture,
     sized: Option<&'a Architecture>,
 ) -> &'a Architecture {
@@ -92,7 +92,7 @@ fn weighed<'a>(
 }
 
 /// The rows and the answer for `ask` with the figures `at`.
-fn evaluate_at(ask: &Ask, m: &Measured, at: At) -> Evaluated {
+fn evaluate_at(ask: &Asked, m: &Measured, at: At) -> Evaluated {
     let per_key = m.copy.per_key(ask.load.keys);
     let db = rows::database(ask, &m.db, at.searched.db, per_key);
     let cache = rows::cache_alone(ask, &m.cache, at.searched.cache, per_key);
@@ -155,7 +155,7 @@ fn evaluate_at(ask: &Ask, m: &Measured, at: At) -> Evaluated {
 /// The figures of `end`: operations per core from the searches, cache-aside's
 /// hit ratio carried to the stated keys (and to the stated mix where it
 /// differs from the measured one), the searches' CPU curves.
-fn at(ask: &Ask, m: &Measured, model: &Model, end: End) -> At {
+fn at(ask: &Asked, m: &Measured, model: &Model, end: End) -> At {
     let pc = |s: &Searched| match end {
         End::Low => s.per_core_top(),
         _ => s.per_core(),
@@ -201,7 +201,7 @@ fn at(ask: &Ask, m: &Measured, model: &Model, end: End) -> At {
 }
 
 /// `ask` with its stated load changed by `change`.
-pub fn with_load(ask: &Ask, change: impl FnOnce(&mut StatedLoad)) -> Ask {
+pub fn with_load(ask: &Asked, change: impl FnOnce(&mut StatedLoad)) -> Asked {
     let mut a = ask.clone();
     change(&mut a.load);
     a

@@ -5,7 +5,7 @@
 //! each change of answer found between two grid points and narrowed by
 //! bisection to the first value with the new answer.
 
-use super::ask::Ask;
+use super::ask::Asked;
 use super::evaluate::{End, evaluate, with_load};
 use super::measure::Measured;
 use crate::results::decide::{Flip, StatedLoad, Variable, Verdict};
@@ -17,7 +17,7 @@ const NARROW: usize = 10;
 
 impl Variable {
     /// The grid it is swept over, ascending.
-    fn grid(self, ask: &Ask) -> Vec<f64> {
+    fn grid(self, ask: &Asked) -> Vec<f64> {
         let l = &ask.load;
         match self {
             Variable::Rps => ask
@@ -65,7 +65,7 @@ impl Variable {
 }
 
 /// Every flip of the answer over the three sweeps.
-pub(super) fn find(ask: &Ask, m: &Measured, model: &Model) -> Vec<Flip> {
+pub(super) fn find(ask: &Asked, m: &Measured, model: &Model) -> Vec<Flip> {
     let mut out = Vec::new();
     for var in [Variable::Rps, Variable::WriteShare, Variable::Keys] {
         let answer = |v: f64| {

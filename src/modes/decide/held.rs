@@ -7,7 +7,7 @@
 //! while kvlab or the host limited it. What did not hold is said with why
 //! and the fix; the decision then answers `not-measured`.
 
-use super::ask::Ask;
+use super::ask::Asked;
 use super::measure::{AsideRun, Measured, Searched};
 use super::steps::{AsideStep, Step};
 use crate::modes::capacity;
@@ -41,19 +41,19 @@ const MAX_RPS: &str = "raise --max-rps to the stated rate or more, then --resume
 /// the default: they do.
 pub trait Holds {
     /// Why they do not hold, if they do not.
-    fn unheld(&self, _ask: &Ask, _busy: Option<&str>) -> Option<Unheld> {
+    fn unheld(&self, _ask: &Asked, _busy: Option<&str>) -> Option<Unheld> {
         None
     }
 }
 
 impl Holds for Searched {
-    fn unheld(&self, ask: &Ask, busy: Option<&str>) -> Option<Unheld> {
+    fn unheld(&self, ask: &Asked, busy: Option<&str>) -> Option<Unheld> {
         searched(self, ask.load.rps, busy)
     }
 }
 
 impl Holds for AsideStep {
-    fn unheld(&self, ask: &Ask, busy: Option<&str>) -> Option<Unheld> {
+    fn unheld(&self, ask: &Asked, busy: Option<&str>) -> Option<Unheld> {
         aside(self.run.as_ref(), (self.rate, ask.load.p99_ms), busy)
     }
 }
@@ -154,7 +154,7 @@ pub fn searched(s: &Searched, stated: f64, busy: Option<&str>) -> Option<Unheld>
 }
 
 /// The steps of `m` that do not hold for `ask`, each said with its step.
-pub fn unheld(ask: &Ask, m: &Measured) -> Vec<String> {
+pub fn unheld(ask: &Asked, m: &Measured) -> Vec<String> {
     let busy = |step: Step| {
         m.host_busy
             .iter()

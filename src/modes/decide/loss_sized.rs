@@ -3,7 +3,7 @@
 //! database sits on (its burst credits where it is burstable), and the row
 //! whose database is sized to carry that peak (`cache-aside-loss-sized`).
 
-use super::ask::Ask;
+use super::ask::Asked;
 use crate::results::decide::{ArchName, Architecture, CacheLoss, Role};
 use crate::results::stats::num;
 
@@ -90,7 +90,7 @@ fn seconds_above(loss: &CacheLoss, ops: f64, rps: f64, write_share: f64) -> f64 
 
 /// Cache-aside (row `aside`) with its database sized for the loss run's
 /// peak, priced on the same deployment (`None`: no loss measured).
-pub fn row(ask: &Ask, aside: &Architecture, loss: Option<&CacheLoss>) -> Option<Architecture> {
+pub fn row(ask: &Asked, aside: &Architecture, loss: Option<&CacheLoss>) -> Option<Architecture> {
     let l = &ask.load;
     let peak = peak_ops(loss?, l.rps, l.write_share)?;
     if aside.servers.is_empty() {

@@ -14,7 +14,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::ask::Ask;
+use super::ask::Asked;
 use crate::driver::{Connector, Role};
 use crate::modes::capacity::{self, Capacity, MoreLimits};
 use crate::plan::{CacheStart, RunPlan, Stop};
@@ -161,9 +161,9 @@ pub struct Measured {
 
 /// The runs of one decision against the database kvlab started (if it did).
 pub(super) struct Runs<'a> {
-    pub ask: &'a Ask,
-    /// The copy measured.
-    pub copy: &'a DataCopy,
+    pub ask: &'a Asked,
+    /// The copy measured, and the team's cache carried to it.
+    pub on: &'a super::OnCopy,
     pub db_server: Option<&'a ManagedServer>,
     pub opts: RunOptions,
     pub shutdown: &'a AtomicBool,

@@ -11,7 +11,7 @@
 //! to keep the cache; the other architectures are rows beside it.
 //!
 //! # Layout
-//! - `ask`: what a decision is asked ([`Ask`]); `copy`: the copy of the
+//! - `ask`: what a decision is asked ([`Asked`]); `copy`: the copy of the
 //!   data it measures, settled once ([`on_copy`]), and what a key takes.
 //! - `steps`: the steps, declared once (a new step is one line there and its
 //!   runs in `measure_all`); `measure`: the runs, one function each; `saved`:
@@ -62,48 +62,82 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Result;
 
 use crate::plan::RunPlan;
-use crate::results::decide::{ArchName, DataCopy, Decision};
+use crate::results::decide::{ArchName, Decision, StatedLoad};
 use crate::runner::{self, RunOptions};
 use steps::{AsideStep, Step, Steps};
 
-pub use ask::Ask;
+pub use ask::Asked;
+pub use copy::OnCopy;
 use copy::scaled_keys;
 
-/// `ask` on the copy kvlab measures: its keys settled ([`scaled_keys`]), a
-/// cache given by URL held to the room it has ([`beside::cache_by_url`]),
-/// the load on servers kvlab did not start bounded ([`beside::capped`]),
-/// and a cache observed (its memory limit in bytes, `observed_limit`) a
-/// point of the curve at its size carried to the copy; each said.
+/// What `stated` asks, on the copy kvlab measures, built once (nothing
+/// writes into it after): its keys settled ([`scaled_keys`]), a cache given
+/// by URL that has no room for them measured beside
+/// ([`beside::cache_by_url`]), the load on servers kvlab did not start
+/// bounded ([`beside::capped`]); beside it what was learnt ([`OnCopy`]): the
+/// copy, and the team's cache (the URL cache's, or the one observed, of
+/// memory limit `observed_limit` bytes) carried to it, a point of the
+/// curve. Each said.
 pub fn on_copy(
-    mut ask: Ask,
+    stated: Asked,
     observed_limit: Option<u64>,
     say: &mut dyn FnMut(&str),
-) -> Result<(Ask, DataCopy)> {
-    let copy = scaled_keys(&ask);
-    ask.plan.workload.keys = copy.keys;
-    if let Some(line) = beside::cache_by_url(&mut ask, &copy)? {
-        say(&line);
-    }
-    if let Some(line) = beside::capped(&mut ask)? {
-        say(&line);
-    }
+) -> Result<(Asked, OnCopy)> {
+    let copy = scaled_keys(&stated);
+    let plan = stated.plan.with_keys(copy.keys);
+    let asked = Asked { plan, ..stated };
+    let by_url = beside::cache_by_url(&asked, &copy)?;
+    let (asked, mut team_cache_mb) = match by_url {
+        None => (asked, None),
+        Some(b) => {
+            say(&b.line);
+            // Measured beside: the cores stated for the URL cache are not
+            // the cores of the one kvlab starts.
+            let load = StatedLoad {
+                cache_cores: None,
+                ..asked.load
+            };
+            let cache = b.cache;
+            (
+                Asked {
+                    cache,
+                    load,
+                    ..asked
+                },
+                Some(b.team_cache_mb),
+            )
+        }
+    };
+    let asked = match beside::capped(&asked)? {
+        None => asked,
+        Some((plan, line)) => {
+            say(&line);
+            Asked { plan, ..asked }
+        }
+    };
     if let Some(limit) = observed_limit {
-        let mb = beside::carried_mb(&ask, &copy, limit);
-        ask.team_cache_mb = Some(mb);
+        let mb = beside::carried_mb(&asked, &copy, limit);
+        team_cache_mb = Some(mb);
         say(&format!(
             "kvlab decide: the cache observed holds {:.1} MiB at most: a point of the curve at its size carried to the copy ({mb} MiB)\n",
             limit as f64 / crate::runner::foreign::MIB
         ));
     }
-    Ok((ask, copy))
+    Ok((
+        asked,
+        OnCopy {
+            copy,
+            team_cache_mb,
+        },
+    ))
 }
 
-/// Measures `ask` and decides, each step saved under `out` as it finishes
+/// Measures `ask` on the copy `on` and decides, each step saved under `out` as it finishes
 /// (with `resume`, the finished steps whose plans match reused); `say` gets
 /// a line per step as it goes.
 pub fn decide(
-    ask: &Ask,
-    (copy, out, resume): (&DataCopy, &Path, bool),
+    ask: &Asked,
+    (on, out, resume): (&OnCopy, &Path, bool),
     opts: RunOptions,
     shutdown: &AtomicBool,
     say: &mut dyn FnMut(&str),
@@ -113,9 +147,8 @@ pub fn decide(
         cache: Some(ask.cache.clone()),
         ..ask.plan.clone()
     };
-    let keys = ask.plan.workload.keys;
-    let (mut d, cleaned) = runner::foreign::guarded(&guarded, keys, opts, || {
-        measure_all(ask, (copy, out, resume), opts, shutdown, say)
+    let (mut d, cleaned) = runner::foreign::guarded(&guarded, on.copy.keys, opts, || {
+        measure_all(ask, (on, out, resume), opts, shutdown, say)
     })?;
     d.cleanup = cleaned;
     Ok(d)
@@ -123,20 +156,20 @@ pub fn decide(
 
 /// [`decide`]'s steps, in order.
 fn measure_all(
-    ask: &Ask,
-    (copy, out, resume): (&DataCopy, &Path, bool),
+    ask: &Asked,
+    (on, out, resume): (&OnCopy, &Path, bool),
     opts: RunOptions,
     shutdown: &AtomicBool,
     say: &mut dyn FnMut(&str),
 ) -> Result<Decision> {
-    let mut store = saved::Store::open(out, ask, copy, (resume, shutdown))?;
+    let mut store = saved::Store::open(out, ask, &on.copy, (resume, shutdown))?;
     let db_server = match store.complete() {
         true => None,
         false => runner::start_server(&ask.plan, opts)?,
     };
     let m = measure::Runs {
         ask,
-        copy,
+        on,
         db_server: db_server.as_ref(),
         opts,
         shutdown,
@@ -153,7 +186,7 @@ fn measure_all(
     let model = carry::model_of(ask, ask.load.write_share);
     let carried = |c: &measure::CurveRun| {
         let hit = c.result.cache_aside.as_ref().map_or(0.0, |a| a.hit_ratio);
-        let copy = ask.plan.workload.keys.max(1);
+        let copy = on.copy.keys.max(1);
         carry::held_items(&c.result).map_or(hit, |items| {
             model.carry_items(hit, items, copy, ask.load.keys).hit
         })
@@ -191,6 +224,6 @@ fn measure_all(
         near_aside,
         near_db,
     };
-    let measured = steps.measured(&ask.load, copy.clone(), store.busy());
+    let measured = steps.measured(&ask.load, on.copy.clone(), store.busy());
     Ok(decision::decision(ask, &measured))
 }

@@ -8,7 +8,8 @@
 
 use anyhow::Result;
 
-use super::ask::Ask;
+use super::ask::Asked;
+use super::copy::OnCopy;
 pub use super::measure::Other;
 use super::measure::{AsideRun, Runs, mb_name};
 use super::size::{self, Check, Memory, Shape};
@@ -18,11 +19,11 @@ use crate::results::replication::Part;
 use crate::results::stats::num;
 use crate::results::usage::Role;
 
-/// The near cache of each application instance in a decision: the method's
-/// share of the keys of the measured copy (a tenth, at least 1,000).
-fn near_of(ask: &Ask, invalidation: Invalidation) -> NearCache {
+/// The near cache of each application instance in a decision on `on`: the
+/// method's share of the keys of the measured copy (a tenth, at least 1,000).
+fn near_of(ask: &Asked, on: &OnCopy, invalidation: Invalidation) -> NearCache {
     NearCache {
-        bound: NearBound::Items(ask.assumed.method.near_keys(ask.plan.workload.keys)),
+        bound: NearBound::Items(ask.assumed.method.near_keys(on.copy.keys)),
         invalidation,
     }
 }
@@ -77,7 +78,7 @@ impl Runs<'_> {
             true => Invalidation::Tracking,
             false => Invalidation::Ttl(self.ask.assumed.method.near_ttl_s),
         };
-        let near = near_of(self.ask, invalidation);
+        let near = near_of(self.ask, self.on, invalidation);
         let p = as_instances(
             self.ask.load.app_instances,
             self.aside(a.memory_mb, rate),
@@ -109,6 +110,7 @@ impl Runs<'_> {
     pub fn near_database(&self, rate: f64, say: &mut dyn FnMut(&str)) -> Result<Other> {
         let near = near_of(
             self.ask,
+            self.on,
             Invalidation::Ttl(self.ask.assumed.method.near_ttl_s),
         );
         let mut p = as_instances(
@@ -140,7 +142,7 @@ impl Runs<'_> {
 /// core; the run checks the model. Memory: the table per key on every
 /// database server, the cache's resident memory likewise.
 pub(super) fn row(
-    ask: &Ask,
+    ask: &Asked,
     o: &Other,
     per_key: f64,
     (at, table): (&super::rows::At, Option<u64>),

@@ -3,7 +3,7 @@
 //! curve at the stated data; the decision's extrapolations are said in
 //! `results::decide::said`.
 
-use super::ask::Ask;
+use super::ask::Asked;
 use super::cpu::CpuCurves;
 use super::measure::{Measured, Searched, mb_name};
 use super::size::{self, Check, Memory, PerCore, Shape};
@@ -33,7 +33,7 @@ pub(super) struct At {
 
 /// Sizes `row` by the one method: its `servers` (see [`size`]), their
 /// cores and memory summed, their whole machines and cost.
-pub(super) fn size(ask: &Ask, row: &mut Architecture, mut servers: Vec<ServerSize>) {
+pub(super) fn size(ask: &Asked, row: &mut Architecture, mut servers: Vec<ServerSize>) {
     let hours = ask.assumed.policy.hours_per_month;
     let priced = crate::pricing::price(&ask.load, hours, &mut servers);
     row.server_cores = servers.iter().map(|s| s.cores).sum();
@@ -134,7 +134,7 @@ fn searched_from(s: &Searched) -> String {
 /// `memory` (what `s.bytes` measured) per key. Its cores not known, it meets
 /// the goal where the server as measured carries the stated rate.
 fn searched(
-    ask: &Ask,
+    ask: &Asked,
     (name, product, shape): (ArchName, &str, Shape),
     (s, pc): (&Searched, Option<f64>),
     per_key: f64,
@@ -192,7 +192,7 @@ fn searched(
 }
 
 /// The database alone at the stated load, `pc` operations per core.
-pub(super) fn database(ask: &Ask, s: &Searched, pc: Option<f64>, per_key: f64) -> Architecture {
+pub(super) fn database(ask: &Asked, s: &Searched, pc: Option<f64>, per_key: f64) -> Architecture {
     let product = ask.plan.target.kind.product().name();
     searched(
         ask,
@@ -205,7 +205,12 @@ pub(super) fn database(ask: &Ask, s: &Searched, pc: Option<f64>, per_key: f64) -
 
 /// The cache alone (the data only in the cache) at the stated load, `pc`
 /// operations per core.
-pub(super) fn cache_alone(ask: &Ask, s: &Searched, pc: Option<f64>, per_key: f64) -> Architecture {
+pub(super) fn cache_alone(
+    ask: &Asked,
+    s: &Searched,
+    pc: Option<f64>,
+    per_key: f64,
+) -> Architecture {
     let product = ask.cache.cache.kind.product().name();
     let mut r = searched(
         ask,
@@ -231,7 +236,7 @@ pub(super) fn any_per_core(s: &Searched, pc: Option<f64>) -> Option<f64> {
 
 /// Cache-aside at the stated load, from its confirmation run, its hit ratio
 /// carried to the stated keys.
-pub(super) fn cache_aside(ask: &Ask, m: &Measured, at: &At, per_key: f64) -> Architecture {
+pub(super) fn cache_aside(ask: &Asked, m: &Measured, at: &At, per_key: f64) -> Architecture {
     let product = crate::results::architecture_name(
         ask.plan.target.kind.product().name(),
         Some(ask.cache.cache.kind.product().name()),

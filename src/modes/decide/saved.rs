@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::ask::Ask;
+use super::ask::Asked;
 use super::held::Holds;
 use super::host::HostLog;
 use super::measure::Measured;
@@ -30,7 +30,7 @@ pub struct Manifest {
     pub kvlab_version: String,
     /// The ask: the workload and servers (passwords masked), the load as
     /// stated.
-    pub ask: Ask,
+    pub ask: Asked,
     /// The copy measured.
     pub scaled: DataCopy,
     /// The steps finished, in order.
@@ -103,7 +103,7 @@ impl<'a> Store<'a> {
     /// an earlier decision there removed), or with `resume` the one there.
     pub fn open(
         dir: &Path,
-        ask: &Ask,
+        ask: &Asked,
         copy: &DataCopy,
         (resume, shutdown): (bool, &'a AtomicBool),
     ) -> Result<Store<'a>> {
@@ -295,12 +295,12 @@ impl<'a> Store<'a> {
 
 /// A saved decision under `dir`, read back: what was asked and what the
 /// steps measured. An unfinished one is refused, naming the steps missing.
-pub fn load(dir: &Path) -> Result<(Ask, Measured)> {
+pub fn load(dir: &Path) -> Result<(Asked, Measured)> {
     load_for(dir, "--from")
 }
 
 /// [`load`] for the flag `flag` (`--from`, `--check`), which its errors name.
-pub fn load_for(dir: &Path, flag: &str) -> Result<(Ask, Measured)> {
+pub fn load_for(dir: &Path, flag: &str) -> Result<(Asked, Measured)> {
     let manifest: Manifest = read(&dir.join("manifest.json")).map_err(|e| {
         anyhow!(
             "{flag}: {} holds no saved decision ({e:#}); give the --out of an earlier kvlab decide",

@@ -8,7 +8,7 @@ use anyhow::Result;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::ask::Ask;
+use super::ask::Asked;
 use super::measure::{AsideRun, CurveRun, Measured, Searched};
 use super::others::Other;
 use crate::results::decide::{CacheLoss, DataCopy, StatedLoad};
@@ -99,7 +99,7 @@ impl Step {
     /// What its measurements depend on, saved beside them: the searches and
     /// the curve on the workload, the servers and the goal; the fixed-rate
     /// runs also on the stated rate and the application's instances.
-    pub fn plan_key(self, ask: &Ask) -> serde_json::Value {
+    pub fn plan_key(self, ask: &Asked) -> serde_json::Value {
         let l = &ask.load;
         // kvlab's own threads change what it can offer, not what a server
         // does: a step that did not hold for want of them is measured again

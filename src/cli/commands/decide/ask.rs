@@ -1,7 +1,7 @@
 //! What `kvlab decide`'s flags ask: the flags checked, the database and
 //! the cache in front of it, the load as stated, the prices, the round
 //! trips and the policy (kvlab's where the team states none), as one
-//! [`Ask`].
+//! [`Asked`].
 
 use std::sync::atomic::AtomicBool;
 
@@ -9,7 +9,7 @@ use anyhow::Result;
 
 use crate::cli::DecideArgs;
 use crate::error::UsageError;
-use crate::modes::decide::{self, Ask};
+use crate::modes::decide::{self, Asked};
 use crate::plan::{CacheAside, RunPlan};
 use crate::results::decide::assumptions::EXAMPLE_CURRENCY;
 use crate::results::decide::{Assumptions, KVLAB, StatedLoad};
@@ -172,7 +172,7 @@ pub fn assumed(args: &DecideArgs) -> Result<Assumptions, UsageError> {
 
 /// What `args` ask: the database (not a cache) and the cache in front of it
 /// (redis unless `--cache`), the load as stated.
-pub fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
+pub fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Asked> {
     let r = &args.run;
     let (rps, p99_ms) = stated(args)?;
     let rate_shape = day_shape(args)?;
@@ -245,14 +245,13 @@ pub fn ask_of(args: &DecideArgs, shutdown: &AtomicBool) -> Result<Ask> {
         eviction: Some(eviction),
         observed: args.observed.clone(),
     };
-    Ok(Ask {
+    Ok(Asked {
         plan,
         cache,
         load,
         quick: args.quick,
         run_secs: r.duration,
         trace: traced,
-        team_cache_mb: None,
         assumed,
     })
 }

@@ -3,7 +3,7 @@
 
 use crate::cli::DecideArgs;
 use crate::error::UsageError;
-use crate::modes::decide::Ask;
+use crate::modes::decide::Asked;
 use crate::results::decide::StatedLoad;
 
 /// Flags `--from` takes: they change the load decided, not what was measured.
@@ -50,7 +50,7 @@ const CANNOT: [(&str, &str); 7] = [
 
 /// The load `args` ask of the saved decision `ask`: its own, with what the
 /// flags change. A flag that would need new measurements is refused.
-pub fn change(args: &DecideArgs, ask: &Ask) -> anyhow::Result<StatedLoad> {
+pub fn change(args: &DecideArgs, ask: &Asked) -> anyhow::Result<StatedLoad> {
     let flag = |id: &str| format!("--{}", id.replace('_', "-"));
     for id in &args.given {
         if let Some((_, what)) = CANNOT.iter().find(|c| c.0 == id) {
@@ -152,7 +152,7 @@ pub fn change(args: &DecideArgs, ask: &Ask) -> anyhow::Result<StatedLoad> {
 /// prices), in its currency.
 fn redeploy(
     args: &DecideArgs,
-    ask: &Ask,
+    ask: &Asked,
     p: &super::ask::Prices,
     l: &mut StatedLoad,
 ) -> anyhow::Result<()> {

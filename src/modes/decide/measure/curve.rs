@@ -5,7 +5,7 @@
 use anyhow::{Context, Result};
 
 use super::{AsideRun, Carried, CurveRun, Runs, Searched, mb_name, p99_said};
-use crate::modes::decide::ask::Ask;
+use crate::modes::decide::ask::Asked;
 use crate::results::decide::db_load;
 use crate::results::stats::num;
 use crate::runner;
@@ -15,7 +15,7 @@ impl Runs<'_> {
     /// cache at the method's shares of the copy's data (5%, 15% and 40%, and
     /// its base for its own use) and with no limit.
     pub fn curve(&self, rate: f64, say: &mut dyn FnMut(&str)) -> Result<Vec<CurveRun>> {
-        let data_mb = self.copy.bytes() as f64 / (1u64 << 20) as f64;
+        let data_mb = self.on.copy.bytes() as f64 / (1u64 << 20) as f64;
         let mut out: Vec<CurveRun> = Vec::new();
         say(&format!(
             "kvlab decide: the miss-ratio curve: cache-aside at {} req/s, the cache settled at each size\n",
@@ -36,7 +36,7 @@ impl Runs<'_> {
         let mut sizes: Vec<Option<u64>> = fractions
             .iter()
             .map(|f| f.map(|f| (data_mb * f).ceil() as u64 + m.cache_base_mb))
-            .chain(self.ask.team_cache_mb.map(Some))
+            .chain(self.on.team_cache_mb.map(Some))
             .collect();
         // Smallest first, no limit last.
         sizes.sort_by_key(|mb| mb.unwrap_or(u64::MAX));
@@ -115,7 +115,7 @@ impl Runs<'_> {
 /// sends most reads through), whatever the stated rate, so that each run
 /// touches enough of the keys for its cache to reach its steady hit ratio
 /// (which an LRU cache's does not owe to the rate).
-pub(in crate::modes::decide) fn curve_rate(ask: &Ask, db: &Searched) -> f64 {
+pub(in crate::modes::decide) fn curve_rate(ask: &Asked, db: &Searched) -> f64 {
     let cap = db
         .capacity
         .capacity_rps
@@ -134,7 +134,7 @@ pub(in crate::modes::decide) fn curve_rate(ask: &Ask, db: &Searched) -> f64 {
 /// at most half the cache's): a cache-aside request costs the machine a
 /// client, a cache and a database, all on its cores; and why.
 pub(in crate::modes::decide) fn confirm_rate(
-    ask: &Ask,
+    ask: &Asked,
     db: &Searched,
     cache: &Searched,
     curve: f64,
