@@ -179,16 +179,11 @@ fn outcome_problems(rs: &Resolved, r: &EngineReport) -> Vec<String> {
     let expiring = rs.config.workload.ttl_s > 0;
     let mut problems = Vec::new();
     if c.error_total() > 0 && !events {
-        let kinds: Vec<String> = ErrorKind::ALL
-            .iter()
-            .filter(|k| c.error(**k) > 0)
-            .map(|k| format!("{} {}", k.name(), c.error(*k)))
-            .collect();
         problems.push(format!(
             "{} of {} requests failed ({})",
             c.error_total(),
             c.requests(),
-            kinds.join(", ")
+            error_kinds(&c)
         ));
     }
     if rs.config.workload.load && c.misses > 0 && !events && !expiring {
@@ -208,10 +203,35 @@ fn outcome_problems(rs: &Resolved, r: &EngineReport) -> Vec<String> {
         ));
     }
     if c.requests() == 0 {
-        problems.push("no request finished in the measured window".to_string());
+        // Why, where the run knows: what ended the warm-up's requests, or
+        // the connections the server refused.
+        let w = &r.warmup;
+        let why = match (w.error_total(), &r.last_connect_error) {
+            (0, None) => String::new(),
+            (0, Some(e)) => format!(
+                " ({} of {} connections open; the last connection error: {e})",
+                r.established, rs.config.load.connections
+            ),
+            (n, _) => format!(
+                " (the warm-up's requests failed before it: {n} of {}, {})",
+                w.requests(),
+                error_kinds(w)
+            ),
+        };
+        problems.push(format!("no request finished in the measured window{why}"));
     }
     problems.extend(short_of_requests(rs, r));
     problems
+}
+
+/// The kinds of `c`'s errors with their counts (`protocol 2, timeout 1`).
+fn error_kinds(c: &Counts) -> String {
+    let kinds: Vec<String> = ErrorKind::ALL
+        .iter()
+        .filter(|k| c.error(**k) > 0)
+        .map(|k| format!("{} {}", k.name(), c.error(*k)))
+        .collect();
+    kinds.join(", ")
 }
 
 /// A `--requests` run that made fewer than its share of the requests.

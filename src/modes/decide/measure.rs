@@ -163,7 +163,7 @@ pub struct Measured {
 pub(super) struct Runs<'a> {
     pub ask: &'a Asked,
     /// The copy measured, and the team's cache carried to it.
-    pub on: &'a super::OnCopy,
+    pub on: &'a super::copy::OnCopy,
     pub db_server: Option<&'a ManagedServer>,
     pub opts: RunOptions,
     pub shutdown: &'a AtomicBool,
