@@ -73,6 +73,7 @@ pub(super) fn assemble(
         schedule,
         client_cpu_s,
         cpu,
+        host_load,
     };
     parts.result(rs, r, obs)
 }
@@ -271,6 +272,8 @@ struct Parts {
     schedule: Option<crate::results::ScheduleReport>,
     client_cpu_s: f64,
     cpu: ServerCpu,
+    /// The host's load over the window (read once, at its edges).
+    host_load: Option<crate::results::host_load::HostLoad>,
 }
 
 impl Parts {
@@ -309,7 +312,7 @@ impl Parts {
             background: None,
             events: Vec::new(),
             host: Host {
-                host_load: obs.host_load(),
+                host_load: self.host_load,
                 ..Host::default()
             },
             replay: None,
